@@ -1,0 +1,1 @@
+//! The `check` stage (see docs/architecture.md).

@@ -1,0 +1,106 @@
+//! The command line: clap definitions and one short dispatcher per subcommand.
+//!
+//! This is the only module that prints. Each subcommand lives in its own file with its `Args`
+//! struct and a `run` function over library calls.
+
+mod build;
+mod explain;
+mod images;
+mod lint;
+mod login;
+mod pushpull;
+mod run;
+mod store_cmds;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Compile Agentfiles into reproducible OCI artifacts, move them through registries, and run them.
+#[derive(Debug, Parser)]
+#[command(name = "otters", version, about, long_about = None, propagate_version = true)]
+#[command(after_help = "Environment:\n  OTTERS_HOME        where the local store and agents live (default ~/.otters)\n  DOCKER_CONFIG      registry credentials (default ~/.docker)\n  SOURCE_DATE_EPOCH  pins org.opencontainers.image.created and tar mtimes\n  NO_COLOR           disables colour")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check Agentfiles for errors and lints, as an editor or CI would
+    Lint(lint::Args),
+    /// Print the documentation of a diagnostic code (e.g. `otters explain AF101`)
+    Explain(explain::Args),
+    /// Build an Agentfile into an OCI artifact in the local store
+    Build(build::Args),
+    /// List the images in the local store
+    Images(images::ImagesArgs),
+    /// Show an image's manifest, config and layers
+    Inspect(images::InspectArgs),
+    /// Remove image tags from the local store
+    Rm(store_cmds::RmArgs),
+    /// Add a tag to an image in the local store
+    Tag(store_cmds::TagArgs),
+    /// Write an image to an oci-archive tarball
+    Save(store_cmds::SaveArgs),
+    /// Load images from an oci-archive tarball
+    Load(store_cmds::LoadArgs),
+    /// Upload an image from the local store to a registry
+    Push(pushpull::PushArgs),
+    /// Download an image from a registry into the local store
+    Pull(pushpull::PullArgs),
+    /// Resolve the images an Agentfile names and write Agentfile.lock
+    Lock(pushpull::LockArgs),
+    /// Store credentials for a registry
+    Login(login::LoginArgs),
+    /// Remove stored credentials for a registry
+    Logout(login::LogoutArgs),
+    /// Materialise an agent and run it, on the host or in a container
+    Run(run::Args),
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    let result = match cli.command {
+        Command::Lint(a) => lint::run(a),
+        Command::Explain(a) => explain::run(a),
+        Command::Build(a) => build::run(a),
+        Command::Images(a) => images::run_images(a),
+        Command::Inspect(a) => images::run_inspect(a),
+        Command::Rm(a) => store_cmds::run_rm(a),
+        Command::Tag(a) => store_cmds::run_tag(a),
+        Command::Save(a) => store_cmds::run_save(a),
+        Command::Load(a) => store_cmds::run_load(a),
+        Command::Push(a) => pushpull::run_push(a),
+        Command::Pull(a) => pushpull::run_pull(a),
+        Command::Lock(a) => pushpull::run_lock(a),
+        Command::Login(a) => login::run_login(a),
+        Command::Logout(a) => login::run_logout(a),
+        Command::Run(a) => run::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(report) => {
+            eprintln!("{report:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The result every dispatcher returns: an exit code, or a report rendered by miette.
+pub type CliResult = miette::Result<ExitCode>;
+
+/// Where otters keeps its store and agents: `$OTTERS_HOME`, else `~/.otters`.
+pub fn otters_home() -> std::path::PathBuf {
+    if let Some(h) = std::env::var_os("OTTERS_HOME").filter(|h| !h.is_empty()) {
+        return h.into();
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| std::path::PathBuf::from("."), Into::into);
+    home.join(".otters")
+}

@@ -1,0 +1,1 @@
+//! The `lower` stage (see docs/architecture.md).

@@ -1,0 +1,1 @@
+//! The `oci` stage (see docs/architecture.md).

@@ -1,0 +1,1 @@
+//! OCI references: the distribution grammar and Docker Hub normalisation.

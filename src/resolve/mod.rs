@@ -1,0 +1,1 @@
+//! The `resolve` stage (see docs/architecture.md).

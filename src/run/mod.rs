@@ -1,0 +1,1 @@
+//! The `run` stage (see docs/architecture.md).

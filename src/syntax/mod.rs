@@ -1,0 +1,1 @@
+//! The `syntax` stage (see docs/architecture.md).
