@@ -1,0 +1,54 @@
+//! Constructors for the syntax stage's diagnostics (AF0xx).
+
+use super::ast::Keyword;
+use crate::diagnostic::{Diagnostic, Span};
+
+pub fn invalid_utf8(offset: usize) -> Diagnostic {
+    Diagnostic::error(
+        "AF001",
+        Span::point(offset),
+        format!("the file is not valid UTF-8 (first bad byte at offset {offset})"),
+    )
+    .with_help("save the Agentfile as UTF-8")
+}
+
+pub fn byte_order_mark(span: Span) -> Diagnostic {
+    Diagnostic::error("AF002", span, "the file starts with a byte-order mark")
+        .with_label("U+FEFF here")
+        .with_help("save the file as UTF-8 without a BOM")
+}
+
+pub fn unknown_instruction(span: Span, word: &str) -> Diagnostic {
+    let upper = word.to_ascii_uppercase();
+    let best = Keyword::ALL
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(&upper, k.as_str()), k.as_str()))
+        .min();
+    let help = match best {
+        Some((d, k)) if d <= 2 || (k.starts_with(&upper) && upper.len() >= 2) => {
+            format!("did you mean `{k}`?")
+        }
+        _ => "instructions are FROM, RUNTIME, MODEL, NAME, CONTEXT, CONFIG, ENV, BIN, EXEC, ADD, LABEL, ARG, CAPABILITY and MOUNT; a `#` starts a comment line".to_owned(),
+    };
+    Diagnostic::error("AF003", span, format!("unknown instruction `{word}`"))
+        .with_label("not an instruction")
+        .with_help(help)
+}
+
+pub fn malformed(span: Span, keyword: Keyword, expected: &str) -> Diagnostic {
+    Diagnostic::error("AF004", span, format!("malformed {} instruction: {expected}", keyword.as_str()))
+        .with_label(expected.to_owned())
+        .with_help(format!("write it as `{}`", keyword.usage()))
+}
+
+pub fn invalid_escape(span: Span, message: &str) -> Diagnostic {
+    Diagnostic::error("AF005", span, format!("invalid string: {message}"))
+        .with_label("here")
+        .with_help("allowed escapes are \\\" \\\\ \\n \\t \\r \\a \\b \\f \\v \\xHH \\NNN \\uHHHH \\UHHHHHHHH; write a `$` or `'` without a backslash")
+}
+
+pub fn unterminated_heredoc(opener: Span, marker: &str) -> Diagnostic {
+    Diagnostic::error("AF006", opener, format!("unterminated heredoc: no line `{marker}` closes it"))
+        .with_label("opened here")
+        .with_help(format!("end the body with a line containing only `{marker}`"))
+}
