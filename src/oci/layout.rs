@@ -1,0 +1,490 @@
+//! The local store: an OCI image layout (`oci-layout`, `index.json`, `blobs/sha256/`) on disk.
+//!
+//! Takes: a root directory. Returns: blobs by digest and manifests by tag. Must never: leave a
+//! partly written file under a final name — every write goes to `.tmp/` in the same layout, is
+//! fsynced, then renamed into place — or update `index.json` without holding `index.json.lock`.
+//! Blob writes need no lock: they are content-addressed, so two writers of one blob write the
+//! same bytes. A process killed at any point leaves at most stray files in `.tmp/`.
+
+use super::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1, MANIFEST_V1};
+use super::digest::{Digest, HashingWriter};
+use super::refname::{tag_name, RefNameError};
+use crate::json::{to_compact, Value};
+use serde::Deserialize;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use tempfile::NamedTempFile;
+
+/// Size of the copy buffer: large enough that syscalls and hashing calls are amortised.
+pub const COPY_BUFFER: usize = 1 << 20;
+
+/// Largest JSON document (manifest, config, index) [`Store::read_blob`] reads into memory.
+pub const MAX_JSON_BLOB: u64 = 64 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("{} is not a valid OCI index: {source}; move it away to start an empty store", path.display())]
+    BadIndex {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("blob {0} is not in the store; rebuild or pull the image again")]
+    MissingBlob(String),
+    #[error("blob {path} holds content with digest {actual}, not {expected}; remove the file and pull again", path = path.display())]
+    Corrupt {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error("blob {digest} is {size} bytes, more than the {MAX_JSON_BLOB} bytes allowed for a JSON document")]
+    TooLarge { digest: String, size: u64 },
+    #[error(transparent)]
+    RefName(#[from] RefNameError),
+    #[error("digest prefix `{0}` matches more than one image; give more digits")]
+    Ambiguous(String),
+}
+
+fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
+        action,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// An OCI image layout directory used as otters' image store.
+#[derive(Clone, Debug)]
+pub struct Store {
+    root: PathBuf,
+}
+
+#[derive(Deserialize)]
+struct IndexFile {
+    #[serde(default)]
+    manifests: Vec<Descriptor>,
+}
+
+impl Store {
+    /// Opens (creating when needed) the layout at `root`.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let store = Self { root: root.into() };
+        for dir in [store.root.join("blobs/sha256"), store.tmp_dir()] {
+            fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
+        }
+        let layout = store.root.join("oci-layout");
+        if !layout.exists() {
+            store.write_atomic(&layout, br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+        }
+        if !store.index_path().exists() {
+            let _lock = store.lock_index()?;
+            if !store.index_path().exists() {
+                store.write_index(&[])?;
+            }
+        }
+        Ok(store)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn tmp_dir(&self) -> PathBuf {
+        self.root.join(".tmp")
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.root.join("index.json")
+    }
+
+    /// Where the blob with this digest lives (whether or not it exists).
+    pub fn blob_path(&self, digest: &Digest) -> PathBuf {
+        self.root.join("blobs/sha256").join(digest.hex())
+    }
+
+    pub fn has_blob(&self, digest: &Digest) -> bool {
+        self.blob_path(digest).is_file()
+    }
+
+    pub fn open_blob(&self, digest: &Digest) -> Result<File, StoreError> {
+        let path = self.blob_path(digest);
+        File::open(&path).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                StoreError::MissingBlob(digest.to_string())
+            } else {
+                io_err("open", &path)(e)
+            }
+        })
+    }
+
+    /// Reads a small blob (a JSON document) and checks its digest.
+    pub fn read_blob(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
+        let path = self.blob_path(digest);
+        let file = self.open_blob(digest)?;
+        let size = file.metadata().map_err(io_err("stat", &path))?.len();
+        if size > MAX_JSON_BLOB {
+            return Err(StoreError::TooLarge {
+                digest: digest.to_string(),
+                size,
+            });
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.take(MAX_JSON_BLOB)
+            .read_to_end(&mut bytes)
+            .map_err(io_err("read", &path))?;
+        let actual = Digest::of(&bytes);
+        if &actual != digest {
+            return Err(StoreError::Corrupt {
+                path,
+                expected: digest.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Starts a streamed blob write; bytes are hashed as they are written.
+    pub fn blob_writer(&self) -> Result<BlobWriter<'_>, StoreError> {
+        let dir = self.tmp_dir();
+        let tmp = tempfile::Builder::new()
+            .prefix("blob-")
+            .tempfile_in(&dir)
+            .map_err(io_err("create a temporary file in", &dir))?;
+        let file = tmp.reopen().map_err(io_err("open", tmp.path()))?;
+        Ok(BlobWriter {
+            store: self,
+            tmp,
+            out: HashingWriter::new(BufWriter::with_capacity(COPY_BUFFER, file)),
+        })
+    }
+
+    /// Streams `reader` into a blob, calling `progress` with each chunk's length.
+    pub fn put_blob_from_reader(
+        &self,
+        mut reader: impl Read,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(Digest, u64), StoreError> {
+        let mut w = self.blob_writer()?;
+        let mut buf = vec![0u8; COPY_BUFFER];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(StoreError::Io {
+                        action: "read input for",
+                        path: self.root.clone(),
+                        source: e,
+                    })
+                }
+            };
+            w.write_all(&buf[..n])
+                .map_err(io_err("write", &self.tmp_dir()))?;
+            progress(n as u64);
+        }
+        w.commit()
+    }
+
+    /// Stores a blob held in memory.
+    pub fn put_blob_bytes(&self, bytes: &[u8]) -> Result<(Digest, u64), StoreError> {
+        let digest = Digest::of(bytes);
+        if !self.has_blob(&digest) {
+            let path = self.blob_path(&digest);
+            self.write_atomic(&path, bytes)?;
+        }
+        Ok((digest, bytes.len() as u64))
+    }
+
+    /// Stores a manifest (or index) and returns its descriptor (with `artifactType` copied from
+    /// the document when it has one).
+    pub fn put_manifest(&self, bytes: &[u8], media_type: &str) -> Result<Descriptor, StoreError> {
+        let (digest, size) = self.put_blob_bytes(bytes)?;
+        let mut d = Descriptor::new(media_type, digest.to_string(), size);
+        d.artifact_type = artifact_type_of(bytes);
+        Ok(d)
+    }
+
+    /// Points tag `reference` (`:latest` added when untagged) at `descriptor`, replacing any
+    /// earlier image of that tag. Returns the stored tag name.
+    pub fn tag(&self, reference: &str, descriptor: &Descriptor) -> Result<String, StoreError> {
+        let name = tag_name(reference)?;
+        let mut d = descriptor.clone();
+        d.annotations.insert(ANN_REF_NAME.to_owned(), name.clone());
+        self.update_index(|entries| {
+            entries.retain(|e| e.ref_name() != Some(name.as_str()));
+            entries.push(d);
+        })?;
+        Ok(name)
+    }
+
+    /// Removes a tag. Returns false when no such tag existed.
+    pub fn untag(&self, reference: &str) -> Result<bool, StoreError> {
+        let name = tag_name(reference)?;
+        let mut removed = false;
+        self.update_index(|entries| {
+            let before = entries.len();
+            entries.retain(|e| e.ref_name() != Some(name.as_str()));
+            removed = entries.len() != before;
+        })?;
+        Ok(removed)
+    }
+
+    /// Every entry of `index.json`: (ref name, or "" for untagged entries; descriptor).
+    pub fn list(&self) -> Result<Vec<(String, Descriptor)>, StoreError> {
+        Ok(self
+            .read_index()?
+            .into_iter()
+            .map(|d| (d.ref_name().unwrap_or_default().to_owned(), d))
+            .collect())
+    }
+
+    /// Finds an image by tag (as given, or with `:latest` added), by digest (`sha256:…`,
+    /// `name@sha256:…`) or by a unique prefix of at least 4 hex digits.
+    pub fn resolve(&self, reference: &str) -> Result<Option<Descriptor>, StoreError> {
+        let entries = self.read_index()?;
+        let by_name = |n: &str| entries.iter().find(|e| e.ref_name() == Some(n)).cloned();
+        if let Some(d) = by_name(reference) {
+            return Ok(Some(d));
+        }
+        if let Ok(name) = tag_name(reference) {
+            if let Some(d) = by_name(&name) {
+                return Ok(Some(d));
+            }
+        }
+        let digest_part = reference.rsplit_once('@').map_or(reference, |(_, d)| d);
+        if let Ok(digest) = Digest::parse(digest_part) {
+            if let Some(d) = entries.iter().find(|e| e.digest == digest.as_str()) {
+                let mut d = d.clone();
+                d.annotations.remove(ANN_REF_NAME);
+                return Ok(Some(d));
+            }
+            if self.has_blob(&digest) {
+                let bytes = self.read_blob(&digest)?;
+                let media_type = media_type_of(&bytes).unwrap_or_else(|| MANIFEST_V1.to_owned());
+                return self.put_manifest(&bytes, &media_type).map(Some);
+            }
+            return Ok(None);
+        }
+        let prefix = reference.strip_prefix("sha256:").unwrap_or(reference);
+        if prefix.len() >= 4 && prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let mut hits: Vec<&Descriptor> = entries
+                .iter()
+                .filter(|e| {
+                    e.digest
+                        .strip_prefix("sha256:")
+                        .is_some_and(|h| h.starts_with(prefix))
+                })
+                .collect();
+            hits.dedup_by(|a, b| a.digest == b.digest);
+            hits.sort_by(|a, b| a.digest.cmp(&b.digest));
+            hits.dedup_by(|a, b| a.digest == b.digest);
+            return match hits.as_slice() {
+                [] => Ok(None),
+                [one] => {
+                    let mut d = (*one).clone();
+                    d.annotations.remove(ANN_REF_NAME);
+                    Ok(Some(d))
+                }
+                _ => Err(StoreError::Ambiguous(reference.to_owned())),
+            };
+        }
+        Ok(None)
+    }
+
+    fn read_index(&self) -> Result<Vec<Descriptor>, StoreError> {
+        let path = self.index_path();
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err("read", &path)(e)),
+        };
+        let index: IndexFile = serde_json::from_slice(&bytes)
+            .map_err(|source| StoreError::BadIndex { path, source })?;
+        Ok(index.manifests)
+    }
+
+    fn write_index(&self, entries: &[Descriptor]) -> Result<(), StoreError> {
+        let doc = index_json(entries);
+        let bytes = to_compact(&doc).unwrap_or_default();
+        self.write_atomic(&self.index_path(), &bytes)
+    }
+
+    /// Read-modify-write of `index.json` under the exclusive lock. Entries are kept sorted by
+    /// ref name then digest, so the file's bytes do not depend on the order of operations.
+    fn update_index(&self, f: impl FnOnce(&mut Vec<Descriptor>)) -> Result<(), StoreError> {
+        let _lock = self.lock_index()?;
+        let mut entries = self.read_index()?;
+        f(&mut entries);
+        entries.sort_by(|a, b| (a.ref_name(), &a.digest).cmp(&(b.ref_name(), &b.digest)));
+        self.write_index(&entries)
+    }
+
+    fn lock_index(&self) -> Result<IndexLock, StoreError> {
+        let path = self.root.join("index.json.lock");
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_err("create lock file", &path))?;
+        // Rust 1.89's `File::lock` is flock(2): released by the kernel when the process dies, so a
+        // killed build never leaves the store locked.
+        #[allow(clippy::incompatible_msrv)]
+        file.lock().map_err(io_err("lock", &path))?;
+        Ok(IndexLock(file))
+    }
+
+    /// Writes `bytes` to `path` via a temp file in `.tmp/`, fsync and rename.
+    pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        let dir = self.tmp_dir();
+        let mut tmp =
+            NamedTempFile::new_in(&dir).map_err(io_err("create a temporary file in", &dir))?;
+        tmp.write_all(bytes).map_err(io_err("write", tmp.path()))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(io_err("sync", tmp.path()))?;
+        persist(tmp, path)
+    }
+}
+
+/// Holds `index.json.lock`; dropping it releases the lock.
+struct IndexLock(#[allow(dead_code)] File);
+
+fn persist(tmp: NamedTempFile, path: &Path) -> Result<(), StoreError> {
+    tmp.persist(path)
+        .map_err(|e| io_err("rename into", path)(e.error))?;
+    if let Some(parent) = path.parent() {
+        // The rename is durable only once the directory entry is.
+        if let Ok(dir) = File::open(parent) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// The canonical `index.json` document for these entries.
+pub fn index_json(entries: &[Descriptor]) -> Value {
+    Value::object()
+        .with("schemaVersion", 2i64)
+        .with("mediaType", INDEX_V1)
+        .with(
+            "manifests",
+            Value::Array(entries.iter().map(Descriptor::to_json).collect()),
+        )
+}
+
+fn json_field(bytes: &[u8], field: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    v.get(field)?.as_str().map(str::to_owned)
+}
+
+fn artifact_type_of(bytes: &[u8]) -> Option<String> {
+    json_field(bytes, "artifactType")
+}
+
+fn media_type_of(bytes: &[u8]) -> Option<String> {
+    json_field(bytes, "mediaType")
+}
+
+/// A blob being written: hash on the fly, then [`BlobWriter::commit`] renames it to its digest.
+pub struct BlobWriter<'s> {
+    store: &'s Store,
+    tmp: NamedTempFile,
+    out: HashingWriter<BufWriter<File>>,
+}
+
+impl BlobWriter<'_> {
+    /// Flushes, fsyncs and renames the blob into place; returns its digest and size.
+    pub fn commit(self) -> Result<(Digest, u64), StoreError> {
+        let (digest, size, buffered) = self.out.finish();
+        let file = buffered
+            .into_inner()
+            .map_err(|e| io_err("write", self.tmp.path())(e.into_error()))?;
+        let target = self.store.blob_path(&digest);
+        if target.is_file() {
+            // Another build stored the same bytes first; ours are identical, drop them.
+            return Ok((digest, size));
+        }
+        file.sync_all().map_err(io_err("sync", self.tmp.path()))?;
+        drop(file);
+        persist(self.tmp, &target)?;
+        Ok((digest, size))
+    }
+
+    pub fn written(&self) -> u64 {
+        self.out.written()
+    }
+}
+
+impl Write for BlobWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blobs_round_trip_and_tags_resolve() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s")).unwrap();
+        let (d, n) = store
+            .put_blob_from_reader(&b"hello"[..], &mut |_| {})
+            .unwrap();
+        assert_eq!(d, Digest::of(b"hello"));
+        assert_eq!(n, 5);
+        assert_eq!(store.read_blob(&d).unwrap(), b"hello");
+        let m = br#"{"schemaVersion":2,"artifactType":"x/y"}"#;
+        let desc = store.put_manifest(m, MANIFEST_V1).unwrap();
+        assert_eq!(desc.artifact_type.as_deref(), Some("x/y"));
+        assert_eq!(store.tag("meteo", &desc).unwrap(), "meteo:latest");
+        store.tag("b/c:1", &desc).unwrap();
+        assert_eq!(store.resolve("meteo").unwrap().unwrap().digest, desc.digest);
+        assert_eq!(
+            store.resolve("meteo:latest").unwrap().unwrap().digest,
+            desc.digest
+        );
+        assert_eq!(
+            store.resolve(&desc.digest).unwrap().unwrap().digest,
+            desc.digest
+        );
+        assert_eq!(
+            store.resolve(&desc.digest[7..14]).unwrap().unwrap().digest,
+            desc.digest
+        );
+        assert!(store.resolve("nope").unwrap().is_none());
+        let names: Vec<String> = store.list().unwrap().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["b/c:1", "meteo:latest"]);
+        assert!(store.untag("meteo").unwrap());
+        assert!(!store.untag("meteo").unwrap());
+        assert!(fs::read_dir(dir.path().join("s/.tmp"))
+            .unwrap()
+            .next()
+            .is_none());
+    }
+
+    #[test]
+    fn corrupt_blob_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (d, _) = store.put_blob_bytes(b"{}").unwrap();
+        fs::write(store.blob_path(&d), b"[]").unwrap();
+        assert!(matches!(
+            store.read_blob(&d),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+}
