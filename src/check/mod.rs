@@ -1,1 +1,3 @@
 //! The `check` stage (see docs/architecture.md).
+
+pub mod registry;

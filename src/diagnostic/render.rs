@@ -1,1 +1,74 @@
-//! Renderers for diagnostics: human (miette), json, sarif, github. Filled in by the lint work.
+//! Renderers that turn diagnostics into text: human (miette), concise, json, sarif, github.
+//!
+//! Takes: source files with their diagnostics, and the rule table for names and docs. Returns:
+//! one `String` per call. Must never: print, read the environment (the caller picks colour), or
+//! depend on a later pipeline stage (rule metadata comes in as [`RuleMeta`] values).
+//!
+//! Positions are 1-based; columns count Unicode scalar values; `end_column` is exclusive (the
+//! column just after the last character), as in SARIF.
+
+mod concise;
+mod github;
+mod human;
+mod json;
+mod sarif;
+
+pub use concise::concise;
+pub use github::github;
+pub use human::{human, ColorChoice};
+pub use json::json;
+pub use sarif::sarif;
+
+use super::{Diagnostic, Severity, SourceFile};
+
+/// What the renderers need to know about a code. The table itself lives in
+/// `check::registry`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleMeta {
+    pub code: &'static str,
+    /// Kebab-case "what is wrong" (`name-not-path-safe`).
+    pub name: &'static str,
+    pub severity: Severity,
+    /// One line, lower case, no period.
+    pub summary: &'static str,
+    /// The whole `docs/rules/<CODE>.md` page.
+    pub doc: &'static str,
+}
+
+impl RuleMeta {
+    /// The text of the page's "What it does" section, one paragraph.
+    pub fn what_it_does(&self) -> &'static str {
+        let Some(start) = self.doc.find("## What it does") else {
+            return self.summary;
+        };
+        let rest = &self.doc[start + "## What it does".len()..];
+        let end = rest.find("\n## ").unwrap_or(rest.len());
+        rest[..end].trim()
+    }
+}
+
+/// One file's diagnostics, as every renderer takes them.
+pub type FileReport = (SourceFile, Vec<Diagnostic>);
+
+/// A diagnostic's start and end as 1-based (line, column), end exclusive.
+pub(crate) struct Position {
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+}
+
+pub(crate) fn position(file: &SourceFile, d: &Diagnostic) -> Position {
+    let s = file.line_col(d.span.start);
+    let e = file.line_col(d.span.end.max(d.span.start));
+    Position {
+        line: s.line,
+        column: s.column,
+        end_line: e.line,
+        end_column: e.column,
+    }
+}
+
+pub(crate) fn find_rule<'r>(rules: &'r [RuleMeta], code: &str) -> Option<&'r RuleMeta> {
+    rules.iter().find(|r| r.code == code)
+}
