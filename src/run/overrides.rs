@@ -76,7 +76,7 @@ pub fn apply(agent: &Agent, o: &Overrides) -> Result<Effective, OverrideError> {
         configs.insert(k.clone(), v.clone());
     }
     let missing: Vec<&str> = required
-        .keys()
+        .iter()
         .copied()
         .filter(|k| !configs.contains_key(*k))
         .collect();
