@@ -104,7 +104,12 @@ fn newline(out: &mut String, indent: Option<&str>, depth: usize) {
     }
 }
 
-fn write(out: &mut String, v: &Value, indent: Option<&str>, depth: usize) -> Result<(), UnsupportedFloat> {
+fn write(
+    out: &mut String,
+    v: &Value,
+    indent: Option<&str>,
+    depth: usize,
+) -> Result<(), UnsupportedFloat> {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -254,6 +259,9 @@ mod tests {
             .with("c", Value::object())
             .with("d", Value::Array(vec![]));
         let s = String::from_utf8(to_indented(&v).unwrap()).unwrap();
-        assert_eq!(s, "{\n  \"a\": 1,\n  \"b\": [\n    \"x\"\n  ],\n  \"c\": {},\n  \"d\": []\n}");
+        assert_eq!(
+            s,
+            "{\n  \"a\": 1,\n  \"b\": [\n    \"x\"\n  ],\n  \"c\": {},\n  \"d\": []\n}"
+        );
     }
 }

@@ -1,9 +1,17 @@
-//! The typed model: AST → [`model::Agentfile`] (ARG expansion, CONFIG typing), and the config
+//! The `ir` stage: AST → typed [`Agentfile`] model (ARG expansion, CONFIG typing), and the config
 //! blob's canonical JSON in both directions.
 //!
-//! Takes: an AST and build args. Returns: the model plus diagnostics. Must never: do I/O, or
-//! stop at the first problem.
+//! Takes: an AST, its source and build args. Returns: the model plus diagnostics. Must never: do
+//! I/O, or stop at the first problem.
 
+mod blob;
+mod diags;
+mod lower;
 pub mod model;
 
+pub use blob::{config_blob, from_config_blob, to_json, BlobError, CONFIG_MEDIA_TYPE};
+pub use lower::{lower, type_config_value};
 pub use model::*;
+
+#[cfg(test)]
+mod tests;

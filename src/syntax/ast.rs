@@ -33,12 +33,19 @@ pub struct Line {
 #[derive(Clone, Debug, PartialEq)]
 pub enum LineKind {
     Blank,
-    Comment { text: Token },
+    Comment {
+        text: Token,
+    },
     /// `# syntax=VALUE` (recognised on any line; the checker says where it counts).
-    Directive { value: Token },
+    Directive {
+        value: Token,
+    },
     Instruction(Instruction),
     /// A line no rule fits; its diagnostic is in [`Ast::diagnostics`].
-    Error { text: Token, heredoc: Option<Heredoc> },
+    Error {
+        text: Token,
+        heredoc: Option<Heredoc>,
+    },
 }
 
 /// A token's text and where it was written. For quoted strings, `text` is the unquoted value and
@@ -135,7 +142,9 @@ impl Keyword {
 
     /// Case-insensitive look-up.
     pub fn parse(s: &str) -> Option<Keyword> {
-        Keyword::ALL.into_iter().find(|k| k.as_str().eq_ignore_ascii_case(s))
+        Keyword::ALL
+            .into_iter()
+            .find(|k| k.as_str().eq_ignore_ascii_case(s))
     }
 
     /// The usage line shown when an instruction is malformed.
@@ -195,18 +204,61 @@ pub struct Heredoc {
 /// The arguments of each instruction, as written (no ARG expansion yet).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Args {
-    From { image: Token },
-    Runtime { image: Token },
-    Model { model: Token },
-    Name { name: Token },
-    Context { name: Token, description: Option<Token>, file: Option<Token> },
-    Config { key: Token, required: Option<Span>, value: Option<Value>, description: Option<Token> },
-    Env { key: Token, value: Value, description: Option<Token> },
-    Bin { name: Token, image: Token, description: Option<Token> },
-    Exec { args: Vec<Token> },
-    Add { src: Token, dst: Option<Token>, description: Option<Token> },
-    Label { key: Token, value: Value },
-    Arg { key: Token, value: Option<Value> },
-    Capability { names: Vec<Token> },
-    Mount { target: Token, mode: Option<Token>, description: Option<Token> },
+    From {
+        image: Token,
+    },
+    Runtime {
+        image: Token,
+    },
+    Model {
+        model: Token,
+    },
+    Name {
+        name: Token,
+    },
+    Context {
+        name: Token,
+        description: Option<Token>,
+        file: Option<Token>,
+    },
+    Config {
+        key: Token,
+        required: Option<Span>,
+        value: Option<Value>,
+        description: Option<Token>,
+    },
+    Env {
+        key: Token,
+        value: Value,
+        description: Option<Token>,
+    },
+    Bin {
+        name: Token,
+        image: Token,
+        description: Option<Token>,
+    },
+    Exec {
+        args: Vec<Token>,
+    },
+    Add {
+        src: Token,
+        dst: Option<Token>,
+        description: Option<Token>,
+    },
+    Label {
+        key: Token,
+        value: Value,
+    },
+    Arg {
+        key: Token,
+        value: Option<Value>,
+    },
+    Capability {
+        names: Vec<Token>,
+    },
+    Mount {
+        target: Token,
+        mode: Option<Token>,
+        description: Option<Token>,
+    },
 }

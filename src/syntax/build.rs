@@ -19,14 +19,21 @@ pub fn parse(text: &str) -> Ast {
                 pest::error::InputLocation::Pos(p) | pest::error::InputLocation::Span((p, _)) => p,
             };
             ast.diagnostics.push(
-                Diagnostic::error("AF004", Span::point(at), "this text cannot be read as an Agentfile")
-                    .with_help("check the line for stray control characters"),
+                Diagnostic::error(
+                    "AF004",
+                    Span::point(at),
+                    "this text cannot be read as an Agentfile",
+                )
+                .with_help("check the line for stray control characters"),
             );
             None
         }
     };
     let Some(pairs) = pairs else { return ast };
-    let mut b = Builder { text, diags: Vec::new() };
+    let mut b = Builder {
+        text,
+        diags: Vec::new(),
+    };
     for pair in pairs {
         match pair.as_rule() {
             Rule::bom => ast.bom = Some(pair.as_span().into()),
@@ -84,17 +91,24 @@ impl Builder<'_> {
             }
             Rule::instruction_line | Rule::heredoc_line => {
                 let mut inner = pair.into_inner();
-                let Some(ins) = inner.next() else { return LineKind::Blank };
+                let Some(ins) = inner.next() else {
+                    return LineKind::Blank;
+                };
                 let heredoc = self.heredoc(inner.next(), inner.next());
                 LineKind::Instruction(self.instruction(ins, heredoc))
             }
             Rule::bad_line => {
                 let mut inner = pair.into_inner();
-                let Some(text) = inner.next() else { return LineKind::Blank };
+                let Some(text) = inner.next() else {
+                    return LineKind::Blank;
+                };
                 let heredoc = self.heredoc(inner.next(), inner.next());
                 let token = trimmed(&text);
                 self.bad_line(&token);
-                LineKind::Error { text: token, heredoc }
+                LineKind::Error {
+                    text: token,
+                    heredoc,
+                }
             }
             _ => LineKind::Blank,
         }
@@ -111,7 +125,11 @@ impl Builder<'_> {
                 Rule::strip_tabs => strip_tabs = true,
                 Rule::quoted_marker | Rule::bare_marker => {
                     quoted = p.as_rule() == Rule::quoted_marker;
-                    marker = p.into_inner().next().map(|m| m.as_str().to_owned()).unwrap_or_default();
+                    marker = p
+                        .into_inner()
+                        .next()
+                        .map(|m| m.as_str().to_owned())
+                        .unwrap_or_default();
                 }
                 _ => {}
             }
@@ -127,7 +145,11 @@ impl Builder<'_> {
                     let l = p.as_str();
                     let l = l.strip_suffix('\n').unwrap_or(l);
                     let l = l.strip_suffix('\r').unwrap_or(l);
-                    lines.push(if strip_tabs { l.trim_start_matches('\t') } else { l });
+                    lines.push(if strip_tabs {
+                        l.trim_start_matches('\t')
+                    } else {
+                        l
+                    });
                 }
                 Rule::heredoc_terminator => {
                     let s = p.as_span();
@@ -139,7 +161,8 @@ impl Builder<'_> {
             }
         }
         if terminator.is_none() {
-            self.diags.push(errors::unterminated_heredoc(opener, &marker));
+            self.diags
+                .push(errors::unterminated_heredoc(opener, &marker));
         }
         let mut body_text = lines.join("\n");
         let trimmed_len = body_text.trim_end_matches('\n').len();
@@ -160,7 +183,10 @@ impl Builder<'_> {
         let span: Span = pair.as_span().into();
         let rule = pair.as_rule();
         let mut inner = pair.into_inner();
-        let kw = inner.next().map_or_else(|| Token::new("", span), |k| Token::new(k.as_str(), k.as_span().into()));
+        let kw = inner.next().map_or_else(
+            || Token::new("", span),
+            |k| Token::new(k.as_str(), k.as_span().into()),
+        );
         let parts: Vec<Pair<Rule>> = inner.collect();
         let keyword = keyword_of(rule);
         let args = self.args(keyword, parts);
@@ -176,7 +202,10 @@ impl Builder<'_> {
     fn args(&mut self, keyword: Keyword, parts: Vec<Pair<Rule>>) -> Args {
         let mut it = parts.into_iter().peekable();
         let next_word = |it: &mut std::iter::Peekable<std::vec::IntoIter<Pair<Rule>>>| -> Token {
-            it.next().map_or_else(|| Token::new("", Span::default()), |p| Token::new(p.as_str(), p.as_span().into()))
+            it.next().map_or_else(
+                || Token::new("", Span::default()),
+                |p| Token::new(p.as_str(), p.as_span().into()),
+            )
         };
         macro_rules! opt {
             ($rule:path) => {
@@ -187,10 +216,18 @@ impl Builder<'_> {
             };
         }
         match keyword {
-            Keyword::From => Args::From { image: next_word(&mut it) },
-            Keyword::Runtime => Args::Runtime { image: next_word(&mut it) },
-            Keyword::Model => Args::Model { model: next_word(&mut it) },
-            Keyword::Name => Args::Name { name: next_word(&mut it) },
+            Keyword::From => Args::From {
+                image: next_word(&mut it),
+            },
+            Keyword::Runtime => Args::Runtime {
+                image: next_word(&mut it),
+            },
+            Keyword::Model => Args::Model {
+                model: next_word(&mut it),
+            },
+            Keyword::Name => Args::Name {
+                name: next_word(&mut it),
+            },
             Keyword::Context => {
                 let name = next_word(&mut it);
                 let description = opt!(Rule::string).map(|p| self.string(&p));
@@ -198,26 +235,46 @@ impl Builder<'_> {
                     let s: Span = p.as_span().into();
                     Token::new(&p.as_str()["file://".len()..], s)
                 });
-                Args::Context { name, description, file }
+                Args::Context {
+                    name,
+                    description,
+                    file,
+                }
             }
             Keyword::Config => {
                 let key = next_word(&mut it);
                 let required = opt!(Rule::required).map(|p| p.as_span().into());
                 let value = opt!(Rule::value).map(|p| self.value(p));
                 let description = opt!(Rule::string).map(|p| self.string(&p));
-                Args::Config { key, required, value, description }
+                Args::Config {
+                    key,
+                    required,
+                    value,
+                    description,
+                }
             }
             Keyword::Env => {
                 let key = next_word(&mut it);
-                let value = opt!(Rule::value).map_or_else(|| Value::Bare(Token::new("", Span::default())), |p| self.value(p));
+                let value = opt!(Rule::value).map_or_else(
+                    || Value::Bare(Token::new("", Span::default())),
+                    |p| self.value(p),
+                );
                 let description = opt!(Rule::string).map(|p| self.string(&p));
-                Args::Env { key, value, description }
+                Args::Env {
+                    key,
+                    value,
+                    description,
+                }
             }
             Keyword::Bin => {
                 let name = next_word(&mut it);
                 let image = next_word(&mut it);
                 let description = opt!(Rule::string).map(|p| self.string(&p));
-                Args::Bin { name, image, description }
+                Args::Bin {
+                    name,
+                    image,
+                    description,
+                }
             }
             Keyword::Exec => Args::Exec {
                 args: it.map(|p| self.string(&p)).collect(),
@@ -226,11 +283,18 @@ impl Builder<'_> {
                 let src = next_word(&mut it);
                 let dst = opt!(Rule::word).map(|p| Token::new(p.as_str(), p.as_span().into()));
                 let description = opt!(Rule::string).map(|p| self.string(&p));
-                Args::Add { src, dst, description }
+                Args::Add {
+                    src,
+                    dst,
+                    description,
+                }
             }
             Keyword::Label => {
                 let key = next_word(&mut it);
-                let value = opt!(Rule::value).map_or_else(|| Value::Bare(Token::new("", Span::default())), |p| self.value(p));
+                let value = opt!(Rule::value).map_or_else(
+                    || Value::Bare(Token::new("", Span::default())),
+                    |p| self.value(p),
+                );
                 Args::Label { key, value }
             }
             Keyword::Arg => {
@@ -239,13 +303,20 @@ impl Builder<'_> {
                 Args::Arg { key, value }
             }
             Keyword::Capability => Args::Capability {
-                names: it.map(|p| Token::new(p.as_str(), p.as_span().into())).collect(),
+                names: it
+                    .map(|p| Token::new(p.as_str(), p.as_span().into()))
+                    .collect(),
             },
             Keyword::Mount => {
                 let target = next_word(&mut it);
-                let mode = opt!(Rule::mount_mode).map(|p| Token::new(p.as_str(), p.as_span().into()));
+                let mode =
+                    opt!(Rule::mount_mode).map(|p| Token::new(p.as_str(), p.as_span().into()));
                 let description = opt!(Rule::string).map(|p| self.string(&p));
-                Args::Mount { target, mode, description }
+                Args::Mount {
+                    target,
+                    mode,
+                    description,
+                }
             }
         }
     }
@@ -268,7 +339,10 @@ impl Builder<'_> {
             Ok(s) => Token::new(s, span),
             Err(e) => {
                 let at = span.start + 1;
-                self.diags.push(errors::invalid_escape(Span::new(at + e.start, at + e.end), &e.message));
+                self.diags.push(errors::invalid_escape(
+                    Span::new(at + e.start, at + e.end),
+                    &e.message,
+                ));
                 Token::new(inner, span)
             }
         }
@@ -283,17 +357,25 @@ impl Builder<'_> {
         let first = &text.text[..first_end];
         let first_span = Span::new(text.span.start, text.span.start + first_end);
         let Some(keyword) = Keyword::parse(first) else {
-            self.diags.push(errors::unknown_instruction(first_span, first));
+            self.diags
+                .push(errors::unknown_instruction(first_span, first));
             return;
         };
         let (pos, expected) = match AgentfileParser::parse(Rule::single, &text.text) {
-            Ok(_) => (text.text.len(), "unexpected text after the instruction".to_owned()),
+            Ok(_) => (
+                text.text.len(),
+                "unexpected text after the instruction".to_owned(),
+            ),
             Err(e) => describe(&e, &text.text),
         };
         let at = text.span.start + pos;
         let rest = &text.text[pos.min(text.text.len())..];
         let tok_len = rest.find([' ', '\t']).unwrap_or(rest.len());
-        self.diags.push(errors::malformed(Span::new(at, at + tok_len), keyword, &expected));
+        self.diags.push(errors::malformed(
+            Span::new(at, at + tok_len),
+            keyword,
+            &expected,
+        ));
     }
 }
 
@@ -333,7 +415,10 @@ fn describe(e: &pest::error::Error<Rule>, text: &str) -> (usize, String) {
 fn trimmed(p: &Pair<Rule>) -> Token {
     let s = p.as_str();
     let t = s.trim_end();
-    Token::new(t, Span::new(p.as_span().start(), p.as_span().start() + t.len()))
+    Token::new(
+        t,
+        Span::new(p.as_span().start(), p.as_span().start() + t.len()),
+    )
 }
 
 fn keyword_of(rule: Rule) -> Keyword {

@@ -36,9 +36,13 @@ pub fn unknown_instruction(span: Span, word: &str) -> Diagnostic {
 }
 
 pub fn malformed(span: Span, keyword: Keyword, expected: &str) -> Diagnostic {
-    Diagnostic::error("AF004", span, format!("malformed {} instruction: {expected}", keyword.as_str()))
-        .with_label(expected.to_owned())
-        .with_help(format!("write it as `{}`", keyword.usage()))
+    Diagnostic::error(
+        "AF004",
+        span,
+        format!("malformed {} instruction: {expected}", keyword.as_str()),
+    )
+    .with_label(expected.to_owned())
+    .with_help(format!("write it as `{}`", keyword.usage()))
 }
 
 pub fn invalid_escape(span: Span, message: &str) -> Diagnostic {
@@ -48,7 +52,13 @@ pub fn invalid_escape(span: Span, message: &str) -> Diagnostic {
 }
 
 pub fn unterminated_heredoc(opener: Span, marker: &str) -> Diagnostic {
-    Diagnostic::error("AF006", opener, format!("unterminated heredoc: no line `{marker}` closes it"))
-        .with_label("opened here")
-        .with_help(format!("end the body with a line containing only `{marker}`"))
+    Diagnostic::error(
+        "AF006",
+        opener,
+        format!("unterminated heredoc: no line `{marker}` closes it"),
+    )
+    .with_label("opened here")
+    .with_help(format!(
+        "end the body with a line containing only `{marker}`"
+    ))
 }

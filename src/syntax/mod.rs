@@ -49,7 +49,9 @@ mod tests {
         let mut stack = vec![root];
         let mut seen = 0;
         while let Some(dir) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             for e in rd.flatten() {
                 let p = e.path();
                 if p.is_dir() {
@@ -57,7 +59,12 @@ mod tests {
                 } else if p.file_name().is_some_and(|n| n == "Agentfile") {
                     let text = std::fs::read_to_string(&p).unwrap();
                     let ast = parse_str(&text);
-                    assert!(ast.diagnostics.is_empty(), "{}: {:#?}", p.display(), ast.diagnostics);
+                    assert!(
+                        ast.diagnostics.is_empty(),
+                        "{}: {:#?}",
+                        p.display(),
+                        ast.diagnostics
+                    );
                     assert!(ast.instructions().count() > 3);
                     seen += 1;
                 }
@@ -68,11 +75,16 @@ mod tests {
 
     #[test]
     fn heredoc_forms() {
-        let ast = parse_str("FROM scratch\nCONTEXT A <<-'EOT'\n\t\tx\n\ty\n\tEOT\nBIN b img \"d\" <<U\nuse\n\nU\n");
+        let ast = parse_str(
+            "FROM scratch\nCONTEXT A <<-'EOT'\n\t\tx\n\ty\n\tEOT\nBIN b img \"d\" <<U\nuse\n\nU\n",
+        );
         let ins: Vec<_> = ast.instructions().collect();
         assert!(ast.diagnostics.is_empty(), "{:?}", ast.diagnostics);
         let h = ins[1].heredoc.as_ref().unwrap();
-        assert_eq!((h.marker.as_str(), h.strip_tabs, h.quoted, h.body.as_str()), ("EOT", true, true, "x\ny"));
+        assert_eq!(
+            (h.marker.as_str(), h.strip_tabs, h.quoted, h.body.as_str()),
+            ("EOT", true, true, "x\ny")
+        );
         assert_eq!(ins[2].heredoc.as_ref().unwrap().body, "use");
     }
 

@@ -73,20 +73,33 @@ pub fn unquote(inner: &str) -> Result<String, EscapeError> {
                 return Err(err(
                     i,
                     end,
-                    format!("escape `{}` is a raw byte above 0x7f, which is not UTF-8", &inner[i..end]),
+                    format!(
+                        "escape `{}` is a raw byte above 0x7f, which is not UTF-8",
+                        &inner[i..end]
+                    ),
                 ));
             }
         }
         match char::from_u32(code) {
             Some(ch) => out.push(ch),
-            None => return Err(err(i, end, format!("escape `{}` is not a Unicode scalar value", &inner[i..end]))),
+            None => {
+                return Err(err(
+                    i,
+                    end,
+                    format!("escape `{}` is not a Unicode scalar value", &inner[i..end]),
+                ))
+            }
         }
     }
     Ok(out)
 }
 
 fn err(start: usize, end: usize, message: String) -> EscapeError {
-    EscapeError { start, end, message }
+    EscapeError {
+        start,
+        end,
+        message,
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,453 @@
+//! AST → typed model: ARG expansion, CONFIG typing, CONTEXT override-in-place, RUNTIME clearing
+//! CONFIGs, CAPABILITY de-duplication, ADD destination normalisation.
+
+use super::diags;
+use super::model::{
+    Add, Agent, Agentfile, Bin, Config, ConfigValue, Context, Env, Mount, Node, DEFAULT_SYNTAX,
+};
+use crate::diagnostic::{Diagnostic, SourceFile, Span};
+use crate::syntax::{Args, Ast, Instruction, Keyword, LineKind, Token, Value};
+use std::collections::BTreeMap;
+
+/// Builds the model. Never fails: problems are returned as diagnostics beside a best-effort model.
+pub fn lower(
+    ast: &Ast,
+    file: &SourceFile,
+    build_args: &BTreeMap<String, String>,
+) -> (Agentfile, Vec<Diagnostic>) {
+    let mut l = Lowerer {
+        src: &file.text,
+        diags: Vec::new(),
+        args: BTreeMap::new(),
+        agent: Agent::default(),
+        syntax: None,
+    };
+    l.directives(ast);
+    let mut first_from: Option<Span> = None;
+    let mut first_instruction = true;
+    let mut config_spans: Vec<Span> = Vec::new();
+    let mut context_spans: BTreeMap<String, Span> = BTreeMap::new();
+    let mut capability_spans: BTreeMap<String, Span> = BTreeMap::new();
+    for ins in ast.instructions() {
+        if ins.keyword_token.text != ins.keyword.as_str() {
+            l.diags.push(diags::keyword_case(
+                ins.keyword_token.span,
+                &ins.keyword_token.text,
+                ins.keyword,
+            ));
+        }
+        if let Some(h) = &ins.heredoc {
+            if !ins.keyword.takes_heredoc() && !h.body.is_empty() {
+                l.diags.push(diags::ignored_heredoc(h.opener, ins.keyword));
+            }
+            l.marker_in_body(h);
+        }
+        if first_instruction && ins.keyword != Keyword::From {
+            l.diags.push(diags::from_not_first(ins.span, ins.keyword));
+        }
+        first_instruction = false;
+        match &ins.args {
+            Args::From { image } => {
+                if let Some(first) = first_from {
+                    l.diags.push(diags::duplicate_from(ins.span, first));
+                } else {
+                    first_from = Some(ins.span);
+                    l.agent.from = Some(l.node(image));
+                }
+            }
+            Args::Runtime { image } => {
+                for (cfg, span) in l.agent.configs.iter().zip(&config_spans) {
+                    l.diags
+                        .push(diags::config_cleared(*span, ins.span, &cfg.key));
+                }
+                l.agent.configs.clear();
+                config_spans.clear();
+                l.agent.runtime = Some(l.node(image));
+            }
+            Args::Model { model } => l.agent.model = Some(l.node(model)),
+            Args::Name { name } => l.agent.name = Some(l.node(name)),
+            Args::Context {
+                name,
+                description,
+                file,
+            } => {
+                let ctx = l.context(ins, name, description.as_ref(), file.as_ref());
+                if let Some(i) = l.agent.contexts.iter().position(|c| c.name == ctx.name) {
+                    let first = context_spans.get(&ctx.name).copied().unwrap_or_default();
+                    l.diags
+                        .push(diags::shadowed_context(ins.span, first, &ctx.name));
+                    l.agent.contexts[i] = ctx;
+                } else {
+                    context_spans.insert(ctx.name.clone(), ins.span);
+                    l.agent.contexts.push(ctx);
+                }
+            }
+            Args::Config {
+                key,
+                required,
+                value,
+                description,
+            } => {
+                let cfg = l.config(
+                    ins.span,
+                    key,
+                    required.is_some(),
+                    value.as_ref(),
+                    description.as_ref(),
+                );
+                config_spans.push(ins.span);
+                l.agent.configs.push(cfg);
+            }
+            Args::Env {
+                key,
+                value,
+                description,
+            } => {
+                let env = Env {
+                    key: l.expand(key),
+                    value: l.expand(value.token()),
+                    description: description.as_ref().map(|d| l.expand(d)),
+                    span: ins.span,
+                    key_span: key.span,
+                };
+                l.agent.envs.push(env);
+            }
+            Args::Bin {
+                name,
+                image,
+                description,
+            } => {
+                let bin = Bin {
+                    name: l.expand(name),
+                    image: l.expand(image),
+                    description: description.as_ref().map(|d| l.expand(d)),
+                    usage: ins
+                        .heredoc
+                        .as_ref()
+                        .map(|h| h.body.clone())
+                        .filter(|b| !b.is_empty()),
+                    span: ins.span,
+                    name_span: name.span,
+                    image_span: image.span,
+                };
+                l.agent.bins.push(bin);
+            }
+            Args::Exec { args } => {
+                if args.is_empty() {
+                    l.diags.push(diags::empty_exec(ins.span));
+                }
+                let values = args.iter().map(|a| l.expand(a)).collect();
+                l.agent.exec = Some(Node::new(values, ins.span));
+            }
+            Args::Add {
+                src,
+                dst,
+                description,
+            } => {
+                let add = l.add(ins.span, src, dst.as_ref(), description.as_ref());
+                l.agent.adds.push(add);
+            }
+            Args::Label { key, value } => {
+                let k = l.expand(key);
+                let v = l.expand(value.token());
+                l.agent.labels.insert(k, Node::new(v, ins.span));
+            }
+            Args::Arg { key, value } => {
+                let k = l.expand(key);
+                let default = value.as_ref().map(|v| l.expand(v.token()));
+                if let Some(v) = build_args.get(&k).cloned().or(default) {
+                    l.args.insert(k.clone(), v.clone());
+                    l.agent.args.insert(k, Node::new(v, ins.span));
+                }
+            }
+            Args::Capability { names } => {
+                for n in names {
+                    let name = l.expand(n);
+                    if let Some(first) = capability_spans.get(&name) {
+                        l.diags
+                            .push(diags::duplicate_capability(n.span, *first, &name));
+                    } else {
+                        capability_spans.insert(name.clone(), n.span);
+                        l.agent.capabilities.push(Node::new(name, n.span));
+                    }
+                }
+            }
+            Args::Mount {
+                target,
+                mode,
+                description,
+            } => {
+                let read_only = mode
+                    .as_ref()
+                    .is_some_and(|m| m.text.eq_ignore_ascii_case("ro"));
+                let mount = Mount {
+                    target: l.expand(target),
+                    read_only,
+                    description: description.as_ref().map(|d| l.expand(d)),
+                    span: ins.span,
+                };
+                l.agent.mounts.push(mount);
+            }
+        }
+    }
+    if first_from.is_none()
+        && ast
+            .diagnostics
+            .iter()
+            .all(|d| d.code != "AF004" && d.code != "AF003")
+    {
+        let span = ast
+            .lines
+            .first()
+            .map_or(Span::default(), |l| Span::point(l.span.start));
+        l.diags.push(diags::missing_from(span));
+    }
+    let model = Agentfile {
+        syntax: l.syntax.take().unwrap_or_else(|| DEFAULT_SYNTAX.to_owned()),
+        agent: l.agent,
+    };
+    (model, l.diags)
+}
+
+struct Lowerer<'a> {
+    src: &'a str,
+    diags: Vec<Diagnostic>,
+    /// ARGs with a value, declared so far.
+    args: BTreeMap<String, String>,
+    agent: Agent,
+    syntax: Option<String>,
+}
+
+impl Lowerer<'_> {
+    fn directives(&mut self, ast: &Ast) {
+        for (i, line) in ast.lines.iter().enumerate() {
+            if let LineKind::Directive { value } = &line.kind {
+                let on_first_line = i == 0 && !self.src[..line.span.start].contains('\n');
+                if !on_first_line {
+                    self.diags.push(diags::misplaced_directive(line.span));
+                } else if value.text != DEFAULT_SYNTAX {
+                    self.diags
+                        .push(diags::unsupported_syntax(value.span, &value.text));
+                } else {
+                    self.syntax = Some(value.text.clone());
+                }
+            }
+        }
+    }
+
+    fn marker_in_body(&mut self, h: &crate::syntax::Heredoc) {
+        if h.marker.len() < 2 {
+            return;
+        }
+        let body = &self.src[h.body_span.start..h.body_span.end.min(self.src.len())];
+        let mut offset = h.body_span.start;
+        for line in body.split_inclusive('\n') {
+            let t = line.trim();
+            let has_word = t
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+                .any(|w| w == h.marker);
+            if has_word && t.starts_with(&h.marker) {
+                let lead = line.len() - line.trim_start().len();
+                self.diags.push(diags::heredoc_marker_in_body(
+                    Span::new(offset + lead, offset + lead + t.len()),
+                    &h.marker,
+                ));
+            }
+            offset += line.len();
+        }
+    }
+
+    fn node(&mut self, t: &Token) -> Node<String> {
+        Node::new(self.expand(t), t.span)
+    }
+
+    /// Replaces each `${NAME}` of an ARG declared above; an undefined one stays literal (AF203).
+    fn expand(&mut self, t: &Token) -> String {
+        let text = &t.text;
+        if !text.contains("${") {
+            return text.clone();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("${") {
+            out.push_str(&rest[..i]);
+            let after = &rest[i + 2..];
+            let Some(close) = after.find('}') else {
+                out.push_str(&rest[i..]);
+                rest = "";
+                break;
+            };
+            let name = &after[..close];
+            let valid = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
+            match self.args.get(name) {
+                Some(v) if valid => out.push_str(v),
+                _ => {
+                    if valid {
+                        let span = self.locate(t.span, &format!("${{{name}}}"));
+                        self.diags.push(diags::undefined_arg(span, name));
+                    }
+                    out.push_str(&rest[i..i + 3 + close]);
+                }
+            }
+            rest = &after[close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The exact span of `needle` inside a token's source text, else the token's span.
+    fn locate(&self, within: Span, needle: &str) -> Span {
+        self.src
+            .get(within.start..within.end)
+            .and_then(|s| s.find(needle))
+            .map_or(within, |i| {
+                Span::new(within.start + i, within.start + i + needle.len())
+            })
+    }
+
+    fn context(
+        &mut self,
+        ins: &Instruction,
+        name: &Token,
+        description: Option<&Token>,
+        file: Option<&Token>,
+    ) -> Context {
+        let body = ins
+            .heredoc
+            .as_ref()
+            .map(|h| h.body.clone())
+            .filter(|b| !b.is_empty());
+        if let (Some(f), Some(h)) = (file, ins.heredoc.as_ref().filter(|h| !h.body.is_empty())) {
+            self.diags.push(diags::context_file_and_heredoc(
+                f.span, h.opener, &name.text,
+            ));
+        }
+        let file_path = file.map(|f| self.expand(f));
+        Context {
+            name: self.expand(name),
+            description: description.map(|d| self.expand(d)),
+            content: if file_path.is_some() { None } else { body },
+            file: file_path,
+            span: ins.span,
+            name_span: name.span,
+            file_span: file.map(|f| f.span),
+        }
+    }
+
+    fn config(
+        &mut self,
+        span: Span,
+        key: &Token,
+        required: bool,
+        value: Option<&Value>,
+        description: Option<&Token>,
+    ) -> Config {
+        let key_text = self.expand(key);
+        let typed = value.map(|v| {
+            let text = self.expand(v.token());
+            if v.is_quoted() {
+                return ConfigValue::String(text);
+            }
+            let typed = type_config_value(&text);
+            if let ConfigValue::Float(f) = typed {
+                if !f.is_finite() {
+                    self.diags
+                        .push(diags::non_finite_config(v.token().span, &key_text, &text));
+                    return ConfigValue::String(text);
+                }
+            }
+            typed
+        });
+        Config {
+            key: key_text,
+            value: typed,
+            description: description.map(|d| self.expand(d)),
+            required,
+            span,
+            key_span: key.span,
+        }
+    }
+
+    fn add(
+        &mut self,
+        span: Span,
+        src: &Token,
+        dst: Option<&Token>,
+        description: Option<&Token>,
+    ) -> Add {
+        let src_text = self.expand(src);
+        let base = basename(&src_text);
+        let name = match dst {
+            None => base.to_owned(),
+            Some(d) => {
+                let written = self.expand(d);
+                let mut name = written.as_str();
+                let deprecated = name.starts_with('/');
+                name = name
+                    .strip_prefix("/data/")
+                    .unwrap_or(name)
+                    .trim_start_matches('/');
+                while let Some(rest) = name.strip_prefix("./") {
+                    name = rest;
+                }
+                let name = if name.is_empty() || name.ends_with('/') {
+                    format!("{name}{base}")
+                } else {
+                    name.to_owned()
+                };
+                if deprecated {
+                    self.diags
+                        .push(diags::deprecated_add(d.span, &written, &name));
+                }
+                name
+            }
+        };
+        Add {
+            src: src_text,
+            name,
+            description: description.map(|d| self.expand(d)),
+            span,
+            src_span: src.span,
+            name_span: dst.map_or(src.span, |d| d.span),
+        }
+    }
+}
+
+/// POSIX `path.Base` of a slash path, ignoring trailing slashes.
+fn basename(p: &str) -> &str {
+    let t = p.trim_end_matches('/');
+    t.rsplit('/').next().unwrap_or(t)
+}
+
+/// Types an unquoted CONFIG value as openotters does (Go `ParseBool`-exact `true`/`false`,
+/// `ParseInt` base 10, then `ParseFloat`, else a string).
+pub fn type_config_value(text: &str) -> ConfigValue {
+    match text {
+        "true" => return ConfigValue::Bool(true),
+        "false" => return ConfigValue::Bool(false),
+        _ => {}
+    }
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(i) = text.parse::<i64>() {
+            return ConfigValue::Int(i);
+        }
+    }
+    let looks_numeric = digits
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+        && digits.bytes().any(|b| b.is_ascii_digit());
+    let special = matches!(
+        digits.to_ascii_lowercase().as_str(),
+        "inf" | "infinity" | "nan"
+    );
+    if looks_numeric || special {
+        if let Ok(f) = text.parse::<f64>() {
+            return ConfigValue::Float(f);
+        }
+    }
+    ConfigValue::String(text.to_owned())
+}

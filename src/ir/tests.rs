@@ -1,0 +1,200 @@
+use super::*;
+use crate::diagnostic::SourceFile;
+use std::collections::BTreeMap;
+
+fn model(text: &str) -> (Agentfile, Vec<&'static str>) {
+    model_with(text, &BTreeMap::new())
+}
+
+fn model_with(text: &str, args: &BTreeMap<String, String>) -> (Agentfile, Vec<&'static str>) {
+    let f = SourceFile::new("Agentfile", text);
+    let ast = crate::syntax::parse(&f);
+    let (m, d) = lower(&ast, &f, args);
+    (
+        m,
+        ast.diagnostics.iter().chain(&d).map(|d| d.code).collect(),
+    )
+}
+
+fn blob(text: &str) -> String {
+    String::from_utf8(config_blob(&model(text).0).unwrap()).unwrap()
+}
+
+#[test]
+fn config_typing_follows_go() {
+    let cases = [
+        ("1024", ConfigValue::Int(1024)),
+        ("-007", ConfigValue::Int(-7)),
+        ("0.7", ConfigValue::Float(0.7)),
+        ("1e3", ConfigValue::Float(1000.0)),
+        ("true", ConfigValue::Bool(true)),
+        ("True", ConfigValue::String("True".into())),
+        ("99999999999999999999", ConfigValue::Float(1e20)),
+        ("summarize", ConfigValue::String("summarize".into())),
+        ("1.2.3", ConfigValue::String("1.2.3".into())),
+    ];
+    for (text, want) in cases {
+        assert_eq!(type_config_value(text), want, "{text}");
+    }
+}
+
+#[test]
+fn runtime_clears_earlier_configs_and_warns() {
+    let (m, codes) = model("FROM scratch\nCONFIG a=1\nRUNTIME r\nCONFIG b=2\n");
+    let keys: Vec<_> = m.agent.configs.iter().map(|c| c.key.as_str()).collect();
+    assert_eq!(keys, ["b"]);
+    assert_eq!(codes, ["AF206"]);
+}
+
+#[test]
+fn context_override_keeps_first_position() {
+    let (m, codes) =
+        model("FROM scratch\nCONTEXT A <<E\none\nE\nCONTEXT B\nCONTEXT A <<E\ntwo\nE\n");
+    let names: Vec<_> = m
+        .agent
+        .contexts
+        .iter()
+        .map(|c| (c.name.as_str(), c.content.as_deref()))
+        .collect();
+    assert_eq!(names, [("A", Some("two")), ("B", None)]);
+    assert_eq!(codes, ["AF205"]);
+}
+
+#[test]
+fn args_expand_in_order_and_build_args_override() {
+    let text = "FROM scratch\nARG V=1\nARG W\nNAME a-${V}-${W}-${U}\n";
+    let (m, codes) = model(text);
+    assert_eq!(m.agent.name_str(), Some("a-1-${W}-${U}"));
+    assert_eq!(codes, ["AF203", "AF203"]);
+    let args = BTreeMap::from([
+        ("V".to_owned(), "2".to_owned()),
+        ("W".to_owned(), "x".to_owned()),
+    ]);
+    let (m, codes) = model_with(text, &args);
+    assert_eq!(m.agent.name_str(), Some("a-2-x-${U}"));
+    assert_eq!(codes, ["AF203"]);
+}
+
+#[test]
+fn heredoc_bodies_are_never_expanded() {
+    let (m, _) = model("FROM scratch\nARG X=1\nCONTEXT S <<E\n${X}\nE\n");
+    assert_eq!(m.agent.contexts[0].content.as_deref(), Some("${X}"));
+}
+
+#[test]
+fn add_destinations_normalise() {
+    let (m, codes) = model("FROM scratch\nADD data/a.json\nADD b.json /data/x/b.json\nADD c.txt sub/\nADD d.txt ./e.txt \"desc\"\n");
+    let names: Vec<_> = m.agent.adds.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["a.json", "x/b.json", "sub/c.txt", "e.txt"]);
+    assert_eq!(codes, ["AF207"]);
+}
+
+#[test]
+fn structural_errors() {
+    assert_eq!(model("NAME a\nFROM scratch\n").1, ["AF102"]);
+    assert_eq!(model("FROM scratch\nFROM scratch\n").1, ["AF103"]);
+    assert_eq!(model("# just a comment\n").1, ["AF101"]);
+    assert_eq!(model("FROM scratch\nEXEC []\n").1, ["AF112"]);
+    assert_eq!(model("FROM scratch\nCONFIG x=nan\n").1, ["AF113"]);
+    assert_eq!(
+        model("FROM scratch\nCONTEXT A file://a.md <<E\nx\nE\n").1,
+        ["AF111"]
+    );
+    assert_eq!(
+        model("FROM scratch\n# syntax=openotters/agentfile:1\n").1,
+        ["AF212"]
+    );
+    assert_eq!(model("# syntax=other:2\nFROM scratch\n").1, ["AF007"]);
+    assert_eq!(model("from scratch\n").1, ["AF208"]);
+    assert_eq!(model("FROM scratch\nLABEL a=b <<E\nx\nE\n").1, ["AF213"]);
+    assert_eq!(model("FROM scratch\nCAPABILITY a b a\n").1, ["AF217"]);
+}
+
+#[test]
+fn config_blob_matches_go_shape() {
+    let text = "FROM scratch\nRUNTIME r:1\nNAME probe\nCONTEXT SOUL \"core\" <<E\nReply <host>\nE\nCONFIG max-tokens=256\nCONFIG url! \"hook\"\nCONFIG t=0.7\nBIN ping img:1\nADD data/h.json\nLABEL z=1\nLABEL a=\"x&y\"\nENV LOG=debug\nCAPABILITY note_save\nEXEC [\"serve\", \"-v\"]\nMOUNT /data ro \"the data\"\n";
+    insta::assert_snapshot!(blob(text), @r#"
+    {
+      "syntax": "openotters/agentfile:1",
+      "agent": {
+        "from": "scratch",
+        "runtime": "r:1",
+        "name": "probe",
+        "contexts": [
+          {
+            "name": "SOUL",
+            "description": "core",
+            "content": "Reply \u003chost\u003e"
+          }
+        ],
+        "configs": [
+          {
+            "key": "max-tokens",
+            "value": 256
+          },
+          {
+            "key": "url",
+            "description": "hook",
+            "required": true
+          },
+          {
+            "key": "t",
+            "value": 0.7
+          }
+        ],
+        "bins": [
+          {
+            "name": "ping",
+            "image": "img:1"
+          }
+        ],
+        "adds": [
+          {
+            "src": "data/h.json",
+            "name": "h.json"
+          }
+        ],
+        "exec": [
+          "serve",
+          "-v"
+        ],
+        "labels": {
+          "a": "x\u0026y",
+          "z": "1"
+        },
+        "envs": [
+          {
+            "key": "LOG",
+            "value": "debug"
+          }
+        ],
+        "capabilities": [
+          "note_save"
+        ],
+        "mounts": [
+          {
+            "target": "/data",
+            "description": "the data",
+            "read_only": true
+          }
+        ]
+      }
+    }
+    "#);
+}
+
+#[test]
+fn config_blob_round_trips() {
+    let text = "FROM parent:1\nRUNTIME r\nMODEL a/b\nNAME n\nCONTEXT S \"d\" <<E\nx\nE\nCONTEXT F file://f.md\nCONFIG k=1\nCONFIG f=1.5\nCONFIG s=\"1\"\nCONFIG r!\nBIN b i \"d\" <<U\nu\nU\nADD a.txt\nLABEL l=v\nARG A=1\nENV E=v \"d\"\nCAPABILITY c\nMOUNT /m\n";
+    let (m, _) = model(text);
+    let bytes = config_blob(&m).unwrap();
+    let back = from_config_blob(&bytes).unwrap();
+    assert_eq!(config_blob(&back).unwrap(), bytes);
+}
+
+#[test]
+fn reads_openotters_alpha_adds() {
+    let json = br#"{"syntax":"openotters/agentfile:1","agent":{"from":"scratch","adds":[{"src":"x.json","dst":"/data/x.json"}],"future":1}}"#;
+    let m = from_config_blob(json).unwrap();
+    assert_eq!(m.agent.adds[0].name, "/data/x.json");
+}
