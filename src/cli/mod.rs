@@ -18,7 +18,9 @@ use std::process::ExitCode;
 /// Compile Agentfiles into reproducible OCI artifacts, move them through registries, and run them.
 #[derive(Debug, Parser)]
 #[command(name = "otters", version, about, long_about = None, propagate_version = true)]
-#[command(after_help = "Environment:\n  OTTERS_HOME        where the local store and agents live (default ~/.otters)\n  DOCKER_CONFIG      registry credentials (default ~/.docker)\n  SOURCE_DATE_EPOCH  pins org.opencontainers.image.created and tar mtimes\n  NO_COLOR           disables colour")]
+#[command(
+    after_help = "Environment:\n  OTTERS_HOME        where the local store and agents live (default ~/.otters)\n  DOCKER_CONFIG      registry credentials (default ~/.docker)\n  SOURCE_DATE_EPOCH  pins org.opencontainers.image.created and tar mtimes\n  NO_COLOR           disables colour"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -64,7 +66,11 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     let result = match cli.command {

@@ -109,7 +109,12 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(code: &'static str, severity: Severity, span: Span, message: impl Into<String>) -> Self {
+    pub fn new(
+        code: &'static str,
+        severity: Severity,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             code,
             severity,

@@ -52,8 +52,15 @@ impl SourceFile {
 
     /// The byte span of a 1-based line, without its line break.
     pub fn line_span(&self, line: usize) -> Span {
-        let start = self.line_starts.get(line - 1).copied().unwrap_or(self.text.len());
-        let mut end = self.line_starts.get(line).map_or(self.text.len(), |e| e - 1);
+        let start = self
+            .line_starts
+            .get(line - 1)
+            .copied()
+            .unwrap_or(self.text.len());
+        let mut end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |e| e - 1);
         if end > start && self.text.as_bytes()[end - 1] == b'\r' {
             end -= 1;
         }
