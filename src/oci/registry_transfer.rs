@@ -1,0 +1,450 @@
+//! Whole-image transfers between the local store and a registry: `push` and `pull`.
+//!
+//! Takes: a [`RegistryClient`], a [`Store`], a reference, and a progress callback. Returns: a
+//! [`TransferReport`] saying what was uploaded, skipped, mounted or downloaded. Must never: put a
+//! blob in the store before its digest has been checked (downloads go to a temp file that is
+//! renamed only after verification), upload a blob the registry already has, or print.
+//!
+//! Push order: blobs (config and layers, each `HEAD`-checked first; a blob known to live in another
+//! repository of the same registry is mounted), then child manifests, then the top manifest under
+//! its tag. A push that was interrupted can simply be run again: what arrived is skipped.
+
+use super::descriptor::Descriptor;
+use super::digest::Digest;
+use super::layout::Store;
+use super::registry::{is_index, sha256, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST};
+use super::registry_http::error_chain;
+use super::registry_sources::Sources;
+use crate::reference::Reference;
+use futures_util::StreamExt as _;
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+use std::io::{Read as _, Write as _};
+
+/// What happened to one blob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Uploaded,
+    /// Already in the registry (push) or in the store (pull).
+    Skipped,
+    Mounted,
+    Downloaded,
+}
+
+/// Progress events, for the CLI's bars.
+#[derive(Clone, Debug)]
+pub enum Event<'a> {
+    Start {
+        digest: &'a str,
+        size: u64,
+        title: Option<&'a str>,
+    },
+    Bytes {
+        digest: &'a str,
+        n: u64,
+    },
+    Done {
+        digest: &'a str,
+        outcome: Outcome,
+    },
+}
+
+pub type Progress<'p> = &'p mut dyn FnMut(Event<'_>);
+
+/// The result of a push or pull.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TransferReport {
+    pub reference: String,
+    /// Digest of the top manifest (or index).
+    pub digest: String,
+    pub media_type: String,
+    pub uploaded: Vec<String>,
+    pub skipped: Vec<String>,
+    pub mounted: Vec<String>,
+    pub downloaded: Vec<String>,
+    /// Bytes sent or received for blobs (not manifests).
+    pub bytes: u64,
+}
+
+impl TransferReport {
+    fn record(&mut self, digest: &str, outcome: Outcome) {
+        let list = match outcome {
+            Outcome::Uploaded => &mut self.uploaded,
+            Outcome::Skipped => &mut self.skipped,
+            Outcome::Mounted => &mut self.mounted,
+            Outcome::Downloaded => &mut self.downloaded,
+        };
+        list.push(digest.to_owned());
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ManifestDoc {
+    config: Descriptor,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+}
+
+/// Uploads the image `local` (a store descriptor) to `dest` (its tag, or its digest when `dest`
+/// has none). `sources` tells where blobs were pulled from, for cross-repository mounts.
+pub fn push_image(
+    client: &RegistryClient,
+    store: &Store,
+    local: &Descriptor,
+    dest: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+) -> Result<TransferReport, RegistryError> {
+    let mut report = TransferReport {
+        reference: dest.to_string(),
+        digest: local.digest.clone(),
+        media_type: local.media_type.clone(),
+        ..TransferReport::default()
+    };
+    push_node(
+        client,
+        store,
+        local,
+        dest,
+        sources,
+        progress,
+        &mut report,
+        0,
+    )?;
+    let bytes = read_doc(store, &local.digest)?;
+    let selector = dest.tag.clone().unwrap_or_else(|| local.digest.clone());
+    client.block_on(client.put_manifest_async(dest, &selector, &local.media_type, &bytes))?;
+    sources.add(&local.digest, dest);
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn push_node(
+    client: &RegistryClient,
+    store: &Store,
+    desc: &Descriptor,
+    dest: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+    depth: usize,
+) -> Result<(), RegistryError> {
+    if depth > 4 {
+        return Err(RegistryError::BadDocument {
+            reference: dest.to_string(),
+            reason: "indexes are nested too deeply".into(),
+        });
+    }
+    let bytes = read_doc(store, &desc.digest)?;
+    if is_index(&desc.media_type) {
+        let index: IndexDoc = parse(&bytes, dest)?;
+        for child in &index.manifests {
+            push_node(
+                client,
+                store,
+                child,
+                dest,
+                sources,
+                progress,
+                report,
+                depth + 1,
+            )?;
+            let child_bytes = read_doc(store, &child.digest)?;
+            client.block_on(client.put_manifest_async(
+                dest,
+                &child.digest,
+                &child.media_type,
+                &child_bytes,
+            ))?;
+        }
+        return Ok(());
+    }
+    let m: ManifestDoc = parse(&bytes, dest)?;
+    for blob in std::iter::once(&m.config).chain(m.layers.iter()) {
+        let outcome = push_blob(client, store, blob, dest, sources, progress, report)?;
+        report.record(&blob.digest, outcome);
+        sources.add(&blob.digest, dest);
+        progress(Event::Done {
+            digest: &blob.digest,
+            outcome,
+        });
+    }
+    Ok(())
+}
+
+fn push_blob(
+    client: &RegistryClient,
+    store: &Store,
+    blob: &Descriptor,
+    dest: &Reference,
+    sources: &Sources,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+) -> Result<Outcome, RegistryError> {
+    progress(Event::Start {
+        digest: &blob.digest,
+        size: blob.size,
+        title: blob.title(),
+    });
+    if client.block_on(client.blob_exists_async(dest, &blob.digest))? {
+        return Ok(Outcome::Skipped);
+    }
+    for from in sources.repositories_on(&blob.digest, &dest.registry) {
+        if from != dest.repository
+            && client.block_on(client.mount_async(dest, &blob.digest, &from))?
+        {
+            return Ok(Outcome::Mounted);
+        }
+    }
+    let digest = Digest::parse(&blob.digest).map_err(|e| RegistryError::BadDocument {
+        reference: dest.to_string(),
+        reason: e.to_string(),
+    })?;
+    let path = store.blob_path(&digest);
+    let size = std::fs::metadata(&path)
+        .map_err(|source| RegistryError::Io {
+            action: "read",
+            path: path.clone(),
+            source,
+        })?
+        .len();
+    // Progress is reported from the body stream; a retried upload reports its bytes again.
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    let open = move || -> Result<reqwest::Body, RegistryError> {
+        let file = std::fs::File::open(&path).map_err(|source| RegistryError::Io {
+            action: "open",
+            path: path.clone(),
+            source,
+        })?;
+        let tx = tx.clone();
+        let stream = futures_util::stream::unfold(Some(file), move |state| {
+            let tx = tx.clone();
+            async move {
+                let mut file = state?;
+                let mut buf = vec![0u8; 1 << 20];
+                match file.read(&mut buf) {
+                    Ok(0) => None,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        let _ = tx.send(n as u64);
+                        Some((Ok::<_, std::io::Error>(bytes::Bytes::from(buf)), Some(file)))
+                    }
+                    Err(e) => Some((Err(e), None)),
+                }
+            }
+        });
+        Ok(reqwest::Body::wrap_stream(stream))
+    };
+    let result = client.block_on(async {
+        let upload = client.upload_async(dest, &blob.digest, size, &open);
+        futures_util::pin_mut!(upload);
+        // Drain progress counts while the upload runs on the same thread.
+        loop {
+            let tick = tokio::time::sleep(std::time::Duration::from_millis(50));
+            tokio::select! {
+                r = &mut upload => break r,
+                () = tick => {
+                    while let Ok(n) = rx.try_recv() {
+                        progress(Event::Bytes { digest: &blob.digest, n });
+                    }
+                }
+            }
+        }
+    });
+    while let Ok(n) = rx.try_recv() {
+        progress(Event::Bytes {
+            digest: &blob.digest,
+            n,
+        });
+    }
+    result?;
+    report.bytes += size;
+    Ok(Outcome::Uploaded)
+}
+
+/// Downloads `r` (an index with every manifest it lists, or a manifest) into the store, verifying
+/// every digest, and returns the top descriptor. Blobs already in the store are skipped.
+pub fn pull_image(
+    client: &RegistryClient,
+    store: &Store,
+    r: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+) -> Result<(Descriptor, TransferReport), RegistryError> {
+    let top = client.fetch_manifest(r)?;
+    let mut report = TransferReport {
+        reference: r.to_string(),
+        digest: top.digest.clone(),
+        media_type: top.media_type.clone(),
+        ..TransferReport::default()
+    };
+    pull_node(
+        client,
+        store,
+        r,
+        &top.bytes,
+        &top.media_type,
+        sources,
+        progress,
+        &mut report,
+        0,
+    )?;
+    let desc = store.put_manifest(&top.bytes, &top.media_type)?;
+    sources.add(&desc.digest, r);
+    Ok((desc, report))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pull_node(
+    client: &RegistryClient,
+    store: &Store,
+    r: &Reference,
+    bytes: &[u8],
+    media_type: &str,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+    depth: usize,
+) -> Result<(), RegistryError> {
+    if depth > 4 {
+        return Err(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: "indexes are nested too deeply".into(),
+        });
+    }
+    if is_index(media_type) {
+        let index: IndexDoc = parse(bytes, r)?;
+        for child in &index.manifests {
+            let fetched = client.block_on(client.fetch_manifest_async(r, &child.digest))?;
+            pull_node(
+                client,
+                store,
+                r,
+                &fetched.bytes,
+                &child.media_type,
+                sources,
+                progress,
+                report,
+                depth + 1,
+            )?;
+            store.put_manifest(&fetched.bytes, &child.media_type)?;
+            sources.add(&child.digest, r);
+        }
+        return Ok(());
+    }
+    let m: ManifestDoc = parse(bytes, r)?;
+    for blob in std::iter::once(&m.config).chain(m.layers.iter()) {
+        let outcome = pull_blob(client, store, r, blob, progress, report)?;
+        sources.add(&blob.digest, r);
+        report.record(&blob.digest, outcome);
+        progress(Event::Done {
+            digest: &blob.digest,
+            outcome,
+        });
+    }
+    Ok(())
+}
+
+/// Streams one blob into the store: written to a temp file while hashed, renamed into place only
+/// when the digest matches.
+pub fn pull_blob(
+    client: &RegistryClient,
+    store: &Store,
+    r: &Reference,
+    blob: &Descriptor,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+) -> Result<Outcome, RegistryError> {
+    let digest = Digest::parse(&blob.digest).map_err(|e| RegistryError::BadDocument {
+        reference: r.to_string(),
+        reason: e.to_string(),
+    })?;
+    progress(Event::Start {
+        digest: &blob.digest,
+        size: blob.size,
+        title: blob.title(),
+    });
+    if store.has_blob(&digest) {
+        return Ok(Outcome::Skipped);
+    }
+    let mut writer = store.blob_writer()?;
+    let mut hasher = Sha256::new();
+    let mut got = 0u64;
+    let tmp_path = store.root().join(".tmp");
+    client.block_on(async {
+        let resp = client.get_blob(r, &blob.digest).await?;
+        let mut body = resp.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| RegistryError::Interrupted {
+                registry: r.registry.clone(),
+                digest: blob.digest.clone(),
+                reason: error_chain(&e),
+            })?;
+            hasher.update(&chunk);
+            got += chunk.len() as u64;
+            writer
+                .write_all(&chunk)
+                .map_err(|source| RegistryError::Io {
+                    action: "write",
+                    path: tmp_path.clone(),
+                    source,
+                })?;
+            progress(Event::Bytes {
+                digest: &blob.digest,
+                n: chunk.len() as u64,
+            });
+        }
+        Ok::<(), RegistryError>(())
+    })?;
+    let actual = format!("sha256:{}", hex::encode(hasher.finalize()));
+    if actual != blob.digest {
+        // Dropping the writer removes the temp file: nothing corrupt reaches the store.
+        drop(writer);
+        return Err(RegistryError::DigestMismatch {
+            registry: r.registry.clone(),
+            what: "blob",
+            expected: blob.digest.clone(),
+            actual,
+        });
+    }
+    if got != blob.size {
+        drop(writer);
+        return Err(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: format!(
+                "blob {} is {got} bytes but its descriptor says {}",
+                blob.digest, blob.size
+            ),
+        });
+    }
+    writer.commit()?;
+    report.bytes += got;
+    Ok(Outcome::Downloaded)
+}
+
+fn read_doc(store: &Store, digest: &str) -> Result<Vec<u8>, RegistryError> {
+    let d = Digest::parse(digest).map_err(|e| RegistryError::BadDocument {
+        reference: digest.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let bytes = store.read_blob(&d)?;
+    if bytes.len() > MAX_MANIFEST {
+        return Err(RegistryError::BadDocument {
+            reference: digest.to_owned(),
+            reason: "manifest too large".into(),
+        });
+    }
+    debug_assert_eq!(sha256(&bytes), digest);
+    Ok(bytes)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    r: &impl std::fmt::Display,
+) -> Result<T, RegistryError> {
+    serde_json::from_slice(bytes).map_err(|e| RegistryError::BadDocument {
+        reference: r.to_string(),
+        reason: format!("not a valid OCI manifest or index: {e}"),
+    })
+}

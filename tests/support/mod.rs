@@ -1,0 +1,53 @@
+//! Shared test harness: real registries (no auth, htpasswd, token), a token server, and builders
+//! for small OCI images (bins, runtimes, openotters-style agents).
+//!
+//! Used from test files with `mod support;`. Everything lives in temp dirs on free ports, so tests
+//! run in parallel. Never used by the library.
+#![allow(dead_code)]
+
+pub mod images;
+pub mod registry;
+pub mod token;
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs a command and returns its stdout, panicking with stderr when it fails.
+pub fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `sha256:<hex>` of some bytes.
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+}
+
+/// Writes a file, creating parent directories.
+pub fn write(path: &Path, bytes: impl AsRef<[u8]>) {
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
+    }
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// The OCI architecture name of this machine.
+pub fn host_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "arm" => "arm",
+        "x86" => "386",
+        other => other,
+    }
+}
