@@ -1,0 +1,59 @@
+//! The registry-backed [`Fetcher`]: pulls a runtime, BIN or agent image into the local store by
+//! digest (or, for unpinned references, by tag) when it is not there yet.
+//!
+//! Takes: client options and the store. Returns: the digest of the image's top document. Must
+//! never: re-resolve a pinned reference by tag, or contact a registry when the blobs are local.
+
+use super::source::{Fetcher, LocalOnly, Platform, SourceError};
+use crate::oci::registry::{ClientOptions, RegistryClient};
+use crate::oci::registry_sources::Sources;
+use crate::oci::registry_transfer::pull_image;
+use crate::oci::{Digest, Store};
+use crate::reference::Reference;
+use std::cell::RefCell;
+
+/// Pulls what is missing from the image's registry.
+pub struct RegistryFetcher {
+    opts: ClientOptions,
+    client: RefCell<Option<RegistryClient>>,
+}
+
+impl RegistryFetcher {
+    pub fn new(opts: ClientOptions) -> Self {
+        Self { opts, client: RefCell::new(None) }
+    }
+
+    /// Pull `reference` (with `digest` when pinned) and return the top digest.
+    pub fn pull(&self, store: &Store, reference: &str, digest: Option<&str>) -> Result<String, SourceError> {
+        let fail = |message: String| SourceError::Fetch { reference: reference.to_owned(), message };
+        let mut r = Reference::parse(reference).map_err(|e| fail(e.to_string()))?;
+        if let Some(d) = digest {
+            r = r.with_digest(d);
+        }
+        let mut slot = self.client.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(RegistryClient::new(self.opts.clone()).map_err(|e| fail(e.to_string()))?);
+        }
+        let client = slot.as_ref().ok_or_else(|| fail("no registry client".into()))?;
+        let mut sources = Sources::load(store.root());
+        let (desc, _) = pull_image(client, store, &r, &mut sources, &mut |_| {}).map_err(|e| fail(e.to_string()))?;
+        let _ = sources.save();
+        Ok(desc.digest)
+    }
+}
+
+impl Fetcher for RegistryFetcher {
+    fn ensure(&self, store: &Store, reference: &str, digest: Option<&str>, platform: &Platform) -> Result<String, SourceError> {
+        if let Some(d) = digest.and_then(|d| Digest::parse(d).ok()) {
+            if store.has_blob(&d) {
+                return Ok(d.to_string());
+            }
+            return self.pull(store, reference, Some(d.as_str()));
+        }
+        // Unpinned: ask the registry what the tag means now; fall back to a local copy offline.
+        match self.pull(store, reference, None) {
+            Ok(d) => Ok(d),
+            Err(e) => LocalOnly.ensure(store, reference, None, platform).map_err(|_| e),
+        }
+    }
+}

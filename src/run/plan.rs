@@ -1,0 +1,393 @@
+//! The run plan: everything `otters run` will write and execute, as one pure value.
+//!
+//! Takes: an [`AgentImage`] and [`RunOptions`]. Returns: a [`RunPlan`] (tree entries, argv,
+//! environment, mounts) that `--dry-run` prints as JSON and [`super::materialise`] /
+//! [`super::exec`] carry out. Must never: do I/O, or hold a secret in a field that is serialised
+//! unredacted.
+
+use super::context_docs::{self, DocInputs};
+use super::env::{self, EnvEntry, Layout};
+use super::mounts::{self, MountError, UserMount};
+use super::overrides::{self, OverrideError, Overrides};
+use super::source::{AgentImage, Platform};
+use crate::ir::{ConfigValue, Mount};
+use crate::lower::agent_yaml::{self, Executor as YamlExecutor, ImageRef};
+use crate::oci::descriptor::{AGENTFILE_LAYER, ANN_UNPACK, CONTEXT_LAYER, FILE_LAYER};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Which executor runs the agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Executor {
+    /// Replace otters with the runtime on the host.
+    System,
+    /// Exec a docker-compatible CLI (`docker`, `podman`) with `docker run`.
+    Docker { cli: PathBuf, base_image: String, user: String },
+}
+
+/// The default base image of the docker executor (spec §g.5).
+pub const DEFAULT_BASE_IMAGE: &str = "gcr.io/distroless/static-debian12:nonroot";
+/// The container user of the docker executor when otters runs as root.
+pub const CONTAINER_USER: &str = "65532:65532";
+
+/// What the user asked for.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Absolute agent root.
+    pub root: PathBuf,
+    pub name: String,
+    pub id: String,
+    pub executor: Executor,
+    pub overrides: Overrides,
+    pub mounts: Vec<UserMount>,
+    pub allow_missing_mounts: bool,
+    pub platform: Platform,
+}
+
+/// One thing in the materialised tree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TreeEntry {
+    Dir { path: String },
+    /// A layer copied verbatim, or unpacked (tar layers of ADD directories).
+    Layer { path: String, digest: String, media_type: String, unpack: bool },
+    /// A file otters writes (AGENT.md, agent.yaml …); `content` is not printed.
+    Generated {
+        path: String,
+        bytes: usize,
+        #[serde(skip)]
+        content: String,
+    },
+    /// A binary located in an image by the bin contract.
+    Binary { path: String, reference: String, digest: Option<String>, name: String },
+    /// The usage doc of a BIN: from its image when it ships one, else the Agentfile's heredoc.
+    Usage {
+        path: String,
+        reference: String,
+        digest: Option<String>,
+        #[serde(skip)]
+        fallback: Option<String>,
+    },
+    /// A host mount shown inside the tree (system executor).
+    Symlink { path: String, target: PathBuf },
+}
+
+impl TreeEntry {
+    pub fn path(&self) -> &str {
+        match self {
+            TreeEntry::Dir { path }
+            | TreeEntry::Layer { path, .. }
+            | TreeEntry::Generated { path, .. }
+            | TreeEntry::Binary { path, .. }
+            | TreeEntry::Usage { path, .. }
+            | TreeEntry::Symlink { path, .. } => path,
+        }
+    }
+}
+
+/// Everything `otters run` does, in order.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunPlan {
+    pub name: String,
+    pub id: String,
+    pub image: ImageInfo,
+    pub platform: Platform,
+    pub executor: Executor,
+    pub root: PathBuf,
+    pub tree: Vec<TreeEntry>,
+    /// The program otters execs (the runtime, or the docker CLI) and its arguments.
+    pub argv: Vec<String>,
+    /// Working directory of the exec'd program (host path; `/workspace` inside a container).
+    pub cwd: PathBuf,
+    /// The runtime's environment (sorted; secrets redacted when printed).
+    pub env: Vec<EnvEntry>,
+    pub mounts: Vec<UserMount>,
+    /// Declared MOUNT targets left unmounted (`--allow-missing-mounts`).
+    pub missing_mounts: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ImageInfo {
+    pub reference: String,
+    pub digest: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Mount(#[from] MountError),
+    #[error(transparent)]
+    Override(#[from] OverrideError),
+    #[error("{reference}: the agent has no RUNTIME, so there is nothing to run; add a RUNTIME line to its Agentfile")]
+    NoRuntime { reference: String },
+    #[error("{reference}: layer {digest} has title {title:?}, which is not a safe file name; the image is invalid")]
+    BadTitle { reference: String, digest: String, title: String },
+}
+
+/// `^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$` (spec §b.2).
+pub fn is_path_safe(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+/// A relative path of path-safe components (ADD names may have sub-directories).
+fn is_safe_rel(s: &str) -> bool {
+    !s.is_empty() && s.split('/').all(is_path_safe)
+}
+
+const DIRS: &[&str] = &[
+    "etc",
+    "etc/context",
+    "etc/data",
+    "usr/bin",
+    "usr/local/bin",
+    "workspace",
+    "tmp",
+    "var/lib",
+    "home",
+    "home/.config",
+    "home/.cache",
+    "home/.local/share",
+];
+
+/// Build the plan. `host_env` is consulted only for the model provider's credentials.
+pub fn plan(image: &AgentImage, opts: &RunOptions, host_env: &dyn Fn(&str) -> Option<String>) -> Result<RunPlan, PlanError> {
+    let mut warnings = Vec::new();
+    let agent = &image.model.agent;
+    let runtime = agent
+        .runtime
+        .as_ref()
+        .map(|r| r.value.clone())
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| PlanError::NoRuntime { reference: image.reference.clone() })?;
+    let effective = overrides::apply(agent, &opts.overrides)?;
+    let mut user_mounts = opts.mounts.clone();
+    let missing = mounts::merge_declared(&mut user_mounts, &agent.mounts, opts.allow_missing_mounts)?;
+    if !missing.is_empty() {
+        warnings.push(format!("declared mount(s) left unmounted: {}", missing.join(", ")));
+    }
+    let docker = matches!(opts.executor, Executor::Docker { .. });
+    let layout = if docker { Layout::Container } else { Layout::Host(&opts.root) };
+
+    // The model after overrides, for agent.yaml and the context documents.
+    let mut model = image.model.clone();
+    if let Some(m) = &effective.model {
+        model.agent.model = Some(crate::ir::Node::new(m.clone(), crate::diagnostic::Span::default()));
+    }
+    for (k, v) in &opts.overrides.configs {
+        let mut hit = false;
+        for c in model.agent.configs.iter_mut().filter(|c| c.key == *k) {
+            c.value = Some(ConfigValue::String(v.clone()));
+            hit = true;
+        }
+        if !hit {
+            model.agent.configs.push(crate::ir::Config {
+                key: k.clone(),
+                value: Some(ConfigValue::String(v.clone())),
+                description: None,
+                required: false,
+                span: crate::diagnostic::Span::default(),
+                key_span: crate::diagnostic::Span::default(),
+            });
+        }
+    }
+    model.agent.envs = effective
+        .envs
+        .iter()
+        .map(|e| crate::ir::Env {
+            key: e.key.clone(),
+            value: e.value.clone(),
+            description: e.description.clone(),
+            span: crate::diagnostic::Span::default(),
+            key_span: crate::diagnostic::Span::default(),
+        })
+        .collect();
+    model.agent.mounts = user_mounts
+        .iter()
+        .map(|m| Mount { target: m.target.clone(), read_only: m.read_only, description: m.description.clone(), span: crate::diagnostic::Span::default() })
+        .collect();
+
+    let mut tree: Vec<TreeEntry> = DIRS.iter().map(|d| TreeEntry::Dir { path: (*d).to_owned() }).collect();
+    for l in &image.layers {
+        let title = l.title().unwrap_or_default();
+        let bad = || PlanError::BadTitle { reference: image.reference.clone(), digest: l.digest.clone(), title: title.to_owned() };
+        let layer = |path: String, unpack: bool| TreeEntry::Layer { path, digest: l.digest.clone(), media_type: l.media_type.clone(), unpack };
+        match l.media_type.as_str() {
+            AGENTFILE_LAYER => tree.push(layer("etc/Agentfile".into(), false)),
+            CONTEXT_LAYER | FILE_LAYER if title.is_empty() => {}
+            CONTEXT_LAYER => {
+                if !is_path_safe(title) || ["AGENT.md", "WORKSPACE.md", "MOUNTS.md"].contains(&title) {
+                    return Err(bad());
+                }
+                tree.push(layer(format!("etc/context/{title}"), false));
+            }
+            FILE_LAYER => {
+                if !is_safe_rel(title) {
+                    return Err(bad());
+                }
+                tree.push(layer(format!("etc/data/{title}"), false));
+            }
+            mt if super::extract::is_tar(mt) && l.annotations.get(ANN_UNPACK).is_some_and(|v| v == "true") => {
+                if !is_safe_rel(title) {
+                    return Err(bad());
+                }
+                tree.push(layer(format!("etc/data/{title}"), true));
+            }
+            _ => {}
+        }
+    }
+
+    let docs = DocInputs { agent: &model.agent, id: &opts.id, envs: &effective.envs, mounts: &user_mounts, layout };
+    let mut gen = |path: &str, content: String| tree.push(TreeEntry::Generated { path: path.to_owned(), bytes: content.len(), content });
+    gen("etc/context/AGENT.md", context_docs::agent_md(&docs));
+    gen("etc/context/WORKSPACE.md", context_docs::workspace_md(&docs));
+    if let Some(m) = context_docs::mounts_md(&user_mounts) {
+        gen("etc/context/MOUNTS.md", m);
+    }
+    let image_ref = ImageRef { reference: image.reference.clone(), digest: Some(image.digest.clone()) };
+    let yaml = agent_yaml::render(
+        &model,
+        &image.pins,
+        &agent_yaml::Options {
+            id: Some(&opts.id),
+            image: Some(&image_ref),
+            executor: if docker { YamlExecutor::Docker } else { YamlExecutor::System },
+            capability_descriptions: None,
+        },
+    );
+    gen("etc/agent.yaml", yaml);
+
+    let runtime_digest = image.pins.runtime_digest(&runtime).map(str::to_owned);
+    if runtime_digest.is_none() {
+        warnings.push(format!("runtime {runtime} has no pinned digest in the image; resolving the tag now"));
+    }
+    tree.push(TreeEntry::Binary { path: "usr/local/bin/runtime".into(), reference: runtime.clone(), digest: runtime_digest, name: "runtime".into() });
+    for b in &agent.bins {
+        let digest = image.pins.bin_digest(&b.name, &b.image).map(str::to_owned);
+        if digest.is_none() {
+            warnings.push(format!("BIN {} ({}) has no pinned digest in the image; resolving the tag now", b.name, b.image));
+        }
+        tree.push(TreeEntry::Binary { path: format!("usr/bin/{}", b.name), reference: b.image.clone(), digest: digest.clone(), name: b.name.clone() });
+        tree.push(TreeEntry::Usage { path: format!("etc/data/bins/{}/USAGE.md", b.name), reference: b.image.clone(), digest, fallback: b.usage.clone() });
+    }
+    if !docker {
+        for m in &user_mounts {
+            tree.push(TreeEntry::Symlink { path: m.target.trim_start_matches('/').to_owned(), target: m.host.clone() });
+        }
+    }
+
+    let model_name = effective.model.clone().unwrap_or_default();
+    let exec: Vec<String> = agent.exec.as_ref().map(|e| e.value.clone()).filter(|e| !e.is_empty()).unwrap_or_else(|| vec!["serve".to_owned()]);
+    let env = env::spawn_env(
+        layout,
+        effective.model.as_deref(),
+        host_env,
+        &effective.configs,
+        &effective.envs.iter().map(|e| (e.key.clone(), e.value.clone())).collect::<Vec<_>>(),
+    );
+    let (argv, cwd) = match &opts.executor {
+        Executor::System => {
+            let mut argv = vec![opts.root.join("usr/local/bin/runtime").display().to_string()];
+            argv.extend(exec);
+            argv.extend(["--root".to_owned(), opts.root.display().to_string()]);
+            if !model_name.is_empty() {
+                argv.extend(["--model".to_owned(), model_name]);
+            }
+            (argv, opts.root.join("workspace"))
+        }
+        Executor::Docker { cli, base_image, user } => {
+            let argv = docker_argv(cli, base_image, user, &opts.root, &opts.name, &opts.id, &env, &user_mounts, &exec, &model_name);
+            (argv, opts.root.join("workspace"))
+        }
+    };
+    Ok(RunPlan {
+        name: opts.name.clone(),
+        id: opts.id.clone(),
+        image: ImageInfo { reference: image.reference.clone(), digest: image.digest.clone() },
+        platform: opts.platform.clone(),
+        executor: opts.executor.clone(),
+        root: opts.root.clone(),
+        tree,
+        argv,
+        cwd,
+        env,
+        mounts: user_mounts,
+        missing_mounts: missing,
+        warnings,
+    })
+}
+
+/// One `--mount` value; fields holding `,` or `"` are CSV-quoted as the docker CLI expects.
+fn mount_arg(kind: &str, source: &Path, target: &str, read_only: bool) -> String {
+    let q = |s: String| if s.contains(',') || s.contains('"') { format!("\"{}\"", s.replace('"', "\"\"")) } else { s };
+    let mut v = format!("type={kind},{},{}", q(format!("source={}", source.display())), q(format!("target={target}")));
+    if read_only {
+        v.push_str(",readonly");
+    }
+    v
+}
+
+/// The `docker run` argv of spec §g.5 (binaries extracted on the host and bind-mounted read-only).
+#[allow(clippy::too_many_arguments)]
+fn docker_argv(
+    cli: &Path,
+    base_image: &str,
+    user: &str,
+    root: &Path,
+    name: &str,
+    id: &str,
+    env: &[EnvEntry],
+    mounts: &[UserMount],
+    exec: &[String],
+    model: &str,
+) -> Vec<String> {
+    let mut a: Vec<String> = vec![cli.display().to_string(), "run".into(), "--rm".into()];
+    let short: String = id.chars().filter(char::is_ascii_alphanumeric).take(12).collect();
+    a.extend([
+        format!("--name=otters-{name}-{short}"),
+        "--label=io.openotters.agent=true".into(),
+        format!("--label=io.openotters.agent.id={id}"),
+        format!("--user={user}"),
+        "--cap-drop=ALL".into(),
+        "--security-opt=no-new-privileges".into(),
+        "--pids-limit=512".into(),
+        "--stop-timeout=10".into(),
+        "--publish=127.0.0.1::9999".into(),
+        "--workdir=/workspace".into(),
+        "--entrypoint=/opt/runtime/runtime".into(),
+    ]);
+    let binds: &[(&str, &str, bool)] = &[
+        ("etc/Agentfile", "/etc/Agentfile", true),
+        ("etc/agent.yaml", "/etc/agent.yaml", true),
+        ("etc/context", "/etc/context", true),
+        ("etc/data", "/etc/data", true),
+        ("usr/local/bin", "/opt/runtime", true),
+        ("usr/bin", "/opt/bins", true),
+        ("home", "/home", false),
+        ("tmp", "/tmp", false),
+        ("var/lib", "/var/lib", false),
+        ("workspace", "/workspace", false),
+    ];
+    for (src, dst, ro) in binds {
+        a.push("--mount".into());
+        a.push(mount_arg("bind", &root.join(src), dst, *ro));
+    }
+    for m in mounts {
+        a.push("--mount".into());
+        a.push(mount_arg("bind", &m.host, &m.target, m.read_only));
+    }
+    for e in env {
+        // Secrets travel through the CLI's own environment, never in argv.
+        a.push("--env".into());
+        a.push(if e.secret { e.key.clone() } else { format!("{}={}", e.key, e.value) });
+    }
+    a.push(base_image.to_owned());
+    a.extend(exec.iter().cloned());
+    a.extend(["--root".into(), "/".into(), "--model".into(), model.to_owned(), "--addr".into(), "0.0.0.0:9999".into()]);
+    a
+}
