@@ -1,3 +1,180 @@
-//! The `check` stage (see docs/architecture.md).
+//! The `check` stage: every validation rule and lint over one Agentfile, with stable codes.
+//!
+//! Takes: a [`SourceFile`] (or raw bytes) and [`Options`]. Returns: an [`Analysis`] — the typed
+//! model and every diagnostic of every stage (syntax, ir, rules), suppressions applied, severity
+//! overrides applied, sorted by position then code. Must never: do I/O, print, or stop at the
+//! first problem.
 
+pub mod config;
 pub mod registry;
+pub(crate) mod rules;
+mod suppress;
+
+pub use rules::BUILTIN_CATALOGUE;
+
+use crate::diagnostic::{Diagnostic, Severity, SourceFile};
+use crate::ir;
+use std::collections::BTreeMap;
+
+/// What a project may do to a code's severity (`otters.toml` `[lint.severity]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeverityOverride {
+    Off,
+    Info,
+    Warning,
+    Error,
+}
+
+impl SeverityOverride {
+    pub fn parse(s: &str) -> Option<SeverityOverride> {
+        match s {
+            "off" => Some(SeverityOverride::Off),
+            "info" => Some(SeverityOverride::Info),
+            "warning" => Some(SeverityOverride::Warning),
+            "error" => Some(SeverityOverride::Error),
+            _ => None,
+        }
+    }
+}
+
+/// Inputs that change what is reported.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// `--build-arg K=V`: fills `ARG K` and overrides its default.
+    pub build_args: BTreeMap<String, String>,
+    /// The capabilities AF211 checks against; `None` uses the built-in openotters catalogue.
+    pub capability_catalogue: Option<Vec<String>>,
+    /// Per-code overrides. Codes whose default severity is `error` cannot be lowered (see
+    /// [`config`]); the config loader refuses such entries.
+    pub severity_overrides: BTreeMap<String, SeverityOverride>,
+}
+
+/// The result of checking one file.
+#[derive(Clone, Debug, Default)]
+pub struct Analysis {
+    pub model: ir::Agentfile,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Analysis {
+    pub fn has_errors(&self) -> bool {
+        crate::diagnostic::has_errors(&self.diagnostics)
+    }
+}
+
+/// Parses, lowers and checks one Agentfile.
+pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
+    let ast = crate::syntax::parse(file);
+    let (model, lowered) = ir::lower(&ast, file, &opts.build_args);
+    let mut diagnostics = ast.diagnostics.clone();
+    diagnostics.extend(lowered);
+    let cx = rules::Ctx {
+        file,
+        ast: &ast,
+        model: &model,
+        opts,
+    };
+    diagnostics.extend(rules::run(&cx));
+    let mut diagnostics = suppress::apply(file, &ast, diagnostics);
+    apply_overrides(&mut diagnostics, &opts.severity_overrides);
+    diagnostics.sort_by(|a, b| (a.span.start, a.code).cmp(&(b.span.start, b.code)));
+    Analysis { model, diagnostics }
+}
+
+/// Like [`analyze`], for bytes that may not be UTF-8: invalid input gives one AF001 diagnostic
+/// at the first bad byte (and the returned file holds the valid prefix, so it can be rendered).
+pub fn analyze_bytes(name: &str, bytes: &[u8], opts: &Options) -> (SourceFile, Analysis) {
+    match crate::syntax::decode(bytes) {
+        Ok(text) => {
+            let file = SourceFile::new(name, text);
+            let analysis = analyze(&file, opts);
+            (file, analysis)
+        }
+        Err(d) => {
+            let valid = d.span.start.min(bytes.len());
+            let prefix = String::from_utf8_lossy(&bytes[..valid]).into_owned();
+            let analysis = Analysis {
+                model: ir::Agentfile::default(),
+                diagnostics: vec![d],
+            };
+            (SourceFile::new(name, prefix), analysis)
+        }
+    }
+}
+
+/// Drops findings turned `off` and changes the severity of the rest. Findings whose code is an
+/// error by default are never lowered: the build would reject the file anyway.
+fn apply_overrides(diags: &mut Vec<Diagnostic>, overrides: &BTreeMap<String, SeverityOverride>) {
+    if overrides.is_empty() {
+        return;
+    }
+    diags.retain_mut(|d| {
+        let Some(o) = overrides.get(d.code) else {
+            return true;
+        };
+        if registry::lookup(d.code).is_some_and(|r| r.severity == Severity::Error) {
+            return true;
+        }
+        match o {
+            SeverityOverride::Off => return false,
+            SeverityOverride::Info => d.severity = Severity::Info,
+            SeverityOverride::Warning => d.severity = Severity::Warning,
+            SeverityOverride::Error => d.severity = Severity::Error,
+        }
+        true
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_utf8_reports_offset() {
+        let (file, a) = analyze_bytes("x", b"FROM scratch\nNAME caf\xe9\n", &Options::default());
+        assert_eq!(a.diagnostics.len(), 1);
+        assert_eq!(a.diagnostics[0].code, "AF001");
+        assert_eq!(a.diagnostics[0].span.start, 21);
+        assert!(a.diagnostics[0].message.contains("offset 21"));
+        assert_eq!(file.text, "FROM scratch\nNAME caf");
+    }
+
+    #[test]
+    fn overrides_change_lints_but_not_errors() {
+        let text = "FROM scratch\nRUNTIME r:latest\nNAME a\nMODEL m\nCONFIG Bad=1\n";
+        let file = SourceFile::new("Agentfile", text);
+        let mut opts = Options::default();
+        opts.severity_overrides
+            .insert("AF201".into(), SeverityOverride::Off);
+        opts.severity_overrides
+            .insert("AF106".into(), SeverityOverride::Off);
+        let codes: Vec<_> = analyze(&file, &opts)
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(codes, ["AF106"]);
+        opts.severity_overrides
+            .insert("AF201".into(), SeverityOverride::Error);
+        let a = analyze(&file, &opts);
+        assert!(a
+            .diagnostics
+            .iter()
+            .any(|d| d.code == "AF201" && d.severity == Severity::Error));
+    }
+
+    #[test]
+    fn diagnostics_are_sorted_by_position_then_code() {
+        let file = SourceFile::new("A", "NAME x\nFROM scratch\nENV path=1\n");
+        let a = analyze(&file, &Options::default());
+        let keys: Vec<_> = a
+            .diagnostics
+            .iter()
+            .map(|d| (d.span.start, d.code))
+            .collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(keys, sorted);
+        assert!(keys.len() >= 3, "{keys:?}");
+    }
+}

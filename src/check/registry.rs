@@ -385,7 +385,9 @@ mod tests {
         for r in RULES {
             assert!(is_code_shaped(r.code), "{}", r.code);
             assert!(
-                r.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                r.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
                 "{} name {}",
                 r.code,
                 r.name

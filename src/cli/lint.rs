@@ -1,13 +1,332 @@
-//! `otters lint`.
+//! `otters lint [PATH...|-]`: check Agentfiles and report every finding, for people, editors and
+//! CI. Exit 0 when nothing reaches `--fail-on`, 1 when something does, 2 on usage or I/O errors.
+//!
+//! Machine formats (concise, json, sarif, github) go to stdout; the human format and the summary
+//! line go to stderr.
 use super::CliResult;
+use crate::check::{self, config, registry, Options};
+use crate::diagnostic::render::{self, ColorChoice, FileReport};
+use crate::diagnostic::Severity;
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Concise,
+    Json,
+    Sarif,
+    Github,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Info,
+}
+
+impl FailOn {
+    fn severity(self) -> Severity {
+        match self {
+            FailOn::Error => Severity::Error,
+            FailOn::Warning => Severity::Warning,
+            FailOn::Info => Severity::Info,
+        }
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Agentfiles or directories to check (`-` reads standard input)
+    /// Agentfiles or directories to check (a directory means its Agentfile; `-` reads standard input)
     #[arg(default_value = ".")]
-    pub paths: Vec<std::path::PathBuf>,
+    pub paths: Vec<PathBuf>,
+    /// Check every file named Agentfile below each directory
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Set an ARG value, as `otters build --build-arg` would (repeatable)
+    #[arg(long = "build-arg", value_name = "KEY=VALUE", value_parser = parse_build_arg)]
+    pub build_args: Vec<(String, String)>,
+    /// Exit 1 when a finding has at least this severity [default: error, or `fail-on` in otters.toml]
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+    /// Use this config file instead of looking for otters.toml next to each Agentfile and above it
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Check CAPABILITY names against this list (one name per line) instead of the built-in catalogue
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
+    /// Do not print the summary line
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
-pub fn run(_a: Args) -> CliResult {
-    miette::bail!("otters lint is not built yet")
+fn parse_build_arg(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!(
+            "`{s}` is not KEY=VALUE (for example `--build-arg VERSION=1.2`)"
+        )),
+    }
+}
+
+/// A usage or I/O problem: printed to stderr, exit 2.
+struct Fatal(String);
+
+/// One input to lint: where to read it and the name to show.
+enum Input {
+    Stdin,
+    File { path: PathBuf, name: String },
+}
+
+pub fn run(a: Args) -> CliResult {
+    match lint(&a) {
+        Ok(code) => Ok(code),
+        Err(Fatal(message)) => {
+            eprintln!("error: {message}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn lint(a: &Args) -> Result<ExitCode, Fatal> {
+    let inputs = collect_inputs(&a.paths, a.recursive)?;
+    let catalogue = match &a.capabilities {
+        Some(p) => Some(read_capabilities(p)?),
+        None => None,
+    };
+    let fixed_config = match &a.config {
+        Some(p) => Some(load_config(p)?),
+        None => None,
+    };
+    let mut found_configs: BTreeMap<PathBuf, Option<config::LintConfig>> = BTreeMap::new();
+    let mut reports: Vec<FileReport> = Vec::new();
+    let mut failed = false;
+    for input in &inputs {
+        let (name, bytes, dir) = read_input(input)?;
+        let cfg = match &fixed_config {
+            Some(c) => c.clone(),
+            None => find_config(&dir, &mut found_configs)?.unwrap_or_default(),
+        };
+        let opts = Options {
+            build_args: a.build_args.iter().cloned().collect(),
+            capability_catalogue: catalogue.clone(),
+            severity_overrides: cfg.severity.clone(),
+        };
+        let (file, analysis) = check::analyze_bytes(&name, &bytes, &opts);
+        let threshold = a
+            .fail_on
+            .map(FailOn::severity)
+            .or(cfg.fail_on)
+            .unwrap_or(Severity::Error);
+        failed |= analysis.diagnostics.iter().any(|d| d.severity >= threshold);
+        reports.push((file, analysis.diagnostics));
+    }
+    let rules = registry::RULES;
+    match a.format {
+        Format::Human => {
+            let stderr = std::io::stderr();
+            let colour = if stderr.is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            {
+                ColorChoice::Always
+            } else {
+                ColorChoice::Never
+            };
+            eprint!("{}", render::human(&reports, rules, colour));
+            if !a.quiet {
+                eprintln!("{}", summary(&reports));
+            }
+        }
+        Format::Concise => print!("{}", render::concise(&reports)),
+        Format::Json => print!("{}", render::json(&reports)),
+        Format::Sarif => print!("{}", render::sarif(&reports, rules)),
+        Format::Github => print!("{}", render::github(&reports, rules)),
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// "2 errors, 1 warning in 3 files", or "no problems in 1 file".
+fn summary(reports: &[FileReport]) -> String {
+    let count = |s: Severity| {
+        reports
+            .iter()
+            .flat_map(|(_, d)| d)
+            .filter(|d| d.severity == s)
+            .count()
+    };
+    let files = plural(reports.len(), "file", "files");
+    let mut parts = Vec::new();
+    for (s, one, many) in [
+        (Severity::Error, "error", "errors"),
+        (Severity::Warning, "warning", "warnings"),
+        (Severity::Info, "info", "info"),
+    ] {
+        let n = count(s);
+        if n > 0 {
+            parts.push(plural(n, one, many));
+        }
+    }
+    if parts.is_empty() {
+        format!("no problems in {files}")
+    } else {
+        format!("{} in {files}", parts.join(", "))
+    }
+}
+
+/// Shows `./x` as `x`, as people type it.
+fn display(p: &Path) -> String {
+    let s = p.to_string_lossy().into_owned();
+    s.strip_prefix("./").map(str::to_owned).unwrap_or(s)
+}
+
+fn collect_inputs(paths: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Fatal> {
+    let mut inputs = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" {
+            inputs.push(Input::Stdin);
+        } else if p.is_dir() && recursive {
+            let mut found = Vec::new();
+            walk(p, &mut found)?;
+            if found.is_empty() {
+                return Err(Fatal(format!(
+                    "no file named Agentfile under {}",
+                    p.display()
+                )));
+            }
+            found.sort();
+            inputs.extend(found.into_iter().map(|path| Input::File {
+                name: display(&path),
+                path,
+            }));
+        } else if p.is_dir() {
+            let path = p.join("Agentfile");
+            inputs.push(Input::File {
+                name: display(&path),
+                path,
+            });
+        } else {
+            inputs.push(Input::File {
+                name: display(p),
+                path: p.clone(),
+            });
+        }
+    }
+    Ok(inputs)
+}
+
+/// Every file named `Agentfile` below `dir`, skipping hidden directories and `target`.
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), Fatal> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| Fatal(format!("cannot read {}: {e}", dir.display())))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Fatal(format!("cannot read {}: {e}", dir.display())))?;
+        let path = entry.path();
+        let name = entry.file_name();
+        let hidden = name.to_string_lossy().starts_with('.');
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            if !hidden && name != "target" {
+                walk(&path, found)?;
+            }
+        } else if name == "Agentfile" {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The display name, bytes, and the directory to look for otters.toml from.
+fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
+    match input {
+        Input::Stdin => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Fatal(format!("cannot read standard input: {e}")))?;
+            Ok(("<stdin>".to_owned(), bytes, PathBuf::from(".")))
+        }
+        Input::File { path, name } => {
+            if path.is_dir() {
+                return Err(Fatal(format!("cannot read {name}: it is a directory")));
+            }
+            let bytes = std::fs::read(path)
+                .map_err(|e| Fatal(format!("cannot read {name}: {}", io_reason(&e))))?;
+            let dir = path.parent().map_or_else(
+                || PathBuf::from("."),
+                |d| {
+                    if d.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        d.to_path_buf()
+                    }
+                },
+            );
+            Ok((name.clone(), bytes, dir))
+        }
+    }
+}
+
+/// An I/O error in lower case without the `(os error N)` suffix.
+fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    let s = s.split(" (os error").next().unwrap_or(&s).to_owned();
+    let mut c = s.chars();
+    c.next()
+        .map_or(s.clone(), |f| f.to_lowercase().chain(c).collect())
+}
+
+fn load_config(path: &Path) -> Result<config::LintConfig, Fatal> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Fatal(format!("cannot read {}: {}", path.display(), io_reason(&e))))?;
+    config::parse(&text).map_err(|e| Fatal(format!("invalid config {}: {e}", path.display())))
+}
+
+/// The nearest otters.toml (or .otters.toml) in `dir` or above it, memoised per directory.
+fn find_config(
+    dir: &Path,
+    cache: &mut BTreeMap<PathBuf, Option<config::LintConfig>>,
+) -> Result<Option<config::LintConfig>, Fatal> {
+    let start = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if let Some(hit) = cache.get(&start) {
+        return Ok(hit.clone());
+    }
+    let mut result = None;
+    'up: for d in start.ancestors() {
+        for name in config::FILE_NAMES {
+            let candidate = d.join(name);
+            if candidate.is_file() {
+                result = Some(load_config(&candidate)?);
+                break 'up;
+            }
+        }
+    }
+    cache.insert(start, result.clone());
+    Ok(result)
+}
+
+fn read_capabilities(path: &Path) -> Result<Vec<String>, Fatal> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Fatal(format!("cannot read {}: {}", path.display(), io_reason(&e))))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
 }

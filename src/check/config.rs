@@ -1,0 +1,129 @@
+//! The project configuration for `otters lint`: the `[lint]` table of `otters.toml`.
+//!
+//! Takes: the file's text. Returns: a [`LintConfig`], or a [`ConfigError`] that says which key
+//! is wrong and how to fix it. Must never: read files (the CLI finds and reads `otters.toml`).
+//!
+//! ```toml
+//! [lint]
+//! fail-on = "warning"
+//! [lint.severity]
+//! AF201 = "off"
+//! ```
+
+use super::{registry, SeverityOverride};
+use crate::diagnostic::Severity;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The names `otters.toml` may have, in the order they are looked for in each directory.
+pub const FILE_NAMES: [&str; 2] = ["otters.toml", ".otters.toml"];
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LintConfig {
+    pub fail_on: Option<Severity>,
+    pub severity: BTreeMap<String, SeverityOverride>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Toml(String),
+    #[error("[lint] fail-on = \"{0}\" is not a severity; use \"error\", \"warning\" or \"info\"")]
+    FailOn(String),
+    #[error("[lint.severity] {code}: unknown code{hint}")]
+    UnknownCode { code: String, hint: String },
+    #[error("[lint.severity] {code} = \"{value}\" is not a level; use \"off\", \"info\", \"warning\" or \"error\"")]
+    Level { code: String, value: String },
+    #[error("[lint.severity] {code} is an error of the language and cannot be lowered; fix the Agentfile instead")]
+    ErrorCode { code: String },
+}
+
+#[derive(Deserialize)]
+struct FileShape {
+    lint: Option<LintShape>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct LintShape {
+    fail_on: Option<String>,
+    #[serde(default)]
+    severity: BTreeMap<String, String>,
+}
+
+/// Parses `otters.toml`. Other top-level tables are ignored (they belong to other commands);
+/// unknown keys inside `[lint]` are errors.
+pub fn parse(text: &str) -> Result<LintConfig, ConfigError> {
+    let shape: FileShape =
+        toml::from_str(text).map_err(|e| ConfigError::Toml(one_line(&e.to_string())))?;
+    let Some(lint) = shape.lint else {
+        return Ok(LintConfig::default());
+    };
+    let fail_on = match lint.fail_on {
+        None => None,
+        Some(s) => Some(Severity::parse(&s).ok_or(ConfigError::FailOn(s))?),
+    };
+    let mut severity = BTreeMap::new();
+    for (code, value) in lint.severity {
+        let Some(rule) = registry::lookup(&code) else {
+            let hint = match registry::suggestions(&code).first() {
+                Some(r) => format!("; did you mean {}?", r.code),
+                None => "; run `otters explain --list` for every code".to_owned(),
+            };
+            return Err(ConfigError::UnknownCode { code, hint });
+        };
+        let Some(level) = SeverityOverride::parse(&value) else {
+            return Err(ConfigError::Level { code, value });
+        };
+        if rule.severity == Severity::Error && level != SeverityOverride::Error {
+            return Err(ConfigError::ErrorCode { code });
+        }
+        severity.insert(rule.code.to_owned(), level);
+    }
+    Ok(LintConfig { fail_on, severity })
+}
+
+/// toml's messages span several lines with a source excerpt; keep them on one line.
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_example() {
+        let c = parse("[lint]\nfail-on = \"warning\"\n[lint.severity]\nAF201 = \"off\"\naf216 = \"warning\"\n").unwrap();
+        assert_eq!(c.fail_on, Some(Severity::Warning));
+        assert_eq!(c.severity.get("AF201"), Some(&SeverityOverride::Off));
+        assert_eq!(c.severity.get("AF216"), Some(&SeverityOverride::Warning));
+    }
+
+    #[test]
+    fn empty_and_foreign_tables_are_fine() {
+        assert_eq!(parse("").unwrap(), LintConfig::default());
+        assert_eq!(parse("[build]\nx = 1\n").unwrap(), LintConfig::default());
+    }
+
+    #[test]
+    fn rejects_what_is_wrong() {
+        let table: [(&str, &str); 6] = [
+            ("[lint]\nfail-on = \"fatal\"\n", "not a severity"),
+            ("[lint]\nfailon = \"error\"\n", "unknown field"),
+            ("[lint.severity]\nAF2O1 = \"off\"\n", "did you mean AF201"),
+            ("[lint.severity]\nAF201 = \"loud\"\n", "not a level"),
+            ("[lint.severity]\nAF104 = \"off\"\n", "cannot be lowered"),
+            ("[lint\n", "TOML parse error"),
+        ];
+        for (text, want) in table {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! AF104 name-not-path-safe: NAME, CONTEXT and BIN names, and each component of an ADD
+//! destination, must be safe file names.
+
+use super::names::is_path_safe;
+use super::Ctx;
+use crate::diagnostic::{Diagnostic, Span};
+
+pub fn name_not_path_safe(span: Span, kind: &str, name: &str) -> Diagnostic {
+    let message = if name.is_empty() {
+        format!("{kind} name is empty")
+    } else {
+        format!("{kind} name `{name}` is not path-safe")
+    };
+    Diagnostic::error("AF104", span, message)
+        .with_label("becomes a file name when the agent is materialised")
+        .with_help("use 1 to 63 letters, digits, `.`, `_` or `-`, starting with a letter or digit")
+}
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    let a = &cx.model.agent;
+    if let Some(n) = &a.name {
+        if !is_path_safe(&n.value) {
+            out.push(name_not_path_safe(n.span, "NAME", &n.value));
+        }
+    }
+    for c in &a.contexts {
+        if !is_path_safe(&c.name) && !super::reserved_context_name::is_reserved(&c.name) {
+            out.push(name_not_path_safe(c.name_span, "CONTEXT", &c.name));
+        }
+    }
+    for b in &a.bins {
+        if !is_path_safe(&b.name) {
+            out.push(name_not_path_safe(b.name_span, "BIN", &b.name));
+        }
+    }
+    for add in &a.adds {
+        // Empty, absolute and `..` destinations are AF114's; here each remaining component.
+        if super::invalid_add_destination::problem(&add.name).is_some() {
+            continue;
+        }
+        if let Some(bad) = add.name.split('/').find(|c| !is_path_safe(c)) {
+            let what = if bad == add.name {
+                add.name.clone()
+            } else {
+                format!("{bad}` in `{}", add.name)
+            };
+            out.push(name_not_path_safe(add.name_span, "ADD destination", &what));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn table() {
+        super::super::assert_table(
+            "AF104",
+            &[
+                ("NAME helper-1.0", &[]),
+                ("NAME my/agent", &[2]),
+                ("NAME .hidden", &[2]),
+                ("CONTEXT SOUL", &[]),
+                ("CONTEXT my/soul", &[2]),
+                ("BIN jq img:1", &[]),
+                ("BIN j:q img:1", &[2]),
+                ("ADD a.txt docs/a.txt", &[]),
+                ("ADD a.txt docs/.hidden", &[2]),
+                ("ADD dir/x:y.txt", &[2]),
+                ("ADD a.txt ../x", &[]),
+                ("ARG N=\"\"\nNAME ${N}x", &[]),
+            ],
+        );
+    }
+}

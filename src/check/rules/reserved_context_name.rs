@@ -1,0 +1,45 @@
+//! AF105 reserved-context-name: `AGENT`, `WORKSPACE` and `MOUNTS` are generated at run time.
+
+use super::Ctx;
+use crate::diagnostic::{Diagnostic, Span};
+
+const RESERVED: [&str; 3] = ["AGENT", "WORKSPACE", "MOUNTS"];
+
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED.contains(&name)
+}
+
+pub fn reserved_context_name(span: Span, name: &str) -> Diagnostic {
+    Diagnostic::error("AF105", span, format!("CONTEXT name `{name}` is reserved"))
+        .with_label(format!("the executor generates {name}.md itself"))
+        .with_help("pick another name (AGENT, WORKSPACE and MOUNTS are reserved)")
+}
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    for c in cx
+        .model
+        .agent
+        .contexts
+        .iter()
+        .filter(|c| is_reserved(&c.name))
+    {
+        out.push(reserved_context_name(c.name_span, &c.name));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn table() {
+        super::super::assert_table(
+            "AF105",
+            &[
+                ("CONTEXT AGENT", &[2]),
+                ("CONTEXT WORKSPACE <<E\nx\nE", &[2]),
+                ("CONTEXT MOUNTS file://m.md", &[2]),
+                ("CONTEXT SOUL", &[]),
+                ("CONTEXT AGENTS", &[]),
+            ],
+        );
+    }
+}

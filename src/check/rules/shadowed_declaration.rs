@@ -1,0 +1,58 @@
+//! AF205 shadowed-declaration for ENV, CONFIG and BIN: a later declaration with the same key or
+//! name wins when the agent is materialised. (CONTEXT shadowing is reported by `ir`, which
+//! replaces the context in place and so is the only stage that sees both.)
+
+use super::Ctx;
+use crate::diagnostic::{Diagnostic, Span};
+use std::collections::BTreeMap;
+
+pub fn shadowed_declaration(span: Span, first: Span, kind: &str, key: &str) -> Diagnostic {
+    Diagnostic::warning(
+        "AF205",
+        span,
+        format!("{kind} {key} replaces an earlier {kind} {key}"),
+    )
+    .with_label("this one wins")
+    .with_secondary(first, "earlier declaration, no effect")
+    .with_help("delete one of the two")
+}
+
+fn report<'a>(out: &mut Vec<Diagnostic>, kind: &str, items: impl Iterator<Item = (&'a str, Span)>) {
+    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
+    for (key, span) in items {
+        match seen.insert(key, span) {
+            Some(first) => out.push(shadowed_declaration(span, first, kind, key)),
+            None => {}
+        }
+    }
+}
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    let a = &cx.model.agent;
+    report(out, "ENV", a.envs.iter().map(|e| (e.key.as_str(), e.span)));
+    report(
+        out,
+        "CONFIG",
+        a.configs.iter().map(|c| (c.key.as_str(), c.span)),
+    );
+    report(out, "BIN", a.bins.iter().map(|b| (b.name.as_str(), b.span)));
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn table() {
+        super::super::assert_table(
+            "AF205",
+            &[
+                ("ENV A=1\nENV B=1", &[]),
+                ("ENV A=1\nENV A=2", &[3]),
+                ("ENV A=1\nENV A=2\nENV A=3", &[3, 4]),
+                ("CONFIG a=1\nCONFIG a=2", &[3]),
+                ("CONFIG a=1\nRUNTIME r:v1\nCONFIG a=2", &[]),
+                ("BIN jq i:1\nBIN jq i:2", &[3]),
+                ("CONTEXT S\nCONTEXT S", &[3]),
+            ],
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! Suppression comments: `# otters:ignore AF201[, AF205 …] <reason>` silences those codes on the
+//! line directly below it (a run of suppression comments all apply to the first line after
+//! the run).
+//!
+//! Takes: the file, its AST and every diagnostic found so far. Returns: the diagnostics minus
+//! the suppressed ones, plus AF214 (no reason) and AF215 (suppresses nothing, unknown code, or
+//! an error code, which cannot be suppressed). Must never: suppress a code whose default
+//! severity is `error`, since the build would reject the file anyway.
+
+use super::registry;
+use crate::diagnostic::{Diagnostic, Severity, SourceFile, Span};
+use crate::syntax::{Ast, LineKind};
+
+const DIRECTIVE: &str = "otters:ignore";
+
+/// One code named by a suppression, with where it was written.
+#[derive(Debug)]
+struct Named {
+    code: String,
+    span: Span,
+    used: bool,
+}
+
+#[derive(Debug)]
+struct Suppression {
+    span: Span,
+    codes: Vec<Named>,
+    has_reason: bool,
+    /// The 1-based line it applies to.
+    target_line: usize,
+}
+
+fn is_code_like(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() > 2 && b[..2].eq_ignore_ascii_case(b"AF") && b[2..].iter().all(u8::is_ascii_digit)
+}
+
+/// Parses the text of one comment (with its `#`) that starts at byte `at`.
+fn parse(text: &str, at: usize) -> Option<(Vec<Named>, bool)> {
+    let body = text.strip_prefix('#')?;
+    let lead = body.len() - body.trim_start().len();
+    let rest = body.trim_start().strip_prefix(DIRECTIVE)?;
+    if rest.chars().next().is_some_and(|c| !c.is_whitespace()) {
+        return None;
+    }
+    let mut offset = at + 1 + lead + DIRECTIVE.len();
+    let mut codes = Vec::new();
+    let mut remaining = rest;
+    loop {
+        let trimmed = remaining.trim_start();
+        offset += remaining.len() - trimmed.len();
+        let word_len = trimmed.find(char::is_whitespace).unwrap_or(trimmed.len());
+        let word = &trimmed[..word_len];
+        let parts: Vec<&str> = word.split([',', ':']).collect();
+        let code_ish = !word.is_empty()
+            && parts.iter().all(|p| p.is_empty() || is_code_like(p))
+            && parts.iter().any(|p| !p.is_empty());
+        if !code_ish {
+            remaining = trimmed;
+            break;
+        }
+        let mut part_at = offset;
+        for p in parts {
+            if !p.is_empty() {
+                codes.push(Named {
+                    code: p.to_ascii_uppercase(),
+                    span: Span::new(part_at, part_at + p.len()),
+                    used: false,
+                });
+            }
+            part_at += p.len() + 1;
+        }
+        offset += word_len;
+        remaining = &trimmed[word_len..];
+    }
+    let reason = remaining
+        .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | ':' | ',' | '—'));
+    Some((codes, !reason.trim().is_empty()))
+}
+
+fn collect(file: &SourceFile, ast: &Ast) -> Vec<Suppression> {
+    let mut out: Vec<Suppression> = Vec::new();
+    let mut pending: Vec<usize> = Vec::new();
+    for line in &ast.lines {
+        let parsed = match &line.kind {
+            LineKind::Comment { text } => {
+                parse(&text.text, text.span.start).map(|p| (p, text.span))
+            }
+            _ => None,
+        };
+        if let Some(((codes, has_reason), span)) = parsed {
+            pending.push(out.len());
+            out.push(Suppression {
+                span,
+                codes,
+                has_reason,
+                target_line: 0,
+            });
+            continue;
+        }
+        let target = file.line_of(line.span.start);
+        for i in pending.drain(..) {
+            out[i].target_line = target;
+        }
+    }
+    out
+}
+
+fn without_reason(span: Span) -> Diagnostic {
+    Diagnostic::warning("AF214", span, "this suppression gives no reason")
+        .with_label("no reason after the codes")
+        .with_help("say why the finding is acceptable: `# otters:ignore AF201 <reason>`")
+}
+
+fn unused(span: Span, code: &str, why: &str) -> Diagnostic {
+    let help = match why {
+        "unknown" => match registry::suggestions(code).first() {
+            Some(r) => format!(
+                "did you mean {}? (`otters explain --list` shows every code)",
+                r.code
+            ),
+            None => "`otters explain --list` shows every code".to_owned(),
+        },
+        "error" => "errors cannot be suppressed; fix the line instead".to_owned(),
+        _ => "remove the code from the comment (or the whole comment)".to_owned(),
+    };
+    let message = match why {
+        "unknown" => format!("`{code}` is not a known code"),
+        "error" => format!("{code} is an error and cannot be suppressed"),
+        _ => format!("no {code} finding on the next line to suppress"),
+    };
+    Diagnostic::warning("AF215", span, message).with_help(help)
+}
+
+fn empty(span: Span) -> Diagnostic {
+    Diagnostic::warning("AF215", span, "this suppression names no code")
+        .with_help("name the codes to silence: `# otters:ignore AF201 <reason>`")
+}
+
+/// Applies every suppression of the file to `diags`.
+pub(crate) fn apply(file: &SourceFile, ast: &Ast, diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut sups = collect(file, ast);
+    if sups.is_empty() {
+        return diags;
+    }
+    let mut kept = Vec::with_capacity(diags.len());
+    for d in diags {
+        let line = file.line_of(d.span.start);
+        let suppressible = registry::lookup(d.code).is_some_and(|r| r.severity != Severity::Error);
+        let hit = suppressible
+            && sups.iter_mut().filter(|s| s.target_line == line).any(|s| {
+                let mut any = false;
+                for n in s.codes.iter_mut().filter(|n| n.code == d.code) {
+                    n.used = true;
+                    any = true;
+                }
+                any
+            });
+        if !hit {
+            kept.push(d);
+        }
+    }
+    for s in &sups {
+        if !s.has_reason {
+            kept.push(without_reason(s.span));
+        }
+        if s.codes.is_empty() {
+            kept.push(empty(s.span));
+        }
+        for n in s.codes.iter().filter(|n| !n.used) {
+            let why = match registry::lookup(&n.code) {
+                None => "unknown",
+                Some(r) if r.severity == Severity::Error => "error",
+                Some(_) => "unused",
+            };
+            kept.push(unused(n.span, &n.code, why));
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Option<(Vec<(String, Span)>, bool)> {
+        parse(text, 100).map(|(c, r)| (c.into_iter().map(|n| (n.code, n.span)).collect(), r))
+    }
+
+    #[test]
+    fn parses_codes_and_reason() {
+        let table: [(&str, Option<(Vec<(&str, Span)>, bool)>); 7] = [
+            (
+                "# otters:ignore AF201 dev image",
+                Some((vec![("AF201", Span::new(116, 121))], true)),
+            ),
+            (
+                "#otters:ignore af201,AF205 x",
+                Some((
+                    vec![
+                        ("AF201", Span::new(115, 120)),
+                        ("AF205", Span::new(121, 126)),
+                    ],
+                    true,
+                )),
+            ),
+            (
+                "# otters:ignore AF201, AF205",
+                Some((
+                    vec![
+                        ("AF201", Span::new(116, 121)),
+                        ("AF205", Span::new(123, 128)),
+                    ],
+                    false,
+                )),
+            ),
+            (
+                "# otters:ignore AF201: because",
+                Some((vec![("AF201", Span::new(116, 121))], true)),
+            ),
+            ("# otters:ignore", Some((vec![], false))),
+            ("# otters:ignored AF201 x", None),
+            ("# just a comment", None),
+        ];
+        for (text, want) in table {
+            let want = want.map(|(c, r)| {
+                (
+                    c.into_iter()
+                        .map(|(a, s)| (a.to_owned(), s))
+                        .collect::<Vec<_>>(),
+                    r,
+                )
+            });
+            assert_eq!(parsed(text), want, "{text}");
+        }
+    }
+}
