@@ -1,12 +1,170 @@
-//! `otters run`.
+//! `otters run`: materialise an agent from an image (or an Agentfile, built first) and exec its
+//! runtime on the host or through a docker-compatible CLI.
 use super::CliResult;
+use miette::{miette, IntoDiagnostic};
+use crate::oci::registry::ClientOptions;
+use crate::oci::Store;
+use crate::run::env::parse_override;
+use crate::run::extract::Limits;
+use crate::run::fetch::RegistryFetcher;
+use crate::run::mounts::{self, RealHost};
+use crate::run::overrides::{parse_config, Overrides};
+use crate::run::plan::{self, is_path_safe, Executor, RunOptions, CONTAINER_USER, DEFAULT_BASE_IMAGE};
+use crate::run::source::{self, Fetcher, LocalOnly, Platform};
+use crate::run::{exec, materialise};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Image reference, or a path to an Agentfile / build context to build first
     pub reference: String,
+    /// Agent directory (default $OTTERS_HOME/agents/<name>)
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Agent name (default: the image's NAME, else `agent`)
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where the runtime runs: on this host, or in a container
+    #[arg(long, value_parser = ["system", "docker"], default_value = "system")]
+    pub executor: String,
+    /// Docker-compatible CLI for --executor docker (e.g. podman)
+    #[arg(long, value_name = "PATH", default_value = "docker")]
+    pub docker: PathBuf,
+    /// Base image of the container (--executor docker)
+    #[arg(long, value_name = "IMG", default_value = DEFAULT_BASE_IMAGE)]
+    pub base_image: String,
+    /// Set an environment variable for the runtime (repeatable)
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+    pub envs: Vec<String>,
+    /// Set a CONFIG value (repeatable)
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    pub configs: Vec<String>,
+    /// Mount a host path: HOST:TARGET[:DESC][:ro|:rw] (repeatable)
+    #[arg(short = 'v', long = "mount", value_name = "SPEC")]
+    pub mounts: Vec<String>,
+    /// Override the image's MODEL
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Start even when a MOUNT the agent declares is not supplied
+    #[arg(long)]
+    pub allow_missing_mounts: bool,
+    /// Print the plan as JSON and do nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Platform of the runtime and BIN binaries (default: this host)
+    #[arg(long, value_name = "OS/ARCH")]
+    pub platform: Option<String>,
+    /// Allow plain HTTP and unverified TLS for registries that are not on this machine
+    #[arg(long)]
+    pub insecure: bool,
+    /// Pull missing images from their registry, or never contact one
+    #[arg(long, value_parser = ["never", "missing"], default_value = "missing")]
+    pub pull: String,
 }
 
-pub fn run(_a: Args) -> CliResult {
-    miette::bail!("otters run is not built yet")
+pub fn run(a: Args) -> CliResult {
+    let envs: Vec<(String, String)> =
+        a.envs.iter().map(|e| parse_override(e)).collect::<Result<_, _>>().map_err(|e| miette!("{e}"))?;
+    let configs: Vec<(String, String)> =
+        a.configs.iter().map(|c| parse_config(c)).collect::<Result<_, _>>().map_err(|e| miette!("{e}"))?;
+    let user_mounts = mounts::parse_all(&a.mounts, &RealHost).map_err(|e| miette!("{e}"))?;
+    let platform = match &a.platform {
+        Some(p) => Platform::parse(p).ok_or_else(|| miette!("--platform {p}: must be OS/ARCH, e.g. linux/amd64"))?,
+        None if a.executor == "docker" => Platform { os: "linux".into(), ..Platform::host() },
+        None => Platform::host(),
+    };
+
+    let home = super::otters_home();
+    let store = Store::open(home.join("store")).into_diagnostic()?;
+    let registry = RegistryFetcher::new(ClientOptions { insecure: a.insecure, ..ClientOptions::default() });
+    let fetcher: &dyn Fetcher = if a.pull == "never" { &LocalOnly } else { &registry };
+
+    let reference = if Path::new(&a.reference).exists() { build_first(&a.reference)? } else { a.reference.clone() };
+    let digest = match store.resolve(&reference).into_diagnostic()? {
+        Some(d) => d.digest,
+        None if a.pull == "never" => return Err(miette!("{}", source::SourceError::NotLocal { reference })),
+        None => {
+            let d = registry.pull(&store, &reference, None).map_err(|e| miette!("{e}"))?;
+            if let Some(desc) = store.resolve(&d).into_diagnostic()? {
+                store.tag(&reference, &desc).into_diagnostic()?;
+            }
+            d
+        }
+    };
+    let image = source::load_agent(&store, &reference, &digest).map_err(|e| miette!("{e}"))?;
+
+    let name = a.name.clone().or_else(|| image.model.agent.name_str().filter(|n| !n.is_empty()).map(str::to_owned)).unwrap_or_else(|| "agent".into());
+    if !is_path_safe(&name) {
+        return Err(miette!("agent name {name:?} must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}; pass --name"));
+    }
+    let cwd = std::env::current_dir().into_diagnostic()?;
+    let root = a.root.clone().map_or_else(|| home.join("agents").join(&name), |r| cwd.join(r));
+    let id = previous_id(&root).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+
+    let (executor, owner) = if a.executor == "docker" {
+        let (uid, gid) = std::fs::metadata("/proc/self").map(|m| (m.uid(), m.gid())).unwrap_or((0, 0));
+        let (user, owner) = if uid == 0 { (CONTAINER_USER.to_owned(), Some((65532, 65532))) } else { (format!("{uid}:{gid}"), None) };
+        (Executor::Docker { cli: a.docker.clone(), base_image: a.base_image.clone(), user }, owner)
+    } else {
+        (Executor::System, None)
+    };
+    let opts = RunOptions {
+        root,
+        name,
+        id,
+        executor,
+        overrides: Overrides { model: a.model.clone(), envs, configs },
+        mounts: user_mounts,
+        allow_missing_mounts: a.allow_missing_mounts,
+        platform,
+    };
+    let host_env = |k: &str| std::env::var(k).ok();
+    let plan = plan::plan(&image, &opts, &host_env).map_err(|e| miette!("{e}"))?;
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
+    if a.dry_run {
+        println!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    materialise::materialise(&plan, &store, fetcher, &Limits::default(), owner).map_err(|e| miette!("{e}"))?;
+    Err(miette!("{}", exec::exec(&plan)))
+}
+
+/// The id recorded by a previous run of the same agent, so it keeps its identity.
+fn previous_id(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("etc/agent.yaml")).ok()?;
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
+    let id = doc.get("id")?.as_str()?;
+    uuid::Uuid::parse_str(id).ok().map(|u| u.to_string())
+}
+
+/// `otters run PATH`: build the Agentfile into the local store under a tag derived from its path.
+fn build_first(path: &str) -> miette::Result<String> {
+    use sha2::Digest as _;
+    let abs = std::fs::canonicalize(path).into_diagnostic()?;
+    let slug = hex::encode(&sha2::Sha256::digest(abs.as_os_str().as_encoded_bytes())[..6]);
+    let tag = format!("localhost/otters-run/{slug}:latest");
+    let args = super::build::Args {
+        context: path.to_owned(),
+        file: None,
+        tags: vec![tag.clone()],
+        build_args: Vec::new(),
+        output: None,
+        quiet: true,
+        format: "text".into(),
+        offline: false,
+        allow_unpinned: false,
+        locked: false,
+        push: false,
+        platform: None,
+        no_cache: false,
+    };
+    let code = super::build::run(args)?;
+    if code != ExitCode::SUCCESS {
+        return Err(miette!("building {path} failed; nothing was run"));
+    }
+    Ok(tag)
 }
