@@ -1,19 +1,212 @@
-//! `otters images` and `otters inspect`.
+//! `otters images` and `otters inspect`: read-only views of the local store.
 use super::CliResult;
+use crate::oci::descriptor::{Descriptor, ANN_CREATED};
+use crate::oci::{Digest, Store};
+use miette::{miette, IntoDiagnostic};
+use serde::Deserialize;
+use serde_json::json;
+use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
-pub struct ImagesArgs {}
+pub struct ImagesArgs {
+    /// Output format
+    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+    pub format: String,
+}
 
 #[derive(Debug, clap::Args)]
 pub struct InspectArgs {
-    /// Image reference
+    /// Image reference: a tag, a digest or a digest prefix
     pub reference: String,
+    /// Output format
+    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+    pub format: String,
 }
 
-pub fn run_images(_a: ImagesArgs) -> CliResult {
-    miette::bail!("otters images is not built yet")
+#[derive(Deserialize, Default)]
+struct Manifest {
+    #[serde(default)]
+    config: Option<Descriptor>,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+    #[serde(default)]
+    manifests: Vec<Descriptor>,
+    #[serde(default)]
+    annotations: std::collections::BTreeMap<String, String>,
 }
 
-pub fn run_inspect(_a: InspectArgs) -> CliResult {
-    miette::bail!("otters inspect is not built yet")
+pub(super) fn open_store() -> miette::Result<Store> {
+    let root = super::otters_home().join("store");
+    Store::open(&root).into_diagnostic()
+}
+
+fn read_manifest(store: &Store, d: &Descriptor) -> miette::Result<(Vec<u8>, Manifest)> {
+    let digest = Digest::parse(&d.digest).into_diagnostic()?;
+    let bytes = store.read_blob(&digest).into_diagnostic()?;
+    let m = serde_json::from_slice(&bytes)
+        .map_err(|e| miette!("manifest {} is not valid JSON: {e}", d.digest))?;
+    Ok((bytes, m))
+}
+
+/// Decimal units, as `docker images` shows sizes.
+#[allow(clippy::cast_precision_loss)] // a rounded display value
+pub(super) fn human_size(n: u64) -> String {
+    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1000.0;
+    let mut unit = 0;
+    while v >= 1000.0 && unit < UNITS.len() - 1 {
+        v /= 1000.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+pub fn run_images(a: ImagesArgs) -> CliResult {
+    let store = open_store()?;
+    let mut rows = Vec::new();
+    for (name, d) in store.list().into_diagnostic()? {
+        let (_, m) = read_manifest(&store, &d).unwrap_or_default();
+        let size = d.size
+            + m.config.as_ref().map_or(0, |c| c.size)
+            + m.layers.iter().map(|l| l.size).sum::<u64>();
+        rows.push((name, d, size, m.annotations.get(ANN_CREATED).cloned()));
+    }
+    if a.format == "json" {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(name, d, size, created)| {
+                let mut o = json!({"reference": name, "digest": d.digest, "size": size});
+                if let Some(at) = &d.artifact_type {
+                    o["artifactType"] = json!(at);
+                }
+                if let Some(c) = created {
+                    o["created"] = json!(c);
+                }
+                o
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = rows
+        .iter()
+        .map(|r| r.0.len())
+        .max()
+        .unwrap_or(0)
+        .max("REFERENCE".len());
+    println!(
+        "{:width$}  {:12}  {:>9}  CREATED",
+        "REFERENCE", "DIGEST", "SIZE"
+    );
+    for (name, d, size, created) in &rows {
+        let short = d.digest.strip_prefix("sha256:").unwrap_or(&d.digest);
+        println!(
+            "{:width$}  {:12}  {:>9}  {}",
+            if name.is_empty() { "<none>" } else { name },
+            &short[..short.len().min(12)],
+            human_size(*size),
+            created.as_deref().unwrap_or("-")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_inspect(a: InspectArgs) -> CliResult {
+    let store = open_store()?;
+    let d = store
+        .resolve(&a.reference)
+        .into_diagnostic()?
+        .ok_or_else(|| {
+            miette!(
+                help = "list local images with `otters images`, or fetch it with `otters pull`",
+                "image `{}` is not in the local store",
+                a.reference
+            )
+        })?;
+    let (bytes, m) = read_manifest(&store, &d)?;
+    let config = match &m.config {
+        Some(c) => Digest::parse(&c.digest)
+            .ok()
+            .and_then(|cd| store.read_blob(&cd).ok())
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()),
+        None => None,
+    };
+    if a.format == "json" {
+        let manifest: serde_json::Value = serde_json::from_slice(&bytes).into_diagnostic()?;
+        let layers: Vec<_> = m
+            .layers
+            .iter()
+            .map(|l| json!({"mediaType": l.media_type, "digest": l.digest, "size": l.size, "title": l.title()}))
+            .collect();
+        let v = json!({
+            "reference": a.reference,
+            "digest": d.digest,
+            "mediaType": d.media_type,
+            "size": d.size,
+            "manifest": manifest,
+            "config": config,
+            "layers": layers,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("Reference:      {}", a.reference);
+    println!("Digest:         {}", d.digest);
+    println!("Media type:     {}", d.media_type);
+    if let Some(at) = &d.artifact_type {
+        println!("Artifact type:  {at}");
+    }
+    if !m.annotations.is_empty() {
+        println!("Annotations:");
+        for (k, v) in &m.annotations {
+            println!("  {k}: {v}");
+        }
+    }
+    if let Some(c) = &m.config {
+        println!(
+            "Config:         {} ({}, {})",
+            c.digest,
+            c.media_type,
+            human_size(c.size)
+        );
+    }
+    if !m.layers.is_empty() {
+        println!("Layers:");
+        let tw = m
+            .layers
+            .iter()
+            .map(|l| l.title().unwrap_or("-").len())
+            .max()
+            .unwrap_or(0);
+        let mw = m
+            .layers
+            .iter()
+            .map(|l| l.media_type.len())
+            .max()
+            .unwrap_or(0);
+        for l in &m.layers {
+            println!(
+                "  {:tw$}  {:mw$}  {:>9}  {}",
+                l.title().unwrap_or("-"),
+                l.media_type,
+                human_size(l.size),
+                l.digest
+            );
+        }
+    }
+    for child in &m.manifests {
+        let platform = child
+            .platform
+            .as_ref()
+            .map(|p| format!("{}/{}", p.os, p.architecture));
+        println!(
+            "  manifest {} {}",
+            child.digest,
+            platform.unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,40 @@
+//! Pins: the digests that RUNTIME and BIN references resolved to.
+//!
+//! Takes: nothing (a plain value the `resolve` stage fills from registries or `Agentfile.lock`).
+//! Returns: lookups by BIN name. Must never: be filled by `lower` itself — lowering only reads pins.
+
+use std::collections::BTreeMap;
+
+/// One resolved reference: the reference as written and the digest it pinned to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pin {
+    pub reference: String,
+    /// `sha256:…` of the manifest (or index) the reference resolved to.
+    pub digest: String,
+}
+
+/// Every pin of one build. A reference with no pin is built unpinned (ref only, no digest).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pins {
+    pub runtime: Option<Pin>,
+    /// Keyed by BIN name.
+    pub bins: BTreeMap<String, Pin>,
+}
+
+impl Pins {
+    /// The runtime digest, when the pin is for this reference.
+    pub fn runtime_digest(&self, reference: &str) -> Option<&str> {
+        self.runtime
+            .as_ref()
+            .filter(|p| p.reference == reference)
+            .map(|p| p.digest.as_str())
+    }
+
+    /// The digest of BIN `name`, when its pin is for this reference.
+    pub fn bin_digest(&self, name: &str, reference: &str) -> Option<&str> {
+        self.bins
+            .get(name)
+            .filter(|p| p.reference == reference)
+            .map(|p| p.digest.as_str())
+    }
+}

@@ -1,0 +1,187 @@
+//! Model + pins → artifact plan: the config blob, the layers in DESIGN §3 order with their media
+//! types and titles, and the manifest annotations.
+//!
+//! Takes: the model, the Agentfile's bytes, pins, an [`Inputs`] resolver and the build options.
+//! Returns: a [`Plan`] whose file and directory sources are paths for the `oci` stage to stream, or
+//! every input diagnostic at once. Must never: read file contents, or let anything but its inputs
+//! (no clock, no environment) reach the plan.
+
+use super::agent_yaml::{self, Executor};
+use super::epoch::rfc3339;
+use super::inputs::{InputKind, Inputs, Use};
+use super::pins::Pins;
+use crate::diagnostic::{Diagnostic, Span};
+use crate::ir::config_blob;
+use crate::ir::Agentfile;
+use crate::oci::descriptor::{
+    AGENTFILE_LAYER, AGENT_YAML_LAYER, ANN_CREATED, ANN_TITLE, ANN_UNPACK, CONTEXT_LAYER,
+    FILE_LAYER, TAR_GZIP_LAYER,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Where a layer's bytes come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Bytes(Vec<u8>),
+    /// A regular file, stored as a raw blob.
+    File(PathBuf),
+    /// A directory, stored as a deterministic tar+gzip; `rel` is its context-relative path.
+    Dir {
+        path: PathBuf,
+        rel: String,
+    },
+}
+
+/// One layer to write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layer {
+    pub media_type: &'static str,
+    pub annotations: BTreeMap<String, String>,
+    pub source: Source,
+    /// The Agentfile span of the ADD / `file://` source, for errors found while streaming.
+    pub span: Option<Span>,
+}
+
+/// Everything the `oci` stage needs to write the artifact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub config: Vec<u8>,
+    pub layers: Vec<Layer>,
+    pub annotations: BTreeMap<String, String>,
+    /// Tar entry mtimes for directory layers (0 when `SOURCE_DATE_EPOCH` is unset).
+    pub mtime: u64,
+}
+
+/// Build options that reach the artifact.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub source_date_epoch: Option<u64>,
+}
+
+/// Why lowering failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LowerError {
+    #[error("build inputs are missing or unsafe")]
+    Inputs(Vec<Diagnostic>),
+    #[error(transparent)]
+    Config(#[from] crate::json::UnsupportedFloat),
+}
+
+fn titled(media_type: &'static str, title: &str, source: Source) -> Layer {
+    Layer {
+        media_type,
+        annotations: BTreeMap::from([(ANN_TITLE.to_owned(), title.to_owned())]),
+        source,
+        span: None,
+    }
+}
+
+/// Lowers a checked model into a plan.
+pub fn lower(
+    model: &Agentfile,
+    agentfile: &[u8],
+    pins: &Pins,
+    inputs: &dyn Inputs,
+    opts: &Options,
+) -> Result<Plan, LowerError> {
+    let a = &model.agent;
+    let mut diags = Vec::new();
+    let mut layers = vec![titled(
+        AGENTFILE_LAYER,
+        "Agentfile",
+        Source::Bytes(agentfile.to_vec()),
+    )];
+    for c in &a.contexts {
+        let title = format!("{}.md", c.name);
+        let source = match (&c.content, &c.file) {
+            (Some(content), _) => Source::Bytes(content.clone().into_bytes()),
+            (None, Some(file)) => {
+                let span = c.file_span.unwrap_or(c.span);
+                match inputs.resolve(file) {
+                    Ok(r) if r.kind == InputKind::File => {
+                        let mut layer = titled(CONTEXT_LAYER, &title, Source::File(r.path));
+                        layer.span = Some(span);
+                        layers.push(layer);
+                        continue;
+                    }
+                    Ok(_) => {
+                        let e = super::inputs::InputError::Unreadable {
+                            src: file.clone(),
+                            why: "it is a directory; a CONTEXT file must be a single file".into(),
+                        };
+                        diags.push(e.to_diagnostic(span, Use::ContextFile));
+                        continue;
+                    }
+                    Err(e) => {
+                        diags.push(e.to_diagnostic(span, Use::ContextFile));
+                        continue;
+                    }
+                }
+            }
+            (None, None) => Source::Bytes(Vec::new()),
+        };
+        layers.push(titled(CONTEXT_LAYER, &title, source));
+    }
+    for add in &a.adds {
+        match inputs.resolve(&add.src) {
+            Ok(r) if r.kind == InputKind::File => {
+                let mut layer = titled(FILE_LAYER, &add.name, Source::File(r.path));
+                layer.span = Some(add.src_span);
+                layers.push(layer);
+            }
+            Ok(r) => {
+                let mut layer = titled(
+                    TAR_GZIP_LAYER,
+                    &add.name,
+                    Source::Dir {
+                        path: r.path,
+                        rel: r.rel,
+                    },
+                );
+                layer
+                    .annotations
+                    .insert(ANN_UNPACK.to_owned(), "true".to_owned());
+                layer.span = Some(add.src_span);
+                layers.push(layer);
+            }
+            Err(e) => diags.push(e.to_diagnostic(add.src_span, Use::Add)),
+        }
+    }
+    if !diags.is_empty() {
+        return Err(LowerError::Inputs(diags));
+    }
+    let yaml = agent_yaml::render(
+        model,
+        pins,
+        &agent_yaml::Options {
+            executor: Executor::System,
+            ..agent_yaml::Options::default()
+        },
+    );
+    layers.push(titled(
+        AGENT_YAML_LAYER,
+        "agent.yaml",
+        Source::Bytes(yaml.into_bytes()),
+    ));
+
+    let mut annotations: BTreeMap<String, String> = a
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), v.value.clone()))
+        .collect();
+    if let Some(name) = a.name_str().filter(|n| !n.is_empty()) {
+        annotations.insert(ANN_TITLE.to_owned(), name.to_owned());
+    }
+    if let Some(epoch) = opts.source_date_epoch {
+        annotations
+            .entry(ANN_CREATED.to_owned())
+            .or_insert_with(|| rfc3339(epoch));
+    }
+    Ok(Plan {
+        config: config_blob(model)?,
+        layers,
+        annotations,
+        mtime: opts.source_date_epoch.unwrap_or(0),
+    })
+}

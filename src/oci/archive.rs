@@ -1,0 +1,275 @@
+//! oci-archive files: an OCI image layout in one tar (what `skopeo copy … oci-archive:` reads and
+//! writes), for `otters save`, `otters load` and `otters build --output type=oci-archive`.
+//!
+//! Takes: a store and a manifest descriptor (save), or an archive file (load). Returns: the written
+//! file, or the descriptors and tags loaded. Must never: hold a blob in memory (blobs stream), write
+//! the destination in place (temp + fsync + rename), or load a blob whose bytes do not match its
+//! name. Archives are deterministic: entries sorted, mode 0644/0755, uid/gid 0, mtime 0.
+
+use super::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1};
+use super::layout::{index_json, Store, StoreError, COPY_BUFFER, MAX_JSON_BLOB};
+use super::Digest;
+use crate::json::to_compact;
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{self, BufWriter, Read};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("{}: {what}; is it an oci-archive (as written by `otters save` or `skopeo copy … oci-archive:`)?", path.display())]
+    Malformed { path: PathBuf, what: String },
+}
+
+#[derive(Deserialize)]
+struct Doc {
+    #[serde(rename = "mediaType", default)]
+    media_type: Option<String>,
+    #[serde(default)]
+    manifests: Vec<Descriptor>,
+    #[serde(default)]
+    config: Option<Descriptor>,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+}
+
+/// Every blob reachable from `root` (the manifest itself, its config and layers, and for an
+/// index every child manifest), in a stable order.
+pub fn reachable(store: &Store, root: &Descriptor) -> Result<BTreeSet<(String, u64)>, StoreError> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![root.clone()];
+    while let Some(d) = todo.pop() {
+        if !seen.insert((d.digest.clone(), d.size)) {
+            continue;
+        }
+        let digest =
+            Digest::parse(&d.digest).map_err(|_| StoreError::MissingBlob(d.digest.clone()))?;
+        let is_doc = d.media_type.ends_with("manifest.v1+json")
+            || d.media_type.ends_with("image.index.v1+json")
+            || d.media_type.ends_with("manifest.list.v2+json")
+            || d.media_type == "application/vnd.docker.distribution.manifest.v2+json";
+        if !is_doc {
+            if !store.has_blob(&digest) {
+                return Err(StoreError::MissingBlob(d.digest.clone()));
+            }
+            continue;
+        }
+        let bytes = store.read_blob(&digest)?;
+        let doc: Doc = serde_json::from_slice(&bytes).map_err(|e| StoreError::BadIndex {
+            path: store.blob_path(&digest),
+            source: e,
+        })?;
+        todo.extend(doc.manifests);
+        if let Some(c) = doc.config {
+            seen.insert((c.digest.clone(), c.size));
+            let cd =
+                Digest::parse(&c.digest).map_err(|_| StoreError::MissingBlob(c.digest.clone()))?;
+            if !store.has_blob(&cd) {
+                return Err(StoreError::MissingBlob(c.digest));
+            }
+        }
+        todo.extend(doc.layers);
+    }
+    Ok(seen)
+}
+
+fn tar_header(name: &str, size: u64, dir: bool) -> tar::Header {
+    let mut h = tar::Header::new_ustar();
+    let _ = h.set_path(name);
+    h.set_entry_type(if dir {
+        tar::EntryType::Directory
+    } else {
+        tar::EntryType::Regular
+    });
+    h.set_mode(if dir { 0o755 } else { 0o644 });
+    h.set_uid(0);
+    h.set_gid(0);
+    h.set_mtime(0);
+    h.set_size(size);
+    h.set_cksum();
+    h
+}
+
+/// Writes the image `root` (tagged with `tags` inside the archive) to `dest`.
+pub fn save(
+    store: &Store,
+    root: &Descriptor,
+    tags: &[String],
+    dest: &Path,
+) -> Result<(), ArchiveError> {
+    let blobs = reachable(store, root)?;
+    let mut entries: Vec<Descriptor> = tags
+        .iter()
+        .map(|t| {
+            let mut d = root.clone();
+            d.annotations.insert(ANN_REF_NAME.to_owned(), t.clone());
+            d
+        })
+        .collect();
+    if entries.is_empty() {
+        let mut d = root.clone();
+        d.annotations.remove(ANN_REF_NAME);
+        entries.push(d);
+    }
+    let index = to_compact(&index_json(&entries)).unwrap_or_default();
+
+    let dir = dest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let io_err = |action, path: &Path| {
+        let path = path.to_owned();
+        move |source| ArchiveError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".otters-save-")
+        .tempfile_in(dir)
+        .map_err(io_err("create a temporary file in", dir))?;
+    let file = tmp.reopen().map_err(io_err("open", tmp.path()))?;
+    let mut b = tar::Builder::new(BufWriter::with_capacity(COPY_BUFFER, file));
+    let w = |r: io::Result<()>| r.map_err(io_err("write", dest));
+    let layout = br#"{"imageLayoutVersion":"1.0.0"}"#;
+    w(b.append(&tar_header("blobs/", 0, true), io::empty()))?;
+    w(b.append(&tar_header("blobs/sha256/", 0, true), io::empty()))?;
+    for (digest, _) in &blobs {
+        let digest = Digest::parse(digest).map_err(|_| StoreError::MissingBlob(digest.clone()))?;
+        let f = store.open_blob(&digest)?;
+        let size = f
+            .metadata()
+            .map_err(io_err("stat", &store.blob_path(&digest)))?
+            .len();
+        w(b.append(
+            &tar_header(&format!("blobs/sha256/{}", digest.hex()), size, false),
+            f,
+        ))?;
+    }
+    w(b.append(
+        &tar_header("index.json", index.len() as u64, false),
+        &index[..],
+    ))?;
+    w(b.append(
+        &tar_header("oci-layout", layout.len() as u64, false),
+        &layout[..],
+    ))?;
+    let buffered = b.into_inner().map_err(io_err("write", dest))?;
+    let file = buffered
+        .into_inner()
+        .map_err(|e| io_err("write", dest)(e.into_error()))?;
+    file.sync_all().map_err(io_err("sync", dest))?;
+    tmp.persist(dest)
+        .map_err(|e| io_err("rename into", dest)(e.error))?;
+    Ok(())
+}
+
+/// Loads every image of the archive at `src` into `store`; returns (ref name, descriptor) for
+/// each `index.json` entry (ref name empty when the entry has none). Tags are not applied here.
+pub fn load(store: &Store, src: &Path) -> Result<Vec<(String, Descriptor)>, ArchiveError> {
+    let malformed = |what: String| ArchiveError::Malformed {
+        path: src.to_owned(),
+        what,
+    };
+    let file = File::open(src).map_err(|source| ArchiveError::Io {
+        action: "open",
+        path: src.to_owned(),
+        source,
+    })?;
+    let mut ar = tar::Archive::new(io::BufReader::with_capacity(COPY_BUFFER, file));
+    let mut index = None;
+    let read_err = |source| ArchiveError::Io {
+        action: "read",
+        path: src.to_owned(),
+        source,
+    };
+    for entry in ar.entries().map_err(read_err)? {
+        let mut entry = entry.map_err(read_err)?;
+        let path = entry
+            .path()
+            .map_err(read_err)?
+            .to_string_lossy()
+            .trim_start_matches("./")
+            .to_owned();
+        if path == "index.json" {
+            let mut bytes = Vec::new();
+            (&mut entry)
+                .take(MAX_JSON_BLOB)
+                .read_to_end(&mut bytes)
+                .map_err(read_err)?;
+            index = Some(bytes);
+        } else if let Some(hex) = path.strip_prefix("blobs/sha256/").filter(|h| !h.is_empty()) {
+            let expected = Digest::parse(&format!("sha256:{hex}"))
+                .map_err(|_| malformed(format!("`{path}` is not named by a sha256 digest")))?;
+            if store.has_blob(&expected) {
+                continue;
+            }
+            let (actual, _) = store.put_blob_from_reader(&mut entry, &mut |_| {})?;
+            if actual != expected {
+                return Err(malformed(format!(
+                    "`{path}` holds content with digest {actual}"
+                )));
+            }
+        }
+    }
+    let index = index.ok_or_else(|| malformed("no index.json".into()))?;
+    let doc: Doc =
+        serde_json::from_slice(&index).map_err(|e| malformed(format!("index.json: {e}")))?;
+    if doc.media_type.as_deref().is_some_and(|m| m != INDEX_V1) {
+        return Err(malformed("index.json is not an OCI image index".into()));
+    }
+    let mut out = Vec::new();
+    for d in doc.manifests {
+        reachable(store, &d)?;
+        out.push((d.ref_name().unwrap_or_default().to_owned(), d));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oci::descriptor::MANIFEST_V1;
+    use std::fs;
+
+    #[test]
+    fn save_then_load_keeps_digests() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Store::open(dir.path().join("a")).unwrap();
+        let (layer, n) = a.put_blob_bytes(b"data").unwrap();
+        let (cfg, cn) = a.put_blob_bytes(b"{}").unwrap();
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{MANIFEST_V1}","config":{{"mediaType":"x/c","digest":"{cfg}","size":{cn}}},"layers":[{{"mediaType":"x/l","digest":"{layer}","size":{n}}}]}}"#
+        );
+        let root = a.put_manifest(manifest.as_bytes(), MANIFEST_V1).unwrap();
+        let file = dir.path().join("x.tar");
+        save(&a, &root, &["m:1".into()], &file).unwrap();
+        let first = fs::read(&file).unwrap();
+        save(&a, &root, &["m:1".into()], &file).unwrap();
+        assert_eq!(
+            first,
+            fs::read(&file).unwrap(),
+            "archives are deterministic"
+        );
+
+        let b = Store::open(dir.path().join("b")).unwrap();
+        let loaded = load(&b, &file).unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].0, "m:1");
+        assert_eq!(loaded[0].1.digest, root.digest);
+        assert!(b.has_blob(&layer));
+
+        fs::remove_file(a.blob_path(&layer)).unwrap();
+        assert!(save(&a, &root, &[], &file).is_err());
+    }
+}

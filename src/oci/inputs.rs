@@ -1,0 +1,154 @@
+//! The filesystem side of [`crate::lower::inputs::Inputs`]: resolves ADD and `file://` sources
+//! inside a build context, refusing anything that leaves it.
+//!
+//! Takes: the build context directory and source paths as written. Returns: real paths with their
+//! kind, or AF301 (missing) / AF302 (escapes: absolute, `..`, symlink leading out) / AF303 (not a
+//! regular file or directory, or unreadable). Must never: follow a symlink to outside the context,
+//! or read file contents (it only stats and opens).
+
+use crate::lower::inputs::{InputError, InputKind, Inputs, Resolved};
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// A build context on disk.
+#[derive(Clone, Debug)]
+pub struct FsInputs {
+    root: PathBuf,
+    shown: String,
+}
+
+impl FsInputs {
+    /// `root` must exist; it is canonicalised so symlinked contexts work.
+    pub fn new(root: &Path) -> io::Result<Self> {
+        Ok(Self {
+            root: fs::canonicalize(root)?,
+            shown: root.display().to_string(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Inputs for FsInputs {
+    fn resolve(&self, src: &str) -> Result<Resolved, InputError> {
+        let escapes = |why: &str| InputError::Escapes {
+            src: src.to_owned(),
+            why: why.to_owned(),
+        };
+        let unreadable = |why: String| InputError::Unreadable {
+            src: src.to_owned(),
+            why,
+        };
+        let not_found = || InputError::NotFound {
+            src: src.to_owned(),
+            context: self.shown.clone(),
+        };
+        let rel_src = src.strip_prefix("file://").unwrap_or(src);
+        if rel_src.is_empty() {
+            return Err(not_found());
+        }
+        let rel = Path::new(rel_src);
+        if rel.is_absolute() {
+            return Err(escapes(
+                "is an absolute path; sources must be relative to the build context",
+            ));
+        }
+        if rel.components().any(|c| matches!(c, Component::ParentDir)) {
+            return Err(escapes(
+                "uses `..`; sources must stay inside the build context",
+            ));
+        }
+        let joined = self.root.join(rel);
+        if let Err(e) = fs::symlink_metadata(&joined) {
+            return Err(if e.kind() == io::ErrorKind::NotFound {
+                not_found()
+            } else {
+                unreadable(e.to_string())
+            });
+        }
+        let target = match fs::canonicalize(&joined) {
+            Ok(p) => p,
+            // A symlink whose target does not exist.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
+            Err(e) => return Err(unreadable(e.to_string())),
+        };
+        let Ok(inside) = target.strip_prefix(&self.root) else {
+            return Err(escapes(&format!(
+                "is a symlink that leads outside the build context (to {})",
+                target.display()
+            )));
+        };
+        let meta = fs::metadata(&target).map_err(|e| unreadable(e.to_string()))?;
+        let kind = if meta.is_file() {
+            fs::File::open(&target).map_err(|e| unreadable(e.to_string()))?;
+            InputKind::File
+        } else if meta.is_dir() {
+            fs::read_dir(&target).map_err(|e| unreadable(e.to_string()))?;
+            InputKind::Dir
+        } else {
+            return Err(unreadable(
+                "it is not a regular file or directory".to_owned(),
+            ));
+        };
+        let rel = inside
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        Ok(Resolved {
+            path: target,
+            rel,
+            kind,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_inside_and_refuses_escapes() {
+        let outer = tempfile::tempdir().unwrap();
+        let ctx = outer.path().join("ctx");
+        fs::create_dir_all(ctx.join("data/sub")).unwrap();
+        fs::write(ctx.join("data/a.txt"), "a").unwrap();
+        fs::write(outer.path().join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink("../secret", ctx.join("leak")).unwrap();
+        std::os::unix::fs::symlink("data/a.txt", ctx.join("alias")).unwrap();
+        std::os::unix::fs::symlink("nowhere", ctx.join("dangling")).unwrap();
+        let inputs = FsInputs::new(&ctx).unwrap();
+
+        let r = inputs.resolve("./data/a.txt").unwrap();
+        assert_eq!((r.kind, r.rel.as_str()), (InputKind::File, "data/a.txt"));
+        assert_eq!(inputs.resolve("data").unwrap().kind, InputKind::Dir);
+        assert_eq!(inputs.resolve("alias").unwrap().rel, "data/a.txt");
+        assert!(matches!(
+            inputs.resolve("leak"),
+            Err(InputError::Escapes { .. })
+        ));
+        assert!(matches!(
+            inputs.resolve("../secret"),
+            Err(InputError::Escapes { .. })
+        ));
+        assert!(matches!(
+            inputs.resolve("/etc/passwd"),
+            Err(InputError::Escapes { .. })
+        ));
+        assert!(matches!(
+            inputs.resolve("missing"),
+            Err(InputError::NotFound { .. })
+        ));
+        assert!(matches!(
+            inputs.resolve("dangling"),
+            Err(InputError::NotFound { .. })
+        ));
+        assert!(matches!(
+            FsInputs::new(Path::new("/dev")).unwrap().resolve("null"),
+            Err(InputError::Unreadable { .. })
+        ));
+    }
+}

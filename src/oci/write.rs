@@ -1,0 +1,321 @@
+//! Writes a lowered [`Plan`] into a [`Store`]: every blob streamed and hashed once while it is
+//! stored, then the manifest.
+//!
+//! Takes: a plan, a store, `.agentignore` rules, an optional [`HashCache`] and a [`Progress`]
+//! sink. Returns: the manifest's descriptor. Must never: read a whole input file into memory, hash
+//! an input twice, or write anything before every directory layer has been walked and checked
+//! (so an unsafe or unreadable input leaves the store untouched).
+
+use super::descriptor::{string_map, Descriptor, AGENT_ARTIFACT, AGENT_CONFIG, MANIFEST_V1};
+use super::hash_cache::{CachedBlob, HashCache, Stamp};
+use super::ignore::Ignore;
+use super::layout::{Store, StoreError};
+use super::tarball::{self, Entry, TarError, GZIP_LEVEL};
+use super::Digest;
+use crate::diagnostic::Span;
+use crate::json::{to_compact, Value};
+use crate::lower::{Plan, Source};
+use sha2::Digest as _;
+use std::fs;
+use std::io;
+
+/// Inputs at least this large get a progress bar.
+pub const PROGRESS_THRESHOLD: u64 = 32 << 20;
+
+/// Receives progress while large inputs are stored. The CLI draws bars; tests pass [`NoProgress`].
+pub trait Progress {
+    fn begin(&mut self, title: &str, total: u64);
+    fn advance(&mut self, bytes: u64);
+    fn end(&mut self);
+}
+
+/// Reports nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn begin(&mut self, _: &str, _: u64) {}
+    fn advance(&mut self, _: u64) {}
+    fn end(&mut self) {}
+}
+
+/// What went wrong with one layer's input.
+#[derive(Debug, thiserror::Error)]
+pub enum InputFailure {
+    #[error(transparent)]
+    Tar(#[from] TarError),
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: io::Error },
+}
+
+/// Why writing failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// An input failed; `span` points at its ADD or `file://` in the Agentfile.
+    #[error("layer `{title}`: {failure}")]
+    Input {
+        title: String,
+        span: Option<Span>,
+        failure: InputFailure,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Json(#[from] crate::json::UnsupportedFloat),
+}
+
+impl WriteError {
+    /// True when the input leads outside the build context (AF302), false when unreadable (AF303).
+    pub fn is_escape(&self) -> bool {
+        matches!(self, WriteError::Input { failure: InputFailure::Tar(t), .. } if t.is_escape())
+    }
+}
+
+/// Options of one write.
+pub struct WriteOptions<'a> {
+    pub ignore: &'a Ignore,
+    pub cache: Option<&'a mut HashCache>,
+    pub progress: &'a mut dyn Progress,
+}
+
+enum Prepared {
+    Bytes,
+    File(Stamp),
+    Dir(Vec<Entry>),
+}
+
+/// Stores every blob of `plan` and its manifest; returns the manifest descriptor (not yet tagged).
+pub fn write_plan(
+    store: &Store,
+    plan: &Plan,
+    opts: WriteOptions<'_>,
+) -> Result<Descriptor, WriteError> {
+    let WriteOptions {
+        ignore,
+        mut cache,
+        progress,
+    } = opts;
+    let mut prepared = Vec::with_capacity(plan.layers.len());
+    for layer in &plan.layers {
+        let title = layer
+            .annotations
+            .get(super::descriptor::ANN_TITLE)
+            .cloned()
+            .unwrap_or_default();
+        let fail = |failure: InputFailure| WriteError::Input {
+            title: title.clone(),
+            span: layer.span,
+            failure,
+        };
+        prepared.push(match &layer.source {
+            Source::Bytes(_) => Prepared::Bytes,
+            Source::File(path) => {
+                let meta = fs::metadata(path).map_err(|source| {
+                    fail(InputFailure::Read {
+                        path: path.display().to_string(),
+                        source,
+                    })
+                })?;
+                Prepared::File(Stamp::of(&meta))
+            }
+            Source::Dir { path, rel } => {
+                Prepared::Dir(tarball::walk(path, rel, &title, ignore).map_err(|e| fail(e.into()))?)
+            }
+        });
+    }
+
+    let (config_digest, config_size) = store.put_blob_bytes(&plan.config)?;
+    let config = Descriptor::new(AGENT_CONFIG, config_digest.to_string(), config_size);
+    let mut layers = Vec::with_capacity(plan.layers.len());
+    for (layer, prep) in plan.layers.iter().zip(prepared) {
+        let title = layer
+            .annotations
+            .get(super::descriptor::ANN_TITLE)
+            .cloned()
+            .unwrap_or_default();
+        let fail = |failure: InputFailure| WriteError::Input {
+            title: title.clone(),
+            span: layer.span,
+            failure,
+        };
+        let (digest, size) = match (&layer.source, prep) {
+            (Source::Bytes(bytes), _) => store.put_blob_bytes(bytes)?,
+            (Source::File(path), Prepared::File(stamp)) => {
+                let key = HashCache::file_key(path, &stamp);
+                if let Some(hit) = cached(cache.as_deref(), store, &key) {
+                    hit
+                } else {
+                    let (digest, size, after) = store_file(
+                        store, path, &title, stamp.size, progress,
+                    )
+                    .map_err(|e| match e {
+                        WriteError::Input { failure, .. } => fail(failure),
+                        other => other,
+                    })?;
+                    if let Some(c) = cache.as_deref_mut() {
+                        if after == stamp && c.settled(&stamp) {
+                            let blob = CachedBlob {
+                                digest: digest.to_string(),
+                                size,
+                            };
+                            c.insert(key, blob);
+                        }
+                    }
+                    (digest, size)
+                }
+            }
+            (Source::Dir { .. }, Prepared::Dir(entries)) => {
+                let key = tree_key(&entries, plan.mtime);
+                if let Some(hit) = cached(cache.as_deref(), store, &key) {
+                    hit
+                } else {
+                    let (digest, size) = store_dir(store, &entries, plan.mtime, &title, progress)
+                        .map_err(|e| match e {
+                        WriteError::Input { failure, .. } => fail(failure),
+                        other => other,
+                    })?;
+                    if let Some(c) = cache.as_deref_mut() {
+                        let mut stamps = entries.iter().filter_map(|e| e.stamp.as_ref());
+                        if stamps.all(|s| c.settled(s)) {
+                            let blob = CachedBlob {
+                                digest: digest.to_string(),
+                                size,
+                            };
+                            c.insert(key, blob);
+                        }
+                    }
+                    (digest, size)
+                }
+            }
+            // `prepared` was built from the same layers in the same order.
+            _ => unreachable!("layer preparation out of step with its source"),
+        };
+        let mut d = Descriptor::new(layer.media_type, digest.to_string(), size);
+        d.annotations.clone_from(&layer.annotations);
+        layers.push(d);
+    }
+
+    let manifest = manifest_json(&config, &layers, &plan.annotations);
+    let bytes = to_compact(&manifest)?;
+    Ok(store.put_manifest(&bytes, MANIFEST_V1)?)
+}
+
+fn input_err(failure: InputFailure) -> WriteError {
+    WriteError::Input {
+        title: String::new(),
+        span: None,
+        failure,
+    }
+}
+
+/// Streams one regular file into the store; returns its digest, size and the file's stamp after
+/// reading (a changed stamp means it was modified meanwhile and must not be cached).
+fn store_file(
+    store: &Store,
+    path: &std::path::Path,
+    title: &str,
+    expected: u64,
+    progress: &mut dyn Progress,
+) -> Result<(Digest, u64, Stamp), WriteError> {
+    let read_err = |source| {
+        input_err(InputFailure::Read {
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    let file = fs::File::open(path).map_err(read_err)?;
+    let big = expected >= PROGRESS_THRESHOLD;
+    if big {
+        progress.begin(title, expected);
+    }
+    let result = store.put_blob_from_reader(file, &mut |n| {
+        if big {
+            progress.advance(n);
+        }
+    });
+    if big {
+        progress.end();
+    }
+    let (digest, size) = result?;
+    let after = fs::metadata(path)
+        .map(|m| Stamp::of(&m))
+        .map_err(read_err)?;
+    Ok((digest, size, after))
+}
+
+/// Writes one directory layer (tar+gzip) into the store.
+fn store_dir(
+    store: &Store,
+    entries: &[Entry],
+    mtime: u64,
+    title: &str,
+    progress: &mut dyn Progress,
+) -> Result<(Digest, u64), WriteError> {
+    let total: u64 = entries
+        .iter()
+        .map(|e| match e.kind {
+            tarball::EntryKind::File { size, .. } => size,
+            _ => 0,
+        })
+        .sum();
+    let big = total >= PROGRESS_THRESHOLD;
+    if big {
+        progress.begin(title, total);
+    }
+    let w = store.blob_writer()?;
+    let result = tarball::write_tar_gz(entries, mtime, w, &mut |n| {
+        if big {
+            progress.advance(n);
+        }
+    });
+    if big {
+        progress.end();
+    }
+    Ok(result.map_err(|e| input_err(e.into()))?.commit()?)
+}
+
+fn cached(cache: Option<&HashCache>, store: &Store, key: &str) -> Option<(Digest, u64)> {
+    let hit = cache?.get(key)?;
+    let digest = Digest::parse(&hit.digest).ok()?;
+    let on_disk = fs::metadata(store.blob_path(&digest)).ok()?;
+    (on_disk.len() == hit.size).then_some((digest, hit.size))
+}
+
+/// A directory layer's cache key: every entry's name, kind and stamp, the mtime stamped into the
+/// tar and the gzip level.
+fn tree_key(entries: &[Entry], mtime: u64) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(format!("tar:{mtime}:{GZIP_LEVEL}\0").as_bytes());
+    for e in entries {
+        h.update(&e.name);
+        h.update(
+            format!(
+                "\0{:?}\0{}\0",
+                e.kind,
+                e.stamp.map(|s| s.key()).unwrap_or_default()
+            )
+            .as_bytes(),
+        );
+    }
+    format!("tree:{}", hex::encode(h.finalize()))
+}
+
+/// The manifest document (spec §e.1): compact canonical JSON in Go's field order.
+pub fn manifest_json(
+    config: &Descriptor,
+    layers: &[Descriptor],
+    annotations: &std::collections::BTreeMap<String, String>,
+) -> Value {
+    let mut m = Value::object()
+        .with("schemaVersion", 2i64)
+        .with("mediaType", MANIFEST_V1)
+        .with("artifactType", AGENT_ARTIFACT)
+        .with("config", config.to_json())
+        .with(
+            "layers",
+            Value::Array(layers.iter().map(Descriptor::to_json).collect()),
+        );
+    if !annotations.is_empty() {
+        m.push("annotations", string_map(annotations));
+    }
+    m
+}
