@@ -1,7 +1,6 @@
 //! `otters run`: materialise an agent from an image (or an Agentfile, built first) and exec its
 //! runtime on the host or through a docker-compatible CLI.
 use super::CliResult;
-use miette::{miette, IntoDiagnostic};
 use crate::oci::registry::ClientOptions;
 use crate::oci::Store;
 use crate::run::env::parse_override;
@@ -9,9 +8,12 @@ use crate::run::extract::Limits;
 use crate::run::fetch::RegistryFetcher;
 use crate::run::mounts::{self, RealHost};
 use crate::run::overrides::{parse_config, Overrides};
-use crate::run::plan::{self, is_path_safe, Executor, RunOptions, CONTAINER_USER, DEFAULT_BASE_IMAGE};
+use crate::run::plan::{
+    self, is_path_safe, Executor, RunOptions, CONTAINER_USER, DEFAULT_BASE_IMAGE,
+};
 use crate::run::source::{self, Fetcher, LocalOnly, Platform};
 use crate::run::{exec, materialise};
+use miette::{miette, IntoDiagnostic};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -65,28 +67,55 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> CliResult {
-    let envs: Vec<(String, String)> =
-        a.envs.iter().map(|e| parse_override(e)).collect::<Result<_, _>>().map_err(|e| miette!("{e}"))?;
-    let configs: Vec<(String, String)> =
-        a.configs.iter().map(|c| parse_config(c)).collect::<Result<_, _>>().map_err(|e| miette!("{e}"))?;
+    let envs: Vec<(String, String)> = a
+        .envs
+        .iter()
+        .map(|e| parse_override(e))
+        .collect::<Result<_, _>>()
+        .map_err(|e| miette!("{e}"))?;
+    let configs: Vec<(String, String)> = a
+        .configs
+        .iter()
+        .map(|c| parse_config(c))
+        .collect::<Result<_, _>>()
+        .map_err(|e| miette!("{e}"))?;
     let user_mounts = mounts::parse_all(&a.mounts, &RealHost).map_err(|e| miette!("{e}"))?;
     let platform = match &a.platform {
-        Some(p) => Platform::parse(p).ok_or_else(|| miette!("--platform {p}: must be OS/ARCH, e.g. linux/amd64"))?,
-        None if a.executor == "docker" => Platform { os: "linux".into(), ..Platform::host() },
+        Some(p) => Platform::parse(p)
+            .ok_or_else(|| miette!("--platform {p}: must be OS/ARCH, e.g. linux/amd64"))?,
+        None if a.executor == "docker" => Platform {
+            os: "linux".into(),
+            ..Platform::host()
+        },
         None => Platform::host(),
     };
 
     let home = super::otters_home();
     let store = Store::open(home.join("store")).into_diagnostic()?;
-    let registry = RegistryFetcher::new(ClientOptions { insecure: a.insecure, ..ClientOptions::default() });
-    let fetcher: &dyn Fetcher = if a.pull == "never" { &LocalOnly } else { &registry };
+    let registry = RegistryFetcher::new(ClientOptions {
+        insecure: a.insecure,
+        ..ClientOptions::default()
+    });
+    let fetcher: &dyn Fetcher = if a.pull == "never" {
+        &LocalOnly
+    } else {
+        &registry
+    };
 
-    let reference = if Path::new(&a.reference).exists() { build_first(&a.reference)? } else { a.reference.clone() };
+    let reference = if Path::new(&a.reference).exists() {
+        build_first(&a.reference)?
+    } else {
+        a.reference.clone()
+    };
     let digest = match store.resolve(&reference).into_diagnostic()? {
         Some(d) => d.digest,
-        None if a.pull == "never" => return Err(miette!("{}", source::SourceError::NotLocal { reference })),
+        None if a.pull == "never" => {
+            return Err(miette!("{}", source::SourceError::NotLocal { reference }))
+        }
         None => {
-            let d = registry.pull(&store, &reference, None).map_err(|e| miette!("{e}"))?;
+            let d = registry
+                .pull(&store, &reference, None)
+                .map_err(|e| miette!("{e}"))?;
             if let Some(desc) = store.resolve(&d).into_diagnostic()? {
                 store.tag(&reference, &desc).into_diagnostic()?;
             }
@@ -95,18 +124,47 @@ pub fn run(a: Args) -> CliResult {
     };
     let image = source::load_agent(&store, &reference, &digest).map_err(|e| miette!("{e}"))?;
 
-    let name = a.name.clone().or_else(|| image.model.agent.name_str().filter(|n| !n.is_empty()).map(str::to_owned)).unwrap_or_else(|| "agent".into());
+    let name = a
+        .name
+        .clone()
+        .or_else(|| {
+            image
+                .model
+                .agent
+                .name_str()
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "agent".into());
     if !is_path_safe(&name) {
-        return Err(miette!("agent name {name:?} must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}; pass --name"));
+        return Err(miette!(
+            "agent name {name:?} must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}; pass --name"
+        ));
     }
     let cwd = std::env::current_dir().into_diagnostic()?;
-    let root = a.root.clone().map_or_else(|| home.join("agents").join(&name), |r| cwd.join(r));
+    let root = a
+        .root
+        .clone()
+        .map_or_else(|| home.join("agents").join(&name), |r| cwd.join(r));
     let id = previous_id(&root).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
 
     let (executor, owner) = if a.executor == "docker" {
-        let (uid, gid) = std::fs::metadata("/proc/self").map(|m| (m.uid(), m.gid())).unwrap_or((0, 0));
-        let (user, owner) = if uid == 0 { (CONTAINER_USER.to_owned(), Some((65532, 65532))) } else { (format!("{uid}:{gid}"), None) };
-        (Executor::Docker { cli: a.docker.clone(), base_image: a.base_image.clone(), user }, owner)
+        let (uid, gid) = std::fs::metadata("/proc/self")
+            .map(|m| (m.uid(), m.gid()))
+            .unwrap_or((0, 0));
+        let (user, owner) = if uid == 0 {
+            (CONTAINER_USER.to_owned(), Some((65532, 65532)))
+        } else {
+            (format!("{uid}:{gid}"), None)
+        };
+        (
+            Executor::Docker {
+                cli: a.docker.clone(),
+                base_image: a.base_image.clone(),
+                user,
+            },
+            owner,
+        )
     } else {
         (Executor::System, None)
     };
@@ -115,7 +173,11 @@ pub fn run(a: Args) -> CliResult {
         name,
         id,
         executor,
-        overrides: Overrides { model: a.model.clone(), envs, configs },
+        overrides: Overrides {
+            model: a.model.clone(),
+            envs,
+            configs,
+        },
         mounts: user_mounts,
         allow_missing_mounts: a.allow_missing_mounts,
         platform,
@@ -129,7 +191,8 @@ pub fn run(a: Args) -> CliResult {
         println!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
         return Ok(ExitCode::SUCCESS);
     }
-    materialise::materialise(&plan, &store, fetcher, &Limits::default(), owner).map_err(|e| miette!("{e}"))?;
+    materialise::materialise(&plan, &store, fetcher, &Limits::default(), owner)
+        .map_err(|e| miette!("{e}"))?;
     Err(miette!("{}", exec::exec(&plan)))
 }
 

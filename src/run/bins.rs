@@ -20,7 +20,11 @@ pub enum BinError {
         "{reference}@{digest}: no binary found in layers (looked for {target:?}); the image needs a `{prefix}name` annotation and the binary in a tar layer or a layer titled with its name",
         prefix = "io.openotters.bin."
     )]
-    NotFound { reference: String, digest: String, target: String },
+    NotFound {
+        reference: String,
+        digest: String,
+        target: String,
+    },
     #[error("{reference}: bad layer digest {digest:?}")]
     BadDigest { reference: String, digest: String },
 }
@@ -35,7 +39,10 @@ pub fn annotation<'a>(img: &'a BinImage, key: &str) -> Option<&'a str> {
 }
 
 fn open(store: &Store, img: &BinImage, digest: &str) -> Result<Box<dyn Read>, BinError> {
-    let d = Digest::parse(digest).map_err(|_| BinError::BadDigest { reference: img.reference.clone(), digest: digest.to_owned() })?;
+    let d = Digest::parse(digest).map_err(|_| BinError::BadDigest {
+        reference: img.reference.clone(),
+        digest: digest.to_owned(),
+    })?;
     Ok(Box::new(std::io::BufReader::new(store.open_blob(&d)?)))
 }
 
@@ -44,7 +51,13 @@ fn basename(s: &str) -> &str {
 }
 
 /// Locate the binary (pass 1: tar layers; pass 2: titled raw layers) and write it to `out`, 0755.
-pub fn install(store: &Store, img: &BinImage, agentfile_name: &str, out: &Path, limits: &Limits) -> Result<(), BinError> {
+pub fn install(
+    store: &Store,
+    img: &BinImage,
+    agentfile_name: &str,
+    out: &Path,
+    limits: &Limits,
+) -> Result<(), BinError> {
     let name = annotation(img, "name").unwrap_or(agentfile_name);
     let dir = annotation(img, "path").unwrap_or("/");
     let target = format!("{}/{}", dir.trim_end_matches('/'), name);
@@ -56,28 +69,43 @@ pub fn install(store: &Store, img: &BinImage, agentfile_name: &str, out: &Path, 
         }
     }
     let want = extract::normalise_name(&target);
-    for l in img.layers.iter().filter(|l| !extract::is_tar(&l.media_type)) {
+    for l in img
+        .layers
+        .iter()
+        .filter(|l| !extract::is_tar(&l.media_type))
+    {
         let Some(title) = l.title() else { continue };
         if title == name || extract::normalise_name(title) == want || basename(title) == name {
             let mut r = open(store, img, &l.digest)?;
             extract::write_file(&mut r, out, 0o755, limits.max_file).map_err(|e| {
-                ExtractError::Write { path: out.display().to_string(), source: e }
+                ExtractError::Write {
+                    path: out.display().to_string(),
+                    source: e,
+                }
             })?;
             return Ok(());
         }
     }
-    Err(BinError::NotFound { reference: img.reference.clone(), digest: img.digest.clone(), target })
+    Err(BinError::NotFound {
+        reference: img.reference.clone(),
+        digest: img.digest.clone(),
+        target,
+    })
 }
 
 /// The image's usage doc (`io.openotters.bin.usage`, default `/USAGE.md`), when a layer carries
 /// it; at most 1 MiB.
 pub fn usage(store: &Store, img: &BinImage) -> Option<Vec<u8>> {
     let wanted = annotation(img, "usage").unwrap_or("/USAGE.md");
-    let l = img
-        .layers
-        .iter()
-        .find(|l| l.title().is_some_and(|t| t == wanted || basename(t) == basename(wanted)))?;
+    let l = img.layers.iter().find(|l| {
+        l.title()
+            .is_some_and(|t| t == wanted || basename(t) == basename(wanted))
+    })?;
     let mut bytes = Vec::new();
-    open(store, img, &l.digest).ok()?.take(1 << 20).read_to_end(&mut bytes).ok()?;
+    open(store, img, &l.digest)
+        .ok()?
+        .take(1 << 20)
+        .read_to_end(&mut bytes)
+        .ok()?;
     Some(bytes)
 }

@@ -27,7 +27,11 @@ fn cell(s: &str) -> String {
 pub fn agent_md(i: &DocInputs<'_>) -> String {
     let a = i.agent;
     let mut s = String::new();
-    let _ = writeln!(s, "# {}\n", a.name_str().filter(|n| !n.is_empty()).unwrap_or("agent"));
+    let _ = writeln!(
+        s,
+        "# {}\n",
+        a.name_str().filter(|n| !n.is_empty()).unwrap_or("agent")
+    );
     if let Some(d) = a.labels.get("description") {
         let _ = writeln!(s, "{}\n", d.value);
     }
@@ -46,7 +50,12 @@ pub fn agent_md(i: &DocInputs<'_>) -> String {
             "Only the binaries below exist. There is no shell and no implicit Unix tool (no `ls`, `cat`, `curl` …) unless it is listed here.\n\n",
         );
         for b in &a.bins {
-            let _ = writeln!(s, "- **{}** — {}", b.name, b.description.as_deref().unwrap_or("-"));
+            let _ = writeln!(
+                s,
+                "- **{}** — {}",
+                b.name,
+                b.description.as_deref().unwrap_or("-")
+            );
             if let Some(u) = &b.usage {
                 for line in u.lines() {
                     let _ = writeln!(s, "  {line}");
@@ -64,7 +73,12 @@ pub fn agent_md(i: &DocInputs<'_>) -> String {
     if !a.adds.is_empty() {
         s.push_str("## Data Files\n\n| File | Description |\n|---|---|\n");
         for add in &a.adds {
-            let _ = writeln!(s, "| {} | {} |", cell(&add.name), cell(add.description.as_deref().unwrap_or("-")));
+            let _ = writeln!(
+                s,
+                "| {} | {} |",
+                cell(&add.name),
+                cell(add.description.as_deref().unwrap_or("-"))
+            );
         }
         s.push('\n');
     }
@@ -82,8 +96,12 @@ pub fn agent_md(i: &DocInputs<'_>) -> String {
         s.push('\n');
     }
     let mut seen = std::collections::BTreeSet::new();
-    let caps: Vec<&str> =
-        a.capabilities.iter().map(|c| c.value.as_str()).filter(|c| seen.insert(*c)).collect();
+    let caps: Vec<&str> = a
+        .capabilities
+        .iter()
+        .map(|c| c.value.as_str())
+        .filter(|c| seen.insert(*c))
+        .collect();
     if !caps.is_empty() {
         s.push_str("## Capabilities\n\nExactly these runtime tools are callable:\n\n");
         for c in &caps {
@@ -126,26 +144,49 @@ pub fn workspace_md(i: &DocInputs<'_>) -> String {
         ),
     }
     s.push_str("## Layout\n\n");
-    let _ = writeln!(s, "- `{p}etc/Agentfile` — the Agentfile you were built from");
+    let _ = writeln!(
+        s,
+        "- `{p}etc/Agentfile` — the Agentfile you were built from"
+    );
     let _ = writeln!(s, "- `{p}etc/agent.yaml` — your resolved configuration");
     let _ = writeln!(s, "- `{p}etc/context/` — your context files:");
     let mut ctx = vec![("AGENT", None), ("WORKSPACE", None)];
     if !i.mounts.is_empty() {
         ctx.push(("MOUNTS", None));
     }
-    ctx.extend(a.contexts.iter().map(|c| (c.name.as_str(), c.description.as_deref())));
+    ctx.extend(
+        a.contexts
+            .iter()
+            .map(|c| (c.name.as_str(), c.description.as_deref())),
+    );
     for (n, d) in ctx {
-        let _ = writeln!(s, "  - `{n}.md`{}", d.map(|d| format!(" — {d}")).unwrap_or_default());
+        let _ = writeln!(
+            s,
+            "  - `{n}.md`{}",
+            d.map(|d| format!(" — {d}")).unwrap_or_default()
+        );
     }
     let _ = writeln!(s, "- `{p}etc/data/` — data files:");
     if a.adds.is_empty() && a.bins.is_empty() {
         s.push_str("  - (none)\n");
     }
     for add in &a.adds {
-        let _ = writeln!(s, "  - `{}`{}", add.name, add.description.as_deref().map(|d| format!(" — {d}")).unwrap_or_default());
+        let _ = writeln!(
+            s,
+            "  - `{}`{}",
+            add.name,
+            add.description
+                .as_deref()
+                .map(|d| format!(" — {d}"))
+                .unwrap_or_default()
+        );
     }
     for b in &a.bins {
-        let _ = writeln!(s, "  - `bins/{}/USAGE.md` — usage of `{}` (when its image ships one)", b.name, b.name);
+        let _ = writeln!(
+            s,
+            "  - `bins/{}/USAGE.md` — usage of `{}` (when its image ships one)",
+            b.name, b.name
+        );
     }
     let (bin_dir, runtime) = match i.layout {
         Layout::Host(_) => (format!("{p}usr/bin/"), format!("{p}usr/local/bin/runtime")),
@@ -159,9 +200,15 @@ pub fn workspace_md(i: &DocInputs<'_>) -> String {
         let _ = writeln!(s, "  - `{}`", b.name);
     }
     let _ = writeln!(s, "- `{runtime}` — the runtime that is running you");
-    let _ = writeln!(s, "- `{p}workspace/` — your working directory (read-write, kept between runs)");
+    let _ = writeln!(
+        s,
+        "- `{p}workspace/` — your working directory (read-write, kept between runs)"
+    );
     let _ = writeln!(s, "- `{p}home/` — your home directory (read-write)");
-    let _ = writeln!(s, "- `{p}tmp/` — scratch space (read-write, emptied on every start)");
+    let _ = writeln!(
+        s,
+        "- `{p}tmp/` — scratch space (read-write, emptied on every start)"
+    );
     let _ = writeln!(s, "- `{p}var/lib/` — state (read-write, kept between runs)");
     s.push_str(concat!(
         "\n## Working directory rules\n\n",
@@ -188,7 +235,10 @@ pub fn mounts_md(mounts: &[UserMount]) -> Option<String> {
             "- `{}`{}{}",
             m.target,
             if m.read_only { " *(ro)*" } else { "" },
-            m.description.as_deref().map(|d| format!(" — {d}")).unwrap_or_default()
+            m.description
+                .as_deref()
+                .map(|d| format!(" — {d}"))
+                .unwrap_or_default()
         );
     }
     Some(s)

@@ -14,7 +14,11 @@ pub enum ExecError {
     #[error("the plan has an empty argv")]
     Empty,
     #[error("cannot execute {program}: {source}{hint}")]
-    Exec { program: String, source: std::io::Error, hint: &'static str },
+    Exec {
+        program: String,
+        source: std::io::Error,
+        hint: &'static str,
+    },
 }
 
 /// The command the plan describes, ready to exec (exposed for tests).
@@ -31,7 +35,12 @@ pub fn command(plan: &RunPlan) -> Result<Command, ExecError> {
         Executor::Docker { .. } => {
             // The CLI keeps the host environment it needs (DOCKER_HOST, DOCKER_CONFIG …); the
             // container gets only the `--env` entries of argv, whose secret values come from here.
-            cmd.envs(plan.env.iter().filter(|e| e.secret).map(|e| (&e.key, &e.value)));
+            cmd.envs(
+                plan.env
+                    .iter()
+                    .filter(|e| e.secret)
+                    .map(|e| (&e.key, &e.value)),
+            );
         }
     }
     Ok(cmd)
@@ -53,5 +62,9 @@ pub fn exec(plan: &RunPlan) -> ExecError {
         }
         _ => "",
     };
-    ExecError::Exec { program: plan.argv.first().cloned().unwrap_or_default(), source, hint }
+    ExecError::Exec {
+        program: plan.argv.first().cloned().unwrap_or_default(),
+        source,
+        hint,
+    }
 }

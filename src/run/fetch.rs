@@ -20,12 +20,23 @@ pub struct RegistryFetcher {
 
 impl RegistryFetcher {
     pub fn new(opts: ClientOptions) -> Self {
-        Self { opts, client: RefCell::new(None) }
+        Self {
+            opts,
+            client: RefCell::new(None),
+        }
     }
 
     /// Pull `reference` (with `digest` when pinned) and return the top digest.
-    pub fn pull(&self, store: &Store, reference: &str, digest: Option<&str>) -> Result<String, SourceError> {
-        let fail = |message: String| SourceError::Fetch { reference: reference.to_owned(), message };
+    pub fn pull(
+        &self,
+        store: &Store,
+        reference: &str,
+        digest: Option<&str>,
+    ) -> Result<String, SourceError> {
+        let fail = |message: String| SourceError::Fetch {
+            reference: reference.to_owned(),
+            message,
+        };
         let mut r = Reference::parse(reference).map_err(|e| fail(e.to_string()))?;
         if let Some(d) = digest {
             r = r.with_digest(d);
@@ -34,16 +45,25 @@ impl RegistryFetcher {
         if slot.is_none() {
             *slot = Some(RegistryClient::new(self.opts.clone()).map_err(|e| fail(e.to_string()))?);
         }
-        let client = slot.as_ref().ok_or_else(|| fail("no registry client".into()))?;
+        let client = slot
+            .as_ref()
+            .ok_or_else(|| fail("no registry client".into()))?;
         let mut sources = Sources::load(store.root());
-        let (desc, _) = pull_image(client, store, &r, &mut sources, &mut |_| {}).map_err(|e| fail(e.to_string()))?;
+        let (desc, _) = pull_image(client, store, &r, &mut sources, &mut |_| {})
+            .map_err(|e| fail(e.to_string()))?;
         let _ = sources.save();
         Ok(desc.digest)
     }
 }
 
 impl Fetcher for RegistryFetcher {
-    fn ensure(&self, store: &Store, reference: &str, digest: Option<&str>, platform: &Platform) -> Result<String, SourceError> {
+    fn ensure(
+        &self,
+        store: &Store,
+        reference: &str,
+        digest: Option<&str>,
+        platform: &Platform,
+    ) -> Result<String, SourceError> {
         if let Some(d) = digest.and_then(|d| Digest::parse(d).ok()) {
             if store.has_blob(&d) {
                 return Ok(d.to_string());
@@ -53,7 +73,9 @@ impl Fetcher for RegistryFetcher {
         // Unpinned: ask the registry what the tag means now; fall back to a local copy offline.
         match self.pull(store, reference, None) {
             Ok(d) => Ok(d),
-            Err(e) => LocalOnly.ensure(store, reference, None, platform).map_err(|_| e),
+            Err(e) => LocalOnly
+                .ensure(store, reference, None, platform)
+                .map_err(|_| e),
         }
     }
 }

@@ -29,13 +29,24 @@ pub enum MaterialiseError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot {action} {}: {source}", path.display())]
-    Io { action: &'static str, path: PathBuf, source: io::Error },
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
     #[error("agent root {} has no parent directory; pass --root with a directory below /", .0.display())]
     NoParent(PathBuf),
 }
 
-fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> MaterialiseError + 'a {
-    move |source| MaterialiseError::Io { action, path: path.to_owned(), source }
+fn io_err<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> MaterialiseError + 'a {
+    move |source| MaterialiseError::Io {
+        action,
+        path: path.to_owned(),
+        source,
+    }
 }
 
 /// Write the tree and swap it in. `owner` chowns the writable directories (docker executor run
@@ -48,10 +59,19 @@ pub fn materialise(
     owner: Option<(u32, u32)>,
 ) -> Result<(), MaterialiseError> {
     let root = &plan.root;
-    let parent = root.parent().filter(|p| !p.as_os_str().is_empty()).ok_or_else(|| MaterialiseError::NoParent(root.clone()))?;
-    let base = root.file_name().map(|b| b.to_string_lossy().into_owned()).unwrap_or_default();
+    let parent = root
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .ok_or_else(|| MaterialiseError::NoParent(root.clone()))?;
+    let base = root
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default();
     fs::create_dir_all(parent).map_err(io_err("create", parent))?;
-    let tmp = tempfile::Builder::new().prefix(&format!(".{base}.tmp-")).tempdir_in(parent).map_err(io_err("create a temp dir in", parent))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{base}.tmp-"))
+        .tempdir_in(parent)
+        .map_err(io_err("create a temp dir in", parent))?;
     write_tree(plan, tmp.path(), store, fetcher, limits)?;
     if let Some((uid, gid)) = owner {
         for d in ["workspace", "home", "tmp", "var/lib"] {
@@ -61,7 +81,13 @@ pub fn materialise(
     swap(tmp, root, owner)
 }
 
-fn write_tree(plan: &RunPlan, dir: &Path, store: &Store, fetcher: &dyn Fetcher, limits: &Limits) -> Result<(), MaterialiseError> {
+fn write_tree(
+    plan: &RunPlan,
+    dir: &Path,
+    store: &Store,
+    fetcher: &dyn Fetcher,
+    limits: &Limits,
+) -> Result<(), MaterialiseError> {
     let mut images: BTreeMap<(String, Option<String>), BinImage> = BTreeMap::new();
     for entry in &plan.tree {
         let out = dir.join(entry.path());
@@ -70,33 +96,73 @@ fn write_tree(plan: &RunPlan, dir: &Path, store: &Store, fetcher: &dyn Fetcher, 
         }
         match entry {
             TreeEntry::Dir { .. } => fs::create_dir_all(&out).map_err(io_err("create", &out))?,
-            TreeEntry::Layer { digest, media_type, unpack, .. } => {
-                let d = Digest::parse(digest).map_err(|_| StoreError::MissingBlob(digest.clone()))?;
+            TreeEntry::Layer {
+                digest,
+                media_type,
+                unpack,
+                ..
+            } => {
+                let d =
+                    Digest::parse(digest).map_err(|_| StoreError::MissingBlob(digest.clone()))?;
                 let file = io::BufReader::new(store.open_blob(&d)?);
                 if *unpack {
                     fs::create_dir_all(&out).map_err(io_err("create", &out))?;
-                    extract::unpack(&format!("{}@{digest}", plan.image.reference), extract::decoder(media_type, Box::new(file)), &out, limits)?;
+                    extract::unpack(
+                        &format!("{}@{digest}", plan.image.reference),
+                        extract::decoder(media_type, Box::new(file)),
+                        &out,
+                        limits,
+                    )?;
                 } else {
                     let mut r = file;
-                    extract::write_file(&mut r, &out, 0o644, limits.max_file).map_err(io_err("write", &out))?;
+                    extract::write_file(&mut r, &out, 0o644, limits.max_file)
+                        .map_err(io_err("write", &out))?;
                 }
             }
             TreeEntry::Generated { content, .. } => {
-                extract::write_file(&mut content.as_bytes(), &out, 0o644, u64::MAX - 1).map_err(io_err("write", &out))?;
+                extract::write_file(&mut content.as_bytes(), &out, 0o644, u64::MAX - 1)
+                    .map_err(io_err("write", &out))?;
             }
-            TreeEntry::Binary { reference, digest, name, .. } => {
-                let img = bin_image(&mut images, store, fetcher, plan, reference, digest.as_deref())?;
+            TreeEntry::Binary {
+                reference,
+                digest,
+                name,
+                ..
+            } => {
+                let img = bin_image(
+                    &mut images,
+                    store,
+                    fetcher,
+                    plan,
+                    reference,
+                    digest.as_deref(),
+                )?;
                 bins::install(store, img, name, &out, limits)?;
             }
-            TreeEntry::Usage { reference, digest, fallback, .. } => {
-                let img = bin_image(&mut images, store, fetcher, plan, reference, digest.as_deref())?;
-                let bytes = bins::usage(store, img).or_else(|| fallback.as_ref().map(|f| f.clone().into_bytes()));
+            TreeEntry::Usage {
+                reference,
+                digest,
+                fallback,
+                ..
+            } => {
+                let img = bin_image(
+                    &mut images,
+                    store,
+                    fetcher,
+                    plan,
+                    reference,
+                    digest.as_deref(),
+                )?;
+                let bytes = bins::usage(store, img)
+                    .or_else(|| fallback.as_ref().map(|f| f.clone().into_bytes()));
                 if let Some(b) = bytes {
-                    extract::write_file(&mut &b[..], &out, 0o644, u64::MAX - 1).map_err(io_err("write", &out))?;
+                    extract::write_file(&mut &b[..], &out, 0o644, u64::MAX - 1)
+                        .map_err(io_err("write", &out))?;
                 }
             }
             TreeEntry::Symlink { target, .. } => {
-                std::os::unix::fs::symlink(target, &out).map_err(io_err("create the symlink", &out))?;
+                std::os::unix::fs::symlink(target, &out)
+                    .map_err(io_err("create the symlink", &out))?;
             }
         }
     }
@@ -137,13 +203,21 @@ fn chown_tree(p: &Path, uid: u32, gid: u32) -> Result<(), MaterialiseError> {
 }
 
 /// Move the carried directories from the old tree into the new one, then swap the trees.
-fn swap(tmp: tempfile::TempDir, root: &Path, owner: Option<(u32, u32)>) -> Result<(), MaterialiseError> {
+fn swap(
+    tmp: tempfile::TempDir,
+    root: &Path,
+    owner: Option<(u32, u32)>,
+) -> Result<(), MaterialiseError> {
     let new = tmp.path().to_owned();
     if fs::symlink_metadata(root).is_err() {
         let kept = tmp.keep();
         return fs::rename(&kept, root).map_err(|e| {
             let _ = fs::remove_dir_all(&kept);
-            MaterialiseError::Io { action: "move the new tree to", path: root.to_owned(), source: e }
+            MaterialiseError::Io {
+                action: "move the new tree to",
+                path: root.to_owned(),
+                source: e,
+            }
         });
     }
     let mut moved: Vec<&str> = Vec::new();
@@ -159,7 +233,11 @@ fn swap(tmp: tempfile::TempDir, root: &Path, owner: Option<(u32, u32)>) -> Resul
             for m in &moved {
                 let _ = fs::rename(new.join(m), root.join(m));
             }
-            return Err(MaterialiseError::Io { action: "carry over", path: old_d, source: e });
+            return Err(MaterialiseError::Io {
+                action: "carry over",
+                path: old_d,
+                source: e,
+            });
         }
         moved.push(d);
         if let Some((uid, gid)) = owner {
@@ -167,14 +245,24 @@ fn swap(tmp: tempfile::TempDir, root: &Path, owner: Option<(u32, u32)>) -> Resul
         }
     }
     let parent = root.parent().unwrap_or(Path::new("/"));
-    let base = root.file_name().map(|b| b.to_string_lossy().into_owned()).unwrap_or_default();
-    let old = tempfile::Builder::new().prefix(&format!(".{base}.old-")).tempdir_in(parent).map_err(io_err("create a temp dir in", parent))?;
+    let base = root
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let old = tempfile::Builder::new()
+        .prefix(&format!(".{base}.old-"))
+        .tempdir_in(parent)
+        .map_err(io_err("create a temp dir in", parent))?;
     let old_tree = old.path().join("tree");
     fs::rename(root, &old_tree).map_err(io_err("move aside", root))?;
     let kept = tmp.keep();
     if let Err(e) = fs::rename(&kept, root) {
         let _ = fs::rename(&old_tree, root);
-        return Err(MaterialiseError::Io { action: "move the new tree to", path: root.to_owned(), source: e });
+        return Err(MaterialiseError::Io {
+            action: "move the new tree to",
+            path: root.to_owned(),
+            source: e,
+        });
     }
     drop(old);
     Ok(())

@@ -8,14 +8,14 @@
 //! outside the agent root and its sibling temp dir, write a credential to disk, or inherit the
 //! host environment into the runtime.
 
+pub mod bins;
+pub mod context_docs;
 pub mod env;
+pub mod exec;
 pub mod extract;
+pub mod fetch;
+pub mod materialise;
 pub mod mounts;
 pub mod overrides;
-pub mod context_docs;
-pub mod source;
 pub mod plan;
-pub mod bins;
-pub mod materialise;
-pub mod exec;
-pub mod fetch;
+pub mod source;

@@ -23,7 +23,11 @@ pub enum Executor {
     /// Replace otters with the runtime on the host.
     System,
     /// Exec a docker-compatible CLI (`docker`, `podman`) with `docker run`.
-    Docker { cli: PathBuf, base_image: String, user: String },
+    Docker {
+        cli: PathBuf,
+        base_image: String,
+        user: String,
+    },
 }
 
 /// The default base image of the docker executor (spec §g.5).
@@ -49,9 +53,16 @@ pub struct RunOptions {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TreeEntry {
-    Dir { path: String },
+    Dir {
+        path: String,
+    },
     /// A layer copied verbatim, or unpacked (tar layers of ADD directories).
-    Layer { path: String, digest: String, media_type: String, unpack: bool },
+    Layer {
+        path: String,
+        digest: String,
+        media_type: String,
+        unpack: bool,
+    },
     /// A file otters writes (AGENT.md, agent.yaml …); `content` is not printed.
     Generated {
         path: String,
@@ -60,7 +71,12 @@ pub enum TreeEntry {
         content: String,
     },
     /// A binary located in an image by the bin contract.
-    Binary { path: String, reference: String, digest: Option<String>, name: String },
+    Binary {
+        path: String,
+        reference: String,
+        digest: Option<String>,
+        name: String,
+    },
     /// The usage doc of a BIN: from its image when it ships one, else the Agentfile's heredoc.
     Usage {
         path: String,
@@ -70,7 +86,10 @@ pub enum TreeEntry {
         fallback: Option<String>,
     },
     /// A host mount shown inside the tree (system executor).
-    Symlink { path: String, target: PathBuf },
+    Symlink {
+        path: String,
+        target: PathBuf,
+    },
 }
 
 impl TreeEntry {
@@ -123,7 +142,11 @@ pub enum PlanError {
     #[error("{reference}: the agent has no RUNTIME, so there is nothing to run; add a RUNTIME line to its Agentfile")]
     NoRuntime { reference: String },
     #[error("{reference}: layer {digest} has title {title:?}, which is not a safe file name; the image is invalid")]
-    BadTitle { reference: String, digest: String, title: String },
+    BadTitle {
+        reference: String,
+        digest: String,
+        title: String,
+    },
 }
 
 /// `^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$` (spec §b.2).
@@ -132,7 +155,8 @@ pub fn is_path_safe(s: &str) -> bool {
     !b.is_empty()
         && b.len() <= 63
         && b[0].is_ascii_alphanumeric()
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
 }
 
 /// A relative path of path-safe components (ADD names may have sub-directories).
@@ -156,7 +180,11 @@ const DIRS: &[&str] = &[
 ];
 
 /// Build the plan. `host_env` is consulted only for the model provider's credentials.
-pub fn plan(image: &AgentImage, opts: &RunOptions, host_env: &dyn Fn(&str) -> Option<String>) -> Result<RunPlan, PlanError> {
+pub fn plan(
+    image: &AgentImage,
+    opts: &RunOptions,
+    host_env: &dyn Fn(&str) -> Option<String>,
+) -> Result<RunPlan, PlanError> {
     let mut warnings = Vec::new();
     let agent = &image.model.agent;
     let runtime = agent
@@ -164,20 +192,33 @@ pub fn plan(image: &AgentImage, opts: &RunOptions, host_env: &dyn Fn(&str) -> Op
         .as_ref()
         .map(|r| r.value.clone())
         .filter(|r| !r.is_empty())
-        .ok_or_else(|| PlanError::NoRuntime { reference: image.reference.clone() })?;
+        .ok_or_else(|| PlanError::NoRuntime {
+            reference: image.reference.clone(),
+        })?;
     let effective = overrides::apply(agent, &opts.overrides)?;
     let mut user_mounts = opts.mounts.clone();
-    let missing = mounts::merge_declared(&mut user_mounts, &agent.mounts, opts.allow_missing_mounts)?;
+    let missing =
+        mounts::merge_declared(&mut user_mounts, &agent.mounts, opts.allow_missing_mounts)?;
     if !missing.is_empty() {
-        warnings.push(format!("declared mount(s) left unmounted: {}", missing.join(", ")));
+        warnings.push(format!(
+            "declared mount(s) left unmounted: {}",
+            missing.join(", ")
+        ));
     }
     let docker = matches!(opts.executor, Executor::Docker { .. });
-    let layout = if docker { Layout::Container } else { Layout::Host(&opts.root) };
+    let layout = if docker {
+        Layout::Container
+    } else {
+        Layout::Host(&opts.root)
+    };
 
     // The model after overrides, for agent.yaml and the context documents.
     let mut model = image.model.clone();
     if let Some(m) = &effective.model {
-        model.agent.model = Some(crate::ir::Node::new(m.clone(), crate::diagnostic::Span::default()));
+        model.agent.model = Some(crate::ir::Node::new(
+            m.clone(),
+            crate::diagnostic::Span::default(),
+        ));
     }
     for (k, v) in &opts.overrides.configs {
         let mut hit = false;
@@ -209,19 +250,40 @@ pub fn plan(image: &AgentImage, opts: &RunOptions, host_env: &dyn Fn(&str) -> Op
         .collect();
     model.agent.mounts = user_mounts
         .iter()
-        .map(|m| Mount { target: m.target.clone(), read_only: m.read_only, description: m.description.clone(), span: crate::diagnostic::Span::default() })
+        .map(|m| Mount {
+            target: m.target.clone(),
+            read_only: m.read_only,
+            description: m.description.clone(),
+            span: crate::diagnostic::Span::default(),
+        })
         .collect();
 
-    let mut tree: Vec<TreeEntry> = DIRS.iter().map(|d| TreeEntry::Dir { path: (*d).to_owned() }).collect();
+    let mut tree: Vec<TreeEntry> = DIRS
+        .iter()
+        .map(|d| TreeEntry::Dir {
+            path: (*d).to_owned(),
+        })
+        .collect();
     for l in &image.layers {
         let title = l.title().unwrap_or_default();
-        let bad = || PlanError::BadTitle { reference: image.reference.clone(), digest: l.digest.clone(), title: title.to_owned() };
-        let layer = |path: String, unpack: bool| TreeEntry::Layer { path, digest: l.digest.clone(), media_type: l.media_type.clone(), unpack };
+        let bad = || PlanError::BadTitle {
+            reference: image.reference.clone(),
+            digest: l.digest.clone(),
+            title: title.to_owned(),
+        };
+        let layer = |path: String, unpack: bool| TreeEntry::Layer {
+            path,
+            digest: l.digest.clone(),
+            media_type: l.media_type.clone(),
+            unpack,
+        };
         match l.media_type.as_str() {
             AGENTFILE_LAYER => tree.push(layer("etc/Agentfile".into(), false)),
             CONTEXT_LAYER | FILE_LAYER if title.is_empty() => {}
             CONTEXT_LAYER => {
-                if !is_path_safe(title) || ["AGENT.md", "WORKSPACE.md", "MOUNTS.md"].contains(&title) {
+                if !is_path_safe(title)
+                    || ["AGENT.md", "WORKSPACE.md", "MOUNTS.md"].contains(&title)
+                {
                     return Err(bad());
                 }
                 tree.push(layer(format!("etc/context/{title}"), false));
@@ -232,7 +294,9 @@ pub fn plan(image: &AgentImage, opts: &RunOptions, host_env: &dyn Fn(&str) -> Op
                 }
                 tree.push(layer(format!("etc/data/{title}"), false));
             }
-            mt if super::extract::is_tar(mt) && l.annotations.get(ANN_UNPACK).is_some_and(|v| v == "true") => {
+            mt if super::extract::is_tar(mt)
+                && l.annotations.get(ANN_UNPACK).is_some_and(|v| v == "true") =>
+            {
                 if !is_safe_rel(title) {
                     return Err(bad());
                 }
@@ -242,21 +306,43 @@ pub fn plan(image: &AgentImage, opts: &RunOptions, host_env: &dyn Fn(&str) -> Op
         }
     }
 
-    let docs = DocInputs { agent: &model.agent, id: &opts.id, envs: &effective.envs, mounts: &user_mounts, layout };
-    let mut gen = |path: &str, content: String| tree.push(TreeEntry::Generated { path: path.to_owned(), bytes: content.len(), content });
+    let docs = DocInputs {
+        agent: &model.agent,
+        id: &opts.id,
+        envs: &effective.envs,
+        mounts: &user_mounts,
+        layout,
+    };
+    let mut gen = |path: &str, content: String| {
+        tree.push(TreeEntry::Generated {
+            path: path.to_owned(),
+            bytes: content.len(),
+            content,
+        })
+    };
     gen("etc/context/AGENT.md", context_docs::agent_md(&docs));
-    gen("etc/context/WORKSPACE.md", context_docs::workspace_md(&docs));
+    gen(
+        "etc/context/WORKSPACE.md",
+        context_docs::workspace_md(&docs),
+    );
     if let Some(m) = context_docs::mounts_md(&user_mounts) {
         gen("etc/context/MOUNTS.md", m);
     }
-    let image_ref = ImageRef { reference: image.reference.clone(), digest: Some(image.digest.clone()) };
+    let image_ref = ImageRef {
+        reference: image.reference.clone(),
+        digest: Some(image.digest.clone()),
+    };
     let yaml = agent_yaml::render(
         &model,
         &image.pins,
         &agent_yaml::Options {
             id: Some(&opts.id),
             image: Some(&image_ref),
-            executor: if docker { YamlExecutor::Docker } else { YamlExecutor::System },
+            executor: if docker {
+                YamlExecutor::Docker
+            } else {
+                YamlExecutor::System
+            },
             capability_descriptions: None,
         },
     );
@@ -264,35 +350,71 @@ pub fn plan(image: &AgentImage, opts: &RunOptions, host_env: &dyn Fn(&str) -> Op
 
     let runtime_digest = image.pins.runtime_digest(&runtime).map(str::to_owned);
     if runtime_digest.is_none() {
-        warnings.push(format!("runtime {runtime} has no pinned digest in the image; resolving the tag now"));
+        warnings.push(format!(
+            "runtime {runtime} has no pinned digest in the image; resolving the tag now"
+        ));
     }
-    tree.push(TreeEntry::Binary { path: "usr/local/bin/runtime".into(), reference: runtime.clone(), digest: runtime_digest, name: "runtime".into() });
+    tree.push(TreeEntry::Binary {
+        path: "usr/local/bin/runtime".into(),
+        reference: runtime.clone(),
+        digest: runtime_digest,
+        name: "runtime".into(),
+    });
     for b in &agent.bins {
         let digest = image.pins.bin_digest(&b.name, &b.image).map(str::to_owned);
         if digest.is_none() {
-            warnings.push(format!("BIN {} ({}) has no pinned digest in the image; resolving the tag now", b.name, b.image));
+            warnings.push(format!(
+                "BIN {} ({}) has no pinned digest in the image; resolving the tag now",
+                b.name, b.image
+            ));
         }
-        tree.push(TreeEntry::Binary { path: format!("usr/bin/{}", b.name), reference: b.image.clone(), digest: digest.clone(), name: b.name.clone() });
-        tree.push(TreeEntry::Usage { path: format!("etc/data/bins/{}/USAGE.md", b.name), reference: b.image.clone(), digest, fallback: b.usage.clone() });
+        tree.push(TreeEntry::Binary {
+            path: format!("usr/bin/{}", b.name),
+            reference: b.image.clone(),
+            digest: digest.clone(),
+            name: b.name.clone(),
+        });
+        tree.push(TreeEntry::Usage {
+            path: format!("etc/data/bins/{}/USAGE.md", b.name),
+            reference: b.image.clone(),
+            digest,
+            fallback: b.usage.clone(),
+        });
     }
     if !docker {
         for m in &user_mounts {
-            tree.push(TreeEntry::Symlink { path: m.target.trim_start_matches('/').to_owned(), target: m.host.clone() });
+            tree.push(TreeEntry::Symlink {
+                path: m.target.trim_start_matches('/').to_owned(),
+                target: m.host.clone(),
+            });
         }
     }
 
     let model_name = effective.model.clone().unwrap_or_default();
-    let exec: Vec<String> = agent.exec.as_ref().map(|e| e.value.clone()).filter(|e| !e.is_empty()).unwrap_or_else(|| vec!["serve".to_owned()]);
+    let exec: Vec<String> = agent
+        .exec
+        .as_ref()
+        .map(|e| e.value.clone())
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| vec!["serve".to_owned()]);
     let env = env::spawn_env(
         layout,
         effective.model.as_deref(),
         host_env,
         &effective.configs,
-        &effective.envs.iter().map(|e| (e.key.clone(), e.value.clone())).collect::<Vec<_>>(),
+        &effective
+            .envs
+            .iter()
+            .map(|e| (e.key.clone(), e.value.clone()))
+            .collect::<Vec<_>>(),
     );
     let (argv, cwd) = match &opts.executor {
         Executor::System => {
-            let mut argv = vec![opts.root.join("usr/local/bin/runtime").display().to_string()];
+            let mut argv = vec![opts
+                .root
+                .join("usr/local/bin/runtime")
+                .display()
+                .to_string()];
             argv.extend(exec);
             argv.extend(["--root".to_owned(), opts.root.display().to_string()]);
             if !model_name.is_empty() {
@@ -300,15 +422,33 @@ pub fn plan(image: &AgentImage, opts: &RunOptions, host_env: &dyn Fn(&str) -> Op
             }
             (argv, opts.root.join("workspace"))
         }
-        Executor::Docker { cli, base_image, user } => {
-            let argv = docker_argv(cli, base_image, user, &opts.root, &opts.name, &opts.id, &env, &user_mounts, &exec, &model_name);
+        Executor::Docker {
+            cli,
+            base_image,
+            user,
+        } => {
+            let argv = docker_argv(
+                cli,
+                base_image,
+                user,
+                &opts.root,
+                &opts.name,
+                &opts.id,
+                &env,
+                &user_mounts,
+                &exec,
+                &model_name,
+            );
             (argv, opts.root.join("workspace"))
         }
     };
     Ok(RunPlan {
         name: opts.name.clone(),
         id: opts.id.clone(),
-        image: ImageInfo { reference: image.reference.clone(), digest: image.digest.clone() },
+        image: ImageInfo {
+            reference: image.reference.clone(),
+            digest: image.digest.clone(),
+        },
         platform: opts.platform.clone(),
         executor: opts.executor.clone(),
         root: opts.root.clone(),
@@ -324,8 +464,18 @@ pub fn plan(image: &AgentImage, opts: &RunOptions, host_env: &dyn Fn(&str) -> Op
 
 /// One `--mount` value; fields holding `,` or `"` are CSV-quoted as the docker CLI expects.
 fn mount_arg(kind: &str, source: &Path, target: &str, read_only: bool) -> String {
-    let q = |s: String| if s.contains(',') || s.contains('"') { format!("\"{}\"", s.replace('"', "\"\"")) } else { s };
-    let mut v = format!("type={kind},{},{}", q(format!("source={}", source.display())), q(format!("target={target}")));
+    let q = |s: String| {
+        if s.contains(',') || s.contains('"') {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s
+        }
+    };
+    let mut v = format!(
+        "type={kind},{},{}",
+        q(format!("source={}", source.display())),
+        q(format!("target={target}"))
+    );
     if read_only {
         v.push_str(",readonly");
     }
@@ -347,7 +497,11 @@ fn docker_argv(
     model: &str,
 ) -> Vec<String> {
     let mut a: Vec<String> = vec![cli.display().to_string(), "run".into(), "--rm".into()];
-    let short: String = id.chars().filter(char::is_ascii_alphanumeric).take(12).collect();
+    let short: String = id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(12)
+        .collect();
     a.extend([
         format!("--name=otters-{name}-{short}"),
         "--label=io.openotters.agent=true".into(),
@@ -384,10 +538,21 @@ fn docker_argv(
     for e in env {
         // Secrets travel through the CLI's own environment, never in argv.
         a.push("--env".into());
-        a.push(if e.secret { e.key.clone() } else { format!("{}={}", e.key, e.value) });
+        a.push(if e.secret {
+            e.key.clone()
+        } else {
+            format!("{}={}", e.key, e.value)
+        });
     }
     a.push(base_image.to_owned());
     a.extend(exec.iter().cloned());
-    a.extend(["--root".into(), "/".into(), "--model".into(), model.to_owned(), "--addr".into(), "0.0.0.0:9999".into()]);
+    a.extend([
+        "--root".into(),
+        "/".into(),
+        "--model".into(),
+        model.to_owned(),
+        "--addr".into(),
+        "0.0.0.0:9999".into(),
+    ]);
     a
 }

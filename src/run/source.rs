@@ -29,14 +29,20 @@ impl Platform {
             "powerpc64" => "ppc64le",
             other => other,
         };
-        Self { os: std::env::consts::OS.to_owned(), architecture: architecture.to_owned() }
+        Self {
+            os: std::env::consts::OS.to_owned(),
+            architecture: architecture.to_owned(),
+        }
     }
 
     /// Parse `os/arch`.
     pub fn parse(s: &str) -> Option<Self> {
         let (os, arch) = s.split_once('/')?;
         let arch = arch.split('/').next().unwrap_or(arch);
-        (!os.is_empty() && !arch.is_empty()).then(|| Self { os: os.to_owned(), architecture: arch.to_owned() })
+        (!os.is_empty() && !arch.is_empty()).then(|| Self {
+            os: os.to_owned(),
+            architecture: arch.to_owned(),
+        })
     }
 }
 
@@ -52,38 +58,63 @@ pub enum SourceError {
     Store(#[from] StoreError),
     #[error("{reference}: {message}")]
     Fetch { reference: String, message: String },
-    #[error("{reference}: not in the local store; run `otters pull {reference}` or drop --pull never")]
+    #[error(
+        "{reference}: not in the local store; run `otters pull {reference}` or drop --pull never"
+    )]
     NotLocal { reference: String },
     #[error("{reference}: {what} is not valid JSON: {source}")]
-    BadJson { reference: String, what: &'static str, source: serde_json::Error },
+    BadJson {
+        reference: String,
+        what: &'static str,
+        source: serde_json::Error,
+    },
     #[error("{reference}: invalid artifact: {message}")]
     BadArtifact { reference: String, message: String },
     #[error("{reference}: no image for platform {wanted} in the index (available: {available})")]
-    NoPlatform { reference: String, wanted: String, available: String },
+    NoPlatform {
+        reference: String,
+        wanted: String,
+        available: String,
+    },
 }
 
 /// Brings images into the local store.
 pub trait Fetcher {
     /// Make sure `reference` (at `digest` when given: never re-resolve a pinned tag) is in the
     /// store with the blobs `platform` needs; return the digest of its manifest or index.
-    fn ensure(&self, store: &Store, reference: &str, digest: Option<&str>, platform: &Platform)
-        -> Result<String, SourceError>;
+    fn ensure(
+        &self,
+        store: &Store,
+        reference: &str,
+        digest: Option<&str>,
+        platform: &Platform,
+    ) -> Result<String, SourceError>;
 }
 
 /// A fetcher that only looks in the local store (`--pull never`).
 pub struct LocalOnly;
 
 impl Fetcher for LocalOnly {
-    fn ensure(&self, store: &Store, reference: &str, digest: Option<&str>, _: &Platform) -> Result<String, SourceError> {
+    fn ensure(
+        &self,
+        store: &Store,
+        reference: &str,
+        digest: Option<&str>,
+        _: &Platform,
+    ) -> Result<String, SourceError> {
         if let Some(d) = digest.and_then(|d| Digest::parse(d).ok()) {
             if store.has_blob(&d) {
                 return Ok(d.to_string());
             }
-            return Err(SourceError::NotLocal { reference: format!("{reference}@{d}") });
+            return Err(SourceError::NotLocal {
+                reference: format!("{reference}@{d}"),
+            });
         }
         match store.resolve(reference)? {
             Some(desc) => Ok(desc.digest),
-            None => Err(SourceError::NotLocal { reference: reference.to_owned() }),
+            None => Err(SourceError::NotLocal {
+                reference: reference.to_owned(),
+            }),
         }
     }
 }
@@ -124,32 +155,60 @@ pub struct BinImage {
 }
 
 fn digest_of(reference: &str, d: &str) -> Result<Digest, SourceError> {
-    Digest::parse(d).map_err(|_| SourceError::BadArtifact { reference: reference.to_owned(), message: format!("bad digest {d:?}") })
+    Digest::parse(d).map_err(|_| SourceError::BadArtifact {
+        reference: reference.to_owned(),
+        message: format!("bad digest {d:?}"),
+    })
 }
 
-fn read_doc(store: &Store, reference: &str, digest: &str, what: &'static str) -> Result<ManifestDoc, SourceError> {
+fn read_doc(
+    store: &Store,
+    reference: &str,
+    digest: &str,
+    what: &'static str,
+) -> Result<ManifestDoc, SourceError> {
     let bytes = store.read_blob(&digest_of(reference, digest)?)?;
-    serde_json::from_slice(&bytes).map_err(|source| SourceError::BadJson { reference: reference.to_owned(), what, source })
+    serde_json::from_slice(&bytes).map_err(|source| SourceError::BadJson {
+        reference: reference.to_owned(),
+        what,
+        source,
+    })
 }
 
 /// Load an agent image: manifest, config blob (re-validated by decoding it) and pins.
 pub fn load_agent(store: &Store, reference: &str, digest: &str) -> Result<AgentImage, SourceError> {
-    let bad = |message: String| SourceError::BadArtifact { reference: reference.to_owned(), message };
+    let bad = |message: String| SourceError::BadArtifact {
+        reference: reference.to_owned(),
+        message,
+    };
     let doc = read_doc(store, reference, digest, "the manifest")?;
     if doc.media_type.as_deref() == Some(INDEX_V1) || !doc.manifests.is_empty() {
         return Err(bad("it is an image index, not an agent image".into()));
     }
-    let config = doc.config.ok_or_else(|| bad("the manifest has no config".into()))?;
+    let config = doc
+        .config
+        .ok_or_else(|| bad("the manifest has no config".into()))?;
     let blob = store.read_blob(&digest_of(reference, &config.digest)?)?;
     let model = crate::ir::from_config_blob(&blob).map_err(|e| bad(e.to_string()))?;
-    let pins = match doc.layers.iter().rev().find(|l| l.media_type == AGENT_YAML_LAYER) {
+    let pins = match doc
+        .layers
+        .iter()
+        .rev()
+        .find(|l| l.media_type == AGENT_YAML_LAYER)
+    {
         Some(l) => {
             let yaml = store.read_blob(&digest_of(reference, &l.digest)?)?;
             parse_pins(&yaml).map_err(|e| bad(format!("agent.yaml layer: {e}")))?
         }
         None => Pins::default(),
     };
-    Ok(AgentImage { reference: reference.to_owned(), digest: digest.to_owned(), layers: doc.layers, model, pins })
+    Ok(AgentImage {
+        reference: reference.to_owned(),
+        digest: digest.to_owned(),
+        layers: doc.layers,
+        model,
+        pins,
+    })
 }
 
 #[derive(Deserialize)]
@@ -181,7 +240,11 @@ struct YamlPins {
 pub fn parse_pins(yaml: &[u8]) -> Result<Pins, serde_yaml_ng::Error> {
     let doc: YamlPins = serde_yaml_ng::from_slice(yaml)?;
     let mut pins = Pins::default();
-    if let Some(YamlRef { reference: Some(reference), digest: Some(digest) }) = doc.runtime {
+    if let Some(YamlRef {
+        reference: Some(reference),
+        digest: Some(digest),
+    }) = doc.runtime
+    {
         pins.runtime = Some(Pin { reference, digest });
     }
     for t in doc.tools {
@@ -193,15 +256,29 @@ pub fn parse_pins(yaml: &[u8]) -> Result<Pins, serde_yaml_ng::Error> {
 }
 
 /// Read a runtime/BIN image at `digest` and pick `platform` when it is an index.
-pub fn bin_image(store: &Store, reference: &str, digest: &str, platform: &Platform) -> Result<BinImage, SourceError> {
+pub fn bin_image(
+    store: &Store,
+    reference: &str,
+    digest: &str,
+    platform: &Platform,
+) -> Result<BinImage, SourceError> {
     let doc = read_doc(store, reference, digest, "the manifest")?;
     if doc.manifests.is_empty() {
-        return Ok(BinImage { reference: reference.to_owned(), digest: digest.to_owned(), layers: doc.layers, annotations: doc.annotations });
+        return Ok(BinImage {
+            reference: reference.to_owned(),
+            digest: digest.to_owned(),
+            layers: doc.layers,
+            annotations: doc.annotations,
+        });
     }
     let entry = doc
         .manifests
         .iter()
-        .find(|m| m.platform.as_ref().is_some_and(|p| p.os == platform.os && p.architecture == platform.architecture))
+        .find(|m| {
+            m.platform
+                .as_ref()
+                .is_some_and(|p| p.os == platform.os && p.architecture == platform.architecture)
+        })
         .ok_or_else(|| SourceError::NoPlatform {
             reference: reference.to_owned(),
             wanted: platform.to_string(),
@@ -209,16 +286,29 @@ pub fn bin_image(store: &Store, reference: &str, digest: &str, platform: &Platfo
                 let v: Vec<String> = doc
                     .manifests
                     .iter()
-                    .filter_map(|m| m.platform.as_ref().map(|p| format!("{}/{}", p.os, p.architecture)))
+                    .filter_map(|m| {
+                        m.platform
+                            .as_ref()
+                            .map(|p| format!("{}/{}", p.os, p.architecture))
+                    })
                     .collect();
-                if v.is_empty() { "none".to_owned() } else { v.join(", ") }
+                if v.is_empty() {
+                    "none".to_owned()
+                } else {
+                    v.join(", ")
+                }
             },
         })?;
     let inner = read_doc(store, reference, &entry.digest, "the platform manifest")?;
     let mut annotations = doc.annotations.clone();
     annotations.extend(entry.annotations.clone());
     annotations.extend(inner.annotations);
-    Ok(BinImage { reference: reference.to_owned(), digest: entry.digest.clone(), layers: inner.layers, annotations })
+    Ok(BinImage {
+        reference: reference.to_owned(),
+        digest: entry.digest.clone(),
+        layers: inner.layers,
+        annotations,
+    })
 }
 
 #[cfg(test)]
@@ -236,7 +326,10 @@ mod tests {
 
     #[test]
     fn platforms() {
-        assert_eq!(Platform::parse("linux/arm64/v8").unwrap().to_string(), "linux/arm64");
+        assert_eq!(
+            Platform::parse("linux/arm64/v8").unwrap().to_string(),
+            "linux/arm64"
+        );
         assert!(Platform::parse("linux").is_none());
         assert_eq!(Platform::host().os, std::env::consts::OS);
     }

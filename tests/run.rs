@@ -1,0 +1,459 @@
+//! `otters run` end to end: real registry, runtime/BIN images built here, `otters build`, then
+//! `otters run` on the host (system executor) and through the docker CLI against podman.
+//!
+//! The test runtime is a `/bin/sh` script that writes its argv, cwd, environment and the tree it
+//! sees to `report.txt` in its working directory, using busybox for every tool (the runtime's PATH
+//! holds only the agent's bin dir).
+
+mod support;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use support::images::{self, BinPrefix};
+use support::registry::Registry;
+
+const RUNTIME: &str = r#"#!/bin/sh
+B=/bin/busybox
+{
+  echo "ARGV $*"
+  echo "PWD $($B pwd)"
+  echo "ID $($B id -u)"
+  $B env | $B sort | $B sed 's/^/ENV /'
+  root=$($B pwd)/..
+  [ "$OTTERS_AGENT_ROOT" = / ] && root=/
+  for p in etc/Agentfile etc/agent.yaml etc/context/AGENT.md etc/context/WORKSPACE.md etc/context/MOUNTS.md etc/context/SOUL.md etc/data/notes.txt usr/bin/tool usr/local/bin/runtime opt/bins/tool opt/runtime/runtime; do
+    [ -e "$root/$p" ] && echo "TREE $p"
+  done
+  [ -e /data/in.txt ] && echo "MOUNT $($B cat /data/in.txt)"
+  $B touch /data/new 2>/dev/null && echo "MOUNTRW yes" || echo "MOUNTRW no"
+  [ -x "$PATH/tool" ] && echo "TOOL $("$PATH/tool")"
+} > report.txt
+exit "${RUNTIME_EXIT:-0}"
+"#;
+
+const TOOL: &str = "#!/bin/sh\necho tool-ran\n";
+
+fn have(cmd: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Push the runtime and tool images, write an Agentfile, and build it into `home`'s store.
+struct World {
+    tmp: tempfile::TempDir,
+    reg: Registry,
+    home: PathBuf,
+    agent: String,
+}
+
+fn world(tag: &str) -> World {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = Registry::start();
+    let a = &reg.addr;
+    images::bin_index(
+        &tmp.path().join("rt"),
+        "1",
+        "runtime",
+        RUNTIME.as_bytes(),
+        BinPrefix::Io,
+        Some("test runtime"),
+    );
+    images::skopeo_push(&tmp.path().join("rt"), "1", &format!("{a}/runtime:1"), None);
+    images::bin_index(
+        &tmp.path().join("tool"),
+        "1",
+        "tool",
+        TOOL.as_bytes(),
+        BinPrefix::Vnd,
+        Some("a tool"),
+    );
+    images::skopeo_push(&tmp.path().join("tool"), "1", &format!("{a}/tool:1"), None);
+    let ctx = tmp.path().join("ctx");
+    fs::create_dir_all(&ctx).unwrap();
+    fs::write(ctx.join("notes.txt"), "some notes\n").unwrap();
+    fs::write(
+        ctx.join("Agentfile"),
+        format!(
+            "FROM scratch\nNAME probe\nRUNTIME {a}/runtime:1\nMODEL anthropic/claude-test\nBIN tool {a}/tool:1 \"says tool-ran\"\nCONFIG max-tokens=256\nCONFIG webhook! \"where to post\"\nENV LOG_LEVEL=debug\nADD notes.txt \"notes\"\nMOUNT /data ro \"input files\"\nCONTEXT SOUL \"rules\" <<EOF\nBe brief.\nEOF\n"
+        ),
+    )
+    .unwrap();
+    let home = tmp.path().join("home");
+    let agent = format!("{a}/agent:{tag}");
+    let out = Command::cargo_bin("otters")
+        .unwrap()
+        .env("OTTERS_HOME", &home)
+        .args(["build", "-q", "-t", &agent])
+        .arg(&ctx)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "build failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    World {
+        tmp,
+        reg,
+        home,
+        agent,
+    }
+}
+
+fn otters(w: &World) -> Command {
+    let mut c = Command::cargo_bin("otters").unwrap();
+    c.env("OTTERS_HOME", &w.home)
+        .env("ANTHROPIC_API_KEY", "sk-test-secret")
+        .env("OTTERS_LEAK_CANARY", "leaked");
+    c
+}
+
+fn report(root: &Path) -> String {
+    fs::read_to_string(root.join("workspace/report.txt")).unwrap_or_default()
+}
+
+fn grep_tree(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut hits = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let m = fs::symlink_metadata(&p).unwrap();
+        if m.is_dir() {
+            hits.extend(grep_tree(&p, needle));
+        } else if m.is_file()
+            && fs::read(&p)
+                .unwrap()
+                .windows(needle.len())
+                .any(|w| w == needle.as_bytes())
+        {
+            hits.push(p);
+        }
+    }
+    hits
+}
+
+#[test]
+fn system_executor_end_to_end() {
+    if !Path::new("/bin/busybox").exists() {
+        eprintln!(
+            "SKIP system_executor_end_to_end: /bin/busybox (busybox-static) is not installed"
+        );
+        return;
+    }
+    let w = world("sys");
+    let data = w.tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    fs::write(data.join("in.txt"), "host-input").unwrap();
+    let root = w.home.join("agents/probe");
+    let vol = format!("{}:/data", data.display());
+
+    // Refusals come before anything is written.
+    let out = otters(&w)
+        .args(["run", &w.agent, "-v", &vol])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("required config(s) have no value: webhook"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = otters(&w)
+        .args(["run", &w.agent, "--config", "webhook=http://hook"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("declared mount(s) missing: /data"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = otters(&w)
+        .args([
+            "run",
+            &w.agent,
+            "--config",
+            "webhook=x",
+            "-v",
+            &vol,
+            "-e",
+            "HOME=/x",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("HOME is set by otters itself"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!root.exists(), "a refused run wrote the tree");
+
+    // Dry run: the whole plan, secrets redacted, nothing written.
+    let out = otters(&w)
+        .args([
+            "run",
+            &w.agent,
+            "--dry-run",
+            "--config",
+            "webhook=http://hook",
+            "-v",
+            &vol,
+            "-e",
+            "EXTRA=1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("sk-test-secret"), "secret in dry-run output");
+    let plan: Value = serde_json::from_str(&text).unwrap();
+    let env = plan["env"].as_array().unwrap();
+    let key = env
+        .iter()
+        .find(|e| e["key"] == "ANTHROPIC_API_KEY")
+        .unwrap();
+    assert_eq!(key["value"], "<redacted>");
+    assert_eq!(plan["argv"][1], "serve");
+    assert!(!root.exists(), "--dry-run wrote the tree");
+
+    // The real run: otters becomes the runtime; its exit code is the runtime's.
+    let out = otters(&w)
+        .args([
+            "run",
+            &w.agent,
+            "--config",
+            "webhook=http://hook",
+            "-v",
+            &vol,
+            "-e",
+            "EXTRA=1",
+            "-e",
+            "RUNTIME_EXIT=7",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&root);
+    let root_s = root.display().to_string();
+    assert!(
+        r.contains(&format!(
+            "ARGV serve --root {root_s} --model anthropic/claude-test\n"
+        )),
+        "{r}"
+    );
+    assert!(r.contains(&format!("PWD {root_s}/workspace\n")), "{r}");
+    for line in [
+        format!("ENV PATH={root_s}/usr/bin"),
+        format!("ENV HOME={root_s}/home"),
+        format!("ENV TMPDIR={root_s}/tmp"),
+        format!("ENV OTTERS_AGENT_ROOT={root_s}"),
+        "ENV ANTHROPIC_API_KEY=sk-test-secret".into(),
+        "ENV RUNTIME_MAX_TOKENS=256".into(),
+        "ENV RUNTIME_WEBHOOK=http://hook".into(),
+        "ENV LOG_LEVEL=debug".into(),
+        "ENV EXTRA=1".into(),
+        "ENV LANG=C.UTF-8".into(),
+    ] {
+        assert!(r.contains(&format!("{line}\n")), "missing {line}:\n{r}");
+    }
+    assert!(
+        !r.contains("OTTERS_LEAK_CANARY"),
+        "host environment leaked:\n{r}"
+    );
+    for p in [
+        "etc/Agentfile",
+        "etc/agent.yaml",
+        "etc/context/AGENT.md",
+        "etc/context/WORKSPACE.md",
+        "etc/context/MOUNTS.md",
+        "etc/context/SOUL.md",
+        "etc/data/notes.txt",
+        "usr/bin/tool",
+        "usr/local/bin/runtime",
+    ] {
+        assert!(r.contains(&format!("TREE {p}\n")), "missing {p}:\n{r}");
+    }
+    assert!(r.contains("TOOL tool-ran"), "{r}");
+    let yaml = fs::read_to_string(root.join("etc/agent.yaml")).unwrap();
+    assert!(yaml.starts_with("id: \""), "{yaml}");
+    assert!(yaml.contains(&format!("  ref: \"{}\"", w.agent)), "{yaml}");
+    assert!(yaml.contains("  digest: \"sha256:"), "{yaml}");
+    let mounts = fs::read_to_string(root.join("etc/context/MOUNTS.md")).unwrap();
+    assert!(mounts.contains("`/data` *(ro)* — input files"), "{mounts}");
+    assert_eq!(fs::read_link(root.join("data")).unwrap(), data);
+    // (the test runtime itself writes its environment to workspace/report.txt)
+    let hits: Vec<_> = grep_tree(&root, "sk-test-secret")
+        .into_iter()
+        .filter(|p| !p.ends_with("workspace/report.txt"))
+        .collect();
+    assert!(hits.is_empty(), "the API key was written to disk: {hits:?}");
+
+    // A second run keeps the workspace (and the id) and rewrites everything else.
+    fs::write(root.join("workspace/keep.txt"), "kept").unwrap();
+    fs::write(root.join("etc/context/AGENT.md"), "tampered").unwrap();
+    let id = yaml.lines().next().unwrap().to_owned();
+    let out = otters(&w)
+        .args(["run", &w.agent, "--config", "webhook=h2", "-v", &vol])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("workspace/keep.txt")).unwrap(),
+        "kept"
+    );
+    assert!(report(&root).contains("ENV RUNTIME_WEBHOOK=h2\n"));
+    assert_ne!(
+        fs::read_to_string(root.join("etc/context/AGENT.md")).unwrap(),
+        "tampered"
+    );
+    let yaml2 = fs::read_to_string(root.join("etc/agent.yaml")).unwrap();
+    assert_eq!(
+        yaml2.lines().next().unwrap(),
+        id,
+        "the agent id changed between runs"
+    );
+
+    // A run that fails while materialising leaves the previous tree and workspace intact.
+    let out = otters(&w)
+        .args([
+            "run",
+            &w.agent,
+            "--config",
+            "webhook=h3",
+            "-v",
+            &vol,
+            "--platform",
+            "linux/riscv64",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no image for platform linux/riscv64"), "{err}");
+    assert_eq!(
+        fs::read_to_string(root.join("workspace/keep.txt")).unwrap(),
+        "kept"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("etc/agent.yaml")).unwrap(),
+        yaml2
+    );
+    assert!(root.join("usr/local/bin/runtime").is_file());
+    let leftovers: Vec<_> = fs::read_dir(root.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        leftovers,
+        vec![std::ffi::OsString::from("probe")],
+        "temp dirs left behind"
+    );
+    drop(w.reg);
+}
+
+#[test]
+fn malicious_bin_layers_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = Registry::start();
+    let a = &reg.addr;
+    images::bin_index(
+        &tmp.path().join("rt"),
+        "1",
+        "runtime",
+        RUNTIME.as_bytes(),
+        BinPrefix::Io,
+        None,
+    );
+    images::skopeo_push(&tmp.path().join("rt"), "1", &format!("{a}/runtime:1"), None);
+    let evil_cases: [(&str, &str, &str); 3] = [
+        ("traversal", "../../../escaped", "contains `..`"),
+        ("absolute", "/tmp/otters-absolute-escape", "absolute path"),
+        ("whiteout", ".wh.tool", "whiteout"),
+    ];
+    for (case, entry, why) in evil_cases {
+        // One gzip tar layer with the bad entry first, then the real binary.
+        let mut raw = Vec::new();
+        for (name, data) in [(entry, &b"x"[..]), ("tool", TOOL.as_bytes())] {
+            let mut h = tar::Header::new_old();
+            h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            h.set_size(data.len() as u64);
+            h.set_mode(0o755);
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_cksum();
+            raw.extend_from_slice(h.as_bytes());
+            raw.extend_from_slice(data);
+            raw.extend(std::iter::repeat_n(0u8, (512 - data.len() % 512) % 512));
+        }
+        raw.extend([0u8; 1024]);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &raw).unwrap();
+        let layer = gz.finish().unwrap();
+        let dir = tmp.path().join(case);
+        let mut l = images::Layout::new(&dir);
+        let mut ld = l.blob("application/vnd.oci.image.layer.v1.tar+gzip", &layer);
+        ld["annotations"] = serde_json::json!({"org.opencontainers.image.title": "tool"});
+        let cfg = l.blob("application/vnd.oci.image.config.v1+json", b"{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}");
+        let m = serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "config": cfg, "layers": [ld],
+            "annotations": images::bin_annotations("tool", BinPrefix::Io, None)});
+        let md = l.blob(
+            "application/vnd.oci.image.manifest.v1+json",
+            m.to_string().as_bytes(),
+        );
+        l.tag(&md, "1");
+        images::skopeo_push(&dir, "1", &format!("{a}/evil-{case}:1"), None);
+
+        let ctx = tmp.path().join(format!("ctx-{case}"));
+        fs::create_dir_all(&ctx).unwrap();
+        fs::write(ctx.join("Agentfile"), format!("FROM scratch\nNAME evil\nRUNTIME {a}/runtime:1\nMODEL m\nBIN tool {a}/evil-{case}:1\n")).unwrap();
+        let home = tmp.path().join(format!("home-{case}"));
+        let agent = format!("{a}/evil-agent:{case}");
+        Command::cargo_bin("otters")
+            .unwrap()
+            .env("OTTERS_HOME", &home)
+            .args(["build", "-q", "-t", &agent])
+            .arg(&ctx)
+            .assert()
+            .success();
+        let out = Command::cargo_bin("otters")
+            .unwrap()
+            .env("OTTERS_HOME", &home)
+            .args(["run", &agent])
+            .output()
+            .unwrap();
+        assert!(
+            !out.status.success(),
+            "{case}: a malicious layer was accepted"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{case}: {err}");
+        assert!(
+            !home.join("agents/evil").exists(),
+            "{case}: a half-written tree was left"
+        );
+        let left = fs::read_dir(home.join("agents"))
+            .map(|d| d.flatten().count())
+            .unwrap_or(0);
+        assert_eq!(left, 0, "{case}: temp dirs left behind");
+        assert!(
+            !tmp.path().join("escaped").exists()
+                && !Path::new("/tmp/otters-absolute-escape").exists()
+        );
+    }
+}
