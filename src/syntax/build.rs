@@ -361,13 +361,24 @@ impl Builder<'_> {
                 .push(errors::unknown_instruction(first_span, first));
             return;
         };
-        let (pos, expected) = match AgentfileParser::parse(Rule::single, &text.text) {
+        let (mut pos, mut expected) = match AgentfileParser::parse(Rule::single, &text.text) {
             Ok(_) => (
                 text.text.len(),
                 "unexpected text after the instruction".to_owned(),
             ),
             Err(e) => describe(&e, &text.text),
         };
+        if pos <= first_end {
+            // pest stopped at the keyword: the arguments are missing or shaped wrongly as a whole.
+            let rest = &text.text[first_end..];
+            let lead = rest.len() - rest.trim_start().len();
+            pos = if rest.trim().is_empty() {
+                text.text.len()
+            } else {
+                first_end + lead
+            };
+            expected = shape_problem(keyword, rest.trim());
+        }
         let at = text.span.start + pos;
         let rest = &text.text[pos.min(text.text.len())..];
         let tok_len = rest.find([' ', '\t']).unwrap_or(rest.len());
@@ -376,6 +387,46 @@ impl Builder<'_> {
             keyword,
             &expected,
         ));
+    }
+}
+
+/// What is wrong with an instruction's arguments taken as a whole.
+fn shape_problem(keyword: Keyword, rest: &str) -> String {
+    if rest.is_empty() {
+        let what = match keyword {
+            Keyword::From => "the parent image (or `scratch`)",
+            Keyword::Runtime => "the runtime image",
+            Keyword::Model => "the model (`provider/model`)",
+            Keyword::Name => "the agent name",
+            Keyword::Context => "the context name",
+            Keyword::Config => "the config key",
+            Keyword::Env => "`KEY=value`",
+            Keyword::Bin => "the tool name and its image",
+            Keyword::Exec => "the argument list",
+            Keyword::Add => "the source path",
+            Keyword::Label => "`key=value`",
+            Keyword::Arg => "the argument name",
+            Keyword::Capability => "at least one capability name",
+            Keyword::Mount => "the target path",
+        };
+        return format!("missing {what}");
+    }
+    match keyword {
+        Keyword::Env | Keyword::Label if !rest.contains('=') => {
+            "missing `=` between the key and the value".to_owned()
+        }
+        Keyword::Env | Keyword::Label => "missing the value after `=`".to_owned(),
+        Keyword::Bin if rest.split_whitespace().count() < 2 => {
+            "missing the image after the tool name".to_owned()
+        }
+        Keyword::Exec => {
+            "expected a list of quoted strings separated by commas, like [\"serve\", \"-v\"]"
+                .to_owned()
+        }
+        _ => format!(
+            "unexpected `{}`",
+            rest.split_whitespace().next().unwrap_or(rest)
+        ),
     }
 }
 

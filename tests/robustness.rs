@@ -1,0 +1,141 @@
+//! The front end must not panic, hang or blow up on any input: arbitrary bytes, and real
+//! Agentfiles mutated at random. Bounded: a fixed number of proptest cases per run.
+
+use otters::diagnostic::SourceFile;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn front_end(bytes: &[u8]) -> usize {
+    let text = match otters::syntax::decode(bytes) {
+        Ok(t) => t.to_owned(),
+        Err(d) => {
+            assert_eq!(d.code, "AF001");
+            return 1;
+        }
+    };
+    let file = SourceFile::new("fuzz", text);
+    let ast = otters::syntax::parse(&file);
+    let (model, diags) = otters::ir::lower(&ast, &file, &BTreeMap::new());
+    // Every span must lie inside the text and on char boundaries, or rendering would panic.
+    for d in ast.diagnostics.iter().chain(&diags) {
+        assert!(
+            d.span.start <= d.span.end && d.span.end <= file.text.len(),
+            "{d:?}"
+        );
+        assert!(
+            file.text.is_char_boundary(d.span.start) && file.text.is_char_boundary(d.span.end),
+            "{d:?}"
+        );
+        let _ = file.line_col(d.span.end);
+    }
+    // The blob writer may refuse only non-finite floats, which `ir` never produces.
+    let blob = otters::ir::config_blob(&model).expect("config blob");
+    let back = otters::ir::from_config_blob(&blob).expect("blob reads back");
+    assert_eq!(otters::ir::config_blob(&back).unwrap(), blob);
+    ast.lines.len() + diags.len()
+}
+
+fn corpus() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for dir in [
+        "../shared/conformance/openotters/agents",
+        "testdata/syntax/ok",
+        "testdata/syntax/err",
+    ] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let Ok(rd) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        let mut paths: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for p in paths {
+            let p = if p.is_dir() { p.join("Agentfile") } else { p };
+            if let Ok(b) = std::fs::read(&p) {
+                out.push(b);
+            }
+        }
+    }
+    assert!(!out.is_empty());
+    out
+}
+
+/// Fragments that exercise the grammar's edges when spliced into real files.
+const FRAGMENTS: &[&str] = &[
+    "<<",
+    "<<EOF",
+    "<<-",
+    "<<\"",
+    "\"",
+    "\\",
+    "${",
+    "${X}",
+    "}",
+    "=",
+    "!",
+    "[",
+    "]",
+    ",",
+    "file://",
+    "\r",
+    "\n",
+    "\r\n",
+    "\t",
+    " ",
+    "#",
+    "# syntax=",
+    "\u{feff}",
+    "EXEC[",
+    "CONTEXT ",
+    "EOF\n",
+    "é",
+    "\u{2028}",
+    "\0",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, .. ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        front_end(&bytes);
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "(?s).{0,300}") {
+        front_end(text.as_bytes());
+    }
+
+    #[test]
+    fn mutated_real_files_never_panic(
+        which in 0usize..64,
+        edits in proptest::collection::vec((any::<u16>(), 0usize..FRAGMENTS.len(), any::<bool>()), 1..8),
+    ) {
+        let files = corpus();
+        let mut bytes = files[which % files.len()].clone();
+        for (at, frag, delete) in edits {
+            let at = usize::from(at) % (bytes.len() + 1);
+            if delete && at < bytes.len() {
+                let end = (at + 7).min(bytes.len());
+                bytes.drain(at..end);
+            } else {
+                bytes.splice(at..at, FRAGMENTS[frag].bytes());
+            }
+        }
+        front_end(&bytes);
+    }
+}
+
+/// Pathological shapes that break naive parsers: very long lines, many heredoc openers, deep runs
+/// of quotes. Each must parse; a quadratic parser would make this test take minutes.
+#[test]
+fn pathological_shapes_parse() {
+    let long_word = format!("FROM scratch\nNAME {}\n", "a".repeat(1 << 20));
+    assert!(front_end(long_word.as_bytes()) > 0);
+    let openers = format!("FROM scratch\n{}", "CONTEXT A <<E\n".repeat(20_000));
+    assert!(front_end(openers.as_bytes()) > 0);
+    let quotes = format!("FROM scratch\nLABEL a=\"{}\n", "\\\"".repeat(100_000));
+    assert!(front_end(quotes.as_bytes()) > 0);
+    let bad = "FORM x y z <<\n".repeat(20_000);
+    assert!(front_end(bad.as_bytes()) > 0);
+}
