@@ -360,7 +360,8 @@ pub fn suggestions(query: &str) -> Vec<&'static RuleMeta> {
             } else {
                 by_code.min(by_name)
             };
-            (score <= 2 || (ql.len() >= 4 && r.name.contains(&ql))).then_some((score, r))
+            let limit = if is_code_shaped(&q) { 1 } else { 2 };
+            (score <= limit || (ql.len() >= 4 && r.name.contains(&ql))).then_some((score, r))
         })
         .collect();
     scored.sort_by_key(|&(s, r)| (s, r.code));

@@ -4,7 +4,10 @@ use super::Ctx;
 use crate::diagnostic::{Diagnostic, Span};
 
 pub fn incomplete_scratch_agent(span: Span, missing: &[&str]) -> Diagnostic {
-    let list = missing.join(", ");
+    let list = match missing.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => missing.join(""),
+    };
     Diagnostic::warning("AF209", span, format!("this scratch agent has no {list}"))
         .with_label("nothing to inherit them from")
         .with_help(format!(

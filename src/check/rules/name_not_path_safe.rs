@@ -7,9 +7,9 @@ use crate::diagnostic::{Diagnostic, Span};
 
 pub fn name_not_path_safe(span: Span, kind: &str, name: &str) -> Diagnostic {
     let message = if name.is_empty() {
-        format!("{kind} name is empty")
+        format!("{kind} is empty")
     } else {
-        format!("{kind} name `{name}` is not path-safe")
+        format!("{kind} `{name}` is not path-safe")
     };
     Diagnostic::error("AF104", span, message)
         .with_label("becomes a file name when the agent is materialised")
@@ -25,12 +25,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     }
     for c in &a.contexts {
         if !is_path_safe(&c.name) && !super::reserved_context_name::is_reserved(&c.name) {
-            out.push(name_not_path_safe(c.name_span, "CONTEXT", &c.name));
+            out.push(name_not_path_safe(c.name_span, "CONTEXT name", &c.name));
         }
     }
     for b in &a.bins {
         if !is_path_safe(&b.name) {
-            out.push(name_not_path_safe(b.name_span, "BIN", &b.name));
+            out.push(name_not_path_safe(b.name_span, "BIN name", &b.name));
         }
     }
     for add in &a.adds {
@@ -39,12 +39,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
             continue;
         }
         if let Some(bad) = add.name.split('/').find(|c| !is_path_safe(c)) {
-            let what = if bad == add.name {
-                add.name.clone()
+            let kind = if bad == add.name {
+                "ADD destination".to_owned()
             } else {
-                format!("{bad}` in `{}", add.name)
+                format!("ADD destination `{}`: component", add.name)
             };
-            out.push(name_not_path_safe(add.name_span, "ADD destination", &what));
+            out.push(name_not_path_safe(add.name_span, &kind, bad));
         }
     }
 }
