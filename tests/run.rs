@@ -457,3 +457,173 @@ fn malicious_bin_layers_are_refused() {
         );
     }
 }
+
+/// A podman API service on a private socket, driven through the real docker CLI (TESTING.md).
+struct Podman {
+    child: std::process::Child,
+    sock: PathBuf,
+    conf: PathBuf,
+    image: String,
+}
+
+impl Drop for Podman {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("podman")
+            .env("CONTAINERS_CONF", &self.conf)
+            .args(["rmi", "-f", &self.image])
+            .output();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start podman's service and import a busybox base image; `Err(reason)` when podman cannot run.
+fn podman(dir: &Path) -> Result<Podman, String> {
+    for tool in ["podman", "docker"] {
+        if !have(tool) {
+            return Err(format!("{tool} is not installed"));
+        }
+    }
+    let conf = dir.join("containers.conf");
+    fs::write(&conf, "[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=1024:1024\"]\n[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n").unwrap();
+    // Base image: /bin/busybox and /bin/sh -> busybox, imported from a tar.
+    let mut tar_bytes = Vec::new();
+    {
+        let mut b = tar::Builder::new(&mut tar_bytes);
+        let bb = fs::read("/bin/busybox").map_err(|e| format!("cannot read /bin/busybox: {e}"))?;
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bb.len() as u64);
+        h.set_mode(0o755);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, "bin/busybox", &bb[..]).unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        h.set_mode(0o777);
+        b.append_link(&mut h, "bin/sh", "busybox").unwrap();
+        b.finish().unwrap();
+    }
+    let tar_path = dir.join("base.tar");
+    fs::write(&tar_path, &tar_bytes).unwrap();
+    let image = format!("localhost/otters-run-test-base:{}", std::process::id());
+    let out = std::process::Command::new("podman")
+        .env("CONTAINERS_CONF", &conf)
+        .arg("import")
+        .arg(&tar_path)
+        .arg(&image)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "podman import failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let sock = dir.join("podman.sock");
+    let child = std::process::Command::new("podman")
+        .env("CONTAINERS_CONF", &conf)
+        .args(["system", "service", "--time=0"])
+        .arg(format!("unix://{}", sock.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let p = Podman {
+        child,
+        sock,
+        conf,
+        image,
+    };
+    for _ in 0..100 {
+        if p.sock.exists() {
+            return Ok(p);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Err("podman system service did not create its socket".into())
+}
+
+#[test]
+fn docker_executor_through_podman() {
+    let w = world("docker");
+    let pod = match podman(w.tmp.path()) {
+        Ok(p) => p,
+        Err(reason) => {
+            eprintln!("SKIP docker_executor_through_podman: {reason}");
+            return;
+        }
+    };
+    let data = w.tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    fs::write(data.join("in.txt"), "host-input").unwrap();
+    let root = w.tmp.path().join("agent-root");
+    let out = otters(&w)
+        .env("DOCKER_HOST", format!("unix://{}", pod.sock.display()))
+        .env("CONTAINERS_CONF", &pod.conf)
+        .args([
+            "run",
+            &w.agent,
+            "--executor",
+            "docker",
+            "--base-image",
+            &pod.image,
+            "--config",
+            "webhook=http://hook",
+            "-e",
+            "EXTRA=1",
+        ])
+        .arg("--root")
+        .arg(&root)
+        .arg("-v")
+        .arg(format!("{}:/data:rw", data.display()))
+        .output()
+        .unwrap();
+    // podman's compat API loses the exit code of `docker run --rm` (TESTING.md), so the report is
+    // the evidence.
+    let r = report(&root);
+    assert!(
+        !r.is_empty(),
+        "no report; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        r.contains("ARGV serve --root / --model anthropic/claude-test --addr 0.0.0.0:9999\n"),
+        "{r}"
+    );
+    assert!(r.contains("PWD /workspace\n"), "{r}");
+    assert!(r.contains("ID 65532\n"), "not the unprivileged user:\n{r}");
+    for line in [
+        "ENV PATH=/opt/bins",
+        "ENV HOME=/home",
+        "ENV OTTERS_AGENT_ROOT=/",
+        "ENV ANTHROPIC_API_KEY=sk-test-secret",
+        "ENV RUNTIME_WEBHOOK=http://hook",
+        "ENV EXTRA=1",
+    ] {
+        assert!(r.contains(&format!("{line}\n")), "missing {line}:\n{r}");
+    }
+    assert!(
+        !r.contains("OTTERS_LEAK_CANARY"),
+        "host environment leaked:\n{r}"
+    );
+    for p in [
+        "etc/Agentfile",
+        "etc/agent.yaml",
+        "etc/context/AGENT.md",
+        "etc/context/MOUNTS.md",
+        "etc/data/notes.txt",
+        "opt/bins/tool",
+        "opt/runtime/runtime",
+    ] {
+        assert!(r.contains(&format!("TREE {p}\n")), "missing {p}:\n{r}");
+    }
+    assert!(r.contains("MOUNT host-input\n"), "{r}");
+    assert!(r.contains("TOOL tool-ran\n"), "{r}");
+    // The declared MOUNT is `ro`: the merge keeps it read-only even though -v said rw.
+    assert!(
+        r.contains("MOUNTRW no\n"),
+        "read-only mount was writable:\n{r}"
+    );
+    let yaml = fs::read_to_string(root.join("etc/agent.yaml")).unwrap();
+    assert!(yaml.contains("binary: \"/opt/bins/tool\""), "{yaml}");
+}
