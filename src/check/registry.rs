@@ -435,7 +435,11 @@ mod tests {
         let mut on_disk: Vec<String> = std::fs::read_dir(dir)
             .expect("docs/rules exists")
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.ends_with(".md"))
+            .filter(|n| {
+                std::path::Path::new(n)
+                    .extension()
+                    .is_some_and(|e| e == "md")
+            })
             .collect();
         on_disk.sort();
         let in_table: Vec<String> = RULES.iter().map(|r| format!("{}.md", r.code)).collect();

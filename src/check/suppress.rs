@@ -189,7 +189,8 @@ mod tests {
 
     #[test]
     fn parses_codes_and_reason() {
-        let table: [(&str, Option<(Vec<(&str, Span)>, bool)>); 7] = [
+        type Case<'a> = (&'a str, Option<(Vec<(&'a str, Span)>, bool)>);
+        let table: [Case<'_>; 7] = [
             (
                 "# otters:ignore AF201 dev image",
                 Some((vec![("AF201", Span::new(116, 121))], true)),

@@ -2,6 +2,7 @@
 //! `otters explain --list` prints the table of every code.
 use super::CliResult;
 use crate::check::registry::{self, RULES};
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -23,6 +24,8 @@ pub struct Args {
     pub format: ListFormat,
 }
 
+// Rationale: the signature is the one every dispatcher in cli/mod.rs has.
+#[allow(clippy::unnecessary_wraps)]
 pub fn run(a: Args) -> CliResult {
     if a.list {
         print!("{}", list(a.format));
@@ -68,13 +71,14 @@ fn list(format: ListFormat) -> String {
             let width = RULES.iter().map(|r| r.name.len()).max().unwrap_or(0);
             let mut s = String::new();
             for r in RULES {
-                s.push_str(&format!(
-                    "{}  {:<7}  {:<width$}  {}\n",
+                let _ = writeln!(
+                    s,
+                    "{}  {:<7}  {:<width$}  {}",
                     r.code,
                     r.severity.as_str(),
                     r.name,
                     r.summary
-                ));
+                );
             }
             s
         }

@@ -20,9 +20,8 @@ pub fn shadowed_declaration(span: Span, first: Span, kind: &str, key: &str) -> D
 fn report<'a>(out: &mut Vec<Diagnostic>, kind: &str, items: impl Iterator<Item = (&'a str, Span)>) {
     let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
     for (key, span) in items {
-        match seen.insert(key, span) {
-            Some(first) => out.push(shadowed_declaration(span, first, kind, key)),
-            None => {}
+        if let Some(first) = seen.insert(key, span) {
+            out.push(shadowed_declaration(span, first, kind, key));
         }
     }
 }

@@ -7,6 +7,7 @@ use super::{find_rule, FileReport, RuleMeta};
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
 use std::fmt;
+use std::fmt::Write as _;
 
 /// Whether to emit ANSI colour codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,10 +114,11 @@ fn render_one(
     };
     if h.render_report(out, &view).is_err() {
         // Rendering into a String only fails if a Display impl fails; fall back to one line.
-        out.push_str(&format!(
-            "{}: {}[{}] {}\n",
+        let _ = writeln!(
+            out,
+            "{}: {}[{}] {}",
             file.name, d.severity, d.code, d.message
-        ));
+        );
     }
 }
 

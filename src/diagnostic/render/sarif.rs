@@ -6,6 +6,7 @@
 use super::{position, FileReport, RuleMeta};
 use crate::diagnostic::Severity;
 use serde_json::{json, Value};
+use std::fmt::Write as _;
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 const HOME: &str = "https://github.com/openotters/otters";
@@ -34,7 +35,7 @@ fn file_uri(name: &str) -> String {
         if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
             out.push(char::from(b));
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            let _ = write!(out, "%{b:02X}");
         }
     }
     out
