@@ -447,9 +447,7 @@ fn malicious_bin_layers_are_refused() {
             !home.join("agents/evil").exists(),
             "{case}: a half-written tree was left"
         );
-        let left = fs::read_dir(home.join("agents"))
-            .map(|d| d.flatten().count())
-            .unwrap_or(0);
+        let left = fs::read_dir(home.join("agents")).map_or(0, |d| d.flatten().count());
         assert_eq!(left, 0, "{case}: temp dirs left behind");
         assert!(
             !tmp.path().join("escaped").exists()
@@ -626,4 +624,49 @@ fn docker_executor_through_podman() {
     );
     let yaml = fs::read_to_string(root.join("etc/agent.yaml")).unwrap();
     assert!(yaml.contains("binary: \"/opt/bins/tool\""), "{yaml}");
+}
+
+/// The `--dry-run` plan, with temp paths, the registry address, digests and the id replaced.
+#[test]
+fn dry_run_plan_snapshot() {
+    let w = world("snap");
+    let data = w.tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let out = otters(&w)
+        .args([
+            "run",
+            &w.agent,
+            "--dry-run",
+            "--config",
+            "webhook=http://hook",
+            "-e",
+            "EXTRA=1",
+            "--platform",
+            "linux/amd64",
+        ])
+        .arg("-v")
+        .arg(format!("{}:/data::ro", data.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut text = String::from_utf8_lossy(&out.stdout)
+        .replace(&w.tmp.path().display().to_string(), "[TMP]")
+        .replace(&w.reg.addr, "[REG]");
+    let plan: Value = serde_json::from_str(&text).unwrap();
+    text = text.replace(plan["id"].as_str().unwrap(), "[ID]");
+    let mut redacted = String::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("sha256:") {
+        redacted.push_str(&rest[..i + 7]);
+        redacted.push_str("[DIGEST]");
+        rest = rest[i + 7..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    }
+    redacted.push_str(rest);
+    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/run"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("dry_run_plan", redacted);
+    });
 }

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 pub struct Args {
     /// Image reference, or a path to an Agentfile / build context to build first
     pub reference: String,
-    /// Agent directory (default $OTTERS_HOME/agents/<name>)
+    /// Agent directory (default `$OTTERS_HOME/agents/<name>`)
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// Agent name (default: the image's NAME, else `agent`)
@@ -149,9 +149,7 @@ pub fn run(a: Args) -> CliResult {
     let id = previous_id(&root).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
 
     let (executor, owner) = if a.executor == "docker" {
-        let (uid, gid) = std::fs::metadata("/proc/self")
-            .map(|m| (m.uid(), m.gid()))
-            .unwrap_or((0, 0));
+        let (uid, gid) = std::fs::metadata("/proc/self").map_or((0, 0), |m| (m.uid(), m.gid()));
         let (user, owner) = if uid == 0 {
             (CONTAINER_USER.to_owned(), Some((65532, 65532)))
         } else {

@@ -318,7 +318,7 @@ pub fn plan(
             path: path.to_owned(),
             bytes: content.len(),
             content,
-        })
+        });
     };
     gen("etc/context/AGENT.md", context_docs::agent_md(&docs));
     gen(
