@@ -3,8 +3,102 @@
 
 mod support;
 
+use assert_cmd::Command;
+use std::path::PathBuf;
 use support::images::{self, BinPrefix};
-use support::registry::Registry;
+use support::registry::{Auth, Registry};
+
+/// One user's machine: an otters home and a docker config dir.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().expect("tmp"),
+        }
+    }
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("otters")
+    }
+    fn docker(&self) -> PathBuf {
+        self.dir.path().join("docker")
+    }
+    fn otters(&self) -> Command {
+        let mut c = Command::cargo_bin("otters").expect("otters binary");
+        c.env("OTTERS_HOME", self.home())
+            .env("DOCKER_CONFIG", self.docker())
+            .env("NO_COLOR", "1")
+            .env_remove("SOURCE_DATE_EPOCH");
+        c
+    }
+    /// Runs otters; returns (success, stdout, stderr).
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = self.otters().args(args).output().expect("run otters");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(ok, "otters {args:?} failed:\n{err}\n{out}");
+        out
+    }
+    /// Runs otters expecting failure; returns stderr with miette's line wrapping undone.
+    fn fails(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(!ok, "otters {args:?} should fail:\n{out}\n{err}");
+        flat(&err)
+    }
+    /// Builds a small agent (one CONTEXT, one ADD of `data_len` bytes) tagged `tag`.
+    fn build_agent(&self, tag: &str, data_len: usize) -> String {
+        let ctx = self
+            .dir
+            .path()
+            .join(format!("ctx-{}", tag.replace(['/', ':'], "_")));
+        let data: Vec<u8> = (0..data_len).map(|i| (i * 7 % 251) as u8).collect();
+        support::write(&ctx.join("data.bin"), data);
+        support::write(&ctx.join("notes.txt"), format!("notes for {tag}\n"));
+        support::write(
+            &ctx.join("Agentfile"),
+            "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nCONTEXT SOUL <<EOF\nBe brief.\nEOF\nADD notes.txt\nADD data.bin\n",
+        );
+        self.ok(&["build", "-q", "-t", tag, ctx.to_str().expect("utf8")])
+            .trim()
+            .to_owned()
+    }
+    fn store_blob(&self, digest: &str) -> PathBuf {
+        self.home()
+            .join("store/blobs/sha256")
+            .join(digest.trim_start_matches("sha256:"))
+    }
+}
+
+/// Error text with miette's wrapping and gutter removed, whitespace collapsed.
+fn flat(text: &str) -> String {
+    text.replace(['│', '×'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn list(v: &serde_json::Value, key: &str) -> Vec<String> {
+    v[key]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 #[test]
 fn harness_registries_accept_skopeo_pushes() {
@@ -23,7 +117,7 @@ fn harness_registries_accept_skopeo_pushes() {
             Some("says hi"),
         );
         let creds = match reg.auth {
-            support::registry::Auth::None => None,
+            Auth::None => None,
             _ => Some(("alice", "s3cret")),
         };
         let dest = format!("{}/bins/hello:v1", reg.addr);
@@ -35,4 +129,274 @@ fn harness_registries_accept_skopeo_pushes() {
             reg.log()
         );
     }
+}
+
+#[test]
+fn push_then_pull_without_auth_and_skopeo_agrees() {
+    let reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/team/agent:1", reg.addr);
+    let local = env.build_agent(&tag, 4096);
+    let report = json(&env.ok(&["push", &tag, "--format", "json"]));
+    assert_eq!(report["digest"], local.as_str());
+    assert!(list(&report, "uploaded").len() >= 4, "{report}");
+    assert_eq!(
+        images::skopeo_digest(&tag, None),
+        local,
+        "skopeo sees another manifest"
+    );
+
+    // A re-push of an unchanged image uploads nothing.
+    let again = json(&env.ok(&["push", &tag, "--format", "json"]));
+    assert!(list(&again, "uploaded").is_empty(), "{again}");
+    assert_eq!(
+        list(&again, "skipped").len(),
+        list(&report, "uploaded").len()
+    );
+
+    // Another machine pulls it: same digest, tagged locally, every blob verified into the store.
+    let other = Env::new();
+    let out = other.ok(&["pull", &tag]);
+    assert_eq!(out.trim(), local);
+    let images_out = other.ok(&["images"]);
+    assert!(images_out.contains("team/agent"), "{images_out}");
+    for d in list(&report, "uploaded") {
+        assert!(
+            other.store_blob(&d).is_file(),
+            "blob {d} missing after pull"
+        );
+    }
+    // Pulling again downloads nothing.
+    let again = json(&other.ok(&["pull", &tag, "--format", "json"]));
+    assert!(list(&again, "downloaded").is_empty(), "{again}");
+}
+
+#[test]
+fn pushing_under_another_name_mounts_blobs_across_repositories() {
+    for reg in [
+        Registry::start(),
+        Registry::start_token(&[("alice", "s3cret")]),
+    ] {
+        let env = Env::new();
+        if !matches!(reg.auth, Auth::None) {
+            reg.docker_config(&env.docker(), "alice", "s3cret");
+        }
+        let a = format!("{}/one/agent:1", reg.addr);
+        let b = format!("{}/two/agent:1", reg.addr);
+        let local = env.build_agent(&a, 1000);
+        env.ok(&["push", &a]);
+        let report = json(&env.ok(&["push", &a, &b, "--format", "json"]));
+        assert!(list(&report, "uploaded").is_empty(), "{report}");
+        assert!(
+            list(&report, "mounted").len() >= 4,
+            "{report}\n{}",
+            reg.log()
+        );
+        assert_eq!(images::skopeo_digest(&b, Some(("alice", "s3cret"))), local);
+    }
+}
+
+#[test]
+fn basic_auth_login_push_pull_logout() {
+    let reg = Registry::start_basic("alice", "s3cret");
+    let env = Env::new();
+    let tag = format!("{}/team/agent:1", reg.addr);
+    let local = env.build_agent(&tag, 100);
+
+    let err = env.fails(&["push", &tag]);
+    assert!(
+        err.contains(&reg.addr) && err.contains("otters login"),
+        "{err}"
+    );
+
+    let mut wrong = env.otters();
+    wrong
+        .args(["login", &reg.addr, "-u", "alice", "--password-stdin"])
+        .write_stdin("nope\n");
+    let out = wrong.output().expect("login");
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("{} refused credentials for user alice", reg.addr)),
+        "{err}"
+    );
+    assert!(
+        !env.docker().join("config.json").exists(),
+        "wrong credentials were stored"
+    );
+
+    let mut right = env.otters();
+    right
+        .args(["login", &reg.addr, "-u", "alice", "--password-stdin"])
+        .write_stdin("s3cret\n");
+    right.assert().success();
+    let cfg = std::fs::read_to_string(env.docker().join("config.json")).expect("config.json");
+    assert!(cfg.contains(&reg.addr), "{cfg}");
+
+    env.ok(&["push", &tag]);
+    assert_eq!(
+        images::skopeo_digest(&tag, Some(("alice", "s3cret"))),
+        local
+    );
+    let other = Env::new();
+    reg.docker_config(&other.docker(), "alice", "s3cret");
+    assert_eq!(other.ok(&["pull", &tag]).trim(), local);
+
+    env.ok(&["logout", &reg.addr]);
+    let err = env.fails(&["pull", &tag]);
+    assert!(
+        err.contains(&format!("{} requires credentials", reg.addr)),
+        "{err}"
+    );
+}
+
+#[test]
+fn token_auth_push_and_anonymous_pull_and_wrong_password() {
+    let reg = Registry::start_token(&[("alice", "s3cret")]);
+    let env = Env::new();
+    let tag = format!("{}/team/agent:2", reg.addr);
+    let local = env.build_agent(&tag, 2000);
+
+    // Anonymous clients get pull-only tokens: pushing is refused, naming the registry.
+    let err = env.fails(&["push", &tag]);
+    assert!(err.contains(&reg.addr), "{err}");
+
+    reg.docker_config(&env.docker(), "alice", "wrong");
+    let err = env.fails(&["push", &tag]);
+    assert!(
+        err.contains(&format!("{} refused credentials for user alice", reg.addr)),
+        "{err}"
+    );
+
+    reg.docker_config(&env.docker(), "alice", "s3cret");
+    env.ok(&["push", &tag]);
+    assert_eq!(
+        images::skopeo_digest(&tag, Some(("alice", "s3cret"))),
+        local
+    );
+
+    let anon = Env::new();
+    assert_eq!(anon.ok(&["pull", &tag]).trim(), local);
+}
+
+#[test]
+fn pulls_an_image_skopeo_copied_in_and_picks_the_platform() {
+    let reg = Registry::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let layout = tmp.path().join("bin");
+    let (idx, host_manifest) = images::bin_index(
+        &layout,
+        "1",
+        "jq",
+        b"jq binary",
+        BinPrefix::Io,
+        Some("json tool"),
+    );
+    let tag = format!("{}/bins/jq:1", reg.addr);
+    images::skopeo_push(&layout, "1", &tag, None);
+
+    let env = Env::new();
+    let out = env.ok(&["pull", &tag]);
+    assert_eq!(out.trim(), idx["digest"].as_str().unwrap_or_default());
+
+    let env2 = Env::new();
+    let platform = format!("linux/{}", support::host_arch());
+    let out = env2.ok(&["pull", &tag, "--platform", &platform, "-t", "jq:host"]);
+    assert_eq!(out.trim(), host_manifest);
+    let err = env2.fails(&["pull", &tag, "--platform", "windows/arm64"]);
+    assert!(
+        err.contains("no manifest for platform windows/arm64") && err.contains("s390x"),
+        "{err}"
+    );
+}
+
+#[test]
+fn corrupted_blob_is_a_digest_mismatch_and_never_stored() {
+    let reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/team/agent:bad", reg.addr);
+    env.build_agent(&tag, 50_000);
+    let report = json(&env.ok(&["push", &tag, "--format", "json"]));
+    // Corrupt the largest blob in the registry's storage, keeping its size.
+    let victim = list(&report, "uploaded")
+        .into_iter()
+        .max_by_key(|d| std::fs::metadata(reg.blob_path(d)).map_or(0, |m| m.len()))
+        .expect("a blob");
+    let path = reg.blob_path(&victim);
+    let len = std::fs::metadata(&path).expect("blob file").len() as usize;
+    std::fs::write(&path, vec![b'x'; len]).expect("corrupt");
+
+    let other = Env::new();
+    let err = other.fails(&["pull", &tag]);
+    assert!(
+        err.contains("digest mismatch") && err.contains(&victim) && err.contains(&reg.addr),
+        "{err}"
+    );
+    assert!(
+        !other.store_blob(&victim).exists(),
+        "corrupt blob reached the store"
+    );
+    let tmp_left: Vec<_> = std::fs::read_dir(other.home().join("store/.tmp"))
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(tmp_left.is_empty(), "temp files left: {tmp_left:?}");
+}
+
+#[test]
+fn registry_killed_mid_push_then_rerun_uploads_only_what_is_missing() {
+    let mut reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/team/big:1", reg.addr);
+    env.build_agent(&tag, 96 << 20);
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
+        .env("OTTERS_HOME", env.home())
+        .env("DOCKER_CONFIG", env.docker())
+        .args(["push", &tag, "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn push");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !reg.upload_in_progress(1 << 20) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the big upload never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    reg.kill();
+    let out = child.wait_with_output().expect("push output");
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "push survived the registry's death");
+    assert!(
+        err.contains(&reg.addr) && err.contains("run the command again")
+            || err.contains("cannot reach"),
+        "{err}"
+    );
+    let before = reg.blobs();
+    assert!(!before.is_empty(), "no blob arrived before the kill");
+
+    reg.restart();
+    let report = json(&env.ok(&["push", &tag, "--format", "json"]));
+    let skipped = list(&report, "skipped");
+    let uploaded = list(&report, "uploaded");
+    for d in &before {
+        assert!(skipped.contains(d), "{d} was uploaded again: {report}");
+        assert!(!uploaded.contains(d));
+    }
+    assert!(!uploaded.is_empty(), "{report}");
+}
+
+#[test]
+fn references_are_checked_before_anything_happens() {
+    let env = Env::new();
+    let err = env.fails(&["pull", "Bad/Name"]);
+    assert!(err.contains("must be lowercase"), "{err}");
+    let err = env.fails(&["push", "nothing-here:1"]);
+    assert!(
+        err.contains("no image nothing-here:1 in the local store"),
+        "{err}"
+    );
+    let err = env.fails(&["pull", "127.0.0.1:1/x:1"]);
+    assert!(err.contains("cannot reach registry 127.0.0.1:1"), "{err}");
 }

@@ -1,23 +1,274 @@
 //! `otters push`, `pull`, `lock`.
+//!
+//! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
+//! and progress bars go to stderr, bars only on a TTY.
 use super::CliResult;
+use crate::oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
+use crate::oci::registry_sources::Sources;
+use crate::oci::registry_transfer::{self, Event, Outcome, TransferReport};
+use crate::oci::Store;
+use crate::reference::Reference;
+use miette::{miette, IntoDiagnostic};
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct PushArgs {
+    /// The local image to push, named by its registry reference (e.g. 127.0.0.1:5000/team/agent:1)
     pub reference: String,
+    /// Push to this reference instead of REFERENCE
+    pub destination: Option<String>,
+    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
+    #[arg(long)]
+    pub insecure: bool,
+    /// Output format
+    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+    pub format: String,
+    /// No progress bars or status lines
+    #[arg(short, long)]
+    pub quiet: bool,
 }
+
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
+    /// The image to download (e.g. ghcr.io/org/agent:1, or name@sha256:…)
     pub reference: String,
+    /// Local tag to give the image (default: REFERENCE as written)
+    #[arg(short = 't', long = "tag")]
+    pub tag: Option<String>,
+    /// Pull only this platform's manifest of an index (e.g. linux/arm64)
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
+    #[arg(long)]
+    pub insecure: bool,
+    /// Output format
+    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+    pub format: String,
+    /// No progress bars or status lines
+    #[arg(short, long)]
+    pub quiet: bool,
 }
-#[derive(Debug, clap::Args)]
-pub struct LockArgs {}
 
-pub fn run_push(_a: PushArgs) -> CliResult {
-    miette::bail!("not built yet")
+#[derive(Debug, clap::Args)]
+pub struct LockArgs {
+    /// Build context directory or Agentfile
+    #[arg(default_value = ".")]
+    pub path: std::path::PathBuf,
+    /// The Agentfile, relative to the context (default: <PATH>/Agentfile)
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<std::path::PathBuf>,
+    /// Platform to resolve images for (default: this machine)
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Allow plain HTTP and unverified TLS for registries that are not on this machine
+    #[arg(long)]
+    pub insecure: bool,
+    /// Set a build argument (repeatable)
+    #[arg(long = "build-arg", value_name = "K=V")]
+    pub build_args: Vec<String>,
 }
-pub fn run_pull(_a: PullArgs) -> CliResult {
-    miette::bail!("not built yet")
+
+pub(super) fn open_store() -> miette::Result<Store> {
+    let root = super::otters_home().join("store");
+    Store::open(&root).map_err(|e| miette!("cannot open the local store {}: {e}", root.display()))
 }
+
+pub(super) fn parse_reference(text: &str) -> miette::Result<Reference> {
+    Reference::parse(text).map_err(|e| miette!("{e}"))
+}
+
+pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
+    RegistryClient::new(ClientOptions {
+        insecure,
+        ..ClientOptions::default()
+    })
+    .map_err(|e| miette!("{e}"))
+}
+
+pub fn run_push(a: PushArgs) -> CliResult {
+    let store = open_store()?;
+    let local = store
+        .resolve(&a.reference)
+        .into_diagnostic()?
+        .ok_or_else(|| miette!("no image {} in the local store: build it with `otters build -t {}` or pull it first", a.reference, a.reference))?;
+    let dest_text = a.destination.as_deref().unwrap_or(&a.reference);
+    let mut dest = parse_reference(dest_text)?;
+    if dest.tag.is_none() && dest.digest.is_none() {
+        dest.tag = Some("latest".into());
+    }
+    if let Some(d) = &dest.digest {
+        if *d != local.digest {
+            return Err(miette!(
+                "{dest_text} names digest {d}, but the local image is {}; push by tag instead",
+                local.digest
+            ));
+        }
+    }
+    let client = client(a.insecure)?;
+    let mut sources = Sources::load(store.root());
+    let mut ui = Bars::new(!a.quiet && std::io::stderr().is_terminal());
+    let result =
+        registry_transfer::push_image(&client, &store, &local, &dest, &mut sources, &mut |e| {
+            ui.event(&e);
+        });
+    ui.finish();
+    let _ = sources.save();
+    let report = result.map_err(|e| push_error(&e, &dest))?;
+    print_report(&report, &a.format, a.quiet, "pushed")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_pull(a: PullArgs) -> CliResult {
+    let store = open_store()?;
+    let mut r = parse_reference(&a.reference)?;
+    let client = client(a.insecure)?;
+    if let Some(p) = &a.platform {
+        let platform = TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?;
+        let resolved = client
+            .resolve(&r, &platform)
+            .map_err(|e| miette!("cannot pull {}: {e}", r.familiar()))?;
+        r = r.with_digest(&resolved.manifest.digest);
+    }
+    let mut sources = Sources::load(store.root());
+    let mut ui = Bars::new(!a.quiet && std::io::stderr().is_terminal());
+    let result =
+        registry_transfer::pull_image(&client, &store, &r, &mut sources, &mut |e| ui.event(&e));
+    ui.finish();
+    let _ = sources.save();
+    let (desc, report) = result.map_err(|e| miette!("cannot pull {}: {e}", r.familiar()))?;
+    let local_tag = match (&a.tag, Reference::parse(&a.reference)) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Ok(orig)) if orig.digest.is_none() => Some(a.reference.clone()),
+        _ => None,
+    };
+    if let Some(t) = local_tag {
+        let name = store
+            .tag(&t, &desc)
+            .map_err(|e| miette!("cannot tag the pulled image as {t}: {e}"))?;
+        if !a.quiet && a.format == "text" {
+            eprintln!("tagged {name}");
+        }
+    }
+    print_report(&report, &a.format, a.quiet, "pulled")?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run_lock(_a: LockArgs) -> CliResult {
-    miette::bail!("not built yet")
+    Err(miette!("not built yet"))
+}
+
+fn push_error(e: &RegistryError, dest: &Reference) -> miette::Report {
+    match e {
+        RegistryError::Interrupted { .. } | RegistryError::Unreachable { .. } => {
+            miette!("push to {} did not finish: {e}", dest.familiar())
+        }
+        _ => miette!("cannot push to {}: {e}", dest.familiar()),
+    }
+}
+
+fn print_report(
+    report: &TransferReport,
+    format: &str,
+    quiet: bool,
+    verb: &str,
+) -> miette::Result<()> {
+    if format == "json" {
+        let text = serde_json::to_string_pretty(report)
+            .map_err(|e| miette!("cannot write the report: {e}"))?;
+        println!("{text}");
+        return Ok(());
+    }
+    if !quiet {
+        let moved = report.uploaded.len() + report.downloaded.len();
+        eprintln!(
+            "{verb} {}: {moved} blob(s) transferred ({}), {} already present, {} mounted",
+            report.reference,
+            human_bytes(report.bytes),
+            report.skipped.len(),
+            report.mounted.len()
+        );
+    }
+    println!("{}", report.digest);
+    Ok(())
+}
+
+fn human_bytes(n: u64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let f = n as f64;
+    match n {
+        0..=1023 => format!("{n} B"),
+        1024..=1_048_575 => format!("{:.1} KiB", f / 1024.0),
+        1_048_576..=1_073_741_823 => format!("{:.1} MiB", f / 1_048_576.0),
+        _ => format!("{:.2} GiB", f / 1_073_741_824.0),
+    }
+}
+
+/// Progress bars per blob on a TTY; nothing otherwise.
+pub(super) struct Bars {
+    multi: Option<indicatif::MultiProgress>,
+    bars: HashMap<String, indicatif::ProgressBar>,
+}
+
+impl Bars {
+    pub(super) fn new(enabled: bool) -> Self {
+        Bars {
+            multi: enabled.then(indicatif::MultiProgress::new),
+            bars: HashMap::new(),
+        }
+    }
+
+    pub(super) fn event(&mut self, e: &Event<'_>) {
+        let Some(multi) = &self.multi else { return };
+        match e {
+            Event::Start {
+                digest,
+                size,
+                title,
+            } => {
+                let bar = multi.add(indicatif::ProgressBar::new(*size));
+                let style = indicatif::ProgressStyle::with_template(
+                    "{prefix:>14} {msg:<24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> ");
+                bar.set_style(style);
+                bar.set_prefix(
+                    digest
+                        .trim_start_matches("sha256:")
+                        .chars()
+                        .take(12)
+                        .collect::<String>(),
+                );
+                bar.set_message(title.unwrap_or("").chars().take(24).collect::<String>());
+                self.bars.insert((*digest).to_owned(), bar);
+            }
+            Event::Bytes { digest, n } => {
+                if let Some(b) = self.bars.get(*digest) {
+                    b.inc(*n);
+                }
+            }
+            Event::Done { digest, outcome } => {
+                if let Some(b) = self.bars.remove(*digest) {
+                    let word = match outcome {
+                        Outcome::Uploaded => "uploaded",
+                        Outcome::Skipped => "already present",
+                        Outcome::Mounted => "mounted",
+                        Outcome::Downloaded => "downloaded",
+                    };
+                    b.finish_with_message(word);
+                }
+            }
+        }
+    }
+
+    pub(super) fn finish(&mut self) {
+        for (_, b) in self.bars.drain() {
+            b.abandon();
+        }
+        if let Some(m) = &self.multi {
+            let _ = m.clear();
+        }
+    }
 }

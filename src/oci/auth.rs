@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub enum Credential {
     /// Username and password (or a personal access token as password).
     Basic { user: String, pass: String },
-    /// An OAuth2 refresh token (`identitytoken` in `config.json`).
+    /// An `OAuth2` refresh token (the `identitytoken` field of `config.json`).
     IdentityToken(String),
 }
 

@@ -14,6 +14,7 @@ use super::registry::{RegistryError, Retry};
 use reqwest::header::{HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -22,8 +23,17 @@ use std::time::Duration;
 struct RegState {
     base: String,
     challenge: Option<Challenge>,
-    creds: Option<Option<Credential>>,
+    /// Credentials once looked up (`Looked(None)` = anonymous).
+    creds: Lookup,
     tokens: HashMap<String, String>,
+}
+
+/// Whether credentials were looked up yet.
+#[derive(Clone, Default)]
+enum Lookup {
+    #[default]
+    Pending,
+    Looked(Option<Credential>),
 }
 
 /// Where credentials come from; replaceable so tests and `otters login` can inject them.
@@ -69,19 +79,20 @@ impl Transport {
     }
 
     fn credentials(&self, registry: &str) -> Result<Option<Credential>, RegistryError> {
-        if let Some(c) = self.with_state(registry, |s| s.creds.clone()) {
+        if let Lookup::Looked(c) = self.with_state(registry, |s| s.creds.clone()) {
             return Ok(c);
         }
         let c = (self.creds)(registry)?;
-        self.with_state(registry, |s| s.creds = Some(c.clone()));
+        self.with_state(registry, |s| s.creds = Lookup::Looked(c.clone()));
         Ok(c)
     }
 
     /// The user name otters would present to `registry`, for messages.
     pub fn user(&self, registry: &str) -> Option<String> {
-        self.with_state(registry, |s| s.creds.clone())
-            .flatten()
-            .map(|c| c.user().to_owned())
+        match self.with_state(registry, |s| s.creds.clone()) {
+            Lookup::Looked(Some(c)) => Some(c.user().to_owned()),
+            _ => None,
+        }
     }
 
     /// `scheme://host` of the registry's API, after a `/v2/` ping on first use.
@@ -365,7 +376,7 @@ pub fn encode_component(s: &str) -> String {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            let _ = write!(out, "%{b:02X}");
         }
     }
     out

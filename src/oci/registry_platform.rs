@@ -75,20 +75,17 @@ impl TargetPlatform {
         candidates: &[(TargetPlatform, T)],
     ) -> Option<(TargetPlatform, T)> {
         let same = |p: &TargetPlatform| p.os == self.os && p.architecture == self.architecture;
-        let mut matching = candidates.iter().filter(|(p, _)| same(p));
-        match &self.variant {
-            Some(v) => candidates
+        if let Some(v) = &self.variant {
+            return candidates
                 .iter()
                 .find(|(p, _)| same(p) && p.variant.as_deref() == Some(v.as_str()))
-                .cloned(),
-            None => {
-                let all: Vec<_> = matching.by_ref().collect();
-                all.iter()
-                    .find(|(p, _)| p.variant.is_none())
-                    .or_else(|| all.first())
-                    .map(|x| (*x).clone())
-            }
+                .cloned();
         }
+        let all: Vec<_> = candidates.iter().filter(|(p, _)| same(p)).collect();
+        all.iter()
+            .find(|(p, _)| p.variant.is_none())
+            .or_else(|| all.first())
+            .map(|x| (*x).clone())
     }
 }
 

@@ -123,7 +123,7 @@ pub fn push_image(
 fn push_node(
     client: &RegistryClient,
     store: &Store,
-    desc: &Descriptor,
+    node: &Descriptor,
     dest: &Reference,
     sources: &mut Sources,
     progress: Progress<'_>,
@@ -136,8 +136,8 @@ fn push_node(
             reason: "indexes are nested too deeply".into(),
         });
     }
-    let bytes = read_doc(store, &desc.digest)?;
-    if is_index(&desc.media_type) {
+    let bytes = read_doc(store, &node.digest)?;
+    if is_index(&node.media_type) {
         let index: IndexDoc = parse(&bytes, dest)?;
         for child in &index.manifests {
             push_node(

@@ -5,6 +5,7 @@
 //! [`Registry::start_token`] (bearer tokens from a [`TokenServer`] running in the test process).
 
 use super::token::TokenServer;
+use std::fmt::Write as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -138,19 +139,23 @@ impl Registry {
         );
         match &self.auth {
             Auth::None => {}
-            Auth::Basic { .. } => cfg.push_str(&format!(
-                "auth:\n  htpasswd:\n    realm: otters-test\n    path: {}\n",
-                self.dir.path().join("htpasswd").display()
-            )),
+            Auth::Basic { .. } => {
+                let _ = write!(
+                    cfg,
+                    "auth:\n  htpasswd:\n    realm: otters-test\n    path: {}\n",
+                    self.dir.path().join("htpasswd").display()
+                );
+            }
             Auth::Token { .. } => {
                 let t = self.token.as_ref().expect("token server");
                 let (realm, cert) = (t.realm(), t.cert_path());
-                cfg.push_str(&format!(
+                let _ = write!(
+                    cfg,
                     "auth:\n  token:\n    realm: {realm}\n    service: {}\n    issuer: {}\n    rootcertbundle: {}\n",
                     super::token::SERVICE,
                     super::token::ISSUER,
                     cert.display()
-                ));
+                );
             }
         }
         cfg

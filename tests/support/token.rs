@@ -16,18 +16,21 @@ pub const SERVICE: &str = "otters-registry";
 pub const ISSUER: &str = "otters-test-issuer";
 
 /// A running token server; the accept thread lives as long as the test process.
+/// Every request the token server saw: `(user or "-", scopes)`.
+pub type RequestLog = Arc<Mutex<Vec<(String, Vec<String>)>>>;
+
 pub struct TokenServer {
     pub addr: String,
     dir: PathBuf,
     /// Every request seen: `(user or "-", scopes)`.
-    pub requests: Arc<Mutex<Vec<(String, Vec<String>)>>>,
+    pub requests: RequestLog,
 }
 
 struct Shared {
     dir: PathBuf,
     users: Vec<(String, String)>,
     cert_b64: String,
-    requests: Arc<Mutex<Vec<(String, Vec<String>)>>>,
+    requests: RequestLog,
 }
 
 impl TokenServer {
