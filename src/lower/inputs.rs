@@ -28,7 +28,7 @@ pub struct Resolved {
 /// Why a source cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
-    #[error("`{src}` does not exist in the build context {context}")]
+    #[error("`{src}` does not exist in the build context `{context}`")]
     NotFound { src: String, context: String },
     #[error("`{src}` {why}")]
     Escapes { src: String, why: String },
@@ -59,7 +59,7 @@ impl InputError {
             InputError::NotFound { context, .. } => Diagnostic::error("AF301", span, format!("{what} {self}"))
                 .with_label("not found")
                 .with_help(format!(
-                    "sources are relative to the build context ({context}); fix the path or build from the directory that holds it"
+                    "sources are relative to the build context `{context}`; fix the path or build from the directory that holds it"
                 )),
             InputError::Escapes { .. } => Diagnostic::error("AF302", span, format!("{what} {self}"))
                 .with_label("outside the build context")

@@ -149,6 +149,7 @@ pub fn lower(
         }
     }
     if !diags.is_empty() {
+        diags.sort_by_key(|d| d.span.start);
         return Err(LowerError::Inputs(diags));
     }
     let yaml = agent_yaml::render(

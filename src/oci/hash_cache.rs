@@ -3,9 +3,10 @@
 //!
 //! Takes: file metadata and digests. Returns: remembered digests. Must never: change a build's
 //! output — a hit is used only when the blob is already in the store, and entries are recorded
-//! only for files whose timestamps are older than [`RACY_WINDOW`] (a file rewritten within one
-//! timestamp tick of being hashed could otherwise keep a stale entry, as git's "racily clean"
-//! problem). The file lives at `$OTTERS_HOME/cache/blobs.json`; a missing or unreadable cache is
+//! only for files whose mtime is older than [`RACY_WINDOW`] and whose stamp did not change while
+//! they were read (a file rewritten within one timestamp tick of being hashed could otherwise keep
+//! a stale entry: git's "racily clean" problem). Any later write moves the mtime, and any later
+//! `touch -d` that puts it back moves the ctime, which is part of the key. The file lives at `$OTTERS_HOME/cache/blobs.json`; a missing or unreadable cache is
 //! an empty one, and concurrent writers simply replace each other's file atomically.
 
 use serde::{Deserialize, Serialize};
@@ -107,7 +108,7 @@ impl HashCache {
             return false;
         };
         let limit = i128::try_from(now.saturating_sub(RACY_WINDOW).as_nanos()).unwrap_or(i128::MAX);
-        stamp.mtime_ns < limit && stamp.ctime_ns < limit
+        stamp.mtime_ns < limit
     }
 
     pub fn insert(&mut self, key: String, blob: CachedBlob) {

@@ -1,0 +1,523 @@
+//! `otters build` through the real binary: reproducibility, `SOURCE_DATE_EPOCH`, input safety,
+//! `.agentignore`, concurrent builds, skopeo interoperability, golden digests, conformance.
+
+use assert_cmd::Command;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temp `OTTERS_HOME` and helpers to run the binary against it.
+struct Env {
+    home: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("otters").unwrap();
+        c.env("OTTERS_HOME", self.home.path())
+            .env("NO_COLOR", "1")
+            .env_remove("SOURCE_DATE_EPOCH");
+        c
+    }
+
+    fn store(&self) -> PathBuf {
+        self.home.path().join("store")
+    }
+
+    /// Builds and returns the digest printed on stdout.
+    fn build(&self, args: &[&str]) -> String {
+        let out = self
+            .cmd()
+            .arg("build")
+            .args(args)
+            .arg("-q")
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone())
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path, reverse: bool) {
+    fs::create_dir_all(to).unwrap();
+    let mut names: Vec<_> = fs::read_dir(from)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    if reverse {
+        names.reverse();
+    }
+    for n in names {
+        let (src, dst) = (from.join(&n), to.join(&n));
+        if src.is_dir() {
+            copy_tree(&src, &dst, reverse);
+        } else {
+            fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+fn sh(script: &str, dir: &Path) {
+    let ok = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "{script}");
+}
+
+fn fixture(case: &str) -> PathBuf {
+    repo().join("testdata/build").join(case)
+}
+
+#[test]
+fn same_inputs_give_the_same_digest_whatever_the_filesystem_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("sub/dir/b"));
+    copy_tree(&fixture("full"), &a, false);
+    copy_tree(&fixture("full"), &b, true);
+    sh("find . -exec touch -h -d '2001-02-03 04:05:06' {} +; chmod -R go-rwx .; chmod 700 data/nested/run.sh", &a);
+    sh("find . -exec touch -h -d '2024-12-31 23:59:59' {} +; chmod 666 docs/style.md data/today.txt", &b);
+
+    let e1 = Env::new();
+    let d1 = e1.build(&[a.to_str().unwrap()]);
+    let e2 = Env::new();
+    let mut c = e2.cmd();
+    c.current_dir(&b)
+        .env("TZ", "Pacific/Kiritimati")
+        .env("LANG", "tr_TR.UTF-8")
+        .env("LC_ALL", "tr_TR.UTF-8")
+        .args(["build", "-q", "."]);
+    let out = c.assert().success();
+    let d2 = String::from_utf8(out.get_output().stdout.clone())
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(d1, d2);
+    assert!(d1.starts_with("sha256:") && d1.len() == 71, "{d1}");
+
+    // A changed byte in an added directory changes the digest.
+    fs::write(b.join("data/today.txt"), "temp=13\n").unwrap();
+    assert_ne!(e2.build(&[b.to_str().unwrap()]), d1);
+}
+
+#[test]
+fn source_date_epoch_sets_created_and_must_be_an_integer() {
+    let env = Env::new();
+    let ctx = fixture("full");
+    let plain = env.build(&[ctx.to_str().unwrap()]);
+    let out = env
+        .cmd()
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .args(["build", "-q", "-t", "dated", ctx.to_str().unwrap()])
+        .assert()
+        .success();
+    let dated = String::from_utf8(out.get_output().stdout.clone())
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_ne!(plain, dated);
+    let inspect = env
+        .cmd()
+        .args(["inspect", "dated", "--format", "json"])
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&inspect.get_output().stdout).unwrap();
+    assert_eq!(
+        v["manifest"]["annotations"]["org.opencontainers.image.created"],
+        "2023-11-14T22:13:20Z"
+    );
+    let plain_inspect = env
+        .cmd()
+        .args(["inspect", "meteo", "--format", "json"])
+        .assert()
+        .success();
+    let p: serde_json::Value = serde_json::from_slice(&plain_inspect.get_output().stdout).unwrap();
+    assert!(p["manifest"]["annotations"]
+        .get("org.opencontainers.image.created")
+        .is_none());
+
+    let bad = env
+        .cmd()
+        .env("SOURCE_DATE_EPOCH", "yesterday")
+        .args(["build", ctx.to_str().unwrap()])
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&bad.get_output().stderr);
+    assert!(
+        stderr.contains("SOURCE_DATE_EPOCH is `yesterday`"),
+        "{stderr}"
+    );
+}
+
+fn stderr_of(env: &Env, ctx: &Path) -> String {
+    let out = env
+        .cmd()
+        .current_dir(ctx)
+        .args(["build", "."])
+        .assert()
+        .failure()
+        .code(1);
+    let text = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    text.replace(&ctx.display().to_string(), "[CTX]").replace(
+        &fs::canonicalize(ctx).unwrap().display().to_string(),
+        "[CTX]",
+    )
+}
+
+fn snapshot(name: &str, text: &str) {
+    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/build"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+#[test]
+fn unsafe_and_missing_sources_point_at_their_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ctx = tmp.path().join("ctx");
+    fs::create_dir_all(ctx.join("data")).unwrap();
+    fs::write(tmp.path().join("outside.txt"), "secret").unwrap();
+    std::os::unix::fs::symlink("../outside.txt", ctx.join("leak.txt")).unwrap();
+    fs::write(
+        ctx.join("Agentfile"),
+        "FROM scratch\nNAME bad\nADD ../outside.txt\nADD /etc/hostname host\nADD missing.csv\nADD leak.txt\nCONTEXT NOTES file://notes.md\n",
+    )
+    .unwrap();
+    let env = Env::new();
+    snapshot("errors_unsafe_sources", &stderr_of(&env, &ctx));
+    assert!(
+        !env.store().join("index.json").exists()
+            || !fs::read_to_string(env.store().join("index.json"))
+                .unwrap()
+                .contains("bad")
+    );
+
+    // A symlink inside a directory ADD that leads out of it is refused too.
+    fs::write(ctx.join("Agentfile"), "FROM scratch\nNAME bad\nADD data\n").unwrap();
+    std::os::unix::fs::symlink("../../outside.txt", ctx.join("data/escape")).unwrap();
+    snapshot("errors_symlink_in_directory", &stderr_of(&env, &ctx));
+}
+
+#[test]
+fn agentignore_excludes_files_from_directory_adds() {
+    let env = Env::new();
+    env.build(&["-t", "ig", fixture("full").to_str().unwrap()]);
+    let out = env
+        .cmd()
+        .args(["inspect", "ig", "--format", "json"])
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let layer = v["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["title"] == "data")
+        .unwrap();
+    assert_eq!(
+        layer["mediaType"],
+        "application/vnd.oci.image.layer.v1.tar+gzip"
+    );
+    let hex = layer["digest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    let blob = env.store().join("blobs/sha256").join(hex);
+    let list = std::process::Command::new("tar")
+        .arg("-tvzf")
+        .arg(&blob)
+        .output()
+        .unwrap();
+    let list = String::from_utf8(list.stdout).unwrap();
+    assert!(list.contains("data/nested/yesterday.txt"), "{list}");
+    assert!(
+        list.contains("-rwxr-xr-x 0/0") && list.contains("data/nested/run.sh"),
+        "{list}"
+    );
+    assert!(!list.contains("tmp.log"), "{list}");
+}
+
+#[test]
+fn concurrent_builds_into_one_store_both_succeed() {
+    let env = Env::new();
+    let ctx = fixture("full");
+    let spawn = |tag: &str| {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
+            .env("OTTERS_HOME", env.home.path())
+            .args(["build", "-q", "-t", tag, ctx.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| spawn("one:1"));
+        let b = s.spawn(|| spawn("two:2"));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    assert_eq!(a.stdout, b.stdout);
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(env.store().join("index.json")).unwrap()).unwrap();
+    let names: Vec<&str> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["annotations"]["org.opencontainers.image.ref.name"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(names, ["one:1", "two:2"]);
+}
+
+fn skopeo(args: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new("skopeo")
+        .args(args)
+        .output()
+        .expect("skopeo is installed");
+    assert!(
+        out.status.success(),
+        "skopeo {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+}
+
+#[test]
+fn skopeo_reads_the_store_and_archives_and_keeps_the_digest() {
+    let env = Env::new();
+    let digest = env.build(&["-t", "meteo:1.0", fixture("full").to_str().unwrap()]);
+    let store = env.store();
+    let raw = skopeo(&[
+        "inspect",
+        "--raw",
+        &format!("oci:{}:meteo:1.0", store.display()),
+    ]);
+    assert_eq!(sha256(&raw), digest);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("copy");
+    skopeo(&[
+        "copy",
+        "-q",
+        &format!("oci:{}:meteo:1.0", store.display()),
+        &format!("oci:{}:m", copy.display()),
+    ]);
+    assert_eq!(
+        sha256(&skopeo(&[
+            "inspect",
+            "--raw",
+            &format!("oci:{}:m", copy.display())
+        ])),
+        digest
+    );
+
+    let archive = tmp.path().join("meteo.tar");
+    env.cmd()
+        .args(["save", "meteo:1.0", "-o", archive.to_str().unwrap()])
+        .assert()
+        .success();
+    let from_archive = skopeo(&[
+        "inspect",
+        "--raw",
+        &format!("oci-archive:{}:meteo:1.0", archive.display()),
+    ]);
+    assert_eq!(sha256(&from_archive), digest);
+
+    // And the other way: an archive written by skopeo loads into a fresh store.
+    let theirs = tmp.path().join("theirs.tar");
+    skopeo(&[
+        "copy",
+        "-q",
+        &format!("oci:{}:meteo:1.0", store.display()),
+        &format!("oci-archive:{}:again:2", theirs.display()),
+    ]);
+    let other = Env::new();
+    let out = other
+        .cmd()
+        .args(["load", "-i", theirs.to_str().unwrap()])
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout).trim(),
+        format!("again:2 {digest}")
+    );
+}
+
+#[test]
+fn output_flag_writes_a_layout_or_an_archive() {
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = tmp.path().join("layout");
+    let ctx = fixture("minimal");
+    let d = env.build(&[
+        "--output",
+        &format!("type=oci-layout,dest={}", layout.display()),
+        "-t",
+        "x:1",
+        ctx.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        sha256(&skopeo(&[
+            "inspect",
+            "--raw",
+            &format!("oci:{}:x:1", layout.display())
+        ])),
+        d
+    );
+    let archive = tmp.path().join("x.tar");
+    let d2 = env.build(&[
+        "--output",
+        &format!("type=oci-archive,dest={}", archive.display()),
+        "-t",
+        "x:1",
+        ctx.to_str().unwrap(),
+    ]);
+    assert_eq!(d, d2);
+    assert_eq!(
+        sha256(&skopeo(&[
+            "inspect",
+            "--raw",
+            &format!("oci-archive:{}:x:1", archive.display())
+        ])),
+        d
+    );
+    env.cmd()
+        .args(["build", "--output", "type=docker", ctx.to_str().unwrap()])
+        .assert()
+        .failure();
+}
+
+#[test]
+fn golden_digests_of_the_fixtures() {
+    let mut cases: Vec<_> = fs::read_dir(repo().join("testdata/build"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    cases.sort();
+    for case in cases {
+        let env = Env::new();
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        env.build(&["-t", "golden", case.to_str().unwrap()]);
+        let out = env
+            .cmd()
+            .args(["inspect", "golden", "--format", "json"])
+            .assert()
+            .success();
+        snapshot(
+            &format!("fixture_{name}"),
+            &String::from_utf8_lossy(&out.get_output().stdout),
+        );
+    }
+}
+
+#[test]
+fn every_conformance_agentfile_builds() {
+    let root = repo().join("../shared/conformance");
+    let mut stack = vec![root];
+    let mut built = 0;
+    let env = Env::new();
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "Agentfile") {
+                env.cmd()
+                    .args([
+                        "build",
+                        "-q",
+                        "--offline",
+                        "--allow-unpinned",
+                        "-t",
+                        &format!("c{built}"),
+                    ])
+                    .arg(p.parent().unwrap())
+                    .assert()
+                    .success();
+                built += 1;
+            }
+        }
+    }
+    assert!(built >= 14, "only {built} conformance Agentfiles found");
+}
+
+#[test]
+fn stdin_and_dash_f_and_json_output() {
+    let env = Env::new();
+    let ctx = fixture("full");
+    let text = fs::read(ctx.join("Agentfile")).unwrap();
+    let from_file = env.build(&[ctx.to_str().unwrap()]);
+    let out = env
+        .cmd()
+        .current_dir(&ctx)
+        .args(["build", "-", "--format", "json", "-t", "a:1", "-t", "b"])
+        .write_stdin(text)
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["digest"], from_file.as_str());
+    assert_eq!(v["tags"], serde_json::json!(["a:1", "b:latest"]));
+    let f = env.build(&["-f", "Agentfile", ctx.to_str().unwrap()]);
+    assert_eq!(f, from_file);
+}
+
+#[test]
+fn errors_in_the_agentfile_build_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("Agentfile"), "NAME x\nFROBNICATE\n").unwrap();
+    let env = Env::new();
+    env.cmd()
+        .args(["build", tmp.path().to_str().unwrap()])
+        .assert()
+        .failure()
+        .code(1);
+    let index = fs::read_to_string(env.store().join("index.json")).unwrap_or_default();
+    assert!(!index.contains("x:latest"));
+}
+
+#[test]
+fn a_rebuild_uses_the_cache_and_a_changed_file_is_seen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ctx = tmp.path().join("ctx");
+    copy_tree(&fixture("full"), &ctx, false);
+    sh("find . -exec touch -h -d '2020-01-01 00:00:00' {} +", &ctx);
+    let env = Env::new();
+    let first = env.build(&[ctx.to_str().unwrap()]);
+    assert!(env.home.path().join("cache/blobs.json").is_file());
+    assert_eq!(env.build(&[ctx.to_str().unwrap()]), first);
+    // Same size, same mtime, new content: the ctime (and inode, via rename) changes, so the cache misses.
+    fs::write(
+        ctx.join("docs/stations.csv.new"),
+        "id,name\n1,Paris\n2,Rome\n",
+    )
+    .unwrap();
+    fs::rename(
+        ctx.join("docs/stations.csv.new"),
+        ctx.join("docs/stations.csv"),
+    )
+    .unwrap();
+    sh("touch -d '2020-01-01 00:00:00' docs/stations.csv", &ctx);
+    let changed = env.build(&[ctx.to_str().unwrap()]);
+    assert_ne!(changed, first);
+    assert_eq!(env.build(&["--no-cache", ctx.to_str().unwrap()]), changed);
+}
