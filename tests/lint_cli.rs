@@ -1,0 +1,496 @@
+//! `otters lint` and `otters explain` through the real binary: exit codes, every output format,
+//! colour rules, suppressions, the project config file, stdin, and the conformance corpus.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const MIXED: &str = "testdata/check/AF216_mixed_severities.agentfile";
+const CLEAN: &str = "FROM scratch\nRUNTIME ghcr.io/openotters/runtime:v1.2.0\nMODEL anthropic/claude-haiku-4-5\nNAME clean\nCONTEXT SOUL <<EOF\nYou help.\nEOF\n";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `otters` run from the repository root, with colour variables cleared.
+fn otters() -> Command {
+    let mut c = Command::cargo_bin("otters").expect("otters binary");
+    c.current_dir(root())
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE");
+    c
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(cmd: &mut Command) -> Out {
+    let o = cmd.output().expect("run otters");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn lint(args: &[&str]) -> Out {
+    run(otters().arg("lint").args(args))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn json_codes(out: &Out) -> Vec<String> {
+    let v: Value =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn snapshot(name: &str, value: &str) {
+    insta::with_settings!({
+        snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/lint"),
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(name, value);
+    });
+}
+
+#[test]
+fn exit_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clean = write(tmp.path(), "Agentfile", CLEAN);
+    let clean = clean.to_str().unwrap();
+    let warn = write(
+        tmp.path(),
+        "w/Agentfile",
+        &CLEAN.replace("v1.2.0", "latest"),
+    );
+    let warn = warn.to_str().unwrap();
+
+    let o = lint(&[clean]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("no problems in 1 file"), "{}", o.stderr);
+
+    assert_eq!(lint(&[MIXED]).code, 1, "an error fails by default");
+    assert_eq!(lint(&[warn]).code, 0, "warnings alone pass by default");
+    assert_eq!(lint(&["--fail-on", "warning", warn]).code, 1);
+    assert_eq!(lint(&["--fail-on", "info", clean]).code, 0);
+
+    let o = lint(&["no/such/Agentfile"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .contains("cannot read no/such/Agentfile: no such file or directory"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(lint(&["--format", "xml", clean]).code, 2);
+    assert_eq!(lint(&["--fail-on", "never", clean]).code, 2);
+    let o = lint(&["--build-arg", "NOEQUALS", clean]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("is not KEY=VALUE"), "{}", o.stderr);
+    // A directory means its Agentfile.
+    assert_eq!(lint(&[tmp.path().to_str().unwrap()]).code, 0);
+    assert_eq!(
+        lint(&[tmp.path().join("w").to_str().unwrap(), "-q"]).code,
+        0
+    );
+}
+
+#[test]
+fn human_format_on_stderr_with_summary_and_no_colour_off_a_terminal() {
+    for no_color in [false, true] {
+        let mut cmd = otters();
+        cmd.args(["lint", MIXED]);
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        }
+        let o = run(&mut cmd);
+        assert_eq!(o.code, 1);
+        assert_eq!(o.stdout, "", "human output goes to stderr");
+        assert!(
+            !o.stderr.contains('\u{1b}'),
+            "ANSI escape in {:?}",
+            o.stderr
+        );
+        assert!(
+            o.stderr
+                .ends_with("2 errors, 1 warning, 1 info in 1 file\n"),
+            "{}",
+            o.stderr
+        );
+        snapshot("human", &o.stderr);
+    }
+    let o = lint(&["-q", MIXED]);
+    assert!(!o.stderr.contains("in 1 file"), "-q drops the summary");
+}
+
+#[test]
+fn concise_format() {
+    let o = lint(&["--format", "concise", MIXED]);
+    assert_eq!(o.code, 1);
+    assert_eq!(o.stderr, "");
+    snapshot("concise", &o.stdout);
+}
+
+#[test]
+fn json_format_has_exactly_the_documented_fields() {
+    let o = lint(&["--format", "json", MIXED]);
+    assert_eq!(o.code, 1);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    let items = v.as_array().unwrap();
+    assert_eq!(items.len(), 4);
+    for item in items {
+        let keys: Vec<&str> = item
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "code",
+                "severity",
+                "message",
+                "file",
+                "line",
+                "column",
+                "end_line",
+                "end_column",
+                "help"
+            ]
+        );
+        assert!(item["line"].as_u64().unwrap() >= 1 && item["column"].as_u64().unwrap() >= 1);
+        assert!(item["help"].is_string() || item["help"].is_null());
+    }
+    snapshot("json", &o.stdout);
+}
+
+#[test]
+fn sarif_format_has_the_2_1_0_structure() {
+    let o = lint(&["--format", "sarif", MIXED]);
+    assert_eq!(o.code, 1);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    assert!(v["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let run = &v["runs"][0];
+    let driver = &run["tool"]["driver"];
+    assert_eq!(driver["name"], "otters");
+    assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
+    assert!(driver["informationUri"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://"));
+    let rules = driver["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), otters::check::registry::RULES.len());
+    for r in rules {
+        assert!(r["id"].as_str().unwrap().starts_with("AF"));
+        for key in [
+            "name",
+            "shortDescription",
+            "fullDescription",
+            "helpUri",
+            "defaultConfiguration",
+        ] {
+            assert!(!r[key].is_null(), "rule {} lacks {key}", r["id"]);
+        }
+        assert!(r["helpUri"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("docs/rules/{}.md", r["id"].as_str().unwrap())));
+        assert!(["error", "warning", "note"]
+            .contains(&r["defaultConfiguration"]["level"].as_str().unwrap()));
+    }
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for res in results {
+        let idx = usize::try_from(res["ruleIndex"].as_u64().unwrap()).unwrap();
+        assert_eq!(rules[idx]["id"], res["ruleId"]);
+        assert!(["error", "warning", "note"].contains(&res["level"].as_str().unwrap()));
+        assert!(res["message"]["text"].is_string());
+        let loc = &res["locations"][0]["physicalLocation"];
+        assert_eq!(loc["artifactLocation"]["uri"], MIXED);
+        for key in ["startLine", "startColumn", "endLine", "endColumn"] {
+            assert!(loc["region"][key].as_u64().unwrap() >= 1);
+        }
+    }
+    snapshot("sarif", &o.stdout);
+}
+
+#[test]
+fn github_format_prints_escaped_workflow_commands() {
+    let o = lint(&["--format", "github", MIXED]);
+    assert_eq!(o.code, 1);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert!(lines.iter().all(|l| l.starts_with("::error file=")
+        || l.starts_with("::warning file=")
+        || l.starts_with("::notice file=")));
+    assert!(lines.iter().any(|l| l.starts_with(&format!("::error file={MIXED},line=5,col=8,endLine=5,endColumn=18,title=AF106 config-key-not-dns1123::"))));
+    assert!(
+        lines.iter().all(|l| l.contains("%0Ahelp: ")),
+        "help on a second line"
+    );
+    snapshot("github", &o.stdout);
+}
+
+#[test]
+fn suppressions_used_unused_and_without_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let used = write(
+        tmp.path(),
+        "used",
+        &CLEAN
+            .replace(
+                "RUNTIME",
+                "# otters:ignore AF201 tracks the dev runtime\nRUNTIME",
+            )
+            .replace("v1.2.0", "latest"),
+    );
+    let o = lint(&[
+        "--format",
+        "json",
+        "--fail-on",
+        "info",
+        used.to_str().unwrap(),
+    ]);
+    assert_eq!(json_codes(&o), Vec::<String>::new());
+    assert_eq!(o.code, 0);
+
+    let unused = write(
+        tmp.path(),
+        "unused",
+        &CLEAN.replace("RUNTIME", "# otters:ignore AF201 pinned later\nRUNTIME"),
+    );
+    let o = lint(&["--format", "json", unused.to_str().unwrap()]);
+    assert_eq!(json_codes(&o), ["AF215"]);
+
+    let bare = write(
+        tmp.path(),
+        "bare",
+        &CLEAN
+            .replace("RUNTIME", "# otters:ignore AF201\nRUNTIME")
+            .replace("v1.2.0", "latest"),
+    );
+    let o = lint(&["--format", "json", bare.to_str().unwrap()]);
+    assert_eq!(
+        json_codes(&o),
+        ["AF214"],
+        "the finding is suppressed but the missing reason is reported"
+    );
+}
+
+#[test]
+fn project_config_overrides_severity_and_fail_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = CLEAN.replace("v1.2.0", "latest");
+    let file = write(tmp.path(), "agents/a/Agentfile", &text);
+    let file = file.to_str().unwrap();
+    assert_eq!(json_codes(&lint(&["--format", "json", file])), ["AF201"]);
+
+    // Found by walking up from the Agentfile's directory.
+    write(tmp.path(), "otters.toml", "[lint]\nfail-on = \"warning\"\n");
+    let o = lint(&["--format", "json", file]);
+    assert_eq!((json_codes(&o), o.code), (vec!["AF201".to_owned()], 1));
+    write(
+        tmp.path(),
+        "agents/.otters.toml",
+        "[lint.severity]\nAF201 = \"off\"\n",
+    );
+    let o = lint(&["--format", "json", file]);
+    assert_eq!(
+        (json_codes(&o), o.code),
+        (vec![], 0),
+        "the nearest config wins"
+    );
+
+    // --fail-on beats the config; --config replaces discovery.
+    write(
+        tmp.path(),
+        "agents/.otters.toml",
+        "[lint]\nfail-on = \"info\"\n[lint.severity]\nAF201 = \"error\"\n",
+    );
+    assert_eq!(
+        lint(&["--format", "json", "--fail-on", "error", file]).code,
+        1
+    );
+    let explicit = write(
+        tmp.path(),
+        "elsewhere.toml",
+        "[lint.severity]\nAF201 = \"info\"\n",
+    );
+    let o = lint(&[
+        "--format",
+        "json",
+        "--config",
+        explicit.to_str().unwrap(),
+        file,
+    ]);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v[0]["severity"], "info");
+    assert_eq!(o.code, 0);
+
+    // An invalid config is a usage error naming the file and the problem.
+    let bad = write(
+        tmp.path(),
+        "agents/.otters.toml",
+        "[lint.severity]\nAF104 = \"off\"\n",
+    );
+    let o = lint(&[file]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains(&bad.display().to_string()) && o.stderr.contains("cannot be lowered"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn stdin_build_args_and_capabilities() {
+    let text = "FROM scratch\nARG V=v1\nRUNTIME ghcr.io/openotters/runtime:${V}\nMODEL a/b\nNAME n\nCAPABILITY web_fetch\n";
+    let o = run(otters()
+        .args(["lint", "--format", "json", "-"])
+        .write_stdin(text));
+    assert_eq!(json_codes(&o), ["AF211"]);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v[0]["file"], "<stdin>");
+
+    let o = run(otters()
+        .args(["lint", "--format", "json", "--build-arg", "V=latest", "-"])
+        .write_stdin(text));
+    assert_eq!(
+        json_codes(&o),
+        ["AF201", "AF211"],
+        "the build arg reaches the model"
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let caps = write(tmp.path(), "caps.txt", "# ours\nweb_fetch\n");
+    let o = run(otters()
+        .args([
+            "lint",
+            "--format",
+            "json",
+            "--capabilities",
+            caps.to_str().unwrap(),
+            "-",
+        ])
+        .write_stdin(text));
+    assert_eq!(json_codes(&o), Vec::<String>::new());
+}
+
+#[test]
+fn recursive_lints_every_agentfile_sorted() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "b/Agentfile", CLEAN);
+    write(tmp.path(), "a/deep/Agentfile", "NAME x\n");
+    write(tmp.path(), ".hidden/Agentfile", "junk\n");
+    let o = lint(&["-r", "--format", "concise", tmp.path().to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    let files: Vec<&str> = o
+        .stdout
+        .lines()
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert!(
+        files.iter().all(|f| f.ends_with("a/deep/Agentfile")),
+        "{}",
+        o.stdout
+    );
+    let o = lint(&["-r", tmp.path().to_str().unwrap()]);
+    assert!(o.stderr.contains("in 2 files"), "{}", o.stderr);
+}
+
+#[test]
+fn non_utf8_input_is_af001_with_offset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("Agentfile");
+    std::fs::write(&p, b"FROM scratch\nNAME caf\xe9\n").unwrap();
+    let o = lint(&["--format", "json", p.to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v[0]["code"], "AF001");
+    assert!(v[0]["message"].as_str().unwrap().contains("offset 21"));
+}
+
+#[test]
+fn conformance_agentfiles_lint_with_zero_errors() {
+    let dir = root().join("../shared/conformance");
+    if !dir.is_dir() {
+        eprintln!("skipped: {} is absent", dir.display());
+        return;
+    }
+    let o = run(otters().args(["lint", "-r", "--format", "json"]).arg(&dir));
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    let errors: Vec<&Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let summary = run(otters().args(["lint", "-r"]).arg(&dir)).stderr;
+    assert!(
+        summary.contains("in 14 files") || summary.contains(" files"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn explain_prints_exactly_the_docs_page_for_every_code() {
+    for r in otters::check::registry::RULES {
+        let page =
+            std::fs::read_to_string(root().join(format!("docs/rules/{}.md", r.code))).unwrap();
+        let o = run(otters().args(["explain", r.code]));
+        assert_eq!(o.code, 0);
+        assert_eq!(
+            o.stdout, page,
+            "otters explain {} differs from docs/rules/{}.md",
+            r.code, r.code
+        );
+    }
+    let o = run(otters().args(["explain", "missing-from"]));
+    assert!(o.stdout.starts_with("# AF101: missing-from\n"));
+}
+
+#[test]
+fn explain_unknown_code_and_list() {
+    let o = run(otters().args(["explain", "AF2O5"]));
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("unknown code `AF2O5`")
+            && o.stderr.contains("did you mean")
+            && o.stderr.contains("AF205"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(run(otters().arg("explain")).code, 2);
+
+    let o = run(otters().args(["explain", "--list"]));
+    assert_eq!(o.code, 0);
+    assert_eq!(
+        o.stdout.lines().count(),
+        otters::check::registry::RULES.len()
+    );
+    assert!(o.stdout.contains("AF104  error    name-not-path-safe"));
+    let o = run(otters().args(["explain", "--list", "--format", "json"]));
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        v[0],
+        serde_json::json!({"code": "AF001", "name": "invalid-utf8", "severity": "error", "summary": "the file is not valid UTF-8"})
+    );
+}
