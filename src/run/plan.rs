@@ -556,3 +556,30 @@ fn docker_argv(
     ]);
     a
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_args_quote_commas_and_quotes() {
+        assert_eq!(
+            mount_arg("bind", Path::new("/a"), "/b", true),
+            "type=bind,source=/a,target=/b,readonly"
+        );
+        assert_eq!(
+            mount_arg("bind", Path::new("/a,b\"c"), "/t", false),
+            "type=bind,\"source=/a,b\"\"c\",target=/t"
+        );
+    }
+
+    #[test]
+    fn path_safe_names() {
+        assert!(is_path_safe("SOUL.md"));
+        assert!(!is_path_safe(".hidden"));
+        assert!(!is_path_safe("a/b"));
+        assert!(is_safe_rel("dir/file.txt"));
+        assert!(!is_safe_rel("dir/../x"));
+        assert!(!is_safe_rel("/abs"));
+    }
+}
