@@ -289,6 +289,27 @@ fn system_executor_end_to_end() {
     assert!(yaml.starts_with("id: \""), "{yaml}");
     assert!(yaml.contains(&format!("  ref: \"{}\"", w.agent)), "{yaml}");
     assert!(yaml.contains("  digest: \"sha256:"), "{yaml}");
+    let agent_md = fs::read_to_string(root.join("etc/context/AGENT.md")).unwrap();
+    for want in [
+        "# probe\n",
+        "## Identity",
+        "## Binaries",
+        "- **tool** — says tool-ran",
+        "### How to call a binary",
+        "| notes.txt | notes |",
+        "| EXTRA | 1 | - |",
+        "## Filesystem",
+    ] {
+        assert!(
+            agent_md.contains(want),
+            "AGENT.md lacks {want:?}:\n{agent_md}"
+        );
+    }
+    let ws = fs::read_to_string(root.join("etc/context/WORKSPACE.md")).unwrap();
+    assert!(
+        ws.contains(&format!("`{root_s}/usr/bin/` — your binaries")),
+        "{ws}"
+    );
     let mounts = fs::read_to_string(root.join("etc/context/MOUNTS.md")).unwrap();
     assert!(mounts.contains("`/data` *(ro)* — input files"), "{mounts}");
     assert_eq!(fs::read_link(root.join("data")).unwrap(), data);
