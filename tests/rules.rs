@@ -27,8 +27,13 @@ fn fixtures_produce_their_code_and_match_snapshots() {
     let mut failures = Vec::new();
     for path in fixtures() {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let (code, rest) = stem.split_once('_').expect("fixture name is CODE_description");
-        assert!(registry::lookup(code).is_some(), "{stem}: {code} is not a known code");
+        let (code, rest) = stem
+            .split_once('_')
+            .expect("fixture name is CODE_description");
+        assert!(
+            registry::lookup(code).is_some(),
+            "{stem}: {code} is not a known code"
+        );
         let bytes = std::fs::read(&path).unwrap();
         let name = format!("{stem}.agentfile");
         let (file, analysis) = check::analyze_bytes(&name, &bytes, &Options::default());
@@ -38,7 +43,11 @@ fn fixtures_produce_their_code_and_match_snapshots() {
             failures.push(format!(
                 "{stem}: expected {code} to be {}; got {:?}",
                 if expect_absent { "absent" } else { "reported" },
-                analysis.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>()
+                analysis
+                    .diagnostics
+                    .iter()
+                    .map(|d| d.code)
+                    .collect::<Vec<_>>()
             ));
         }
         if !expect_absent {
@@ -64,5 +73,8 @@ fn fixtures_produce_their_code_and_match_snapshots() {
         .map(|r| r.code)
         .filter(|c| c.as_bytes()[2] <= b'2' && !positive.contains(*c))
         .collect();
-    assert!(missing.is_empty(), "codes without a positive fixture in testdata/check: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "codes without a positive fixture in testdata/check: {missing:?}"
+    );
 }
