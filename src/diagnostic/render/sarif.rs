@@ -9,13 +9,9 @@ use serde_json::{json, Value};
 use std::fmt::Write as _;
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
-const HOME: &str = "https://github.com/openotters/otters";
-
-fn home() -> &'static str {
-    match env!("CARGO_PKG_REPOSITORY") {
-        "" => HOME,
-        repo => repo,
-    }
+/// The project's home page, when Cargo.toml names one; SARIF's URIs are optional and we invent none.
+fn home() -> Option<&'static str> {
+    Some(env!("CARGO_PKG_REPOSITORY")).filter(|r| !r.is_empty())
 }
 
 /// The SARIF `level` of a severity.
@@ -42,14 +38,18 @@ fn file_uri(name: &str) -> String {
 }
 
 fn rule_json(r: &RuleMeta) -> Value {
-    json!({
+    let mut rule = json!({
         "id": r.code,
         "name": r.name,
         "shortDescription": { "text": r.summary },
         "fullDescription": { "text": r.what_it_does() },
-        "helpUri": format!("{}/blob/main/docs/rules/{}.md", home(), r.code),
+        "help": { "text": format!("otters explain {} (docs/rules/{}.md)", r.code, r.code) },
         "defaultConfiguration": { "level": level(r.severity) },
-    })
+    });
+    if let Some(home) = home() {
+        rule["helpUri"] = json!(format!("{home}/blob/main/docs/rules/{}.md", r.code));
+    }
+    rule
 }
 
 /// Renders all findings as one SARIF log (pretty-printed, final newline).
@@ -83,7 +83,7 @@ pub fn sarif(reports: &[FileReport], rules: &[RuleMeta]) -> String {
             results.push(result);
         }
     }
-    let log = json!({
+    let mut log = json!({
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
@@ -91,7 +91,6 @@ pub fn sarif(reports: &[FileReport], rules: &[RuleMeta]) -> String {
                 "driver": {
                     "name": "otters",
                     "version": env!("CARGO_PKG_VERSION"),
-                    "informationUri": home(),
                     "rules": rules.iter().map(rule_json).collect::<Vec<_>>(),
                 }
             },
@@ -99,6 +98,9 @@ pub fn sarif(reports: &[FileReport], rules: &[RuleMeta]) -> String {
             "results": results,
         }]
     });
+    if let Some(home) = home() {
+        log["runs"][0]["tool"]["driver"]["informationUri"] = json!(home);
+    }
     let mut s = serde_json::to_string_pretty(&log).unwrap_or_default();
     s.push('\n');
     s
