@@ -155,8 +155,94 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_lock(_a: LockArgs) -> CliResult {
-    Err(miette!("not built yet"))
+pub fn run_lock(a: LockArgs) -> CliResult {
+    let path = match &a.file {
+        Some(f) => a.path.join(f),
+        None if a.path.is_file() => a.path.clone(),
+        None => a.path.join("Agentfile"),
+    };
+    let bytes = std::fs::read(&path)
+        .map_err(|e| miette!("cannot read Agentfile {}: {e}", path.display()))?;
+    let mut build_args = std::collections::BTreeMap::new();
+    for kv in &a.build_args {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| miette!("--build-arg {kv}: write K=V"))?;
+        build_args.insert(k.to_owned(), v.to_owned());
+    }
+    let opts = crate::check::Options {
+        build_args,
+        ..crate::check::Options::default()
+    };
+    let (file, analysis) = crate::check::analyze_bytes(&path.display().to_string(), &bytes, &opts);
+    if analysis.has_errors() {
+        print_diagnostics(&file, &analysis.diagnostics);
+        return Err(miette!(
+            "{} has errors; Agentfile.lock was not written",
+            path.display()
+        ));
+    }
+    let platform = match &a.platform {
+        Some(p) => TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?,
+        None => TargetPlatform::host(),
+    };
+    let lock_path = crate::resolve::lock_path_for(&path);
+    let ropts = crate::resolve::Options {
+        offline: false,
+        locked: false,
+        allow_unpinned: false,
+        platform,
+        insecure: a.insecure,
+        lock_path: lock_path.clone(),
+        store: open_store()?,
+        docker_config: None,
+    };
+    let resolution = match crate::resolve::resolve(&analysis.model, &ropts) {
+        Ok(r) => r,
+        Err(diags) => {
+            print_diagnostics(&file, &diags);
+            return Err(miette!(
+                "cannot resolve the images {} names; Agentfile.lock was not written",
+                path.display()
+            ));
+        }
+    };
+    print_diagnostics(&file, &resolution.warnings);
+    let changed = resolution
+        .lock
+        .write_if_changed(&lock_path)
+        .map_err(|e| miette!("{e}"))?;
+    eprintln!(
+        "{} {} ({} image(s) pinned)",
+        if changed { "wrote" } else { "unchanged:" },
+        lock_path.display(),
+        resolution.lock.images.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Renders diagnostics to stderr (colour only on a TTY without `NO_COLOR`).
+pub(super) fn print_diagnostics(
+    file: &crate::diagnostic::SourceFile,
+    diags: &[crate::diagnostic::Diagnostic],
+) {
+    use crate::diagnostic::render::{human, ColorChoice};
+    if diags.is_empty() {
+        return;
+    }
+    let color = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+        ColorChoice::Always
+    } else {
+        ColorChoice::Never
+    };
+    eprint!(
+        "{}",
+        human(
+            &[(file.clone(), diags.to_vec())],
+            crate::check::registry::RULES,
+            color
+        )
+    );
 }
 
 fn push_error(e: &RegistryError, dest: &Reference) -> miette::Report {

@@ -1,0 +1,230 @@
+//! `FROM <agent-ref>`: fetch the parent agent into the store, read its config blob, hydrate its
+//! contexts and ADDs from its layers (spec §c), and check the ancestor chain for cycles and depth.
+//!
+//! Takes: the reference as written, a client (none when offline), the store and the old lock.
+//! Returns: the hydrated parent model, the descriptors of its ADD layers (reused by digest, never
+//! re-read), and its lock entry. Must never: merge an ancestor twice — an agent image's config is
+//! already the flattened model of its whole chain, so ancestors are only walked, not merged.
+
+use super::diags;
+use super::images::registry_diagnostic;
+use super::lockfile::{Entry, Lockfile, Role};
+use crate::diagnostic::{Diagnostic, Span};
+use crate::ir::Agentfile;
+use crate::oci::descriptor::{Descriptor, AGENT_CONFIG, CONTEXT_LAYER};
+use crate::oci::registry::{is_index, RegistryClient, TargetPlatform};
+use crate::oci::registry_sources::Sources;
+use crate::oci::registry_transfer;
+use crate::oci::{Digest, Store};
+use crate::reference::Reference;
+
+/// Most FROM levels above an Agentfile (spec §c).
+pub const MAX_DEPTH: usize = 10;
+
+/// A parent agent, ready to merge.
+#[derive(Debug)]
+pub struct Parent {
+    pub model: Agentfile,
+    /// One descriptor per `model.agent.adds` entry, in order.
+    pub adds: Vec<Descriptor>,
+    pub entry: Entry,
+}
+
+#[derive(serde::Deserialize)]
+struct ManifestDoc {
+    config: Descriptor,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+}
+
+pub struct Ctx<'a> {
+    pub client: Option<&'a RegistryClient>,
+    pub store: &'a Store,
+    pub platform: &'a TargetPlatform,
+    pub old_lock: Option<&'a Lockfile>,
+}
+
+/// Loads and hydrates the parent `written` (the FROM value at `span`).
+pub fn load_parent(cx: &Ctx<'_>, written: &str, span: Span) -> Result<Parent, Diagnostic> {
+    let r =
+        Reference::parse(written).map_err(|e| diags::malformed_reference(span, &e.to_string()))?;
+    let digest = match cx.client {
+        Some(client) => fetch_parent(client, cx, written, &r, span)?,
+        None => {
+            let entry = cx
+                .old_lock
+                .and_then(|l| l.get(Role::From, written))
+                .ok_or_else(|| diags::unpinned_offline(span, written))?;
+            entry.digest.clone()
+        }
+    };
+    let (manifest, model) = read_agent(cx.store, written, &digest, span)?;
+    let mut model = model;
+    let adds = hydrate(cx.store, written, &manifest, &mut model, span)?;
+    if let Some(client) = cx.client {
+        walk_chain(client, cx.platform, &r, &model, span)?;
+    }
+    let entry = Entry {
+        role: Role::From,
+        reference: written.to_owned(),
+        digest,
+        index: None,
+        platform: None,
+        bin: None,
+        description: None,
+        usage: None,
+    };
+    Ok(Parent { model, adds, entry })
+}
+
+/// Resolves the parent's manifest digest and pulls the image into the store.
+fn fetch_parent(
+    client: &RegistryClient,
+    cx: &Ctx<'_>,
+    written: &str,
+    r: &Reference,
+    span: Span,
+) -> Result<String, Diagnostic> {
+    let top = client
+        .fetch_manifest(r)
+        .map_err(|e| registry_diagnostic(span, written, r, &e))?;
+    let digest = if is_index(&top.media_type) {
+        client
+            .resolve(r, cx.platform)
+            .map_err(|e| registry_diagnostic(span, written, r, &e))?
+            .manifest
+            .digest
+    } else {
+        top.digest
+    };
+    let mut sources = Sources::load(cx.store.root());
+    let pulled = registry_transfer::pull_image(
+        client,
+        cx.store,
+        &r.with_digest(&digest),
+        &mut sources,
+        &mut |_| {},
+    );
+    let _ = sources.save();
+    pulled.map_err(|e| registry_diagnostic(span, written, r, &e))?;
+    Ok(digest)
+}
+
+fn read_agent(
+    store: &Store,
+    written: &str,
+    digest: &str,
+    span: Span,
+) -> Result<(ManifestDoc, Agentfile), Diagnostic> {
+    let bad = |why: String| diags::bad_parent(span, written, &why);
+    let d = Digest::parse(digest).map_err(|e| bad(e.to_string()))?;
+    if !store.has_blob(&d) {
+        return Err(bad(format!("its manifest {digest} is not in the local store; build once without --offline to fetch it")));
+    }
+    let bytes = store.read_blob(&d).map_err(|e| bad(e.to_string()))?;
+    let manifest: ManifestDoc = serde_json::from_slice(&bytes)
+        .map_err(|e| bad(format!("its manifest is not valid: {e}")))?;
+    if manifest.config.media_type != AGENT_CONFIG {
+        return Err(bad(format!(
+            "its config is {}, not an agent config ({AGENT_CONFIG})",
+            manifest.config.media_type
+        )));
+    }
+    let cd = Digest::parse(&manifest.config.digest).map_err(|e| bad(e.to_string()))?;
+    let config = store.read_blob(&cd).map_err(|e| bad(e.to_string()))?;
+    let model = crate::ir::from_config_blob(&config).map_err(|e| bad(e.to_string()))?;
+    Ok((manifest, model))
+}
+
+/// Fills file contexts from their layers and finds each ADD's layer (spec §c "hydrated").
+fn hydrate(
+    store: &Store,
+    written: &str,
+    m: &ManifestDoc,
+    model: &mut Agentfile,
+    span: Span,
+) -> Result<Vec<Descriptor>, Diagnostic> {
+    let bad = |why: String| diags::bad_parent(span, written, &why);
+    let base = |s: &str| {
+        s.trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(s)
+            .to_owned()
+    };
+    for c in &mut model.agent.contexts {
+        let title = format!("{}.md", c.name);
+        match m
+            .layers
+            .iter()
+            .find(|l| l.media_type == CONTEXT_LAYER && l.title() == Some(title.as_str()))
+        {
+            Some(layer) => {
+                let d = Digest::parse(&layer.digest).map_err(|e| bad(e.to_string()))?;
+                let bytes = store.read_blob(&d).map_err(|e| bad(e.to_string()))?;
+                c.content = Some(String::from_utf8_lossy(&bytes).into_owned());
+                c.file = None;
+                c.file_span = None;
+            }
+            None if c.content.is_some() => c.file = None,
+            None if c.file.is_some() => {
+                return Err(bad(format!("it has no layer for CONTEXT {}", c.name)))
+            }
+            None => {}
+        }
+    }
+    let mut adds = Vec::new();
+    for a in &model.agent.adds {
+        let layer = m
+            .layers
+            .iter()
+            .find(|l| l.title() == Some(a.name.as_str()))
+            .or_else(|| {
+                m.layers
+                    .iter()
+                    .find(|l| l.title().is_some_and(|t| base(t) == a.name))
+            })
+            .ok_or_else(|| bad(format!("it has no layer for ADD {}", a.name)))?;
+        adds.push(layer.clone());
+    }
+    Ok(adds)
+}
+
+/// Walks the parent's own FROM chain: a reference seen twice is a cycle, more than
+/// [`MAX_DEPTH`] levels is too deep.
+fn walk_chain(
+    client: &RegistryClient,
+    platform: &TargetPlatform,
+    parent: &Reference,
+    model: &Agentfile,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let mut chain = vec![parent.name_tag()];
+    let mut next = model.agent.from_ref().map(str::to_owned);
+    while let Some(from) = next.filter(|f| !f.is_empty() && f != "scratch") {
+        let r =
+            Reference::parse(&from).map_err(|e| diags::bad_parent(span, &from, &e.to_string()))?;
+        let key = r.name_tag();
+        if chain.contains(&key) {
+            chain.push(key);
+            return Err(diags::inheritance_cycle(span, &chain));
+        }
+        chain.push(key);
+        if chain.len() > MAX_DEPTH {
+            return Err(diags::inheritance_too_deep(span, &chain));
+        }
+        let resolved = client
+            .resolve(&r, platform)
+            .map_err(|e| registry_diagnostic(span, &from, &r, &e))?;
+        let m: ManifestDoc = serde_json::from_slice(&resolved.manifest.bytes).map_err(|e| {
+            diags::bad_parent(span, &from, &format!("its manifest is not valid: {e}"))
+        })?;
+        let config = client
+            .fetch_blob(&r, &m.config.digest, 64 << 20)
+            .map_err(|e| registry_diagnostic(span, &from, &r, &e))?;
+        let ancestor = crate::ir::from_config_blob(&config)
+            .map_err(|e| diags::bad_parent(span, &from, &e.to_string()))?;
+        next = ancestor.agent.from_ref().map(str::to_owned);
+    }
+    Ok(())
+}
