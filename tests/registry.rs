@@ -400,3 +400,159 @@ fn references_are_checked_before_anything_happens() {
     let err = env.fails(&["pull", "127.0.0.1:1/x:1"]);
     assert!(err.contains("cannot reach registry 127.0.0.1:1"), "{err}");
 }
+
+/// A registry holding a runtime and bins: `bins/jq` (index, io.* annotations, description),
+/// `bins/old` (single manifest, vnd.* annotations) and `bins/plain` (no bin annotations).
+fn registry_with_bins() -> (Registry, String, String, String) {
+    let reg = Registry::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (_, jq_host) = images::bin_index(
+        &tmp.path().join("jq"),
+        "1",
+        "jq",
+        b"jq",
+        BinPrefix::Io,
+        Some("json processor"),
+    );
+    images::skopeo_push(
+        &tmp.path().join("jq"),
+        "1",
+        &format!("{}/bins/jq:1", reg.addr),
+        None,
+    );
+    let old = images::bin_single(
+        &tmp.path().join("old"),
+        "1",
+        "old",
+        b"old",
+        BinPrefix::Vnd,
+        Some("an old tool"),
+    );
+    images::skopeo_push(
+        &tmp.path().join("old"),
+        "1",
+        &format!("{}/bins/old:1", reg.addr),
+        None,
+    );
+    images::bin_single(
+        &tmp.path().join("plain"),
+        "1",
+        "plain",
+        b"plain",
+        BinPrefix::None,
+        None,
+    );
+    images::skopeo_push(
+        &tmp.path().join("plain"),
+        "1",
+        &format!("{}/bins/plain:1", reg.addr),
+        None,
+    );
+    let (_, rt_host) = images::bin_index(
+        &tmp.path().join("rt"),
+        "1",
+        "runtime",
+        b"rt",
+        BinPrefix::Io,
+        None,
+    );
+    images::skopeo_push(
+        &tmp.path().join("rt"),
+        "1",
+        &format!("{}/runtime:1", reg.addr),
+        None,
+    );
+    (reg, jq_host, old, rt_host)
+}
+
+#[test]
+fn lock_pins_runtime_and_bins_and_reads_both_annotation_prefixes() {
+    let (reg, jq, old, rt) = registry_with_bins();
+    let env = Env::new();
+    let ctx = env.dir.path().join("agent");
+    let a = &reg.addr;
+    support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM scratch\nNAME locked\nRUNTIME {a}/runtime:1\nBIN jq {a}/bins/jq:1\nBIN old {a}/bins/old:1 \"mine\"\n"),
+    );
+    env.ok(&["lock", ctx.to_str().expect("utf8")]);
+    let lock_path = ctx.join("Agentfile.lock");
+    let text = std::fs::read_to_string(&lock_path).expect("Agentfile.lock");
+    let lock = json(&text);
+    assert_eq!(lock["version"], 1);
+    let find = |r: &str| {
+        lock["images"]
+            .as_array()
+            .and_then(|a| a.iter().find(|e| e["reference"] == r).cloned())
+            .unwrap_or_default()
+    };
+    let jq_e = find(&format!("{a}/bins/jq:1"));
+    assert_eq!(jq_e["digest"], jq.as_str(), "{text}");
+    assert_eq!(jq_e["platform"], format!("linux/{}", support::host_arch()));
+    assert_eq!(jq_e["description"], "json processor");
+    assert_eq!(jq_e["bin"]["name"], "jq");
+    let old_e = find(&format!("{a}/bins/old:1"));
+    assert_eq!(old_e["digest"], old.as_str());
+    assert_eq!(old_e["description"], "an old tool");
+    assert_eq!(old_e["bin"]["name"], "old");
+    assert_eq!(find(&format!("{a}/runtime:1"))["digest"], rt.as_str());
+
+    // Unchanged resolution leaves the file alone.
+    let mtime = std::fs::metadata(&lock_path)
+        .and_then(|m| m.modified())
+        .ok();
+    let (_, _, err) = env.run(&["lock", ctx.to_str().expect("utf8")]);
+    assert!(err.contains("unchanged"), "{err}");
+    assert_eq!(
+        std::fs::metadata(&lock_path)
+            .and_then(|m| m.modified())
+            .ok(),
+        mtime
+    );
+}
+
+#[test]
+fn lock_reports_missing_images_and_non_bins_on_their_lines() {
+    let (reg, ..) = registry_with_bins();
+    let env = Env::new();
+    let ctx = env.dir.path().join("agent");
+    let a = &reg.addr;
+    support::write(
+        &ctx.join("Agentfile"),
+        format!(
+            "FROM scratch\nNAME broken\nBIN plain {a}/bins/plain:1\nBIN gone {a}/bins/gone:1\n"
+        ),
+    );
+    let err = env.fails(&["lock", ctx.to_str().expect("utf8")]);
+    assert!(
+        err.contains("AF403")
+            && err.contains("bins/plain:1")
+            && err.contains("io.openotters.bin.name"),
+        "{err}"
+    );
+    assert!(
+        err.contains("AF401") && err.contains("bins/gone:1"),
+        "{err}"
+    );
+    assert!(
+        err.contains(":3:") && err.contains(":4:"),
+        "diagnostics should point at lines 3 and 4: {err}"
+    );
+    assert!(!ctx.join("Agentfile.lock").exists());
+}
+
+#[test]
+fn lock_names_the_registry_that_denies_a_pull() {
+    let reg = Registry::start_basic("alice", "s3cret");
+    let env = Env::new();
+    let ctx = env.dir.path().join("agent");
+    support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM scratch\nNAME x\nBIN jq {}/bins/jq:1\n", reg.addr),
+    );
+    let err = env.fails(&["lock", ctx.to_str().expect("utf8")]);
+    assert!(
+        err.contains("AF402") && err.contains(&format!("otters login {}", reg.addr)),
+        "{err}"
+    );
+}
