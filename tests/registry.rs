@@ -556,3 +556,154 @@ fn lock_names_the_registry_that_denies_a_pull() {
         "{err}"
     );
 }
+
+/// Pushes an openotters-style agent (raw per-file layers) whose config says `from` and names
+/// `bins`, as `reg/<repo>:1`.
+fn push_openotters_agent(reg: &Registry, repo: &str, from: &str, bins: &str) {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let config = format!(
+        r#"{{"syntax":"openotters/agentfile:1","agent":{{"from":"{from}","name":"{repo}","model":"m","contexts":[{{"name":"SOUL","file":"soul.md"}}],"bins":[{bins}],"adds":[{{"src":"data.txt","name":"data.txt"}}]}}}}"#
+    );
+    images::openotters_agent(
+        &tmp.path().join("l"),
+        "1",
+        &config,
+        &[
+            (
+                "application/vnd.openotters.agentfile",
+                "Agentfile",
+                b"FROM scratch\n",
+            ),
+            (
+                "application/vnd.openotters.context.v1",
+                "SOUL.md",
+                b"parent soul\n",
+            ),
+            ("application/octet-stream", "data.txt", b"parent data\n"),
+        ],
+    );
+    images::skopeo_push(
+        &tmp.path().join("l"),
+        "1",
+        &format!("{}/{repo}:1", reg.addr),
+        None,
+    );
+}
+
+#[test]
+fn from_an_openotters_parent_merges_its_bins_into_the_lock() {
+    let (reg, jq, ..) = registry_with_bins();
+    let a = reg.addr.clone();
+    push_openotters_agent(
+        &reg,
+        "agents/base",
+        "scratch",
+        &format!(r#"{{"name":"jq","image":"{a}/bins/jq:1"}}"#),
+    );
+    let env = Env::new();
+    let ctx = env.dir.path().join("child");
+    support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM {a}/agents/base:1\nNAME child\nBIN old {a}/bins/old:1\n"),
+    );
+    env.ok(&["lock", ctx.to_str().expect("utf8")]);
+    let lock = json(&std::fs::read_to_string(ctx.join("Agentfile.lock")).expect("lock"));
+    let refs: Vec<String> = lock["images"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .map(|e| format!("{}={}", e["role"], e["reference"]))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        refs.contains(&format!("\"from\"=\"{a}/agents/base:1\"")),
+        "{refs:?}"
+    );
+    assert!(
+        refs.contains(&format!("\"bin\"=\"{a}/bins/jq:1\"")),
+        "parent's BIN not merged: {refs:?}"
+    );
+    assert!(
+        refs.contains(&format!("\"bin\"=\"{a}/bins/old:1\"")),
+        "{refs:?}"
+    );
+    let jq_entry = lock["images"]
+        .as_array()
+        .and_then(|v| {
+            v.iter()
+                .find(|e| e["reference"] == format!("{a}/bins/jq:1"))
+                .cloned()
+        })
+        .unwrap_or_default();
+    assert_eq!(jq_entry["digest"], jq.as_str());
+    // The parent was pulled into the store, layers included.
+    let data_digest = support::sha256(b"parent data\n");
+    assert!(
+        env.store_blob(&data_digest).is_file(),
+        "parent ADD layer not in the store"
+    );
+}
+
+#[test]
+fn from_an_otters_built_parent_resolves() {
+    let reg = Registry::start();
+    let env = Env::new();
+    let parent = format!("{}/agents/parent:1", reg.addr);
+    env.build_agent(&parent, 10);
+    env.ok(&["push", &parent]);
+    let other = Env::new();
+    let ctx = other.dir.path().join("child");
+    support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM {parent}\nNAME child\n"),
+    );
+    other.ok(&["lock", ctx.to_str().expect("utf8")]);
+    let text = std::fs::read_to_string(ctx.join("Agentfile.lock")).expect("lock");
+    assert!(
+        text.contains("\"from\"") && text.contains(&parent),
+        "{text}"
+    );
+}
+
+#[test]
+fn inheritance_cycles_and_depth_are_reported() {
+    let reg = Registry::start();
+    let a = reg.addr.clone();
+    push_openotters_agent(&reg, "cyc/a", &format!("{a}/cyc/b:1"), "");
+    push_openotters_agent(&reg, "cyc/b", &format!("{a}/cyc/a:1"), "");
+    let env = Env::new();
+    let ctx = env.dir.path().join("c");
+    support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM {a}/cyc/a:1\nNAME c\n"),
+    );
+    let err = env.fails(&["lock", ctx.to_str().expect("utf8")]);
+    assert!(
+        err.contains("AF407") && err.contains("inheritance cycle") && err.contains("cyc/a:1 ->"),
+        "{err}"
+    );
+
+    for i in 0..12 {
+        let from = if i == 11 {
+            "scratch".to_owned()
+        } else {
+            format!("{a}/deep/p{}:1", i + 1)
+        };
+        push_openotters_agent(&reg, &format!("deep/p{i}"), &from, "");
+    }
+    support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM {a}/deep/p0:1\nNAME c\n"),
+    );
+    let err = env.fails(&["lock", ctx.to_str().expect("utf8")]);
+    assert!(
+        err.contains("AF408") && err.contains("depth exceeds 10"),
+        "{err}"
+    );
+    support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM {a}/deep/p3:1\nNAME c\n"),
+    );
+    env.ok(&["lock", ctx.to_str().expect("utf8")]);
+}
