@@ -76,6 +76,7 @@ mod tests {
     use crate::diagnostic::Span;
     use crate::ir::{Bin, Config, Context, Node};
 
+    #[allow(clippy::unnecessary_wraps)] // model fields are `Option<Node<_>>`
     fn node(s: &str) -> Option<Node<String>> {
         Some(Node::new(s.to_owned(), Span::default()))
     }
@@ -114,8 +115,10 @@ mod tests {
 
     #[test]
     fn merges_per_spec() {
-        let mut parent = Agentfile::default();
-        parent.syntax = "openotters/agentfile:1".into();
+        let mut parent = Agentfile {
+            syntax: "openotters/agentfile:1".into(),
+            ..Agentfile::default()
+        };
         let p = &mut parent.agent;
         p.from = node("scratch");
         p.runtime = node("rt:1");

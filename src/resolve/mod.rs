@@ -7,6 +7,10 @@
 //! spans on the Agentfile lines. Must never: print, contact a registry with `--offline`, or write
 //! the lock itself (the caller writes it after a successful build, see [`Lockfile::write_if_changed`]).
 
+// Rationale: `Diagnostic` is this stage's error value; these functions run once per reference,
+// so the size of the `Err` variant costs nothing worth boxing for.
+#![allow(clippy::result_large_err)]
+
 pub mod diags;
 pub mod images;
 pub mod lockfile;
@@ -25,6 +29,8 @@ use crate::reference::Reference;
 use std::path::PathBuf;
 
 /// How to resolve.
+// Rationale: the flags mirror `otters build`'s command-line switches one to one.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Take every pin from the lock; never contact a registry.

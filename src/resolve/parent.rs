@@ -6,6 +6,10 @@
 //! re-read), and its lock entry. Must never: merge an ancestor twice — an agent image's config is
 //! already the flattened model of its whole chain, so ancestors are only walked, not merged.
 
+// Rationale: `Diagnostic` is this stage's error value; these functions run once per reference,
+// so the size of the `Err` variant costs nothing worth boxing for.
+#![allow(clippy::result_large_err)]
+
 use super::diags;
 use super::images::registry_diagnostic;
 use super::lockfile::{Entry, Lockfile, Role};
@@ -48,15 +52,14 @@ pub struct Ctx<'a> {
 pub fn load_parent(cx: &Ctx<'_>, written: &str, span: Span) -> Result<Parent, Diagnostic> {
     let r =
         Reference::parse(written).map_err(|e| diags::malformed_reference(span, &e.to_string()))?;
-    let digest = match cx.client {
-        Some(client) => fetch_parent(client, cx, written, &r, span)?,
-        None => {
-            let entry = cx
-                .old_lock
-                .and_then(|l| l.get(Role::From, written))
-                .ok_or_else(|| diags::unpinned_offline(span, written))?;
-            entry.digest.clone()
-        }
+    let digest = if let Some(client) = cx.client {
+        fetch_parent(client, cx, written, &r, span)?
+    } else {
+        let entry = cx
+            .old_lock
+            .and_then(|l| l.get(Role::From, written))
+            .ok_or_else(|| diags::unpinned_offline(span, written))?;
+        entry.digest.clone()
     };
     let (manifest, model) = read_agent(cx.store, written, &digest, span)?;
     let mut model = model;
