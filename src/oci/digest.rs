@@ -38,6 +38,11 @@ impl Digest {
         Self::from_hasher(Sha256::new_with_prefix(bytes))
     }
 
+    /// The digest a finished hasher computed.
+    pub fn from_sha256(h: Sha256) -> Self {
+        Self::from_hasher(h)
+    }
+
     fn from_hasher(h: Sha256) -> Self {
         Self(format!("sha256:{}", hex::encode(h.finalize())))
     }
