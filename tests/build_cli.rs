@@ -521,3 +521,40 @@ fn a_rebuild_uses_the_cache_and_a_changed_file_is_seen() {
     assert_ne!(changed, first);
     assert_eq!(env.build(&["--no-cache", ctx.to_str().unwrap()]), changed);
 }
+
+#[test]
+fn a_build_killed_midway_leaves_the_store_readable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ctx = tmp.path().join("ctx");
+    fs::create_dir_all(&ctx).unwrap();
+    fs::write(
+        ctx.join("Agentfile"),
+        "FROM scratch\nNAME big\nADD big.bin\n",
+    )
+    .unwrap();
+    let f = fs::File::create(ctx.join("big.bin")).unwrap();
+    f.set_len(256 << 20).unwrap();
+    let env = Env::new();
+    env.build(&["-t", "before", fixture("minimal").to_str().unwrap()]);
+    for delay_ms in [5, 40, 150] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
+            .env("OTTERS_HOME", env.home.path())
+            .args(["build", "-q", "--no-cache"])
+            .arg(&ctx)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        let raw = skopeo(&[
+            "inspect",
+            "--raw",
+            &format!("oci:{}:before:latest", env.store().display()),
+        ]);
+        assert!(!raw.is_empty());
+        env.cmd().arg("images").assert().success();
+    }
+    env.build(&[ctx.to_str().unwrap()]);
+}
