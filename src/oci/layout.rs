@@ -386,7 +386,6 @@ impl Store {
             .map_err(io_err("create lock file", &path))?;
         // Rust 1.89's `File::lock` is flock(2): released by the kernel when the process dies, so a
         // killed build never leaves the store locked.
-        #[allow(clippy::incompatible_msrv)]
         file.lock().map_err(io_err("lock", &path))?;
         Ok(IndexLock(file))
     }
