@@ -8,6 +8,7 @@ mod blob;
 mod diags;
 mod lower;
 pub mod model;
+pub mod names;
 
 pub use blob::{config_blob, from_config_blob, to_json, BlobError, CONFIG_MEDIA_TYPE};
 pub use lower::{lower, type_config_value};

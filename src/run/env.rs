@@ -10,18 +10,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Keys otters sets itself; `-e` may not set them.
-pub const RESERVED_KEYS: &[&str] = &[
-    "PATH",
-    "HOME",
-    "XDG_CONFIG_HOME",
-    "XDG_CACHE_HOME",
-    "XDG_DATA_HOME",
-    "TMPDIR",
-    "LANG",
-    "OTTERS_AGENT_ROOT",
-    "OTTERSD_URL",
-    "OTTERS_AGENT_TOKEN",
-];
+pub use crate::ir::names::RESERVED_ENV_KEYS as RESERVED_KEYS;
+use crate::ir::names::{is_credential_key, is_env_key};
 
 /// What a redacted value prints as.
 pub const REDACTED: &str = "<redacted>";
@@ -108,18 +98,6 @@ pub fn parse_override(text: &str) -> Result<(String, String), EnvError> {
         });
     }
     Ok((key.to_owned(), value.to_owned()))
-}
-
-fn is_env_key(k: &str) -> bool {
-    let mut chars = k.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-}
-
-fn is_credential_key(k: &str) -> bool {
-    k.ends_with("_API_KEY") || k.ends_with("_API_BASE")
 }
 
 /// `max-tokens` → `MAX_TOKENS` (also used for the provider prefix).

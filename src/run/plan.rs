@@ -149,15 +149,7 @@ pub enum PlanError {
     },
 }
 
-/// `^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$` (spec §b.2).
-pub fn is_path_safe(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
-}
+pub use crate::ir::names::is_path_safe;
 
 /// A relative path of path-safe components (ADD names may have sub-directories).
 fn is_safe_rel(s: &str) -> bool {

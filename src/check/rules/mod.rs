@@ -15,7 +15,7 @@ mod invalid_add_destination;
 mod invalid_capability_name;
 mod invalid_mount_target;
 mod name_not_path_safe;
-pub(crate) mod names;
+pub(crate) use crate::ir::names;
 mod required_config_with_value;
 mod reserved_context_name;
 mod reserved_env_key;

@@ -3,20 +3,6 @@
 use super::Ctx;
 use crate::diagnostic::{Diagnostic, Span};
 
-/// Keys the executor sets itself (spec L, §b.1 ENV and §g.4).
-pub const RESERVED: [&str; 10] = [
-    "PATH",
-    "HOME",
-    "XDG_CONFIG_HOME",
-    "XDG_CACHE_HOME",
-    "XDG_DATA_HOME",
-    "TMPDIR",
-    "LANG",
-    "OTTERS_AGENT_ROOT",
-    "OTTERSD_URL",
-    "OTTERS_AGENT_TOKEN",
-];
-
 pub fn reserved_env_key(span: Span, key: &str) -> Diagnostic {
     let (label, help) = if key.ends_with("_API_KEY") || key.ends_with("_API_BASE") {
         (
@@ -35,7 +21,7 @@ pub fn reserved_env_key(span: Span, key: &str) -> Diagnostic {
 }
 
 pub fn is_reserved(key: &str) -> bool {
-    RESERVED.contains(&key) || key.ends_with("_API_KEY") || key.ends_with("_API_BASE")
+    crate::ir::names::RESERVED_ENV_KEYS.contains(&key) || crate::ir::names::is_credential_key(key)
 }
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {

@@ -1,4 +1,24 @@
-//! The shapes names must have (spec §b.2 and DESIGN §2), as plain functions.
+//! The shapes names must have (spec §b.2 and DESIGN §2) and the names the language reserves, as
+//! plain values and functions: the checker and the run shim both read them from here.
+
+/// ENV keys the executor sets itself (spec L, §b.1 ENV and §g.4); an Agentfile or `-e` may not.
+pub const RESERVED_ENV_KEYS: [&str; 10] = [
+    "PATH",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "TMPDIR",
+    "LANG",
+    "OTTERS_AGENT_ROOT",
+    "OTTERSD_URL",
+    "OTTERS_AGENT_TOKEN",
+];
+
+/// Provider credentials come from the host at run time, never from an image.
+pub fn is_credential_key(key: &str) -> bool {
+    key.ends_with("_API_KEY") || key.ends_with("_API_BASE")
+}
 
 /// `^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`: a name that is safe as one file name.
 pub fn is_path_safe(s: &str) -> bool {
