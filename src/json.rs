@@ -67,7 +67,10 @@ impl From<i64> for Value {
 }
 impl From<u64> for Value {
     fn from(i: u64) -> Self {
-        i64::try_from(i).map_or(Value::Float(i as f64), Value::Int)
+        // Above i64::MAX a u64 becomes a float, as Go's decoder would read it back anyway.
+        #[allow(clippy::cast_precision_loss)]
+        let f = i as f64;
+        i64::try_from(i).map_or(Value::Float(f), Value::Int)
     }
 }
 impl From<Vec<Value>> for Value {

@@ -213,7 +213,7 @@ pub fn from_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
     let string_map =
         |k: &'static str| -> Result<std::collections::BTreeMap<String, Node<String>>, BlobError> {
             match a.get(k) {
-                None | Some(serde_json::Value::Null) => Ok(Default::default()),
+                None | Some(serde_json::Value::Null) => Ok(std::collections::BTreeMap::new()),
                 Some(serde_json::Value::Object(m)) => m
                     .iter()
                     .map(|(k2, v)| {

@@ -74,7 +74,6 @@ impl Builder<'_> {
 
     fn line(&mut self, pair: Pair<Rule>) -> LineKind {
         match pair.as_rule() {
-            Rule::blank_line => LineKind::Blank,
             Rule::comment_line => {
                 let c = pair.into_inner().next();
                 LineKind::Comment {
@@ -352,7 +351,7 @@ impl Builder<'_> {
     fn bad_line(&mut self, text: &Token) {
         let first_end = text
             .text
-            .find(|c: char| c == ' ' || c == '\t' || c == '[' || c == '=')
+            .find([' ', '\t', '[', '='])
             .unwrap_or(text.text.len());
         let first = &text.text[..first_end];
         let first_span = Span::new(text.span.start, text.span.start + first_end);

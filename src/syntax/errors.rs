@@ -1,4 +1,4 @@
-//! Constructors for the syntax stage's diagnostics (AF0xx).
+//! Constructors for the syntax stage's diagnostics (`AF0xx`).
 
 use super::ast::Keyword;
 use crate::diagnostic::{Diagnostic, Span};

@@ -26,6 +26,8 @@ pub fn parse(file: &SourceFile) -> Ast {
 
 /// Checks that Agentfile bytes are UTF-8, returning the text or an AF001 diagnostic with the
 /// offset of the first bad byte.
+// A `Diagnostic` is large, but this runs once per file, never in a loop.
+#[allow(clippy::result_large_err)]
 pub fn decode(bytes: &[u8]) -> Result<&str, crate::diagnostic::Diagnostic> {
     std::str::from_utf8(bytes).map_err(|e| errors::invalid_utf8(e.valid_up_to()))
 }

@@ -68,17 +68,15 @@ pub fn unquote(inner: &str) -> Result<String, EscapeError> {
         }
         let end = chars.peek().map_or(inner.len(), |&(j, _)| j);
         let code = u32::from_str_radix(&text, radix).unwrap_or(u32::MAX);
-        if matches!(e, 'x' | '0'..='7') {
-            if code > 0x7f {
-                return Err(err(
-                    i,
-                    end,
-                    format!(
-                        "escape `{}` is a raw byte above 0x7f, which is not UTF-8",
-                        &inner[i..end]
-                    ),
-                ));
-            }
+        if matches!(e, 'x' | '0'..='7') && code > 0x7f {
+            return Err(err(
+                i,
+                end,
+                format!(
+                    "escape `{}` is a raw byte above 0x7f, which is not UTF-8",
+                    &inner[i..end]
+                ),
+            ));
         }
         match char::from_u32(code) {
             Some(ch) => out.push(ch),
