@@ -14,6 +14,7 @@
 //! `syntax`, `ir`, `check` and `lower` do no I/O of their own: they take bytes (and, where files are
 //! named, a reading trait) and return values plus diagnostics. Only [`cli`] prints.
 
+pub mod build;
 pub mod check;
 pub mod cli;
 pub mod diagnostic;

@@ -37,7 +37,7 @@ impl Env {
     fn build(&self, args: &[&str]) -> String {
         let out = self
             .cmd()
-            .arg("build")
+            .args(["build", "--offline", "--allow-unpinned"])
             .args(args)
             .arg("-q")
             .assert()
@@ -100,7 +100,7 @@ fn same_inputs_give_the_same_digest_whatever_the_filesystem_says() {
         .env("TZ", "Pacific/Kiritimati")
         .env("LANG", "tr_TR.UTF-8")
         .env("LC_ALL", "tr_TR.UTF-8")
-        .args(["build", "-q", "."]);
+        .args(["build", "--offline", "--allow-unpinned", "-q", "."]);
     let out = c.assert().success();
     let d2 = String::from_utf8(out.get_output().stdout.clone())
         .unwrap()
@@ -122,7 +122,15 @@ fn source_date_epoch_sets_created_and_must_be_an_integer() {
     let out = env
         .cmd()
         .env("SOURCE_DATE_EPOCH", "1700000000")
-        .args(["build", "-q", "-t", "dated", ctx.to_str().unwrap()])
+        .args([
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "-q",
+            "-t",
+            "dated",
+            ctx.to_str().unwrap(),
+        ])
         .assert()
         .success();
     let dated = String::from_utf8(out.get_output().stdout.clone())
@@ -153,7 +161,12 @@ fn source_date_epoch_sets_created_and_must_be_an_integer() {
     let bad = env
         .cmd()
         .env("SOURCE_DATE_EPOCH", "yesterday")
-        .args(["build", ctx.to_str().unwrap()])
+        .args([
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            ctx.to_str().unwrap(),
+        ])
         .assert()
         .failure();
     let stderr = String::from_utf8_lossy(&bad.get_output().stderr);
@@ -167,7 +180,7 @@ fn stderr_of(env: &Env, ctx: &Path) -> String {
     let out = env
         .cmd()
         .current_dir(ctx)
-        .args(["build", "."])
+        .args(["build", "--offline", "--allow-unpinned", "."])
         .assert()
         .failure()
         .code(1);
@@ -257,7 +270,15 @@ fn concurrent_builds_into_one_store_both_succeed() {
     let spawn = |tag: &str| {
         std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
             .env("OTTERS_HOME", env.home.path())
-            .args(["build", "-q", "-t", tag, ctx.to_str().unwrap()])
+            .args([
+                "build",
+                "--offline",
+                "--allow-unpinned",
+                "-q",
+                "-t",
+                tag,
+                ctx.to_str().unwrap(),
+            ])
             .output()
             .unwrap()
     };
@@ -402,7 +423,14 @@ fn output_flag_writes_a_layout_or_an_archive() {
         d
     );
     env.cmd()
-        .args(["build", "--output", "type=docker", ctx.to_str().unwrap()])
+        .args([
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "--output",
+            "type=docker",
+            ctx.to_str().unwrap(),
+        ])
         .assert()
         .failure();
 }
@@ -470,7 +498,18 @@ fn stdin_and_dash_f_and_json_output() {
     let out = env
         .cmd()
         .current_dir(&ctx)
-        .args(["build", "-", "--format", "json", "-t", "a:1", "-t", "b"])
+        .args([
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "-",
+            "--format",
+            "json",
+            "-t",
+            "a:1",
+            "-t",
+            "b",
+        ])
         .write_stdin(text)
         .assert()
         .success();
@@ -487,7 +526,12 @@ fn errors_in_the_agentfile_build_nothing() {
     fs::write(tmp.path().join("Agentfile"), "NAME x\nFROBNICATE\n").unwrap();
     let env = Env::new();
     env.cmd()
-        .args(["build", tmp.path().to_str().unwrap()])
+        .args([
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            tmp.path().to_str().unwrap(),
+        ])
         .assert()
         .failure()
         .code(1);
@@ -539,7 +583,7 @@ fn a_build_killed_midway_leaves_the_store_readable() {
     for delay_ms in [5, 40, 150] {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
             .env("OTTERS_HOME", env.home.path())
-            .args(["build", "-q", "--no-cache"])
+            .args(["build", "--offline", "--allow-unpinned", "-q", "--no-cache"])
             .arg(&ctx)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -42,7 +42,13 @@ fn snapshot(name: &str, text: &str) {
 fn tag_images_inspect_rm() {
     let env = Env::new();
     let digest = env
-        .stdout(&["build", "-q", minimal().to_str().unwrap()])
+        .stdout(&[
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "-q",
+            minimal().to_str().unwrap(),
+        ])
         .trim()
         .to_owned();
     env.cmd()
@@ -98,7 +104,15 @@ fn tag_images_inspect_rm() {
 fn save_and_load_round_trip_into_an_empty_store() {
     let a = Env::new();
     let digest = a
-        .stdout(&["build", "-q", "-t", "tiny:2", minimal().to_str().unwrap()])
+        .stdout(&[
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "-q",
+            "-t",
+            "tiny:2",
+            minimal().to_str().unwrap(),
+        ])
         .trim()
         .to_owned();
     let tmp = tempfile::tempdir().unwrap();

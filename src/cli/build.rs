@@ -1,18 +1,17 @@
-//! `otters build`: Agentfile → checked model → plan → blobs + manifest in the local store → tags.
+//! `otters build`: a short dispatcher over [`crate::build::build`].
 //!
-//! Human output (diagnostics, progress, "tagged" lines) goes to stderr; stdout carries the digest
-//! (or, with `--format json`, `{"digest","tags","size"}`).
+//! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
+//! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
+use super::pushpull::Bars as PushBars;
 use super::CliResult;
+use crate::build::{self as lib, AgentfileSource, BuildError, BuildOptions, BuildOutput};
 use crate::check;
 use crate::diagnostic::render::{human, ColorChoice};
 use crate::diagnostic::{Diagnostic, SourceFile};
-use crate::lower::{self, epoch, plan, Pins};
-use crate::oci::hash_cache::HashCache;
-use crate::oci::ignore::Ignore;
-use crate::oci::inputs::FsInputs;
-use crate::oci::refname::tag_name;
-use crate::oci::write::{write_plan, Progress, WriteError, WriteOptions};
-use crate::oci::{archive, Store};
+use crate::lower::epoch;
+use crate::oci::registry_transfer::Event;
+use crate::oci::write::Progress;
+use crate::oci::Store;
 use miette::{miette, IntoDiagnostic};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};
@@ -59,73 +58,12 @@ pub struct Args {
     /// Platform to resolve RUNTIME and BIN images for (e.g. linux/amd64)
     #[arg(long)]
     pub platform: Option<String>,
+    /// Allow plain HTTP and unverified TLS for registries that are not on this machine
+    #[arg(long)]
+    pub insecure: bool,
     /// Re-read and re-hash every input, ignoring the file-hash cache
     #[arg(long)]
     pub no_cache: bool,
-}
-
-/// Where the Agentfile comes from and what the context is.
-struct Located {
-    context: PathBuf,
-    name: String,
-    bytes: Vec<u8>,
-}
-
-fn locate(a: &Args) -> miette::Result<Located> {
-    if a.context == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| miette!("cannot read the Agentfile from standard input: {e}"))?;
-        return Ok(Located {
-            context: PathBuf::from("."),
-            name: "<stdin>".into(),
-            bytes,
-        });
-    }
-    let given = Path::new(&a.context);
-    let (context, path) = match &a.file {
-        Some(f) if f.as_os_str() == "-" => {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| miette!("cannot read the Agentfile from standard input: {e}"))?;
-            return Ok(Located {
-                context: given.to_owned(),
-                name: "<stdin>".into(),
-                bytes,
-            });
-        }
-        Some(f) => (given.to_owned(), given.join(f)),
-        None if given.is_file() => (
-            given
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .to_owned(),
-            given.to_owned(),
-        ),
-        None => (given.to_owned(), given.join("Agentfile")),
-    };
-    if !context.is_dir() {
-        return Err(miette!(
-            help = "give a directory that holds the Agentfile and the files it adds",
-            "build context {} is not a directory",
-            context.display()
-        ));
-    }
-    let bytes = std::fs::read(&path).map_err(|e| {
-        miette!(
-            help = "pass the Agentfile with -f, relative to the context",
-            "cannot read Agentfile {}: {e}",
-            path.display()
-        )
-    })?;
-    Ok(Located {
-        context,
-        name: path.display().to_string(),
-        bytes,
-    })
 }
 
 fn parse_build_args(items: &[String]) -> miette::Result<BTreeMap<String, String>> {
@@ -181,7 +119,7 @@ fn color() -> ColorChoice {
     }
 }
 
-fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
+pub(super) fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
     if !diags.is_empty() {
         eprint!(
             "{}",
@@ -195,7 +133,7 @@ fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
 }
 
 /// Progress bars on a TTY, nothing elsewhere.
-struct Bars(Option<indicatif::ProgressBar>, bool);
+struct Bars(Option<indicatif::ProgressBar>, bool, PushBars);
 
 impl Progress for Bars {
     fn begin(&mut self, title: &str, total: u64) {
@@ -222,75 +160,46 @@ impl Progress for Bars {
     }
 }
 
+impl lib::Progress for Bars {
+    fn transfer(&mut self, event: &Event<'_>) {
+        self.2.event(event);
+    }
+    fn push_finished(&mut self, _reference: &str) {
+        self.2.finish();
+    }
+}
+
+fn read_stdin() -> miette::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|e| miette!("cannot read the Agentfile from standard input: {e}"))?;
+    Ok(bytes)
+}
+
+/// Shows a failed build's diagnostics on stderr and turns it into a report.
+pub(super) fn failure(e: &BuildError) -> miette::Report {
+    if let Some(file) = &e.file {
+        print_diagnostics(file, &e.diagnostics);
+    }
+    miette!("{}", e.kind)
+}
+
 pub fn run(a: Args) -> CliResult {
     let output = a.output.as_deref().map(parse_output).transpose()?;
     let build_args = parse_build_args(&a.build_args)?;
     let epoch =
         epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).into_diagnostic()?;
-    let located = locate(&a)?;
-
-    let opts = check::Options {
-        build_args,
-        ..check::Options::default()
-    };
-    let (file, analysis) = check::analyze_bytes(&located.name, &located.bytes, &opts);
-    let show = !a.quiet || analysis.has_errors();
-    if show {
-        print_diagnostics(&file, &analysis.diagnostics);
-    }
-    if analysis.has_errors() {
-        return Err(miette!("{} has errors; nothing was built", located.name));
-    }
-
-    let name = analysis
-        .model
-        .agent
-        .name_str()
-        .filter(|n| !n.is_empty())
-        .unwrap_or("agent");
-    let wanted = if a.tags.is_empty() {
-        vec![format!("{name}:latest")]
-    } else {
-        a.tags.clone()
-    };
-    let tags: Vec<String> = wanted
-        .iter()
-        .map(|t| tag_name(t).map_err(|e| miette!("-t {t}: {e}")))
-        .collect::<Result<_, _>>()?;
-
-    // Registry resolution (RUNTIME/BIN pins, --offline/--locked/--platform/--push) belongs to the
-    // resolve stage; until it lands every reference is built unpinned.
-    let pins = Pins::default();
-    let inputs = FsInputs::new(&located.context).map_err(|e| {
-        miette!(
-            "cannot open build context {}: {e}",
-            located.context.display()
+    let (context, agentfile) = if a.context == "-" {
+        (PathBuf::from("."), AgentfileSource::Stdin(read_stdin()?))
+    } else if a.file.as_deref().is_some_and(|f| f.as_os_str() == "-") {
+        (
+            PathBuf::from(&a.context),
+            AgentfileSource::Stdin(read_stdin()?),
         )
-    })?;
-    let plan = match lower::lower(
-        &analysis.model,
-        &located.bytes,
-        &pins,
-        &inputs,
-        &plan::Options {
-            source_date_epoch: epoch,
-        },
-    ) {
-        Ok(p) => p,
-        Err(lower::LowerError::Inputs(diags)) => {
-            print_diagnostics(&file, &diags);
-            return Err(miette!(
-                "{} names build inputs that cannot be used; nothing was built",
-                located.name
-            ));
-        }
-        Err(e) => return Err(miette!("cannot lower {}: {e}", located.name)),
-    };
-    let ignore_path = inputs.root().join(".agentignore");
-    let ignore = match std::fs::read_to_string(&ignore_path) {
-        Ok(text) => Ignore::parse(&text).map_err(|e| miette!("{}: {e}", ignore_path.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ignore::default(),
-        Err(e) => return Err(miette!("cannot read {}: {e}", ignore_path.display())),
+    } else {
+        let (context, path) = lib::locate(Path::new(&a.context), a.file.as_deref());
+        (context, AgentfileSource::Path(path))
     };
 
     let home = super::otters_home();
@@ -298,72 +207,74 @@ pub fn run(a: Args) -> CliResult {
         Some(Output::Layout(dir)) => dir.clone(),
         _ => home.join("store"),
     };
-    let store = Store::open(&store_root).into_diagnostic()?;
-    let mut cache = (!a.no_cache).then(|| HashCache::load(home.join("cache/blobs.json")));
-    let mut bars = Bars(None, !a.quiet && std::io::stderr().is_terminal());
-    let written = write_plan(
-        &store,
-        &plan,
-        WriteOptions {
-            ignore: &ignore,
-            cache: cache.as_mut(),
-            progress: &mut bars,
+    let store = Store::open(&store_root)
+        .map_err(|e| miette!("cannot open the store {}: {e}", store_root.display()))?;
+    let opts = BuildOptions {
+        tags: a.tags.clone(),
+        build_args,
+        archive: match &output {
+            Some(Output::Archive(dest)) => Some(dest.clone()),
+            _ => None,
         },
-    );
-    let descriptor = match written {
-        Ok(d) => d,
-        Err(
-            e @ WriteError::Input {
-                span: Some(span), ..
-            },
-        ) => {
-            let code = if e.is_escape() { "AF302" } else { "AF303" };
-            let d = Diagnostic::error(code, span, e.to_string()).with_help(
-                "directory ADDs may hold only regular files, directories and symlinks that stay inside them",
-            );
-            print_diagnostics(&file, &[d]);
-            return Err(miette!(
-                "{} names build inputs that cannot be used",
-                located.name
-            ));
-        }
-        Err(e) => {
-            return Err(miette!(
-                "cannot write the image into {}: {e}",
-                store_root.display()
-            ))
-        }
+        offline: a.offline,
+        locked: a.locked,
+        allow_unpinned: a.allow_unpinned,
+        platform: a.platform.clone(),
+        insecure: a.insecure,
+        push: a.push,
+        hash_cache: (!a.no_cache).then(|| home.join("cache/blobs.json")),
+        source_date_epoch: epoch,
+        ..BuildOptions::new(context, agentfile)
     };
-    if let Some(c) = &cache {
-        // The cache only speeds builds up; failing to save it is not a build failure.
-        let _ = c.save();
+    let tty = !a.quiet && std::io::stderr().is_terminal();
+    let mut bars = Bars(None, tty, PushBars::new(tty));
+    let out = lib::build(&opts, &store, &mut bars).map_err(|e| failure(&e))?;
+    report(&a, &out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
+    let text = !a.quiet && a.format == "text";
+    if !a.quiet {
+        print_diagnostics(&out.file, &out.diagnostics);
     }
-    for t in &tags {
-        store.tag(t, &descriptor).into_diagnostic()?;
-        if !a.quiet && a.format == "text" {
+    if text {
+        for t in &out.tags {
             eprintln!("tagged {t}");
         }
-    }
-    if let Some(Output::Archive(dest)) = &output {
-        archive::save(&store, &descriptor, &tags, dest).into_diagnostic()?;
-        if !a.quiet && a.format == "text" {
+        if let Some(Output::Archive(dest)) = a.output.as_deref().map(parse_output).transpose()? {
             eprintln!("wrote {}", dest.display());
+        }
+        if let Some(l) = out.lock.as_ref().filter(|l| l.changed) {
+            eprintln!("wrote {} ({} image(s) pinned)", l.path.display(), l.images);
+        }
+        for r in &out.pushed {
+            eprintln!("pushed {}@{}", r.reference, r.digest);
         }
     }
     if a.format == "json" {
-        let v = crate::json::Value::object()
-            .with("digest", descriptor.digest.as_str())
+        use crate::json::Value;
+        let mut v = Value::object()
+            .with("digest", out.descriptor.digest.as_str())
             .with(
                 "tags",
-                crate::json::Value::Array(tags.iter().map(crate::json::Value::from).collect()),
+                Value::Array(out.tags.iter().map(Value::from).collect()),
             )
-            .with("size", descriptor.size);
+            .with("size", out.descriptor.size);
+        if !out.pushed.is_empty() {
+            let pushed = out
+                .pushed
+                .iter()
+                .map(|r| Value::from(format!("{}@{}", r.reference, r.digest).as_str()))
+                .collect();
+            v.push("pushed", Value::Array(pushed));
+        }
         println!(
             "{}",
             String::from_utf8_lossy(&crate::json::to_compact(&v).unwrap_or_default())
         );
     } else {
-        println!("{}", descriptor.digest);
+        println!("{}", out.descriptor.digest);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

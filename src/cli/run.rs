@@ -103,7 +103,7 @@ pub fn run(a: Args) -> CliResult {
     };
 
     let reference = if Path::new(&a.reference).exists() {
-        build_first(&a.reference)?
+        build_first(&a.reference, &a, &store)?
     } else {
         a.reference.clone()
     };
@@ -203,29 +203,36 @@ fn previous_id(root: &Path) -> Option<String> {
 }
 
 /// `otters run PATH`: build the Agentfile into the local store under a tag derived from its path.
-fn build_first(path: &str) -> miette::Result<String> {
+/// Prints nothing on stdout (so `--dry-run` output stays one JSON document); warnings and errors
+/// go to stderr.
+fn build_first(path: &str, a: &Args, store: &Store) -> miette::Result<String> {
+    use crate::build::{self as lib, AgentfileSource, BuildOptions, NoProgress};
     use sha2::Digest as _;
     let abs = std::fs::canonicalize(path).into_diagnostic()?;
     let slug = hex::encode(&sha2::Sha256::digest(abs.as_os_str().as_encoded_bytes())[..6]);
     let tag = format!("localhost/otters-run/{slug}:latest");
-    let args = super::build::Args {
-        context: path.to_owned(),
-        file: None,
+    let (context, agentfile) = lib::locate(Path::new(path), None);
+    let opts = BuildOptions {
         tags: vec![tag.clone()],
-        build_args: Vec::new(),
-        output: None,
-        quiet: true,
-        format: "text".into(),
-        offline: false,
-        allow_unpinned: false,
-        locked: false,
-        push: false,
-        platform: None,
-        no_cache: false,
+        platform: a.platform.clone(),
+        insecure: a.insecure,
+        offline: a.pull == "never",
+        hash_cache: Some(super::otters_home().join("cache/blobs.json")),
+        source_date_epoch: crate::lower::epoch::parse(
+            std::env::var("SOURCE_DATE_EPOCH").ok().as_deref(),
+        )
+        .into_diagnostic()?,
+        ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
-    let code = super::build::run(args)?;
-    if code != ExitCode::SUCCESS {
-        return Err(miette!("building {path} failed; nothing was run"));
-    }
+    let out = lib::build(&opts, store, &mut NoProgress).map_err(|e| {
+        let report = super::build::failure(&e);
+        miette!("building {path} failed; nothing was run: {report}")
+    })?;
+    let warnings: Vec<_> = out
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.severity >= crate::diagnostic::Severity::Warning)
+        .collect();
+    super::build::print_diagnostics(&out.file, &warnings);
     Ok(tag)
 }

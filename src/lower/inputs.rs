@@ -49,6 +49,17 @@ pub enum Use {
 }
 
 impl InputError {
+    /// The same error, naming the source as the Agentfile wrote it.
+    #[must_use]
+    pub fn as_written(self, written: &str) -> Self {
+        let src = written.to_owned();
+        match self {
+            InputError::NotFound { context, .. } => InputError::NotFound { src, context },
+            InputError::Escapes { why, .. } => InputError::Escapes { src, why },
+            InputError::Unreadable { why, .. } => InputError::Unreadable { src, why },
+        }
+    }
+
     /// The diagnostic for this error at `span` (the source token of the instruction).
     pub fn to_diagnostic(&self, span: Span, used_by: Use) -> Diagnostic {
         let what = match used_by {
@@ -58,9 +69,14 @@ impl InputError {
         match self {
             InputError::NotFound { context, .. } => Diagnostic::error("AF301", span, format!("{what} {self}"))
                 .with_label("not found")
-                .with_help(format!(
-                    "sources are relative to the build context `{context}`; fix the path or build from the directory that holds it"
-                )),
+                .with_help(match used_by {
+                    Use::Add => format!(
+                        "ADD sources are relative to the build context `{context}`; fix the path or build from the directory that holds it"
+                    ),
+                    Use::ContextFile => format!(
+                        "CONTEXT file:// paths are relative to the Agentfile's directory and must lie inside the build context `{context}`; fix the path"
+                    ),
+                }),
             InputError::Escapes { .. } => Diagnostic::error("AF302", span, format!("{what} {self}"))
                 .with_label("outside the build context")
                 .with_help("copy the file into the build context and name it by a relative path without `..`"),

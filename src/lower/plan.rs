@@ -2,17 +2,22 @@
 //! types and titles, and the manifest annotations.
 //!
 //! Takes: the model, the Agentfile's bytes, pins, an [`Inputs`] resolver and the build options.
-//! Returns: a [`Plan`] whose file and directory sources are paths for the `oci` stage to stream, or
-//! every input diagnostic at once. Must never: read file contents, or let anything but its inputs
-//! (no clock, no environment) reach the plan.
+//! Returns: a [`Plan`] whose file and directory sources are paths for the `oci` stage to stream
+//! (and whose inherited ADDs are blobs already in the store, reused by digest), or every input
+//! diagnostic at once. Must never: read file contents, or let anything but its inputs (no clock,
+//! no environment) reach the plan.
+//!
+//! Paths: ADD sources are relative to the build context; `CONTEXT … file://` paths are relative to
+//! the Agentfile's directory ([`Options::agentfile_dir`]) and must still lead into the context.
 
 use super::agent_yaml::{self, Executor};
 use super::epoch::rfc3339;
-use super::inputs::{InputKind, Inputs, Use};
+use super::inputs::{InputError, InputKind, Inputs, Use};
 use super::pins::Pins;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::ir::config_blob;
 use crate::ir::Agentfile;
+use crate::oci::descriptor::Descriptor;
 use crate::oci::descriptor::{
     AGENTFILE_LAYER, AGENT_YAML_LAYER, ANN_CREATED, ANN_TITLE, ANN_UNPACK, CONTEXT_LAYER,
     FILE_LAYER, TAR_GZIP_LAYER,
@@ -31,12 +36,17 @@ pub enum Source {
         path: PathBuf,
         rel: String,
     },
+    /// A blob already in the target store (a FROM parent's ADD layer), reused by digest.
+    Stored {
+        digest: String,
+        size: u64,
+    },
 }
 
 /// One layer to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layer {
-    pub media_type: &'static str,
+    pub media_type: String,
     pub annotations: BTreeMap<String, String>,
     pub source: Source,
     /// The Agentfile span of the ADD / `file://` source, for errors found while streaming.
@@ -57,6 +67,13 @@ pub struct Plan {
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub source_date_epoch: Option<u64>,
+    /// The Agentfile's directory relative to the build context, `/`-separated (`""` when the
+    /// Agentfile sits at the context root or comes from stdin; may start with `..` when it lives
+    /// outside the context). `CONTEXT … file://` paths are resolved from here.
+    pub agentfile_dir: String,
+    /// The FROM parent's ADD layers, one per leading entry of `model.agent.adds` (see
+    /// [`crate::resolve::Resolution::inherited_adds`]): reused as they are, never re-read.
+    pub inherited_adds: Vec<Descriptor>,
 }
 
 /// Why lowering failed.
@@ -68,13 +85,45 @@ pub enum LowerError {
     Config(#[from] crate::json::UnsupportedFloat),
 }
 
-fn titled(media_type: &'static str, title: &str, source: Source) -> Layer {
+fn titled(media_type: &str, title: &str, source: Source) -> Layer {
     Layer {
-        media_type,
+        media_type: media_type.to_owned(),
         annotations: BTreeMap::from([(ANN_TITLE.to_owned(), title.to_owned())]),
         source,
         span: None,
     }
+}
+
+/// The context-relative path of a `file://` CONTEXT source written in an Agentfile that lives in
+/// `agentfile_dir`: joined and normalised lexically; a path that climbs above the context root is
+/// refused (AF302). Absolute paths are passed on unchanged (the resolver refuses them).
+pub fn context_file_path(agentfile_dir: &str, file: &str) -> Result<String, InputError> {
+    let written = file.strip_prefix("file://").unwrap_or(file);
+    if written.starts_with('/') {
+        return Ok(written.to_owned());
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in agentfile_dir.split('/').chain(written.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(InputError::Escapes {
+                        src: file.to_owned(),
+                        why: "leads outside the build context; CONTEXT files are relative to the Agentfile's directory and must stay inside the context".into(),
+                    });
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    if parts.is_empty() {
+        return Err(InputError::NotFound {
+            src: file.to_owned(),
+            context: ".".into(),
+        });
+    }
+    Ok(parts.join("/"))
 }
 
 /// Lowers a checked model into a plan.
@@ -98,7 +147,10 @@ pub fn lower(
             (Some(content), _) => Source::Bytes(content.clone().into_bytes()),
             (None, Some(file)) => {
                 let span = c.file_span.unwrap_or(c.span);
-                match inputs.resolve(file) {
+                let found = context_file_path(&opts.agentfile_dir, file)
+                    .and_then(|p| inputs.resolve(&p))
+                    .map_err(|e| e.as_written(file));
+                match found {
                     Ok(r) if r.kind == InputKind::File => {
                         let mut layer = titled(CONTEXT_LAYER, &title, Source::File(r.path));
                         layer.span = Some(span);
@@ -123,7 +175,19 @@ pub fn lower(
         };
         layers.push(titled(CONTEXT_LAYER, &title, source));
     }
-    for add in &a.adds {
+    for (i, add) in a.adds.iter().enumerate() {
+        if let Some(d) = opts.inherited_adds.get(i) {
+            layers.push(Layer {
+                media_type: d.media_type.clone(),
+                annotations: d.annotations.clone(),
+                source: Source::Stored {
+                    digest: d.digest.clone(),
+                    size: d.size,
+                },
+                span: None,
+            });
+            continue;
+        }
         match inputs.resolve(&add.src) {
             Ok(r) if r.kind == InputKind::File => {
                 let mut layer = titled(FILE_LAYER, &add.name, Source::File(r.path));

@@ -4,7 +4,8 @@
 //! Takes: a plan, a store, `.agentignore` rules, an optional [`HashCache`] and a [`Progress`]
 //! sink. Returns: the manifest's descriptor. Must never: read a whole input file into memory, hash
 //! an input twice, or write anything before every directory layer has been walked and checked
-//! (so an unsafe or unreadable input leaves the store untouched).
+//! (so an unsafe or unreadable input leaves the store untouched). Layers whose source is a blob
+//! already in the store (a FROM parent's ADDs) are checked to be there and reused by digest.
 
 use super::descriptor::{string_map, Descriptor, AGENT_ARTIFACT, AGENT_CONFIG, MANIFEST_V1};
 use super::hash_cache::{CachedBlob, HashCache, Stamp};
@@ -57,6 +58,9 @@ pub enum WriteError {
         span: Option<Span>,
         failure: InputFailure,
     },
+    /// A layer reused by digest (a FROM parent's ADD) is not in the store.
+    #[error("layer `{title}` reuses blob {digest}, which is not in the store (or has the wrong size); build again without --offline to fetch the parent image")]
+    MissingBlob { title: String, digest: String },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -79,6 +83,7 @@ pub struct WriteOptions<'a> {
 
 enum Prepared {
     Bytes,
+    Stored(Digest),
     File(Stamp),
     Dir(Vec<Entry>),
 }
@@ -108,6 +113,17 @@ pub fn write_plan(
         };
         prepared.push(match &layer.source {
             Source::Bytes(_) => Prepared::Bytes,
+            Source::Stored { digest, size } => {
+                let missing = || WriteError::MissingBlob {
+                    title: title.clone(),
+                    digest: digest.clone(),
+                };
+                let d = Digest::parse(digest).map_err(|_| missing())?;
+                match fs::metadata(store.blob_path(&d)) {
+                    Ok(m) if m.len() == *size => Prepared::Stored(d),
+                    _ => return Err(missing()),
+                }
+            }
             Source::File(path) => {
                 let meta = fs::metadata(path).map_err(|source| {
                     fail(InputFailure::Read {
@@ -139,6 +155,7 @@ pub fn write_plan(
         };
         let (digest, size) = match (&layer.source, prep) {
             (Source::Bytes(bytes), _) => store.put_blob_bytes(bytes)?,
+            (Source::Stored { size, .. }, Prepared::Stored(digest)) => (digest, *size),
             (Source::File(path), Prepared::File(stamp)) => {
                 let key = HashCache::file_key(path, &stamp);
                 if let Some(hit) = cached(cache.as_deref(), store, &key) {
@@ -189,7 +206,7 @@ pub fn write_plan(
             // `prepared` was built from the same layers in the same order.
             _ => unreachable!("layer preparation out of step with its source"),
         };
-        let mut d = Descriptor::new(layer.media_type, digest.to_string(), size);
+        let mut d = Descriptor::new(layer.media_type.clone(), digest.to_string(), size);
         d.annotations.clone_from(&layer.annotations);
         layers.push(d);
     }

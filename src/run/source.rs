@@ -76,6 +76,12 @@ pub enum SourceError {
         wanted: String,
         available: String,
     },
+    #[error("{reference}: no image for platform {wanted}: the pinned manifest is for {actual}; rebuild the agent with `otters build --platform {wanted}`")]
+    PinnedPlatform {
+        reference: String,
+        wanted: String,
+        actual: String,
+    },
 }
 
 /// Brings images into the local store.
@@ -255,6 +261,43 @@ pub fn parse_pins(yaml: &[u8]) -> Result<Pins, serde_yaml_ng::Error> {
     Ok(pins)
 }
 
+/// A single manifest (a pin made for one platform) must be for `platform`: its config's `os` and
+/// `architecture`, when it states them, must match.
+fn check_platform(
+    store: &Store,
+    reference: &str,
+    config: Option<&Descriptor>,
+    platform: &Platform,
+) -> Result<(), SourceError> {
+    #[derive(Deserialize)]
+    struct ConfigPlatform {
+        #[serde(default)]
+        os: String,
+        #[serde(default)]
+        architecture: String,
+    }
+    let Some(bytes) = config
+        .and_then(|c| Digest::parse(&c.digest).ok())
+        .and_then(|d| store.read_blob(&d).ok())
+    else {
+        return Ok(());
+    };
+    let Ok(p) = serde_json::from_slice::<ConfigPlatform>(&bytes) else {
+        return Ok(());
+    };
+    if p.os.is_empty() || p.architecture.is_empty() {
+        return Ok(());
+    }
+    if p.os != platform.os || p.architecture != platform.architecture {
+        return Err(SourceError::PinnedPlatform {
+            reference: reference.to_owned(),
+            wanted: platform.to_string(),
+            actual: format!("{}/{}", p.os, p.architecture),
+        });
+    }
+    Ok(())
+}
+
 /// Read a runtime/BIN image at `digest` and pick `platform` when it is an index.
 pub fn bin_image(
     store: &Store,
@@ -264,6 +307,7 @@ pub fn bin_image(
 ) -> Result<BinImage, SourceError> {
     let doc = read_doc(store, reference, digest, "the manifest")?;
     if doc.manifests.is_empty() {
+        check_platform(store, reference, doc.config.as_ref(), platform)?;
         return Ok(BinImage {
             reference: reference.to_owned(),
             digest: digest.to_owned(),
