@@ -5,7 +5,8 @@
 //! [`BuildOutput`] (descriptor, tags, warnings to show, lock and push results) or a [`BuildError`]
 //! that carries the diagnostics and the [`SourceFile`] to render them against. Must never: print,
 //! write `Agentfile.lock` before the image is in the store, write a lock for an Agentfile read from
-//! stdin, or contact a registry with `offline` (resolution reads pins from the lock alone).
+//! stdin or in an `offline` build, or contact a registry with `offline` (resolution reads pins
+//! from the lock alone).
 
 // Rationale: `BuildError` carries the diagnostics and source file a failed build must show; one
 // build returns it once, so its size costs nothing worth boxing for.
@@ -434,8 +435,9 @@ pub fn build(
         archive::save(store, &descriptor, &tags, dest)
             .map_err(|e| fail(e.into(), shown.clone()))?;
     }
+    // `--offline` reads the lock and never writes it (an offline build learns nothing new).
     let lock = match (&resolution, &agentfile_path) {
-        (Some(r), Some(p)) => {
+        (Some(r), Some(p)) if !opts.offline => {
             let path = resolve::lock_path_for(p);
             let changed = r.lock.write_if_changed(&path).map_err(|source| {
                 fail(

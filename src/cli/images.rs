@@ -1,6 +1,9 @@
-//! `otters images` and `otters inspect`: read-only views of the local store.
+//! `otters images` and `otters inspect`: read-only views of the local store, and of a registry
+//! with `inspect --remote` (manifest and config blob only: no layer is downloaded, nothing is
+//! written to the store).
 use super::CliResult;
 use crate::oci::descriptor::{Descriptor, ANN_CREATED};
+use crate::oci::registry::{is_index, TargetPlatform};
 use crate::oci::{Digest, Store};
 use miette::{miette, IntoDiagnostic};
 use serde::Deserialize;
@@ -16,8 +19,17 @@ pub struct ImagesArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct InspectArgs {
-    /// Image reference: a tag, a digest or a digest prefix
+    /// Image reference: a tag, a digest or a digest prefix (with --remote: a registry reference)
     pub reference: String,
+    /// Read the image from its registry instead of the local store (manifest and config only)
+    #[arg(long)]
+    pub remote: bool,
+    /// With --remote: allow plain HTTP and unverified TLS for a registry not on this machine
+    #[arg(long, requires = "remote")]
+    pub insecure: bool,
+    /// With --remote: show this platform's manifest of an index (e.g. linux/arm64)
+    #[arg(long, requires = "remote")]
+    pub platform: Option<String>,
     /// Output format
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub format: String,
@@ -114,18 +126,25 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_inspect(a: InspectArgs) -> CliResult {
+/// What `inspect` shows, from the store or a registry.
+struct Shown {
+    digest: String,
+    media_type: String,
+    artifact_type: Option<String>,
+    size: u64,
+    bytes: Vec<u8>,
+    manifest: Manifest,
+    config: Option<serde_json::Value>,
+}
+
+fn inspect_local(reference: &str) -> miette::Result<Shown> {
     let store = open_store()?;
-    let d = store
-        .resolve(&a.reference)
-        .into_diagnostic()?
-        .ok_or_else(|| {
-            miette!(
-                help = "list local images with `otters images`, or fetch it with `otters pull`",
-                "image `{}` is not in the local store",
-                a.reference
-            )
-        })?;
+    let d = store.resolve(reference).into_diagnostic()?.ok_or_else(|| {
+        miette!(
+            help = "list local images with `otters images`, fetch it with `otters pull`, or read it from its registry with `otters inspect --remote`",
+            "image `{reference}` is not in the local store"
+        )
+    })?;
     let (bytes, m) = read_manifest(&store, &d)?;
     let config = match &m.config {
         Some(c) => Digest::parse(&c.digest)
@@ -134,6 +153,74 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()),
         None => None,
     };
+    Ok(Shown {
+        digest: d.digest,
+        media_type: d.media_type,
+        artifact_type: d.artifact_type,
+        size: d.size,
+        bytes,
+        manifest: m,
+        config,
+    })
+}
+
+/// The manifest (or index) and config blob from the registry; layers are never fetched.
+fn inspect_remote(a: &InspectArgs) -> miette::Result<Shown> {
+    let r = super::pushpull::parse_reference(&a.reference)?;
+    let client = super::pushpull::client(a.insecure)?;
+    let top = client
+        .fetch_manifest(&r)
+        .map_err(|e| miette!("cannot inspect {}: {e}", r.familiar()))?;
+    let fetched = match &a.platform {
+        Some(p) if is_index(&top.media_type) => {
+            let platform = TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?;
+            client
+                .resolve(&r, &platform)
+                .map_err(|e| miette!("cannot inspect {}: {e}", r.familiar()))?
+                .manifest
+        }
+        _ => top,
+    };
+    let m: Manifest = serde_json::from_slice(&fetched.bytes)
+        .map_err(|e| miette!("manifest {} is not valid JSON: {e}", fetched.digest))?;
+    let config = match &m.config {
+        Some(c) => {
+            let bytes = client
+                .fetch_blob(&r, &c.digest, 64 << 20)
+                .map_err(|e| miette!("cannot read the config of {}: {e}", r.familiar()))?;
+            serde_json::from_slice::<serde_json::Value>(&bytes).ok()
+        }
+        None => None,
+    };
+    let artifact_type = serde_json::from_slice::<serde_json::Value>(&fetched.bytes)
+        .ok()
+        .and_then(|v| v["artifactType"].as_str().map(str::to_owned));
+    Ok(Shown {
+        digest: fetched.digest,
+        media_type: fetched.media_type,
+        artifact_type,
+        size: fetched.bytes.len() as u64,
+        bytes: fetched.bytes,
+        manifest: m,
+        config,
+    })
+}
+
+pub fn run_inspect(a: InspectArgs) -> CliResult {
+    let shown = if a.remote {
+        inspect_remote(&a)?
+    } else {
+        inspect_local(&a.reference)?
+    };
+    let Shown {
+        digest,
+        media_type,
+        artifact_type,
+        size,
+        bytes,
+        manifest: m,
+        config,
+    } = shown;
     if a.format == "json" {
         let manifest: serde_json::Value = serde_json::from_slice(&bytes).into_diagnostic()?;
         let layers: Vec<_> = m
@@ -143,9 +230,9 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             .collect();
         let v = json!({
             "reference": a.reference,
-            "digest": d.digest,
-            "mediaType": d.media_type,
-            "size": d.size,
+            "digest": digest,
+            "mediaType": media_type,
+            "size": size,
             "manifest": manifest,
             "config": config,
             "layers": layers,
@@ -154,9 +241,9 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
         return Ok(ExitCode::SUCCESS);
     }
     println!("Reference:      {}", a.reference);
-    println!("Digest:         {}", d.digest);
-    println!("Media type:     {}", d.media_type);
-    if let Some(at) = &d.artifact_type {
+    println!("Digest:         {digest}");
+    println!("Media type:     {media_type}");
+    if let Some(at) = &artifact_type {
         println!("Artifact type:  {at}");
     }
     if !m.annotations.is_empty() {
