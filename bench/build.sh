@@ -1,48 +1,40 @@
-#!/bin/sh
-# Build-throughput benchmark: an agent with one large ADD, against cp and sha256sum of the same
-# file on the same filesystem, plus peak RSS and a no-op rebuild.
-#
-# Usage: bench/build.sh [SIZE_MIB]   (default 1024). Needs GNU time at /usr/bin/time for RSS.
-# Everything happens in a temp dir under $TMPDIR (same filesystem for input, copy and store).
-set -eu
+#!/usr/bin/env bash
+# Build throughput: `otters build` of an agent with one large ADD against `cp` (with and without a
+# final sync) and `sha256sum` of the same file on the same filesystem, measured in the same run with
+# hyperfine (medians of 5 runs); then peak RSS and a no-op rebuild.
+# Usage: bash bench/build.sh [SIZE_MIB]   (default 1024; needs hyperfine and GNU time)
+set -euo pipefail
 size_mib=${1:-1024}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$root/Cargo.toml"
 bin="$root/target/release/otters"
-work=$(mktemp -d)
+work=$(mktemp -d "${TMPDIR:-/tmp}/otters-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/ctx"
-printf 'FROM scratch\nNAME big\nMODEL m/m\nRUNTIME r:1\nADD big.bin\n' >"$work/ctx/Agentfile"
+mkdir -p "$work/ctx" "$root/bench/out"
+printf 'FROM scratch\nNAME big\nMODEL m/m\nADD big.bin\n' >"$work/ctx/Agentfile"
 head -c $((size_mib * 1024 * 1024)) /dev/urandom >"$work/ctx/big.bin"
-# The hash cache only remembers files whose mtime is older than 2 s.
-sleep 3
-cat "$work/ctx/big.bin" >/dev/null # warm the page cache for every contender alike
-
-secs() { # run a command, print its wall time in seconds
-    s=$(date +%s.%N)
-    "$@" >/dev/null 2>&1
-    e=$(date +%s.%N)
-    echo "$e - $s" | bc
-}
-
-cp_t=$(secs cp "$work/ctx/big.bin" "$work/copy.bin")
-rm -f "$work/copy.bin"
-cpsync_t=$(secs sh -c "cp '$work/ctx/big.bin' '$work/copy.bin' && sync -f '$work/copy.bin'")
-rm -f "$work/copy.bin"
-sha_t=$(secs sha256sum "$work/ctx/big.bin")
+sleep 3   # the hash cache only trusts files whose mtime is older than 2 s
+cat "$work/ctx/big.bin" >/dev/null   # warm the page cache for every contender alike
 export OTTERS_HOME="$work/home"
-first_t=$(secs "$bin" build -q "$work/ctx")
-noop_t=$(secs "$bin" build -q "$work/ctx")
+json="$root/bench/out/build.json"
+hyperfine --runs 5 --warmup 1 -N --export-json "$json" \
+  --prepare "rm -f $work/copy.bin" -n cp "cp $work/ctx/big.bin $work/copy.bin" \
+  --prepare "rm -f $work/copy.bin" -n "cp+sync" "sh -c 'cp $work/ctx/big.bin $work/copy.bin && sync -f $work/copy.bin'" \
+  --prepare "true" -n sha256sum "sha256sum $work/ctx/big.bin" \
+  --prepare "rm -rf $work/home" -n "otters build" "$bin build -q $work/ctx" \
+  --prepare "true" -n "otters build (no-op)" "$bin build -q $work/ctx" >/dev/null
 rm -rf "$work/home"
 rss_kib=$(/usr/bin/time -f %M "$bin" build -q "$work/ctx" 2>&1 >/dev/null | tail -1)
-
-echo "input:                   ${size_mib} MiB ADD (one raw blob)"
-echo "cp:                      ${cp_t} s"
-echo "cp + sync -f:            ${cpsync_t} s"
-echo "sha256sum:               ${sha_t} s"
-echo "otters build (first):    ${first_t} s  (reads, hashes, writes and fsyncs the blob)"
-echo "otters build (no-op):    ${noop_t} s"
-echo "ratio build/cp:          $(echo "scale=2; $first_t / $cp_t" | bc)"
-echo "ratio build/(cp+sync):   $(echo "scale=2; $first_t / $cpsync_t" | bc)"
-echo "ratio no-op/first:       $(echo "scale=3; $noop_t / $first_t" | bc)"
-echo "peak RSS (first build):  $((rss_kib / 1024)) MiB"
+python3 - "$json" "$size_mib" "$rss_kib" <<'PY'
+import json, sys
+res = {r["command"]: r["median"] for r in json.load(open(sys.argv[1]))["results"]}
+mib, rss = int(sys.argv[2]), int(sys.argv[3])
+for name, t in res.items():
+    print(f"{name:22} median {t:8.3f} s  {mib / t:8.0f} MiB/s")
+b = res["otters build"]
+print(f"ratio build / cp        {b / res['cp']:.2f}x   (goal <= 1.5x)")
+print(f"ratio build / cp+sync   {b / res['cp+sync']:.2f}x")
+print(f"ratio build / sha256sum {b / res['sha256sum']:.2f}x")
+print(f"ratio no-op / build     {res['otters build (no-op)'] / b:.3f}  (goal < 0.05)")
+print(f"peak RSS of a build     {rss / 1024:.1f} MiB  (goal < 64 MiB)")
+PY

@@ -30,15 +30,20 @@ p2=$(port); reg2_pid=$(start_registry "$tmp/r2" "$p2"); wait_ready "$p2"
 "$bin" build -q -t "127.0.0.1:$p1/bench/agent:1" "$tmp/ctx" >/dev/null
 "$bin" build -q -t "bench:1" --output "type=oci-layout,dest=$tmp/layout" "$tmp/ctx" >/dev/null
 
-t() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
-t_skopeo=$(t skopeo copy --quiet --dest-tls-verify=false "oci:$tmp/layout:bench:1" "docker://127.0.0.1:$p2/bench/agent:1")
-t_otters=$(t "$bin" push -q "127.0.0.1:$p1/bench/agent:1")
+json=bench/out/push.json; mkdir -p bench/out
+wipe="rm -rf $tmp/r1/data/docker/registry/v2/blobs $tmp/r1/data/docker/registry/v2/repositories $tmp/r2/data/docker/registry/v2/blobs $tmp/r2/data/docker/registry/v2/repositories"
+# Each measured run starts from empty registries, so both tools upload every byte.
+hyperfine --runs 5 -N --export-json "$json" \
+  --prepare "$wipe" -n "skopeo copy" "skopeo copy --quiet --dest-tls-verify=false oci:$tmp/layout:bench:1 docker://127.0.0.1:$p2/bench/agent:1" \
+  --prepare "$wipe" -n "otters push" "$bin push -q 127.0.0.1:$p1/bench/agent:1" \
+  --prepare "true" -n "otters re-push" "$bin push -q 127.0.0.1:$p1/bench/agent:1" >/dev/null
 repush=$("$bin" push -q --format json "127.0.0.1:$p1/bench/agent:1")
 uploaded=$(echo "$repush" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["uploaded"]))')
-t_repush=$(t "$bin" push -q "127.0.0.1:$p1/bench/agent:1")
-python3 - "$size_mib" "$t_otters" "$t_skopeo" "$t_repush" "$uploaded" <<'PY'
-import sys
-mib, o, s, r, up = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-print(f"push {mib} MiB: otters {o:.2f} s ({mib/o:.0f} MiB/s), skopeo copy {s:.2f} s ({mib/s:.0f} MiB/s), ratio {o/s:.2f}x (goal <= 1.0x)")
-print(f"re-push unchanged: {r:.2f} s, blobs uploaded: {up} (goal 0)")
+python3 - "$json" "$size_mib" "$uploaded" <<'PY'
+import json, sys
+res = {r["command"]: r["median"] for r in json.load(open(sys.argv[1]))["results"]}
+mib, up = int(sys.argv[2]), int(sys.argv[3])
+o, s, r = res["otters push"], res["skopeo copy"], res["otters re-push"]
+print(f"push {mib} MiB, medians of 5: otters {o:.2f} s ({mib/o:.0f} MiB/s), skopeo copy {s:.2f} s ({mib/s:.0f} MiB/s), ratio {o/s:.2f}x (goal <= 1.0x)")
+print(f"re-push unchanged: {r:.3f} s, blobs uploaded: {up} (goal 0)")
 PY

@@ -6,6 +6,9 @@ use otters::diagnostic::SourceFile;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+/// Capability names from the built-in catalogue, so the file is clean (real files have few findings).
+const CAPS: [&str; 4] = ["note_save", "note_list", "agent_list", "context_show"];
+
 /// About `target` bytes of varied, valid Agentfile text.
 pub fn generated(target: usize) -> String {
     let mut s = String::from("# syntax=openotters/agentfile:1\nFROM scratch\nRUNTIME ghcr.io/openotters/runtime:1\nMODEL anthropic/claude\nNAME big\nARG V=1\n");
@@ -16,7 +19,32 @@ pub fn generated(target: usize) -> String {
             "CONTEXT C{i} \"context {i}\" <<EOF\nLine one of context {i}, with ${{NOT_EXPANDED}} text.\n  indented line\nEOF\n\
              CONFIG key-{i}=\"{i}\" \"config {i}\"\nCONFIG num-{i}={i}\nENV VAR_{i}=value-${{V}} \"env {i}\"\n\
              BIN tool{i} ghcr.io/openotters/tools/t{i}:1 \"tool {i}\" <<U\nusage of tool {i}\nU\n\
-             LABEL label.{i}=\"value {i}\"\nCAPABILITY cap_{i}\n\n"
+             LABEL label.{i}=\"value {i}\"\n\n"
+        );
+        if let Some(cap) = CAPS.get(i) {
+            let _ = writeln!(s, "CAPABILITY {cap}");
+        }
+        i += 1;
+    }
+    s
+}
+
+/// About `target` bytes shaped like the shipped openotters agents: most of the text is heredoc
+/// prose (contexts and tool usage), with a few CONFIG, LABEL and BIN lines between.
+pub fn realistic(target: usize) -> String {
+    let mut s = String::from(
+        "FROM scratch\nRUNTIME ghcr.io/openotters/runtime:1\nMODEL anthropic/claude\nNAME big\n",
+    );
+    let mut i = 0usize;
+    while s.len() < target {
+        let _ = write!(s, "LABEL note.{i}=\"block {i}\"\nCONTEXT C{i} \"Scenarios {i}\" <<EOF\n## Section {i}\n\n");
+        for j in 0..20 {
+            let _ = writeln!(s, "- \"shape {j} the user brings\"        -> tool --flag {j} <arg> | jq '.items[] | {{name, size}}'");
+        }
+        let _ = write!(
+            s,
+            "EOF\nCONFIG key-{i}={i} \"config {i}\"\nBIN tool{i} ghcr.io/openotters/tools/t{i}:1 \"tool {i}\" <<U\n\
+             Args as one string. Use --flag for the common case; pipe through sh\nfor counts.\nU\n\n"
         );
         i += 1;
     }
@@ -28,6 +56,10 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("frontend");
     g.sample_size(10);
     g.throughput(Throughput::Bytes(big.len() as u64));
+    g.bench_function("parse 4MiB", |b| {
+        let file = SourceFile::new("big", big.clone());
+        b.iter(|| otters::syntax::parse(&file));
+    });
     g.bench_function("parse+lower 4MiB", |b| {
         let file = SourceFile::new("big", big.clone());
         b.iter(|| {
@@ -37,6 +69,13 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("analyze 4MiB", |b| {
         let file = SourceFile::new("big", big.clone());
+        let opts = otters::check::Options::default();
+        b.iter(|| otters::check::analyze(&file, &opts));
+    });
+    let real = realistic(4 << 20);
+    g.throughput(Throughput::Bytes(real.len() as u64));
+    g.bench_function("analyze 4MiB realistic", |b| {
+        let file = SourceFile::new("real", real.clone());
         let opts = otters::check::Options::default();
         b.iter(|| otters::check::analyze(&file, &opts));
     });

@@ -26,7 +26,8 @@ pub fn lower(
     let mut first_from: Option<Span> = None;
     let mut first_instruction = true;
     let mut config_spans: Vec<Span> = Vec::new();
-    let mut context_spans: BTreeMap<String, Span> = BTreeMap::new();
+    // Name → (index in `contexts`, span of the first declaration): replacing stays O(log n).
+    let mut context_spans: BTreeMap<String, (usize, Span)> = BTreeMap::new();
     let mut capability_spans: BTreeMap<String, Span> = BTreeMap::new();
     for ins in ast.instructions() {
         if ins.keyword_token.text != ins.keyword.as_str() {
@@ -72,13 +73,12 @@ pub fn lower(
                 file,
             } => {
                 let ctx = l.context(ins, name, description.as_ref(), file.as_ref());
-                if let Some(i) = l.agent.contexts.iter().position(|c| c.name == ctx.name) {
-                    let first = context_spans.get(&ctx.name).copied().unwrap_or_default();
+                if let Some(&(i, first)) = context_spans.get(&ctx.name) {
                     l.diags
                         .push(diags::shadowed_context(ins.span, first, &ctx.name));
                     l.agent.contexts[i] = ctx;
                 } else {
-                    context_spans.insert(ctx.name.clone(), ins.span);
+                    context_spans.insert(ctx.name.clone(), (l.agent.contexts.len(), ins.span));
                     l.agent.contexts.push(ctx);
                 }
             }

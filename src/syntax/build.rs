@@ -88,7 +88,7 @@ impl Builder<'_> {
                     .map_or_else(|| Token::new("", Span::default()), |v| trimmed(&v));
                 LineKind::Directive { value }
             }
-            Rule::instruction_line | Rule::heredoc_line => {
+            Rule::instruction_line => {
                 let mut inner = pair.into_inner();
                 let Some(ins) = inner.next() else {
                     return LineKind::Blank;

@@ -46,28 +46,39 @@ fn token_char(c: u8) -> bool {
 
 /// The first well-known secret in `text`: (byte offset, length, what it is).
 pub fn find_token(text: &str) -> Option<(usize, usize, &'static str)> {
-    if let Some(i) = text.find("-----BEGIN ") {
-        let line_end = text[i..].find('\n').map_or(text.len(), |e| i + e);
-        if text[i..line_end].contains("PRIVATE KEY-----") {
-            return Some((i, line_end - i, "a private key"));
+    if text.contains("-----") {
+        if let Some(i) = text.find("-----BEGIN ") {
+            let line_end = text[i..].find('\n').map_or(text.len(), |e| i + e);
+            if text[i..line_end].contains("PRIVATE KEY-----") {
+                return Some((i, line_end - i, "a private key"));
+            }
         }
     }
+    // One pass over the runs of token characters: a secret is a run that starts with a known
+    // prefix and goes on long enough, with both digits and letters.
     let b = text.as_bytes();
-    for (prefix, what, min) in PREFIXES {
-        let mut from = 0;
-        while let Some(rel) = text[from..].find(prefix) {
-            let start = from + rel;
-            from = start + prefix.len();
-            if start > 0 && token_char(b[start - 1]) {
-                continue;
-            }
-            let rest = &b[start + prefix.len()..];
-            let n = rest.iter().take_while(|c| token_char(**c)).count();
-            let body = &rest[..n];
-            let looks_random =
-                body.iter().any(u8::is_ascii_digit) && body.iter().any(u8::is_ascii_alphabetic);
-            if n >= *min && looks_random {
-                return Some((start, prefix.len() + n, what));
+    let mut i = 0;
+    while i < b.len() {
+        if !token_char(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && token_char(b[i]) {
+            i += 1;
+        }
+        let run = &b[start..i];
+        // Every prefix starts with one of these bytes; most runs stop here.
+        if !matches!(run[0], b'g' | b's' | b'A' | b'x') {
+            continue;
+        }
+        for (prefix, what, min) in PREFIXES {
+            if let Some(body) = run.strip_prefix(prefix.as_bytes()) {
+                let looks_random =
+                    body.iter().any(u8::is_ascii_digit) && body.iter().any(u8::is_ascii_alphabetic);
+                if body.len() >= *min && looks_random {
+                    return Some((start, run.len(), what));
+                }
             }
         }
     }
@@ -163,6 +174,16 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_byte_filter_admits_every_prefix() {
+        for (prefix, _, _) in PREFIXES {
+            assert!(
+                matches!(prefix.as_bytes()[0], b'g' | b's' | b'A' | b'x'),
+                "{prefix}"
+            );
+        }
+    }
 
     #[test]
     fn table() {
