@@ -181,12 +181,12 @@ impl Builder<'_> {
     fn instruction(&mut self, pair: Pair<Rule>, heredoc: Option<Heredoc>) -> Instruction {
         let span: Span = pair.as_span().into();
         let rule = pair.as_rule();
-        let mut inner = pair.into_inner();
-        let kw = inner.next().map_or_else(
-            || Token::new("", span),
-            |k| Token::new(k.as_str(), k.as_span().into()),
-        );
-        let parts: Vec<Pair<Rule>> = inner.collect();
+        // Keyword rules are silent (a pair for each keyword tried would cost more than the rest of
+        // the line): the keyword is the instruction's text up to the first blank or `[`.
+        let text = pair.as_str();
+        let kw_len = text.find([' ', '\t', '[']).unwrap_or(text.len());
+        let kw = Token::new(&text[..kw_len], Span::new(span.start, span.start + kw_len));
+        let parts: Vec<Pair<Rule>> = pair.into_inner().collect();
         let keyword = keyword_of(rule);
         let args = self.args(keyword, parts);
         Instruction {
