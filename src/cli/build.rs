@@ -269,12 +269,12 @@ fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
                 .collect();
             v.push("pushed", Value::Array(pushed));
         }
-        println!(
+        outln!(
             "{}",
             String::from_utf8_lossy(&crate::json::to_compact(&v).unwrap_or_default())
         );
     } else {
-        println!("{}", out.descriptor.digest);
+        outln!("{}", out.descriptor.digest);
     }
     Ok(())
 }

@@ -28,12 +28,12 @@ pub struct Args {
 #[allow(clippy::unnecessary_wraps)]
 pub fn run(a: Args) -> CliResult {
     if a.list {
-        print!("{}", list(a.format));
+        out!("{}", list(a.format));
         return Ok(ExitCode::SUCCESS);
     }
     let query = a.code.unwrap_or_default();
     if let Some(rule) = registry::lookup(&query).or_else(|| registry::by_name(&query)) {
-        print!("{}", rule.doc);
+        out!("{}", rule.doc);
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!("error: unknown code `{query}`");

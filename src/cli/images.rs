@@ -100,7 +100,7 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
                 o
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
         return Ok(ExitCode::SUCCESS);
     }
     let width = rows
@@ -109,13 +109,13 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
         .max()
         .unwrap_or(0)
         .max("REFERENCE".len());
-    println!(
+    outln!(
         "{:width$}  {:12}  {:>9}  CREATED",
         "REFERENCE", "DIGEST", "SIZE"
     );
     for (name, d, size, created) in &rows {
         let short = d.digest.strip_prefix("sha256:").unwrap_or(&d.digest);
-        println!(
+        outln!(
             "{:width$}  {:12}  {:>9}  {}",
             if name.is_empty() { "<none>" } else { name },
             &short[..short.len().min(12)],
@@ -237,23 +237,23 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             "config": config,
             "layers": layers,
         });
-        println!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("Reference:      {}", a.reference);
-    println!("Digest:         {digest}");
-    println!("Media type:     {media_type}");
+    outln!("Reference:      {}", a.reference);
+    outln!("Digest:         {digest}");
+    outln!("Media type:     {media_type}");
     if let Some(at) = &artifact_type {
-        println!("Artifact type:  {at}");
+        outln!("Artifact type:  {at}");
     }
     if !m.annotations.is_empty() {
-        println!("Annotations:");
+        outln!("Annotations:");
         for (k, v) in &m.annotations {
-            println!("  {k}: {v}");
+            outln!("  {k}: {v}");
         }
     }
     if let Some(c) = &m.config {
-        println!(
+        outln!(
             "Config:         {} ({}, {})",
             c.digest,
             c.media_type,
@@ -261,7 +261,7 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
         );
     }
     if !m.layers.is_empty() {
-        println!("Layers:");
+        outln!("Layers:");
         let tw = m
             .layers
             .iter()
@@ -275,7 +275,7 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             .max()
             .unwrap_or(0);
         for l in &m.layers {
-            println!(
+            outln!(
                 "  {:tw$}  {:mw$}  {:>9}  {}",
                 l.title().unwrap_or("-"),
                 l.media_type,
@@ -289,7 +289,7 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             .platform
             .as_ref()
             .map(|p| format!("{}/{}", p.os, p.architecture));
-        println!(
+        outln!(
             "  manifest {} {}",
             child.digest,
             platform.unwrap_or_default()

@@ -145,10 +145,10 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
                 eprintln!("{}", summary(&reports));
             }
         }
-        Format::Concise => print!("{}", render::concise(&reports)),
-        Format::Json => print!("{}", render::json(&reports)),
-        Format::Sarif => print!("{}", render::sarif(&reports, rules)),
-        Format::Github => print!("{}", render::github(&reports, rules)),
+        Format::Concise => out!("{}", render::concise(&reports)),
+        Format::Json => out!("{}", render::json(&reports)),
+        Format::Sarif => out!("{}", render::sarif(&reports, rules)),
+        Format::Github => out!("{}", render::github(&reports, rules)),
     }
     Ok(if failed {
         ExitCode::FAILURE

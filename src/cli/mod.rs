@@ -3,6 +3,24 @@
 //! This is the only module that prints. Each subcommand lives in its own file with its `Args`
 //! struct and a `run` function over library calls.
 
+/// `println!` for data on standard output. When stdout is a closed pipe (`otters images | head`)
+/// the process ends quietly with status 0, as Unix tools do, instead of panicking.
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` with the behaviour of [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod build;
 mod explain;
 mod images;
@@ -109,4 +127,18 @@ pub fn otters_home() -> std::path::PathBuf {
     }
     let home = std::env::var_os("HOME").map_or_else(|| std::path::PathBuf::from("."), Into::into);
     home.join(".otters")
+}
+
+/// Writes to standard output; a closed pipe ends the process with status 0, any other write error
+/// with status 1 and a message.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("otters: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
 }

@@ -263,7 +263,7 @@ fn print_report(
     if format == "json" {
         let text = serde_json::to_string_pretty(report)
             .map_err(|e| miette!("cannot write the report: {e}"))?;
-        println!("{text}");
+        outln!("{text}");
         return Ok(());
     }
     if !quiet {
@@ -276,7 +276,7 @@ fn print_report(
             report.mounted.len()
         );
     }
-    println!("{}", report.digest);
+    outln!("{}", report.digest);
     Ok(())
 }
 

@@ -186,7 +186,7 @@ pub fn run(a: Args) -> CliResult {
         eprintln!("warning: {w}");
     }
     if a.dry_run {
-        println!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
+        outln!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
         return Ok(ExitCode::SUCCESS);
     }
     materialise::materialise(&plan, &store, fetcher, &Limits::default(), owner)

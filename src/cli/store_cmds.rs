@@ -50,7 +50,7 @@ pub fn run_rm(a: RmArgs) -> CliResult {
     let mut failed = false;
     for r in &a.references {
         match store.untag(r) {
-            Ok(true) => println!("untagged {}", tag_name(r).unwrap_or_else(|_| r.clone())),
+            Ok(true) => outln!("untagged {}", tag_name(r).unwrap_or_else(|_| r.clone())),
             Ok(false) => {
                 eprintln!("{:?}", not_found(r));
                 failed = true;
@@ -107,11 +107,11 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     }
     for (name, d) in loaded {
         if name.is_empty() {
-            println!("{}", d.digest);
+            outln!("{}", d.digest);
             continue;
         }
         let name = store.tag(&name, &d).into_diagnostic()?;
-        println!("{name} {}", d.digest);
+        outln!("{name} {}", d.digest);
     }
     Ok(ExitCode::SUCCESS)
 }
