@@ -1,52 +1,30 @@
 //! `otters build` through the real binary: reproducibility, `SOURCE_DATE_EPOCH`, input safety,
 //! `.agentignore`, concurrent builds, skopeo interoperability, golden digests, conformance.
 
+mod support;
+
 use assert_cmd::Command;
 use std::fs;
 use std::path::{Path, PathBuf};
+use support::cli::{json, ok, Env};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A temp `OTTERS_HOME` and helpers to run the binary against it.
-struct Env {
-    home: tempfile::TempDir,
+/// `otters build --offline --allow-unpinned -q` with `args` through `cmd`; returns the digest.
+fn build_with(cmd: &mut Command, args: &[&str]) -> String {
+    ok(cmd
+        .args(["build", "--offline", "--allow-unpinned"])
+        .args(args)
+        .arg("-q"))
+    .trim()
+    .to_owned()
 }
 
-impl Env {
-    fn new() -> Self {
-        Self {
-            home: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("otters").unwrap();
-        c.env("OTTERS_HOME", self.home.path())
-            .env("NO_COLOR", "1")
-            .env_remove("SOURCE_DATE_EPOCH");
-        c
-    }
-
-    fn store(&self) -> PathBuf {
-        self.home.path().join("store")
-    }
-
-    /// Builds and returns the digest printed on stdout.
-    fn build(&self, args: &[&str]) -> String {
-        let out = self
-            .cmd()
-            .args(["build", "--offline", "--allow-unpinned"])
-            .args(args)
-            .arg("-q")
-            .assert()
-            .success();
-        String::from_utf8(out.get_output().stdout.clone())
-            .unwrap()
-            .trim()
-            .to_owned()
-    }
+/// Builds offline in `env`'s store; returns the digest.
+fn build(env: &Env, args: &[&str]) -> String {
+    build_with(&mut env.otters(), args)
 }
 
 fn copy_tree(from: &Path, to: &Path, reverse: bool) {
@@ -93,73 +71,46 @@ fn same_inputs_give_the_same_digest_whatever_the_filesystem_says() {
     sh("find . -exec touch -h -d '2024-12-31 23:59:59' {} +; chmod 666 docs/style.md data/today.txt", &b);
 
     let e1 = Env::new();
-    let d1 = e1.build(&[a.to_str().unwrap()]);
+    let d1 = build(&e1, &[a.to_str().unwrap()]);
     let e2 = Env::new();
-    let mut c = e2.cmd();
-    c.current_dir(&b)
-        .env("TZ", "Pacific/Kiritimati")
-        .env("LANG", "tr_TR.UTF-8")
-        .env("LC_ALL", "tr_TR.UTF-8")
-        .args(["build", "--offline", "--allow-unpinned", "-q", "."]);
-    let out = c.assert().success();
-    let d2 = String::from_utf8(out.get_output().stdout.clone())
-        .unwrap()
-        .trim()
-        .to_owned();
+    let d2 = build_with(
+        e2.otters()
+            .current_dir(&b)
+            .env("TZ", "Pacific/Kiritimati")
+            .env("LANG", "tr_TR.UTF-8")
+            .env("LC_ALL", "tr_TR.UTF-8"),
+        &["."],
+    );
     assert_eq!(d1, d2);
     assert!(d1.starts_with("sha256:") && d1.len() == 71, "{d1}");
 
     // A changed byte in an added directory changes the digest.
     fs::write(b.join("data/today.txt"), "temp=13\n").unwrap();
-    assert_ne!(e2.build(&[b.to_str().unwrap()]), d1);
+    assert_ne!(build(&e2, &[b.to_str().unwrap()]), d1);
 }
 
 #[test]
 fn source_date_epoch_sets_created_and_must_be_an_integer() {
     let env = Env::new();
     let ctx = fixture("full");
-    let plain = env.build(&[ctx.to_str().unwrap()]);
-    let out = env
-        .cmd()
-        .env("SOURCE_DATE_EPOCH", "1700000000")
-        .args([
-            "build",
-            "--offline",
-            "--allow-unpinned",
-            "-q",
-            "-t",
-            "dated",
-            ctx.to_str().unwrap(),
-        ])
-        .assert()
-        .success();
-    let dated = String::from_utf8(out.get_output().stdout.clone())
-        .unwrap()
-        .trim()
-        .to_owned();
+    let plain = build(&env, &[ctx.to_str().unwrap()]);
+    let dated = build_with(
+        env.otters().env("SOURCE_DATE_EPOCH", "1700000000"),
+        &["-t", "dated", ctx.to_str().unwrap()],
+    );
     assert_ne!(plain, dated);
-    let inspect = env
-        .cmd()
-        .args(["inspect", "dated", "--format", "json"])
-        .assert()
-        .success();
-    let v: serde_json::Value = serde_json::from_slice(&inspect.get_output().stdout).unwrap();
+    let v = json(&env.ok(&["inspect", "dated", "--format", "json"]));
     assert_eq!(
         v["manifest"]["annotations"]["org.opencontainers.image.created"],
         "2023-11-14T22:13:20Z"
     );
-    let plain_inspect = env
-        .cmd()
-        .args(["inspect", "meteo", "--format", "json"])
-        .assert()
-        .success();
-    let p: serde_json::Value = serde_json::from_slice(&plain_inspect.get_output().stdout).unwrap();
+    let p = json(&env.ok(&["inspect", "meteo", "--format", "json"]));
     assert!(p["manifest"]["annotations"]
         .get("org.opencontainers.image.created")
         .is_none());
 
     let bad = env
-        .cmd()
+        .otters()
         .env("SOURCE_DATE_EPOCH", "yesterday")
         .args([
             "build",
@@ -178,7 +129,7 @@ fn source_date_epoch_sets_created_and_must_be_an_integer() {
 
 fn stderr_of(env: &Env, ctx: &Path) -> String {
     let out = env
-        .cmd()
+        .otters()
         .current_dir(ctx)
         .args(["build", "--offline", "--allow-unpinned", "."])
         .assert()
@@ -227,13 +178,8 @@ fn unsafe_and_missing_sources_point_at_their_lines() {
 #[test]
 fn agentignore_excludes_files_from_directory_adds() {
     let env = Env::new();
-    env.build(&["-t", "ig", fixture("full").to_str().unwrap()]);
-    let out = env
-        .cmd()
-        .args(["inspect", "ig", "--format", "json"])
-        .assert()
-        .success();
-    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    build(&env, &["-t", "ig", fixture("full").to_str().unwrap()]);
+    let v = json(&env.ok(&["inspect", "ig", "--format", "json"]));
     let layer = v["layers"]
         .as_array()
         .unwrap()
@@ -244,11 +190,7 @@ fn agentignore_excludes_files_from_directory_adds() {
         layer["mediaType"],
         "application/vnd.oci.image.layer.v1.tar+gzip"
     );
-    let hex = layer["digest"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("sha256:");
-    let blob = env.store().join("blobs/sha256").join(hex);
+    let blob = env.store_blob(layer["digest"].as_str().unwrap());
     let list = std::process::Command::new("tar")
         .arg("-tvzf")
         .arg(&blob)
@@ -269,7 +211,7 @@ fn concurrent_builds_into_one_store_both_succeed() {
     let ctx = fixture("full");
     let spawn = |tag: &str| {
         std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
-            .env("OTTERS_HOME", env.home.path())
+            .env("OTTERS_HOME", env.home())
             .args([
                 "build",
                 "--offline",
@@ -306,34 +248,23 @@ fn concurrent_builds_into_one_store_both_succeed() {
 }
 
 fn skopeo(args: &[&str]) -> Vec<u8> {
-    let out = std::process::Command::new("skopeo")
-        .args(args)
-        .output()
-        .expect("skopeo is installed");
-    assert!(
-        out.status.success(),
-        "skopeo {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+    support::run_ok(std::process::Command::new("skopeo").args(args)).into_bytes()
 }
 
 #[test]
 fn skopeo_reads_the_store_and_archives_and_keeps_the_digest() {
     let env = Env::new();
-    let digest = env.build(&["-t", "meteo:1.0", fixture("full").to_str().unwrap()]);
+    let digest = build(
+        &env,
+        &["-t", "meteo:1.0", fixture("full").to_str().unwrap()],
+    );
     let store = env.store();
     let raw = skopeo(&[
         "inspect",
         "--raw",
         &format!("oci:{}:meteo:1.0", store.display()),
     ]);
-    assert_eq!(sha256(&raw), digest);
+    assert_eq!(support::sha256(&raw), digest);
 
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("copy");
@@ -344,7 +275,7 @@ fn skopeo_reads_the_store_and_archives_and_keeps_the_digest() {
         &format!("oci:{}:m", copy.display()),
     ]);
     assert_eq!(
-        sha256(&skopeo(&[
+        support::sha256(&skopeo(&[
             "inspect",
             "--raw",
             &format!("oci:{}:m", copy.display())
@@ -353,7 +284,7 @@ fn skopeo_reads_the_store_and_archives_and_keeps_the_digest() {
     );
 
     let archive = tmp.path().join("meteo.tar");
-    env.cmd()
+    env.otters()
         .args(["save", "meteo:1.0", "-o", archive.to_str().unwrap()])
         .assert()
         .success();
@@ -362,7 +293,7 @@ fn skopeo_reads_the_store_and_archives_and_keeps_the_digest() {
         "--raw",
         &format!("oci-archive:{}:meteo:1.0", archive.display()),
     ]);
-    assert_eq!(sha256(&from_archive), digest);
+    assert_eq!(support::sha256(&from_archive), digest);
 
     // And the other way: an archive written by skopeo loads into a fresh store.
     let theirs = tmp.path().join("theirs.tar");
@@ -374,7 +305,7 @@ fn skopeo_reads_the_store_and_archives_and_keeps_the_digest() {
     ]);
     let other = Env::new();
     let out = other
-        .cmd()
+        .otters()
         .args(["load", "-i", theirs.to_str().unwrap()])
         .assert()
         .success();
@@ -390,15 +321,18 @@ fn output_flag_writes_a_layout_or_an_archive() {
     let tmp = tempfile::tempdir().unwrap();
     let layout = tmp.path().join("layout");
     let ctx = fixture("minimal");
-    let d = env.build(&[
-        "--output",
-        &format!("type=oci-layout,dest={}", layout.display()),
-        "-t",
-        "x:1",
-        ctx.to_str().unwrap(),
-    ]);
+    let d = build(
+        &env,
+        &[
+            "--output",
+            &format!("type=oci-layout,dest={}", layout.display()),
+            "-t",
+            "x:1",
+            ctx.to_str().unwrap(),
+        ],
+    );
     assert_eq!(
-        sha256(&skopeo(&[
+        support::sha256(&skopeo(&[
             "inspect",
             "--raw",
             &format!("oci:{}:x:1", layout.display())
@@ -406,23 +340,26 @@ fn output_flag_writes_a_layout_or_an_archive() {
         d
     );
     let archive = tmp.path().join("x.tar");
-    let d2 = env.build(&[
-        "--output",
-        &format!("type=oci-archive,dest={}", archive.display()),
-        "-t",
-        "x:1",
-        ctx.to_str().unwrap(),
-    ]);
+    let d2 = build(
+        &env,
+        &[
+            "--output",
+            &format!("type=oci-archive,dest={}", archive.display()),
+            "-t",
+            "x:1",
+            ctx.to_str().unwrap(),
+        ],
+    );
     assert_eq!(d, d2);
     assert_eq!(
-        sha256(&skopeo(&[
+        support::sha256(&skopeo(&[
             "inspect",
             "--raw",
             &format!("oci-archive:{}:x:1", archive.display())
         ])),
         d
     );
-    env.cmd()
+    env.otters()
         .args([
             "build",
             "--offline",
@@ -445,15 +382,10 @@ fn golden_digests_of_the_fixtures() {
     for case in cases {
         let env = Env::new();
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        env.build(&["-t", "golden", case.to_str().unwrap()]);
-        let out = env
-            .cmd()
-            .args(["inspect", "golden", "--format", "json"])
-            .assert()
-            .success();
+        build(&env, &["-t", "golden", case.to_str().unwrap()]);
         snapshot(
             &format!("fixture_{name}"),
-            &String::from_utf8_lossy(&out.get_output().stdout),
+            &env.ok(&["inspect", "golden", "--format", "json"]),
         );
     }
 }
@@ -470,7 +402,7 @@ fn every_conformance_agentfile_builds() {
             if p.is_dir() {
                 stack.push(p);
             } else if p.file_name().is_some_and(|n| n == "Agentfile") {
-                env.cmd()
+                env.otters()
                     .args([
                         "build",
                         "-q",
@@ -494,9 +426,9 @@ fn stdin_and_dash_f_and_json_output() {
     let env = Env::new();
     let ctx = fixture("full");
     let text = fs::read(ctx.join("Agentfile")).unwrap();
-    let from_file = env.build(&[ctx.to_str().unwrap()]);
+    let from_file = build(&env, &[ctx.to_str().unwrap()]);
     let out = env
-        .cmd()
+        .otters()
         .current_dir(&ctx)
         .args([
             "build",
@@ -516,7 +448,7 @@ fn stdin_and_dash_f_and_json_output() {
     let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(v["digest"], from_file.as_str());
     assert_eq!(v["tags"], serde_json::json!(["a:1", "b:latest"]));
-    let f = env.build(&["-f", "Agentfile", ctx.to_str().unwrap()]);
+    let f = build(&env, &["-f", "Agentfile", ctx.to_str().unwrap()]);
     assert_eq!(f, from_file);
 }
 
@@ -525,7 +457,7 @@ fn errors_in_the_agentfile_build_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("Agentfile"), "NAME x\nFROBNICATE\n").unwrap();
     let env = Env::new();
-    env.cmd()
+    env.otters()
         .args([
             "build",
             "--offline",
@@ -546,9 +478,9 @@ fn a_rebuild_uses_the_cache_and_a_changed_file_is_seen() {
     copy_tree(&fixture("full"), &ctx, false);
     sh("find . -exec touch -h -d '2020-01-01 00:00:00' {} +", &ctx);
     let env = Env::new();
-    let first = env.build(&[ctx.to_str().unwrap()]);
-    assert!(env.home.path().join("cache/blobs.json").is_file());
-    assert_eq!(env.build(&[ctx.to_str().unwrap()]), first);
+    let first = build(&env, &[ctx.to_str().unwrap()]);
+    assert!(env.home().join("cache/blobs.json").is_file());
+    assert_eq!(build(&env, &[ctx.to_str().unwrap()]), first);
     // Same size, same mtime, new content: the ctime (and inode, via rename) changes, so the cache misses.
     fs::write(
         ctx.join("docs/stations.csv.new"),
@@ -561,9 +493,9 @@ fn a_rebuild_uses_the_cache_and_a_changed_file_is_seen() {
     )
     .unwrap();
     sh("touch -d '2020-01-01 00:00:00' docs/stations.csv", &ctx);
-    let changed = env.build(&[ctx.to_str().unwrap()]);
+    let changed = build(&env, &[ctx.to_str().unwrap()]);
     assert_ne!(changed, first);
-    assert_eq!(env.build(&["--no-cache", ctx.to_str().unwrap()]), changed);
+    assert_eq!(build(&env, &["--no-cache", ctx.to_str().unwrap()]), changed);
 }
 
 #[test]
@@ -579,10 +511,13 @@ fn a_build_killed_midway_leaves_the_store_readable() {
     let f = fs::File::create(ctx.join("big.bin")).unwrap();
     f.set_len(256 << 20).unwrap();
     let env = Env::new();
-    env.build(&["-t", "before", fixture("minimal").to_str().unwrap()]);
+    build(
+        &env,
+        &["-t", "before", fixture("minimal").to_str().unwrap()],
+    );
     for delay_ms in [5, 40, 150] {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
-            .env("OTTERS_HOME", env.home.path())
+            .env("OTTERS_HOME", env.home())
             .args(["build", "--offline", "--allow-unpinned", "-q", "--no-cache"])
             .arg(&ctx)
             .stdout(std::process::Stdio::null())
@@ -598,7 +533,7 @@ fn a_build_killed_midway_leaves_the_store_readable() {
             &format!("oci:{}:before:latest", env.store().display()),
         ]);
         assert!(!raw.is_empty());
-        env.cmd().arg("images").assert().success();
+        env.otters().arg("images").assert().success();
     }
-    env.build(&[ctx.to_str().unwrap()]);
+    build(&env, &[ctx.to_str().unwrap()]);
 }

@@ -8,6 +8,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
+use support::cli::{json, ok, Env};
 use support::images::{self, BinPrefix};
 use support::registry::Registry;
 
@@ -18,37 +19,32 @@ fn runtime_script(version: &str) -> String {
 
 const TOOL: &str = "#!/bin/sh\necho tool\n";
 
-/// A temp dir, a registry and an `OTTERS_HOME`.
+/// A temp machine (`OTTERS_HOME`, docker config, room for contexts) and a registry.
 struct World {
-    tmp: tempfile::TempDir,
+    env: Env,
     reg: Registry,
-    home: PathBuf,
 }
 
 impl World {
     fn new() -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().join("home");
         World {
-            tmp,
+            env: Env::new(),
             reg: Registry::start(),
-            home,
         }
     }
 
+    fn dir(&self) -> &Path {
+        self.env.dir.path()
+    }
+
     fn otters(&self) -> Command {
-        let mut c = Command::cargo_bin("otters").unwrap();
-        c.env("OTTERS_HOME", &self.home)
-            .env("NO_COLOR", "1")
-            .env("DOCKER_CONFIG", self.tmp.path().join("docker"))
-            .env_remove("SOURCE_DATE_EPOCH");
-        c
+        self.env.otters()
     }
 
     /// Pushes a runtime image (an index with this host's platform) under `name:tag`; returns
     /// the host manifest's digest.
     fn push_runtime(&self, name: &str, tag: &str, version: &str) -> String {
-        let dir = self.tmp.path().join(format!("layouts/{name}-{version}"));
+        let dir = self.dir().join(format!("layouts/{name}-{version}"));
         let (_, digest) = images::bin_index(
             &dir,
             tag,
@@ -63,7 +59,7 @@ impl World {
 
     /// Pushes a BIN image `tool` under `name:tag`; returns the host manifest's digest.
     fn push_tool(&self, name: &str, tag: &str) -> String {
-        let dir = self.tmp.path().join(format!("layouts/{name}"));
+        let dir = self.dir().join(format!("layouts/{name}"));
         let (_, digest) = images::bin_index(
             &dir,
             tag,
@@ -78,7 +74,7 @@ impl World {
 
     /// Writes an Agentfile (and `files`) into a new context directory.
     fn context(&self, name: &str, agentfile: &str, files: &[(&str, &str)]) -> PathBuf {
-        let ctx = self.tmp.path().join(name);
+        let ctx = self.dir().join(name);
         support::write(&ctx.join("Agentfile"), agentfile);
         for (path, body) in files {
             support::write(&ctx.join(path), body);
@@ -104,23 +100,7 @@ impl World {
     }
 
     fn inspect(&self, reference: &str) -> Value {
-        let out = self
-            .otters()
-            .args(["inspect", "--format", "json", reference])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    fn store_blob(&self, digest: &str) -> PathBuf {
-        self.home
-            .join("store/blobs/sha256")
-            .join(digest.trim_start_matches("sha256:"))
+        json(&self.env.ok(&["inspect", "--format", "json", reference]))
     }
 
     /// The bytes of the layer titled `title` of a local image.
@@ -132,7 +112,7 @@ impl World {
             .iter()
             .find(|l| l["title"] == title)
             .unwrap_or_else(|| panic!("no layer {title} in {v}"));
-        fs::read(self.store_blob(layer["digest"].as_str().unwrap())).unwrap()
+        fs::read(self.env.store_blob(layer["digest"].as_str().unwrap())).unwrap()
     }
 }
 
@@ -152,31 +132,17 @@ fn run_dry_run_of_a_path_prints_one_json_document() {
     w.push_runtime("runtime", "1", "v1");
     w.push_tool("tool", "1");
     let ctx = w.context("dry", &agentfile(&w.reg.addr, ""), &[]);
-    let out = w
+    let out = ok(w
         .otters()
         .args(["run", "--dry-run", "--root"])
-        .arg(w.tmp.path().join("agent"))
-        .arg(&ctx)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(w.dir().join("agent"))
+        .arg(&ctx));
     // The whole of stdout is one JSON document: no digest line before it.
-    let plan: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON document ({e}):\n{}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
+    let plan: Value = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{out}"));
     assert!(plan["argv"].is_array(), "{plan}");
     assert!(ctx.join("Agentfile.lock").is_file());
-    assert!(
-        !w.tmp.path().join("agent").exists(),
-        "dry run wrote the tree"
-    );
+    assert!(!w.dir().join("agent").exists(), "dry run wrote the tree");
 }
 
 fn inode(p: &Path) -> u64 {
@@ -266,19 +232,11 @@ fn push_then_inspect_remote_reads_only_manifest_and_config() {
     assert_eq!(images::skopeo_digest(&dest, None), digest);
 
     // A fresh home: inspect --remote shows the image and writes no blob anywhere.
-    let fresh = w.tmp.path().join("fresh");
-    let out = w
+    let fresh = w.dir().join("fresh");
+    let remote = json(&ok(w
         .otters()
         .env("OTTERS_HOME", &fresh)
-        .args(["inspect", "--remote", "--format", "json", &dest])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let remote: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .args(["inspect", "--remote", "--format", "json", &dest])));
     assert_eq!(remote["digest"], digest.as_str());
     assert_eq!(remote["config"]["agent"]["name"], "pinned", "{remote}");
     let local = w.inspect(&dest);
@@ -340,19 +298,11 @@ fn a_child_of_a_registry_parent_reuses_its_layers() {
         &format!("FROM {parent_ref}\nNAME child\nADD more.txt\n"),
         &[("more.txt", "child notes\n")],
     );
-    let home2 = w.tmp.path().join("home2");
-    let out = w
-        .otters()
+    let home2 = w.dir().join("home2");
+    ok(w.otters()
         .env("OTTERS_HOME", &home2)
         .args(["build", "-q", "-t", "child:1"])
-        .arg(&child_ctx)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&child_ctx));
     let lock = lock_of(&child_ctx);
     assert_eq!(lock["images"][0]["role"], "from");
     assert_eq!(lock["images"][0]["digest"], parent.as_str());
@@ -377,7 +327,7 @@ fn a_child_of_a_registry_parent_reuses_its_layers() {
             })
             .collect()
     };
-    let p = layers(&w.home, &parent_ref);
+    let p = layers(&w.env.home(), &parent_ref);
     let c = layers(&home2, "child:1");
     for title in ["notes.txt", "data", "STYLE.md"] {
         let pd = p.iter().find(|l| l.0 == title).unwrap();
@@ -413,21 +363,13 @@ fn run_fetches_the_runtime_by_its_pinned_digest() {
 
     // The tag now names another runtime; the agent must still run the one it was built with.
     w.push_runtime("runtime", "1", "v2");
-    let fresh = w.tmp.path().join("fresh");
-    let root = w.tmp.path().join("tree");
-    let out = w
-        .otters()
+    let fresh = w.dir().join("fresh");
+    let root = w.dir().join("tree");
+    ok(w.otters()
         .env("OTTERS_HOME", &fresh)
         .env("ANTHROPIC_API_KEY", "sk-test")
         .args(["run", &agent, "--root"])
-        .arg(&root)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&root));
     let report = fs::read_to_string(root.join("workspace/report.txt")).unwrap();
     assert!(report.starts_with("RUNTIME v1 serve"), "{report}");
 }
@@ -435,7 +377,7 @@ fn run_fetches_the_runtime_by_its_pinned_digest() {
 #[test]
 fn context_files_are_relative_to_the_agentfile_directory() {
     let w = World::new();
-    let ctx = w.tmp.path().join("ctx");
+    let ctx = w.dir().join("ctx");
     support::write(&ctx.join("agents/a/style.md"), "beside the agentfile\n");
     support::write(&ctx.join("shared/rules.md"), "shared rules\n");
     support::write(&ctx.join("data.txt"), "data\n");
@@ -461,7 +403,7 @@ fn context_files_are_relative_to_the_agentfile_directory() {
         &ctx.join("agents/a/Agentfile"),
         "FROM scratch\nNAME a\nCONTEXT OUT file://../../../outside.md\n",
     );
-    support::write(&w.tmp.path().join("outside.md"), "secret\n");
+    support::write(&w.dir().join("outside.md"), "secret\n");
     let (code, _, err) = w.build(&["-f", "agents/a/Agentfile", ctx.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("AF302"), "{err}");

@@ -3,90 +3,26 @@
 
 mod support;
 
-use assert_cmd::Command;
-use std::path::PathBuf;
+use support::cli::{flat, json, Env};
 use support::images::{self, BinPrefix};
 use support::registry::{Auth, Registry};
 
-/// One user's machine: an otters home and a docker config dir.
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Env {
-        Env {
-            dir: tempfile::tempdir().expect("tmp"),
-        }
-    }
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("otters")
-    }
-    fn docker(&self) -> PathBuf {
-        self.dir.path().join("docker")
-    }
-    fn otters(&self) -> Command {
-        let mut c = Command::cargo_bin("otters").expect("otters binary");
-        c.env("OTTERS_HOME", self.home())
-            .env("DOCKER_CONFIG", self.docker())
-            .env("NO_COLOR", "1")
-            .env_remove("SOURCE_DATE_EPOCH");
-        c
-    }
-    /// Runs otters; returns (success, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let out = self.otters().args(args).output().expect("run otters");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-    fn ok(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args);
-        assert!(ok, "otters {args:?} failed:\n{err}\n{out}");
-        out
-    }
-    /// Runs otters expecting failure; returns stderr with miette's line wrapping undone.
-    fn fails(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args);
-        assert!(!ok, "otters {args:?} should fail:\n{out}\n{err}");
-        flat(&err)
-    }
-    /// Builds a small agent (one CONTEXT, one ADD of `data_len` bytes) tagged `tag`.
-    fn build_agent(&self, tag: &str, data_len: usize) -> String {
-        let ctx = self
-            .dir
-            .path()
-            .join(format!("ctx-{}", tag.replace(['/', ':'], "_")));
-        let data: Vec<u8> = (0..data_len).map(|i| (i * 7 % 251) as u8).collect();
-        support::write(&ctx.join("data.bin"), data);
-        support::write(&ctx.join("notes.txt"), format!("notes for {tag}\n"));
-        support::write(
-            &ctx.join("Agentfile"),
-            "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nCONTEXT SOUL <<EOF\nBe brief.\nEOF\nADD notes.txt\nADD data.bin\n",
-        );
-        self.ok(&["build", "-q", "-t", tag, ctx.to_str().expect("utf8")])
-            .trim()
-            .to_owned()
-    }
-    fn store_blob(&self, digest: &str) -> PathBuf {
-        self.home()
-            .join("store/blobs/sha256")
-            .join(digest.trim_start_matches("sha256:"))
-    }
-}
-
-/// Error text with miette's wrapping and gutter removed, whitespace collapsed.
-fn flat(text: &str) -> String {
-    text.replace(['│', '×'], " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+/// Builds a small agent (one CONTEXT, one ADD of `data_len` bytes) tagged `tag`.
+fn build_agent(env: &Env, tag: &str, data_len: usize) -> String {
+    let ctx = env
+        .dir
+        .path()
+        .join(format!("ctx-{}", tag.replace(['/', ':'], "_")));
+    let data: Vec<u8> = (0..data_len).map(|i| (i * 7 % 251) as u8).collect();
+    support::write(&ctx.join("data.bin"), data);
+    support::write(&ctx.join("notes.txt"), format!("notes for {tag}\n"));
+    support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nCONTEXT SOUL <<EOF\nBe brief.\nEOF\nADD notes.txt\nADD data.bin\n",
+    );
+    env.ok(&["build", "-q", "-t", tag, ctx.to_str().expect("utf8")])
+        .trim()
+        .to_owned()
 }
 
 fn list(v: &serde_json::Value, key: &str) -> Vec<String> {
@@ -136,7 +72,7 @@ fn push_then_pull_without_auth_and_skopeo_agrees() {
     let reg = Registry::start();
     let env = Env::new();
     let tag = format!("{}/team/agent:1", reg.addr);
-    let local = env.build_agent(&tag, 4096);
+    let local = build_agent(&env, &tag, 4096);
     let report = json(&env.ok(&["push", &tag, "--format", "json"]));
     assert_eq!(report["digest"], local.as_str());
     assert!(list(&report, "uploaded").len() >= 4, "{report}");
@@ -183,7 +119,7 @@ fn pushing_under_another_name_mounts_blobs_across_repositories() {
         }
         let a = format!("{}/one/agent:1", reg.addr);
         let b = format!("{}/two/agent:1", reg.addr);
-        let local = env.build_agent(&a, 1000);
+        let local = build_agent(&env, &a, 1000);
         env.ok(&["push", &a]);
         let report = json(&env.ok(&["push", &a, &b, "--format", "json"]));
         assert!(list(&report, "uploaded").is_empty(), "{report}");
@@ -201,7 +137,7 @@ fn basic_auth_login_push_pull_logout() {
     let reg = Registry::start_basic("alice", "s3cret");
     let env = Env::new();
     let tag = format!("{}/team/agent:1", reg.addr);
-    let local = env.build_agent(&tag, 100);
+    let local = build_agent(&env, &tag, 100);
 
     let err = env.fails(&["push", &tag]);
     assert!(
@@ -255,7 +191,7 @@ fn token_auth_push_and_anonymous_pull_and_wrong_password() {
     let reg = Registry::start_token(&[("alice", "s3cret")]);
     let env = Env::new();
     let tag = format!("{}/team/agent:2", reg.addr);
-    let local = env.build_agent(&tag, 2000);
+    let local = build_agent(&env, &tag, 2000);
 
     // Anonymous clients get pull-only tokens: pushing is refused, naming the registry.
     let err = env.fails(&["push", &tag]);
@@ -315,7 +251,7 @@ fn corrupted_blob_is_a_digest_mismatch_and_never_stored() {
     let reg = Registry::start();
     let env = Env::new();
     let tag = format!("{}/team/agent:bad", reg.addr);
-    env.build_agent(&tag, 50_000);
+    build_agent(&env, &tag, 50_000);
     let report = json(&env.ok(&["push", &tag, "--format", "json"]));
     // Corrupt the largest blob in the registry's storage, keeping its size.
     let victim = list(&report, "uploaded")
@@ -347,7 +283,7 @@ fn registry_killed_mid_push_then_rerun_uploads_only_what_is_missing() {
     let mut reg = Registry::start();
     let env = Env::new();
     let tag = format!("{}/team/big:1", reg.addr);
-    env.build_agent(&tag, 96 << 20);
+    build_agent(&env, &tag, 96 << 20);
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
         .env("OTTERS_HOME", env.home())
         .env("DOCKER_CONFIG", env.docker())
@@ -650,7 +586,7 @@ fn from_an_otters_built_parent_resolves() {
     let reg = Registry::start();
     let env = Env::new();
     let parent = format!("{}/agents/parent:1", reg.addr);
-    env.build_agent(&parent, 10);
+    build_agent(&env, &parent, 10);
     env.ok(&["push", &parent]);
     let other = Env::new();
     let ctx = other.dir.path().join("child");

@@ -11,6 +11,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
+use support::cli::{self, ok};
 use support::images::{self, BinPrefix};
 use support::registry::Registry;
 
@@ -84,18 +85,9 @@ fn world(tag: &str) -> World {
     .unwrap();
     let home = tmp.path().join("home");
     let agent = format!("{a}/agent:{tag}");
-    let out = Command::cargo_bin("otters")
-        .unwrap()
-        .env("OTTERS_HOME", &home)
+    ok(cli::otters(&home)
         .args(["build", "-q", "-t", &agent])
-        .arg(&ctx)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "build failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&ctx));
     World {
         tmp,
         reg,
@@ -105,9 +97,8 @@ fn world(tag: &str) -> World {
 }
 
 fn otters(w: &World) -> Command {
-    let mut c = Command::cargo_bin("otters").unwrap();
-    c.env("OTTERS_HOME", &w.home)
-        .env("ANTHROPIC_API_KEY", "sk-test-secret")
+    let mut c = cli::otters(&w.home);
+    c.env("ANTHROPIC_API_KEY", "sk-test-secret")
         .env("OTTERS_LEAK_CANARY", "leaked");
     c
 }
@@ -202,26 +193,17 @@ fn system_executor_end_to_end() {
     assert!(!root.exists(), "a refused run wrote the tree");
 
     // Dry run: the whole plan, secrets redacted, nothing written.
-    let out = otters(&w)
-        .args([
-            "run",
-            &w.agent,
-            "--dry-run",
-            "--config",
-            "webhook=http://hook",
-            "-v",
-            &vol,
-            "-e",
-            "EXTRA=1",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = ok(otters(&w).args([
+        "run",
+        &w.agent,
+        "--dry-run",
+        "--config",
+        "webhook=http://hook",
+        "-v",
+        &vol,
+        "-e",
+        "EXTRA=1",
+    ]));
     assert!(!text.contains("sk-test-secret"), "secret in dry-run output");
     let plan: Value = serde_json::from_str(&text).unwrap();
     let env = plan["env"].as_array().unwrap();
@@ -456,19 +438,12 @@ fn malicious_bin_layers_are_refused() {
         fs::write(ctx.join("Agentfile"), format!("FROM scratch\nNAME evil\nRUNTIME {a}/runtime:1\nMODEL m\nBIN tool {a}/evil-{case}:1\n")).unwrap();
         let home = tmp.path().join(format!("home-{case}"));
         let agent = format!("{a}/evil-agent:{case}");
-        Command::cargo_bin("otters")
-            .unwrap()
-            .env("OTTERS_HOME", &home)
+        cli::otters(&home)
             .args(["build", "-q", "-t", &agent])
             .arg(&ctx)
             .assert()
             .success();
-        let out = Command::cargo_bin("otters")
-            .unwrap()
-            .env("OTTERS_HOME", &home)
-            .args(["run", &agent])
-            .output()
-            .unwrap();
+        let out = cli::otters(&home).args(["run", &agent]).output().unwrap();
         assert!(
             !out.status.success(),
             "{case}: a malicious layer was accepted"
@@ -664,7 +639,7 @@ fn dry_run_plan_snapshot() {
     let w = world("snap");
     let data = w.tmp.path().join("data");
     fs::create_dir_all(&data).unwrap();
-    let out = otters(&w)
+    let out = ok(otters(&w)
         .args([
             "run",
             &w.agent,
@@ -677,15 +652,8 @@ fn dry_run_plan_snapshot() {
             "linux/amd64",
         ])
         .arg("-v")
-        .arg(format!("{}:/data::ro", data.display()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut text = String::from_utf8_lossy(&out.stdout)
+        .arg(format!("{}:/data::ro", data.display())));
+    let mut text = out
         .replace(&w.tmp.path().display().to_string(), "[TMP]")
         .replace(&w.reg.addr, "[REG]");
     let plan: Value = serde_json::from_str(&text).unwrap();

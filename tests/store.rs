@@ -1,35 +1,21 @@
 //! The local store commands through the real binary: images, inspect, tag, rm, save, load.
 
-use assert_cmd::Command;
+mod support;
+
 use std::path::PathBuf;
-
-struct Env {
-    home: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Self {
-        Self {
-            home: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("otters").unwrap();
-        c.env("OTTERS_HOME", self.home.path())
-            .env("NO_COLOR", "1")
-            .env_remove("SOURCE_DATE_EPOCH");
-        c
-    }
-
-    fn stdout(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).assert().success();
-        String::from_utf8(out.get_output().stdout.clone()).unwrap()
-    }
-}
+use support::cli::Env;
 
 fn minimal() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/build/minimal")
+}
+
+/// Builds the `minimal` fixture offline with `args` before the context; returns its digest.
+fn build_minimal(env: &Env, args: &[&str]) -> String {
+    let ctx = minimal();
+    let mut all = vec!["build", "--offline", "--allow-unpinned", "-q"];
+    all.extend_from_slice(args);
+    all.push(ctx.to_str().unwrap());
+    env.ok(&all).trim().to_owned()
 }
 
 fn snapshot(name: &str, text: &str) {
@@ -41,26 +27,17 @@ fn snapshot(name: &str, text: &str) {
 #[test]
 fn tag_images_inspect_rm() {
     let env = Env::new();
-    let digest = env
-        .stdout(&[
-            "build",
-            "--offline",
-            "--allow-unpinned",
-            "-q",
-            minimal().to_str().unwrap(),
-        ])
-        .trim()
-        .to_owned();
-    env.cmd()
+    let digest = build_minimal(&env, &[]);
+    env.otters()
         .args(["tag", "tiny", "127.0.0.1:5000/team/tiny:v1"])
         .assert()
         .success();
-    env.cmd()
+    env.otters()
         .args(["tag", &digest[7..19], "alias"])
         .assert()
         .success();
-    snapshot("images_json", &env.stdout(&["images", "--format", "json"]));
-    let table = env.stdout(&["images"]);
+    snapshot("images_json", &env.ok(&["images", "--format", "json"]));
+    let table = env.ok(&["images"]);
     assert!(table.starts_with("REFERENCE"), "{table}");
     assert!(
         table.contains("127.0.0.1:5000/team/tiny:v1") && table.contains(&digest[7..19]),
@@ -69,32 +46,37 @@ fn tag_images_inspect_rm() {
 
     snapshot(
         "inspect_json",
-        &env.stdout(&["inspect", "alias:latest", "--format", "json"]),
+        &env.ok(&["inspect", "alias:latest", "--format", "json"]),
     );
-    let text = env.stdout(&["inspect", &digest]);
+    let text = env.ok(&["inspect", &digest]);
     assert!(
         text.contains("agent.yaml") && text.contains("application/vnd.openotters.agentfile"),
         "{text}"
     );
 
-    env.cmd()
+    env.otters()
         .args(["rm", "alias", "tiny:latest"])
         .assert()
         .success();
     let left: serde_json::Value =
-        serde_json::from_str(&env.stdout(&["images", "--format", "json"])).unwrap();
+        serde_json::from_str(&env.ok(&["images", "--format", "json"])).unwrap();
     assert_eq!(left.as_array().unwrap().len(), 1);
-    let out = env.cmd().args(["rm", "alias"]).assert().failure().code(1);
+    let out = env
+        .otters()
+        .args(["rm", "alias"])
+        .assert()
+        .failure()
+        .code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr)
         .contains("image `alias` is not in the local store"));
     let out = env
-        .cmd()
+        .otters()
         .args(["inspect", "nope:1"])
         .assert()
         .failure()
         .code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("otters images"));
-    env.cmd()
+    env.otters()
         .args(["tag", "127.0.0.1:5000/team/tiny:v1", "bad name"])
         .assert()
         .failure();
@@ -103,26 +85,15 @@ fn tag_images_inspect_rm() {
 #[test]
 fn save_and_load_round_trip_into_an_empty_store() {
     let a = Env::new();
-    let digest = a
-        .stdout(&[
-            "build",
-            "--offline",
-            "--allow-unpinned",
-            "-q",
-            "-t",
-            "tiny:2",
-            minimal().to_str().unwrap(),
-        ])
-        .trim()
-        .to_owned();
+    let digest = build_minimal(&a, &["-t", "tiny:2"]);
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("tiny.tar");
-    a.cmd()
+    a.otters()
         .args(["save", "tiny:2", "-o", file.to_str().unwrap()])
         .assert()
         .success();
     let first = std::fs::read(&file).unwrap();
-    a.cmd()
+    a.otters()
         .args(["save", "tiny:2", "-o", file.to_str().unwrap()])
         .assert()
         .success();
@@ -134,16 +105,16 @@ fn save_and_load_round_trip_into_an_empty_store() {
 
     let b = Env::new();
     assert_eq!(
-        b.stdout(&["load", "-i", file.to_str().unwrap()]).trim(),
+        b.ok(&["load", "-i", file.to_str().unwrap()]).trim(),
         format!("tiny:2 {digest}")
     );
     let v: serde_json::Value =
-        serde_json::from_str(&b.stdout(&["inspect", "tiny:2", "--format", "json"])).unwrap();
+        serde_json::from_str(&b.ok(&["inspect", "tiny:2", "--format", "json"])).unwrap();
     assert_eq!(v["digest"], digest.as_str());
     assert_eq!(v["config"]["agent"]["name"], "tiny");
 
     std::fs::write(&file, b"not a tar").unwrap();
-    b.cmd()
+    b.otters()
         .args(["load", "-i", file.to_str().unwrap()])
         .assert()
         .failure()

@@ -5,6 +5,7 @@
 //! run in parallel. Never used by the library.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod images;
 pub mod registry;
 pub mod token;

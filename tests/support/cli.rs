@@ -1,0 +1,103 @@
+//! Running the `otters` binary in tests: a command with its own `OTTERS_HOME`, a temp "machine"
+//! (`Env`: an otters home and a docker config dir), and readers for what the binary prints.
+//!
+//! Never reads the caller's otters home, docker config, colour setting or `SOURCE_DATE_EPOCH`.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+/// `otters` with `OTTERS_HOME=home`, `NO_COLOR=1` and no inherited `SOURCE_DATE_EPOCH`.
+pub fn otters(home: &Path) -> Command {
+    let mut c = Command::cargo_bin("otters").expect("otters binary");
+    c.env("OTTERS_HOME", home)
+        .env("NO_COLOR", "1")
+        .env_remove("SOURCE_DATE_EPOCH");
+    c
+}
+
+/// Runs `cmd`, which must succeed (else panics with its output), and returns its stdout.
+pub fn ok(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("run otters");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Parses JSON output, panicking with the text when it is not JSON.
+pub fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Error text with miette's wrapping and gutter removed, whitespace collapsed.
+pub fn flat(text: &str) -> String {
+    text.replace(['│', '×'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One user's machine: a temp dir holding an otters home (`otters/`) and a docker config dir
+/// (`docker/`); contexts and other files may go beside them in `dir`.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().expect("tmp"),
+        }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("otters")
+    }
+
+    pub fn docker(&self) -> PathBuf {
+        self.dir.path().join("docker")
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.home().join("store")
+    }
+
+    pub fn store_blob(&self, digest: &str) -> PathBuf {
+        self.store()
+            .join("blobs/sha256")
+            .join(digest.trim_start_matches("sha256:"))
+    }
+
+    /// `otters` against this machine's home and docker config.
+    pub fn otters(&self) -> Command {
+        let mut c = otters(&self.home());
+        c.env("DOCKER_CONFIG", self.docker());
+        c
+    }
+
+    /// Runs otters; returns (success, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = self.otters().args(args).output().expect("run otters");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Runs otters, which must succeed; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        ok(self.otters().args(args))
+    }
+
+    /// Runs otters expecting failure; returns stderr with miette's line wrapping undone.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(!ok, "otters {args:?} should fail:\n{out}\n{err}");
+        flat(&err)
+    }
+}
