@@ -219,27 +219,12 @@ impl RegistryClient {
     ) -> Result<Fetched, RegistryError> {
         let url_path = format!("/v2/{}/manifests/{selector}", r.repository);
         let resp = self
-            .t
-            .send(
-                &r.registry,
-                r.api_host(),
-                &[scope(&r.repository, "pull")],
-                |c, base| {
-                    Ok(c.get(format!("{base}{url_path}"))
-                        .header(ACCEPT, MANIFEST_ACCEPT))
-                },
-            )
+            .pull_get(r, &url_path, Some(MANIFEST_ACCEPT), || {
+                RegistryError::NotFound {
+                    reference: display_at(r, selector),
+                }
+            })
             .await?;
-        let status = resp.status();
-        if status == StatusCode::NOT_FOUND {
-            return Err(RegistryError::NotFound {
-                reference: display_at(r, selector),
-            });
-        }
-        self.check_access(r, status, "pull")?;
-        if !status.is_success() {
-            return Err(http_error(&r.registry, &format!("GET {url_path}"), status, resp).await);
-        }
         let header_type = resp
             .headers()
             .get(CONTENT_TYPE)
@@ -368,21 +353,40 @@ impl RegistryClient {
         digest: &str,
     ) -> Result<reqwest::Response, RegistryError> {
         let path = format!("/v2/{}/blobs/{digest}", r.repository);
+        self.pull_get(r, &path, None, || RegistryError::BlobNotFound {
+            reference: r.to_string(),
+            digest: digest.to_owned(),
+        })
+        .await
+    }
+
+    /// `GET path` (with `accept`, if any) in `r`'s repository with pull scope: a 404 is
+    /// `not_found()`, a refusal is `Denied`, any other failure an HTTP error.
+    async fn pull_get(
+        &self,
+        r: &Reference,
+        path: &str,
+        accept: Option<&str>,
+        not_found: impl FnOnce() -> RegistryError,
+    ) -> Result<reqwest::Response, RegistryError> {
         let resp = self
             .t
             .send(
                 &r.registry,
                 r.api_host(),
                 &[scope(&r.repository, "pull")],
-                |c, base| Ok(c.get(format!("{base}{path}"))),
+                |c, base| {
+                    let get = c.get(format!("{base}{path}"));
+                    Ok(match accept {
+                        Some(a) => get.header(ACCEPT, a),
+                        None => get,
+                    })
+                },
             )
             .await?;
         let status = resp.status();
         if status == StatusCode::NOT_FOUND {
-            return Err(RegistryError::BlobNotFound {
-                reference: r.to_string(),
-                digest: digest.to_owned(),
-            });
+            return Err(not_found());
         }
         self.check_access(r, status, "pull")?;
         if !status.is_success() {

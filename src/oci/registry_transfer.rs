@@ -86,6 +86,52 @@ struct ManifestDoc {
     layers: Vec<Descriptor>,
 }
 
+impl ManifestDoc {
+    /// The config, then the layers.
+    fn blobs(&self) -> impl Iterator<Item = &Descriptor> {
+        std::iter::once(&self.config).chain(self.layers.iter())
+    }
+}
+
+/// Deepest nesting of indexes a push or pull follows.
+const MAX_DEPTH: usize = 4;
+
+fn check_depth(depth: usize, r: &Reference) -> Result<(), RegistryError> {
+    if depth > MAX_DEPTH {
+        return Err(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: "indexes are nested too deeply".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Records a blob's outcome: in the report, as now living in `r`'s repository, and as a progress
+/// event.
+fn blob_done(
+    blob: &Descriptor,
+    r: &Reference,
+    outcome: Outcome,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+) {
+    report.record(&blob.digest, outcome);
+    sources.add(&blob.digest, r);
+    progress(Event::Done {
+        digest: &blob.digest,
+        outcome,
+    });
+}
+
+/// Parses a descriptor's digest; a bad one is a `BadDocument` of `r`.
+fn parse_digest(digest: &str, r: &impl std::fmt::Display) -> Result<Digest, RegistryError> {
+    Digest::parse(digest).map_err(|e| RegistryError::BadDocument {
+        reference: r.to_string(),
+        reason: e.to_string(),
+    })
+}
+
 /// Uploads the image `local` (a store descriptor) to `dest` (its tag, or its digest when `dest`
 /// has none). `sources` tells where blobs were pulled from, for cross-repository mounts.
 pub fn push_image(
@@ -130,12 +176,7 @@ fn push_node(
     report: &mut TransferReport,
     depth: usize,
 ) -> Result<(), RegistryError> {
-    if depth > 4 {
-        return Err(RegistryError::BadDocument {
-            reference: dest.to_string(),
-            reason: "indexes are nested too deeply".into(),
-        });
-    }
+    check_depth(depth, dest)?;
     let bytes = read_doc(store, &node.digest)?;
     if is_index(&node.media_type) {
         let index: IndexDoc = parse(&bytes, dest)?;
@@ -161,14 +202,9 @@ fn push_node(
         return Ok(());
     }
     let m: ManifestDoc = parse(&bytes, dest)?;
-    for blob in std::iter::once(&m.config).chain(m.layers.iter()) {
+    for blob in m.blobs() {
         let outcome = push_blob(client, store, blob, dest, sources, progress, report)?;
-        report.record(&blob.digest, outcome);
-        sources.add(&blob.digest, dest);
-        progress(Event::Done {
-            digest: &blob.digest,
-            outcome,
-        });
+        blob_done(blob, dest, outcome, sources, progress, report);
     }
     Ok(())
 }
@@ -197,10 +233,7 @@ fn push_blob(
             return Ok(Outcome::Mounted);
         }
     }
-    let digest = Digest::parse(&blob.digest).map_err(|e| RegistryError::BadDocument {
-        reference: dest.to_string(),
-        reason: e.to_string(),
-    })?;
+    let digest = parse_digest(&blob.digest, dest)?;
     let path = store.blob_path(&digest);
     let size = std::fs::metadata(&path)
         .map_err(|source| RegistryError::Io {
@@ -307,12 +340,7 @@ fn pull_node(
     report: &mut TransferReport,
     depth: usize,
 ) -> Result<(), RegistryError> {
-    if depth > 4 {
-        return Err(RegistryError::BadDocument {
-            reference: r.to_string(),
-            reason: "indexes are nested too deeply".into(),
-        });
-    }
+    check_depth(depth, r)?;
     if is_index(media_type) {
         let index: IndexDoc = parse(bytes, r)?;
         for child in &index.manifests {
@@ -334,14 +362,9 @@ fn pull_node(
         return Ok(());
     }
     let m: ManifestDoc = parse(bytes, r)?;
-    for blob in std::iter::once(&m.config).chain(m.layers.iter()) {
+    for blob in m.blobs() {
         let outcome = pull_blob(client, store, r, blob, progress, report)?;
-        sources.add(&blob.digest, r);
-        report.record(&blob.digest, outcome);
-        progress(Event::Done {
-            digest: &blob.digest,
-            outcome,
-        });
+        blob_done(blob, r, outcome, sources, progress, report);
     }
     Ok(())
 }
@@ -356,10 +379,7 @@ pub fn pull_blob(
     progress: Progress<'_>,
     report: &mut TransferReport,
 ) -> Result<Outcome, RegistryError> {
-    let digest = Digest::parse(&blob.digest).map_err(|e| RegistryError::BadDocument {
-        reference: r.to_string(),
-        reason: e.to_string(),
-    })?;
+    let digest = parse_digest(&blob.digest, r)?;
     progress(Event::Start {
         digest: &blob.digest,
         size: blob.size,
@@ -424,10 +444,7 @@ pub fn pull_blob(
 }
 
 fn read_doc(store: &Store, digest: &str) -> Result<Vec<u8>, RegistryError> {
-    let d = Digest::parse(digest).map_err(|e| RegistryError::BadDocument {
-        reference: digest.to_owned(),
-        reason: e.to_string(),
-    })?;
+    let d = parse_digest(digest, &digest)?;
     let bytes = store.read_blob(&d)?;
     if bytes.len() > MAX_MANIFEST {
         return Err(RegistryError::BadDocument {
