@@ -8,6 +8,7 @@
 
 use super::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1};
 use super::layout::{index_json, Store, StoreError, COPY_BUFFER, MAX_JSON_BLOB};
+use super::path_io::{io_err, PathIoError};
 use super::Digest;
 use crate::json::to_compact;
 use serde::Deserialize;
@@ -20,12 +21,8 @@ use std::path::{Path, PathBuf};
 pub enum ArchiveError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
     #[error("{}: {what}; is it an oci-archive (as written by `otters save` or `skopeo copy … oci-archive:`)?", path.display())]
     Malformed { path: PathBuf, what: String },
 }
@@ -126,14 +123,6 @@ pub fn save(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let io_err = |action, path: &Path| {
-        let path = path.to_owned();
-        move |source| ArchiveError::Io {
-            action,
-            path,
-            source,
-        }
-    };
     let tmp = tempfile::Builder::new()
         .prefix(".otters-save-")
         .tempfile_in(dir)
@@ -181,18 +170,10 @@ pub fn load(store: &Store, src: &Path) -> Result<Vec<(String, Descriptor)>, Arch
         path: src.to_owned(),
         what,
     };
-    let file = File::open(src).map_err(|source| ArchiveError::Io {
-        action: "open",
-        path: src.to_owned(),
-        source,
-    })?;
+    let file = File::open(src).map_err(io_err("open", src))?;
     let mut ar = tar::Archive::new(io::BufReader::with_capacity(COPY_BUFFER, file));
     let mut index = None;
-    let read_err = |source| ArchiveError::Io {
-        action: "read",
-        path: src.to_owned(),
-        source,
-    };
+    let read_err = |source| ArchiveError::from(io_err("read", src)(source));
     for entry in ar.entries().map_err(read_err)? {
         let mut entry = entry.map_err(read_err)?;
         let path = entry

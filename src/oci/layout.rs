@@ -8,6 +8,7 @@
 
 use super::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1, MANIFEST_V1};
 use super::digest::{Digest, HashingWriter};
+use super::path_io::{io_err, PathIoError};
 use super::refname::{tag_name, RefNameError};
 use crate::json::{to_compact, Value};
 use serde::Deserialize;
@@ -29,12 +30,8 @@ pub const MAX_JSON_BLOB: u64 = 64 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
     #[error("{} is not a valid OCI index: {source}; move it away to start an empty store", path.display())]
     BadIndex {
         path: PathBuf,
@@ -54,14 +51,6 @@ pub enum StoreError {
     RefName(#[from] RefNameError),
     #[error("digest prefix `{0}` matches more than one image; give more digits")]
     Ambiguous(String),
-}
-
-fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
-    move |source| StoreError::Io {
-        action,
-        path: path.to_owned(),
-        source,
-    }
 }
 
 /// An OCI image layout directory used as otters' image store.
@@ -123,7 +112,7 @@ impl Store {
             if e.kind() == io::ErrorKind::NotFound {
                 StoreError::MissingBlob(digest.to_string())
             } else {
-                io_err("open", &path)(e)
+                io_err("open", &path)(e).into()
             }
         })
     }
@@ -228,11 +217,7 @@ impl Store {
                 .unwrap_or_else(|_| Err(io::Error::other("the blob writer thread panicked")));
             (read_result, write_result)
         });
-        read_result.map_err(|source| StoreError::Io {
-            action: "read input for",
-            path: self.root.clone(),
-            source,
-        })?;
+        read_result.map_err(io_err("read input for", &self.root))?;
         write_result.map_err(io_err("write", tmp.path()))?;
         let digest = Digest::from_sha256(hasher);
         let target = self.blob_path(&digest);
@@ -353,7 +338,7 @@ impl Store {
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_err("read", &path)(e)),
+            Err(e) => return Err(io_err("read", &path)(e).into()),
         };
         let index: IndexFile = serde_json::from_slice(&bytes)
             .map_err(|source| StoreError::BadIndex { path, source })?;

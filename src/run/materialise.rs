@@ -9,6 +9,7 @@ use super::bins::{self, BinError};
 use super::extract::{self, ExtractError, Limits};
 use super::plan::{RunPlan, TreeEntry};
 use super::source::{self, BinImage, Fetcher, SourceError};
+use crate::oci::path_io::{io_err, PathIoError};
 use crate::oci::{Digest, Store, StoreError};
 use std::collections::BTreeMap;
 use std::fs;
@@ -28,25 +29,10 @@ pub enum MaterialiseError {
     Extract(#[from] ExtractError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
     #[error("agent root {} has no parent directory; pass --root with a directory below /", .0.display())]
     NoParent(PathBuf),
-}
-
-fn io_err<'a>(
-    action: &'static str,
-    path: &'a Path,
-) -> impl FnOnce(io::Error) -> MaterialiseError + 'a {
-    move |source| MaterialiseError::Io {
-        action,
-        path: path.to_owned(),
-        source,
-    }
 }
 
 /// Write the tree and swap it in. `owner` chowns the writable directories (docker executor run
@@ -183,10 +169,12 @@ fn bin_image<'a>(
         let img = source::bin_image(store, reference, &top, &plan.platform)?;
         cache.insert(key.clone(), img);
     }
-    cache.get(&key).ok_or_else(|| MaterialiseError::Io {
-        action: "cache",
-        path: PathBuf::from(reference),
-        source: io::Error::other("image vanished from the cache"),
+    cache.get(&key).ok_or_else(|| {
+        MaterialiseError::from(PathIoError {
+            action: "cache",
+            path: PathBuf::from(reference),
+            source: io::Error::other("image vanished from the cache"),
+        })
     })
 }
 
@@ -213,11 +201,11 @@ fn swap(
         let kept = tmp.keep();
         return fs::rename(&kept, root).map_err(|e| {
             let _ = fs::remove_dir_all(&kept);
-            MaterialiseError::Io {
+            MaterialiseError::from(PathIoError {
                 action: "move the new tree to",
                 path: root.to_owned(),
                 source: e,
-            }
+            })
         });
     }
     let mut moved: Vec<&str> = Vec::new();
@@ -233,11 +221,11 @@ fn swap(
             for m in &moved {
                 let _ = fs::rename(new.join(m), root.join(m));
             }
-            return Err(MaterialiseError::Io {
+            return Err(MaterialiseError::from(PathIoError {
                 action: "carry over",
                 path: old_d,
                 source: e,
-            });
+            }));
         }
         moved.push(d);
         if let Some((uid, gid)) = owner {
@@ -258,11 +246,11 @@ fn swap(
     let kept = tmp.keep();
     if let Err(e) = fs::rename(&kept, root) {
         let _ = fs::rename(&old_tree, root);
-        return Err(MaterialiseError::Io {
+        return Err(MaterialiseError::from(PathIoError {
             action: "move the new tree to",
             path: root.to_owned(),
             source: e,
-        });
+        }));
     }
     drop(old);
     Ok(())
