@@ -65,10 +65,10 @@ impl Fetcher for RegistryFetcher {
         platform: &Platform,
     ) -> Result<String, SourceError> {
         if let Some(d) = digest.and_then(|d| Digest::parse(d).ok()) {
-            if store.has_blob(&d) {
-                return Ok(d.to_string());
-            }
-            return self.pull(store, reference, Some(d.as_str()));
+            // Pinned: the local copy if the store has it, else pull by digest.
+            return LocalOnly
+                .ensure(store, reference, digest, platform)
+                .or_else(|_| self.pull(store, reference, Some(d.as_str())));
         }
         // Unpinned: ask the registry what the tag means now; fall back to a local copy offline.
         match self.pull(store, reference, None) {
