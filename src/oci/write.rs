@@ -15,7 +15,7 @@ use super::tarball::{self, Entry, TarError, GZIP_LEVEL};
 use super::Digest;
 use crate::diagnostic::Span;
 use crate::json::{to_compact, Value};
-use crate::lower::{Plan, Source};
+use crate::lower::{Layer, Plan, Source};
 use sha2::Digest as _;
 use std::fs;
 use std::io;
@@ -101,16 +101,8 @@ pub fn write_plan(
     } = opts;
     let mut prepared = Vec::with_capacity(plan.layers.len());
     for layer in &plan.layers {
-        let title = layer
-            .annotations
-            .get(super::descriptor::ANN_TITLE)
-            .cloned()
-            .unwrap_or_default();
-        let fail = |failure: InputFailure| WriteError::Input {
-            title: title.clone(),
-            span: layer.span,
-            failure,
-        };
+        let title = title_of(layer);
+        let fail = |failure| input_error(layer, &title, failure);
         prepared.push(match &layer.source {
             Source::Bytes(_) => Prepared::Bytes,
             Source::Stored { digest, size } => {
@@ -143,16 +135,8 @@ pub fn write_plan(
     let config = Descriptor::new(AGENT_CONFIG, config_digest.to_string(), config_size);
     let mut layers = Vec::with_capacity(plan.layers.len());
     for (layer, prep) in plan.layers.iter().zip(prepared) {
-        let title = layer
-            .annotations
-            .get(super::descriptor::ANN_TITLE)
-            .cloned()
-            .unwrap_or_default();
-        let fail = |failure: InputFailure| WriteError::Input {
-            title: title.clone(),
-            span: layer.span,
-            failure,
-        };
+        let title = title_of(layer);
+        let fail = |failure| input_error(layer, &title, failure);
         let (digest, size) = match (&layer.source, prep) {
             (Source::Bytes(bytes), _) => store.put_blob_bytes(bytes)?,
             (Source::Stored { size, .. }, Prepared::Stored(digest)) => (digest, *size),
@@ -214,6 +198,24 @@ pub fn write_plan(
     let manifest = manifest_json(&config, &layers, &plan.annotations);
     let bytes = to_compact(&manifest)?;
     Ok(store.put_manifest(&bytes, MANIFEST_V1)?)
+}
+
+/// The layer's title annotation (empty when it has none).
+fn title_of(layer: &Layer) -> String {
+    layer
+        .annotations
+        .get(super::descriptor::ANN_TITLE)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// An input failure, named by the layer it happened in.
+fn input_error(layer: &Layer, title: &str, failure: InputFailure) -> WriteError {
+    WriteError::Input {
+        title: title.to_owned(),
+        span: layer.span,
+        failure,
+    }
 }
 
 fn input_err(failure: InputFailure) -> WriteError {
