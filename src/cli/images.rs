@@ -111,7 +111,9 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
         .max("REFERENCE".len());
     outln!(
         "{:width$}  {:12}  {:>9}  CREATED",
-        "REFERENCE", "DIGEST", "SIZE"
+        "REFERENCE",
+        "DIGEST",
+        "SIZE"
     );
     for (name, d, size, created) in &rows {
         let short = d.digest.strip_prefix("sha256:").unwrap_or(&d.digest);
