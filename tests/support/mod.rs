@@ -1,5 +1,6 @@
 //! Shared test harness: real registries (no auth, htpasswd, token), a token server, and builders
-//! for small OCI images (bins, runtimes, openotters-style agents).
+//! for small OCI images (bins, runtimes, openotters-style agents), oras-py as a third-party client,
+//! and the skip rule for missing tools.
 //!
 //! Used from test files with `mod support;`. Everything lives in temp dirs on free ports, so tests
 //! run in parallel. Never used by the library.
@@ -7,8 +8,10 @@
 
 pub mod cli;
 pub mod images;
+pub mod oras;
 pub mod registry;
 pub mod token;
+pub mod tools;
 
 use std::path::Path;
 use std::process::Command;
