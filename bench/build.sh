@@ -21,6 +21,7 @@ hyperfine --runs 5 --warmup 1 -N --export-json "$json" \
   --prepare "rm -f $work/copy.bin" -n cp "cp $work/ctx/big.bin $work/copy.bin" \
   --prepare "rm -f $work/copy.bin" -n "cp+sync" "sh -c 'cp $work/ctx/big.bin $work/copy.bin && sync -f $work/copy.bin'" \
   --prepare "true" -n sha256sum "sha256sum $work/ctx/big.bin" \
+  --prepare "true" -n "openssl sha256" "openssl dgst -sha256 $work/ctx/big.bin" \
   --prepare "rm -rf $work/home" -n "otters build" "$bin build -q $work/ctx" \
   --prepare "true" -n "otters build (no-op)" "$bin build -q $work/ctx" >/dev/null
 rm -rf "$work/home"
@@ -35,6 +36,8 @@ b = res["otters build"]
 print(f"ratio build / cp        {b / res['cp']:.2f}x   (goal <= 1.5x)")
 print(f"ratio build / cp+sync   {b / res['cp+sync']:.2f}x")
 print(f"ratio build / sha256sum {b / res['sha256sum']:.2f}x")
+print(f"ratio build / openssl   {b / res['openssl sha256']:.2f}x   (SHA-256 alone, with SHA-NI: the floor of any build)")
+print(f"hash floor / cp         {res['openssl sha256'] / res['cp']:.2f}x   (above 1.5 means the cp goal cannot be met by any content-addressed store)")
 print(f"ratio no-op / build     {res['otters build (no-op)'] / b:.3f}  (goal < 0.05)")
 print(f"peak RSS of a build     {rss / 1024:.1f} MiB  (goal < 64 MiB)")
 PY
