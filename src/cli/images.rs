@@ -2,11 +2,10 @@
 //! with `inspect --remote` (manifest and config blob only: no layer is downloaded, nothing is
 //! written to the store).
 use super::CliResult;
-use crate::oci::descriptor::{Descriptor, ANN_CREATED};
+use crate::oci::descriptor::{Descriptor, ManifestDoc, ANN_CREATED};
 use crate::oci::registry::{is_index, TargetPlatform};
 use crate::oci::{Digest, Store};
 use miette::{miette, IntoDiagnostic};
-use serde::Deserialize;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -35,24 +34,12 @@ pub struct InspectArgs {
     pub format: String,
 }
 
-#[derive(Deserialize, Default)]
-struct Manifest {
-    #[serde(default)]
-    config: Option<Descriptor>,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
-    #[serde(default)]
-    manifests: Vec<Descriptor>,
-    #[serde(default)]
-    annotations: std::collections::BTreeMap<String, String>,
-}
-
 pub(super) fn open_store() -> miette::Result<Store> {
     let root = super::otters_home().join("store");
     Store::open(&root).into_diagnostic()
 }
 
-fn read_manifest(store: &Store, d: &Descriptor) -> miette::Result<(Vec<u8>, Manifest)> {
+fn read_manifest(store: &Store, d: &Descriptor) -> miette::Result<(Vec<u8>, ManifestDoc)> {
     let digest = Digest::parse(&d.digest).into_diagnostic()?;
     let bytes = store.read_blob(&digest).into_diagnostic()?;
     let m = serde_json::from_slice(&bytes)
@@ -135,7 +122,7 @@ struct Shown {
     artifact_type: Option<String>,
     size: u64,
     bytes: Vec<u8>,
-    manifest: Manifest,
+    manifest: ManifestDoc,
     config: Option<serde_json::Value>,
 }
 
@@ -183,7 +170,7 @@ fn inspect_remote(a: &InspectArgs) -> miette::Result<Shown> {
         }
         _ => top,
     };
-    let m: Manifest = serde_json::from_slice(&fetched.bytes)
+    let m: ManifestDoc = serde_json::from_slice(&fetched.bytes)
         .map_err(|e| miette!("manifest {} is not valid JSON: {e}", fetched.digest))?;
     let config = match &m.config {
         Some(c) => {

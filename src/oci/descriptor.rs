@@ -2,7 +2,7 @@
 //!
 //! Takes: values or JSON. Returns: [`Descriptor`] with canonical JSON out (Go's field order:
 //! mediaType, digest, size, annotations, platform, artifactType; annotation keys sorted) and serde
-//! in. Must never: serialise through `serde_json`'s printer for anything that gets hashed.
+//! in, and [`ManifestDoc`], the read side of a manifest or index. Must never: serialise through `serde_json`'s printer for anything that gets hashed.
 
 use crate::json::Value;
 use serde::Deserialize;
@@ -103,6 +103,22 @@ impl Descriptor {
         }
         v
     }
+}
+
+/// A manifest or index as read (serde in only): every field optional, so one type reads both.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestDoc {
+    #[serde(default)]
+    pub media_type: Option<String>,
+    #[serde(default)]
+    pub config: Option<Descriptor>,
+    #[serde(default)]
+    pub layers: Vec<Descriptor>,
+    #[serde(default)]
+    pub manifests: Vec<Descriptor>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// A sorted string map as a JSON object.

@@ -7,7 +7,7 @@
 
 use crate::ir::Agentfile;
 use crate::lower::{Pin, Pins};
-use crate::oci::descriptor::{AGENT_YAML_LAYER, INDEX_V1};
+use crate::oci::descriptor::{ManifestDoc, AGENT_YAML_LAYER, INDEX_V1};
 use crate::oci::{Descriptor, Digest, Store, StoreError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -123,21 +123,6 @@ impl Fetcher for LocalOnly {
             }),
         }
     }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ManifestDoc {
-    #[serde(default)]
-    media_type: Option<String>,
-    #[serde(default)]
-    config: Option<Descriptor>,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
-    #[serde(default)]
-    manifests: Vec<Descriptor>,
-    #[serde(default)]
-    annotations: BTreeMap<String, String>,
 }
 
 /// An agent image, read from the store.
