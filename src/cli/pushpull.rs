@@ -13,12 +13,9 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+/// The flags `push` and `pull` share.
 #[derive(Debug, clap::Args)]
-pub struct PushArgs {
-    /// The local image to push, named by its registry reference (e.g. 127.0.0.1:5000/team/agent:1)
-    pub reference: String,
-    /// Push to this reference instead of REFERENCE
-    pub destination: Option<String>,
+pub struct TransferFlags {
     /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
     #[arg(long)]
     pub insecure: bool,
@@ -31,6 +28,16 @@ pub struct PushArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct PushArgs {
+    /// The local image to push, named by its registry reference (e.g. 127.0.0.1:5000/team/agent:1)
+    pub reference: String,
+    /// Push to this reference instead of REFERENCE
+    pub destination: Option<String>,
+    #[command(flatten)]
+    pub flags: TransferFlags,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct PullArgs {
     /// The image to download (e.g. ghcr.io/org/agent:1, or name@sha256:…)
     pub reference: String,
@@ -40,15 +47,8 @@ pub struct PullArgs {
     /// Pull only this platform's manifest of an index (e.g. linux/arm64)
     #[arg(long)]
     pub platform: Option<String>,
-    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
-    #[arg(long)]
-    pub insecure: bool,
-    /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub format: String,
-    /// No progress bars or status lines
-    #[arg(short, long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub flags: TransferFlags,
 }
 
 #[derive(Debug, clap::Args)]
@@ -106,9 +106,9 @@ pub fn run_push(a: PushArgs) -> CliResult {
             ));
         }
     }
-    let client = client(a.insecure)?;
+    let client = client(a.flags.insecure)?;
     let mut sources = Sources::load(store.root());
-    let mut ui = Bars::new(!a.quiet && std::io::stderr().is_terminal());
+    let mut ui = Bars::new(!a.flags.quiet && std::io::stderr().is_terminal());
     let result =
         registry_transfer::push_image(&client, &store, &local, &dest, &mut sources, &mut |e| {
             ui.event(&e);
@@ -116,14 +116,14 @@ pub fn run_push(a: PushArgs) -> CliResult {
     ui.finish();
     let _ = sources.save();
     let report = result.map_err(|e| push_error(&e, &dest))?;
-    print_report(&report, &a.format, a.quiet, "pushed")?;
+    print_report(&report, &a.flags.format, a.flags.quiet, "pushed")?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_pull(a: PullArgs) -> CliResult {
     let store = open_store()?;
     let mut r = parse_reference(&a.reference)?;
-    let client = client(a.insecure)?;
+    let client = client(a.flags.insecure)?;
     if let Some(p) = &a.platform {
         let platform = TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?;
         let resolved = client
@@ -132,7 +132,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
         r = r.with_digest(&resolved.manifest.digest);
     }
     let mut sources = Sources::load(store.root());
-    let mut ui = Bars::new(!a.quiet && std::io::stderr().is_terminal());
+    let mut ui = Bars::new(!a.flags.quiet && std::io::stderr().is_terminal());
     let result =
         registry_transfer::pull_image(&client, &store, &r, &mut sources, &mut |e| ui.event(&e));
     ui.finish();
@@ -147,11 +147,11 @@ pub fn run_pull(a: PullArgs) -> CliResult {
         let name = store
             .tag(&t, &desc)
             .map_err(|e| miette!("cannot tag the pulled image as {t}: {e}"))?;
-        if !a.quiet && a.format == "text" {
+        if !a.flags.quiet && a.flags.format == "text" {
             eprintln!("tagged {name}");
         }
     }
-    print_report(&report, &a.format, a.quiet, "pulled")?;
+    print_report(&report, &a.flags.format, a.flags.quiet, "pulled")?;
     Ok(ExitCode::SUCCESS)
 }
 
