@@ -6,6 +6,7 @@
 //! anonymous access. Must never: print, log or put a password in an error message, or write
 //! `config.json` in place (temp file + fsync + rename, mode 0600).
 
+use super::path_io::{io_err, PathIoError};
 use crate::reference::{DOCKER_HUB, DOCKER_HUB_AUTH_KEY};
 use base64::Engine as _;
 use std::collections::BTreeMap;
@@ -59,12 +60,8 @@ pub enum AuthError {
         path: PathBuf,
         reason: String,
     },
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
     #[error("{} is not a JSON object; move it away and run `otters login` again", path.display())]
     NotAnObject { path: PathBuf },
 }
@@ -176,24 +173,12 @@ fn read_config_doc(path: &Path) -> Result<serde_json::Value, AuthError> {
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::json!({})),
-        Err(source) => Err(AuthError::Io {
-            action: "read",
-            path: path.to_owned(),
-            source,
-        }),
+        Err(source) => Err(io_err("read", path)(source).into()),
     }
 }
 
 fn write_config_doc(dir: &Path, path: &Path, doc: &serde_json::Value) -> Result<(), AuthError> {
-    let io = |action: &'static str, p: &Path| {
-        let p = p.to_owned();
-        move |source| AuthError::Io {
-            action,
-            path: p,
-            source,
-        }
-    };
-    std::fs::create_dir_all(dir).map_err(io("create directory", dir))?;
+    std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
@@ -202,23 +187,20 @@ fn write_config_doc(dir: &Path, path: &Path, doc: &serde_json::Value) -> Result<
     let mut tmp = tempfile::Builder::new()
         .prefix(".config.json.")
         .tempfile_in(dir)
-        .map_err(io("create a temporary file in", dir))?;
+        .map_err(io_err("create a temporary file in", dir))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(io("set permissions on", tmp.path()))?;
+            .map_err(io_err("set permissions on", tmp.path()))?;
     }
     let mut bytes = serde_json::to_vec_pretty(doc).unwrap_or_default();
     bytes.push(b'\n');
-    tmp.write_all(&bytes).map_err(io("write", path))?;
-    tmp.as_file().sync_all().map_err(io("sync", path))?;
-    tmp.persist(path).map_err(|e| AuthError::Io {
-        action: "replace",
-        path: path.to_owned(),
-        source: e.error,
-    })?;
+    tmp.write_all(&bytes).map_err(io_err("write", path))?;
+    tmp.as_file().sync_all().map_err(io_err("sync", path))?;
+    tmp.persist(path)
+        .map_err(|e| io_err("replace", path)(e.error))?;
     Ok(())
 }
 

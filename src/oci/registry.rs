@@ -113,12 +113,8 @@ pub enum RegistryError {
     BadDocument { reference: String, reason: String },
     #[error(transparent)]
     Store(#[from] super::layout::StoreError),
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] super::path_io::PathIoError),
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
     #[error("connection to {registry} lost while transferring blob {digest}: {reason}; run the command again to transfer only what is missing")]

@@ -12,6 +12,7 @@
 use super::descriptor::Descriptor;
 use super::digest::Digest;
 use super::layout::Store;
+use super::path_io::io_err;
 use super::registry::{is_index, sha256, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST};
 use super::registry_http::error_chain;
 use super::registry_sources::Sources;
@@ -236,20 +237,12 @@ fn push_blob(
     let digest = parse_digest(&blob.digest, dest)?;
     let path = store.blob_path(&digest);
     let size = std::fs::metadata(&path)
-        .map_err(|source| RegistryError::Io {
-            action: "read",
-            path: path.clone(),
-            source,
-        })?
+        .map_err(io_err("read", &path))?
         .len();
     // Progress is reported from the body stream; a retried upload reports its bytes again.
     let (tx, rx) = std::sync::mpsc::channel::<u64>();
     let open = move || -> Result<reqwest::Body, RegistryError> {
-        let file = std::fs::File::open(&path).map_err(|source| RegistryError::Io {
-            action: "open",
-            path: path.clone(),
-            source,
-        })?;
+        let file = std::fs::File::open(&path).map_err(io_err("open", &path))?;
         let tx = tx.clone();
         let stream = futures_util::stream::unfold(Some(file), move |state| {
             let tx = tx.clone();
@@ -405,11 +398,7 @@ pub fn pull_blob(
             got += chunk.len() as u64;
             writer
                 .write_all(&chunk)
-                .map_err(|source| RegistryError::Io {
-                    action: "write",
-                    path: tmp_path.clone(),
-                    source,
-                })?;
+                .map_err(io_err("write", &tmp_path))?;
             progress(Event::Bytes {
                 digest: &blob.digest,
                 n: chunk.len() as u64,

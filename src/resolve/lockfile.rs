@@ -27,6 +27,7 @@
 //! ```
 
 use crate::json::{to_indented, Value};
+use crate::oci::path_io::{io_err, PathIoError};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -97,12 +98,8 @@ pub enum LockError {
     Invalid { path: PathBuf, reason: String },
     #[error("{} has lock format version {version}, but this otters reads version {LOCK_VERSION}; run `otters lock` to rewrite it", path.display())]
     Version { path: PathBuf, version: i64 },
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
 }
 
 impl Lockfile {
@@ -194,11 +191,7 @@ impl Lockfile {
         match std::fs::read(path) {
             Ok(bytes) => Self::parse(path, &bytes).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(LockError::Io {
-                action: "read",
-                path: path.to_owned(),
-                source,
-            }),
+            Err(source) => Err(io_err("read", path)(source).into()),
         }
     }
 
@@ -213,25 +206,14 @@ impl Lockfile {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| Path::new("."));
-        let io = |action: &'static str| {
-            let p = path.to_owned();
-            move |source| LockError::Io {
-                action,
-                path: p,
-                source,
-            }
-        };
         let mut tmp = tempfile::Builder::new()
             .prefix(".Agentfile.lock.")
             .tempfile_in(dir)
-            .map_err(io("create a temporary file for"))?;
-        std::io::Write::write_all(&mut tmp, &bytes).map_err(io("write"))?;
-        tmp.as_file().sync_all().map_err(io("sync"))?;
-        tmp.persist(path).map_err(|e| LockError::Io {
-            action: "replace",
-            path: path.to_owned(),
-            source: e.error,
-        })?;
+            .map_err(io_err("create a temporary file for", path))?;
+        std::io::Write::write_all(&mut tmp, &bytes).map_err(io_err("write", path))?;
+        tmp.as_file().sync_all().map_err(io_err("sync", path))?;
+        tmp.persist(path)
+            .map_err(|e| io_err("replace", path)(e.error))?;
         Ok(true)
     }
 }
