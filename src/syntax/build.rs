@@ -5,7 +5,7 @@ use super::errors;
 use super::unquote::unquote;
 use super::{AgentfileParser, Rule};
 use crate::diagnostic::{Diagnostic, Span};
-use pest::iterators::Pair;
+use pest::iterators::{Pair, Pairs};
 use pest::Parser as _;
 
 pub fn parse(text: &str) -> Ast {
@@ -186,7 +186,7 @@ impl Builder<'_> {
         let text = pair.as_str();
         let kw_len = text.find([' ', '\t', '[']).unwrap_or(text.len());
         let kw = Token::new(&text[..kw_len], Span::new(span.start, span.start + kw_len));
-        let parts: Vec<Pair<Rule>> = pair.into_inner().collect();
+        let parts = pair.into_inner();
         let keyword = keyword_of(rule);
         let args = self.args(keyword, parts);
         Instruction {
@@ -198,9 +198,9 @@ impl Builder<'_> {
         }
     }
 
-    fn args(&mut self, keyword: Keyword, parts: Vec<Pair<Rule>>) -> Args {
+    fn args(&mut self, keyword: Keyword, parts: Pairs<'_, Rule>) -> Args {
         let mut it = parts.into_iter().peekable();
-        let next_word = |it: &mut std::iter::Peekable<std::vec::IntoIter<Pair<Rule>>>| -> Token {
+        let next_word = |it: &mut std::iter::Peekable<Pairs<'_, Rule>>| -> Token {
             it.next().map_or_else(
                 || Token::new("", Span::default()),
                 |p| Token::new(p.as_str(), p.as_span().into()),

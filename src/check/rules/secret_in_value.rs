@@ -104,11 +104,13 @@ fn entropy(s: &str) -> f64 {
 
 /// True for a value that reads like a generated secret under a key that names one.
 pub fn secret_by_key(key: &str, value: &str) -> bool {
-    let k = key.to_ascii_lowercase();
     let v = value.trim();
+    // Cheapest tests first: most values are short or contain a blank.
+    if v.len() < 16 || v.contains(char::is_whitespace) {
+        return false;
+    }
+    let k = key.to_ascii_lowercase();
     SECRET_WORDS.iter().any(|w| k.contains(w))
-        && v.len() >= 16
-        && !v.contains(char::is_whitespace)
         && !v.contains("${")
         && !v.contains("://")
         && v.bytes().any(|c| c.is_ascii_digit())
