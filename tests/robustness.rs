@@ -60,6 +60,13 @@ fn corpus() -> Vec<Vec<u8>> {
     out
 }
 
+fn fuzz_cases() -> u32 {
+    std::env::var("OTTERS_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+}
+
 /// Fragments that exercise the grammar's edges when spliced into real files.
 const FRAGMENTS: &[&str] = &[
     "<<",
@@ -94,7 +101,8 @@ const FRAGMENTS: &[&str] = &[
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, .. ProptestConfig::default() })]
+    // 400 cases per property in the suite; `OTTERS_FUZZ_CASES=100000` searches longer by hand.
+    #![proptest_config(ProptestConfig { cases: fuzz_cases(), failure_persistence: None, .. ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
