@@ -1,3 +1,5 @@
+//! Unit tests of the `ir` stage: typing, overrides, ARG expansion and the config blob.
+
 use super::*;
 use crate::diagnostic::SourceFile;
 use std::collections::BTreeMap;
