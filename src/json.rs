@@ -162,6 +162,14 @@ fn write(
     Ok(())
 }
 
+/// `f` in shortest scientific form, split into mantissa and decimal exponent (`1.5e-7` →
+/// `("1.5", -7)`), for the two Go float formats below.
+fn scientific(f: f64) -> (String, i32) {
+    let s = format!("{f:e}");
+    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    (mantissa.to_owned(), exp.parse().unwrap_or(0))
+}
+
 /// Go's float encoding: `'f'` format for 1e-6 ≤ |f| < 1e21, else `'e'` with a two-digit-minimum
 /// positive exponent and a trimmed negative one (`1e+21`, `1e-7`).
 fn write_float(out: &mut String, f: f64) -> Result<(), UnsupportedFloat> {
@@ -170,9 +178,7 @@ fn write_float(out: &mut String, f: f64) -> Result<(), UnsupportedFloat> {
     }
     let abs = f.abs();
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let s = format!("{f:e}");
-        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let exp: i32 = exp.parse().unwrap_or(0);
+        let (mantissa, exp) = scientific(f);
         if exp < 0 {
             let _ = write!(out, "{mantissa}e-{}", -exp);
         } else {
@@ -189,9 +195,7 @@ fn write_float(out: &mut String, f: f64) -> Result<(), UnsupportedFloat> {
 pub fn write_float_go_v(out: &mut String, f: f64) -> std::fmt::Result {
     let abs = f.abs();
     if f.is_finite() && abs != 0.0 && !(1e-4..1e21).contains(&abs) {
-        let s = format!("{f:e}");
-        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let exp: i32 = exp.parse().unwrap_or(0);
+        let (mantissa, exp) = scientific(f);
         let sign = if exp < 0 { '-' } else { '+' };
         write!(out, "{mantissa}e{sign}{:02}", exp.abs())
     } else if f.is_nan() {

@@ -5,6 +5,7 @@ use super::diags;
 use super::model::{
     Add, Agent, Agentfile, Bin, Config, ConfigValue, Context, Env, Mount, Node, DEFAULT_SYNTAX,
 };
+use super::names::basename;
 use crate::diagnostic::{Diagnostic, SourceFile, Span};
 use crate::syntax::{Args, Ast, Instruction, Keyword, LineKind, Token, Value};
 use std::collections::BTreeMap;
@@ -414,12 +415,6 @@ impl Lowerer<'_> {
             name_span: dst.map_or(src.span, |d| d.span),
         }
     }
-}
-
-/// POSIX `path.Base` of a slash path, ignoring trailing slashes.
-fn basename(p: &str) -> &str {
-    let t = p.trim_end_matches('/');
-    t.rsplit('/').next().unwrap_or(t)
 }
 
 /// Types an unquoted CONFIG value as openotters does (Go `ParseBool`-exact `true`/`false`,

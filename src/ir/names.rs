@@ -15,6 +15,13 @@ pub const RESERVED_ENV_KEYS: [&str; 10] = [
     "OTTERS_AGENT_TOKEN",
 ];
 
+/// POSIX `path.Base` of a slash path, ignoring trailing slashes: the default name of an ADD, and
+/// how a bin's binary is matched by file name.
+pub fn basename(p: &str) -> &str {
+    let t = p.trim_end_matches('/');
+    t.rsplit('/').next().unwrap_or(t)
+}
+
 /// Provider credentials come from the host at run time, never from an image.
 pub fn is_credential_key(key: &str) -> bool {
     key.ends_with("_API_KEY") || key.ends_with("_API_BASE")

@@ -6,6 +6,7 @@
 
 use super::extract::{self, ExtractError, Limits};
 use super::source::BinImage;
+use crate::ir::names::basename;
 use crate::oci::{Digest, Store, StoreError};
 use std::io::Read;
 use std::path::Path;
@@ -44,10 +45,6 @@ fn open(store: &Store, img: &BinImage, digest: &str) -> Result<Box<dyn Read>, Bi
         digest: digest.to_owned(),
     })?;
     Ok(Box::new(std::io::BufReader::new(store.open_blob(&d)?)))
-}
-
-fn basename(s: &str) -> &str {
-    s.trim_end_matches('/').rsplit('/').next().unwrap_or(s)
 }
 
 /// Locate the binary (pass 1: tar layers; pass 2: titled raw layers) and write it to `out`, 0755.
