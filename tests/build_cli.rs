@@ -393,6 +393,13 @@ fn golden_digests_of_the_fixtures() {
 #[test]
 fn every_conformance_agentfile_builds() {
     let root = repo().join("../shared/conformance");
+    if !root.is_dir() {
+        support::tools::skip(
+            "every_conformance_agentfile_builds",
+            &format!("{} is absent", root.display()),
+        );
+        return;
+    }
     let mut stack = vec![root];
     let mut built = 0;
     let env = Env::new();

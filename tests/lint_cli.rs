@@ -431,9 +431,24 @@ fn non_utf8_input_is_af001_with_offset() {
 fn conformance_agentfiles_lint_with_zero_errors() {
     let dir = root().join("../shared/conformance");
     if !dir.is_dir() {
-        eprintln!("skipped: {} is absent", dir.display());
+        // A missing corpus must never pass silently where it is required.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is absent: CI must run the conformance corpus",
+            dir.display()
+        );
+        eprintln!(
+            "SKIP conformance_agentfiles_lint_with_zero_errors: {} is absent",
+            dir.display()
+        );
         return;
     }
+    let expected = count_agentfiles(&dir);
+    assert!(
+        expected >= 14,
+        "only {expected} Agentfiles under {}",
+        dir.display()
+    );
     let o = run(otters().args(["lint", "-r", "--format", "json"]).arg(&dir));
     assert_eq!(o.code, 0, "{}", o.stdout);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
@@ -446,9 +461,26 @@ fn conformance_agentfiles_lint_with_zero_errors() {
     assert!(errors.is_empty(), "{errors:#?}");
     let summary = run(otters().args(["lint", "-r"]).arg(&dir)).stderr;
     assert!(
-        summary.contains("in 14 files") || summary.contains(" files"),
+        summary.contains(&format!("in {expected} files")),
         "{summary}"
     );
+}
+
+/// Agentfiles under `dir`, found the way `lint -r` looks for them (files named `Agentfile`).
+fn count_agentfiles(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "Agentfile") {
+                n += 1;
+            }
+        }
+    }
+    n
 }
 
 #[test]

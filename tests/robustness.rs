@@ -45,6 +45,13 @@ fn corpus() -> Vec<Vec<u8>> {
     ] {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
         let Ok(rd) = std::fs::read_dir(&root) else {
+            // The shared corpus may be absent on a developer's machine; never under CI.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{} is absent: CI must mutate the conformance corpus",
+                root.display()
+            );
+            eprintln!("SKIP corpus {}: absent", root.display());
             continue;
         };
         let mut paths: Vec<_> = rd.flatten().map(|e| e.path()).collect();
@@ -138,6 +145,25 @@ proptest! {
 /// of quotes. Each must parse; a quadratic parser would make this test take minutes.
 #[test]
 fn pathological_shapes_parse() {
+    // A hang-catcher, not a benchmark: the shapes take well under a second in a debug build; a
+    // quadratic parser takes minutes. The bound is generous so a loaded machine never trips it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        pathological_shapes();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(()) => {}
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("pathological shapes took over 120 s: a parser stage went super-linear")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("pathological shapes panicked (see the thread's message above)")
+        }
+    }
+}
+
+fn pathological_shapes() {
     let long_word = format!("FROM scratch\nNAME {}\n", "a".repeat(1 << 20));
     assert!(front_end(long_word.as_bytes()) > 0);
     let openers = format!("FROM scratch\n{}", "CONTEXT A <<E\n".repeat(20_000));
