@@ -64,9 +64,28 @@ pub struct Args {
     /// Pull missing images from their registry, or never contact one
     #[arg(long, value_parser = ["never", "missing"], default_value = "missing")]
     pub pull: String,
+    /// Never contact a registry (same as `--pull never`); when REFERENCE is a path, build from
+    /// Agentfile.lock and the local store only, as `otters build --offline` does
+    #[arg(long)]
+    pub offline: bool,
+    /// When REFERENCE is a path: build even when an image cannot be pinned to a digest
+    #[arg(long)]
+    pub allow_unpinned: bool,
+    /// When REFERENCE is a path: fail if Agentfile.lock is missing or out of date
+    #[arg(long)]
+    pub locked: bool,
 }
 
-pub fn run(a: Args) -> CliResult {
+/// True when the user wrote a path, not an image reference: `./x`, `../x`, `/x`, `~/x`, `.`, `..`.
+/// Such an argument is never parsed as a reference, so a typo reads as a missing path.
+fn written_as_path(s: &str) -> bool {
+    s == "." || s == ".." || ["./", "../", "/", "~/"].iter().any(|p| s.starts_with(p))
+}
+
+pub fn run(mut a: Args) -> CliResult {
+    if a.offline {
+        a.pull = "never".into();
+    }
     let envs: Vec<(String, String)> = a
         .envs
         .iter()
@@ -104,6 +123,12 @@ pub fn run(a: Args) -> CliResult {
 
     let reference = if Path::new(&a.reference).exists() {
         build_first(&a.reference, &a, &store)?
+    } else if written_as_path(&a.reference) {
+        return Err(miette!(
+            help = "give an existing Agentfile or build-context directory, or an image reference such as registry.example/agents/name:tag",
+            "{}: no such file or directory (nothing to build or run)",
+            a.reference
+        ));
     } else {
         a.reference.clone()
     };
@@ -217,6 +242,8 @@ fn build_first(path: &str, a: &Args, store: &Store) -> miette::Result<String> {
         platform: a.platform.clone(),
         insecure: a.insecure,
         offline: a.pull == "never",
+        allow_unpinned: a.allow_unpinned,
+        locked: a.locked,
         hash_cache: Some(super::otters_home().join("cache/blobs.json")),
         source_date_epoch: crate::lower::epoch::parse(
             std::env::var("SOURCE_DATE_EPOCH").ok().as_deref(),
