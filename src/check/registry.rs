@@ -374,6 +374,25 @@ pub fn is_code_shaped(code: &str) -> bool {
     b.len() == 5 && code.starts_with("AF") && b[2..].iter().all(u8::is_ascii_digit)
 }
 
+/// The closing paragraph of a rule's page, generated from its default severity so a page never
+/// promises a suppression the tool refuses: errors can be neither suppressed nor lowered.
+pub fn suppression_note(rule: &RuleMeta) -> String {
+    if rule.severity == Error {
+        format!(
+            "{} is an error: it can be neither suppressed with `# otters:ignore` nor lowered in \
+             `otters.toml`, because the build would reject the file anyway. Fix the file as shown \
+             above.",
+            rule.code
+        )
+    } else {
+        format!(
+            "Suppress one finding with `# otters:ignore {} <reason>` on the line above it, or change \
+             its severity in `otters.toml` (see [docs/lint.md](../lint.md)).",
+            rule.code
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,6 +445,49 @@ mod tests {
                 );
             }
             assert!(r.what_it_does().len() > 20, "{}", r.code);
+        }
+    }
+
+    /// Every page ends with the note its severity calls for. `OTTERS_BLESS_RULE_PAGES=1 cargo test
+    /// --lib rule_pages` rewrites the last paragraph of each page instead of failing.
+    #[test]
+    fn rule_pages_end_with_the_suppression_note_of_their_severity() {
+        let bless = std::env::var_os("OTTERS_BLESS_RULE_PAGES").is_some();
+        let mut wrong = Vec::new();
+        for r in RULES {
+            let note = suppression_note(r);
+            let body = r.doc.trim_end();
+            let last = body.rsplit("\n\n").next().unwrap_or("");
+            if last == note {
+                continue;
+            }
+            if bless {
+                let path = format!("{}/docs/rules/{}.md", env!("CARGO_MANIFEST_DIR"), r.code);
+                let keep = if last.contains("otters:ignore") || last.contains("is an error: it can")
+                {
+                    &body[..body.len() - last.len()]
+                } else {
+                    body
+                };
+                let text = format!("{}\n\n{note}\n", keep.trim_end());
+                std::fs::write(&path, text).expect("rewrite page");
+            } else {
+                wrong.push(r.code);
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "pages whose closing note does not match their severity: {wrong:?} \
+             (run with OTTERS_BLESS_RULE_PAGES=1 to regenerate)"
+        );
+        let errors: Vec<_> = RULES.iter().filter(|r| r.severity == Error).collect();
+        assert!(!errors.is_empty());
+        for r in errors {
+            assert!(
+                !r.doc.contains(&format!("# otters:ignore {}", r.code)),
+                "{}",
+                r.code
+            );
         }
     }
 
