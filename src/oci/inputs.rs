@@ -4,8 +4,11 @@
 //! Takes: the build context directory and source paths as written. Returns: real paths with their
 //! kind, or AF301 (missing) / AF302 (escapes: absolute, `..`, symlink leading out) / AF303 (not a
 //! regular file or directory, or unreadable). Must never: follow a symlink to outside the context,
-//! or read file contents (it only stats and opens).
+//! or read file contents (it only stats and opens). The returned path is canonical (no symlink in
+//! any component) and is opened here, and again by the writer, through [`super::nofollow`], so a
+//! file swapped for a symlink after this check is never read through the link.
 
+use super::nofollow::{self, Kind};
 use crate::lower::inputs::{InputError, InputKind, Inputs, Resolved};
 use std::fs;
 use std::io;
@@ -78,17 +81,23 @@ impl Inputs for FsInputs {
         let Ok(inside) = target.strip_prefix(&self.root) else {
             return Err(escapes("is a symlink that leads outside the build context"));
         };
-        let meta = fs::metadata(&target).map_err(|e| unreadable(e.to_string()))?;
-        let kind = if meta.is_file() {
-            fs::File::open(&target).map_err(|e| unreadable(e.to_string()))?;
-            InputKind::File
-        } else if meta.is_dir() {
-            fs::read_dir(&target).map_err(|e| unreadable(e.to_string()))?;
-            InputKind::Dir
-        } else {
-            return Err(unreadable(
-                "it is not a regular file or directory".to_owned(),
-            ));
+        let special = || unreadable("it is not a regular file or directory".to_owned());
+        let kind = match nofollow::kind(&target).map_err(|e| unreadable(e.to_string()))? {
+            Kind::File => {
+                nofollow::open_file(&target).map_err(|e| unreadable(e.to_string()))?;
+                InputKind::File
+            }
+            Kind::Dir => {
+                nofollow::open_dir(&target).map_err(|e| unreadable(e.to_string()))?;
+                InputKind::Dir
+            }
+            // `canonicalize` resolved every link: one here now means the context is changing.
+            Kind::Symlink => {
+                return Err(unreadable(
+                    "it was replaced by a symlink while it was being checked; build again when the context is stable".to_owned(),
+                ))
+            }
+            Kind::Special => return Err(special()),
         };
         let rel = inside
             .components()
@@ -147,5 +156,8 @@ mod tests {
             FsInputs::new(Path::new("/dev")).unwrap().resolve("null"),
             Err(InputError::Unreadable { .. })
         ));
+        rustix::fs::mkfifoat(rustix::fs::CWD, ctx.join("fifo"), 0o600.into()).unwrap();
+        let e = inputs.resolve("fifo").unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
     }
 }
