@@ -45,7 +45,15 @@ fn through_flags() -> OFlags {
 /// `ELOOP`/`ENOTDIR` from an `O_NOFOLLOW`/`O_DIRECTORY` open mean a symlink or another kind of
 /// file now stands where the check saw a directory or a file.
 fn replaced(name: &OsStr, e: rustix::io::Errno) -> io::Error {
-    if e == rustix::io::Errno::LOOP || e == rustix::io::Errno::NOTDIR {
+    if e == rustix::io::Errno::NOENT {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "`{}` disappeared after it was checked; build again when the context is stable",
+                name.to_string_lossy().escape_debug()
+            ),
+        )
+    } else if e == rustix::io::Errno::LOOP || e == rustix::io::Errno::NOTDIR {
         io::Error::other(format!(
             "`{}` was replaced (by a symlink or another kind of file) after it was checked; build again when the context is stable",
             name.to_string_lossy().escape_debug()
@@ -89,7 +97,7 @@ fn walk_to_parent(path: &Path) -> io::Result<(OwnedFd, &OsStr)> {
 
 /// The kind of `name` in `dir`, without following it.
 pub fn kind_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Kind> {
-    let st = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    let st = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| replaced(name, e))?;
     Ok(match FileType::from_raw_mode(st.st_mode) {
         FileType::RegularFile => Kind::File,
         FileType::Directory => Kind::Dir,
@@ -171,7 +179,12 @@ pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<std::ffi::OsString>> {
 
 /// The target of symlink `name` in `dir`.
 pub fn read_link_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Vec<u8>> {
-    Ok(rustix::fs::readlinkat(dir, name, Vec::new())?.into_bytes())
+    match rustix::fs::readlinkat(dir, name, Vec::new()) {
+        Ok(t) => Ok(t.into_bytes()),
+        // EINVAL: it is no longer a symlink.
+        Err(e) if e == rustix::io::Errno::INVAL => Err(replaced(name, rustix::io::Errno::LOOP)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]
