@@ -517,6 +517,22 @@ fn special_files_and_control_characters_in_the_context_fail_clearly_without_hang
         !err.contains('\u{1b}'),
         "no raw escape reaches the terminal"
     );
+    fs::remove_file(ctx.join("data/evil\n\u{1b}[31mname")).unwrap();
+
+    // `.agentignore` is an input like the others: no FIFO, no link out of the context.
+    rustix::fs::mkfifoat(rustix::fs::CWD, ctx.join(".agentignore"), 0o600.into()).unwrap();
+    let err = build("FROM scratch\nNAME s\nADD data\n");
+    assert!(
+        err.contains(".agentignore") && err.contains("not a regular file"),
+        "{err}"
+    );
+    fs::remove_file(ctx.join(".agentignore")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", ctx.join(".agentignore")).unwrap();
+    let err = build("FROM scratch\nNAME s\nADD data\n");
+    assert!(
+        err.contains(".agentignore") && err.contains("outside the build context"),
+        "{err}"
+    );
 }
 
 #[test]

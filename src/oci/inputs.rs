@@ -35,6 +35,43 @@ impl FsInputs {
     }
 }
 
+/// The largest `.agentignore` read (a pattern file, not data).
+pub const MAX_AGENTIGNORE: u64 = 1 << 20;
+
+impl FsInputs {
+    /// The text of `.agentignore` at the context root, `None` when there is none. Read like any
+    /// other input (a symlink must stay inside the context, nothing is followed while reading, a
+    /// FIFO or device is refused), and at most [`MAX_AGENTIGNORE`] bytes of UTF-8.
+    pub fn read_agentignore(&self) -> Result<Option<String>, String> {
+        use std::io::Read as _;
+        match fs::symlink_metadata(self.root.join(".agentignore")) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read it: {e}")),
+            Ok(_) => {}
+        }
+        let r = self.resolve(".agentignore").map_err(|e| match e {
+            InputError::NotFound { .. } => "it is a dangling symlink".to_owned(),
+            InputError::Escapes { why, .. } | InputError::Unreadable { why, .. } => why,
+        })?;
+        if r.kind != InputKind::File {
+            return Err("it is a directory, not a file".to_owned());
+        }
+        let (file, _) = nofollow::open_file(&r.path).map_err(|e| format!("cannot read it: {e}"))?;
+        let mut bytes = Vec::new();
+        file.take(MAX_AGENTIGNORE + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read it: {e}"))?;
+        if bytes.len() as u64 > MAX_AGENTIGNORE {
+            return Err(format!(
+                "it is larger than {MAX_AGENTIGNORE} bytes; an ignore file holds patterns"
+            ));
+        }
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| format!("it is not UTF-8 (byte {})", e.utf8_error().valid_up_to()))
+    }
+}
+
 impl Inputs for FsInputs {
     fn resolve(&self, src: &str) -> Result<Resolved, InputError> {
         let escapes = |why: &str| InputError::Escapes {
@@ -159,5 +196,22 @@ mod tests {
         rustix::fs::mkfifoat(rustix::fs::CWD, ctx.join("fifo"), 0o600.into()).unwrap();
         let e = inputs.resolve("fifo").unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
+
+        assert_eq!(inputs.read_agentignore(), Ok(None));
+        std::os::unix::fs::symlink("../secret", ctx.join(".agentignore")).unwrap();
+        let e = inputs.read_agentignore().unwrap_err();
+        assert!(e.contains("leads outside the build context"), "{e}");
+        fs::remove_file(ctx.join(".agentignore")).unwrap();
+        std::os::unix::fs::symlink("fifo", ctx.join(".agentignore")).unwrap();
+        let e = inputs.read_agentignore().unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        fs::remove_file(ctx.join(".agentignore")).unwrap();
+        fs::write(ctx.join(".agentignore"), vec![b'#'; 2 << 20]).unwrap();
+        assert!(inputs
+            .read_agentignore()
+            .unwrap_err()
+            .contains("larger than"));
+        fs::write(ctx.join(".agentignore"), "*.log\n").unwrap();
+        assert_eq!(inputs.read_agentignore(), Ok(Some("*.log\n".to_owned())));
     }
 }
