@@ -366,8 +366,8 @@ pub fn build(
         }
     };
     let ignore_path = inputs.root().join(".agentignore");
-    let ignore = match std::fs::read_to_string(&ignore_path) {
-        Ok(text) => Ignore::parse(&text).map_err(|e| {
+    let ignore = match inputs.read_agentignore() {
+        Ok(Some(text)) => Ignore::parse(&text).map_err(|e| {
             fail(
                 ErrorKind::Ignore {
                     path: ignore_path.clone(),
@@ -376,12 +376,12 @@ pub fn build(
                 shown.clone(),
             )
         })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ignore::default(),
-        Err(e) => {
+        Ok(None) => Ignore::default(),
+        Err(reason) => {
             return Err(fail(
                 ErrorKind::Ignore {
                     path: ignore_path,
-                    reason: format!("cannot read it: {e}"),
+                    reason,
                 },
                 shown,
             ))

@@ -497,8 +497,10 @@ fn lock_names_the_registry_that_denies_a_pull() {
 /// `bins`, as `reg/<repo>:1`.
 fn push_openotters_agent(reg: &Registry, repo: &str, from: &str, bins: &str) {
     let tmp = tempfile::tempdir().expect("tmp");
+    // NAME is a path-safe file name (otters refuses an image whose NAME is not).
+    let name = repo.replace('/', "-");
     let config = format!(
-        r#"{{"syntax":"openotters/agentfile:1","agent":{{"from":"{from}","name":"{repo}","model":"m","contexts":[{{"name":"SOUL","file":"soul.md"}}],"bins":[{bins}],"adds":[{{"src":"data.txt","name":"data.txt"}}]}}}}"#
+        r#"{{"syntax":"openotters/agentfile:1","agent":{{"from":"{from}","name":"{name}","model":"m","contexts":[{{"name":"SOUL","file":"soul.md"}}],"bins":[{bins}],"adds":[{{"src":"data.txt","name":"data.txt"}}]}}}}"#
     );
     images::openotters_agent(
         &tmp.path().join("l"),

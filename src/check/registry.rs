@@ -265,6 +265,12 @@ pub static RULES: &[RuleMeta] = &[
         "an ENV overrides the RUNTIME_* variable of a CONFIG"
     ),
     rule!(
+        "AF223",
+        "loader-env",
+        Warning,
+        "an ENV sets a dynamic-loader variable such as LD_PRELOAD"
+    ),
+    rule!(
         "AF301",
         "build-source-not-found",
         Error,

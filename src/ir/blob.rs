@@ -168,10 +168,21 @@ pub enum BlobError {
     NoAgent,
     #[error("config blob field `{0}` has the wrong type")]
     Field(&'static str),
+    /// A name the parser would refuse in an Agentfile (see [`super::names::check_artifact`]).
+    #[error(transparent)]
+    Name(#[from] super::names::InvalidName),
 }
 
-/// Reads a config blob written by otters or openotters. Items carry `Span::default()`.
+/// Reads a config blob written by otters or openotters, and checks every name in it as the parser
+/// checks an Agentfile's ([`super::names::check_artifact`]): a blob is untrusted input, and its
+/// names become paths. Items carry `Span::default()`.
 pub fn from_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
+    let model = read_config_blob(bytes)?;
+    super::names::check_artifact(&model.agent)?;
+    Ok(model)
+}
+
+fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
     let v: serde_json::Value = serde_json::from_slice(bytes)?;
     let syntax = v
         .get("syntax")
@@ -273,8 +284,11 @@ pub fn from_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
             .into_iter()
             .map(|o| Add {
                 src: s(o, "src").unwrap_or_default(),
-                // openotters ≤ alpha.50 wrote `dst` (the layer title) instead of `name`.
-                name: s(o, "name").or_else(|| s(o, "dst")).unwrap_or_default(),
+                // openotters ≤ alpha.50 wrote `dst` (the layer title, `/data/<name>`) instead of
+                // `name`; it is normalised as the parser normalises that deprecated form.
+                name: s(o, "name")
+                    .or_else(|| s(o, "dst").map(|d| legacy_dst(&d)))
+                    .unwrap_or_default(),
                 description: s(o, "description"),
                 span: d,
                 src_span: d,
@@ -314,6 +328,18 @@ pub fn from_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
             .collect(),
     };
     Ok(Agentfile { syntax, agent })
+}
+
+/// `/data/x.json` → `x.json` (the deprecated ADD destination form, as `ir::lower` reads it).
+fn legacy_dst(dst: &str) -> String {
+    let mut name = dst
+        .strip_prefix("/data/")
+        .unwrap_or(dst)
+        .trim_start_matches('/');
+    while let Some(rest) = name.strip_prefix("./") {
+        name = rest;
+    }
+    name.to_owned()
 }
 
 fn json_config_value(v: &serde_json::Value) -> Option<ConfigValue> {

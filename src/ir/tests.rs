@@ -198,5 +198,5 @@ fn config_blob_round_trips() {
 fn reads_openotters_alpha_adds() {
     let json = br#"{"syntax":"openotters/agentfile:1","agent":{"from":"scratch","adds":[{"src":"x.json","dst":"/data/x.json"}],"future":1}}"#;
     let m = from_config_blob(json).unwrap();
-    assert_eq!(m.agent.adds[0].name, "/data/x.json");
+    assert_eq!(m.agent.adds[0].name, "x.json");
 }

@@ -124,8 +124,12 @@ impl HashCache {
             return Ok(());
         }
         let dir = self.path.parent().unwrap_or_else(|| Path::new("."));
-        fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        // Temp files live in their own directory, locked while written, so the ones a killed
+        // build left behind can be collected without touching the cache itself.
+        let tmp_dir = dir.join(".tmp");
+        fs::create_dir_all(&tmp_dir)?;
+        super::layout::collect_stale_temps(&tmp_dir, super::layout::STALE_TEMP_AGE);
+        let mut tmp = super::layout::locked_temp(&tmp_dir, "cache-").map_err(io::Error::other)?;
         let doc = CacheFile {
             format: FORMAT,
             entries: self.entries.clone(),

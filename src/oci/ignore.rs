@@ -44,7 +44,17 @@ impl Ignore {
                 .build()
                 .map_err(|source| IgnoreError {
                     line: i + 1,
-                    pattern: line.to_owned(),
+                    // Shown in a terminal: control characters escaped.
+                    pattern: line
+                        .chars()
+                        .map(|c| {
+                            if c.is_control() {
+                                c.escape_default().to_string()
+                            } else {
+                                c.to_string()
+                            }
+                        })
+                        .collect(),
                     source,
                 })?;
             rules.push((glob.compile_matcher(), negate));

@@ -4,8 +4,11 @@
 //! Takes: the build context directory and source paths as written. Returns: real paths with their
 //! kind, or AF301 (missing) / AF302 (escapes: absolute, `..`, symlink leading out) / AF303 (not a
 //! regular file or directory, or unreadable). Must never: follow a symlink to outside the context,
-//! or read file contents (it only stats and opens).
+//! or read file contents (it only stats and opens). The returned path is canonical (no symlink in
+//! any component) and is opened here, and again by the writer, through [`super::nofollow`], so a
+//! file swapped for a symlink after this check is never read through the link.
 
+use super::nofollow::{self, Kind};
 use crate::lower::inputs::{InputError, InputKind, Inputs, Resolved};
 use std::fs;
 use std::io;
@@ -29,6 +32,43 @@ impl FsInputs {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+}
+
+/// The largest `.agentignore` read (a pattern file, not data).
+pub const MAX_AGENTIGNORE: u64 = 1 << 20;
+
+impl FsInputs {
+    /// The text of `.agentignore` at the context root, `None` when there is none. Read like any
+    /// other input (a symlink must stay inside the context, nothing is followed while reading, a
+    /// FIFO or device is refused), and at most [`MAX_AGENTIGNORE`] bytes of UTF-8.
+    pub fn read_agentignore(&self) -> Result<Option<String>, String> {
+        use std::io::Read as _;
+        match fs::symlink_metadata(self.root.join(".agentignore")) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read it: {e}")),
+            Ok(_) => {}
+        }
+        let r = self.resolve(".agentignore").map_err(|e| match e {
+            InputError::NotFound { .. } => "it is a dangling symlink".to_owned(),
+            InputError::Escapes { why, .. } | InputError::Unreadable { why, .. } => why,
+        })?;
+        if r.kind != InputKind::File {
+            return Err("it is a directory, not a file".to_owned());
+        }
+        let (file, _) = nofollow::open_file(&r.path).map_err(|e| format!("cannot read it: {e}"))?;
+        let mut bytes = Vec::new();
+        file.take(MAX_AGENTIGNORE + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read it: {e}"))?;
+        if bytes.len() as u64 > MAX_AGENTIGNORE {
+            return Err(format!(
+                "it is larger than {MAX_AGENTIGNORE} bytes; an ignore file holds patterns"
+            ));
+        }
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| format!("it is not UTF-8 (byte {})", e.utf8_error().valid_up_to()))
     }
 }
 
@@ -78,17 +118,23 @@ impl Inputs for FsInputs {
         let Ok(inside) = target.strip_prefix(&self.root) else {
             return Err(escapes("is a symlink that leads outside the build context"));
         };
-        let meta = fs::metadata(&target).map_err(|e| unreadable(e.to_string()))?;
-        let kind = if meta.is_file() {
-            fs::File::open(&target).map_err(|e| unreadable(e.to_string()))?;
-            InputKind::File
-        } else if meta.is_dir() {
-            fs::read_dir(&target).map_err(|e| unreadable(e.to_string()))?;
-            InputKind::Dir
-        } else {
-            return Err(unreadable(
-                "it is not a regular file or directory".to_owned(),
-            ));
+        let special = || unreadable("it is not a regular file or directory".to_owned());
+        let kind = match nofollow::kind(&target).map_err(|e| unreadable(e.to_string()))? {
+            Kind::File => {
+                nofollow::open_file(&target).map_err(|e| unreadable(e.to_string()))?;
+                InputKind::File
+            }
+            Kind::Dir => {
+                nofollow::open_dir(&target).map_err(|e| unreadable(e.to_string()))?;
+                InputKind::Dir
+            }
+            // `canonicalize` resolved every link: one here now means the context is changing.
+            Kind::Symlink => {
+                return Err(unreadable(
+                    "it was replaced by a symlink while it was being checked; build again when the context is stable".to_owned(),
+                ))
+            }
+            Kind::Special => return Err(special()),
         };
         let rel = inside
             .components()
@@ -147,5 +193,25 @@ mod tests {
             FsInputs::new(Path::new("/dev")).unwrap().resolve("null"),
             Err(InputError::Unreadable { .. })
         ));
+        rustix::fs::mkfifoat(rustix::fs::CWD, ctx.join("fifo"), 0o600.into()).unwrap();
+        let e = inputs.resolve("fifo").unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+
+        assert_eq!(inputs.read_agentignore(), Ok(None));
+        std::os::unix::fs::symlink("../secret", ctx.join(".agentignore")).unwrap();
+        let e = inputs.read_agentignore().unwrap_err();
+        assert!(e.contains("leads outside the build context"), "{e}");
+        fs::remove_file(ctx.join(".agentignore")).unwrap();
+        std::os::unix::fs::symlink("fifo", ctx.join(".agentignore")).unwrap();
+        let e = inputs.read_agentignore().unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        fs::remove_file(ctx.join(".agentignore")).unwrap();
+        fs::write(ctx.join(".agentignore"), vec![b'#'; 2 << 20]).unwrap();
+        assert!(inputs
+            .read_agentignore()
+            .unwrap_err()
+            .contains("larger than"));
+        fs::write(ctx.join(".agentignore"), "*.log\n").unwrap();
+        assert_eq!(inputs.read_agentignore(), Ok(Some("*.log\n".to_owned())));
     }
 }

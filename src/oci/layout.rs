@@ -4,7 +4,10 @@
 //! partly written file under a final name — every write goes to `.tmp/` in the same layout, is
 //! fsynced, then renamed into place — or update `index.json` without holding `index.json.lock`.
 //! Blob writes need no lock: they are content-addressed, so two writers of one blob write the
-//! same bytes. A process killed at any point leaves at most stray files in `.tmp/`.
+//! same bytes. A process killed at any point leaves at most stray files in `.tmp/`, and those are
+//! collected: every temp file is `flock`ed by its writer for as long as it is open (the kernel
+//! drops the lock when the writer dies), and [`Store::open`] removes the files in `.tmp/` that no
+//! live process holds and that have not changed for [`STALE_TEMP_AGE`].
 
 use super::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1, MANIFEST_V1};
 use super::digest::{Digest, HashingWriter};
@@ -24,6 +27,10 @@ pub const COPY_BUFFER: usize = 1 << 20;
 
 /// How many copy buffers the read/hash and write threads pass between them.
 pub const PIPELINE_BUFFERS: usize = 4;
+
+/// An unlocked temp file this old is left over by a killed writer. (Every writer of this version
+/// holds a lock; the age only protects a writer that predates the lock.)
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Largest JSON document (manifest, config, index) [`Store::read_blob`] reads into memory.
 pub const MAX_JSON_BLOB: u64 = 64 << 20;
@@ -72,6 +79,8 @@ impl Store {
         for dir in [store.root.join("blobs/sha256"), store.tmp_dir()] {
             fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
         }
+        // Best effort: a temp file that cannot be collected now is collected by a later open.
+        collect_stale_temps(&store.tmp_dir(), STALE_TEMP_AGE);
         let layout = store.root.join("oci-layout");
         if !layout.exists() {
             store.write_atomic(&layout, br#"{"imageLayoutVersion":"1.0.0"}"#)?;
@@ -145,11 +154,7 @@ impl Store {
 
     /// Starts a streamed blob write; bytes are hashed as they are written.
     pub fn blob_writer(&self) -> Result<BlobWriter<'_>, StoreError> {
-        let dir = self.tmp_dir();
-        let tmp = tempfile::Builder::new()
-            .prefix("blob-")
-            .tempfile_in(&dir)
-            .map_err(io_err("create a temporary file in", &dir))?;
+        let tmp = locked_temp(&self.tmp_dir(), "blob-")?;
         let file = tmp.reopen().map_err(io_err("open", tmp.path()))?;
         Ok(BlobWriter {
             store: self,
@@ -169,11 +174,7 @@ impl Store {
         mut reader: impl Read,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(Digest, u64), StoreError> {
-        let dir = self.tmp_dir();
-        let tmp = tempfile::Builder::new()
-            .prefix("blob-")
-            .tempfile_in(&dir)
-            .map_err(io_err("create a temporary file in", &dir))?;
+        let tmp = locked_temp(&self.tmp_dir(), "blob-")?;
         let mut file = tmp.reopen().map_err(io_err("open", tmp.path()))?;
         let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(PIPELINE_BUFFERS);
         let (empty_tx, empty_rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_BUFFERS);
@@ -377,9 +378,7 @@ impl Store {
 
     /// Writes `bytes` to `path` via a temp file in `.tmp/`, fsync and rename.
     pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        let dir = self.tmp_dir();
-        let mut tmp =
-            NamedTempFile::new_in(&dir).map_err(io_err("create a temporary file in", &dir))?;
+        let mut tmp = locked_temp(&self.tmp_dir(), "file-")?;
         tmp.write_all(bytes).map_err(io_err("write", tmp.path()))?;
         tmp.as_file()
             .sync_all()
@@ -390,6 +389,73 @@ impl Store {
 
 /// Holds `index.json.lock`; dropping it releases the lock.
 struct IndexLock(#[allow(dead_code)] File);
+
+/// A new temp file in `dir`, `flock`ed for as long as it lives so that [`collect_stale_temps`]
+/// never removes it. A collector that removed it between its creation and the lock is noticed
+/// (the file has no link left) and a new one is made.
+pub(crate) fn locked_temp(dir: &Path, prefix: &str) -> Result<NamedTempFile, StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    for _ in 0..8 {
+        let tmp = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempfile_in(dir)
+            .map_err(io_err("create a temporary file in", dir))?;
+        tmp.as_file().lock().map_err(io_err("lock", tmp.path()))?;
+        let linked = tmp
+            .as_file()
+            .metadata()
+            .map_err(io_err("stat", tmp.path()))?
+            .nlink();
+        if linked > 0 {
+            return Ok(tmp);
+        }
+    }
+    Err(io_err("create a temporary file in", dir)(io::Error::other(
+        "it was removed again and again while being created",
+    ))
+    .into())
+}
+
+/// Removes the regular files in `dir` that no live process holds locked and that have not been
+/// modified for `age`; returns how many went. Errors are ignored (the next call tries again).
+pub(crate) fn collect_stale_temps(dir: &Path, age: std::time::Duration) -> usize {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|d| d >= age);
+        if !meta.file_type().is_file() || !old {
+            continue;
+        }
+        // O_NOFOLLOW|O_NONBLOCK: never follow a link or block on a FIFO put in its place.
+        let flags = (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits();
+        let Ok(f) = File::options()
+            .read(true)
+            .custom_flags(flags.cast_signed())
+            .open(&path)
+        else {
+            continue;
+        };
+        if f.try_lock().is_ok() && f.metadata().is_ok_and(|m| m.file_type().is_file()) {
+            // Removed while we hold the lock: a writer that locks after us sees no link left.
+            if fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
 
 fn persist(tmp: NamedTempFile, path: &Path) -> Result<(), StoreError> {
     tmp.persist(path)
@@ -508,6 +574,49 @@ mod tests {
             .unwrap()
             .next()
             .is_none());
+    }
+
+    #[test]
+    fn stale_temp_files_are_collected_but_locked_and_fresh_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tmp = dir.path().join(".tmp");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        let make = |name: &str, aged: bool| {
+            let f = File::create(tmp.join(name)).unwrap();
+            if aged {
+                f.set_modified(old).unwrap();
+            }
+            f
+        };
+        drop(make("blob-stale", true));
+        drop(make("fresh", false));
+        let held = make("blob-held", true);
+        held.lock().unwrap();
+        // A live writer's file, made the way the store makes them.
+        let writer = store.blob_writer().unwrap();
+        fs::create_dir(tmp.join("a-dir")).unwrap();
+        drop(Store::open(dir.path()).unwrap());
+        let mut left: Vec<String> = fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with("blob-") || n == "blob-held" || n == "blob-stale")
+            .collect();
+        left.sort();
+        assert_eq!(left, ["a-dir", "blob-held", "fresh"]);
+        assert_eq!(
+            collect_stale_temps(&tmp, std::time::Duration::ZERO),
+            1,
+            "only `fresh` is unlocked"
+        );
+        assert!(tmp.join("blob-held").exists());
+        let (d, _) = writer.commit().unwrap();
+        assert!(
+            store.has_blob(&d),
+            "the collector left the live writer's file alone"
+        );
+        drop(held);
+        assert_eq!(collect_stale_temps(&tmp, std::time::Duration::ZERO), 1);
     }
 
     #[test]

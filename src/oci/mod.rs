@@ -28,6 +28,7 @@ pub mod auth;
 pub mod hash_cache;
 pub mod ignore;
 pub mod inputs;
+pub mod nofollow;
 pub mod path_io;
 pub mod registry;
 pub mod registry_http;

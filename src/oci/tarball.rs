@@ -9,19 +9,32 @@
 //! PAX `path`/`linkpath` record; gzip by the pinned zlib-rs backend at level 6 with mtime 0.
 //! Symlinks are stored as symlinks when their target, resolved inside the added directory, stays
 //! in it; absolute targets or targets that climb out of it are refused. Sockets, FIFOs and devices
-//! are refused. Must never: follow a symlink, or read the clock, owner, umask or locale.
+//! are refused, and so are names with control characters and trees deeper than [`MAX_DEPTH`].
+//! A hard link is a regular file like any other (its content is stored; the link is not).
+//!
+//! Both the walk and the write go through directory handles ([`super::nofollow`]): every
+//! directory is opened relative to its parent with `O_NOFOLLOW`, every file is opened the same way
+//! and checked on its handle against what the walk saw (device, inode, size, mtime, ctime) before
+//! and after it is read, so a file or directory swapped for a symlink, or a file that changes
+//! while it is read, fails the build ("changed while being read") instead of putting other bytes
+//! in the layer. Must never: follow a symlink, or read the clock, owner, umask or locale.
 
 use super::hash_cache::Stamp;
 use super::ignore::Ignore;
+use super::nofollow::{self, Kind};
 use flate2::{Compression, GzBuilder};
-use std::fs;
+use std::ffi::OsStr;
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The gzip level of directory layers. Changing it changes every directory layer's digest.
 pub const GZIP_LEVEL: u32 = 6;
+
+/// How many directory levels a directory ADD may have below the added directory.
+pub const MAX_DEPTH: usize = 256;
 
 /// What one tar entry is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +48,10 @@ pub enum EntryKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub name: Vec<u8>,
+    /// Where it was found (for messages; it is opened through `rel`, never by this path).
     pub path: PathBuf,
+    /// The path below the added directory, `/`-separated (empty for the added directory).
+    pub rel: Vec<u8>,
     pub kind: EntryKind,
     /// For regular files: the metadata stamp the hash cache keys on.
     pub stamp: Option<Stamp>,
@@ -50,8 +66,12 @@ pub enum TarError {
     Special { rel: String },
     #[error("cannot read `{rel}`: {source}")]
     Io { rel: String, source: io::Error },
-    #[error("`{rel}` changed size while it was being archived; build again when it is stable")]
+    #[error("`{rel}` changed while being read; build again when the context is stable")]
     Changed { rel: String },
+    #[error("`{rel}` has a control character in its name; rename it or list it in .agentignore")]
+    BadName { rel: String },
+    #[error("`{rel}` is more than {MAX_DEPTH} directories deep; flatten the tree or list it in .agentignore")]
+    TooDeep { rel: String },
     #[error("cannot write the layer: {0}")]
     Write(io::Error),
 }
@@ -63,7 +83,8 @@ impl TarError {
     }
 }
 
-/// Lists `dir` recursively in sorted byte order, applying `ignore` to `ctx_rel/<path>`.
+/// Lists `dir` (absolute and canonical) recursively in sorted byte order, applying `ignore` to
+/// `ctx_rel/<path>`.
 pub fn walk(
     dir: &Path,
     ctx_rel: &str,
@@ -73,93 +94,125 @@ pub fn walk(
     let mut out = vec![Entry {
         name: title.as_bytes().to_vec(),
         path: dir.to_owned(),
+        rel: Vec::new(),
         kind: EntryKind::Dir,
         stamp: None,
     }];
-    walk_into(dir, ctx_rel, title.as_bytes(), &[], ignore, &mut out)?;
+    let fd = nofollow::open_dir(dir).map_err(|source| TarError::Io {
+        rel: shown(ctx_rel),
+        source,
+    })?;
+    let mut w = Walk {
+        root: dir,
+        ctx_rel,
+        ignore,
+        out: &mut out,
+    };
+    w.dir(fd.as_fd(), title.as_bytes(), &[])?;
     Ok(out)
 }
 
-fn walk_into(
-    dir: &Path,
-    ctx_rel: &str,
-    prefix: &[u8],
-    depth_parts: &[Vec<u8>],
-    ignore: &Ignore,
-    out: &mut Vec<Entry>,
-) -> Result<(), TarError> {
-    let io_err = |source| TarError::Io {
-        rel: join_rel(ctx_rel, depth_parts, None),
-        source,
-    };
-    let mut names: Vec<std::ffi::OsString> = fs::read_dir(dir)
-        .map_err(io_err)?
-        .map(|e| e.map(|e| e.file_name()))
-        .collect::<Result<_, _>>()
-        .map_err(io_err)?;
-    names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-    for name in names {
-        let path = dir.join(&name);
-        let rel = join_rel(ctx_rel, depth_parts, Some(name.as_bytes()));
-        let meta = fs::symlink_metadata(&path).map_err(|source| TarError::Io {
-            rel: rel.clone(),
-            source,
-        })?;
-        let excluded = !ignore.is_empty() && ignore.is_excluded(&rel);
-        let mut entry_name = prefix.to_vec();
-        entry_name.push(b'/');
-        entry_name.extend_from_slice(name.as_bytes());
-        let ft = meta.file_type();
-        if ft.is_dir() {
-            if excluded && !ignore.has_exceptions() {
+struct Walk<'a> {
+    root: &'a Path,
+    ctx_rel: &'a str,
+    ignore: &'a Ignore,
+    out: &'a mut Vec<Entry>,
+}
+
+impl Walk<'_> {
+    fn dir(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        prefix: &[u8],
+        parts: &[Vec<u8>],
+    ) -> Result<(), TarError> {
+        let io_err = |rel: String| move |source| TarError::Io { rel, source };
+        let here = join_rel(self.ctx_rel, parts, None);
+        if parts.len() > MAX_DEPTH {
+            return Err(TarError::TooDeep { rel: shown(&here) });
+        }
+        for name in nofollow::list(fd).map_err(io_err(shown(&here)))? {
+            let raw = name.as_bytes();
+            let rel = join_rel(self.ctx_rel, parts, Some(raw));
+            let kind = nofollow::kind_at(fd, &name).map_err(io_err(shown(&rel)))?;
+            let excluded = !self.ignore.is_empty() && self.ignore.is_excluded(&rel);
+            let mut entry_name = prefix.to_vec();
+            entry_name.push(b'/');
+            entry_name.extend_from_slice(raw);
+            let mut sub = parts.to_vec();
+            sub.push(raw.to_vec());
+            let entry = |kind, stamp| Entry {
+                name: entry_name.clone(),
+                path: self.root.join(
+                    sub.iter()
+                        .map(|p| OsStr::from_bytes(p))
+                        .collect::<PathBuf>(),
+                ),
+                rel: sub.join(&b'/'),
+                kind,
+                stamp,
+            };
+            if kind == Kind::Dir && excluded && !self.ignore.has_exceptions() {
                 continue;
             }
-            if !excluded {
-                out.push(Entry {
-                    name: entry_name.clone(),
-                    path: path.clone(),
-                    kind: EntryKind::Dir,
-                    stamp: None,
-                });
+            if excluded && kind != Kind::Dir {
+                continue;
             }
-            let mut parts = depth_parts.to_vec();
-            parts.push(name.as_bytes().to_vec());
-            walk_into(&path, ctx_rel, &entry_name, &parts, ignore, out)?;
-            continue;
+            if !excluded && raw.iter().any(|b| *b < 0x20 || *b == 0x7f) {
+                return Err(TarError::BadName { rel: shown(&rel) });
+            }
+            match kind {
+                Kind::Dir => {
+                    let child = nofollow::open_dir_at(fd, &name).map_err(io_err(shown(&rel)))?;
+                    if !excluded {
+                        let e = entry(EntryKind::Dir, None);
+                        self.out.push(e);
+                    }
+                    self.dir(child.as_fd(), &entry_name, &sub)?;
+                }
+                Kind::File => {
+                    // Opened (not only stat'ed) so that an unreadable file fails the build before
+                    // anything is written, and the stamp comes from the handle.
+                    let (_, meta) =
+                        nofollow::open_file_at(fd, &name).map_err(io_err(shown(&rel)))?;
+                    let e = entry(
+                        EntryKind::File {
+                            size: meta.len(),
+                            exec: meta.permissions().mode() & 0o111 != 0,
+                        },
+                        Some(Stamp::of(&meta)),
+                    );
+                    self.out.push(e);
+                }
+                Kind::Symlink => {
+                    let target = nofollow::read_link_at(fd, &name).map_err(io_err(shown(&rel)))?;
+                    if !link_stays_inside(parts.len(), &target) {
+                        return Err(TarError::SymlinkEscapes {
+                            rel: shown(&rel),
+                            target: shown(&String::from_utf8_lossy(&target)),
+                        });
+                    }
+                    let e = entry(EntryKind::Symlink(target), None);
+                    self.out.push(e);
+                }
+                Kind::Special => return Err(TarError::Special { rel: shown(&rel) }),
+            }
         }
-        if excluded {
-            continue;
-        }
-        let kind = if ft.is_file() {
-            EntryKind::File {
-                size: meta.len(),
-                exec: meta.permissions().mode() & 0o111 != 0,
-            }
-        } else if ft.is_symlink() {
-            let target = fs::read_link(&path).map_err(|source| TarError::Io {
-                rel: rel.clone(),
-                source,
-            })?;
-            let target = target.as_os_str().as_bytes().to_vec();
-            if !link_stays_inside(depth_parts.len(), &target) {
-                return Err(TarError::SymlinkEscapes {
-                    rel,
-                    target: String::from_utf8_lossy(&target).into_owned(),
-                });
-            }
-            EntryKind::Symlink(target)
-        } else {
-            return Err(TarError::Special { rel });
-        };
-        let stamp = matches!(kind, EntryKind::File { .. }).then(|| Stamp::of(&meta));
-        out.push(Entry {
-            name: entry_name,
-            path,
-            kind,
-            stamp,
-        });
+        Ok(())
     }
-    Ok(())
+}
+
+/// A context path as shown in a message: control characters escaped.
+fn shown(rel: &str) -> String {
+    rel.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn join_rel(ctx_rel: &str, parts: &[Vec<u8>], last: Option<&[u8]>) -> String {
@@ -195,17 +248,92 @@ fn link_stays_inside(depth: usize, target: &[u8]) -> bool {
     true
 }
 
-/// Counts what passes through, to catch a file that changes size under us.
-struct Counting<R> {
-    inner: R,
+/// Reads an opened input file for exactly the size that was checked, and fails (setting
+/// `changed`) when fewer bytes come, or when the handle's stamp differs from the checked one once
+/// they are read: the file was modified while it was being read.
+pub struct Checked<'a> {
+    inner: io::Take<io::BufReader<std::fs::File>>,
+    want: Stamp,
     n: u64,
+    done: bool,
+    changed: &'a std::cell::Cell<bool>,
 }
 
-impl<R: Read> Read for Counting<R> {
+impl<'a> Checked<'a> {
+    /// `file` must have been opened through [`nofollow`], and `meta` read from it; `None` (and
+    /// `changed` set) when its stamp is no longer `want`.
+    pub fn new(
+        file: std::fs::File,
+        meta: &std::fs::Metadata,
+        want: Stamp,
+        changed: &'a std::cell::Cell<bool>,
+    ) -> Option<Self> {
+        if Stamp::of(meta) != want {
+            changed.set(true);
+            return None;
+        }
+        Some(Self {
+            inner: io::BufReader::with_capacity(super::layout::COPY_BUFFER, file).take(want.size),
+            want,
+            n: 0,
+            done: false,
+            changed,
+        })
+    }
+
+    fn fail(&self) -> io::Error {
+        self.changed.set(true);
+        io::Error::other("the input changed while being read")
+    }
+}
+
+impl Read for Checked<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.done {
+            return Ok(0);
+        }
         let n = self.inner.read(buf)?;
         self.n += n as u64;
+        if n == 0 || self.n == self.want.size {
+            self.done = true;
+            let now = self.inner.get_ref().get_ref().metadata()?;
+            if self.n != self.want.size || Stamp::of(&now) != self.want {
+                return Err(self.fail());
+            }
+        }
         Ok(n)
+    }
+}
+
+/// Opens `rel` (below the directory `root` is a handle of) through directory handles, reusing the
+/// last parent directory opened.
+struct Opener {
+    root: OwnedFd,
+    parent: Option<(Vec<u8>, OwnedFd)>,
+}
+
+impl Opener {
+    fn open(&mut self, rel: &[u8]) -> io::Result<(std::fs::File, std::fs::Metadata)> {
+        let (dir, leaf) = match rel.iter().rposition(|b| *b == b'/') {
+            Some(i) => (&rel[..i], &rel[i + 1..]),
+            None => (&rel[..0], rel),
+        };
+        if dir.is_empty() {
+            return nofollow::open_file_at(self.root.as_fd(), OsStr::from_bytes(leaf));
+        }
+        if self.parent.as_ref().is_none_or(|(p, _)| p != dir) {
+            let mut fd: Option<OwnedFd> = None;
+            for part in dir.split(|b| *b == b'/') {
+                let base = fd.as_ref().map_or(self.root.as_fd(), AsFd::as_fd);
+                let next = nofollow::open_dir_at(base, OsStr::from_bytes(part))?;
+                fd = Some(next);
+            }
+            self.parent = fd.map(|fd| (dir.to_vec(), fd));
+        }
+        let Some((_, fd)) = &self.parent else {
+            return Err(io::Error::other("no parent directory"));
+        };
+        nofollow::open_file_at(fd.as_fd(), OsStr::from_bytes(leaf))
     }
 }
 
@@ -220,8 +348,18 @@ pub fn write_tar_gz<W: Write>(
         .mtime(0)
         .write(out, Compression::new(GZIP_LEVEL));
     let mut builder = tar::Builder::new(gz);
+    let mut opener = match entries.first() {
+        Some(root) => Some(Opener {
+            root: nofollow::open_dir(&root.path).map_err(|source| TarError::Io {
+                rel: shown(&root.path.display().to_string()),
+                source,
+            })?,
+            parent: None,
+        }),
+        None => None,
+    };
     for e in entries {
-        let rel = String::from_utf8_lossy(&e.name).into_owned();
+        let rel = shown(&String::from_utf8_lossy(&e.name));
         let mut header = tar::Header::new_ustar();
         let mut pax: Vec<(&str, Vec<u8>)> = Vec::new();
         let mut name = e.name.clone();
@@ -267,21 +405,22 @@ pub fn write_tar_gz<W: Write>(
         }
         match &e.kind {
             EntryKind::File { size, .. } => {
-                let file = fs::File::open(&e.path).map_err(|source| TarError::Io {
+                let changed = std::cell::Cell::new(false);
+                let (Some(opener), Some(stamp)) = (opener.as_mut(), e.stamp) else {
+                    return Err(TarError::Changed { rel });
+                };
+                let (file, meta) = opener.open(&e.rel).map_err(|source| TarError::Io {
                     rel: rel.clone(),
                     source,
                 })?;
-                let mut reader = Counting {
-                    inner: io::BufReader::with_capacity(super::layout::COPY_BUFFER, file)
-                        .take(*size),
-                    n: 0,
+                let Some(mut reader) = Checked::new(file, &meta, stamp, &changed) else {
+                    return Err(TarError::Changed { rel });
                 };
-                builder
-                    .append(&header, &mut reader)
-                    .map_err(TarError::Write)?;
-                if reader.n != *size {
+                let appended = builder.append(&header, &mut reader);
+                if changed.get() {
                     return Err(TarError::Changed { rel });
                 }
+                appended.map_err(TarError::Write)?;
                 progress(*size);
             }
             _ => builder
@@ -297,6 +436,7 @@ pub fn write_tar_gz<W: Write>(
 mod tests {
     use super::*;
     use crate::oci::digest::Digest;
+    use std::fs;
 
     fn build(dir: &Path, ignore: &Ignore, mtime: u64) -> Vec<u8> {
         let entries = walk(dir, "data", "data", ignore).unwrap();
@@ -372,6 +512,75 @@ mod tests {
                 "data/run.sh 755 0",
             ]
         );
+    }
+
+    #[test]
+    fn swaps_and_changes_between_walk_and_write_fail_the_layer() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        let dir = root.join("ctx");
+        fs::create_dir_all(dir.join("sub")).unwrap();
+        fs::write(dir.join("sub/a.txt"), "aaaa").unwrap();
+        fs::write(root.join("canary"), "SECRET!!").unwrap();
+        let write = |entries: &[Entry]| write_tar_gz(entries, 0, Vec::new(), &mut |_| {});
+
+        // A file swapped for a symlink to an outside file.
+        let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
+        fs::remove_file(dir.join("sub/a.txt")).unwrap();
+        std::os::unix::fs::symlink(root.join("canary"), dir.join("sub/a.txt")).unwrap();
+        let e = write(&entries).unwrap_err().to_string();
+        assert!(e.contains("was replaced"), "{e}");
+
+        // An intermediate directory swapped for a symlink to an outside directory.
+        fs::remove_file(dir.join("sub/a.txt")).unwrap();
+        fs::write(dir.join("sub/a.txt"), "aaaa").unwrap();
+        let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
+        fs::create_dir(root.join("out")).unwrap();
+        fs::write(root.join("out/a.txt"), "SECR").unwrap();
+        fs::rename(dir.join("sub"), root.join("sub-away")).unwrap();
+        std::os::unix::fs::symlink(root.join("out"), dir.join("sub")).unwrap();
+        let e = write(&entries).unwrap_err().to_string();
+        assert!(e.contains("was replaced"), "{e}");
+        fs::remove_file(dir.join("sub")).unwrap();
+        fs::rename(root.join("sub-away"), dir.join("sub")).unwrap();
+
+        // Same size, new content: the stamp moved.
+        let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(dir.join("sub/a.txt"), "bbbb").unwrap();
+        let e = write(&entries).unwrap_err();
+        assert!(matches!(e, TarError::Changed { .. }), "{e}");
+        assert!(e.to_string().contains("changed while being read"), "{e}");
+
+        // Unchanged: the write succeeds.
+        let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
+        assert!(write(&entries).is_ok());
+    }
+
+    #[test]
+    fn special_files_control_characters_and_deep_trees_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(t.path()).unwrap();
+        rustix::fs::mkfifoat(rustix::fs::CWD, dir.join("fifo"), 0o600.into()).unwrap();
+        let e = walk(&dir, "d", "d", &Ignore::default()).unwrap_err();
+        assert!(matches!(e, TarError::Special { .. }), "{e}");
+        // .agentignore can leave it out.
+        assert!(walk(&dir, "d", "d", &Ignore::parse("d/fifo\n").unwrap()).is_ok());
+        fs::remove_file(dir.join("fifo")).unwrap();
+
+        fs::write(dir.join("a\nb\x1b[2J"), "x").unwrap();
+        let e = walk(&dir, "d", "d", &Ignore::default()).unwrap_err();
+        assert!(matches!(e, TarError::BadName { .. }), "{e}");
+        assert!(e.to_string().contains("a\\nb\\u{1b}[2J"), "{e}");
+        fs::remove_file(dir.join("a\nb\x1b[2J")).unwrap();
+
+        let mut deep = dir.clone();
+        for _ in 0..=MAX_DEPTH {
+            deep.push("d");
+        }
+        fs::create_dir_all(&deep).unwrap();
+        let e = walk(&dir, "d", "d", &Ignore::default()).unwrap_err();
+        assert!(matches!(e, TarError::TooDeep { .. }), "{e}");
     }
 
     #[test]

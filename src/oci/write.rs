@@ -11,7 +11,8 @@ use super::descriptor::{string_map, Descriptor, AGENT_ARTIFACT, AGENT_CONFIG, MA
 use super::hash_cache::{CachedBlob, HashCache, Stamp};
 use super::ignore::Ignore;
 use super::layout::{Store, StoreError};
-use super::tarball::{self, Entry, TarError, GZIP_LEVEL};
+use super::nofollow;
+use super::tarball::{self, Checked, Entry, TarError, GZIP_LEVEL};
 use super::Digest;
 use crate::diagnostic::Span;
 use crate::json::{to_compact, Value};
@@ -46,6 +47,8 @@ pub enum InputFailure {
     Tar(#[from] TarError),
     #[error("cannot read {path}: {source}")]
     Read { path: String, source: io::Error },
+    #[error("{path} changed while being read; build again when the context is stable")]
+    Changed { path: String },
 }
 
 /// Why writing failed.
@@ -65,6 +68,9 @@ pub enum WriteError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Json(#[from] crate::json::UnsupportedFloat),
+    /// A layer title that would not be a safe path at run time (a FROM parent's ADD layer).
+    #[error("invalid artifact: layers[{index}] title {} is not a safe file name; the parent image's layer cannot be reused", crate::ir::names::shown(.title))]
+    BadTitle { index: usize, title: String },
 }
 
 impl WriteError {
@@ -99,6 +105,7 @@ pub fn write_plan(
         mut cache,
         progress,
     } = opts;
+    check_titles(plan)?;
     let mut prepared = Vec::with_capacity(plan.layers.len());
     for layer in &plan.layers {
         let title = title_of(layer);
@@ -117,7 +124,7 @@ pub fn write_plan(
                 }
             }
             Source::File(path) => {
-                let meta = fs::metadata(path).map_err(|source| {
+                let (_, meta) = nofollow::open_file(path).map_err(|source| {
                     fail(InputFailure::Read {
                         path: path.display().to_string(),
                         source,
@@ -145,15 +152,13 @@ pub fn write_plan(
                 if let Some(hit) = cached(cache.as_deref(), store, &key) {
                     hit
                 } else {
-                    let (digest, size, after) = store_file(
-                        store, path, &title, stamp.size, progress,
-                    )
-                    .map_err(|e| match e {
-                        WriteError::Input { failure, .. } => fail(failure),
-                        other => other,
-                    })?;
+                    let (digest, size) =
+                        store_file(store, path, &title, stamp, progress).map_err(|e| match e {
+                            WriteError::Input { failure, .. } => fail(failure),
+                            other => other,
+                        })?;
                     if let Some(c) = cache.as_deref_mut() {
-                        if after == stamp && c.settled(&stamp) {
+                        if c.settled(&stamp) {
                             let blob = CachedBlob {
                                 digest: digest.to_string(),
                                 size,
@@ -200,6 +205,25 @@ pub fn write_plan(
     Ok(store.put_manifest(&bytes, MANIFEST_V1)?)
 }
 
+/// Every titled layer must have a title `otters run` can use as a path: this catches what a
+/// FROM parent's ADD layers carry over (the layers built here are titled from checked names).
+fn check_titles(plan: &Plan) -> Result<(), WriteError> {
+    use super::descriptor::CONTEXT_LAYER;
+    use crate::ir::names::{is_path_safe, is_safe_rel};
+    for (index, layer) in plan.layers.iter().enumerate() {
+        let title = title_of(layer);
+        let ok = match layer.media_type.as_str() {
+            _ if title.is_empty() => true,
+            CONTEXT_LAYER => is_path_safe(&title),
+            _ => is_safe_rel(&title),
+        };
+        if !ok {
+            return Err(WriteError::BadTitle { index, title });
+        }
+    }
+    Ok(())
+}
+
 /// The layer's title annotation (empty when it has none).
 fn title_of(layer: &Layer) -> String {
     layer
@@ -226,27 +250,37 @@ fn input_err(failure: InputFailure) -> WriteError {
     }
 }
 
-/// Streams one regular file into the store; returns its digest, size and the file's stamp after
-/// reading (a changed stamp means it was modified meanwhile and must not be cached).
+/// Streams one regular file into the store; returns its digest and size. The file is opened
+/// without following links and must still have the `stamp` it was checked with, before and after
+/// it is read; otherwise nothing is stored and the input "changed while being read".
 fn store_file(
     store: &Store,
     path: &std::path::Path,
     title: &str,
-    expected: u64,
+    stamp: Stamp,
     progress: &mut dyn Progress,
-) -> Result<(Digest, u64, Stamp), WriteError> {
-    let read_err = |source| {
-        input_err(InputFailure::Read {
-            path: path.display().to_string(),
-            source,
+) -> Result<(Digest, u64), WriteError> {
+    let shown = path.display().to_string();
+    let changed_err = || {
+        input_err(InputFailure::Changed {
+            path: shown.clone(),
         })
     };
-    let file = fs::File::open(path).map_err(read_err)?;
-    let big = expected >= PROGRESS_THRESHOLD;
+    let (file, meta) = nofollow::open_file(path).map_err(|source| {
+        input_err(InputFailure::Read {
+            path: shown.clone(),
+            source,
+        })
+    })?;
+    let changed = std::cell::Cell::new(false);
+    let Some(reader) = Checked::new(file, &meta, stamp, &changed) else {
+        return Err(changed_err());
+    };
+    let big = stamp.size >= PROGRESS_THRESHOLD;
     if big {
-        progress.begin(title, expected);
+        progress.begin(title, stamp.size);
     }
-    let result = store.put_blob_from_reader(file, &mut |n| {
+    let result = store.put_blob_from_reader(reader, &mut |n| {
         if big {
             progress.advance(n);
         }
@@ -254,11 +288,10 @@ fn store_file(
     if big {
         progress.end();
     }
-    let (digest, size) = result?;
-    let after = fs::metadata(path)
-        .map(|m| Stamp::of(&m))
-        .map_err(read_err)?;
-    Ok((digest, size, after))
+    if changed.get() {
+        return Err(changed_err());
+    }
+    Ok(result?)
 }
 
 /// Writes one directory layer (tar+gzip) into the store.

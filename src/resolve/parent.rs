@@ -135,7 +135,8 @@ fn read_agent(
     }
     let cd = Digest::parse(&manifest.config.digest).map_err(|e| bad(e.to_string()))?;
     let config = store.read_blob(&cd).map_err(|e| bad(e.to_string()))?;
-    let model = crate::ir::from_config_blob(&config).map_err(|e| bad(e.to_string()))?;
+    let model =
+        crate::ir::from_config_blob(&config).map_err(|e| bad(format!("invalid artifact: {e}")))?;
     Ok((manifest, model))
 }
 
@@ -205,8 +206,8 @@ fn walk_chain(
     let mut chain = vec![parent.name_tag()];
     let mut next = model.agent.from_ref().map(str::to_owned);
     while let Some(from) = next.filter(|f| !f.is_empty() && f != "scratch") {
-        let r =
-            Reference::parse(&from).map_err(|e| diags::bad_parent(span, &from, &e.to_string()))?;
+        let r = Reference::parse(&from)
+            .map_err(|e| diags::bad_parent(span, &from, &format!("invalid artifact: {e}")))?;
         let key = r.name_tag();
         if chain.contains(&key) {
             chain.push(key);
@@ -226,7 +227,7 @@ fn walk_chain(
             .fetch_blob(&r, &m.config.digest, 64 << 20)
             .map_err(|e| registry_diagnostic(span, &from, &r, &e))?;
         let ancestor = crate::ir::from_config_blob(&config)
-            .map_err(|e| diags::bad_parent(span, &from, &e.to_string()))?;
+            .map_err(|e| diags::bad_parent(span, &from, &format!("invalid artifact: {e}")))?;
         next = ancestor.agent.from_ref().map(str::to_owned);
     }
     Ok(())

@@ -25,6 +25,8 @@ pub struct UserMount {
 pub enum MountError {
     #[error("-v {spec:?}: must be HOST:TARGET[:DESC][:ro|:rw]")]
     Shape { spec: String },
+    #[error("-v {spec:?}: unknown mount mode {mode:?}; the mode is `ro` (read-only) or `rw` (read-write), and a description may not be a mount option word")]
+    UnknownMode { spec: String, mode: String },
     #[error("-v {spec:?}: host path {host} does not exist; create it or fix the path")]
     HostMissing { spec: String, host: String },
     #[error("-v {spec:?}: target {target:?} must be an absolute path other than / (e.g. /data)")]
@@ -99,8 +101,16 @@ pub fn parse(spec: &str, host: &dyn HostLookup) -> Result<UserMount, MountError>
         spec: spec.to_owned(),
     };
     let (body, read_only) = match spec.rsplit_once(':') {
-        Some((b, "ro")) => (b, true),
-        Some((b, "rw")) => (b, false),
+        Some((b, m)) if m.eq_ignore_ascii_case("ro") => (b, true),
+        Some((b, m)) if m.eq_ignore_ascii_case("rw") => (b, false),
+        // A docker-style option where the mode goes (`readonly`, `ro,z`, …) would otherwise be
+        // read as a description and the mount would silently be read-write.
+        Some((b, m)) if b.contains(':') && looks_like_mode(m) => {
+            return Err(MountError::UnknownMode {
+                spec: spec.to_owned(),
+                mode: m.to_owned(),
+            })
+        }
         _ => (spec, false),
     };
     let (host_text, rest) = body.split_once(':').ok_or_else(shape)?;
@@ -137,6 +147,46 @@ pub fn parse(spec: &str, host: &dyn HostLookup) -> Result<UserMount, MountError>
         description,
         read_only,
     })
+}
+
+/// Docker and podman volume options (and comma lists of them), which otters does not take.
+fn looks_like_mode(m: &str) -> bool {
+    const OPTIONS: &[&str] = &[
+        "ro",
+        "rw",
+        "readonly",
+        "read-only",
+        "read_only",
+        "readwrite",
+        "read-write",
+        "z",
+        "shared",
+        "rshared",
+        "slave",
+        "rslave",
+        "private",
+        "rprivate",
+        "nocopy",
+        "copy",
+        "consistent",
+        "cached",
+        "delegated",
+        "u",
+        "O",
+        "exec",
+        "noexec",
+        "suid",
+        "nosuid",
+        "dev",
+        "nodev",
+        "bind",
+        "rbind",
+    ];
+    !m.is_empty()
+        && m.split(',').all(|o| {
+            let o = o.trim();
+            OPTIONS.iter().any(|k| k.eq_ignore_ascii_case(o))
+        })
 }
 
 /// Parse every `-v`, check that hosts exist and targets are distinct.
@@ -326,6 +376,28 @@ mod tests {
         let m = p("/a:/b:rw").unwrap();
         assert!(!m.read_only);
         assert_eq!(m.description, None);
+    }
+
+    #[test]
+    fn modes_are_case_insensitive_and_unknown_modes_refused() {
+        assert!(p("/a:/b:RO").unwrap().read_only);
+        assert!(p("/a:/b:Ro").unwrap().read_only);
+        assert!(p("/a:/b:notes:RO").unwrap().read_only);
+        assert!(!p("/a:/b:RW").unwrap().read_only);
+        for bad in [
+            "/a:/b:readonly",
+            "/a:/b:ro,z",
+            "/a:/b:Z",
+            "/a:/b:desc:read-only",
+        ] {
+            let e = p(bad).unwrap_err();
+            assert!(matches!(e, MountError::UnknownMode { .. }), "{bad}: {e}");
+            assert!(e.to_string().contains("`ro`"), "{e}");
+        }
+        // A description that is not an option word stays a description.
+        let m = p("/a:/b:read only inputs").unwrap();
+        assert_eq!(m.description.as_deref(), Some("read only inputs"));
+        assert!(!m.read_only);
     }
 
     #[test]

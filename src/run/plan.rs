@@ -141,20 +141,17 @@ pub enum PlanError {
     Override(#[from] OverrideError),
     #[error("{reference}: the agent has no RUNTIME, so there is nothing to run; add a RUNTIME line to its Agentfile")]
     NoRuntime { reference: String },
-    #[error("{reference}: layer {digest} has title {title:?}, which is not a safe file name; the image is invalid")]
+    #[error("{reference}: invalid artifact: layers[{index}] title {} is not a safe file name (names are 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit); layer {digest}", shown(.title))]
     BadTitle {
         reference: String,
+        index: usize,
         digest: String,
         title: String,
     },
 }
 
-pub use crate::ir::names::is_path_safe;
-
-/// A relative path of path-safe components (ADD names may have sub-directories).
-fn is_safe_rel(s: &str) -> bool {
-    !s.is_empty() && s.split('/').all(is_path_safe)
-}
+use crate::ir::names::{is_loader_key, is_safe_rel, shown};
+pub use crate::ir::names::{is_path_safe, RESERVED_CONTEXT_NAMES};
 
 const DIRS: &[&str] = &[
     "etc",
@@ -188,6 +185,17 @@ pub fn plan(
             reference: image.reference.clone(),
         })?;
     let effective = overrides::apply(agent, &opts.overrides)?;
+    for e in effective.envs.iter().filter(|e| is_loader_key(&e.key)) {
+        let from = if opts.overrides.envs.iter().any(|(k, _)| *k == e.key) {
+            "-e"
+        } else {
+            "the image"
+        };
+        warnings.push(format!(
+            "{} (from {from}) is a dynamic-loader variable: the runtime and every BIN will load code as it says",
+            e.key
+        ));
+    }
     let mut user_mounts = opts.mounts.clone();
     let missing =
         mounts::merge_declared(&mut user_mounts, &agent.mounts, opts.allow_missing_mounts)?;
@@ -256,10 +264,11 @@ pub fn plan(
             path: (*d).to_owned(),
         })
         .collect();
-    for l in &image.layers {
+    for (index, l) in image.layers.iter().enumerate() {
         let title = l.title().unwrap_or_default();
         let bad = || PlanError::BadTitle {
             reference: image.reference.clone(),
+            index,
             digest: l.digest.clone(),
             title: title.to_owned(),
         };
@@ -273,9 +282,10 @@ pub fn plan(
             AGENTFILE_LAYER => tree.push(layer("etc/Agentfile".into(), false)),
             CONTEXT_LAYER | FILE_LAYER if title.is_empty() => {}
             CONTEXT_LAYER => {
-                if !is_path_safe(title)
-                    || ["AGENT.md", "WORKSPACE.md", "MOUNTS.md"].contains(&title)
-                {
+                let reserved = title
+                    .strip_suffix(".md")
+                    .is_some_and(|n| RESERVED_CONTEXT_NAMES.contains(&n));
+                if !is_path_safe(title) || reserved {
                     return Err(bad());
                 }
                 tree.push(layer(format!("etc/context/{title}"), false));

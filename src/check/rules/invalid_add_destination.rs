@@ -4,18 +4,9 @@
 use super::Ctx;
 use crate::diagnostic::{Diagnostic, Span};
 
-/// What is wrong with a normalised destination, if anything this rule covers.
-pub fn problem(name: &str) -> Option<&'static str> {
-    if name.is_empty() {
-        Some("is empty")
-    } else if name.starts_with('/') {
-        Some("is absolute")
-    } else if name.split('/').any(|c| c == "..") {
-        Some("climbs out of etc/data with `..`")
-    } else {
-        None
-    }
-}
+/// What is wrong with a normalised destination, if anything this rule covers (the shape lives in
+/// `ir::names`, which also checks names read from images).
+pub use super::names::add_destination_shape as problem;
 
 pub fn invalid_add_destination(span: Span, name: &str, what: &str) -> Diagnostic {
     Diagnostic::error("AF114", span, format!("ADD destination `{name}` {what}"))

@@ -6,39 +6,9 @@ use super::Ctx;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::syntax::Args;
 
-/// Directories that belong to the agent tree (openotters rejects mounts there too).
-const FORBIDDEN: [&str; 5] = [
-    "/etc/context",
-    "/etc/data",
-    "/usr/bin",
-    "/usr/local/bin",
-    "/var",
-];
-
-/// The target with `.` and empty components removed, or what is wrong with it.
-pub fn normalise(target: &str) -> Result<String, String> {
-    if !target.starts_with('/') {
-        return Err("is not an absolute path".to_owned());
-    }
-    let parts: Vec<&str> = target
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .collect();
-    if parts.contains(&"..") {
-        return Err("contains `..`".to_owned());
-    }
-    if parts.is_empty() {
-        return Err("is the root directory".to_owned());
-    }
-    let norm = format!("/{}", parts.join("/"));
-    if let Some(f) = FORBIDDEN
-        .iter()
-        .find(|f| norm == **f || norm.starts_with(&format!("{f}/")))
-    {
-        return Err(format!("is inside {f}, which belongs to the agent"));
-    }
-    Ok(norm)
-}
+/// The target with `.` and empty components removed, or what is wrong with it (the shape lives
+/// in `ir::names`, which also checks targets read from images).
+pub use super::names::mount_target as normalise;
 
 pub fn invalid_mount_target(span: Span, target: &str, what: &str) -> Diagnostic {
     Diagnostic::error("AF115", span, format!("MOUNT target `{target}` {what}"))

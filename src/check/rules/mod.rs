@@ -14,6 +14,7 @@ mod incomplete_scratch_agent;
 mod invalid_add_destination;
 mod invalid_capability_name;
 mod invalid_mount_target;
+mod loader_env;
 mod name_not_path_safe;
 pub(crate) use crate::ir::names;
 mod required_config_with_value;
@@ -62,6 +63,7 @@ const RULES: &[Rule] = &[
     unknown_capability::check,
     empty_context::check,
     env_overrides_config::check,
+    loader_env::check,
 ];
 
 /// Runs every rule.

@@ -3,10 +3,8 @@
 use super::Ctx;
 use crate::diagnostic::{Diagnostic, Span};
 
-const RESERVED: [&str; 3] = ["AGENT", "WORKSPACE", "MOUNTS"];
-
 pub fn is_reserved(name: &str) -> bool {
-    RESERVED.contains(&name)
+    super::names::RESERVED_CONTEXT_NAMES.contains(&name)
 }
 
 pub fn reserved_context_name(span: Span, name: &str) -> Diagnostic {
