@@ -89,19 +89,12 @@ impl<R: Read> TarReader<R> {
         EntryData { tar: self }
     }
 
-    fn malformed(&self, offset: u64, what: impl Into<String>) -> TarError {
-        TarError::Malformed {
-            offset,
-            what: what.into(),
-        }
-    }
-
     /// Skips `n` bytes of the stream; a stream that ends first is truncated.
     fn skip(&mut self, n: u64) -> Result<(), TarError> {
         let got = io::copy(&mut (&mut self.inner).take(n), &mut io::sink())?;
         self.pos += got;
         if got < n {
-            return Err(self.malformed(self.pos, "the archive ends inside an entry"));
+            return Err(malformed(self.pos, "the archive ends inside an entry"));
         }
         Ok(())
     }
@@ -122,7 +115,7 @@ impl<R: Read> TarReader<R> {
         match got {
             0 => Ok(None),
             512 => Ok(Some(b)),
-            _ => Err(self.malformed(self.pos, "the archive ends inside a header")),
+            _ => Err(malformed(self.pos, "the archive ends inside a header")),
         }
     }
 
@@ -135,7 +128,7 @@ impl<R: Read> TarReader<R> {
         let got = (&mut self.inner).take(size).read_to_end(&mut data)? as u64;
         self.pos += got;
         if got < size {
-            return Err(self.malformed(self.pos, "the archive ends inside an entry"));
+            return Err(malformed(self.pos, "the archive ends inside an entry"));
         }
         self.skip(padding(size))?;
         Ok(data)
@@ -158,21 +151,27 @@ impl<R: Read> TarReader<R> {
             let Some(h) = self.block()? else {
                 self.finished = true;
                 if long_name.is_some() || long_link.is_some() || pax.is_some() {
-                    return Err(self.malformed(offset, "extension records with no entry after them"));
+                    return Err(malformed(
+                        offset,
+                        "extension records with no entry after them",
+                    ));
                 }
                 return Ok(None);
             };
             if h.iter().all(|b| *b == 0) {
                 self.finished = true;
                 if long_name.is_some() || long_link.is_some() || pax.is_some() {
-                    return Err(self.malformed(offset, "extension records with no entry after them"));
+                    return Err(malformed(
+                        offset,
+                        "extension records with no entry after them",
+                    ));
                 }
                 return Ok(None);
             }
-            check_sum(&h).map_err(|what| self.malformed(offset, what))?;
+            check_sum(&h).map_err(|what| malformed(offset, what))?;
             let flag = h[156];
             let size = number(&h[124..136])
-                .ok_or_else(|| self.malformed(offset, "the size field is not a number"))?;
+                .ok_or_else(|| malformed(offset, "the size field is not a number"))?;
             let dup = |what: &str| TarError::Malformed {
                 offset,
                 what: format!("two {what} records for one entry"),
@@ -195,15 +194,12 @@ impl<R: Read> TarReader<R> {
                         return Err(dup("PAX extended header"));
                     }
                     let data = self.record(offset, "PAX extended header", size)?;
-                    pax = Some(Pax::parse(&data).map_err(|what| self.malformed(offset, what))?);
+                    pax = Some(Pax::parse(&data).map_err(|what| malformed(offset, what))?);
                 }
                 _ => {
                     let pax = pax.unwrap_or_default();
                     let size = pax.size.unwrap_or(size);
-                    let path = pax
-                        .path
-                        .or(long_name)
-                        .unwrap_or_else(|| header_name(&h));
+                    let path = pax.path.or(long_name).unwrap_or_else(|| header_name(&h));
                     let link = pax
                         .linkpath
                         .or(long_link)
@@ -247,7 +243,9 @@ impl<R: Read> Read for EntryData<'_, R> {
         if t.remaining == 0 || buf.is_empty() {
             return Ok(0);
         }
-        let want = buf.len().min(usize::try_from(t.remaining).unwrap_or(usize::MAX));
+        let want = buf
+            .len()
+            .min(usize::try_from(t.remaining).unwrap_or(usize::MAX));
         let n = t.inner.read(&mut buf[..want])?;
         if n == 0 {
             return Err(io::Error::new(
@@ -258,6 +256,13 @@ impl<R: Read> Read for EntryData<'_, R> {
         t.remaining -= n as u64;
         t.pos += n as u64;
         Ok(n)
+    }
+}
+
+fn malformed(offset: u64, what: impl Into<String>) -> TarError {
+    TarError::Malformed {
+        offset,
+        what: what.into(),
     }
 }
 
@@ -393,7 +398,10 @@ mod tests {
     fn member(out: &mut Vec<u8>, name: &[u8], flag: u8, data: &[u8]) {
         out.extend_from_slice(&header(name, flag, data.len() as u64));
         out.extend_from_slice(data);
-        out.extend(std::iter::repeat_n(0u8, padding(data.len() as u64) as usize));
+        out.extend(std::iter::repeat_n(
+            0u8,
+            padding(data.len() as u64) as usize,
+        ));
     }
 
     fn pax_record(key: &str, value: &str) -> Vec<u8> {
@@ -418,7 +426,10 @@ mod tests {
         t.extend([0u8; 1024]);
         let mut r = TarReader::new(&t[..]);
         let e = r.next_entry().unwrap().unwrap();
-        assert_eq!((e.path.as_slice(), e.kind, e.size), (&b"a.txt"[..], Kind::Regular, 5));
+        assert_eq!(
+            (e.path.as_slice(), e.kind, e.size),
+            (&b"a.txt"[..], Kind::Regular, 5)
+        );
         let mut s = String::new();
         r.data().read_to_string(&mut s).unwrap();
         assert_eq!(s, "hello");
@@ -441,7 +452,10 @@ mod tests {
             let mut t = header(b"bomb", flag, big).to_vec();
             t.extend([0u8; 1024]);
             let e = TarReader::new(&t[..]).next_entry().unwrap_err();
-            assert!(matches!(e, TarError::ExtensionTooLarge { size, .. } if size == big), "{e}");
+            assert!(
+                matches!(e, TarError::ExtensionTooLarge { size, .. } if size == big),
+                "{e}"
+            );
             assert!(e.to_string().contains("65536-byte limit"), "{e}");
         }
     }

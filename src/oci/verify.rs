@@ -176,6 +176,9 @@ mod tests {
         let mut r = store.open_verified(&d).unwrap();
         r.read_exact(&mut [0u8; 3]).unwrap();
         let e = r.finish().unwrap_err().to_string();
-        assert!(e.contains(&d.to_string()) && e.contains("otters pull"), "{e}");
+        assert!(
+            e.contains(&d.to_string()) && e.contains("otters pull"),
+            "{e}"
+        );
     }
 }

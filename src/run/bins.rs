@@ -5,8 +5,8 @@
 //! anything but the one output file (and the usage doc), or read past the size limits.
 
 use super::extract::{self, Budget, ExtractError, Limits};
-use super::tree::Tree;
 use super::source::BinImage;
+use super::tree::Tree;
 use crate::ir::names::basename;
 use crate::oci::verify::with_verified;
 use crate::oci::{Digest, Store, StoreError};

@@ -279,3 +279,242 @@ fn finds_binaries_by_path_or_basename() {
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+/// `<tmp>/root` plus a canary file beside it; returns (tmp, root).
+fn sandbox() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir(&root).unwrap();
+    fs::write(dir.path().join("canary"), "original").unwrap();
+    (dir, root)
+}
+
+/// The canary beside the root is untouched and nothing else appeared there.
+fn assert_host_untouched(dir: &Path) {
+    let mut beside: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    beside.sort();
+    assert_eq!(beside, ["canary", "root"], "wrote beside the root");
+    assert_eq!(fs::read(dir.join("canary")).unwrap(), b"original");
+    assert_eq!(fs::metadata(dir.join("canary")).unwrap().nlink(), 1);
+}
+
+fn dir_entry(name: &str) -> E<'_> {
+    E {
+        name,
+        kind: tar::EntryType::Directory,
+        data: b"",
+        link: "",
+        size: None,
+    }
+}
+
+#[test]
+fn symlink_chains_through_later_links_are_refused() {
+    // `p` is harmless while `q` is a directory; `q -> .` would make it climb four levels.
+    let e = unpack_err(&[
+        dir_entry("q/"),
+        link("p", tar::EntryType::Symlink, "q/q/q/q/../../../.."),
+        link("q", tar::EntryType::Symlink, "."),
+    ]);
+    assert!(e.contains("`..` after a name"), "{e}");
+    // Leading `..` within the link's depth are fine; one more is refused.
+    let (dir, root) = sandbox();
+    let ok = tar_of(&[
+        file("f", b"x"),
+        link("d/e/l", tar::EntryType::Symlink, "../../f"),
+        link("d/e/m", tar::EntryType::Symlink, "./../x/y"),
+    ]);
+    unpack_into(&ok, &root).unwrap();
+    assert_eq!(fs::read(root.join("d/e/l")).unwrap(), b"x");
+    let bad = tar_of(&[link("d/l", tar::EntryType::Symlink, "../../canary")]);
+    assert!(unpack_into(&bad, &root).is_err());
+    assert_host_untouched(dir.path());
+}
+
+#[test]
+fn a_link_from_an_earlier_layer_is_never_written_through() {
+    let (dir, root) = sandbox();
+    let t = tree(&root);
+    let mut b = budget();
+    // Layer 1 (into `a`): `d/p -> ..`, a link that stays inside.
+    let dest = t.subdir(Path::new("a"), true).unwrap();
+    let l1 = tar_of(&[link("d/p", tar::EntryType::Symlink, "..")]);
+    unpack("l1", &l1[..], &dest, &Limits::default(), &mut b).unwrap();
+    // Layer 2 into the same root names a path below the link.
+    let l2 = tar_of(&[file("d/p/x", b"x")]);
+    let e = unpack("l2", &l2[..], &dest, &Limits::default(), &mut b)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("below a symlink"), "{e}");
+    // A layer whose root lies below the link.
+    let e = t.subdir(Path::new("a/d/p/tmp"), true).unwrap_err();
+    assert!(e.to_string().contains("is a symlink"), "{e}");
+    assert!(!root.join("a/tmp").exists() && !root.join("a/x").exists());
+    assert_host_untouched(dir.path());
+}
+
+#[test]
+fn hard_links_never_reach_through_a_replaced_directory() {
+    let (dir, root) = sandbox();
+    fs::write(root.join("outside-layer"), "o").unwrap();
+    // `x/f` is a file of the layer, then `x` becomes a link; `h -> x/f` must not follow it.
+    let bytes = tar_of(&[
+        file("x/f", b"mine"),
+        dir_entry("y/"),
+        link("x", tar::EntryType::Symlink, "y"),
+        link("h", tar::EntryType::Link, "x/f"),
+    ]);
+    let e = unpack_into(&bytes, &root).unwrap_err().to_string();
+    assert!(e.contains("below a symlink"), "{e}");
+    // A hard link to a directory or a symlink of the layer is refused too.
+    let bytes = tar_of(&[
+        link("s", tar::EntryType::Symlink, "f"),
+        file("f", b"x"),
+        link("h", tar::EntryType::Link, "s"),
+    ]);
+    let e = unpack_into(&bytes, &root).unwrap_err().to_string();
+    assert!(e.contains("hard link"), "{e}");
+    assert_host_untouched(dir.path());
+}
+
+#[test]
+fn the_tree_budget_spans_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tree(dir.path());
+    let limits = Limits {
+        max_tree_entries: 3,
+        max_tree_bytes: 10,
+        ..Limits::default()
+    };
+    let two = tar_of(&[file("a", b"1"), file("b", b"2")]);
+    let mut b = Budget::new(&limits);
+    unpack("l1", &two[..], &t, &limits, &mut b).unwrap();
+    let e = unpack("l2", &two[..], &t, &limits, &mut b).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ExtractError::TreeTooLarge {
+                limit: 3,
+                unit: "entries",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let mut b = Budget::new(&limits);
+    let big = tar_of(&[file("a", b"123456")]);
+    unpack("l1", &big[..], &t, &limits, &mut b).unwrap();
+    let e = unpack("l2", &big[..], &t, &limits, &mut b)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than 10 bytes"), "{e}");
+    assert!(e.contains("across all its layers"), "{e}");
+}
+
+#[test]
+fn header_bombs_are_refused_before_they_are_read() {
+    // A PAX record and a GNU long name that claim 1 GiB, with the bytes really there (gzip makes
+    // them a few hundred KiB): refused at the header, with nothing allocated for them.
+    for flag in [b'x', b'L'] {
+        let mut h = tar::Header::new_ustar();
+        h.set_path("bomb").unwrap();
+        h.set_size(1 << 30);
+        h.as_mut_bytes()[156] = flag;
+        h.set_cksum();
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(h.as_bytes()).unwrap();
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..16 {
+            enc.write_all(&chunk).unwrap();
+        }
+        let layer = enc.finish().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let r = decoder(
+            "application/vnd.oci.image.layer.v1.tar+gzip",
+            Box::new(&layer[..]),
+        );
+        let e = unpack("l", r, &tree(dir.path()), &Limits::default(), &mut budget())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than the 65536-byte limit"), "{e}");
+    }
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NAMES: &[&str] = &["a", "b", "q", "..", ".", "", "/", "canary", ".wh.x"];
+
+    fn name() -> impl Strategy<Value = String> {
+        proptest::collection::vec(0..NAMES.len(), 1..5)
+            .prop_map(|ix| ix.iter().map(|i| NAMES[*i]).collect::<Vec<_>>().join("/"))
+    }
+
+    fn entry() -> impl Strategy<Value = (u8, String, String)> {
+        (0u8..4, name(), name())
+    }
+
+    /// Every symlink below `root` that resolves at all resolves inside `root`.
+    fn links_stay_inside(root: &Path, dir: &Path) {
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            let m = fs::symlink_metadata(&p).unwrap();
+            if m.file_type().is_symlink() {
+                if let Ok(real) = fs::canonicalize(&p) {
+                    assert!(
+                        real.starts_with(root),
+                        "{} -> {}",
+                        p.display(),
+                        real.display()
+                    );
+                }
+            } else if m.is_dir() {
+                links_stay_inside(root, &p);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, .. ProptestConfig::default() })]
+        #[test]
+        fn random_layers_never_escape(
+            l1 in proptest::collection::vec(entry(), 1..8),
+            l2 in proptest::collection::vec(entry(), 1..8),
+            sub in name(),
+        ) {
+            let (dir, root) = sandbox();
+            let root = fs::canonicalize(&root).unwrap();
+            let t = tree(&root);
+            let mut b = budget();
+            let kinds = [
+                tar::EntryType::Regular,
+                tar::EntryType::Directory,
+                tar::EntryType::Symlink,
+                tar::EntryType::Link,
+            ];
+            let layer = |entries: &[(u8, String, String)]| {
+                let es: Vec<E<'_>> = entries
+                    .iter()
+                    .map(|(k, n, l)| E {
+                        name: n,
+                        kind: kinds[*k as usize],
+                        data: b"data",
+                        link: l,
+                        size: None,
+                    })
+                    .collect();
+                tar_of(&es)
+            };
+            let _ = unpack("l1", &layer(&l1)[..], &t, &Limits::default(), &mut b);
+            if let Ok(dest) = t.subdir(Path::new(&normalise_name(&sub)), true) {
+                let _ = unpack("l2", &layer(&l2)[..], &dest, &Limits::default(), &mut b);
+            }
+            assert_host_untouched(dir.path());
+            links_stay_inside(&root, &root);
+        }
+    }
+}

@@ -110,12 +110,12 @@ fn write_tree(
                 let layer = format!("{}@{digest}", plan.image.reference);
                 with_verified(store, &d, |blob| {
                     if *unpack {
-                        let dest = tree.subdir(out, true).map_err(|source| {
-                            ExtractError::Tree {
+                        let dest = tree
+                            .subdir(out, true)
+                            .map_err(|source| ExtractError::Tree {
                                 layer: layer.clone(),
                                 source,
-                            }
-                        })?;
+                            })?;
                         extract::unpack(
                             &layer,
                             extract::decoder(media_type, Box::new(blob)),
@@ -215,11 +215,7 @@ fn put_back<'d>(new: &Tree, old: &Tree, moved: &[&'d str]) -> Vec<&'d str> {
 
 /// The error of a failed swap after `put_back`: when something could not be put back, the new
 /// tree (which holds it) is kept rather than deleted.
-fn failed(
-    e: MaterialiseError,
-    stranded: &[&str],
-    tmp: tempfile::TempDir,
-) -> MaterialiseError {
+fn failed(e: MaterialiseError, stranded: &[&str], tmp: tempfile::TempDir) -> MaterialiseError {
     if stranded.is_empty() {
         return e;
     }

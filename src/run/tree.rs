@@ -124,9 +124,13 @@ fn chown_at(dir: BorrowedFd<'_>, name: &OsStr, ids: (u32, u32), depth: usize) ->
             }
             Ok(())
         }
-        Err(Errno::LOOP | Errno::NOTDIR) => {
-            Ok(rfs::chownat(dir, name, uid, gid, AtFlags::SYMLINK_NOFOLLOW)?)
-        }
+        Err(Errno::LOOP | Errno::NOTDIR) => Ok(rfs::chownat(
+            dir,
+            name,
+            uid,
+            gid,
+            AtFlags::SYMLINK_NOFOLLOW,
+        )?),
         Err(e) => Err(e.into()),
     }
 }
@@ -274,8 +278,8 @@ impl Tree {
         )
         .map_err(|e| self.io("create", rel)(e.into()))?;
         let mut f = File::from(fd);
-        let n = io::copy(&mut r.take(max.saturating_add(1)), &mut f)
-            .map_err(self.io("write", rel))?;
+        let n =
+            io::copy(&mut r.take(max.saturating_add(1)), &mut f).map_err(self.io("write", rel))?;
         if n > max {
             drop(f);
             let _ = rfs::unlinkat(&dir, name, AtFlags::empty());
@@ -295,8 +299,7 @@ impl Tree {
         if replace {
             remove_at(dir.as_fd(), name, 0).map_err(self.io("replace", rel))?;
         }
-        rfs::symlinkat(target, &dir, name)
-            .map_err(|e| self.io("create the symlink", rel)(e.into()))
+        rfs::symlinkat(target, &dir, name).map_err(|e| self.io("create the symlink", rel)(e.into()))
     }
 
     /// A hard link at `rel` to the regular file at `target`, both inside this tree; the target
@@ -375,7 +378,10 @@ mod tests {
             .unwrap();
         let p = dir.path().join("root/a/b/c.txt");
         assert_eq!(fs::read(&p).unwrap(), b"hi");
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
         t.hard_link(Path::new("a/b/c.txt"), Path::new("h")).unwrap();
         assert_eq!(fs::metadata(&p).unwrap().nlink(), 2);
         t.symlink(Path::new("s"), Path::new("a/b/c.txt"), false)
@@ -412,7 +418,9 @@ mod tests {
         assert!(t.create_dir_all(Path::new("up/y")).is_err());
         assert!(t.symlink(Path::new("up/l"), Path::new("x"), true).is_err());
         assert!(t.chown_all(Path::new("up/canary"), 0, 0).is_err());
-        let e = t.hard_link(Path::new("up/canary"), Path::new("h")).unwrap_err();
+        let e = t
+            .hard_link(Path::new("up/canary"), Path::new("h"))
+            .unwrap_err();
         assert!(matches!(e, TreeError::ThroughLink { .. }), "{e}");
         let e = t.hard_link(Path::new("c"), Path::new("h")).unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
