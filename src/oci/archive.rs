@@ -9,6 +9,7 @@
 use super::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1};
 use super::layout::{index_json, Store, StoreError, COPY_BUFFER, MAX_JSON_BLOB};
 use super::path_io::{io_err, PathIoError};
+use super::tar_reader::{Kind, TarError, TarReader};
 use super::Digest;
 use crate::json::to_compact;
 use serde::Deserialize;
@@ -135,15 +136,16 @@ pub fn save(
     w(b.append(&tar_header("blobs/sha256/", 0, true), io::empty()))?;
     for (digest, _) in &blobs {
         let digest = Digest::parse(digest).map_err(|_| StoreError::MissingBlob(digest.clone()))?;
-        let f = store.open_blob(&digest)?;
-        let size = f
-            .metadata()
-            .map_err(io_err("stat", &store.blob_path(&digest)))?
-            .len();
-        w(b.append(
+        // Checked while copied: a blob damaged in the store is never exported under its name.
+        let mut blob = store.open_verified(&digest)?;
+        let size = blob.size();
+        let appended = b.append(
             &tar_header(&format!("blobs/sha256/{}", digest.hex()), size, false),
-            f,
-        ))?;
+            (&mut blob).take(size),
+        );
+        let checked = blob.finish();
+        checked?;
+        w(appended)?;
     }
     w(b.append(
         &tar_header("index.json", index.len() as u64, false),
@@ -171,20 +173,25 @@ pub fn load(store: &Store, src: &Path) -> Result<Vec<(String, Descriptor)>, Arch
         what,
     };
     let file = File::open(src).map_err(io_err("open", src))?;
-    let mut ar = tar::Archive::new(io::BufReader::with_capacity(COPY_BUFFER, file));
+    // The bounded reader: an archive's GNU long names and PAX records are capped before they are
+    // read, so a hostile archive cannot make `load` allocate without end.
+    let mut ar = TarReader::new(io::BufReader::with_capacity(COPY_BUFFER, file));
     let mut index = None;
     let read_err = |source| ArchiveError::from(io_err("read", src)(source));
-    for entry in ar.entries().map_err(read_err)? {
-        let mut entry = entry.map_err(read_err)?;
-        let path = entry
-            .path()
-            .map_err(read_err)?
-            .to_string_lossy()
+    while let Some(entry) = ar.next_entry().map_err(|e| match e {
+        TarError::Io(e) => read_err(e),
+        other => malformed(other.to_string()),
+    })? {
+        if entry.kind != Kind::Regular {
+            continue;
+        }
+        let path = String::from_utf8_lossy(&entry.path)
             .trim_start_matches("./")
             .to_owned();
+        let mut data = ar.data();
         if path == "index.json" {
             let mut bytes = Vec::new();
-            (&mut entry)
+            (&mut data)
                 .take(MAX_JSON_BLOB)
                 .read_to_end(&mut bytes)
                 .map_err(read_err)?;
@@ -195,7 +202,7 @@ pub fn load(store: &Store, src: &Path) -> Result<Vec<(String, Descriptor)>, Arch
             if store.has_blob(&expected) {
                 continue;
             }
-            let (actual, _) = store.put_blob_from_reader(&mut entry, &mut |_| {})?;
+            let (actual, _) = store.put_blob_from_reader(&mut data, &mut |_| {})?;
             if actual != expected {
                 return Err(malformed(format!(
                     "`{path}` holds content with digest {actual}"
@@ -252,5 +259,29 @@ mod tests {
 
         fs::remove_file(a.blob_path(&layer)).unwrap();
         assert!(save(&a, &root, &[], &file).is_err());
+    }
+
+    #[test]
+    fn save_refuses_a_corrupt_blob_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Store::open(dir.path().join("a")).unwrap();
+        let (layer, n) = a.put_blob_bytes(b"data").unwrap();
+        let (cfg, cn) = a.put_blob_bytes(b"{}").unwrap();
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{MANIFEST_V1}","config":{{"mediaType":"x/c","digest":"{cfg}","size":{cn}}},"layers":[{{"mediaType":"x/l","digest":"{layer}","size":{n}}}]}}"#
+        );
+        let root = a.put_manifest(manifest.as_bytes(), MANIFEST_V1).unwrap();
+        fs::write(a.blob_path(&layer), b"dat4").unwrap();
+        let file = dir.path().join("x.tar");
+        let e = save(&a, &root, &[], &file).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("blob {layer} in the store is corrupt")),
+            "{e}"
+        );
+        let left: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["a"], "an archive or temp file was left");
     }
 }

@@ -13,6 +13,7 @@ use super::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1, MANIFEST_V1};
 use super::digest::{Digest, HashingWriter};
 use super::path_io::{io_err, PathIoError};
 use super::refname::{tag_name, RefNameError};
+use super::verify::VerifiedBlob;
 use crate::json::{to_compact, Value};
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
@@ -46,7 +47,7 @@ pub enum StoreError {
     },
     #[error("blob {0} is not in the store; rebuild or pull the image again")]
     MissingBlob(String),
-    #[error("blob {path} holds content with digest {actual}, not {expected}; remove the file and pull again", path = path.display())]
+    #[error("blob {expected} in the store is corrupt: {path} holds content with digest {actual}; remove that file, then run `otters pull` (or rebuild the image) to fetch it again", path = path.display())]
     Corrupt {
         path: PathBuf,
         expected: String,
@@ -124,6 +125,17 @@ impl Store {
                 io_err("open", &path)(e).into()
             }
         })
+    }
+
+    /// Opens a blob for streaming; its bytes are checked against `digest` as they are read (see
+    /// [`VerifiedBlob`]). Every layer and binary read from the store goes through this.
+    pub fn open_verified(&self, digest: &Digest) -> Result<VerifiedBlob, StoreError> {
+        let file = self.open_blob(digest)?;
+        Ok(VerifiedBlob::new(
+            file,
+            digest.clone(),
+            self.blob_path(digest),
+        ))
     }
 
     /// Reads a small blob (a JSON document) and checks its digest.

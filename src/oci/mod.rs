@@ -9,7 +9,7 @@
 //! - `put_blob_from_reader(reader, progress)`, `blob_writer()` (streamed, hashed while written),
 //!   `put_blob_bytes(bytes)` → `(Digest, size)`.
 //! - `blob_path(&digest)`, `open_blob(&digest)`, `has_blob(&digest)`, `read_blob(&digest)` (small
-//!   JSON only; digest-checked).
+//!   JSON only; digest-checked), `open_verified(&digest)` (streamed, digest-checked at end of file).
 //! - `put_manifest(bytes, media_type)` → [`Descriptor`]; `tag(ref, &descriptor)`; `untag(ref)`;
 //!   `resolve(ref)` (tag as given or with `:latest`, digest, `name@digest`, or ≥4-digit prefix);
 //!   `list()` → `(ref name, Descriptor)` in ref-name order.
@@ -35,5 +35,7 @@ pub mod registry_http;
 pub mod registry_platform;
 pub mod registry_sources;
 pub mod registry_transfer;
+pub mod tar_reader;
 pub mod tarball;
+pub mod verify;
 pub mod write;

@@ -4,9 +4,11 @@
 //! an output path. Returns: nothing, or why no binary could be installed. Must never: write
 //! anything but the one output file (and the usage doc), or read past the size limits.
 
-use super::extract::{self, ExtractError, Limits};
+use super::extract::{self, Budget, ExtractError, Limits};
 use super::source::BinImage;
+use super::tree::Tree;
 use crate::ir::names::basename;
+use crate::oci::verify::with_verified;
 use crate::oci::{Digest, Store, StoreError};
 use std::io::Read;
 use std::path::Path;
@@ -39,29 +41,36 @@ pub fn annotation<'a>(img: &'a BinImage, key: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
-fn open(store: &Store, img: &BinImage, digest: &str) -> Result<Box<dyn Read>, BinError> {
-    let d = Digest::parse(digest).map_err(|_| BinError::BadDigest {
+fn digest(img: &BinImage, digest: &str) -> Result<Digest, BinError> {
+    Digest::parse(digest).map_err(|_| BinError::BadDigest {
         reference: img.reference.clone(),
         digest: digest.to_owned(),
-    })?;
-    Ok(Box::new(std::io::BufReader::new(store.open_blob(&d)?)))
+    })
 }
 
-/// Locate the binary (pass 1: tar layers; pass 2: titled raw layers) and write it to `out`, 0755.
+/// Locate the binary (pass 1: tar layers; pass 2: titled raw layers) and write it to `out` in
+/// `tree`, 0755. Every layer read is checked against its digest before the binary counts.
 pub fn install(
     store: &Store,
     img: &BinImage,
     agentfile_name: &str,
+    tree: &Tree,
     out: &Path,
     limits: &Limits,
+    budget: &mut Budget,
 ) -> Result<(), BinError> {
     let name = annotation(img, "name").unwrap_or(agentfile_name);
     let dir = annotation(img, "path").unwrap_or("/");
     let target = format!("{}/{}", dir.trim_end_matches('/'), name);
     let layer_id = |d: &str| format!("{}@{d}", img.reference);
     for l in img.layers.iter().filter(|l| extract::is_tar(&l.media_type)) {
-        let r = extract::decoder(&l.media_type, open(store, img, &l.digest)?);
-        if extract::find_binary(&layer_id(&l.digest), r, &target, out, limits)? {
+        let d = digest(img, &l.digest)?;
+        let found = with_verified(store, &d, |blob| {
+            let r = extract::decoder(&l.media_type, Box::new(blob));
+            extract::find_binary(&layer_id(&l.digest), r, &target, tree, out, limits, budget)
+                .map_err(BinError::from)
+        })?;
+        if found {
             return Ok(());
         }
     }
@@ -73,12 +82,15 @@ pub fn install(
     {
         let Some(title) = l.title() else { continue };
         if title == name || extract::normalise_name(title) == want || basename(title) == name {
-            let mut r = open(store, img, &l.digest)?;
-            extract::write_file(&mut r, out, 0o755, limits.max_file).map_err(|e| {
-                ExtractError::Write {
-                    path: out.display().to_string(),
-                    source: e,
-                }
+            let d = digest(img, &l.digest)?;
+            with_verified(store, &d, |blob| {
+                budget.charge(&layer_id(&l.digest), 1, blob.size())?;
+                tree.write_file(out, blob, 0o755, limits.max_file)
+                    .map_err(|source| ExtractError::Tree {
+                        layer: layer_id(&l.digest),
+                        source,
+                    })?;
+                Ok::<_, BinError>(())
             })?;
             return Ok(());
         }
@@ -91,18 +103,28 @@ pub fn install(
 }
 
 /// The image's usage doc (`io.openotters.bin.usage`, default `/USAGE.md`), when a layer carries
-/// it; at most 1 MiB.
-pub fn usage(store: &Store, img: &BinImage) -> Option<Vec<u8>> {
+/// it; at most 1 MiB. The layer is checked against its digest.
+pub fn usage(store: &Store, img: &BinImage) -> Result<Option<Vec<u8>>, BinError> {
     let wanted = annotation(img, "usage").unwrap_or("/USAGE.md");
-    let l = img.layers.iter().find(|l| {
+    let Some(l) = img.layers.iter().find(|l| {
         l.title()
             .is_some_and(|t| t == wanted || basename(t) == basename(wanted))
-    })?;
-    let mut bytes = Vec::new();
-    open(store, img, &l.digest)
-        .ok()?
-        .take(1 << 20)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(bytes)
+    }) else {
+        return Ok(None);
+    };
+    let d = digest(img, &l.digest)?;
+    if !store.has_blob(&d) {
+        // As before: an image fetched without its usage doc falls back to the Agentfile's.
+        return Ok(None);
+    }
+    with_verified(store, &d, |blob| {
+        let mut bytes = Vec::new();
+        blob.take(1 << 20)
+            .read_to_end(&mut bytes)
+            .map_err(|e| ExtractError::Write {
+                path: format!("{}@{} (usage doc)", img.reference, l.digest),
+                source: e,
+            })?;
+        Ok(Some(bytes))
+    })
 }

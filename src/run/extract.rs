@@ -1,25 +1,48 @@
-//! Safe reading of tar / tar+gzip layers: a full unpack into a directory, and the bin lookup of
+//! Safe reading of tar / tar+gzip layers: a full unpack into a [`Tree`], and the bin lookup of
 //! spec §f.3 (first regular file whose name or basename matches).
 //!
-//! Takes: a layer reader, its media type, a destination and [`Limits`]. Returns: what was
-//! written. Must never: write outside the destination, follow or write through a symlink, create a
-//! device node, honour a whiteout, or read more than the limits allow. Any entry with `..`, an
-//! absolute path, an escaping link, a device/fifo type or a `.wh.` name refuses the whole layer.
+//! Takes: a layer reader, its media type, a destination [`Tree`], [`Limits`] and the agent's
+//! [`Budget`]. Returns: what was written. Must never: write outside the destination, follow or
+//! write through a symlink (the [`Tree`] opens every component with `O_NOFOLLOW`, so links left
+//! by earlier entries or layers are never traversed), create a device node, honour a whiteout,
+//! or read more than the limits allow (headers go through the bounded
+//! [`crate::oci::tar_reader`]). Any entry with `..`, an absolute path, an escaping link, a
+//! device/fifo type or a `.wh.` name refuses the whole layer.
+//!
+//! Symlinks: a link is kept only when its target is relative and made of leading `..` (no more
+//! than the link's depth inside the layer) followed by plain names. A `..` after a name is
+//! refused, because that name could become a link later (`p -> q/q/../..`, then `q -> .`). By
+//! induction every link then resolves inside its layer, whatever else the tree holds, and the
+//! extraction itself never uses a link as a path.
 
+use super::tree::{Tree, TreeError};
+use crate::oci::tar_reader::{Kind, TarError, TarReader};
 use std::collections::BTreeSet;
-use std::fs;
-use std::io::{self, Read, Write};
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-/// Bounds on what one layer may contain.
+/// Longest entry path or link target accepted, in bytes (Linux `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// Deepest entry path accepted, in directories.
+pub const MAX_PATH_DEPTH: usize = 256;
+
+/// Bounds on what one layer, and one whole agent tree, may contain.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Largest single file (default 512 MiB).
     pub max_file: u64,
-    /// Largest sum of file sizes in one layer (default 4 GiB).
+    /// Largest sum of entry sizes in one layer (default 4 GiB).
     pub max_total: u64,
     /// Most entries in one layer (default 100 000).
     pub max_entries: usize,
+    /// Largest sum of everything written for one agent tree: every layer, raw file, binary and
+    /// generated file (default 8 GiB).
+    pub max_tree_bytes: u64,
+    /// Most entries written for one agent tree (default 250 000).
+    pub max_tree_entries: u64,
 }
 
 impl Default for Limits {
@@ -28,7 +51,48 @@ impl Default for Limits {
             max_file: 512 << 20,
             max_total: 4 << 30,
             max_entries: 100_000,
+            max_tree_bytes: 8 << 30,
+            max_tree_entries: 250_000,
         }
+    }
+}
+
+/// What is left of an agent tree's [`Limits::max_tree_bytes`] / [`Limits::max_tree_entries`].
+#[derive(Debug)]
+pub struct Budget {
+    bytes: u64,
+    entries: u64,
+    limits: Limits,
+}
+
+impl Budget {
+    pub fn new(limits: &Limits) -> Self {
+        Self {
+            bytes: 0,
+            entries: 0,
+            limits: *limits,
+        }
+    }
+
+    /// Counts `entries` entries of `bytes` bytes written at `at`; refuses past the limits.
+    pub fn charge(&mut self, at: &str, entries: u64, bytes: u64) -> Result<(), ExtractError> {
+        self.entries = self.entries.saturating_add(entries);
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.entries > self.limits.max_tree_entries {
+            return Err(ExtractError::TreeTooLarge {
+                at: at.to_owned(),
+                limit: self.limits.max_tree_entries,
+                unit: "entries",
+            });
+        }
+        if self.bytes > self.limits.max_tree_bytes {
+            return Err(ExtractError::TreeTooLarge {
+                at: at.to_owned(),
+                limit: self.limits.max_tree_bytes,
+                unit: "bytes",
+            });
+        }
+        Ok(())
     }
 }
 
@@ -47,10 +111,22 @@ pub enum ExtractError {
         size: u64,
         limit: u64,
     },
-    #[error("layer {layer}: more than {limit} bytes in total, or more than the entry limit")]
-    TooMuch { layer: String, limit: u64 },
+    #[error("layer {layer}: more than {limit} {unit} in one layer")]
+    TooMuch {
+        layer: String,
+        limit: u64,
+        unit: &'static str,
+    },
+    #[error("{at}: the agent tree would hold more than {limit} {unit} (the most otters writes for one agent, across all its layers and binaries); the image is too large to run")]
+    TreeTooLarge {
+        at: String,
+        limit: u64,
+        unit: &'static str,
+    },
     #[error("layer {layer}: cannot read the tar stream: {source}")]
-    Read { layer: String, source: io::Error },
+    Read { layer: String, source: TarError },
+    #[error("layer {layer}: {source}")]
+    Tree { layer: String, source: TreeError },
     #[error("cannot write {path}: {source}")]
     Write { path: String, source: io::Error },
 }
@@ -69,20 +145,32 @@ pub fn is_tar(media_type: &str) -> bool {
     media_type.contains("tar")
 }
 
-/// Normalise an entry path: strip a leading `./`, refuse absolute and `..` paths.
-/// Returns `None` for the archive root itself (`./`).
-fn entry_path(layer: &str, raw: &Path) -> Result<Option<PathBuf>, ExtractError> {
+/// Normalise an entry path: strip a leading `./`, refuse absolute and `..` paths, whiteouts,
+/// NUL bytes and paths longer or deeper than the limits. `None` for the archive root (`./`).
+fn entry_path(layer: &str, raw: &[u8]) -> Result<Option<PathBuf>, ExtractError> {
+    let shown = String::from_utf8_lossy(raw).into_owned();
     let unsafe_ = |reason| ExtractError::Unsafe {
         layer: layer.to_owned(),
-        entry: raw.display().to_string(),
+        entry: shown.clone(),
         reason,
     };
+    if raw.contains(&0) {
+        return Err(unsafe_("contains a NUL byte"));
+    }
+    if raw.len() > MAX_PATH_BYTES {
+        return Err(unsafe_("has a path longer than 4096 bytes"));
+    }
     let mut out = PathBuf::new();
-    for c in raw.components() {
+    let mut depth = 0;
+    for c in Path::new(OsStr::from_bytes(raw)).components() {
         match c {
             Component::Normal(p) => {
-                if p.to_string_lossy().starts_with(".wh.") {
+                if p.as_bytes().starts_with(b".wh.") {
                     return Err(unsafe_("is a whiteout (an instruction to delete files)"));
+                }
+                depth += 1;
+                if depth > MAX_PATH_DEPTH {
+                    return Err(unsafe_("is nested deeper than 256 directories"));
                 }
                 out.push(p);
             }
@@ -96,258 +184,188 @@ fn entry_path(layer: &str, raw: &Path) -> Result<Option<PathBuf>, ExtractError> 
     Ok((!out.as_os_str().is_empty()).then_some(out))
 }
 
-/// Resolve a link target written at `link` (relative to the layer root) lexically, substituting
-/// symlinks already seen; `None` when it escapes the root or is absolute.
-fn resolve_inside(
-    link_dir: &Path,
-    target: &Path,
-    symlinks: &std::collections::BTreeMap<PathBuf, PathBuf>,
-    depth: usize,
-) -> Option<PathBuf> {
-    if depth > 40 || target.is_absolute() {
-        return None;
+/// True when a symlink at `link` (relative to the layer root) with this target can only ever
+/// resolve inside the layer: relative, leading `..` no deeper than the link's directory, then
+/// plain names (see the module docs).
+fn symlink_stays_inside(link: &Path, target: &[u8]) -> bool {
+    if target.is_empty() || target.contains(&0) || target.len() > MAX_PATH_BYTES {
+        return false;
     }
-    let mut cur: Vec<std::ffi::OsString> = link_dir
-        .components()
-        .map(|c| c.as_os_str().to_owned())
-        .collect();
-    for c in target.components() {
+    let depth = link.components().count().saturating_sub(1);
+    let mut ups = 0;
+    let mut named = false;
+    for c in Path::new(OsStr::from_bytes(target)).components() {
         match c {
-            Component::Normal(p) => {
-                cur.push(p.to_owned());
-                let here: PathBuf = cur.iter().collect();
-                if let Some(t) = symlinks.get(&here) {
-                    cur.pop();
-                    let base: PathBuf = cur.iter().collect();
-                    let resolved = resolve_inside(&base, t, symlinks, depth + 1)?;
-                    cur = resolved
-                        .components()
-                        .map(|c| c.as_os_str().to_owned())
-                        .collect();
-                }
-            }
+            Component::Normal(_) => named = true,
             Component::CurDir => {}
-            Component::ParentDir => {
-                cur.pop()?;
-            }
-            Component::RootDir | Component::Prefix(_) => return None,
+            Component::ParentDir if !named => ups += 1,
+            _ => return false,
         }
     }
-    Some(cur.iter().collect())
+    ups <= depth
 }
 
-/// Check the type and size of one entry; returns its kind.
-fn check_entry(
-    layer: &str,
-    path: &Path,
-    header: &tar::Header,
-    limits: &Limits,
-) -> Result<tar::EntryType, ExtractError> {
-    let unsafe_ = |reason| ExtractError::Unsafe {
-        layer: layer.to_owned(),
-        entry: path.display().to_string(),
-        reason,
-    };
-    let kind = header.entry_type();
-    match kind {
-        tar::EntryType::Regular
-        | tar::EntryType::Continuous
-        | tar::EntryType::Directory
-        | tar::EntryType::Symlink
-        | tar::EntryType::Link => {}
-        tar::EntryType::Char | tar::EntryType::Block => return Err(unsafe_("is a device node")),
-        tar::EntryType::Fifo => return Err(unsafe_("is a fifo")),
-        _ => return Err(unsafe_("has an unsupported entry type")),
-    }
-    let size = header.size().map_err(|e| ExtractError::Read {
-        layer: layer.to_owned(),
-        source: e,
-    })?;
-    if size > limits.max_file {
-        return Err(ExtractError::TooLarge {
-            layer: layer.to_owned(),
-            entry: path.display().to_string(),
-            size,
-            limit: limits.max_file,
-        });
-    }
-    Ok(kind)
+/// One validated entry.
+struct Item {
+    path: PathBuf,
+    kind: Kind,
+    /// Symlink target as written, or hard-link target as a path from the layer root.
+    link: Option<PathBuf>,
+    mode: u32,
 }
 
-/// Walk every entry of a layer, validating all of them, and hand the safe ones to `visit`
-/// (path relative to the layer root, entry). `visit` returns `Ok(true)` to stop early.
+/// Walk every entry of a layer, validating all of them, and hand the safe ones to `visit` with
+/// a reader for their data. `visit` returns `Ok(true)` to stop early. Every entry (the skipped
+/// root included) is charged to `budget`.
 fn walk<R: Read>(
     layer: &str,
     reader: R,
     limits: &Limits,
-    mut visit: impl FnMut(
-        &Path,
-        tar::EntryType,
-        Option<PathBuf>,
-        &mut tar::Entry<'_, R>,
-    ) -> Result<bool, ExtractError>,
+    budget: &mut Budget,
+    mut visit: impl FnMut(&Item, &mut dyn Read) -> Result<bool, ExtractError>,
 ) -> Result<(), ExtractError> {
-    let read_err = |e| ExtractError::Read {
+    let read_err = |source| ExtractError::Read {
         layer: layer.to_owned(),
-        source: e,
+        source,
     };
-    let mut archive = tar::Archive::new(reader);
+    let mut tar = TarReader::new(reader);
     let mut total = 0u64;
-    let mut symlinks = std::collections::BTreeMap::new();
-    for (count, entry) in archive.entries().map_err(read_err)?.enumerate() {
-        if count >= limits.max_entries {
+    let mut count = 0usize;
+    while let Some(entry) = tar.next_entry().map_err(read_err)? {
+        count += 1;
+        if count > limits.max_entries {
             return Err(ExtractError::TooMuch {
                 layer: layer.to_owned(),
-                limit: limits.max_total,
+                limit: limits.max_entries as u64,
+                unit: "entries",
             });
         }
-        let mut entry = entry.map_err(read_err)?;
-        let raw = entry.path().map_err(read_err)?.into_owned();
-        let Some(path) = entry_path(layer, &raw)? else {
-            continue;
+        let shown = String::from_utf8_lossy(&entry.path).into_owned();
+        let unsafe_ = |reason| ExtractError::Unsafe {
+            layer: layer.to_owned(),
+            entry: shown.clone(),
+            reason,
         };
-        let kind = check_entry(layer, &path, entry.header(), limits)?;
-        total += entry.header().size().map_err(read_err)?;
+        let path = entry_path(layer, &entry.path)?;
+        match entry.kind {
+            Kind::Regular | Kind::Directory | Kind::Symlink | Kind::HardLink => {}
+            Kind::Char | Kind::Block => return Err(unsafe_("is a device node")),
+            Kind::Fifo => return Err(unsafe_("is a fifo")),
+            Kind::Other(_) => return Err(unsafe_("has an unsupported entry type")),
+        }
+        if entry.size > limits.max_file {
+            return Err(ExtractError::TooLarge {
+                layer: layer.to_owned(),
+                entry: shown,
+                size: entry.size,
+                limit: limits.max_file,
+            });
+        }
+        total = total.saturating_add(entry.size);
         if total > limits.max_total {
             return Err(ExtractError::TooMuch {
                 layer: layer.to_owned(),
                 limit: limits.max_total,
+                unit: "bytes",
             });
         }
-        // Never write through (or look up below) a symlink seen earlier in this layer.
-        if path.ancestors().skip(1).any(|a| symlinks.contains_key(a)) {
-            return Err(ExtractError::Unsafe {
-                layer: layer.to_owned(),
-                entry: raw.display().to_string(),
-                reason: "lies below a symlink",
-            });
-        }
-        let link = match kind {
-            tar::EntryType::Symlink | tar::EntryType::Link => {
-                let target = entry
-                    .link_name()
-                    .map_err(read_err)?
-                    .map(std::borrow::Cow::into_owned)
-                    .unwrap_or_default();
-                let escape = ExtractError::Unsafe {
-                    layer: layer.to_owned(),
-                    entry: raw.display().to_string(),
-                    reason: "is a link that points outside the layer",
-                };
-                let resolved = if kind == tar::EntryType::Symlink {
-                    let dir = path.parent().unwrap_or(Path::new(""));
-                    resolve_inside(dir, &target, &symlinks, 0)
-                } else {
-                    // Hard links name a path from the archive root.
-                    entry_path(layer, &target).ok().flatten()
-                };
-                let resolved = resolved.ok_or(escape)?;
-                if kind == tar::EntryType::Symlink {
-                    symlinks.insert(path.clone(), target.clone());
+        budget.charge(&format!("layer {layer}"), 1, entry.size)?;
+        let Some(path) = path else { continue };
+        let link = match entry.kind {
+            Kind::Symlink => {
+                if !symlink_stays_inside(&path, &entry.link) {
+                    return Err(unsafe_(
+                        "is a symlink that is absolute, leaves the layer, or has `..` after a name",
+                    ));
                 }
-                Some(if kind == tar::EntryType::Symlink {
-                    target
-                } else {
-                    resolved
-                })
+                Some(PathBuf::from(OsStr::from_bytes(&entry.link)))
             }
-            _ => {
-                symlinks.remove(&path);
-                None
-            }
+            Kind::HardLink => Some(
+                entry_path(layer, &entry.link)
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| unsafe_("is a link that points outside the layer"))?,
+            ),
+            _ => None,
         };
-        if visit(&path, kind, link, &mut entry)? {
+        let item = Item {
+            path,
+            kind: entry.kind,
+            link,
+            mode: entry.mode,
+        };
+        if visit(&item, &mut tar.data())? {
             return Ok(());
         }
     }
     Ok(())
 }
 
-/// Unpack a whole tar layer into `dest` (which must exist). Files keep their executable bit only.
+/// Unpack a whole tar layer into `dest`. Files keep their executable bit only.
 pub fn unpack(
     layer: &str,
     reader: impl Read,
-    dest: &Path,
+    dest: &Tree,
     limits: &Limits,
+    budget: &mut Budget,
 ) -> Result<(), ExtractError> {
     let mut files: BTreeSet<PathBuf> = BTreeSet::new();
-    walk(layer, reader, limits, |path, kind, link, entry| {
-        let out = dest.join(path);
-        let werr = |e| ExtractError::Write {
-            path: out.display().to_string(),
-            source: e,
-        };
-        if let Some(parent) = out.parent() {
-            fs::create_dir_all(parent).map_err(werr)?;
-        }
-        match kind {
-            tar::EntryType::Directory => {
-                if fs::symlink_metadata(&out).is_ok_and(|m| !m.is_dir()) {
-                    fs::remove_file(&out).map_err(werr)?;
-                }
-                fs::create_dir_all(&out).map_err(werr)?;
-            }
-            tar::EntryType::Symlink => {
-                remove_existing(&out).map_err(werr)?;
-                std::os::unix::fs::symlink(link.unwrap_or_default(), &out).map_err(werr)?;
+    let tree_err = |source: TreeError, entry: &Path| match source {
+        TreeError::ThroughLink { .. } => ExtractError::Unsafe {
+            layer: layer.to_owned(),
+            entry: entry.display().to_string(),
+            reason: "lies below a symlink",
+        },
+        TreeError::NotDir { .. } => ExtractError::Unsafe {
+            layer: layer.to_owned(),
+            entry: entry.display().to_string(),
+            reason: "lies below a file",
+        },
+        TreeError::BadHardLink { why, .. } => ExtractError::Unsafe {
+            layer: layer.to_owned(),
+            entry: entry.display().to_string(),
+            reason: if why.contains("regular") {
+                "is a hard link to something that is not a regular file"
+            } else {
+                "is a hard link to a file not earlier in the layer"
+            },
+        },
+        source => ExtractError::Tree {
+            layer: layer.to_owned(),
+            source,
+        },
+    };
+    walk(layer, reader, limits, budget, |item, data| {
+        let path = item.path.as_path();
+        match item.kind {
+            Kind::Directory => dest.mkdir(path).map_err(|e| tree_err(e, path))?,
+            Kind::Symlink => {
+                dest.symlink(path, item.link.as_deref().unwrap_or(Path::new("")), true)
+                    .map_err(|e| tree_err(e, path))?;
                 files.remove(path);
             }
-            tar::EntryType::Link => {
-                let target = link.unwrap_or_default();
-                if !files.contains(&target) {
+            Kind::HardLink => {
+                let target = item.link.as_deref().unwrap_or(Path::new(""));
+                if !files.contains(target) {
                     return Err(ExtractError::Unsafe {
                         layer: layer.to_owned(),
                         entry: path.display().to_string(),
                         reason: "is a hard link to a file not earlier in the layer",
                     });
                 }
-                remove_existing(&out).map_err(werr)?;
-                fs::hard_link(dest.join(&target), &out).map_err(werr)?;
+                dest.hard_link(target, path)
+                    .map_err(|e| tree_err(e, path))?;
                 files.insert(path.to_owned());
             }
             _ => {
-                let mode = entry.header().mode().unwrap_or(0o644);
-                write_file(
-                    entry,
-                    &out,
-                    if mode & 0o111 != 0 { 0o755 } else { 0o644 },
-                    limits.max_file,
-                )
-                .map_err(werr)?;
+                let mode = if item.mode & 0o111 != 0 { 0o755 } else { 0o644 };
+                dest.write_file(path, data, mode, limits.max_file)
+                    .map_err(|e| tree_err(e, path))?;
                 files.insert(path.to_owned());
             }
         }
         Ok(false)
     })
-}
-
-fn remove_existing(p: &Path) -> io::Result<()> {
-    match fs::symlink_metadata(p) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(p),
-        Ok(_) => fs::remove_file(p),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Write `r` to a new file at `out` (never following a symlink there), bounded by `max`.
-pub fn write_file(r: &mut impl Read, out: &Path, mode: u32, max: u64) -> io::Result<u64> {
-    use std::os::unix::fs::OpenOptionsExt;
-    remove_existing(out)?;
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(out)?;
-    let n = io::copy(&mut r.take(max + 1), &mut f)?;
-    if n > max {
-        drop(f);
-        let _ = fs::remove_file(out);
-        return Err(io::Error::other(format!("more than {max} bytes")));
-    }
-    f.flush()?;
-    std::fs::set_permissions(out, std::os::unix::fs::PermissionsExt::from_mode(mode))?;
-    Ok(n)
 }
 
 /// Strip leading `/` and `./` so tar names and annotation paths compare equal.
@@ -363,31 +381,35 @@ pub fn normalise_name(s: &str) -> String {
 }
 
 /// Pass 1 of spec §f.3 on one tar layer: write the first regular file whose path equals `target`
-/// or whose basename equals `basename(target)` to `out` (mode 0755). Every entry of the layer is
-/// validated up to the match. Returns whether a file was written.
+/// or whose basename equals `basename(target)` to `out` in `tree` (mode 0755). Every entry of the
+/// layer is validated up to the match. Returns whether a file was written.
 pub fn find_binary(
     layer: &str,
     reader: impl Read,
     target: &str,
+    tree: &Tree,
     out: &Path,
     limits: &Limits,
+    budget: &mut Budget,
 ) -> Result<bool, ExtractError> {
     let want = normalise_name(target);
     let base = want.rsplit('/').next().unwrap_or_default().to_owned();
     let mut found = false;
-    walk(layer, reader, limits, |path, kind, _link, entry| {
-        let name = path.to_string_lossy();
+    walk(layer, reader, limits, budget, |item, data| {
+        let name = item.path.to_string_lossy();
         let matches = name == want
-            || path
+            || item
+                .path
                 .file_name()
                 .is_some_and(|f| f.to_string_lossy() == base);
-        if !matches || !matches!(kind, tar::EntryType::Regular | tar::EntryType::Continuous) {
+        if !matches || item.kind != Kind::Regular {
             return Ok(false);
         }
-        write_file(entry, out, 0o755, limits.max_file).map_err(|e| ExtractError::Write {
-            path: out.display().to_string(),
-            source: e,
-        })?;
+        tree.write_file(out, data, 0o755, limits.max_file)
+            .map_err(|source| ExtractError::Tree {
+                layer: layer.to_owned(),
+                source,
+            })?;
         found = true;
         Ok(true)
     })?;

@@ -56,15 +56,34 @@ fn gz(bytes: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
+fn tree(p: &Path) -> Tree {
+    Tree::open(p).unwrap()
+}
+
+fn budget() -> Budget {
+    Budget::new(&Limits::default())
+}
+
+/// Unpack `bytes` into `dir` with default limits.
+fn unpack_into(bytes: &[u8], dir: &Path) -> Result<(), ExtractError> {
+    unpack("l", bytes, &tree(dir), &Limits::default(), &mut budget())
+}
+
 /// Unpack into `<tmp>/root`; return the error text and check that nothing appeared beside root.
 fn unpack_err(entries: &[E<'_>]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     fs::create_dir(&root).unwrap();
     let bytes = tar_of(entries);
-    let err = unpack("sha256:abc", &bytes[..], &root, &Limits::default())
-        .unwrap_err()
-        .to_string();
+    let err = unpack(
+        "sha256:abc",
+        &bytes[..],
+        &tree(&root),
+        &Limits::default(),
+        &mut budget(),
+    )
+    .unwrap_err()
+    .to_string();
     let beside: Vec<_> = fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -96,7 +115,7 @@ fn unpacks_an_ordinary_layer() {
         "application/vnd.oci.image.layer.v1.tar+gzip",
         Box::new(&bytes[..]),
     );
-    unpack("l", r, dir.path(), &Limits::default()).unwrap();
+    unpack("l", r, &tree(dir.path()), &Limits::default(), &mut budget()).unwrap();
     assert_eq!(fs::read(dir.path().join("a/b.txt")).unwrap(), b"hello");
     assert_eq!(fs::read(dir.path().join("a/c")).unwrap(), b"hello");
     assert_eq!(fs::read(dir.path().join("a/d")).unwrap(), b"hello");
@@ -121,14 +140,14 @@ fn refuses_absolute_paths() {
 fn refuses_symlink_escapes() {
     for target in ["../outside", "/etc/passwd", "a/../../x"] {
         let e = unpack_err(&[link("l", tar::EntryType::Symlink, target)]);
-        assert!(e.contains("points outside"), "{target}: {e}");
+        assert!(e.contains("leaves the layer"), "{target}: {e}");
     }
     // Two links that are each harmless lexically but escape together.
     let e = unpack_err(&[
         link("a", tar::EntryType::Symlink, "."),
         link("b", tar::EntryType::Symlink, "a/.."),
     ]);
-    assert!(e.contains("points outside"), "{e}");
+    assert!(e.contains("leaves the layer"), "{e}");
     // Writing through a symlink is refused even when the link itself stays inside.
     let e = unpack_err(&[link("d", tar::EntryType::Symlink, "."), file("d/x", b"x")]);
     assert!(e.contains("below a symlink"), "{e}");
@@ -137,6 +156,7 @@ fn refuses_symlink_escapes() {
 #[test]
 fn refuses_hardlink_escapes() {
     let e = unpack_err(&[link("h", tar::EntryType::Link, "../../etc/passwd")]);
+    assert!(e.contains("points outside"), "{e}");
     assert!(e.contains("points outside"), "{e}");
     let e = unpack_err(&[link("h", tar::EntryType::Link, "/etc/passwd")]);
     assert!(e.contains("points outside"), "{e}");
@@ -187,9 +207,7 @@ fn refuses_oversized_entries_without_reading_them() {
         size: Some(1 << 40),
     }]);
     let dir = tempfile::tempdir().unwrap();
-    let e = unpack("l", &bytes[..], dir.path(), &Limits::default())
-        .unwrap_err()
-        .to_string();
+    let e = unpack_into(&bytes, dir.path()).unwrap_err().to_string();
     assert!(e.contains("more than the 536870912-byte limit"), "{e}");
     let small = Limits {
         max_file: 4,
@@ -199,8 +217,10 @@ fn refuses_oversized_entries_without_reading_them() {
         "l",
         &tar_of(&[file("tool", b"12345")])[..],
         "/tool",
-        &dir.path().join("t"),
+        &tree(dir.path()),
+        Path::new("t"),
         &small,
+        &mut budget(),
     )
     .unwrap_err()
     .to_string();
@@ -213,8 +233,9 @@ fn refuses_oversized_entries_without_reading_them() {
     let e = unpack(
         "l",
         &tar_of(&[file("a", b"1234"), file("b", b"1234")])[..],
-        dir.path(),
+        &tree(dir.path()),
         &total,
+        &mut Budget::new(&total),
     )
     .unwrap_err();
     assert!(matches!(e, ExtractError::TooMuch { .. }), "{e}");
@@ -223,31 +244,277 @@ fn refuses_oversized_entries_without_reading_them() {
 #[test]
 fn finds_binaries_by_path_or_basename() {
     let dir = tempfile::tempdir().unwrap();
+    let t = tree(dir.path());
+    let find = |layer: &[u8], target: &str| {
+        find_binary(
+            "l",
+            layer,
+            target,
+            &t,
+            Path::new("bin"),
+            &Limits::default(),
+            &mut budget(),
+        )
+    };
     let out = dir.path().join("bin");
     let layer = tar_of(&[file("README", b"r"), file("usr/local/bin/tool", b"#!bin")]);
-    assert!(find_binary(
-        "l",
-        &layer[..],
-        "/usr/local/bin/tool",
-        &out,
-        &Limits::default()
-    )
-    .unwrap());
+    assert!(find(&layer, "/usr/local/bin/tool").unwrap());
     assert_eq!(fs::read(&out).unwrap(), b"#!bin");
     assert_eq!(
         fs::metadata(&out).unwrap().permissions().mode() & 0o777,
         0o755
     );
-    assert!(find_binary("l", &layer[..], "/tool", &out, &Limits::default()).unwrap());
-    assert!(!find_binary("l", &layer[..], "/other", &out, &Limits::default()).unwrap());
+    assert!(find(&layer, "/tool").unwrap());
+    assert!(!find(&layer, "/other").unwrap());
     // A symlink with the right name is not a regular file: skipped.
     let layer = tar_of(&[link("tool", tar::EntryType::Symlink, "README")]);
-    assert!(!find_binary("l", &layer[..], "/tool", &out, &Limits::default()).unwrap());
+    assert!(!find(&layer, "/tool").unwrap());
     // Malicious entries before the match refuse the layer.
     let layer = tar_of(&[file("../x", b""), file("tool", b"t")]);
-    assert!(find_binary("l", &layer[..], "/tool", &out, &Limits::default()).is_err());
+    assert!(find(&layer, "/tool").is_err());
     assert_eq!(normalise_name("./a//b"), "a/b");
     assert_eq!(normalise_name("/"), "");
 }
 
-use std::os::unix::fs::PermissionsExt;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+/// `<tmp>/root` plus a canary file beside it; returns (tmp, root).
+fn sandbox() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir(&root).unwrap();
+    fs::write(dir.path().join("canary"), "original").unwrap();
+    (dir, root)
+}
+
+/// The canary beside the root is untouched and nothing else appeared there.
+fn assert_host_untouched(dir: &Path) {
+    let mut beside: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    beside.sort();
+    assert_eq!(beside, ["canary", "root"], "wrote beside the root");
+    assert_eq!(fs::read(dir.join("canary")).unwrap(), b"original");
+    assert_eq!(fs::metadata(dir.join("canary")).unwrap().nlink(), 1);
+}
+
+fn dir_entry(name: &str) -> E<'_> {
+    E {
+        name,
+        kind: tar::EntryType::Directory,
+        data: b"",
+        link: "",
+        size: None,
+    }
+}
+
+#[test]
+fn symlink_chains_through_later_links_are_refused() {
+    // `p` is harmless while `q` is a directory; `q -> .` would make it climb four levels.
+    let e = unpack_err(&[
+        dir_entry("q/"),
+        link("p", tar::EntryType::Symlink, "q/q/q/q/../../../.."),
+        link("q", tar::EntryType::Symlink, "."),
+    ]);
+    assert!(e.contains("`..` after a name"), "{e}");
+    // Leading `..` within the link's depth are fine; one more is refused.
+    let (dir, root) = sandbox();
+    let ok = tar_of(&[
+        file("f", b"x"),
+        link("d/e/l", tar::EntryType::Symlink, "../../f"),
+        link("d/e/m", tar::EntryType::Symlink, "./../x/y"),
+    ]);
+    unpack_into(&ok, &root).unwrap();
+    assert_eq!(fs::read(root.join("d/e/l")).unwrap(), b"x");
+    let bad = tar_of(&[link("d/l", tar::EntryType::Symlink, "../../canary")]);
+    assert!(unpack_into(&bad, &root).is_err());
+    assert_host_untouched(dir.path());
+}
+
+#[test]
+fn a_link_from_an_earlier_layer_is_never_written_through() {
+    let (dir, root) = sandbox();
+    let t = tree(&root);
+    let mut b = budget();
+    // Layer 1 (into `a`): `d/p -> ..`, a link that stays inside.
+    let dest = t.subdir(Path::new("a"), true).unwrap();
+    let l1 = tar_of(&[link("d/p", tar::EntryType::Symlink, "..")]);
+    unpack("l1", &l1[..], &dest, &Limits::default(), &mut b).unwrap();
+    // Layer 2 into the same root names a path below the link.
+    let l2 = tar_of(&[file("d/p/x", b"x")]);
+    let e = unpack("l2", &l2[..], &dest, &Limits::default(), &mut b)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("below a symlink"), "{e}");
+    // A layer whose root lies below the link.
+    let e = t.subdir(Path::new("a/d/p/tmp"), true).unwrap_err();
+    assert!(e.to_string().contains("is a symlink"), "{e}");
+    assert!(!root.join("a/tmp").exists() && !root.join("a/x").exists());
+    assert_host_untouched(dir.path());
+}
+
+#[test]
+fn hard_links_never_reach_through_a_replaced_directory() {
+    let (dir, root) = sandbox();
+    fs::write(root.join("outside-layer"), "o").unwrap();
+    // `x/f` is a file of the layer, then `x` becomes a link; `h -> x/f` must not follow it.
+    let bytes = tar_of(&[
+        file("x/f", b"mine"),
+        dir_entry("y/"),
+        link("x", tar::EntryType::Symlink, "y"),
+        link("h", tar::EntryType::Link, "x/f"),
+    ]);
+    let e = unpack_into(&bytes, &root).unwrap_err().to_string();
+    assert!(e.contains("below a symlink"), "{e}");
+    // A hard link to a directory or a symlink of the layer is refused too.
+    let bytes = tar_of(&[
+        link("s", tar::EntryType::Symlink, "f"),
+        file("f", b"x"),
+        link("h", tar::EntryType::Link, "s"),
+    ]);
+    let e = unpack_into(&bytes, &root).unwrap_err().to_string();
+    assert!(e.contains("hard link"), "{e}");
+    assert_host_untouched(dir.path());
+}
+
+#[test]
+fn the_tree_budget_spans_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tree(dir.path());
+    let limits = Limits {
+        max_tree_entries: 3,
+        max_tree_bytes: 10,
+        ..Limits::default()
+    };
+    let two = tar_of(&[file("a", b"1"), file("b", b"2")]);
+    let mut b = Budget::new(&limits);
+    unpack("l1", &two[..], &t, &limits, &mut b).unwrap();
+    let e = unpack("l2", &two[..], &t, &limits, &mut b).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ExtractError::TreeTooLarge {
+                limit: 3,
+                unit: "entries",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let mut b = Budget::new(&limits);
+    let big = tar_of(&[file("a", b"123456")]);
+    unpack("l1", &big[..], &t, &limits, &mut b).unwrap();
+    let e = unpack("l2", &big[..], &t, &limits, &mut b)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than 10 bytes"), "{e}");
+    assert!(e.contains("across all its layers"), "{e}");
+}
+
+#[test]
+fn header_bombs_are_refused_before_they_are_read() {
+    // A PAX record and a GNU long name that claim 1 GiB, with the bytes really there (gzip makes
+    // them a few hundred KiB): refused at the header, with nothing allocated for them.
+    for flag in [b'x', b'L'] {
+        let mut h = tar::Header::new_ustar();
+        h.set_path("bomb").unwrap();
+        h.set_size(1 << 30);
+        h.as_mut_bytes()[156] = flag;
+        h.set_cksum();
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(h.as_bytes()).unwrap();
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..16 {
+            enc.write_all(&chunk).unwrap();
+        }
+        let layer = enc.finish().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let r = decoder(
+            "application/vnd.oci.image.layer.v1.tar+gzip",
+            Box::new(&layer[..]),
+        );
+        let e = unpack("l", r, &tree(dir.path()), &Limits::default(), &mut budget())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than the 65536-byte limit"), "{e}");
+    }
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NAMES: &[&str] = &["a", "b", "q", "..", ".", "", "/", "canary", ".wh.x"];
+
+    fn name() -> impl Strategy<Value = String> {
+        proptest::collection::vec(0..NAMES.len(), 1..5)
+            .prop_map(|ix| ix.iter().map(|i| NAMES[*i]).collect::<Vec<_>>().join("/"))
+    }
+
+    fn entry() -> impl Strategy<Value = (u8, String, String)> {
+        (0u8..4, name(), name())
+    }
+
+    /// Every symlink below `root` that resolves at all resolves inside `root`.
+    fn links_stay_inside(root: &Path, dir: &Path) {
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            let m = fs::symlink_metadata(&p).unwrap();
+            if m.file_type().is_symlink() {
+                if let Ok(real) = fs::canonicalize(&p) {
+                    assert!(
+                        real.starts_with(root),
+                        "{} -> {}",
+                        p.display(),
+                        real.display()
+                    );
+                }
+            } else if m.is_dir() {
+                links_stay_inside(root, &p);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, .. ProptestConfig::default() })]
+        #[test]
+        fn random_layers_never_escape(
+            l1 in proptest::collection::vec(entry(), 1..8),
+            l2 in proptest::collection::vec(entry(), 1..8),
+            sub in name(),
+        ) {
+            let (dir, root) = sandbox();
+            let root = fs::canonicalize(&root).unwrap();
+            let t = tree(&root);
+            let mut b = budget();
+            let kinds = [
+                tar::EntryType::Regular,
+                tar::EntryType::Directory,
+                tar::EntryType::Symlink,
+                tar::EntryType::Link,
+            ];
+            let layer = |entries: &[(u8, String, String)]| {
+                let es: Vec<E<'_>> = entries
+                    .iter()
+                    .map(|(k, n, l)| E {
+                        name: n,
+                        kind: kinds[*k as usize],
+                        data: b"data",
+                        link: l,
+                        size: None,
+                    })
+                    .collect();
+                tar_of(&es)
+            };
+            let _ = unpack("l1", &layer(&l1)[..], &t, &Limits::default(), &mut b);
+            if let Ok(dest) = t.subdir(Path::new(&normalise_name(&sub)), true) {
+                let _ = unpack("l2", &layer(&l2)[..], &dest, &Limits::default(), &mut b);
+            }
+            assert_host_untouched(dir.path());
+            links_stay_inside(&root, &root);
+        }
+    }
+}

@@ -4,13 +4,20 @@
 //! Takes: a plan, the store and a [`Fetcher`] for runtime/BIN images. Returns: the plan with the
 //! binaries' resolved digests, or an error that leaves the previous tree untouched. Must never:
 //! write outside `<parent>/<root>` and `<parent>/.<root>.tmp-*`, or leave a half-written tree.
+//! Every write goes through one [`Tree`] handle on the temp dir (no symlink is ever followed,
+//! across all layers, binaries and generated files), every store blob is checked against its
+//! digest while it is read, and one [`Budget`] bounds the whole tree. A failed swap puts the
+//! carried directories back on every error path.
 
 use super::bins::{self, BinError};
-use super::extract::{self, ExtractError, Limits};
+use super::extract::{self, Budget, ExtractError, Limits};
 use super::plan::{RunPlan, TreeEntry};
 use super::source::{self, BinImage, Fetcher, SourceError};
+use super::tree::{Tree, TreeError};
 use crate::oci::path_io::{io_err, PathIoError};
+use crate::oci::verify::with_verified;
 use crate::oci::{Digest, Store, StoreError};
+use rustix::fs::FileType;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
@@ -31,6 +38,14 @@ pub enum MaterialiseError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Io(#[from] PathIoError),
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error("{source}; {what} could not be put back and is kept in {}: move it back by hand", kept.display())]
+    Stranded {
+        source: Box<MaterialiseError>,
+        what: String,
+        kept: PathBuf,
+    },
     #[error("agent root {} has no parent directory; pass --root with a directory below /", .0.display())]
     NoParent(PathBuf),
 }
@@ -58,30 +73,32 @@ pub fn materialise(
         .prefix(&format!(".{base}.tmp-"))
         .tempdir_in(parent)
         .map_err(io_err("create a temp dir in", parent))?;
-    write_tree(plan, tmp.path(), store, fetcher, limits)?;
+    let tree = Tree::open(tmp.path())?;
+    write_tree(plan, &tree, store, fetcher, limits)?;
     if let Some((uid, gid)) = owner {
         for d in ["workspace", "home", "tmp", "var/lib"] {
-            chown_tree(&tmp.path().join(d), uid, gid)?;
+            if tree.kind(Path::new(d)).is_some() {
+                tree.chown_all(Path::new(d), uid, gid)?;
+            }
         }
     }
+    drop(tree);
     swap(tmp, root, owner)
 }
 
 fn write_tree(
     plan: &RunPlan,
-    dir: &Path,
+    tree: &Tree,
     store: &Store,
     fetcher: &dyn Fetcher,
     limits: &Limits,
 ) -> Result<(), MaterialiseError> {
     let mut images: BTreeMap<(String, Option<String>), BinImage> = BTreeMap::new();
+    let mut budget = Budget::new(limits);
     for entry in &plan.tree {
-        let out = dir.join(entry.path());
-        if let Some(p) = out.parent() {
-            fs::create_dir_all(p).map_err(io_err("create", p))?;
-        }
+        let out = Path::new(entry.path());
         match entry {
-            TreeEntry::Dir { .. } => fs::create_dir_all(&out).map_err(io_err("create", &out))?,
+            TreeEntry::Dir { .. } => tree.create_dir_all(out)?,
             TreeEntry::Layer {
                 digest,
                 media_type,
@@ -90,24 +107,32 @@ fn write_tree(
             } => {
                 let d =
                     Digest::parse(digest).map_err(|_| StoreError::MissingBlob(digest.clone()))?;
-                let file = io::BufReader::new(store.open_blob(&d)?);
-                if *unpack {
-                    fs::create_dir_all(&out).map_err(io_err("create", &out))?;
-                    extract::unpack(
-                        &format!("{}@{digest}", plan.image.reference),
-                        extract::decoder(media_type, Box::new(file)),
-                        &out,
-                        limits,
-                    )?;
-                } else {
-                    let mut r = file;
-                    extract::write_file(&mut r, &out, 0o644, limits.max_file)
-                        .map_err(io_err("write", &out))?;
-                }
+                let layer = format!("{}@{digest}", plan.image.reference);
+                with_verified(store, &d, |blob| {
+                    if *unpack {
+                        let dest = tree
+                            .subdir(out, true)
+                            .map_err(|source| ExtractError::Tree {
+                                layer: layer.clone(),
+                                source,
+                            })?;
+                        extract::unpack(
+                            &layer,
+                            extract::decoder(media_type, Box::new(blob)),
+                            &dest,
+                            limits,
+                            &mut budget,
+                        )?;
+                    } else {
+                        budget.charge(&format!("layer {layer}"), 1, blob.size())?;
+                        tree.write_file(out, blob, 0o644, limits.max_file)?;
+                    }
+                    Ok::<_, MaterialiseError>(())
+                })?;
             }
             TreeEntry::Generated { content, .. } => {
-                extract::write_file(&mut content.as_bytes(), &out, 0o644, u64::MAX - 1)
-                    .map_err(io_err("write", &out))?;
+                budget.charge(entry.path(), 1, content.len() as u64)?;
+                tree.write_file(out, &mut content.as_bytes(), 0o644, u64::MAX - 1)?;
             }
             TreeEntry::Binary {
                 reference,
@@ -123,7 +148,7 @@ fn write_tree(
                     reference,
                     digest.as_deref(),
                 )?;
-                bins::install(store, img, name, &out, limits)?;
+                bins::install(store, img, name, tree, out, limits, &mut budget)?;
             }
             TreeEntry::Usage {
                 reference,
@@ -139,16 +164,16 @@ fn write_tree(
                     reference,
                     digest.as_deref(),
                 )?;
-                let bytes = bins::usage(store, img)
+                let bytes = bins::usage(store, img)?
                     .or_else(|| fallback.as_ref().map(|f| f.clone().into_bytes()));
                 if let Some(b) = bytes {
-                    extract::write_file(&mut &b[..], &out, 0o644, u64::MAX - 1)
-                        .map_err(io_err("write", &out))?;
+                    budget.charge(entry.path(), 1, b.len() as u64)?;
+                    tree.write_file(out, &mut &b[..], 0o644, u64::MAX - 1)?;
                 }
             }
             TreeEntry::Symlink { target, .. } => {
-                std::os::unix::fs::symlink(target, &out)
-                    .map_err(io_err("create the symlink", &out))?;
+                budget.charge(entry.path(), 1, 0)?;
+                tree.symlink(out, target, false)?;
             }
         }
     }
@@ -178,25 +203,39 @@ fn bin_image<'a>(
     })
 }
 
-fn chown_tree(p: &Path, uid: u32, gid: u32) -> Result<(), MaterialiseError> {
-    std::os::unix::fs::lchown(p, Some(uid), Some(gid)).map_err(io_err("chown", p))?;
-    let meta = fs::symlink_metadata(p).map_err(io_err("stat", p))?;
-    if meta.is_dir() {
-        for e in fs::read_dir(p).map_err(io_err("read", p))? {
-            let e = e.map_err(io_err("read", p))?;
-            chown_tree(&e.path(), uid, gid)?;
-        }
-    }
-    Ok(())
+/// Moves the carried directories `moved` from the new tree back to the old one; returns those
+/// that could not be moved.
+fn put_back<'d>(new: &Tree, old: &Tree, moved: &[&'d str]) -> Vec<&'d str> {
+    moved
+        .iter()
+        .filter(|d| new.rename_to(Path::new(d), old, Path::new(d)).is_err())
+        .copied()
+        .collect()
 }
 
-/// Move the carried directories from the old tree into the new one, then swap the trees.
+/// The error of a failed swap after `put_back`: when something could not be put back, the new
+/// tree (which holds it) is kept rather than deleted.
+fn failed(e: MaterialiseError, stranded: &[&str], tmp: tempfile::TempDir) -> MaterialiseError {
+    if stranded.is_empty() {
+        return e;
+    }
+    MaterialiseError::Stranded {
+        source: Box::new(e),
+        what: format!("the previous tree's {}", stranded.join(", ")),
+        kept: tmp.keep(),
+    }
+}
+
+/// Move the carried directories from the old tree into the new one, then swap the trees. Every
+/// step that can fail without moving anything (the chown) runs first; after that, every error
+/// path puts the carried directories back before the new tree is deleted. The directories are
+/// moved through handles opened without following links, which stay valid while the trees are
+/// renamed.
 fn swap(
     tmp: tempfile::TempDir,
     root: &Path,
     owner: Option<(u32, u32)>,
 ) -> Result<(), MaterialiseError> {
-    let new = tmp.path().to_owned();
     if fs::symlink_metadata(root).is_err() {
         let kept = tmp.keep();
         return fs::rename(&kept, root).map_err(|e| {
@@ -208,50 +247,74 @@ fn swap(
             })
         });
     }
-    let mut moved: Vec<&str> = Vec::new();
-    for d in CARRIED {
-        let old_d = root.join(d);
-        if !old_d.is_dir() {
-            continue;
+    let old = Tree::open(root)?;
+    let new = Tree::open(tmp.path())?;
+    let carried: Vec<&str> = CARRIED
+        .iter()
+        .copied()
+        .filter(|d| old.kind(Path::new(d)) == Some(FileType::Directory))
+        .collect();
+    if let Some((uid, gid)) = owner {
+        for d in &carried {
+            old.chown_all(Path::new(d), uid, gid)?;
         }
-        let new_d = new.join(d);
-        let step = fs::remove_dir_all(&new_d).and_then(|()| fs::rename(&old_d, &new_d));
-        if let Err(e) = step {
-            // Put back what was already moved; the old tree stays as it was.
-            for m in &moved {
-                let _ = fs::rename(new.join(m), root.join(m));
-            }
-            return Err(MaterialiseError::from(PathIoError {
+    }
+    let mut moved: Vec<&str> = Vec::new();
+    for d in &carried {
+        let p = Path::new(d);
+        if let Err(e) = new.remove(p).and_then(|()| old.rename_to(p, &new, p)) {
+            let stranded = put_back(&new, &old, &moved);
+            let e = MaterialiseError::from(PathIoError {
                 action: "carry over",
-                path: old_d,
-                source: e,
-            }));
+                path: root.join(d),
+                source: io::Error::other(e.to_string()),
+            });
+            return Err(failed(e, &stranded, tmp));
         }
         moved.push(d);
-        if let Some((uid, gid)) = owner {
-            chown_tree(&new_d, uid, gid)?;
-        }
     }
     let parent = root.parent().unwrap_or(Path::new("/"));
     let base = root
         .file_name()
         .map(|b| b.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let old = tempfile::Builder::new()
+    let aside = match tempfile::Builder::new()
         .prefix(&format!(".{base}.old-"))
         .tempdir_in(parent)
-        .map_err(io_err("create a temp dir in", parent))?;
-    let old_tree = old.path().join("tree");
-    fs::rename(root, &old_tree).map_err(io_err("move aside", root))?;
-    let kept = tmp.keep();
-    if let Err(e) = fs::rename(&kept, root) {
-        let _ = fs::rename(&old_tree, root);
-        return Err(MaterialiseError::from(PathIoError {
+    {
+        Ok(a) => a,
+        Err(e) => {
+            let stranded = put_back(&new, &old, &moved);
+            let e = io_err("create a temp dir in", parent)(e).into();
+            return Err(failed(e, &stranded, tmp));
+        }
+    };
+    let old_tree = aside.path().join("tree");
+    if let Err(e) = fs::rename(root, &old_tree) {
+        let stranded = put_back(&new, &old, &moved);
+        return Err(failed(io_err("move aside", root)(e).into(), &stranded, tmp));
+    }
+    if let Err(e) = fs::rename(tmp.path(), root) {
+        let e = MaterialiseError::from(PathIoError {
             action: "move the new tree to",
             path: root.to_owned(),
             source: e,
-        }));
+        });
+        // The handles still name the trees where they are now: carried dirs go back first.
+        let stranded = put_back(&new, &old, &moved);
+        if fs::rename(&old_tree, root).is_err() {
+            let _ = aside.keep();
+            let e = failed(e, &stranded, tmp);
+            return Err(MaterialiseError::Stranded {
+                source: Box::new(e),
+                what: "the previous tree".into(),
+                kept: old_tree,
+            });
+        }
+        return Err(failed(e, &stranded, tmp));
     }
-    drop(old);
+    // The new tree is the root now: disarm its temp-dir guard.
+    let _ = tmp.keep();
+    drop(aside);
     Ok(())
 }

@@ -19,3 +19,4 @@ pub mod mounts;
 pub mod overrides;
 pub mod plan;
 pub mod source;
+pub mod tree;

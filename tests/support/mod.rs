@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod hostile_layers;
 pub mod images;
 pub mod oras;
 pub mod registry;
