@@ -284,8 +284,7 @@ impl RegistryClient {
                 RegistryError::BadDocument {
                     reference: display_at(r, selector),
                     reason: format!(
-                        "{} sent a manifest otters cannot use: {why}; nothing was stored",
-                        r.registry
+                        "the registry sent a manifest otters cannot use: {why}; nothing was stored"
                     ),
                 }
             })?;

@@ -109,7 +109,7 @@ fn check_descriptor(v: &serde_json::Value, what: &str) -> Result<(), String> {
         .ok_or_else(|| format!("{what} has no digest"))?;
     Digest::parse(digest).map_err(|_| {
         format!(
-            "{what} has digest {:?}, which is not a sha256 digest (`sha256:` and 64 lower-case hex digits)",
+            "{what} has digest \"{}\", which is not a sha256 digest (`sha256:` and 64 lower-case hex digits)",
             escape_text(digest, 80)
         )
     })?;
@@ -160,7 +160,7 @@ pub fn validate_manifest(
             Some(k) => (m.clone(), k),
             None => {
                 return Err(format!(
-                    "its mediaType is {:?}, which is not an image manifest or index",
+                    "its mediaType is \"{}\", which is not an image manifest or index",
                     escape_text(m, 80)
                 ))
             }

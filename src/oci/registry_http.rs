@@ -392,7 +392,7 @@ impl Transport {
         };
         let shown = escape_text(realm, 120);
         let realm_url = Url::parse(realm)
-            .map_err(|_| protocol(format!("a token realm {shown:?} that is not a URL")))?;
+            .map_err(|_| protocol(format!("a token realm \"{shown}\" that is not a URL")))?;
         // The realm gets the credentials: it must pass the same transport rule as the registry.
         url_allowed(&realm_url, is_loopback_host(registry), self.insecure).map_err(|why| {
             protocol(format!(
@@ -518,8 +518,13 @@ fn is_tls(e: &reqwest::Error) -> bool {
     chain.contains("tls") || chain.contains("certificate") || chain.contains("handshake")
 }
 
-/// The error and its causes, joined, without the request URL's query.
+/// The error and its causes, joined; escaped and cut to 400 characters, since URLs in it may come
+/// from a registry.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
+    escape_text(&raw_error_chain(e), 400)
+}
+
+fn raw_error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(c) = src {

@@ -462,11 +462,9 @@ enum Step {
 }
 
 impl From<RegistryError> for Step {
+    /// Request failures were already retried by the transport.
     fn from(e: RegistryError) -> Self {
-        match e {
-            RegistryError::Unreachable { reason, .. } => Step::Lost(reason),
-            e => Step::Fail(e),
-        }
+        Step::Fail(e)
     }
 }
 

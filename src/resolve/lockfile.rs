@@ -190,7 +190,7 @@ impl Lockfile {
                     return Err(LockError::Invalid {
                         path: path.to_owned(),
                         reason: format!(
-                            "the pin of {} is {:?}, not a sha256 digest",
+                            "the pin of {} is \"{}\", not a sha256 digest",
                             crate::oci::registry_check::escape_text(&e.reference, 200),
                             crate::oci::registry_check::escape_text(d, 80)
                         ),

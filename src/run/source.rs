@@ -152,13 +152,23 @@ pub fn pinned_digest(reference: &str, digest: Option<&str>) -> Result<Option<Dig
         .map(|d| {
             Digest::parse(d).map_err(|_| SourceError::BadArtifact {
                 reference: reference.to_owned(),
-                message: format!(
-                    "its pinned digest {:?} is not a sha256 digest (`sha256:` and 64 lower-case hex digits); otters does not fall back to the tag: rebuild the agent to pin it again",
-                    crate::oci::registry_check::escape_text(d, 80)
-                ),
+                message: bad_pin(None, d),
             })
         })
         .transpose()
+}
+
+/// Why a pin (of `pinned`, when the message is about another image) is refused.
+fn bad_pin(pinned: Option<&str>, d: &str) -> String {
+    use crate::oci::registry_check::escape_text;
+    let what = pinned.map_or_else(
+        || "its pinned digest".to_owned(),
+        |r| format!("agent.yaml pins {} to", escape_text(r, 200)),
+    );
+    format!(
+        "{what} \"{}\", which is not a sha256 digest (`sha256:` and 64 lower-case hex digits); otters does not fall back to the tag: rebuild the agent to pin it again",
+        escape_text(d, 80)
+    )
 }
 
 fn digest_of(reference: &str, d: &str) -> Result<Digest, SourceError> {
@@ -211,8 +221,9 @@ pub fn load_agent(store: &Store, reference: &str, digest: &str) -> Result<AgentI
     };
     // Every pin must be a digest now, before anything is fetched or written.
     for pin in pins.runtime.iter().chain(pins.bins.values()) {
-        pinned_digest(&pin.reference, Some(&pin.digest))
-            .map_err(|e| bad(format!("agent.yaml layer: {e}")))?;
+        if Digest::parse(&pin.digest).is_err() {
+            return Err(bad(bad_pin(Some(&pin.reference), &pin.digest)));
+        }
     }
     Ok(AgentImage {
         reference: reference.to_owned(),
