@@ -31,6 +31,7 @@ pub mod inputs;
 pub mod nofollow;
 pub mod path_io;
 pub mod registry;
+pub mod registry_check;
 pub mod registry_http;
 pub mod registry_platform;
 pub mod registry_sources;

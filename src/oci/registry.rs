@@ -11,20 +11,22 @@
 //! blob download does not let us verify before the store's rename. See docs/registries.md.
 
 use super::auth::{self, Credential};
-use super::registry_http::{error_chain, url_with_query, CredentialSource, Transport};
+use super::registry_check::{
+    escape_text, read_capped, validate_manifest, Kind, MAX_ERROR_BODY, MAX_ERROR_TEXT,
+};
+use super::registry_http::{error_chain, url_with_query, Call, CredentialSource, Transport};
 use crate::reference::Reference;
-use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
-use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RANGE};
+use reqwest::{StatusCode, Url};
 use sha2::{Digest as _, Sha256};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use super::registry_check::MAX_MANIFEST;
 pub use super::registry_platform::TargetPlatform;
 
 /// The media types a manifest request accepts, OCI first.
 pub const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json";
-/// Largest manifest or index accepted (distribution's own limit is 4 MiB).
-pub const MAX_MANIFEST: usize = 4 << 20;
 
 /// Retry policy for 5xx answers, timeouts and dropped connections.
 #[derive(Clone, Copy, Debug)]
@@ -60,6 +62,8 @@ pub struct ClientOptions {
     pub docker_config: Option<PathBuf>,
     /// Use these credentials for every registry instead of `config.json` (`otters login`).
     pub credentials: Option<Credential>,
+    /// Connect, idle and per-request timeout; default `OTTERS_REGISTRY_TIMEOUT` or 30 s.
+    pub timeout: Option<Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -172,12 +176,26 @@ impl RegistryClient {
             Some(c) => Ok(Some(c.clone())),
             None => Ok(auth::credentials_in(&dir, registry)?),
         });
-        let t = Transport::new(opts.insecure, opts.retry, creds)?;
+        let timeout = match opts.timeout {
+            Some(t) => t,
+            None => super::registry_http::timeout_from_env()?,
+        };
+        let t = Transport::new(opts.insecure, opts.retry, timeout, creds)?;
         Ok(RegistryClient { rt, t })
     }
 
     pub(crate) fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.rt.block_on(f)
+    }
+
+    /// The retry policy (a blob download that loses its connection resumes within it).
+    pub(crate) fn retry(&self) -> Retry {
+        self.t.retry()
+    }
+
+    /// The per-request timeout, also the longest a transfer may go without progress.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.t.timeout()
     }
 
     /// Checks that the stored (or given) credentials are accepted by `registry`.
@@ -186,7 +204,7 @@ impl RegistryClient {
         self.block_on(async {
             let resp = self
                 .t
-                .send(reg, registry.api_host(), &[], |c, base| {
+                .send(reg, registry.api_host(), &[], Call::Small, |c, base| {
                     Ok(c.get(format!("{base}/v2/")))
                 })
                 .await?;
@@ -205,42 +223,55 @@ impl RegistryClient {
     /// Fetches the manifest or index `r` names (by digest when pinned, else by tag), verifying
     /// the digest when one was asked for.
     pub fn fetch_manifest(&self, r: &Reference) -> Result<Fetched, RegistryError> {
-        self.block_on(self.fetch_manifest_async(r, r.selector()))
+        self.block_on(self.fetch_manifest_async(r, r.selector(), None))
     }
 
+    /// Fetches the manifest or index `selector` names in `r`'s repository: at most
+    /// [`MAX_MANIFEST`] bytes, digest-checked when `selector` is a digest, and validated
+    /// (`expected`: the kind the referring index entry declared) before anyone can store it.
     pub(crate) async fn fetch_manifest_async(
         &self,
         r: &Reference,
         selector: &str,
+        expected: Option<Kind>,
     ) -> Result<Fetched, RegistryError> {
+        let pinned = selector.contains(':');
+        if pinned {
+            super::digest::Digest::parse(selector).map_err(|e| RegistryError::BadDocument {
+                reference: r.familiar(),
+                reason: e.to_string(),
+            })?;
+        }
         let url_path = format!("/v2/{}/manifests/{selector}", r.repository);
         let resp = self
-            .pull_get(r, &url_path, Some(MANIFEST_ACCEPT), || {
-                RegistryError::NotFound {
+            .pull_get(
+                r,
+                &url_path,
+                Some(MANIFEST_ACCEPT),
+                Call::Small,
+                None,
+                || RegistryError::NotFound {
                     reference: display_at(r, selector),
-                }
-            })
+                },
+            )
             .await?;
         let header_type = resp
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(|s| s.split(';').next().unwrap_or(s).trim().to_owned());
-        if resp
-            .content_length()
-            .is_some_and(|n| n > MAX_MANIFEST as u64)
-        {
-            return Err(too_large(r, selector));
-        }
-        let bytes = resp.bytes().await.map_err(|e| RegistryError::Unreachable {
-            registry: r.registry.clone(),
-            reason: error_chain(&e),
-        })?;
-        if bytes.len() > MAX_MANIFEST {
-            return Err(too_large(r, selector));
-        }
+        let bytes = match read_capped(resp, MAX_MANIFEST).await {
+            Ok(Some(b)) => b,
+            Ok(None) => return Err(too_large(r, selector)),
+            Err(e) => {
+                return Err(RegistryError::Unreachable {
+                    registry: r.registry.clone(),
+                    reason: error_chain(&e),
+                })
+            }
+        };
         let digest = sha256(&bytes);
-        if selector.contains(':') && digest != selector {
+        if pinned && digest != selector {
             return Err(RegistryError::DigestMismatch {
                 registry: r.registry.clone(),
                 what: "manifest",
@@ -248,11 +279,19 @@ impl RegistryClient {
                 actual: digest,
             });
         }
-        let media_type = media_type_of(&bytes).or(header_type).unwrap_or_default();
+        let media_type =
+            validate_manifest(&bytes, header_type.as_deref(), expected).map_err(|why| {
+                RegistryError::BadDocument {
+                    reference: display_at(r, selector),
+                    reason: format!(
+                        "the registry sent a manifest otters cannot use: {why}; nothing was stored"
+                    ),
+                }
+            })?;
         Ok(Fetched {
             digest,
             media_type,
-            bytes: bytes.to_vec(),
+            bytes,
         })
     }
 
@@ -263,7 +302,7 @@ impl RegistryClient {
         platform: &TargetPlatform,
     ) -> Result<Resolved, RegistryError> {
         self.block_on(async {
-            let top = self.fetch_manifest_async(r, r.selector()).await?;
+            let top = self.fetch_manifest_async(r, r.selector(), None).await?;
             if !is_index(&top.media_type) {
                 return Ok(Resolved {
                     manifest: top.clone(),
@@ -301,7 +340,9 @@ impl RegistryClient {
                     },
                 });
             };
-            let manifest = self.fetch_manifest_async(r, &digest).await?;
+            let manifest = self
+                .fetch_manifest_async(r, &digest, Some(Kind::Manifest))
+                .await?;
             Ok(Resolved {
                 top,
                 manifest,
@@ -318,18 +359,28 @@ impl RegistryClient {
         max: u64,
     ) -> Result<Vec<u8>, RegistryError> {
         self.block_on(async {
-            let resp = self.get_blob(r, digest).await?;
-            if resp.content_length().is_some_and(|n| n > max) {
-                return Err(RegistryError::BadDocument {
-                    reference: r.to_string(),
-                    reason: format!("blob {digest} is larger than {max} bytes"),
-                });
-            }
-            let bytes = resp.bytes().await.map_err(|e| RegistryError::Interrupted {
-                registry: r.registry.clone(),
-                digest: digest.to_owned(),
-                reason: error_chain(&e),
+            super::digest::Digest::parse(digest).map_err(|e| RegistryError::BadDocument {
+                reference: r.familiar(),
+                reason: e.to_string(),
             })?;
+            let resp = self.get_blob(r, digest, 0).await?;
+            let cap = usize::try_from(max).unwrap_or(usize::MAX);
+            let bytes = match read_capped(resp, cap).await {
+                Ok(Some(b)) => b,
+                Ok(None) => {
+                    return Err(RegistryError::BadDocument {
+                        reference: r.to_string(),
+                        reason: format!("blob {digest} is larger than {max} bytes"),
+                    })
+                }
+                Err(e) => {
+                    return Err(RegistryError::Interrupted {
+                        registry: r.registry.clone(),
+                        digest: digest.to_owned(),
+                        reason: error_chain(&e),
+                    })
+                }
+            };
             let actual = sha256(&bytes);
             if actual != digest {
                 return Err(RegistryError::DigestMismatch {
@@ -339,30 +390,38 @@ impl RegistryClient {
                     actual,
                 });
             }
-            Ok(bytes.to_vec())
+            Ok(bytes)
         })
     }
 
+    /// `GET` of a blob (a `digest` already checked to be well formed), from byte `from` on when
+    /// it is not 0 (`Range`; the registry may ignore it and send everything).
     pub(crate) async fn get_blob(
         &self,
         r: &Reference,
         digest: &str,
+        from: u64,
     ) -> Result<reqwest::Response, RegistryError> {
         let path = format!("/v2/{}/blobs/{digest}", r.repository);
-        self.pull_get(r, &path, None, || RegistryError::BlobNotFound {
-            reference: r.to_string(),
-            digest: digest.to_owned(),
+        let range = (from > 0).then(|| format!("bytes={from}-"));
+        self.pull_get(r, &path, None, Call::Download, range.as_deref(), || {
+            RegistryError::BlobNotFound {
+                reference: r.to_string(),
+                digest: digest.to_owned(),
+            }
         })
         .await
     }
 
-    /// `GET path` (with `accept`, if any) in `r`'s repository with pull scope: a 404 is
-    /// `not_found()`, a refusal is `Denied`, any other failure an HTTP error.
+    /// `GET path` (with `accept` and `range`, if any) in `r`'s repository with pull scope: a 404
+    /// is `not_found()`, a refusal is `Denied`, any other failure an HTTP error.
     async fn pull_get(
         &self,
         r: &Reference,
         path: &str,
         accept: Option<&str>,
+        call: Call,
+        range: Option<&str>,
         not_found: impl FnOnce() -> RegistryError,
     ) -> Result<reqwest::Response, RegistryError> {
         let resp = self
@@ -371,12 +430,16 @@ impl RegistryClient {
                 &r.registry,
                 r.api_host(),
                 &[scope(&r.repository, "pull")],
+                call,
                 |c, base| {
-                    let get = c.get(format!("{base}{path}"));
-                    Ok(match accept {
-                        Some(a) => get.header(ACCEPT, a),
-                        None => get,
-                    })
+                    let mut get = c.get(format!("{base}{path}"));
+                    if let Some(a) = accept {
+                        get = get.header(ACCEPT, a);
+                    }
+                    if let Some(rg) = range {
+                        get = get.header(RANGE, rg);
+                    }
+                    Ok(get)
                 },
             )
             .await?;
@@ -408,6 +471,7 @@ impl RegistryClient {
                 &r.registry,
                 r.api_host(),
                 &[scope(&r.repository, "pull,push")],
+                Call::Small,
                 |c, base| Ok(c.head(format!("{base}{path}"))),
             )
             .await?;
@@ -433,13 +497,19 @@ impl RegistryClient {
         let scopes = [scope(&r.repository, "pull,push"), scope(from, "pull")];
         let resp = self
             .t
-            .send(&r.registry, r.api_host(), &scopes, |c, base| {
-                Ok(c.post(url_with_query(
-                    &format!("{base}{path}"),
-                    &[("mount", digest), ("from", from)],
-                ))
-                .header(CONTENT_LENGTH, 0))
-            })
+            .send(
+                &r.registry,
+                r.api_host(),
+                &scopes,
+                Call::Write,
+                |c, base| {
+                    Ok(c.post(url_with_query(
+                        &format!("{base}{path}"),
+                        &[("mount", digest), ("from", from)],
+                    ))
+                    .header(CONTENT_LENGTH, 0))
+                },
+            )
             .await?;
         Ok(resp.status() == StatusCode::CREATED)
     }
@@ -451,7 +521,7 @@ impl RegistryClient {
         r: &Reference,
         digest: &str,
         size: u64,
-        open: &(dyn Fn() -> Result<reqwest::Body, RegistryError> + Sync),
+        open: &OpenBlob<'_>,
     ) -> Result<(), RegistryError> {
         let scopes = [scope(&r.repository, "pull,push")];
         let post_path = format!("/v2/{}/blobs/uploads/", r.repository);
@@ -459,10 +529,16 @@ impl RegistryClient {
         loop {
             let resp = self
                 .t
-                .send(&r.registry, r.api_host(), &scopes, |c, base| {
-                    Ok(c.post(format!("{base}{post_path}"))
-                        .header(CONTENT_LENGTH, 0))
-                })
+                .send(
+                    &r.registry,
+                    r.api_host(),
+                    &scopes,
+                    Call::Write,
+                    |c, base| {
+                        Ok(c.post(format!("{base}{post_path}"))
+                            .header(CONTENT_LENGTH, 0))
+                    },
+                )
                 .await?;
             let status = resp.status();
             self.check_access(r, status, "push")?;
@@ -471,8 +547,7 @@ impl RegistryClient {
                     http_error(&r.registry, &format!("POST {post_path}"), status, resp).await,
                 );
             }
-            let base = self.t.base(&r.registry, r.api_host()).await?;
-            let location = location_of(&resp, &base, &r.registry)?;
+            let location = location_of(&resp, &r.registry)?;
             match self
                 .upload_to(r, &location, digest, size, &scopes, open)
                 .await
@@ -495,29 +570,64 @@ impl RegistryClient {
         digest: &str,
         size: u64,
         scopes: &[String],
-        open: &(dyn Fn() -> Result<reqwest::Body, RegistryError> + Sync),
+        open: &OpenBlob<'_>,
     ) -> Result<(), RegistryError> {
+        use futures_util::StreamExt as _;
+        use std::sync::atomic::{AtomicU64, Ordering};
         let interrupted = |reason: String| RegistryError::Interrupted {
             registry: r.registry.clone(),
             digest: digest.to_owned(),
             reason,
         };
-        // The PATCH body is a one-shot stream, so it is sent outside the transport's retry loop:
-        // a failed PATCH restarts the whole upload (see `upload_async`).
+        // The PATCH body is a one-shot stream, so a failed PATCH restarts the whole upload (see
+        // `upload_async`). A registry that stops reading (or stops answering once the body is
+        // sent) for longer than the timeout is a lost connection, not an endless wait: the body
+        // stream stamps the time of its last progress, and a watchdog compares.
+        let start = tokio::time::Instant::now();
+        let stamp = std::sync::Arc::new(AtomicU64::new(0));
         let loc = location.to_owned();
-        let resp = self
+        let patch = self
             .t
-            .send(&r.registry, r.api_host(), scopes, |c, _| {
+            .send(&r.registry, r.api_host(), scopes, Call::Upload, |c, _| {
+                let (s1, s2) = (stamp.clone(), stamp.clone());
+                let mark = move |s: &AtomicU64| {
+                    s.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
+                };
+                mark(&s1);
+                let body =
+                    open()?
+                        .inspect(move |_| mark(&s1))
+                        .chain(futures_util::stream::poll_fn(move |_| {
+                            mark(&s2);
+                            std::task::Poll::Ready(None)
+                        }));
                 Ok(c.patch(&loc)
                     .header(CONTENT_TYPE, "application/octet-stream")
                     .header(CONTENT_LENGTH, size)
-                    .body(open()?))
-            })
-            .await
-            .map_err(|e| match e {
+                    .body(reqwest::Body::wrap_stream(body)))
+            });
+        let limit = self.timeout();
+        let watchdog = async {
+            loop {
+                tokio::time::sleep((limit / 4).max(Duration::from_millis(50))).await;
+                let last = Duration::from_millis(stamp.load(Ordering::Relaxed));
+                if start.elapsed().saturating_sub(last) > limit {
+                    break;
+                }
+            }
+        };
+        let resp = tokio::select! {
+            resp = patch => resp.map_err(|e| match e {
                 RegistryError::Unreachable { reason, .. } => interrupted(reason),
                 e => e,
-            })?;
+            })?,
+            () = watchdog => {
+                return Err(interrupted(format!(
+                    "no progress for {} s (OTTERS_REGISTRY_TIMEOUT)",
+                    limit.as_secs_f64()
+                )))
+            }
+        };
         let status = resp.status();
         self.check_access(r, status, "push")?;
         if status != StatusCode::ACCEPTED
@@ -526,13 +636,11 @@ impl RegistryClient {
         {
             return Err(http_error(&r.registry, "PATCH (blob upload)", status, resp).await);
         }
-        let base = self.t.base(&r.registry, r.api_host()).await?;
-        let put_loc =
-            location_of(&resp, &base, &r.registry).unwrap_or_else(|_| location.to_owned());
+        let put_loc = location_of(&resp, &r.registry).unwrap_or_else(|_| location.to_owned());
         let put_url = url_with_query(&put_loc, &[("digest", digest)]);
         let resp = self
             .t
-            .send(&r.registry, r.api_host(), scopes, |c, _| {
+            .send(&r.registry, r.api_host(), scopes, Call::Write, |c, _| {
                 Ok(c.put(&put_url).header(CONTENT_LENGTH, 0))
             })
             .await
@@ -543,7 +651,7 @@ impl RegistryClient {
         let status = resp.status();
         self.check_access(r, status, "push")?;
         if status == StatusCode::BAD_REQUEST {
-            let body = resp.text().await.unwrap_or_default();
+            let body = error_body(resp).await;
             if body.contains("DIGEST_INVALID") {
                 return Err(RegistryError::DigestMismatch {
                     registry: r.registry.clone(),
@@ -581,6 +689,7 @@ impl RegistryClient {
                 &r.registry,
                 r.api_host(),
                 &[scope(&r.repository, "pull,push")],
+                Call::Write,
                 |c, base| {
                     Ok(c.put(format!("{base}{path}"))
                         .header(CONTENT_TYPE, media_type)
@@ -654,20 +763,8 @@ fn display_at(r: &Reference, selector: &str) -> String {
 fn too_large(r: &Reference, selector: &str) -> RegistryError {
     RegistryError::BadDocument {
         reference: display_at(r, selector),
-        reason: format!("the manifest is larger than {MAX_MANIFEST} bytes"),
+        reason: format!("the manifest is larger than {MAX_MANIFEST} bytes; nothing was stored"),
     }
-}
-
-fn media_type_of(bytes: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct M {
-        #[serde(rename = "mediaType")]
-        media_type: Option<String>,
-        manifests: Option<serde_json::Value>,
-    }
-    let m: M = serde_json::from_slice(bytes).ok()?;
-    m.media_type
-        .or_else(|| m.manifests.map(|_| super::descriptor::INDEX_V1.to_owned()))
 }
 
 #[derive(serde::Deserialize)]
@@ -676,26 +773,40 @@ pub(crate) struct IndexDoc {
     pub manifests: Vec<super::descriptor::Descriptor>,
 }
 
-fn location_of(
-    resp: &reqwest::Response,
-    base: &str,
-    registry: &str,
-) -> Result<String, RegistryError> {
+/// The answer's `Location`, resolved against the URL that answered (RFC 3986), so a relative
+/// value can never change the host (`@evil/…` stays a path). Whether the result may be contacted,
+/// and with what, is the transport's decision.
+fn location_of(resp: &reqwest::Response, registry: &str) -> Result<String, RegistryError> {
+    let protocol = |what: String| RegistryError::Protocol {
+        registry: registry.to_owned(),
+        what,
+    };
     let loc = resp
         .headers()
         .get(LOCATION)
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| RegistryError::Protocol {
-            registry: registry.to_owned(),
-            what: "an upload answer without a Location header".into(),
-        })?;
-    Ok(
-        if loc.starts_with("http://") || loc.starts_with("https://") {
-            loc.to_owned()
-        } else {
-            format!("{base}{loc}")
-        },
-    )
+        .ok_or_else(|| protocol("an upload answer without a Location header".into()))?;
+    let url: Url = resp.url().join(loc).map_err(|_| {
+        protocol(format!(
+            "an upload Location {:?} that is not a URL",
+            escape_text(loc, 120)
+        ))
+    })?;
+    Ok(url.into())
+}
+
+/// The first [`MAX_ERROR_BODY`] bytes of an error answer, as text.
+async fn error_body(resp: reqwest::Response) -> String {
+    let mut resp = resp;
+    let mut out = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        let room = MAX_ERROR_BODY.saturating_sub(out.len());
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if out.len() >= MAX_ERROR_BODY {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn http_error(
@@ -704,7 +815,7 @@ async fn http_error(
     status: StatusCode,
     resp: reqwest::Response,
 ) -> RegistryError {
-    let body = resp.text().await.unwrap_or_default();
+    let body = error_body(resp).await;
     RegistryError::Http {
         registry: registry.to_owned(),
         action: action.to_owned(),
@@ -713,8 +824,8 @@ async fn http_error(
     }
 }
 
-/// The registry's error message (the `errors[0].message` of a distribution error body), or the
-/// first 200 characters of the body.
+/// The registry's error message (the `errors[0]` code and message of a distribution error body),
+/// or the start of the body: at most [`MAX_ERROR_TEXT`] characters, control characters escaped.
 fn summarize(body: &str) -> String {
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
         if let Some(e) = v.get("errors").and_then(|e| e.get(0)) {
@@ -723,8 +834,31 @@ fn summarize(body: &str) -> String {
                 .get("message")
                 .and_then(|c| c.as_str())
                 .unwrap_or_default();
-            return format!("{code} {msg}").trim().to_lowercase();
+            let text = format!("{code} {msg}").trim().to_lowercase();
+            return escape_text(&text, MAX_ERROR_TEXT);
         }
     }
-    body.trim().chars().take(200).collect()
+    escape_text(body.trim(), MAX_ERROR_TEXT)
+}
+
+/// Where a blob upload's bytes come from: a fresh stream per attempt.
+pub(crate) type OpenBlob<'a> = dyn Fn() -> Result<BlobStream, RegistryError> + Sync + 'a;
+/// A blob's bytes, as a stream.
+pub(crate) type BlobStream =
+    futures_util::stream::BoxStream<'static, std::io::Result<bytes::Bytes>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_are_escaped_and_bounded() {
+        let long = "x".repeat(5000);
+        assert_eq!(summarize(&long).chars().count(), MAX_ERROR_TEXT + 1);
+        assert_eq!(summarize("bad\x1b[2J\nthing"), "bad\\u{1b}[2J\\nthing");
+        let json = format!(r#"{{"errors":[{{"code":"DENIED","message":"no\u001b{long}"}}]}}"#);
+        let s = summarize(&json);
+        assert!(s.starts_with("denied no\\u{1b}xx"), "{s}");
+        assert!(s.chars().count() <= MAX_ERROR_TEXT + 1);
+    }
 }

@@ -1,22 +1,99 @@
-//! The HTTP transport of the registry client: scheme choice, authentication, retries.
+//! The HTTP transport of the registry client: scheme choice, authentication, retries, timeouts.
 //!
 //! Takes: a registry host, the token scopes a request needs, and a closure that builds the request
 //! (called again for every attempt, so bodies are re-created). Returns: the registry's response.
-//! Must never: speak plain HTTP to a non-loopback host without `--insecure`, send credentials to a
-//! host other than the registry or its token realm, or retry a request that got a 4xx answer.
+//! Must never: speak plain HTTP to a non-loopback host without `--insecure`, send credentials
+//! (Basic or a bearer token) to any origin but the registry's own, or to a token realm that fails
+//! that transport rule, follow a redirect to a host the transport rule refuses, wait on a request
+//! without a deadline, or retry a request that got a 4xx answer.
 //!
 //! Auth follows the distribution spec: a `GET /v2/` ping learns the challenge; `Basic` sends the
 //! stored credentials; `Bearer` fetches a token from the realm for exactly the scopes a request
 //! needs (a cross-repository mount asks for `pull` on the source too) and caches it per scope set.
+//! A URL the registry hands out on another origin (an upload `Location`, a redirect) is followed
+//! without credentials. See docs/registries.md, "Transport".
 
 use super::auth::{Challenge, Credential};
 use super::registry::{RegistryError, Retry};
+use super::registry_check::{escape_text, read_capped, MAX_TOKEN_BODY};
+use crate::reference::is_loopback_host;
 use reqwest::header::{HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
-use reqwest::{RequestBuilder, Response, StatusCode};
+use reqwest::{RequestBuilder, Response, StatusCode, Url};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::Duration;
+
+/// Default for [`TIMEOUT_ENV`]: seconds.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The environment variable that sets the registry timeout, in seconds.
+pub const TIMEOUT_ENV: &str = "OTTERS_REGISTRY_TIMEOUT";
+/// Most redirects followed for one request.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// The timeout from [`TIMEOUT_ENV`] (seconds, decimals allowed, 0 < t ≤ 3600), else the default.
+pub fn timeout_from_env() -> Result<Duration, RegistryError> {
+    match std::env::var(TIMEOUT_ENV) {
+        Err(_) => Ok(DEFAULT_TIMEOUT),
+        Ok(v) if v.trim().is_empty() => Ok(DEFAULT_TIMEOUT),
+        Ok(v) => match v.trim().parse::<f64>() {
+            Ok(s) if s > 0.0 && s <= 3600.0 => Ok(Duration::from_secs_f64(s)),
+            _ => Err(RegistryError::Client(format!(
+                "{TIMEOUT_ENV}={} is not a number of seconds between 0 and 3600",
+                escape_text(&v, 40)
+            ))),
+        },
+    }
+}
+
+/// What kind of request `send` makes, which decides its client and deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// A small `GET`/`HEAD` (ping, manifest, blob check): the whole exchange, body included,
+    /// within the timeout; redirects followed.
+    Small,
+    /// A blob `GET`: no overall deadline, but no more than the timeout without a byte (and
+    /// before the answer's headers); redirects followed.
+    Download,
+    /// A small `POST`/`PUT` (mount, upload session, finish, manifest): within the timeout, never
+    /// redirected.
+    Write,
+    /// The streamed blob `PATCH`: never redirected, no deadline here (the caller watches
+    /// progress).
+    Upload,
+}
+
+/// Whether `url` may be contacted for `registry`: HTTPS, or plain HTTP to a loopback host or with
+/// `insecure`; never a loopback host on behalf of a registry that is not itself on loopback.
+pub fn url_allowed(url: &Url, registry_loopback: bool, insecure: bool) -> Result<(), String> {
+    let host = url.host_str().unwrap_or_default();
+    let loopback = is_loopback_host(host);
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback || insecure => {}
+        "http" => {
+            return Err(format!(
+                "plain HTTP to {}, which is not this machine; pass --insecure if you trust it",
+                escape_text(host, 100)
+            ))
+        }
+        other => return Err(format!("a {} URL", escape_text(other, 20))),
+    }
+    if loopback && !registry_loopback {
+        return Err(format!(
+            "a URL on this machine ({}) from a registry that is not on it",
+            escape_text(host, 100)
+        ));
+    }
+    Ok(())
+}
+
+/// `scheme://host:port` equality, the default port filled in.
+pub fn same_origin(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str().map(str::to_ascii_lowercase) == b.host_str().map(str::to_ascii_lowercase)
+        && a.port_or_known_default() == b.port_or_known_default()
+}
 
 /// Per-registry state learnt from the ping and token requests.
 #[derive(Default)]
@@ -41,9 +118,13 @@ pub type CredentialSource =
     Box<dyn Fn(&str) -> Result<Option<Credential>, RegistryError> + Send + Sync>;
 
 pub struct Transport {
+    /// For `GET`/`HEAD`: bounded redirects that pass the transport rule, read timeout.
     pub http: reqwest::Client,
+    /// For `POST`/`PUT`/`PATCH`: never redirected (a 307 would resend the body elsewhere).
+    nofollow: reqwest::Client,
     insecure: bool,
     retry: Retry,
+    timeout: Duration,
     creds: CredentialSource,
     state: Mutex<HashMap<String, RegState>>,
 }
@@ -52,22 +133,55 @@ impl Transport {
     pub fn new(
         insecure: bool,
         retry: Retry,
+        timeout: Duration,
         creds: CredentialSource,
     ) -> Result<Self, RegistryError> {
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("otters/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(15))
-            .read_timeout(Duration::from_secs(120))
-            .tls_danger_accept_invalid_certs(insecure)
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > MAX_REDIRECTS {
+                return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+            }
+            let first_loopback = attempt
+                .previous()
+                .first()
+                .is_some_and(|u| is_loopback_host(u.host_str().unwrap_or_default()));
+            match url_allowed(attempt.url(), first_loopback, insecure) {
+                Ok(()) => attempt.follow(),
+                Err(why) => attempt.error(format!("refused a redirect to {why}")),
+            }
+        });
+        let builder = || {
+            reqwest::Client::builder()
+                .user_agent(concat!("otters/", env!("CARGO_PKG_VERSION")))
+                .connect_timeout(timeout)
+                .tls_danger_accept_invalid_certs(insecure)
+        };
+        let http = builder()
+            .read_timeout(timeout)
+            .redirect(policy)
+            .build()
+            .map_err(|e| RegistryError::Client(e.to_string()))?;
+        let nofollow = builder()
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| RegistryError::Client(e.to_string()))?;
         Ok(Transport {
             http,
+            nofollow,
             insecure,
             retry,
+            timeout,
             creds,
             state: Mutex::new(HashMap::new()),
         })
+    }
+
+    pub fn retry(&self) -> Retry {
+        self.retry
+    }
+
+    /// The per-request timeout (`OTTERS_REGISTRY_TIMEOUT`).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     fn with_state<T>(&self, registry: &str, f: impl FnOnce(&mut RegState) -> T) -> T {
@@ -101,9 +215,14 @@ impl Transport {
         if !known.is_empty() {
             return Ok(known);
         }
-        let plain_ok = self.insecure || crate::reference::is_loopback_host(registry);
+        let plain_ok = self.insecure || is_loopback_host(registry);
         let https = format!("https://{api_host}");
-        let attempt = self.http.get(format!("{https}/v2/")).send().await;
+        let attempt = self
+            .http
+            .get(format!("{https}/v2/"))
+            .timeout(self.timeout)
+            .send()
+            .await;
         let (base, resp) = match attempt {
             Ok(r) => (https, r),
             Err(e) if plain_ok => {
@@ -124,7 +243,9 @@ impl Transport {
                 });
             }
         };
-        let challenge = challenge_of(&resp);
+        // A challenge counts only from the registry itself, not from where it redirected to.
+        let own = Url::parse(&base).is_ok_and(|b| same_origin(resp.url(), &b));
+        let challenge = if own { challenge_of(&resp) } else { None };
         self.with_state(registry, |s| {
             s.base.clone_from(&base);
             s.challenge = challenge;
@@ -135,7 +256,13 @@ impl Transport {
     async fn ping_with_retries(&self, base: &str) -> Result<Response, reqwest::Error> {
         let mut attempt = 0;
         loop {
-            match self.http.get(format!("{base}/v2/")).send().await {
+            match self
+                .http
+                .get(format!("{base}/v2/"))
+                .timeout(self.timeout)
+                .send()
+                .await
+            {
                 Ok(r) => return Ok(r),
                 Err(e) if attempt < self.retry.attempts && (e.is_connect() || e.is_timeout()) => {
                     tokio::time::sleep(self.retry.delay(attempt)).await;
@@ -146,28 +273,55 @@ impl Transport {
         }
     }
 
-    /// Sends the request `make` builds, authenticating for `scopes` and retrying 5xx answers,
-    /// timeouts and dropped connections with backoff. 4xx answers are returned to the caller.
+    /// Sends the request `make` builds (from the client `call` asks for), authenticating for
+    /// `scopes` when the URL is on the registry's own origin, and retrying 5xx answers, timeouts
+    /// and dropped connections with backoff. 4xx answers are returned to the caller. A URL the
+    /// transport rule refuses is an error before anything is sent.
     pub async fn send<F>(
         &self,
         registry: &str,
         api_host: &str,
         scopes: &[String],
+        call: Call,
         make: F,
     ) -> Result<Response, RegistryError>
     where
         F: Fn(&reqwest::Client, &str) -> Result<RequestBuilder, RegistryError>,
     {
         let base = self.base(registry, api_host).await?;
+        let base_url = Url::parse(&base).map_err(|e| RegistryError::Client(e.to_string()))?;
+        let registry_loopback = is_loopback_host(registry);
+        let client = match call {
+            Call::Small | Call::Download => &self.http,
+            Call::Write | Call::Upload => &self.nofollow,
+        };
         let mut attempt = 0;
         let mut reauthed = false;
         loop {
-            let mut rb = make(&self.http, &base)?;
-            if let Some(h) = self.auth_header(registry, scopes, false).await? {
-                rb = rb.header(AUTHORIZATION, h);
+            let mut rb = make(client, &base)?;
+            if matches!(call, Call::Small | Call::Write) {
+                rb = rb.timeout(self.timeout);
             }
-            match rb.send().await {
-                Ok(resp) if resp.status() == StatusCode::UNAUTHORIZED && !reauthed => {
+            let (c, req) = rb.build_split();
+            let mut req = req.map_err(|e| RegistryError::Protocol {
+                registry: registry.to_owned(),
+                what: format!("a URL otters cannot request: {}", error_chain(&e)),
+            })?;
+            url_allowed(req.url(), registry_loopback, self.insecure).map_err(|why| {
+                RegistryError::Protocol {
+                    registry: registry.to_owned(),
+                    what: format!("{why}; otters refused to follow it"),
+                }
+            })?;
+            let own = same_origin(req.url(), &base_url);
+            if own {
+                if let Some(h) = self.auth_header(registry, scopes, false).await? {
+                    req.headers_mut()
+                        .insert(AUTHORIZATION, header_value(registry, &h)?);
+                }
+            }
+            match c.execute(req).await {
+                Ok(resp) if own && resp.status() == StatusCode::UNAUTHORIZED && !reauthed => {
                     reauthed = true;
                     if let Some(c) = challenge_of(&resp) {
                         self.with_state(registry, |s| s.challenge = Some(c));
@@ -229,12 +383,23 @@ impl Transport {
         scopes: &[String],
         creds: Option<&Credential>,
     ) -> Result<String, RegistryError> {
-        let Some(realm) = ch.param("realm") else {
-            return Err(RegistryError::Protocol {
-                registry: registry.to_owned(),
-                what: "a bearer challenge without a realm".into(),
-            });
+        let protocol = |what: String| RegistryError::Protocol {
+            registry: registry.to_owned(),
+            what,
         };
+        let Some(realm) = ch.param("realm") else {
+            return Err(protocol("a bearer challenge without a realm".into()));
+        };
+        let shown = escape_text(realm, 120);
+        let realm_url = Url::parse(realm)
+            .map_err(|_| protocol(format!("a token realm \"{shown}\" that is not a URL")))?;
+        // The realm gets the credentials: it must pass the same transport rule as the registry.
+        url_allowed(&realm_url, is_loopback_host(registry), self.insecure).map_err(|why| {
+            protocol(format!(
+                "a token realm {shown} that is {why}; no credentials were sent"
+            ))
+        })?;
+        let realm = realm_url.as_str();
         let mut query: Vec<(&str, &str)> = Vec::new();
         if let Some(s) = ch.param("service") {
             query.push(("service", s));
@@ -252,13 +417,15 @@ impl Transport {
                         ("client_id", "otters"),
                     ];
                     form.extend(query.iter().copied());
-                    self.http.post(realm).body(form_encode(&form)).header(
+                    // Never redirected: a 307 would carry the refresh token to another host.
+                    self.nofollow.post(realm).body(form_encode(&form)).header(
                         reqwest::header::CONTENT_TYPE,
                         HeaderValue::from_static("application/x-www-form-urlencoded"),
                     )
                 }
                 _ => self.http.get(url_with_query(realm, &query)),
             };
+            rb = rb.timeout(self.timeout);
             if let Some(h) = creds.and_then(Credential::basic_header) {
                 rb = rb.header(AUTHORIZATION, h);
             }
@@ -268,7 +435,7 @@ impl Transport {
                 Err(e) if attempt < self.retry.attempts && retryable(&e) => {}
                 Err(e) => {
                     return Err(RegistryError::Unreachable {
-                        registry: format!("{registry} (token service {realm})"),
+                        registry: format!("{registry} (token service {shown})"),
                         reason: error_chain(&e),
                     })
                 }
@@ -285,39 +452,51 @@ impl Transport {
             });
         }
         if !status.is_success() {
-            return Err(RegistryError::Protocol {
-                registry: registry.to_owned(),
-                what: format!("token service {realm} answered {status}"),
-            });
+            return Err(protocol(format!("token service {shown} answered {status}")));
         }
-        let body: serde_json::Value =
-            resp.json_value()
-                .await
-                .map_err(|e| RegistryError::Protocol {
-                    registry: registry.to_owned(),
-                    what: format!("token service {realm} sent an unreadable answer: {e}"),
-                })?;
-        body.get("token")
+        let bytes = match read_capped(resp, MAX_TOKEN_BODY).await {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                return Err(protocol(format!(
+                    "token service {shown} sent an answer larger than {MAX_TOKEN_BODY} bytes"
+                )))
+            }
+            Err(e) => {
+                return Err(protocol(format!(
+                    "token service {shown} sent an unreadable answer: {}",
+                    error_chain(&e)
+                )))
+            }
+        };
+        let body: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            protocol(format!(
+                "token service {shown} sent an answer that is not JSON: {e}"
+            ))
+        })?;
+        // `expires_in` is not read: a token is kept only for this process and fetched again
+        // when the registry answers 401, so a hostile expiry changes nothing.
+        let token = body
+            .get("token")
             .or_else(|| body.get("access_token"))
             .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| RegistryError::Protocol {
-                registry: registry.to_owned(),
-                what: format!("token service {realm} sent no token"),
-            })
+            .ok_or_else(|| protocol(format!("token service {shown} sent no token")))?;
+        if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(protocol(format!(
+                "token service {shown} sent a token that is not printable ASCII"
+            )));
+        }
+        Ok(token.to_owned())
     }
 }
 
-/// Reads a JSON body without reqwest's `json` feature.
-trait JsonBody {
-    async fn json_value(self) -> Result<serde_json::Value, String>;
-}
-
-impl JsonBody for Response {
-    async fn json_value(self) -> Result<serde_json::Value, String> {
-        let bytes = self.bytes().await.map_err(|e| e.to_string())?;
-        serde_json::from_slice(&bytes).map_err(|e| e.to_string())
-    }
+/// An `Authorization` value as a header (tokens were checked to be printable ASCII).
+fn header_value(registry: &str, h: &str) -> Result<HeaderValue, RegistryError> {
+    let mut v = HeaderValue::from_str(h).map_err(|_| RegistryError::Protocol {
+        registry: registry.to_owned(),
+        what: "credentials that cannot be sent in a header".into(),
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
 }
 
 fn challenge_of(resp: &Response) -> Option<Challenge> {
@@ -339,8 +518,13 @@ fn is_tls(e: &reqwest::Error) -> bool {
     chain.contains("tls") || chain.contains("certificate") || chain.contains("handshake")
 }
 
-/// The error and its causes, joined, without the request URL's query.
+/// The error and its causes, joined; escaped and cut to 400 characters, since URLs in it may come
+/// from a registry.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
+    escape_text(&raw_error_chain(e), 400)
+}
+
+fn raw_error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(c) = src {

@@ -13,7 +13,10 @@ use super::descriptor::Descriptor;
 use super::digest::Digest;
 use super::layout::Store;
 use super::path_io::io_err;
-use super::registry::{is_index, sha256, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST};
+use super::registry::{
+    is_index, sha256, BlobStream, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST,
+};
+use super::registry_check::Kind;
 use super::registry_http::error_chain;
 use super::registry_sources::Sources;
 use crate::reference::Reference;
@@ -241,7 +244,7 @@ fn push_blob(
         .len();
     // Progress is reported from the body stream; a retried upload reports its bytes again.
     let (tx, rx) = std::sync::mpsc::channel::<u64>();
-    let open = move || -> Result<reqwest::Body, RegistryError> {
+    let open = move || -> Result<BlobStream, RegistryError> {
         let file = std::fs::File::open(&path).map_err(io_err("open", &path))?;
         let tx = tx.clone();
         let stream = futures_util::stream::unfold(Some(file), move |state| {
@@ -260,7 +263,7 @@ fn push_blob(
                 }
             }
         });
-        Ok(reqwest::Body::wrap_stream(stream))
+        Ok(stream.boxed())
     };
     let result = client.block_on(async {
         let upload = client.upload_async(dest, &blob.digest, size, &open);
@@ -337,19 +340,34 @@ fn pull_node(
     if is_index(media_type) {
         let index: IndexDoc = parse(bytes, r)?;
         for child in &index.manifests {
-            let fetched = client.block_on(client.fetch_manifest_async(r, &child.digest))?;
+            // The entry's media type is a claim; the fetched document is validated against it
+            // and its own (checked) media type is what gets stored.
+            let expected = Kind::of(&child.media_type);
+            let fetched =
+                client.block_on(client.fetch_manifest_async(r, &child.digest, expected))?;
+            if fetched.bytes.len() as u64 != child.size {
+                return Err(RegistryError::BadDocument {
+                    reference: r.to_string(),
+                    reason: format!(
+                        "index entry {} says {} bytes but the manifest is {}; nothing was stored",
+                        child.digest,
+                        child.size,
+                        fetched.bytes.len()
+                    ),
+                });
+            }
             pull_node(
                 client,
                 store,
                 r,
                 &fetched.bytes,
-                &child.media_type,
+                &fetched.media_type,
                 sources,
                 progress,
                 report,
                 depth + 1,
             )?;
-            store.put_manifest(&fetched.bytes, &child.media_type)?;
+            store.put_manifest(&fetched.bytes, &fetched.media_type)?;
             sources.add(&child.digest, r);
         }
         return Ok(());
@@ -362,8 +380,10 @@ fn pull_node(
     Ok(())
 }
 
-/// Streams one blob into the store: written to a temp file while hashed, renamed into place only
-/// when the digest matches.
+/// Streams one blob into the store: written to a temp file while hashed, never past the size its
+/// descriptor declares, renamed into place only when size and digest match. A connection lost
+/// mid-blob is retried within the client's retry budget, resuming with `Range` when the registry
+/// honours it (else from the start). Every error path drops the temp file.
 pub fn pull_blob(
     client: &RegistryClient,
     store: &Store,
@@ -381,31 +401,35 @@ pub fn pull_blob(
     if store.has_blob(&digest) {
         return Ok(Outcome::Skipped);
     }
-    let mut writer = store.blob_writer()?;
-    let mut hasher = Sha256::new();
-    let mut got = 0u64;
-    let tmp_path = store.root().join(".tmp");
-    client.block_on(async {
-        let resp = client.get_blob(r, &blob.digest).await?;
-        let mut body = resp.bytes_stream();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| RegistryError::Interrupted {
-                registry: r.registry.clone(),
-                digest: blob.digest.clone(),
-                reason: error_chain(&e),
-            })?;
-            hasher.update(&chunk);
-            got += chunk.len() as u64;
-            writer
-                .write_all(&chunk)
-                .map_err(io_err("write", &tmp_path))?;
-            progress(Event::Bytes {
-                digest: &blob.digest,
-                n: chunk.len() as u64,
-            });
+    let mut part = Partial {
+        writer: store.blob_writer()?,
+        hasher: Sha256::new(),
+        got: 0,
+    };
+    let retry = client.retry();
+    let mut attempt = 0;
+    loop {
+        match client.block_on(download(client, store, r, blob, &mut part, progress)) {
+            Ok(()) => break,
+            Err(Step::Lost(reason)) if attempt >= retry.attempts => {
+                return Err(RegistryError::Interrupted {
+                    registry: r.registry.clone(),
+                    digest: blob.digest.clone(),
+                    reason: format!("{reason} (after {} retries)", retry.attempts),
+                })
+            }
+            Err(Step::Lost(_)) => {
+                std::thread::sleep(retry.delay(attempt));
+                attempt += 1;
+            }
+            Err(Step::Fail(e)) => return Err(e),
         }
-        Ok::<(), RegistryError>(())
-    })?;
+    }
+    let Partial {
+        writer,
+        hasher,
+        got,
+    } = part;
     let actual = format!("sha256:{}", hex::encode(hasher.finalize()));
     if actual != blob.digest {
         // Dropping the writer removes the temp file: nothing corrupt reaches the store.
@@ -417,19 +441,109 @@ pub fn pull_blob(
             actual,
         });
     }
-    if got != blob.size {
-        drop(writer);
-        return Err(RegistryError::BadDocument {
-            reference: r.to_string(),
-            reason: format!(
-                "blob {} is {got} bytes but its descriptor says {}",
-                blob.digest, blob.size
-            ),
-        });
-    }
     writer.commit()?;
     report.bytes += got;
     Ok(Outcome::Downloaded)
+}
+
+/// A blob download in progress.
+struct Partial<'s> {
+    writer: super::layout::BlobWriter<'s>,
+    hasher: Sha256,
+    got: u64,
+}
+
+/// Why one download attempt stopped.
+enum Step {
+    /// The connection was lost or closed early: retry (resume) if the budget allows.
+    Lost(String),
+    /// A final error.
+    Fail(RegistryError),
+}
+
+impl From<RegistryError> for Step {
+    /// Request failures were already retried by the transport.
+    fn from(e: RegistryError) -> Self {
+        Step::Fail(e)
+    }
+}
+
+/// One attempt: `GET` the blob from `part.got` on and append to `part`, at most `blob.size` bytes
+/// in all.
+async fn download<'s>(
+    client: &RegistryClient,
+    store: &'s Store,
+    r: &Reference,
+    blob: &Descriptor,
+    part: &mut Partial<'s>,
+    progress: Progress<'_>,
+) -> Result<(), Step> {
+    let bad = |reason: String| {
+        Step::Fail(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: format!("{reason}; nothing was stored"),
+        })
+    };
+    let resp = client.get_blob(r, &blob.digest, part.got).await?;
+    let resumed = resp.status() == reqwest::StatusCode::PARTIAL_CONTENT;
+    if part.got > 0 && !resumed {
+        // No range support: the answer is the whole blob again; start over (the old temp file
+        // goes with the old writer).
+        *part = Partial {
+            writer: store.blob_writer().map_err(|e| Step::Fail(e.into()))?,
+            hasher: Sha256::new(),
+            got: 0,
+        };
+    }
+    if resumed {
+        let start = resp
+            .headers()
+            .get(reqwest::header::CONTENT_RANGE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("bytes "))
+            .and_then(|v| v.split('-').next())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if start != Some(part.got) {
+            return Err(bad(format!(
+                "{} answered a resumed download of blob {} with another range",
+                r.registry, blob.digest
+            )));
+        }
+    }
+    let remaining = blob.size - part.got;
+    if let Some(n) = resp.content_length().filter(|n| *n != remaining) {
+        return Err(bad(format!(
+            "{} declares {n} bytes for blob {} where {remaining} are due (its descriptor says {} in all)",
+            r.registry, blob.digest, blob.size
+        )));
+    }
+    let tmp_path = store.root().join(".tmp");
+    let mut body = resp.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| Step::Lost(error_chain(&e)))?;
+        if chunk.len() as u64 > blob.size - part.got {
+            return Err(bad(format!(
+                "{} sent more than the {} bytes the descriptor of blob {} declares",
+                r.registry, blob.size, blob.digest
+            )));
+        }
+        part.hasher.update(&chunk);
+        part.got += chunk.len() as u64;
+        part.writer
+            .write_all(&chunk)
+            .map_err(|e| Step::Fail(io_err("write", &tmp_path)(e).into()))?;
+        progress(Event::Bytes {
+            digest: &blob.digest,
+            n: chunk.len() as u64,
+        });
+    }
+    if part.got < blob.size {
+        return Err(Step::Lost(format!(
+            "the connection closed after {} of {} bytes",
+            part.got, blob.size
+        )));
+    }
+    Ok(())
 }
 
 fn read_doc(store: &Store, digest: &str) -> Result<Vec<u8>, RegistryError> {

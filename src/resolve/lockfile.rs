@@ -183,6 +183,21 @@ impl Lockfile {
                 version: lock.version,
             });
         }
+        // A pin that is not a digest would be looked up as a tag, or put in a URL path.
+        for e in &lock.images {
+            for d in std::iter::once(&e.digest).chain(e.index.iter()) {
+                if crate::oci::Digest::parse(d).is_err() {
+                    return Err(LockError::Invalid {
+                        path: path.to_owned(),
+                        reason: format!(
+                            "the pin of {} is \"{}\", not a sha256 digest",
+                            crate::oci::registry_check::escape_text(&e.reference, 200),
+                            crate::oci::registry_check::escape_text(d, 80)
+                        ),
+                    });
+                }
+            }
+        }
         Ok(lock)
     }
 
@@ -264,6 +279,21 @@ mod tests {
         let back = Lockfile::parse(Path::new("x"), &bytes).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, l);
         assert_eq!(back.to_bytes(), bytes);
+    }
+
+    #[test]
+    fn a_pin_that_is_not_a_digest_is_refused() {
+        let mut l = Lockfile::new("linux/amd64");
+        let mut e = entry(Role::Runtime, "r:1");
+        e.digest = "sha256:../../x".into();
+        l.insert(e);
+        let err = Lockfile::parse(Path::new("Agentfile.lock"), &l.to_bytes())
+            .expect_err("a bad pin must be refused")
+            .to_string();
+        assert!(
+            err.contains("the pin of r:1 is \"sha256:../../x\""),
+            "{err}"
+        );
     }
 
     #[test]

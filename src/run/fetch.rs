@@ -4,11 +4,11 @@
 //! Takes: client options and the store. Returns: the digest of the image's top document. Must
 //! never: re-resolve a pinned reference by tag, or contact a registry when the blobs are local.
 
-use super::source::{Fetcher, LocalOnly, Platform, SourceError};
+use super::source::{pinned_digest, Fetcher, LocalOnly, Platform, SourceError};
 use crate::oci::registry::{ClientOptions, RegistryClient};
 use crate::oci::registry_sources::Sources;
 use crate::oci::registry_transfer::pull_image;
-use crate::oci::{Digest, Store};
+use crate::oci::Store;
 use crate::reference::Reference;
 use std::cell::RefCell;
 
@@ -64,7 +64,7 @@ impl Fetcher for RegistryFetcher {
         digest: Option<&str>,
         platform: &Platform,
     ) -> Result<String, SourceError> {
-        if let Some(d) = digest.and_then(|d| Digest::parse(d).ok()) {
+        if let Some(d) = pinned_digest(reference, digest)? {
             // Pinned: the local copy if the store has it, else pull by digest.
             return LocalOnly
                 .ensure(store, reference, digest, platform)

@@ -108,7 +108,7 @@ impl Fetcher for LocalOnly {
         digest: Option<&str>,
         _: &Platform,
     ) -> Result<String, SourceError> {
-        if let Some(d) = digest.and_then(|d| Digest::parse(d).ok()) {
+        if let Some(d) = pinned_digest(reference, digest)? {
             if store.has_blob(&d) {
                 return Ok(d.to_string());
             }
@@ -143,6 +143,32 @@ pub struct BinImage {
     pub layers: Vec<Descriptor>,
     /// Manifest annotations over the index entry's (the manifest wins).
     pub annotations: BTreeMap<String, String>,
+}
+
+/// The pinned digest, when there is one. A pin that is not a sha256 digest is an error naming the
+/// reference and the value: falling back to the tag would run whatever the tag means today.
+pub fn pinned_digest(reference: &str, digest: Option<&str>) -> Result<Option<Digest>, SourceError> {
+    digest
+        .map(|d| {
+            Digest::parse(d).map_err(|_| SourceError::BadArtifact {
+                reference: reference.to_owned(),
+                message: bad_pin(None, d),
+            })
+        })
+        .transpose()
+}
+
+/// Why a pin (of `pinned`, when the message is about another image) is refused.
+fn bad_pin(pinned: Option<&str>, d: &str) -> String {
+    use crate::oci::registry_check::escape_text;
+    let what = pinned.map_or_else(
+        || "its pinned digest".to_owned(),
+        |r| format!("agent.yaml pins {} to", escape_text(r, 200)),
+    );
+    format!(
+        "{what} \"{}\", which is not a sha256 digest (`sha256:` and 64 lower-case hex digits); otters does not fall back to the tag: rebuild the agent to pin it again",
+        escape_text(d, 80)
+    )
 }
 
 fn digest_of(reference: &str, d: &str) -> Result<Digest, SourceError> {
@@ -193,6 +219,12 @@ pub fn load_agent(store: &Store, reference: &str, digest: &str) -> Result<AgentI
         }
         None => Pins::default(),
     };
+    // Every pin must be a digest now, before anything is fetched or written.
+    for pin in pins.runtime.iter().chain(pins.bins.values()) {
+        if Digest::parse(&pin.digest).is_err() {
+            return Err(bad(bad_pin(Some(&pin.reference), &pin.digest)));
+        }
+    }
     Ok(AgentImage {
         reference: reference.to_owned(),
         digest: digest.to_owned(),
@@ -261,10 +293,10 @@ fn check_platform(
         #[serde(default)]
         architecture: String,
     }
-    let Some(bytes) = config
-        .and_then(|c| Digest::parse(&c.digest).ok())
-        .and_then(|d| store.read_blob(&d).ok())
-    else {
+    let Some(config) = config else {
+        return Ok(());
+    };
+    let Ok(bytes) = store.read_blob(&digest_of(reference, &config.digest)?) else {
         return Ok(());
     };
     let Ok(p) = serde_json::from_slice::<ConfigPlatform>(&bytes) else {
@@ -351,6 +383,34 @@ mod tests {
         assert_eq!(p.runtime_digest("r:1"), Some("sha256:aa"));
         assert_eq!(p.bin_digest("t", "t:1"), Some("sha256:bb"));
         assert_eq!(p.bin_digest("u", "u:1"), None);
+    }
+
+    #[test]
+    fn a_malformed_pin_is_an_error_not_a_tag_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("store")).unwrap();
+        let host = Platform::host();
+        for bad in ["latest", "sha256:abc", "sha256:../../etc"] {
+            let e = LocalOnly
+                .ensure(&store, "127.0.0.1:1/rt:1", Some(bad), &host)
+                .expect_err("must fail")
+                .to_string();
+            assert!(
+                e.starts_with("127.0.0.1:1/rt:1: invalid artifact: its pinned digest"),
+                "{e}"
+            );
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+            // The registry fetcher refuses before contacting anything (port 1 would fail
+            // differently, and only after a connection attempt).
+            let f = super::super::fetch::RegistryFetcher::new(
+                crate::oci::registry::ClientOptions::default(),
+            );
+            let e2 = f
+                .ensure(&store, "127.0.0.1:1/rt:1", Some(bad), &host)
+                .expect_err("must fail")
+                .to_string();
+            assert_eq!(e, e2);
+        }
     }
 
     #[test]
