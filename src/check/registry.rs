@@ -162,6 +162,12 @@ pub static RULES: &[RuleMeta] = &[
         "two MOUNTs have the same target"
     ),
     rule!(
+        "AF117",
+        "arg-expansion-too-long",
+        Error,
+        "ARG references would expand past the size limit"
+    ),
+    rule!(
         "AF201",
         "unpinned-image-reference",
         Warning,
