@@ -271,6 +271,12 @@ pub static RULES: &[RuleMeta] = &[
         "an ENV overrides the RUNTIME_* variable of a CONFIG"
     ),
     rule!(
+        "AF219",
+        "hidden-control-character",
+        Warning,
+        "a control character or bidirectional override hides in the file"
+    ),
+    rule!(
         "AF301",
         "build-source-not-found",
         Error,

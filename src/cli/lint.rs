@@ -110,7 +110,7 @@ pub fn run(a: Args) -> CliResult {
     match lint(&a) {
         Ok(code) => Ok(code),
         Err(Fatal(message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", crate::diagnostic::escape::escape(&message));
             Ok(ExitCode::from(2))
         }
     }

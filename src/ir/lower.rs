@@ -280,7 +280,8 @@ impl Lowerer<'_> {
     ///
     /// Expansion is bounded (AF117): a value may grow to [`MAX_EXPANDED_VALUE`] bytes, and one
     /// file may substitute [`MAX_EXPANDED_TOTAL`] bytes in all. A reference that would pass
-    /// either limit stays literal, so `ARG b=${a}${a}` chains grow linearly, never exponentially.
+    /// either limit, and the rest of its token, stay literal, so `ARG b=${a}${a}` chains grow
+    /// linearly, never exponentially.
     fn expand(&mut self, t: &Token) -> String {
         let text = &t.text;
         if !text.contains("${") {
@@ -319,7 +320,9 @@ impl Lowerer<'_> {
                             diags::expansion_too_long_value(span, name, MAX_EXPANDED_VALUE)
                         };
                         self.diags.push(d);
-                        out.push_str(written);
+                        // The rest of this value stays as written: one finding per value.
+                        out.push_str(&rest[i..]);
+                        return out;
                     } else {
                         self.expanded += v.len();
                         out.push_str(v);
