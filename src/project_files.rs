@@ -351,12 +351,34 @@ mod tests {
             "{e}"
         );
         let e = read_confined(t.path(), Path::new("."), Path::new("."), "test", 10).unwrap_err();
-        assert!(matches!(e, ReadError::NotRegular { kind: "directory", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                ReadError::NotRegular {
+                    kind: "directory",
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let fifo = t.path().join("fifo");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600))
-            .unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
         let e = read_named(&fifo, "test", 10).unwrap_err();
-        assert!(matches!(e, ReadError::NotRegular { kind: "named pipe", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                ReadError::NotRegular {
+                    kind: "named pipe",
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -7,8 +7,8 @@ use super::CliResult;
 use crate::check::{self, config, registry, Options};
 use crate::diagnostic::render::{self, ColorChoice, FileReport};
 use crate::diagnostic::Severity;
-use std::collections::BTreeMap;
 use crate::project_files;
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -354,12 +354,8 @@ fn find_config(
 }
 
 fn read_capabilities(path: &Path) -> Result<Vec<String>, Fatal> {
-    let bytes = project_files::read_named(
-        path,
-        "capability list",
-        project_files::MAX_SMALL_FILE,
-    )
-    .map_err(|e| Fatal(e.to_string()))?;
+    let bytes = project_files::read_named(path, "capability list", project_files::MAX_SMALL_FILE)
+        .map_err(|e| Fatal(e.to_string()))?;
     Ok(String::from_utf8_lossy(&bytes)
         .lines()
         .map(str::trim)

@@ -166,8 +166,10 @@ pub fn run_lock(a: LockArgs) -> CliResult {
     let (root, rel) = if a.path.is_file() {
         crate::project_files::parent_and_name(&path)
     } else {
-        crate::project_files::split_inside(&a.path, &path)
-            .map_or_else(|| crate::project_files::parent_and_name(&path), |rel| (a.path.clone(), rel))
+        crate::project_files::split_inside(&a.path, &path).map_or_else(
+            || crate::project_files::parent_and_name(&path),
+            |rel| (a.path.clone(), rel),
+        )
     };
     let bytes = crate::project_files::read_confined(
         &root,

@@ -347,11 +347,7 @@ impl Lowerer<'_> {
     /// token's span. Moves the cursor past the match.
     fn locate(&self, within: Span, needle: &str, cursor: &mut usize) -> Span {
         let from = (*cursor).clamp(within.start, within.end);
-        match self
-            .src
-            .get(from..within.end)
-            .and_then(|s| s.find(needle))
-        {
+        match self.src.get(from..within.end).and_then(|s| s.find(needle)) {
             Some(i) => {
                 let span = Span::new(from + i, from + i + needle.len());
                 *cursor = span.end;

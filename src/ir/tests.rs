@@ -222,14 +222,25 @@ fn expansion_stops_at_the_value_limit_and_marks_the_reference() {
     // Each finding points at the `${aN}` that would have overflowed.
     for d in &af117 {
         let written = &text[d.span.start..d.span.end];
-        assert!(written.starts_with("${a") && written.ends_with('}'), "{written}");
+        assert!(
+            written.starts_with("${a") && written.ends_with('}'),
+            "{written}"
+        );
     }
     // A value holds at most the limit plus the literal text left unexpanded after it.
     for v in m.agent.args.values() {
-        assert!(v.value.len() <= MAX_EXPANDED_VALUE + 16, "{}", v.value.len());
+        assert!(
+            v.value.len() <= MAX_EXPANDED_VALUE + 16,
+            "{}",
+            v.value.len()
+        );
     }
     let total: usize = m.agent.args.values().map(|v| v.value.len()).sum::<usize>()
-        + m.agent.labels.values().map(|v| v.value.len()).sum::<usize>();
+        + m.agent
+            .labels
+            .values()
+            .map(|v| v.value.len())
+            .sum::<usize>();
     assert!(total <= MAX_EXPANDED_TOTAL + text.len(), "{total}");
 }
 
@@ -241,7 +252,11 @@ fn expansion_stops_at_the_file_limit_once() {
         text.push_str(&format!("LABEL l{i}=${{big}}\n"));
     }
     let (m, codes) = model(&text);
-    assert_eq!(codes.iter().filter(|c| **c == "AF117").count(), 1, "{codes:?}");
+    assert_eq!(
+        codes.iter().filter(|c| **c == "AF117").count(),
+        1,
+        "{codes:?}"
+    );
     let expanded = m
         .agent
         .labels

@@ -66,7 +66,10 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let body = line.strip_suffix('\n').unwrap_or(line);
-        let body = body.strip_suffix('\r').filter(|_| line.ends_with('\n')).unwrap_or(body);
+        let body = body
+            .strip_suffix('\r')
+            .filter(|_| line.ends_with('\n'))
+            .unwrap_or(body);
         let mut first = None;
         let mut count = 0;
         for (i, c) in body.char_indices() {
@@ -106,11 +109,18 @@ mod tests {
 
     #[test]
     fn one_finding_per_line_counts_the_rest() {
-        let file = crate::diagnostic::SourceFile::new("A", "FROM scratch\nNAME \u{202e}\u{202e}\u{202e}\n");
+        let file = crate::diagnostic::SourceFile::new(
+            "A",
+            "FROM scratch\nNAME \u{202e}\u{202e}\u{202e}\n",
+        );
         let a = crate::check::analyze(&file, &crate::check::Options::default());
         let d: Vec<_> = a.diagnostics.iter().filter(|d| d.code == "AF219").collect();
         assert_eq!(d.len(), 1);
-        assert!(d[0].message.contains("U+202E RIGHT-TO-LEFT OVERRIDE"), "{}", d[0].message);
+        assert!(
+            d[0].message.contains("U+202E RIGHT-TO-LEFT OVERRIDE"),
+            "{}",
+            d[0].message
+        );
         assert!(d[0].message.contains("2 more"), "{}", d[0].message);
         assert_eq!(d[0].span, crate::diagnostic::Span::new(18, 21));
     }

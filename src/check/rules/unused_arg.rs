@@ -86,10 +86,7 @@ mod tests {
 
     #[test]
     fn references_include_overlapping_ones() {
-        assert_eq!(
-            super::references("a${b}${c${d}e}${"),
-            ["b", "c${d", "d"]
-        );
+        assert_eq!(super::references("a${b}${c${d}e}${"), ["b", "c${d", "d"]);
         assert!(super::references("${x").is_empty());
     }
 }

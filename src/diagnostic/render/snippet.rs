@@ -288,10 +288,7 @@ impl SourceCode for Snippet {
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.clone(),
             data,
-            SourceSpan::new(
-                (c.span().offset() + seg.start).into(),
-                c.span().len(),
-            ),
+            SourceSpan::new((c.span().offset() + seg.start).into(), c.span().len()),
             seg.first_line + c.line(),
             column,
             lines,
@@ -320,14 +317,21 @@ mod tests {
         let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
         let f = SourceFile::new("a", text.as_str());
         let at = |line: usize| f.line_start(line) + 1;
-        let s = Snippet::new(&f, "a".into(), &[Span::new(at(50), at(50) + 2), Span::new(at(3), at(3))]);
+        let s = Snippet::new(
+            &f,
+            "a".into(),
+            &[Span::new(at(50), at(50) + 2), Span::new(at(3), at(3))],
+        );
         let shown: Vec<usize> = lines_of(&s).iter().map(|(n, _)| *n).collect();
         assert_eq!(shown, [1, 2, 3, 4, 5, 48, 49, 50, 51, 52]);
         let span = s.span(&f, Span::new(at(50), at(50) + 2));
         assert_eq!(&s.text[span.offset()..span.offset() + span.len()], "in");
         let c = s.read_span(&span, 1, 1).unwrap();
         assert_eq!(c.line(), 49);
-        assert_eq!(std::str::from_utf8(c.data()).unwrap(), "line 49\nline 50\nline 51\n");
+        assert_eq!(
+            std::str::from_utf8(c.data()).unwrap(),
+            "line 49\nline 50\nline 51\n"
+        );
     }
 
     #[test]
@@ -338,7 +342,10 @@ mod tests {
         assert!(s.text.contains("a\\u{1b}[2Jb\r\n"), "{:?}", s.text);
         assert!(s.text.contains("X\\u{d}y"), "{:?}", s.text);
         let span = s.span(&f, Span::new(5, 11));
-        assert_eq!(&s.text[span.offset()..span.offset() + span.len()], "a\\u{1b}[2Jb");
+        assert_eq!(
+            &s.text[span.offset()..span.offset() + span.len()],
+            "a\\u{1b}[2Jb"
+        );
     }
 
     #[test]
