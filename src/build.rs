@@ -27,6 +27,7 @@ use crate::oci::registry_sources::Sources;
 use crate::oci::registry_transfer::{self, Event, TransferReport};
 use crate::oci::write::{self, write_plan, WriteError, WriteOptions};
 use crate::oci::{Store, StoreError};
+use crate::project_files::{self, ReadError};
 use crate::reference::Reference;
 use crate::resolve::{self, LockError};
 use std::collections::BTreeMap;
@@ -151,6 +152,10 @@ pub enum ErrorKind {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The Agentfile or `.agentignore` cannot be used (too large, not a regular file, linked
+    /// out of the context).
+    #[error("{0}")]
+    ProjectFile(ReadError),
     #[error("{0} has errors; nothing was built")]
     Invalid(String),
     #[error("cannot resolve the images {0} names; nothing was built")]
@@ -238,6 +243,22 @@ pub fn locate(context: &Path, file: Option<&Path>) -> (PathBuf, PathBuf) {
     }
 }
 
+/// Reads the Agentfile: at most [`project_files::MAX_AGENTFILE`] bytes of a regular file. Inside
+/// the context, a symlink is followed only while it stays inside the context (a repository's
+/// `Agentfile -> /etc/shadow` must not become the Agentfile layer); a file named outside the
+/// context with `-f` is confined to its own directory.
+fn read_agentfile(context: &Path, path: &Path) -> Result<Vec<u8>, ErrorKind> {
+    let (root, rel) = match project_files::split_inside(context, path) {
+        Some(rel) => (context.to_owned(), rel),
+        None => project_files::parent_and_name(path),
+    };
+    project_files::read_confined(&root, &rel, path, "Agentfile", project_files::MAX_AGENTFILE)
+        .map_err(|e| match e {
+            ReadError::Io { path, source } => ErrorKind::ReadAgentfile { path, source },
+            e => ErrorKind::ProjectFile(e),
+        })
+}
+
 /// Builds (see the module docs).
 pub fn build(
     opts: &BuildOptions,
@@ -250,10 +271,7 @@ pub fn build(
     let (name, bytes, agentfile_path) = match &opts.agentfile {
         AgentfileSource::Stdin(bytes) => ("<stdin>".to_owned(), bytes.clone(), None),
         AgentfileSource::Path(p) => {
-            let bytes = std::fs::read(p).map_err(|source| ErrorKind::ReadAgentfile {
-                path: p.clone(),
-                source,
-            })?;
+            let bytes = read_agentfile(&opts.context, p)?;
             (p.display().to_string(), bytes, Some(p.clone()))
         }
     };

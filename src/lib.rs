@@ -22,6 +22,7 @@ pub mod ir;
 pub mod json;
 pub mod lower;
 pub mod oci;
+pub mod project_files;
 pub mod reference;
 pub mod resolve;
 pub mod run;

@@ -162,6 +162,12 @@ pub static RULES: &[RuleMeta] = &[
         "two MOUNTs have the same target"
     ),
     rule!(
+        "AF117",
+        "arg-expansion-too-long",
+        Error,
+        "ARG references would expand past the size limit"
+    ),
+    rule!(
         "AF201",
         "unpinned-image-reference",
         Warning,
@@ -263,6 +269,12 @@ pub static RULES: &[RuleMeta] = &[
         "env-overrides-config",
         Info,
         "an ENV overrides the RUNTIME_* variable of a CONFIG"
+    ),
+    rule!(
+        "AF219",
+        "hidden-control-character",
+        Warning,
+        "a control character or bidirectional override hides in the file"
     ),
     rule!(
         "AF223",

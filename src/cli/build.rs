@@ -14,7 +14,7 @@ use crate::oci::write::Progress;
 use crate::oci::Store;
 use miette::{miette, IntoDiagnostic};
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -170,11 +170,13 @@ impl lib::Progress for Bars {
 }
 
 fn read_stdin() -> miette::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut bytes)
-        .map_err(|e| miette!("cannot read the Agentfile from standard input: {e}"))?;
-    Ok(bytes)
+    crate::project_files::read_stream(
+        std::io::stdin().lock(),
+        Path::new("standard input"),
+        "Agentfile",
+        crate::project_files::MAX_AGENTFILE,
+    )
+    .map_err(|e| miette!("{e}"))
 }
 
 /// Shows a failed build's diagnostics on stderr and turns it into a report.

@@ -7,8 +7,9 @@ use super::CliResult;
 use crate::check::{self, config, registry, Options};
 use crate::diagnostic::render::{self, ColorChoice, FileReport};
 use crate::diagnostic::Severity;
+use crate::project_files;
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -81,7 +82,26 @@ struct Fatal(String);
 /// One input to lint: where to read it and the name to show.
 enum Input {
     Stdin,
-    File { path: PathBuf, name: String },
+    /// `root/rel`: a symlinked Agentfile is followed only while it stays inside `root`, the
+    /// directory the user named (for a file, its own directory), so a repository cannot make
+    /// `otters lint` print `/proc/self/environ` or a key file in its snippets.
+    File {
+        path: PathBuf,
+        root: PathBuf,
+        rel: PathBuf,
+        name: String,
+    },
+}
+
+impl Input {
+    fn file(path: PathBuf, root: PathBuf, rel: PathBuf) -> Input {
+        Input::File {
+            name: display(&path),
+            path,
+            root,
+            rel,
+        }
+    }
 }
 
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.
@@ -90,7 +110,7 @@ pub fn run(a: Args) -> CliResult {
     match lint(&a) {
         Ok(code) => Ok(code),
         Err(Fatal(message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", crate::diagnostic::escape::escape(&message));
             Ok(ExitCode::from(2))
         }
     }
@@ -103,7 +123,7 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
         None => None,
     };
     let fixed_config = match &a.config {
-        Some(p) => Some(load_config(p)?),
+        Some(p) => Some(load_config(p, false)?),
         None => None,
     };
     let mut found_configs: BTreeMap<PathBuf, Option<config::LintConfig>> = BTreeMap::new();
@@ -210,21 +230,19 @@ fn collect_inputs(paths: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Fata
                 )));
             }
             found.sort();
-            inputs.extend(found.into_iter().map(|path| Input::File {
-                name: display(&path),
-                path,
+            inputs.extend(found.into_iter().map(|path| {
+                let rel = path.strip_prefix(p).unwrap_or(&path).to_owned();
+                Input::file(path, p.clone(), rel)
             }));
         } else if p.is_dir() {
-            let path = p.join("Agentfile");
-            inputs.push(Input::File {
-                name: display(&path),
-                path,
-            });
+            inputs.push(Input::file(
+                p.join("Agentfile"),
+                p.clone(),
+                PathBuf::from("Agentfile"),
+            ));
         } else {
-            inputs.push(Input::File {
-                name: display(p),
-                path: p.clone(),
-            });
+            let (root, rel) = project_files::parent_and_name(p);
+            inputs.push(Input::file(p.clone(), root, rel));
         }
     }
     Ok(inputs)
@@ -257,18 +275,29 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), Fatal> {
 fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
     match input {
         Input::Stdin => {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| Fatal(format!("cannot read standard input: {e}")))?;
+            let bytes = project_files::read_stream(
+                std::io::stdin().lock(),
+                Path::new("standard input"),
+                "Agentfile",
+                project_files::MAX_AGENTFILE,
+            )
+            .map_err(|e| Fatal(e.to_string()))?;
             Ok(("<stdin>".to_owned(), bytes, PathBuf::from(".")))
         }
-        Input::File { path, name } => {
-            if path.is_dir() {
-                return Err(Fatal(format!("cannot read {name}: it is a directory")));
-            }
-            let bytes = std::fs::read(path)
-                .map_err(|e| Fatal(format!("cannot read {name}: {}", io_reason(&e))))?;
+        Input::File {
+            path,
+            root,
+            rel,
+            name,
+        } => {
+            let bytes = project_files::read_confined(
+                root,
+                rel,
+                Path::new(name),
+                "Agentfile",
+                project_files::MAX_AGENTFILE,
+            )
+            .map_err(|e| Fatal(e.to_string()))?;
             let dir = path.parent().map_or_else(
                 || PathBuf::from("."),
                 |d| {
@@ -284,18 +313,20 @@ fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
     }
 }
 
-/// An I/O error in lower case without the `(os error N)` suffix.
-fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    let s = s.split(" (os error").next().unwrap_or(&s).to_owned();
-    let mut c = s.chars();
-    c.next()
-        .map_or(s.clone(), |f| f.to_lowercase().chain(c).collect())
-}
-
-fn load_config(path: &Path) -> Result<config::LintConfig, Fatal> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Fatal(format!("cannot read {}: {}", path.display(), io_reason(&e))))?;
+/// Reads a config file: one named with `--config` as given, one found by the search only inside
+/// its own directory (a repository's `otters.toml` linked elsewhere is refused, since a parse
+/// error would quote the file it points to).
+fn load_config(path: &Path, found: bool) -> Result<config::LintConfig, Fatal> {
+    let what = "config file";
+    let bytes = if found {
+        let (root, rel) = project_files::parent_and_name(path);
+        project_files::read_confined(&root, &rel, path, what, project_files::MAX_SMALL_FILE)
+    } else {
+        project_files::read_named(path, what, project_files::MAX_SMALL_FILE)
+    }
+    .map_err(|e| Fatal(e.to_string()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Fatal(format!("invalid config {}: not UTF-8", path.display())))?;
     config::parse(&text).map_err(|e| Fatal(format!("invalid config {}: {e}", path.display())))
 }
 
@@ -313,7 +344,7 @@ fn find_config(
         for name in config::FILE_NAMES {
             let candidate = d.join(name);
             if candidate.is_file() {
-                result = Some(load_config(&candidate)?);
+                result = Some(load_config(&candidate, true)?);
                 break 'up;
             }
         }
@@ -323,9 +354,9 @@ fn find_config(
 }
 
 fn read_capabilities(path: &Path) -> Result<Vec<String>, Fatal> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Fatal(format!("cannot read {}: {}", path.display(), io_reason(&e))))?;
-    Ok(text
+    let bytes = project_files::read_named(path, "capability list", project_files::MAX_SMALL_FILE)
+        .map_err(|e| Fatal(e.to_string()))?;
+    Ok(String::from_utf8_lossy(&bytes)
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))

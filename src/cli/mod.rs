@@ -30,6 +30,7 @@ mod pushpull;
 mod run;
 mod store_cmds;
 
+use crate::diagnostic::escape::escape;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -111,9 +112,76 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(report) => {
-            eprintln!("{report:?}");
+            eprintln!("{:?}", miette::Report::new(Clean::of(report.as_ref())));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// An error report with every text escaped (see [`crate::diagnostic::escape`]): registry error
+/// bodies, image contents and file names reach these messages, and must not reach the terminal
+/// as escape sequences. Every error the CLI ends with is printed through it.
+#[derive(Debug)]
+struct Clean {
+    message: String,
+    help: Option<String>,
+    code: Option<String>,
+    severity: Option<miette::Severity>,
+    cause: Option<Box<Clean>>,
+}
+
+impl Clean {
+    fn of(d: &dyn miette::Diagnostic) -> Clean {
+        let text = |s: &dyn std::fmt::Display| escape(&s.to_string()).into_owned();
+        Clean {
+            message: text(&d),
+            help: d.help().map(|h| text(&h)),
+            code: d.code().map(|c| text(&c)),
+            severity: d.severity(),
+            cause: d.source().map(|e| Box::new(Clean::of_error(e))),
+        }
+    }
+
+    fn of_error(e: &dyn std::error::Error) -> Clean {
+        Clean {
+            message: escape(&e.to_string()).into_owned(),
+            help: None,
+            code: None,
+            severity: None,
+            cause: e.source().map(|e| Box::new(Clean::of_error(e))),
+        }
+    }
+}
+
+impl std::fmt::Display for Clean {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Clean {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl miette::Diagnostic for Clean {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.code
+            .as_ref()
+            .map(|c| Box::new(c) as Box<dyn std::fmt::Display>)
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        self.severity
     }
 }
 

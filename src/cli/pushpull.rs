@@ -161,8 +161,24 @@ pub fn run_lock(a: LockArgs) -> CliResult {
         None if a.path.is_file() => a.path.clone(),
         None => a.path.join("Agentfile"),
     };
-    let bytes = std::fs::read(&path)
-        .map_err(|e| miette!("cannot read Agentfile {}: {e}", path.display()))?;
+    // Confined like `otters lint`: a symlinked Agentfile is followed only inside the directory
+    // named (for a file, its own directory), since diagnostics quote the file.
+    let (root, rel) = if a.path.is_file() {
+        crate::project_files::parent_and_name(&path)
+    } else {
+        crate::project_files::split_inside(&a.path, &path).map_or_else(
+            || crate::project_files::parent_and_name(&path),
+            |rel| (a.path.clone(), rel),
+        )
+    };
+    let bytes = crate::project_files::read_confined(
+        &root,
+        &rel,
+        &path,
+        "Agentfile",
+        crate::project_files::MAX_AGENTFILE,
+    )
+    .map_err(|e| miette!("{e}"))?;
     let mut build_args = std::collections::BTreeMap::new();
     for kv in &a.build_args {
         let (k, v) = kv

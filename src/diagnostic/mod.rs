@@ -3,6 +3,7 @@
 //! Takes: nothing but values. Returns: [`Diagnostic`] values that the CLI renders (see
 //! [`render`]). Must never: print, or depend on any later pipeline stage.
 
+pub mod escape;
 pub mod render;
 mod source;
 

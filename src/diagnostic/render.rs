@@ -12,10 +12,11 @@ mod github;
 mod human;
 mod json;
 mod sarif;
+mod snippet;
 
 pub use concise::concise;
 pub use github::github;
-pub use human::{human, ColorChoice};
+pub use human::{human, ColorChoice, MAX_SHOWN};
 pub use json::json;
 pub use sarif::sarif;
 

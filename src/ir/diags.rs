@@ -148,3 +148,46 @@ pub fn duplicate_capability(span: Span, first: Span, name: &str) -> Diagnostic {
     .with_secondary(first, "first listed here")
     .with_help("remove the repeated name")
 }
+
+/// `1 MiB`, `128 KiB`: a limit as people read it.
+fn size(bytes: usize) -> String {
+    if bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0 {
+        format!("{} MiB", bytes / (1024 * 1024))
+    } else if bytes >= 1024 && bytes % 1024 == 0 {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+pub fn expansion_too_long_value(span: Span, name: &str, limit: usize) -> Diagnostic {
+    Diagnostic::error(
+        "AF117",
+        span,
+        format!(
+            "expanding `${{{name}}}` here would make a value longer than {}",
+            size(limit)
+        ),
+    )
+    .with_label("left unexpanded")
+    .with_help(format!(
+        "an ARG reference copies the ARG's whole value; keep each expanded value under {} (long text belongs in a CONTEXT heredoc or an ADDed file)",
+        size(limit)
+    ))
+}
+
+pub fn expansion_too_long_total(span: Span, name: &str, limit: usize) -> Diagnostic {
+    Diagnostic::error(
+        "AF117",
+        span,
+        format!(
+            "expanding `${{{name}}}` here would make ARG references substitute more than {} in this file",
+            size(limit)
+        ),
+    )
+    .with_label("expansion stops here; this and later references are left unexpanded")
+    .with_help(format!(
+        "every `${{...}}` copies its ARG's whole value, so ARGs built from other ARGs grow fast; refer to long values less often (ARG references may substitute at most {} per file)",
+        size(limit)
+    ))
+}

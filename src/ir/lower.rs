@@ -10,6 +10,14 @@ use crate::diagnostic::{Diagnostic, SourceFile, Span};
 use crate::syntax::{Args, Ast, Instruction, Keyword, LineKind, Token, Value};
 use std::collections::BTreeMap;
 
+/// The longest value one token may expand to: 128 KiB, the most Linux passes for one
+/// environment string (`MAX_ARG_STRLEN`), so no longer value could reach a runtime anyway.
+pub const MAX_EXPANDED_VALUE: usize = 128 * 1024;
+
+/// The most bytes ARG references may substitute in one file: 1 MiB, the size of the largest
+/// Agentfile otters reads, so expansion can at most double what the author wrote.
+pub const MAX_EXPANDED_TOTAL: usize = 1024 * 1024;
+
 /// Builds the model. Never fails: problems are returned as diagnostics beside a best-effort model.
 pub fn lower(
     ast: &Ast,
@@ -22,6 +30,8 @@ pub fn lower(
         args: BTreeMap::new(),
         agent: Agent::default(),
         syntax: None,
+        expanded: 0,
+        expansion_exhausted: false,
     };
     l.directives(ast);
     let mut first_from: Option<Span> = None;
@@ -217,6 +227,10 @@ struct Lowerer<'a> {
     args: BTreeMap<String, String>,
     agent: Agent,
     syntax: Option<String>,
+    /// Bytes substituted for `${NAME}` references so far, in the whole file.
+    expanded: usize,
+    /// Set once [`MAX_EXPANDED_TOTAL`] was reached: later references stay literal, unreported.
+    expansion_exhausted: bool,
 }
 
 impl Lowerer<'_> {
@@ -263,6 +277,11 @@ impl Lowerer<'_> {
     }
 
     /// Replaces each `${NAME}` of an ARG declared above; an undefined one stays literal (AF203).
+    ///
+    /// Expansion is bounded (AF117): a value may grow to [`MAX_EXPANDED_VALUE`] bytes, and one
+    /// file may substitute [`MAX_EXPANDED_TOTAL`] bytes in all. A reference that would pass
+    /// either limit, and the rest of its token, stay literal, so `ARG b=${a}${a}` chains grow
+    /// linearly, never exponentially.
     fn expand(&mut self, t: &Token) -> String {
         let text = &t.text;
         if !text.contains("${") {
@@ -270,6 +289,9 @@ impl Lowerer<'_> {
         }
         let mut out = String::with_capacity(text.len());
         let mut rest = text.as_str();
+        // Where in the source to look for the next reference, so that locating every reference
+        // of a long token costs one pass over it, not one pass per reference.
+        let mut cursor = t.span.start;
         while let Some(i) = rest.find("${") {
             out.push_str(&rest[..i]);
             let after = &rest[i + 2..];
@@ -279,18 +301,40 @@ impl Lowerer<'_> {
                 break;
             };
             let name = &after[..close];
+            let written = &rest[i..i + 3 + close];
             let valid = !name.is_empty()
                 && name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
             match self.args.get(name) {
-                Some(v) if valid => out.push_str(v),
+                Some(_) if valid && self.expansion_exhausted => out.push_str(written),
+                Some(v) if valid => {
+                    let too_long = out.len() + v.len() > MAX_EXPANDED_VALUE;
+                    let too_much = self.expanded + v.len() > MAX_EXPANDED_TOTAL;
+                    if too_long || too_much {
+                        let span = self.locate(t.span, written, &mut cursor);
+                        let d = if too_much {
+                            self.expansion_exhausted = true;
+                            diags::expansion_too_long_total(span, name, MAX_EXPANDED_TOTAL)
+                        } else {
+                            diags::expansion_too_long_value(span, name, MAX_EXPANDED_VALUE)
+                        };
+                        self.diags.push(d);
+                        // The rest of this value stays as written: one finding per value.
+                        out.push_str(&rest[i..]);
+                        return out;
+                    } else {
+                        self.expanded += v.len();
+                        out.push_str(v);
+                        self.locate(t.span, written, &mut cursor);
+                    }
+                }
                 _ => {
                     if valid {
-                        let span = self.locate(t.span, &format!("${{{name}}}"));
+                        let span = self.locate(t.span, written, &mut cursor);
                         self.diags.push(diags::undefined_arg(span, name));
                     }
-                    out.push_str(&rest[i..i + 3 + close]);
+                    out.push_str(written);
                 }
             }
             rest = &after[close + 1..];
@@ -299,14 +343,18 @@ impl Lowerer<'_> {
         out
     }
 
-    /// The exact span of `needle` inside a token's source text, else the token's span.
-    fn locate(&self, within: Span, needle: &str) -> Span {
-        self.src
-            .get(within.start..within.end)
-            .and_then(|s| s.find(needle))
-            .map_or(within, |i| {
-                Span::new(within.start + i, within.start + i + needle.len())
-            })
+    /// The exact span of `needle` inside a token's source text at or after `*cursor`, else the
+    /// token's span. Moves the cursor past the match.
+    fn locate(&self, within: Span, needle: &str, cursor: &mut usize) -> Span {
+        let from = (*cursor).clamp(within.start, within.end);
+        match self.src.get(from..within.end).and_then(|s| s.find(needle)) {
+            Some(i) => {
+                let span = Span::new(from + i, from + i + needle.len());
+                *cursor = span.end;
+                span
+            }
+            None => within,
+        }
     }
 
     fn context(

@@ -11,7 +11,7 @@ pub mod model;
 pub mod names;
 
 pub use blob::{config_blob, from_config_blob, to_json, BlobError, CONFIG_MEDIA_TYPE};
-pub use lower::{lower, type_config_value};
+pub use lower::{lower, type_config_value, MAX_EXPANDED_TOTAL, MAX_EXPANDED_VALUE};
 pub use model::*;
 
 #[cfg(test)]

@@ -200,3 +200,87 @@ fn reads_openotters_alpha_adds() {
     let m = from_config_blob(json).unwrap();
     assert_eq!(m.agent.adds[0].name, "x.json");
 }
+
+/// `ARG a0=x…`, then `ARG aN=${aN-1}${aN-1}` for `levels` levels: doubles at every level.
+fn doubling(levels: usize) -> String {
+    let mut text = String::from("FROM scratch\nARG a0=xxxxxxxxxxxxxxxx\n");
+    for i in 1..=levels {
+        text.push_str(&format!("ARG a{i}=${{a{}}}${{a{}}}\n", i - 1, i - 1));
+    }
+    text.push_str(&format!("LABEL top=${{a{levels}}}\n"));
+    text
+}
+
+#[test]
+fn expansion_stops_at_the_value_limit_and_marks_the_reference() {
+    let text = doubling(40);
+    let f = SourceFile::new("Agentfile", text.as_str());
+    let ast = crate::syntax::parse(&f);
+    let (m, d) = lower(&ast, &f, &BTreeMap::new());
+    let af117: Vec<_> = d.iter().filter(|d| d.code == "AF117").collect();
+    assert!(!af117.is_empty());
+    // Each finding points at the `${aN}` that would have overflowed.
+    for d in &af117 {
+        let written = &text[d.span.start..d.span.end];
+        assert!(
+            written.starts_with("${a") && written.ends_with('}'),
+            "{written}"
+        );
+    }
+    // A value holds at most the limit plus the literal text left unexpanded after it.
+    for v in m.agent.args.values() {
+        assert!(
+            v.value.len() <= MAX_EXPANDED_VALUE + 16,
+            "{}",
+            v.value.len()
+        );
+    }
+    let total: usize = m.agent.args.values().map(|v| v.value.len()).sum::<usize>()
+        + m.agent
+            .labels
+            .values()
+            .map(|v| v.value.len())
+            .sum::<usize>();
+    assert!(total <= MAX_EXPANDED_TOTAL + text.len(), "{total}");
+}
+
+#[test]
+fn expansion_stops_at_the_file_limit_once() {
+    // 100 KiB value (under the per-value limit) used 20 times: 2 MiB > 1 MiB in all.
+    let mut text = format!("FROM scratch\nARG big={}\n", "y".repeat(100 * 1024));
+    for i in 0..20 {
+        text.push_str(&format!("LABEL l{i}=${{big}}\n"));
+    }
+    let (m, codes) = model(&text);
+    assert_eq!(
+        codes.iter().filter(|c| **c == "AF117").count(),
+        1,
+        "{codes:?}"
+    );
+    let expanded = m
+        .agent
+        .labels
+        .values()
+        .filter(|l| l.value.starts_with('y'))
+        .count();
+    assert_eq!(expanded, 10);
+    assert_eq!(m.agent.labels["l19"].value, "${big}");
+}
+
+#[test]
+fn many_references_in_one_token_are_each_located() {
+    let mut text = String::from("FROM scratch\nLABEL x=");
+    for _ in 0..3 {
+        text.push_str("${nope}-");
+    }
+    text.push('\n');
+    let f = SourceFile::new("Agentfile", text.as_str());
+    let ast = crate::syntax::parse(&f);
+    let (_, d) = lower(&ast, &f, &BTreeMap::new());
+    let starts: Vec<_> = d
+        .iter()
+        .filter(|d| d.code == "AF203")
+        .map(|d| d.span.start)
+        .collect();
+    assert_eq!(starts, [21, 29, 37]);
+}

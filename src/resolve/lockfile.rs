@@ -100,6 +100,16 @@ pub enum LockError {
     Version { path: PathBuf, version: i64 },
     #[error(transparent)]
     Io(#[from] PathIoError),
+    #[error(transparent)]
+    Read(#[from] crate::project_files::ReadError),
+}
+
+/// The lock's bytes: a regular file of at most [`MAX_LOCK`](crate::project_files::MAX_LOCK)
+/// bytes, a symlink followed only inside the lock's own directory.
+fn read_lock(path: &Path) -> Result<Vec<u8>, crate::project_files::ReadError> {
+    use crate::project_files as pf;
+    let (root, rel) = pf::parent_and_name(path);
+    pf::read_confined(&root, &rel, path, "lock file", pf::MAX_LOCK)
 }
 
 impl Lockfile {
@@ -203,10 +213,10 @@ impl Lockfile {
 
     /// Reads the lock at `path`; `Ok(None)` when there is none.
     pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
-        match std::fs::read(path) {
+        match read_lock(path) {
             Ok(bytes) => Self::parse(path, &bytes).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(io_err("read", path)(source).into()),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -214,7 +224,7 @@ impl Lockfile {
     /// Returns whether the file changed.
     pub fn write_if_changed(&self, path: &Path) -> Result<bool, LockError> {
         let bytes = self.to_bytes();
-        if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        if read_lock(path).is_ok_and(|old| old == bytes) {
             return Ok(false);
         }
         let dir = path

@@ -10,6 +10,7 @@ mod duplicate_mount_target;
 mod empty_context;
 mod env_key_not_uppercase;
 mod env_overrides_config;
+mod hidden_control_character;
 mod incomplete_scratch_agent;
 mod invalid_add_destination;
 mod invalid_capability_name;
@@ -63,6 +64,7 @@ const RULES: &[Rule] = &[
     unknown_capability::check,
     empty_context::check,
     env_overrides_config::check,
+    hidden_control_character::check,
     loader_env::check,
 ];
 

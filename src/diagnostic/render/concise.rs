@@ -2,9 +2,11 @@
 //! understand.
 
 use super::{position, FileReport};
+use crate::diagnostic::escape::escape_line;
 use std::fmt::Write;
 
-/// Renders every diagnostic as exactly one line (the help text is left out).
+/// Renders every diagnostic as exactly one line (the help text is left out). Control characters,
+/// bidi controls and line breaks in the file name and message are escaped (`\u{1b}`).
 pub fn concise(reports: &[FileReport]) -> String {
     let mut out = String::new();
     for (file, diags) in reports {
@@ -13,7 +15,12 @@ pub fn concise(reports: &[FileReport]) -> String {
             let _ = writeln!(
                 out,
                 "{}:{}:{}: {}[{}] {}",
-                file.name, p.line, p.column, d.severity, d.code, d.message
+                escape_line(&file.name),
+                p.line,
+                p.column,
+                d.severity,
+                d.code,
+                escape_line(&d.message)
             );
         }
     }
@@ -32,6 +39,16 @@ mod tests {
         assert_eq!(
             concise(&[(f, vec![d])]),
             "a/Agentfile:2:8: error[AF004] unexpected `x`\n"
+        );
+    }
+
+    #[test]
+    fn controls_and_line_breaks_are_escaped() {
+        let f = SourceFile::new("a\u{1b}[2J", "FROM scratch\n");
+        let d = Diagnostic::error("AF004", Span::new(0, 1), "bad `\r\u{202e}x\ny`");
+        assert_eq!(
+            concise(&[(f, vec![d])]),
+            "a\\u{1b}[2J:1:1: error[AF004] bad `\\u{d}\\u{202e}x\\u{a}y`\n"
         );
     }
 }

@@ -1,16 +1,19 @@
 //! GitHub Actions workflow commands: `::error file=F,line=L,col=C,endLine=..,endColumn=..,title=..::message`.
 //!
 //! Escaping follows the runner: in data `%`, `\r`, `\n` become `%25`, `%0D`, `%0A`; in property
-//! values `:` and `,` are escaped too (`%3A`, `%2C`).
+//! values `:` and `,` are escaped too (`%3A`, `%2C`). Other control characters and bidi controls
+//! are then written as `\u{..}` (the Actions log viewer interprets ANSI escapes).
 
 use super::{find_rule, position, FileReport, RuleMeta};
 use crate::diagnostic::Severity;
 use std::fmt::Write;
 
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
+    let s = s
+        .replace('%', "%25")
         .replace('\r', "%0D")
-        .replace('\n', "%0A")
+        .replace('\n', "%0A");
+    crate::diagnostic::escape::escape(&s).into_owned()
 }
 
 fn escape_property(s: &str) -> String {
@@ -63,6 +66,7 @@ mod tests {
     fn escapes_properties_and_data() {
         assert_eq!(escape_data("50%\r\nx"), "50%25%0D%0Ax");
         assert_eq!(escape_property("a:b,c%"), "a%3Ab%2Cc%25");
+        assert_eq!(escape_data("\u{1b}[2J\u{202e}"), "\\u{1b}[2J\\u{202e}");
     }
 
     #[test]

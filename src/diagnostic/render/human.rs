@@ -3,9 +3,11 @@
 //! The caller decides about colour (from `NO_COLOR` and whether the stream is a terminal); this
 //! module picks the matching theme explicitly and never lets miette sniff the environment.
 
+use super::snippet::Snippet;
 use super::{find_rule, FileReport, RuleMeta};
-use crate::diagnostic::{Diagnostic, Severity, SourceFile};
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
+use crate::diagnostic::escape::escape;
+use crate::diagnostic::{Diagnostic, Severity, SourceFile, Span};
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan};
 use std::fmt;
 use std::fmt::Write as _;
 
@@ -16,33 +18,60 @@ pub enum ColorChoice {
     Never,
 }
 
-/// One diagnostic seen through miette's `Diagnostic` trait.
+/// At most this many findings are drawn; the rest are counted in one closing line (the summary
+/// and every other format still have them all). Nobody reads more, and each one drawn costs a
+/// snippet of the file.
+pub const MAX_SHOWN: usize = 200;
+
+/// One diagnostic seen through miette's `Diagnostic` trait, with every text escaped.
 struct View<'a> {
     d: &'a Diagnostic,
     code: String,
-    source: &'a NamedSource<String>,
-    len: usize,
+    message: String,
+    help: Option<String>,
+    source: Snippet,
+    labels: Vec<LabeledSpan>,
 }
 
 impl fmt::Debug for View<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.d.message)
+        f.write_str(&self.message)
     }
 }
 
 impl fmt::Display for View<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.d.message)
+        f.write_str(&self.message)
     }
 }
 
 impl std::error::Error for View<'_> {}
 
-impl View<'_> {
-    fn span(&self, s: crate::diagnostic::Span) -> SourceSpan {
-        let start = s.start.min(self.len);
-        let end = s.end.clamp(start, self.len);
-        SourceSpan::new(start.into(), end - start)
+impl<'a> View<'a> {
+    fn new(file: &SourceFile, d: &'a Diagnostic, code: String) -> Self {
+        let spans: Vec<Span> = std::iter::once(d.span)
+            .chain(d.labels.iter().map(|l| l.span))
+            .collect();
+        let source = Snippet::new(file, escape(&file.name).into_owned(), &spans);
+        let text = |s: &Option<String>| s.as_deref().map(|s| escape(s).into_owned());
+        let mut labels = vec![LabeledSpan::new_primary_with_span(
+            text(&d.label),
+            source.span(file, d.span),
+        )];
+        labels.extend(d.labels.iter().map(|l| {
+            LabeledSpan::new_with_span(
+                Some(escape(&l.message).into_owned()),
+                source.span(file, l.span),
+            )
+        }));
+        View {
+            d,
+            code,
+            message: escape(&d.message).into_owned(),
+            help: text(&d.help),
+            source,
+            labels,
+        }
     }
 }
 
@@ -60,25 +89,17 @@ impl miette::Diagnostic for View<'_> {
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        self.d
-            .help
+        self.help
             .as_ref()
             .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
-        Some(self.source)
+        Some(&self.source)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        let primary =
-            LabeledSpan::new_primary_with_span(self.d.label.clone(), self.span(self.d.span));
-        let secondary = self
-            .d
-            .labels
-            .iter()
-            .map(|l| LabeledSpan::new_with_span(Some(l.message.clone()), self.span(l.span)));
-        Some(Box::new(std::iter::once(primary).chain(secondary)))
+        Some(Box::new(self.labels.iter().cloned()))
     }
 }
 
@@ -98,7 +119,6 @@ fn render_one(
     h: &GraphicalReportHandler,
     out: &mut String,
     file: &SourceFile,
-    source: &NamedSource<String>,
     d: &Diagnostic,
     rules: &[RuleMeta],
 ) {
@@ -106,32 +126,43 @@ fn render_one(
         Some(r) => format!("{}({})", d.code, r.name),
         None => d.code.to_owned(),
     };
-    let view = View {
-        d,
-        code,
-        source,
-        len: file.text.len(),
-    };
+    let view = View::new(file, d, code);
     if h.render_report(out, &view).is_err() {
         // Rendering into a String only fails if a Display impl fails; fall back to one line.
         let _ = writeln!(
             out,
             "{}: {}[{}] {}",
-            file.name, d.severity, d.code, d.message
+            escape(&file.name),
+            d.severity,
+            d.code,
+            view.message
         );
     }
 }
 
-/// Renders every diagnostic as a miette report, one after another, separated by blank lines.
+/// Renders the diagnostics as miette reports, one after another, separated by blank lines; after
+/// [`MAX_SHOWN`] of them, one line counts the rest. Linear in what it prints.
 pub fn human(reports: &[FileReport], rules: &[RuleMeta], color: ColorChoice) -> String {
     let h = handler(color);
     let mut out = String::new();
-    for (file, diags) in reports {
-        let source = NamedSource::new(file.name.clone(), file.text.clone());
+    let total: usize = reports.iter().map(|(_, d)| d.len()).sum();
+    let mut shown = 0;
+    'files: for (file, diags) in reports {
         for d in diags {
-            render_one(&h, &mut out, file, &source, d, rules);
+            if shown == MAX_SHOWN {
+                break 'files;
+            }
+            render_one(&h, &mut out, file, d, rules);
             out.push('\n');
+            shown += 1;
         }
+    }
+    if total > shown {
+        let _ = writeln!(
+            out,
+            "… and {} more not shown here (the first {MAX_SHOWN} are); `--format concise` lists every finding\n",
+            total - shown
+        );
     }
     out
 }

@@ -41,7 +41,7 @@ pub fn json(reports: &[FileReport]) -> String {
     // Serialising plain structs of strings and integers cannot fail.
     let mut s = serde_json::to_string_pretty(&findings).unwrap_or_else(|_| "[]".to_owned());
     s.push('\n');
-    s
+    crate::diagnostic::escape::json_controls(s)
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ pub fn sarif(reports: &[FileReport], rules: &[RuleMeta]) -> String {
     }
     let mut s = serde_json::to_string_pretty(&log).unwrap_or_default();
     s.push('\n');
-    s
+    crate::diagnostic::escape::json_controls(s)
 }
 
 #[cfg(test)]

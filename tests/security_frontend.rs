@@ -1,0 +1,534 @@
+//! Hostile Agentfiles and project files against the real `otters` binary (issue 8, front end):
+//! ARG expansion bombs, many ARGs, an Agentfile (or otters.toml, Agentfile.lock, .agentignore)
+//! that is a symlink out of its directory, a device or a FIFO, or too large; control characters
+//! and bidi overrides in Agentfiles, file names and registry error bodies; many findings.
+//!
+//! Each test asserts what a user would check: the run ends, within bounded memory (an address-space
+//! limit set with `ulimit -v` in a `sh` wrapper), with a clear message naming the file, and
+//! nothing secret or raw-control reaches the output.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use support::cli::Env;
+
+/// The otters binary the tests run.
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_otters"))
+}
+
+/// Runs `otters ARGS` in `dir` under an address-space limit of `limit_kib`, with `NO_COLOR`.
+fn otters_limited(env: &Env, dir: &Path, limit_kib: u64, args: &[&str]) -> Output {
+    let mut script = format!("ulimit -v {limit_kib}; exec \"$0\"");
+    for i in 1..=args.len() {
+        script.push_str(&format!(" \"${i}\""));
+    }
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("OTTERS_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run otters under sh")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn write(path: &Path, bytes: impl AsRef<[u8]>) {
+    support::write(path, bytes);
+}
+
+/// The exponential ARG chain of the issue, padded to about 4 KB: 24 levels of
+/// `ARG aN=${aN-1}${aN-1}…` (doubling, with 8 references per line at the top levels). Unbounded,
+/// it expands to far more than any machine has.
+fn arg_bomb() -> String {
+    let mut s = String::from("FROM scratch\nNAME bomb\nARG a0=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n");
+    for i in 1..=24 {
+        let refs = if i < 20 { 2 } else { 8 };
+        let line: String = (0..refs).map(|_| format!("${{a{}}}", i - 1)).collect();
+        s.push_str(&format!("ARG a{i}={line}\n"));
+    }
+    for i in 0..90 {
+        s.push_str(&format!("LABEL l{i}=${{a24}}${{a24}}${{a24}}${{a24}}\n"));
+    }
+    s
+}
+
+const LIMIT_KIB: u64 = 100 * 1024;
+
+#[test]
+fn arg_expansion_bomb_lints_in_bounded_memory_and_reports_af117() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    let bomb = arg_bomb();
+    assert!(bomb.len() > 3000 && bomb.len() < 5000, "{}", bomb.len());
+    write(&dir.join("Agentfile"), &bomb);
+    for format in ["concise", "human", "json"] {
+        let out = otters_limited(
+            &env,
+            dir,
+            LIMIT_KIB,
+            &["lint", "--format", format, "Agentfile"],
+        );
+        // Exit 1: the file has errors. A crash (allocation failure under the limit) is not 1.
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{format}: {}\n{}",
+            text(&out.stderr),
+            text(&out.stdout)
+        );
+        let all = text(&out.stdout) + &text(&out.stderr);
+        assert!(all.contains("AF117"), "{format}: {all}");
+        assert!(
+            all.len() < 2 << 20,
+            "{format}: {} bytes of output",
+            all.len()
+        );
+    }
+    let out = otters_limited(
+        &env,
+        dir,
+        LIMIT_KIB,
+        &["lint", "--format", "concise", "Agentfile"],
+    );
+    let concise = text(&out.stdout);
+    let first = concise
+        .lines()
+        .find(|l| l.contains("AF117"))
+        .expect("an AF117 line");
+    // The finding is on the ARG line whose reference would overflow, at that reference.
+    assert!(
+        first.starts_with("Agentfile:") && first.contains("expanding `${a"),
+        "{first}"
+    );
+    assert!(
+        concise.contains("substitute more than 1 MiB in this file"),
+        "{concise}"
+    );
+}
+
+#[test]
+fn arg_expansion_bomb_builds_nothing() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    write(&dir.join("Agentfile"), arg_bomb());
+    let out = otters_limited(&env, dir, LIMIT_KIB, &["build", "."]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("AF117") && err.contains("nothing was built"),
+        "{err}"
+    );
+    assert!(
+        !env.store().join("index.json").exists()
+            || !text(&std::fs::read(env.store().join("index.json")).unwrap()).contains("bomb")
+    );
+}
+
+#[test]
+fn forty_thousand_args_lint_in_linear_time_without_false_findings() {
+    // Each ARG is used by the next one; the last by a LABEL. With the old per-ARG scan of every
+    // later line this took minutes; now it takes about a second (the bound below is 50× that).
+    let env = Env::new();
+    let dir = env.dir.path();
+    let mut s = String::from("FROM scratch\nNAME many\nMODEL m\nRUNTIME r@sha256:0000000000000000000000000000000000000000000000000000000000000000\nARG a0=v\n");
+    let n = 40_000;
+    for i in 1..n {
+        s.push_str(&format!("ARG a{i}=${{a{}}}\n", i - 1));
+    }
+    s.push_str(&format!("LABEL last=${{a{}}}\n", n - 1));
+    assert!(s.len() < 1 << 20);
+    write(&dir.join("Agentfile"), &s);
+    let started = Instant::now();
+    let out = otters_limited(
+        &env,
+        dir,
+        LIMIT_KIB,
+        &["lint", "--format", "concise", "Agentfile"],
+    );
+    let took = started.elapsed();
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("AF204"), "{stdout}");
+    assert!(!stdout.contains("AF203"), "{stdout}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}
+
+#[test]
+fn agentfile_symlinked_to_proc_environ_is_never_printed() {
+    let env = Env::new();
+    let repo = env.dir.path().join("repo");
+    std::fs::create_dir_all(repo.join("agents/a")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", repo.join("Agentfile")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", repo.join("agents/a/Agentfile")).unwrap();
+    let marker = "otters-secret-marker-5f1e";
+    for args in [
+        vec!["lint", "repo"],
+        vec!["lint", "repo/Agentfile"],
+        vec!["lint", "-r", "repo"],
+        vec!["lint", "--format", "json", "repo/agents/a/Agentfile"],
+        vec!["build", "repo"],
+        vec!["lock", "repo"],
+    ] {
+        let out = env
+            .otters()
+            .args(&args)
+            .current_dir(env.dir.path())
+            .env("OTTERS_TEST_SECRET", marker)
+            .output()
+            .unwrap();
+        let all = text(&out.stdout) + &text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {all}");
+        assert!(
+            !all.contains(marker),
+            "{args:?} printed the environment: {all}"
+        );
+        assert!(
+            all.contains("is a symlink that leads outside"),
+            "{args:?}: {all}"
+        );
+    }
+}
+
+#[test]
+fn build_refuses_an_agentfile_linked_out_of_the_context_and_follows_one_inside() {
+    let env = Env::new();
+    let root = env.dir.path();
+    let secret = "SECRET=do-not-embed-1234";
+    write(
+        &root.join("outside/secret"),
+        format!("FROM scratch\nNAME leak\nLABEL s=\"{secret}\"\n"),
+    );
+    let ctx = root.join("ctx");
+    std::fs::create_dir_all(&ctx).unwrap();
+    std::os::unix::fs::symlink("../outside/secret", ctx.join("Agentfile")).unwrap();
+    for args in [
+        vec!["build", "ctx"],
+        vec!["build", "ctx", "-f", "Agentfile"],
+    ] {
+        let out = env.otters().args(&args).current_dir(root).output().unwrap();
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("ctx/Agentfile is a symlink that leads outside ctx"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains(secret), "{err}");
+    }
+    // Nothing was stored: no blob holds the secret.
+    let blobs = env.store().join("blobs/sha256");
+    if blobs.exists() {
+        for e in std::fs::read_dir(&blobs).unwrap() {
+            let b = std::fs::read(e.unwrap().path()).unwrap();
+            assert!(!text(&b).contains(secret));
+        }
+    }
+    // A symlink that stays inside the context is followed.
+    std::fs::remove_file(ctx.join("Agentfile")).unwrap();
+    write(&ctx.join("agents/real"), "FROM scratch\nNAME inside\nMODEL m\nRUNTIME r@sha256:0000000000000000000000000000000000000000000000000000000000000000\n");
+    std::os::unix::fs::symlink("agents/real", ctx.join("Agentfile")).unwrap();
+    let out = env
+        .otters()
+        .args(["build", "--offline", "--allow-unpinned", "ctx"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!err.contains("symlink"), "{err}");
+}
+
+#[test]
+fn devices_fifos_and_oversized_input_are_refused_quickly() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    let fifo = dir.join("fifo");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    write(&dir.join("big/Agentfile"), vec![b'#'; (1 << 20) + 1]);
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["lint", "/dev/zero"],
+            "/dev/zero is a character device, not a regular file",
+        ),
+        (
+            &["lint", "fifo"],
+            "fifo is a named pipe, not a regular file",
+        ),
+        (
+            &["lint", "big"],
+            "big/Agentfile is larger than 1 MiB, the Agentfile limit",
+        ),
+        (
+            &["build", "big"],
+            "big/Agentfile is larger than 1 MiB, the Agentfile limit",
+        ),
+    ];
+    for (args, want) in cases {
+        let started = Instant::now();
+        let out = otters_limited(&env, dir, LIMIT_KIB, args);
+        let err = support::cli::flat(&text(&out.stderr));
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(30), "{args:?}");
+    }
+    // Standard input is capped too: 3 MiB of zeros stop after 1 MiB.
+    for cmd in [&["lint", "-"][..], &["build", "-"][..]] {
+        let mut child = Command::new(bin())
+            .args(cmd)
+            .env("OTTERS_HOME", env.home())
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feeder = std::thread::spawn(move || {
+            let chunk = vec![0u8; 64 * 1024];
+            for _ in 0..48 {
+                if stdin.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+        });
+        let out = child.wait_with_output().unwrap();
+        feeder.join().unwrap();
+        let err = support::cli::flat(&text(&out.stderr));
+        assert!(!out.status.success(), "{cmd:?}");
+        assert!(
+            err.contains("standard input is larger than 1 MiB, the Agentfile limit"),
+            "{cmd:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn project_files_linked_out_or_endless_are_refused() {
+    let env = Env::new();
+    let root = env.dir.path();
+    let secret = "TOKEN=project-file-secret-77";
+    write(
+        &root.join("outside/secret.toml"),
+        format!("[lint]\n{secret}\n"),
+    );
+    let agent = "FROM scratch\nNAME p\nMODEL m\nRUNTIME r@sha256:0000000000000000000000000000000000000000000000000000000000000000\n";
+
+    // otters.toml found by the search but linked elsewhere: a parse error would quote it.
+    let a = root.join("a");
+    write(&a.join("Agentfile"), agent);
+    std::os::unix::fs::symlink("../outside/secret.toml", a.join("otters.toml")).unwrap();
+    let out = env
+        .otters()
+        .args(["lint", "a"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("/a/otters.toml is a symlink that leads outside"),
+        "{err}"
+    );
+    assert!(!err.contains(secret), "{err}");
+
+    // Agentfile.lock linked to a device: a build must not read it without end.
+    let b = root.join("b");
+    write(&b.join("Agentfile"), agent);
+    std::os::unix::fs::symlink("/dev/zero", b.join("Agentfile.lock")).unwrap();
+    let out = otters_limited(&env, root, LIMIT_KIB, &["build", "--offline", "b"]);
+    let err = support::cli::flat(&text(&out.stderr));
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("Agentfile.lock is a symlink that leads outside"),
+        "{err}"
+    );
+
+    // .agentignore linked to a device.
+    let c = root.join("c");
+    write(&c.join("Agentfile"), "FROM scratch\nNAME c\nMODEL m\n");
+    std::os::unix::fs::symlink("/dev/zero", c.join(".agentignore")).unwrap();
+    let out = otters_limited(&env, root, LIMIT_KIB, &["build", "c"]);
+    let err = support::cli::flat(&text(&out.stderr));
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(".agentignore is a symlink that leads outside"),
+        "{err}"
+    );
+}
+
+/// An Agentfile that tries to drive the terminal: clear screen, set the title, a bell, a lone
+/// carriage return that would overwrite the line, C1 CSI, and a right-to-left override.
+const HOSTILE: &str = "FROM scratch\nNAME \"x\u{1b}[2J\u{1b}]0;pwned\u{7}\"\nMODEL m\rFAKE ok\nLABEL c1=\u{9b}31m\nCONTEXT SOUL <<EOF\nNever run \u{202e}txt.exe\u{202c}.\nEOF\n";
+
+fn assert_no_raw_controls(what: &str, s: &str) {
+    for c in s.chars() {
+        let bad = matches!(c, '\0'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c);
+        assert!(!bad, "{what}: raw U+{:04X} in output:\n{s}", u32::from(c));
+    }
+}
+
+#[test]
+fn control_characters_never_reach_the_terminal_raw() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    write(&dir.join("Agentfile"), HOSTILE);
+    // A file name with an escape sequence, too.
+    write(&dir.join("evil\u{1b}[2J/Agentfile"), HOSTILE);
+    for format in ["human", "concise", "github", "json", "sarif"] {
+        for path in ["Agentfile", "evil\u{1b}[2J/Agentfile"] {
+            let out = env
+                .otters()
+                .args(["lint", "--format", format, path])
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            let stdout = text(&out.stdout);
+            let stderr = text(&out.stderr);
+            assert_no_raw_controls(&format!("{format} {path:?} stdout"), &stdout);
+            assert_no_raw_controls(&format!("{format} {path:?} stderr"), &stderr);
+            let all = stdout + &stderr;
+            assert!(all.contains("AF219"), "{format}: {all}");
+        }
+    }
+    let out = env
+        .otters()
+        .args(["lint", "--format", "human", "Agentfile"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let human = text(&out.stderr);
+    assert!(
+        human.contains("x\\u{1b}[2J\\u{1b}]0;pwned\\u{7}"),
+        "{human}"
+    );
+    assert!(
+        human.contains("Never run \\u{202e}txt.exe\\u{202c}."),
+        "{human}"
+    );
+    assert!(human.contains("MODEL m\\u{d}FAKE ok"), "{human}");
+    // JSON keeps the real characters, escaped the JSON way.
+    let out = env
+        .otters()
+        .args(["lint", "--format", "json", "Agentfile"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let v = support::cli::json(&text(&out.stdout));
+    let messages: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages.iter().any(|m| m.contains("x\u{1b}[2J")),
+        "{messages:?}"
+    );
+}
+
+/// Serves one canned HTTP answer to every connection on 127.0.0.1, until the test ends.
+fn canned_server(status: &str, body: &str) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answer = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(answer.as_bytes());
+        }
+    });
+    port
+}
+
+#[test]
+fn registry_error_bodies_cannot_drive_the_terminal() {
+    let env = Env::new();
+    let evil = "\u{1b}[2J\u{1b}]0;owned\u{7}\r\u{9b}1m\u{202e}gnp.exe";
+    for body in [
+        serde_json::json!({"errors": [{"code": "DENIED", "message": evil}]}).to_string(),
+        format!("<html>{evil}</html>"),
+    ] {
+        let port = canned_server("400 Bad Request", &body);
+        let out = env
+            .otters()
+            .args(["pull", &format!("127.0.0.1:{port}/x/y:1")])
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert_no_raw_controls("pull stderr", &stderr);
+        assert!(
+            stderr.contains("\\u{1b}[2j") || stderr.contains("\\u{1b}[2J"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn human_output_is_capped_and_linear_in_findings() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    // 30,000 unused ARGs (30,000 warnings), and one 200 KB line holding 20,000 duplicate
+    // capabilities: every finding on it would otherwise print the whole line.
+    let mut s = String::from("FROM scratch\nNAME many\nMODEL m\nRUNTIME r@sha256:0000000000000000000000000000000000000000000000000000000000000000\nCAPABILITY");
+    for _ in 0..20_000 {
+        s.push_str(" note_save");
+    }
+    s.push('\n');
+    for i in 0..30_000 {
+        s.push_str(&format!("ARG unused{i}=1\n"));
+    }
+    write(&dir.join("Agentfile"), &s);
+    let started = Instant::now();
+    let out = otters_limited(&env, dir, LIMIT_KIB, &["lint", "Agentfile"]);
+    let took = started.elapsed();
+    let err = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        &err[err.len().saturating_sub(2000)..]
+    );
+    assert!(err.len() < 1 << 20, "{} bytes of human output", err.len());
+    assert!(
+        err.contains("… and 49799 more not shown here (the first 200 are); `--format concise` lists every finding"),
+        "{}",
+        &err[err.len().saturating_sub(2000)..]
+    );
+    assert!(
+        err.ends_with("30000 warnings, 19999 info in 1 file\n"),
+        "{}",
+        &err[err.len().saturating_sub(500)..]
+    );
+    assert!(err.contains("…"), "the long line is shortened");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // Every other format still lists every finding.
+    let out = otters_limited(
+        &env,
+        dir,
+        LIMIT_KIB,
+        &["lint", "--format", "concise", "Agentfile"],
+    );
+    assert_eq!(text(&out.stdout).lines().count(), 49_999);
+}
