@@ -364,7 +364,7 @@ fn project_files_linked_out_or_endless_are_refused() {
     let err = support::cli::flat(&text(&out.stderr));
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains(".agentignore is a symlink that leads outside"),
+        err.contains(".agentignore: is a symlink that leads outside"),
         "{err}"
     );
 }
