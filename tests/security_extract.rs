@@ -225,7 +225,7 @@ fn tar_header_bombs_are_refused_with_bounded_memory() {
     // `tar` crate read such records whole into memory before any check.
     for (case, flag) in [("pax", b'x'), ("longname", b'L')] {
         let head = h::header(b"bomb", flag, 1 << 30, b"");
-        let layer = h::gz_repeat(&head, &[b'a'; 1 << 20], 1024, &[0u8; 1024]);
+        let layer = h::gz_repeat(&head, &vec![b'a'; 1 << 20], 1024, &[0u8; 1024]);
         assert!(layer.len() < 4 << 20, "{} bytes", layer.len());
         let tag = w.hostile(&format!("bomb-{case}"), &[("bomb", &layer)]);
         let root = w.root("agent");
@@ -266,7 +266,7 @@ fn a_corrupt_layer_in_the_store_is_refused_by_run_and_save() {
     );
     fs::remove_file(root.join("workspace/ran.txt")).unwrap();
     let digest = support::sha256(&layer);
-    h::flip_byte(&h::blob_path(&w.store(), &digest), (layer.len() / 2) as i64);
+    h::flip_byte(&h::blob_path(&w.store(), &digest), Some(layer.len() / 2));
     let (ok, out) = w.run(&tag, "agent", &[]);
     assert!(!ok, "a corrupt layer was unpacked: {out}");
     assert!(
@@ -302,7 +302,7 @@ fn a_corrupt_runtime_blob_is_refused_before_the_runtime_runs() {
     let digest = support::sha256(&layer);
     let blob = h::blob_path(&w.store(), &digest);
     assert!(blob.exists(), "the runtime layer is not in the store");
-    h::flip_byte(&blob, -1);
+    h::flip_byte(&blob, None);
     for (root_name, extra) in [("agent", &[][..]), ("agent-docker", DOCKER)] {
         let (ok, out) = w.run(&w.agent, root_name, extra);
         assert!(!ok, "{root_name}: a corrupt runtime was installed: {out}");
