@@ -258,7 +258,10 @@ fn tar_header_bombs_are_refused_with_bounded_memory() {
         .set_len((1 << 30) + 2048)
         .unwrap();
     let (kib, out) = peak_rss(&w, &["load", "-i", archive.to_str().unwrap()]);
-    assert!(out.contains("more than the 65536-byte limit"), "load: {out}");
+    assert!(
+        out.contains("more than the 65536-byte limit"),
+        "load: {out}"
+    );
     eprintln!("load bomb: peak RSS {kib} KiB");
     assert!(kib < 100 * 1024, "load: peak RSS {kib} KiB");
     fs::remove_file(&archive).unwrap();
