@@ -225,7 +225,7 @@ fn tar_header_bombs_are_refused_with_bounded_memory() {
     // `tar` crate read such records whole into memory before any check.
     for (case, flag) in [("pax", b'x'), ("longname", b'L')] {
         let head = h::header(b"bomb", flag, 1 << 30, b"");
-        let layer = h::gz_repeat(&head, &[b'a'; 1 << 20], 1024, &[0u8; 1024]);
+        let layer = h::gz_repeat(&head, &vec![b'a'; 1 << 20], 1024, &[0u8; 1024]);
         assert!(layer.len() < 4 << 20, "{} bytes", layer.len());
         let tag = w.hostile(&format!("bomb-{case}"), &[("bomb", &layer)]);
         let root = w.root("agent");
@@ -244,9 +244,27 @@ fn tar_header_bombs_are_refused_with_bounded_memory() {
             out.contains("more than the 65536-byte limit"),
             "{case}: {out}"
         );
+        eprintln!("run, {case} bomb: peak RSS {kib} KiB");
         assert!(kib < 100 * 1024, "{case}: peak RSS {kib} KiB");
         w.assert_host_untouched(&[]);
     }
+    // `otters load` reads archives with the same reader: a sparse 1 GiB PAX record.
+    let archive = w.host.path().join("bomb.tar");
+    fs::write(&archive, h::header(b"bomb", b'x', 1 << 30, b"")).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&archive)
+        .unwrap()
+        .set_len((1 << 30) + 2048)
+        .unwrap();
+    let (kib, out) = peak_rss(&w, &["load", "-i", archive.to_str().unwrap()]);
+    assert!(
+        out.contains("more than the 65536-byte limit"),
+        "load: {out}"
+    );
+    eprintln!("load bomb: peak RSS {kib} KiB");
+    assert!(kib < 100 * 1024, "load: peak RSS {kib} KiB");
+    fs::remove_file(&archive).unwrap();
 }
 
 #[test]
@@ -266,7 +284,7 @@ fn a_corrupt_layer_in_the_store_is_refused_by_run_and_save() {
     );
     fs::remove_file(root.join("workspace/ran.txt")).unwrap();
     let digest = support::sha256(&layer);
-    h::flip_byte(&h::blob_path(&w.store(), &digest), (layer.len() / 2) as i64);
+    h::flip_byte(&h::blob_path(&w.store(), &digest), Some(layer.len() / 2));
     let (ok, out) = w.run(&tag, "agent", &[]);
     assert!(!ok, "a corrupt layer was unpacked: {out}");
     assert!(
@@ -302,7 +320,7 @@ fn a_corrupt_runtime_blob_is_refused_before_the_runtime_runs() {
     let digest = support::sha256(&layer);
     let blob = h::blob_path(&w.store(), &digest);
     assert!(blob.exists(), "the runtime layer is not in the store");
-    h::flip_byte(&blob, -1);
+    h::flip_byte(&blob, None);
     for (root_name, extra) in [("agent", &[][..]), ("agent-docker", DOCKER)] {
         let (ok, out) = w.run(&w.agent, root_name, extra);
         assert!(!ok, "{root_name}: a corrupt runtime was installed: {out}");
@@ -341,14 +359,16 @@ fn chattr(flag: &str, p: &Path) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Clears the immutable flag on drop, so a failing test still cleans up.
-struct Immutable(Vec<PathBuf>);
+/// Clears the immutable flag on everything below a dir on drop (wherever a failing swap moved
+/// the pinned file), so the temp dirs can always be removed.
+struct Immutable(PathBuf);
 
 impl Drop for Immutable {
     fn drop(&mut self) {
-        for p in &self.0 {
-            chattr("-i", p);
-        }
+        let _ = std::process::Command::new("chattr")
+            .args(["-R", "-i"])
+            .arg(&self.0)
+            .output();
     }
 }
 
@@ -383,7 +403,7 @@ fn a_failed_swap_keeps_the_previous_workspace() {
     // 1. The docker executor (as root) chowns the carried directories: an immutable file in
     //    `home/` makes that fail after `workspace/` would have been moved.
     let pinned = root.join("home/keep.txt");
-    let guard = Immutable(vec![pinned.clone()]);
+    let guard = Immutable(w.host.path().to_owned());
     assert!(chattr("+i", &pinned));
     let (ok, out) = w.run(&w.agent, "agent", DOCKER);
     assert!(!ok, "{out}");
@@ -392,7 +412,7 @@ fn a_failed_swap_keeps_the_previous_workspace() {
     check("chown");
     // 2. Moving `var/lib/` fails after `workspace/` and `home/` were moved.
     let pinned = root.join("var/lib");
-    let guard = Immutable(vec![pinned.clone()]);
+    let guard = Immutable(w.host.path().to_owned());
     assert!(chattr("+i", &pinned));
     let (ok, out) = w.run(&w.agent, "agent", &[]);
     assert!(!ok, "{out}");
@@ -409,4 +429,48 @@ fn a_failed_swap_keeps_the_previous_workspace() {
 
 fn rustix_uid() -> u32 {
     fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
+}
+
+#[test]
+fn an_added_directory_with_links_that_stay_inside_still_runs() {
+    let w = world();
+    let ctx = w.env.dir.path().join("ctx2");
+    support::write(&ctx.join("data/a.txt"), "a");
+    support::write(&ctx.join("data/sub/b.txt"), "b");
+    std::os::unix::fs::symlink("../a.txt", ctx.join("data/sub/up")).unwrap();
+    std::os::unix::fs::symlink("sub/b.txt", ctx.join("data/down")).unwrap();
+    support::write(
+        &ctx.join("Agentfile"),
+        format!(
+            "FROM scratch\nNAME probe\nRUNTIME {}/runtime:1\nMODEL m\nADD data\n",
+            w.reg.addr
+        ),
+    );
+    let tag = format!("{}/links:1", w.reg.addr);
+    w.env
+        .ok(&["build", "-q", "-t", &tag, ctx.to_str().unwrap()]);
+    let (ok, out) = w.run(&tag, "agent", &[]);
+    assert!(ok, "{out}");
+    let root = w.root("agent");
+    let mut found = Vec::new();
+    for e in walk(&root.join("etc/data")) {
+        if fs::symlink_metadata(&e).unwrap().file_type().is_symlink() {
+            found.push(fs::read_to_string(&e).unwrap());
+        }
+    }
+    found.sort();
+    assert_eq!(found, ["a", "b"], "links were not kept");
+    w.assert_host_untouched(&["agent"]);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if fs::symlink_metadata(&p).unwrap().is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
 }

@@ -57,6 +57,8 @@ pub struct Entry {
     pub size: u64,
     /// Offset of the entry's header in the stream, for messages.
     pub offset: u64,
+    /// Bytes of extension records (GNU long name/link, PAX) read for this entry.
+    pub meta: u64,
 }
 
 /// Reads entries one at a time from `inner`.
@@ -146,6 +148,7 @@ impl<R: Read> TarReader<R> {
         let mut long_name: Option<Vec<u8>> = None;
         let mut long_link: Option<Vec<u8>> = None;
         let mut pax: Option<Pax> = None;
+        let mut meta = 0u64;
         loop {
             let offset = self.pos;
             let Some(h) = self.block()? else {
@@ -172,6 +175,9 @@ impl<R: Read> TarReader<R> {
             let flag = h[156];
             let size = number(&h[124..136])
                 .ok_or_else(|| malformed(offset, "the size field is not a number"))?;
+            if matches!(flag, b'L' | b'K' | b'x' | b'X') {
+                meta = meta.saturating_add(size);
+            }
             let dup = |what: &str| TarError::Malformed {
                 offset,
                 what: format!("two {what} records for one entry"),
@@ -225,6 +231,7 @@ impl<R: Read> TarReader<R> {
                         mode,
                         size,
                         offset,
+                        meta,
                     }));
                 }
             }

@@ -148,7 +148,7 @@ pub fn is_tar(media_type: &str) -> bool {
 /// Normalise an entry path: strip a leading `./`, refuse absolute and `..` paths, whiteouts,
 /// NUL bytes and paths longer or deeper than the limits. `None` for the archive root (`./`).
 fn entry_path(layer: &str, raw: &[u8]) -> Result<Option<PathBuf>, ExtractError> {
-    let shown = String::from_utf8_lossy(raw).into_owned();
+    let shown = shown_name(raw);
     let unsafe_ = |reason| ExtractError::Unsafe {
         layer: layer.to_owned(),
         entry: shown.clone(),
@@ -182,6 +182,19 @@ fn entry_path(layer: &str, raw: &[u8]) -> Result<Option<PathBuf>, ExtractError> 
         }
     }
     Ok((!out.as_os_str().is_empty()).then_some(out))
+}
+
+/// An entry name for messages: lossy UTF-8, at most the first 200 bytes.
+fn shown_name(raw: &[u8]) -> String {
+    const MAX: usize = 200;
+    if raw.len() <= MAX {
+        return String::from_utf8_lossy(raw).into_owned();
+    }
+    format!(
+        "{}… ({} bytes)",
+        String::from_utf8_lossy(&raw[..MAX]),
+        raw.len()
+    )
 }
 
 /// True when a symlink at `link` (relative to the layer root) with this target can only ever
@@ -240,13 +253,12 @@ fn walk<R: Read>(
                 unit: "entries",
             });
         }
-        let shown = String::from_utf8_lossy(&entry.path).into_owned();
+        let shown = shown_name(&entry.path);
         let unsafe_ = |reason| ExtractError::Unsafe {
             layer: layer.to_owned(),
             entry: shown.clone(),
             reason,
         };
-        let path = entry_path(layer, &entry.path)?;
         match entry.kind {
             Kind::Regular | Kind::Directory | Kind::Symlink | Kind::HardLink => {}
             Kind::Char | Kind::Block => return Err(unsafe_("is a device node")),
@@ -261,7 +273,8 @@ fn walk<R: Read>(
                 limit: limits.max_file,
             });
         }
-        total = total.saturating_add(entry.size);
+        // Extension records count too: they bound the decompression work, not just the disk.
+        total = total.saturating_add(entry.size).saturating_add(entry.meta);
         if total > limits.max_total {
             return Err(ExtractError::TooMuch {
                 layer: layer.to_owned(),
@@ -270,7 +283,9 @@ fn walk<R: Read>(
             });
         }
         budget.charge(&format!("layer {layer}"), 1, entry.size)?;
-        let Some(path) = path else { continue };
+        let Some(path) = entry_path(layer, &entry.path)? else {
+            continue;
+        };
         let link = match entry.kind {
             Kind::Symlink => {
                 if !symlink_stays_inside(&path, &entry.link) {

@@ -518,3 +518,47 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn extension_records_count_toward_the_layer_total() {
+    // A 60-KiB PAX comment on an empty file: no file data, but decompression work all the same.
+    let body = format!(" comment={}\n", "c".repeat(60 << 10));
+    let record = format!("{}{body}", body.len() + 5);
+    assert_eq!(record.len(), body.len() + 5);
+    let bytes = tar_of(&[
+        E {
+            name: "pax",
+            kind: tar::EntryType::XHeader,
+            data: record.as_bytes(),
+            link: "",
+            size: None,
+        },
+        file("f", b""),
+    ]);
+    let limits = Limits {
+        max_total: 32 << 10,
+        ..Limits::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    unpack(
+        "l",
+        &bytes[..],
+        &tree(dir.path()),
+        &Limits::default(),
+        &mut budget(),
+    )
+    .unwrap();
+    let e = unpack("l", &bytes[..], &tree(dir.path()), &limits, &mut budget()).unwrap_err();
+    assert!(
+        matches!(e, ExtractError::TooMuch { unit: "bytes", .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn error_messages_show_at_most_the_start_of_a_long_name() {
+    let name = format!("{}/x", "n".repeat(5000));
+    let e = entry_path("l", name.as_bytes()).unwrap_err().to_string();
+    assert!(e.contains("longer than 4096 bytes"), "{e}");
+    assert!(e.len() < 600, "{} bytes", e.len());
+}

@@ -240,14 +240,10 @@ pub fn agent_with_layers(store: &Path, tag: &str, new_tag: &str, layers: &[(&str
     std::fs::write(&path, index.to_string()).expect("write index.json");
 }
 
-/// Flips one bit of the byte at `at` (negative: from the end) of a file.
-pub fn flip_byte(path: &Path, at: i64) {
+/// Flips one bit of the byte at offset `at` of a file; `at == None` flips the last byte.
+pub fn flip_byte(path: &Path, at: Option<usize>) {
     let mut bytes = std::fs::read(path).expect("read blob");
-    let i = if at < 0 {
-        bytes.len() - at.unsigned_abs() as usize
-    } else {
-        at as usize
-    };
+    let i = at.unwrap_or(bytes.len() - 1);
     bytes[i] ^= 0x01;
     std::fs::write(path, bytes).expect("write blob");
 }
