@@ -142,7 +142,25 @@ fn run_dry_run_of_a_path_prints_one_json_document() {
         .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{out}"));
     assert!(plan["argv"].is_array(), "{plan}");
     assert!(ctx.join("Agentfile.lock").is_file());
+    // The lock is committed and shared: it follows the umask like any file a tool writes.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &fs::metadata(ctx.join("Agentfile.lock"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(
+        mode & 0o777,
+        0o666 & !test_umask(),
+        "Agentfile.lock mode {mode:o}"
+    );
     assert!(!w.dir().join("agent").exists(), "dry run wrote the tree");
+}
+
+/// This process's umask, as the kernel reports it (children inherit it).
+fn test_umask() -> u32 {
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
+    u32::from_str_radix(line["Umask:".len()..].trim(), 8).unwrap()
 }
 
 fn inode(p: &Path) -> u64 {

@@ -409,6 +409,9 @@ pub(crate) fn locked_temp(dir: &Path, prefix: &str) -> Result<NamedTempFile, Sto
     use std::os::unix::fs::MetadataExt;
     for _ in 0..8 {
         let tmp = tempfile::Builder::new()
+            // 0666 less the umask, as `cp` or `docker save` would create it: others may read what is
+            // shared (a CI step, another user); the credentials file is the one kept 0600.
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .prefix(prefix)
             .tempfile_in(dir)
             .map_err(io_err("create a temporary file in", dir))?;

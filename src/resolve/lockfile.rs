@@ -232,6 +232,9 @@ impl Lockfile {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| Path::new("."));
         let mut tmp = tempfile::Builder::new()
+            // 0666 less the umask, as `cp` or `docker save` would create it: others may read what is
+            // shared (a CI step, another user); the credentials file is the one kept 0600.
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .prefix(".Agentfile.lock.")
             .tempfile_in(dir)
             .map_err(io_err("create a temporary file for", path))?;
