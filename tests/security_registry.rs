@@ -10,6 +10,7 @@ mod hostile_registry;
 mod support;
 
 use hostile_registry::{non_loopback_ip, Body, Content, Hostile, Length, Reply, Req};
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::cli::{flat, Env};
@@ -55,7 +56,7 @@ fn leftovers(env: &Env) -> Vec<String> {
 
 /// Blobs in the store.
 fn stored_blobs(env: &Env) -> usize {
-    std::fs::read_dir(env.store().join("blobs/sha256")).map_or(0, |d| d.count())
+    std::fs::read_dir(env.store().join("blobs/sha256")).map_or(0, Iterator::count)
 }
 
 /// Runs `otters args` under `ulimit -v kib` (address space), returning (success, stderr flat).
@@ -63,7 +64,7 @@ fn run_limited(env: &Env, kib: u64, args: &[&str]) -> (bool, String) {
     let bin = assert_cmd::cargo::cargo_bin("otters");
     let mut script = format!("ulimit -v {kib}; exec \"$0\"");
     for i in 1..=args.len() {
-        script.push_str(&format!(" \"${i}\""));
+        let _ = write!(script, " \"${i}\"");
     }
     let out = std::process::Command::new("sh")
         .arg("-c")

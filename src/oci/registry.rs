@@ -325,9 +325,11 @@ impl RegistryClient {
                 })
                 .collect();
             let Some((p, digest)) = platform.pick(&candidates) else {
+                // Platform names come from the registry: escaped, and the list bounded.
                 let available = candidates
                     .iter()
-                    .map(|(p, _)| p.to_string())
+                    .take(32)
+                    .map(|(p, _)| escape_text(&p.to_string(), 60))
                     .collect::<Vec<_>>()
                     .join(", ");
                 return Err(RegistryError::Platform {
