@@ -668,6 +668,37 @@ fn lying_manifests_are_refused_and_nothing_is_stored() {
     );
 }
 
+#[test]
+fn index_fan_out_is_bounded() {
+    let content = Arc::new(Content::new());
+    let m = content.image("lib/fan", "one", b"{}", &[(LAYER, b"x")]);
+    let md = hostile_registry::digest(&m);
+    let entry = format!(
+        r#"{{"mediaType":"{MANIFEST}","digest":"{md}","size":{},"platform":{{"os":"linux","architecture":"amd64"}}}}"#,
+        m.len()
+    );
+    let index = format!(
+        r#"{{"schemaVersion":2,"mediaType":"{INDEX}","manifests":[{}]}}"#,
+        vec![entry; 1100].join(",")
+    );
+    content.put_manifest("lib/fan", "1", INDEX, index.as_bytes());
+    let c = content.clone();
+    let a = Hostile::start(move |r: &Req| c.serve(r));
+    let env = Env::new();
+    let err = env.fails(&["pull", "-q", &format!("{}/lib/fan:1", a.addr)]);
+    assert!(
+        err.contains("it needs more than 1024 manifests; nothing more was fetched"),
+        "{err}"
+    );
+    let fetched = a
+        .requests()
+        .iter()
+        .filter(|r| r.path().ends_with(&format!("/manifests/{md}")))
+        .count();
+    assert_eq!(fetched, 1024);
+    assert!(!env.ok(&["images"]).contains("lib/fan"));
+}
+
 // ---- item 14: a malformed pin is an error -------------------------------------------------
 
 #[test]
