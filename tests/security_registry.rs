@@ -10,6 +10,7 @@ mod hostile_registry;
 mod support;
 
 use hostile_registry::{non_loopback_ip, Body, Content, Hostile, Length, Reply, Req};
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::cli::{flat, Env};
@@ -55,7 +56,7 @@ fn leftovers(env: &Env) -> Vec<String> {
 
 /// Blobs in the store.
 fn stored_blobs(env: &Env) -> usize {
-    std::fs::read_dir(env.store().join("blobs/sha256")).map_or(0, |d| d.count())
+    std::fs::read_dir(env.store().join("blobs/sha256")).map_or(0, Iterator::count)
 }
 
 /// Runs `otters args` under `ulimit -v kib` (address space), returning (success, stderr flat).
@@ -63,7 +64,7 @@ fn run_limited(env: &Env, kib: u64, args: &[&str]) -> (bool, String) {
     let bin = assert_cmd::cargo::cargo_bin("otters");
     let mut script = format!("ulimit -v {kib}; exec \"$0\"");
     for i in 1..=args.len() {
-        script.push_str(&format!(" \"${i}\""));
+        let _ = write!(script, " \"${i}\"");
     }
     let out = std::process::Command::new("sh")
         .arg("-c")
@@ -665,6 +666,37 @@ fn lying_manifests_are_refused_and_nothing_is_stored() {
         err.contains("its Content-Type says an image index"),
         "{err}"
     );
+}
+
+#[test]
+fn index_fan_out_is_bounded() {
+    let content = Arc::new(Content::new());
+    let m = content.image("lib/fan", "one", b"{}", &[(LAYER, b"x")]);
+    let md = hostile_registry::digest(&m);
+    let entry = format!(
+        r#"{{"mediaType":"{MANIFEST}","digest":"{md}","size":{},"platform":{{"os":"linux","architecture":"amd64"}}}}"#,
+        m.len()
+    );
+    let index = format!(
+        r#"{{"schemaVersion":2,"mediaType":"{INDEX}","manifests":[{}]}}"#,
+        vec![entry; 1100].join(",")
+    );
+    content.put_manifest("lib/fan", "1", INDEX, index.as_bytes());
+    let c = content.clone();
+    let a = Hostile::start(move |r: &Req| c.serve(r));
+    let env = Env::new();
+    let err = env.fails(&["pull", "-q", &format!("{}/lib/fan:1", a.addr)]);
+    assert!(
+        err.contains("it needs more than 1024 manifests; nothing more was fetched"),
+        "{err}"
+    );
+    let fetched = a
+        .requests()
+        .iter()
+        .filter(|r| r.path().ends_with(&format!("/manifests/{md}")))
+        .count();
+    assert_eq!(fetched, 1024);
+    assert!(!env.ok(&["images"]).contains("lib/fan"));
 }
 
 // ---- item 14: a malformed pin is an error -------------------------------------------------

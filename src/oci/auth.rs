@@ -332,6 +332,21 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// A registry picks the `WWW-Authenticate` value: no input may panic or loop.
+        #[test]
+        fn challenge_parsing_survives_any_header(h in "\\PC{0,300}") {
+            let _ = Challenge::parse(&h);
+        }
+
+        #[test]
+        fn challenge_parsing_survives_quote_and_comma_soup(h in "[Bb]earer [a-z=\",\\\\ ]{0,200}") {
+            if let Some(c) = Challenge::parse(&h) {
+                proptest::prop_assert_eq!(c.scheme, "bearer");
+            }
+        }
+    }
+
     #[test]
     fn docker_hub_uses_the_index_key() {
         assert_eq!(config_key("docker.io"), "https://index.docker.io/v1/");

@@ -325,9 +325,11 @@ impl RegistryClient {
                 })
                 .collect();
             let Some((p, digest)) = platform.pick(&candidates) else {
+                // Platform names come from the registry: escaped, and the list bounded.
                 let available = candidates
                     .iter()
-                    .map(|(p, _)| p.to_string())
+                    .take(32)
+                    .map(|(p, _)| escape_text(&p.to_string(), 60))
                     .collect::<Vec<_>>()
                     .join(", ");
                 return Err(RegistryError::Platform {
@@ -634,7 +636,16 @@ impl RegistryClient {
             && status != StatusCode::NO_CONTENT
             && !status.is_success()
         {
-            return Err(http_error(&r.registry, "PATCH (blob upload)", status, resp).await);
+            // The upload client has no read timeout: bound the error body's read here.
+            let err = http_error(&r.registry, "PATCH (blob upload)", status, resp);
+            return Err(tokio::time::timeout(limit, err).await.unwrap_or_else(|_| {
+                RegistryError::Http {
+                    registry: r.registry.clone(),
+                    action: "PATCH (blob upload)".into(),
+                    status: status.as_u16(),
+                    body: String::new(),
+                }
+            }));
         }
         let put_loc = location_of(&resp, &r.registry).unwrap_or_else(|_| location.to_owned());
         let put_url = url_with_query(&put_loc, &[("digest", digest)]);

@@ -218,9 +218,8 @@ pub fn validate_manifest(
                     "it is {media_type} but has a config or layers, like a manifest"
                 ));
             }
-            let list = match obj.get("manifests") {
-                Some(serde_json::Value::Array(a)) => a,
-                _ => return Err("the index has no `manifests` list".into()),
+            let Some(serde_json::Value::Array(list)) = obj.get("manifests") else {
+                return Err("the index has no `manifests` list".into());
             };
             if list.len() > MAX_DESCRIPTORS {
                 return Err(format!(

@@ -33,10 +33,14 @@ pub const MAX_REDIRECTS: usize = 5;
 
 /// The timeout from [`TIMEOUT_ENV`] (seconds, decimals allowed, 0 < t ≤ 3600), else the default.
 pub fn timeout_from_env() -> Result<Duration, RegistryError> {
-    match std::env::var(TIMEOUT_ENV) {
-        Err(_) => Ok(DEFAULT_TIMEOUT),
-        Ok(v) if v.trim().is_empty() => Ok(DEFAULT_TIMEOUT),
-        Ok(v) => match v.trim().parse::<f64>() {
+    parse_timeout(std::env::var(TIMEOUT_ENV).ok())
+}
+
+fn parse_timeout(value: Option<String>) -> Result<Duration, RegistryError> {
+    match value {
+        None => Ok(DEFAULT_TIMEOUT),
+        Some(v) if v.trim().is_empty() => Ok(DEFAULT_TIMEOUT),
+        Some(v) => match v.trim().parse::<f64>() {
             Ok(s) if s > 0.0 && s <= 3600.0 => Ok(Duration::from_secs_f64(s)),
             _ => Err(RegistryError::Client(format!(
                 "{TIMEOUT_ENV}={} is not a number of seconds between 0 and 3600",
@@ -586,6 +590,70 @@ pub fn url_with_query(url: &str, pairs: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn transport_rule() {
+        // (url, registry on loopback, --insecure, allowed)
+        let cases = [
+            ("https://reg.example/v2/", false, false, true),
+            ("http://reg.example/v2/", false, false, false),
+            ("http://reg.example/v2/", false, true, true),
+            ("http://127.0.0.1:5000/x", true, false, true),
+            ("http://[::1]:5000/x", true, false, true),
+            ("http://localhost:5000/x", true, false, true),
+            // A remote registry may not send us to this machine, even over HTTPS.
+            ("https://127.0.0.1/x", false, false, false),
+            ("http://127.0.0.1/x", false, true, false),
+            ("ftp://reg.example/x", false, true, false),
+            ("file:///etc/passwd", true, true, false),
+        ];
+        for (u, lo, insecure, ok) in cases {
+            assert_eq!(
+                url_allowed(&url(u), lo, insecure).is_ok(),
+                ok,
+                "{u} {lo} {insecure}"
+            );
+        }
+    }
+
+    #[test]
+    fn origins() {
+        assert!(same_origin(
+            &url("https://r.io/v2/a"),
+            &url("https://R.io:443/b")
+        ));
+        assert!(!same_origin(&url("https://r.io/"), &url("http://r.io/")));
+        assert!(!same_origin(
+            &url("http://127.0.0.1:5000/"),
+            &url("http://127.0.0.1:5001/")
+        ));
+        assert!(!same_origin(
+            &url("https://r.io/"),
+            &url("https://s3.r.io/")
+        ));
+        // userinfo does not change the origin that matters: the host.
+        assert!(!same_origin(
+            &url("http://r.io@evil.io/"),
+            &url("http://r.io/")
+        ));
+    }
+
+    #[test]
+    fn timeout_values() {
+        assert_eq!(parse_timeout(None).ok(), Some(DEFAULT_TIMEOUT));
+        assert_eq!(parse_timeout(Some(" ".into())).ok(), Some(DEFAULT_TIMEOUT));
+        assert_eq!(
+            parse_timeout(Some("0.5".into())).ok(),
+            Some(Duration::from_millis(500))
+        );
+        for bad in ["0", "-1", "soon", "1e9", "NaN", "inf"] {
+            assert!(parse_timeout(Some(bad.into())).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn query_encoding() {

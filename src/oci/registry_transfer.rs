@@ -69,7 +69,14 @@ pub struct TransferReport {
     pub downloaded: Vec<String>,
     /// Bytes sent or received for blobs (not manifests).
     pub bytes: u64,
+    /// Manifests and indexes fetched so far by a pull, and their bytes (see [`MAX_DOCUMENTS`]).
+    #[serde(skip)]
+    documents: (usize, usize),
 }
+
+/// Most manifests and indexes one pull fetches, and their total bytes: an index may list 4096
+/// entries, nested 4 deep, which must not become 4096⁴ requests or gigabytes of manifests.
+pub const MAX_DOCUMENTS: (usize, usize) = (1024, 64 << 20);
 
 impl TransferReport {
     fn record(&mut self, digest: &str, outcome: Outcome) {
@@ -343,8 +350,28 @@ fn pull_node(
             // The entry's media type is a claim; the fetched document is validated against it
             // and its own (checked) media type is what gets stored.
             let expected = Kind::of(&child.media_type);
+            report.documents.0 += 1;
+            if report.documents.0 > MAX_DOCUMENTS.0 {
+                return Err(RegistryError::BadDocument {
+                    reference: r.to_string(),
+                    reason: format!(
+                        "it needs more than {} manifests; nothing more was fetched",
+                        MAX_DOCUMENTS.0
+                    ),
+                });
+            }
             let fetched =
                 client.block_on(client.fetch_manifest_async(r, &child.digest, expected))?;
+            report.documents.1 += fetched.bytes.len();
+            if report.documents.1 > MAX_DOCUMENTS.1 {
+                return Err(RegistryError::BadDocument {
+                    reference: r.to_string(),
+                    reason: format!(
+                        "its manifests add up to more than {} bytes; nothing more was fetched",
+                        MAX_DOCUMENTS.1
+                    ),
+                });
+            }
             if fetched.bytes.len() as u64 != child.size {
                 return Err(RegistryError::BadDocument {
                     reference: r.to_string(),

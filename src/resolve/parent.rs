@@ -130,7 +130,7 @@ fn read_agent(
     if manifest.config.media_type != AGENT_CONFIG {
         return Err(bad(format!(
             "its config is {}, not an agent config ({AGENT_CONFIG})",
-            manifest.config.media_type
+            crate::oci::registry_check::escape_text(&manifest.config.media_type, 120)
         )));
     }
     let cd = Digest::parse(&manifest.config.digest).map_err(|e| bad(e.to_string()))?;

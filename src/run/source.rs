@@ -309,7 +309,10 @@ fn check_platform(
         return Err(SourceError::PinnedPlatform {
             reference: reference.to_owned(),
             wanted: platform.to_string(),
-            actual: format!("{}/{}", p.os, p.architecture),
+            actual: crate::oci::registry_check::escape_text(
+                &format!("{}/{}", p.os, p.architecture),
+                60,
+            ),
         });
     }
     Ok(())
@@ -348,10 +351,14 @@ pub fn bin_image(
                     .manifests
                     .iter()
                     .filter_map(|m| {
-                        m.platform
-                            .as_ref()
-                            .map(|p| format!("{}/{}", p.os, p.architecture))
+                        m.platform.as_ref().map(|p| {
+                            crate::oci::registry_check::escape_text(
+                                &format!("{}/{}", p.os, p.architecture),
+                                60,
+                            )
+                        })
                     })
+                    .take(32)
                     .collect();
                 if v.is_empty() {
                     "none".to_owned()

@@ -1,4 +1,4 @@
-//! A fake, scriptable OCI registry for security tests: a std::net server on a free port (loopback,
+//! A fake, scriptable OCI registry for security tests: a `std::net` server on a free port (loopback,
 //! or another local address) whose answers a test scripts — lying `Content-Length`, endless
 //! bodies, foreign `Location`s, token realms, hanging, connections dropped mid-blob, wrong media
 //! types — and which records every request with its headers, so a test can assert who got an
@@ -10,6 +10,7 @@
 //! once. Dropping the server stops its hanging answers.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{IpAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -331,7 +332,7 @@ fn write_reply(
 ) -> std::io::Result<()> {
     let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
     for (k, v) in &reply.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
+        let _ = write!(head, "{k}: {v}\r\n");
     }
     let full_len = match &reply.body {
         Body::Bytes(b) | Body::Cut(b, _) | Body::Stall(b, _) => Some(b.len() as u64),
@@ -340,11 +341,13 @@ fn write_reply(
     match reply.length {
         Length::Actual => {
             if let Some(n) = full_len {
-                head.push_str(&format!("Content-Length: {n}\r\n"));
+                let _ = write!(head, "Content-Length: {n}\r\n");
             }
         }
         Length::Omit => {}
-        Length::Claim(n) => head.push_str(&format!("Content-Length: {n}\r\n")),
+        Length::Claim(n) => {
+            let _ = write!(head, "Content-Length: {n}\r\n");
+        }
     }
     head.push_str("Connection: close\r\n\r\n");
     out.write_all(head.as_bytes())?;
@@ -379,11 +382,14 @@ pub fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
 }
 
+/// One repository's manifests: reference (tag or digest) → (media type, bytes).
+type Repo = HashMap<String, (String, Vec<u8>)>;
+
 /// A well-behaved registry's contents and answers, for scripts to fall back to.
 #[derive(Default)]
 pub struct Content {
     /// `repo` → reference (tag or digest) → (media type, bytes).
-    manifests: Mutex<HashMap<String, HashMap<String, (String, Vec<u8>)>>>,
+    manifests: Mutex<HashMap<String, Repo>>,
     /// digest → bytes (one namespace for every repository).
     blobs: Mutex<HashMap<String, Vec<u8>>>,
     /// Upload sessions: id → bytes so far.
