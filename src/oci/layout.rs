@@ -434,7 +434,7 @@ pub(crate) fn locked_temp(dir: &Path, prefix: &str) -> Result<NamedTempFile, Sto
 /// Removes the regular files in `dir` that no live process holds locked and that have not been
 /// modified for `age`; returns how many went. Errors are ignored (the next call tries again).
 pub(crate) fn collect_stale_temps(dir: &Path, age: std::time::Duration) -> usize {
-    use std::os::unix::fs::OpenOptionsExt;
+    use rustix::fs::OFlags;
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
@@ -454,14 +454,15 @@ pub(crate) fn collect_stale_temps(dir: &Path, age: std::time::Duration) -> usize
             continue;
         }
         // O_NOFOLLOW|O_NONBLOCK: never follow a link or block on a FIFO put in its place.
-        let flags = (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits();
-        let Ok(f) = File::options()
-            .read(true)
-            .custom_flags(flags.cast_signed())
-            .open(&path)
-        else {
+        let Ok(fd) = rustix::fs::openat(
+            rustix::fs::CWD,
+            &path,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) else {
             continue;
         };
+        let f = File::from(fd);
         if f.try_lock().is_ok() && f.metadata().is_ok_and(|m| m.file_type().is_file()) {
             // Removed while we hold the lock: a writer that locks after us sees no link left.
             if fs::remove_file(&path).is_ok() {

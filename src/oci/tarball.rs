@@ -48,7 +48,8 @@ pub enum EntryKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub name: Vec<u8>,
-    /// Where it was found (for messages; it is opened through `rel`, never by this path).
+    /// The added directory on the first (root) entry; empty on the others, which are opened
+    /// through `rel` below it, never by a path.
     pub path: PathBuf,
     /// The path below the added directory, `/`-separated (empty for the added directory).
     pub rel: Vec<u8>,
@@ -103,7 +104,6 @@ pub fn walk(
         source,
     })?;
     let mut w = Walk {
-        root: dir,
         ctx_rel,
         ignore,
         out: &mut out,
@@ -113,7 +113,6 @@ pub fn walk(
 }
 
 struct Walk<'a> {
-    root: &'a Path,
     ctx_rel: &'a str,
     ignore: &'a Ignore,
     out: &'a mut Vec<Entry>,
@@ -143,11 +142,7 @@ impl Walk<'_> {
             sub.push(raw.to_vec());
             let entry = |kind, stamp| Entry {
                 name: entry_name.clone(),
-                path: self.root.join(
-                    sub.iter()
-                        .map(|p| OsStr::from_bytes(p))
-                        .collect::<PathBuf>(),
-                ),
+                path: PathBuf::new(),
                 rel: sub.join(&b'/'),
                 kind,
                 stamp,

@@ -141,6 +141,8 @@ pub enum PlanError {
     Override(#[from] OverrideError),
     #[error("{reference}: the agent has no RUNTIME, so there is nothing to run; add a RUNTIME line to its Agentfile")]
     NoRuntime { reference: String },
+    #[error("{reference}: invalid artifact: it would write {} outside the agent tree", shown(.path))]
+    UnsafePath { reference: String, path: String },
     #[error("{reference}: invalid artifact: layers[{index}] title {} is not a safe file name (names are 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit); layer {digest}", shown(.title))]
     BadTitle {
         reference: String,
@@ -151,6 +153,13 @@ pub enum PlanError {
 }
 
 use crate::ir::names::{is_loader_key, is_safe_rel, shown};
+
+/// A relative path that stays below the root: no empty, `.` or `..` component, no NUL.
+fn is_inside(p: &str) -> bool {
+    !p.is_empty()
+        && !p.contains('\0')
+        && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+}
 pub use crate::ir::names::{is_path_safe, RESERVED_CONTEXT_NAMES};
 
 const DIRS: &[&str] = &[
@@ -444,6 +453,14 @@ pub fn plan(
             (argv, opts.root.join("workspace"))
         }
     };
+    // Every name above was checked where it came from; this keeps a future entry from reaching
+    // the filesystem unchecked.
+    if let Some(bad) = tree.iter().map(TreeEntry::path).find(|p| !is_inside(p)) {
+        return Err(PlanError::UnsafePath {
+            reference: image.reference.clone(),
+            path: bad.to_owned(),
+        });
+    }
     Ok(RunPlan {
         name: opts.name.clone(),
         id: opts.id.clone(),
@@ -573,6 +590,14 @@ mod tests {
             mount_arg("bind", Path::new("/a,b\"c"), "/t", false),
             "type=bind,\"source=/a,b\"\"c\",target=/t"
         );
+    }
+
+    #[test]
+    fn tree_paths_stay_inside() {
+        assert!(is_inside("etc/data/a.txt") && is_inside("mnt/my data"));
+        for bad in ["", "/etc", "a//b", "a/../b", "./a", "a/", "a\0b"] {
+            assert!(!is_inside(bad), "{bad:?}");
+        }
     }
 
     #[test]
