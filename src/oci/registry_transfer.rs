@@ -11,7 +11,7 @@
 
 use super::descriptor::Descriptor;
 use super::digest::Digest;
-use super::layout::Store;
+use super::layout::{Store, StoreError};
 use super::path_io::io_err;
 use super::registry::{
     is_index, sha256, BlobStream, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST,
@@ -249,10 +249,22 @@ fn push_blob(
     let size = std::fs::metadata(&path)
         .map_err(io_err("read", &path))?
         .len();
+    // The store is checked like any input: a blob whose size differs from its descriptor is not
+    // sent, and the bytes are hashed as they stream so a damaged blob fails the upload with the
+    // store's own "corrupt" error instead of reaching the registry under a digest it does not have.
+    if size != blob.size {
+        return Err(StoreError::Corrupt {
+            path: path.clone(),
+            expected: format!("{} ({} bytes)", blob.digest, blob.size),
+            actual: format!("a file of {size} bytes"),
+        }
+        .into());
+    }
     // Progress is reported from the body stream; a retried upload reports its bytes again.
     let (tx, rx) = std::sync::mpsc::channel::<u64>();
     let open = move || -> Result<BlobStream, RegistryError> {
         let file = std::fs::File::open(&path).map_err(io_err("open", &path))?;
+        let file = crate::oci::verify::VerifiedBlob::new(file, digest.clone(), path.clone());
         let tx = tx.clone();
         let stream = futures_util::stream::unfold(Some(file), move |state| {
             let tx = tx.clone();
