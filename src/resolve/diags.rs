@@ -74,7 +74,7 @@ pub fn platform_unavailable(
             format!("it is built for {available}"),
             format!(
                 "build for a platform the image has (`--platform {}`), or use an image published for {wanted}",
-                available.split(", ").next().unwrap_or(available)
+                suggest_platform(available)
             ),
         )
     };
@@ -85,6 +85,17 @@ pub fn platform_unavailable(
     )
     .with_label(format!("no {wanted} image"))
     .with_help(help)
+}
+
+/// The platform to suggest from a list: this machine's when the image has it, else the first.
+fn suggest_platform(available: &str) -> String {
+    let host = crate::oci::registry::TargetPlatform::host().to_string();
+    let mut all = available.split(", ");
+    if available.split(", ").any(|p| p == host) {
+        host
+    } else {
+        all.next().unwrap_or(available).to_owned()
+    }
 }
 
 /// AF412: the registry answered with an error, or content that does not verify.
