@@ -211,7 +211,8 @@ fn every_emitted_code_is_in_the_table_with_its_severity() {
 /// test modules.
 #[test]
 fn the_scanner_sees_what_it_must() {
-    let text = "fn a() { Diagnostic::warning(\n    \"AF201\", s, m); Diagnostic::error(code, s, m); \
+    let text =
+        "fn a() { Diagnostic::warning(\n    \"AF201\", s, m); Diagnostic::error(code, s, m); \
                 Diagnostic::new(\"AF101\", Severity::Info, s, m); }\n\
                 #[cfg(test)]\nmod tests { fn b() { Diagnostic::error(\"AF999\", s, m); } }\n";
     let mut calls = Vec::new();

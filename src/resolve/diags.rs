@@ -30,7 +30,12 @@ pub enum OfflineHint {
 }
 
 /// AF410: the registry could not be reached (or no HTTP client could be set up).
-pub fn registry_unreachable(span: Span, reference: &str, why: &str, hint: OfflineHint) -> Diagnostic {
+pub fn registry_unreachable(
+    span: Span,
+    reference: &str,
+    why: &str,
+    hint: OfflineHint,
+) -> Diagnostic {
     let help = match hint {
         OfflineHint::Pinned => "check the host name, the network and any proxy; Agentfile.lock pins this image, so `otters build --offline` builds from the lock without a registry".to_owned(),
         OfflineHint::LocalParent => "check the host name, the network and any proxy; this parent is in the local store, so `otters build --offline` builds from it without a registry".to_owned(),
@@ -106,14 +111,18 @@ pub fn registry_error(span: Span, reference: &str, why: &str) -> Diagnostic {
         format!("cannot resolve image `{reference}`: {why}"),
     )
     .with_label("registry error")
-    .with_help("try again later; if it persists, push the image again or ask the registry's operator")
+    .with_help(
+        "try again later; if it persists, push the image again or ask the registry's operator",
+    )
 }
 
 /// AF409: `Agentfile.lock` cannot be read or parsed.
 pub fn lock_unreadable(span: Span, why: &str) -> Diagnostic {
     Diagnostic::error("AF409", span, why.to_owned())
         .with_label("Agentfile.lock is needed to resolve this")
-        .with_help("fix Agentfile.lock, or delete it and run `otters lock` with the registries in reach")
+        .with_help(
+            "fix Agentfile.lock, or delete it and run `otters lock` with the registries in reach",
+        )
 }
 
 pub fn registry_denied(span: Span, reference: &str, why: &str, registry: &str) -> Diagnostic {

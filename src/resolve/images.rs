@@ -88,7 +88,15 @@ pub fn resolve_image(
         .resolve(r, platform)
         .map_err(|e| registry_diagnostic(span, written, r, &e, hint))?;
     if resolved.platform.is_none() {
-        check_config_platform(client, written, r, &resolved.manifest.bytes, platform, span, hint)?;
+        check_config_platform(
+            client,
+            written,
+            r,
+            &resolved.manifest.bytes,
+            platform,
+            span,
+            hint,
+        )?;
     }
     let top: Doc = serde_json::from_slice(&resolved.top.bytes).unwrap_or_default();
     let manifest: Doc = serde_json::from_slice(&resolved.manifest.bytes).unwrap_or_default();

@@ -163,7 +163,11 @@ fn fetch_parent(
     };
     let top = client.fetch_manifest(r).map_err(fail)?;
     let digest = if is_index(&top.media_type) {
-        client.resolve(r, cx.platform).map_err(fail)?.manifest.digest
+        client
+            .resolve(r, cx.platform)
+            .map_err(fail)?
+            .manifest
+            .digest
     } else {
         top.digest
     };
