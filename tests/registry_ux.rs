@@ -683,3 +683,66 @@ fn login_stores_through_the_configured_credential_store() {
     assert!(!ok);
     assert!(err.contains("not a helper name"), "{err}");
 }
+
+// ---- item 18: `otters run` warns when the provider key is missing -------------------------
+
+#[test]
+fn run_warns_when_the_model_provider_key_is_unset() {
+    let env = Env::new();
+    let ctx = context(
+        &env,
+        "agent",
+        "FROM scratch\nNAME keyed\nRUNTIME 127.0.0.1:1/rt:1\nMODEL anthropic/claude-test\n",
+        &[],
+    );
+    env.ok(&[
+        "build",
+        "-q",
+        "--offline",
+        "--allow-unpinned",
+        "-t",
+        "keyed:1",
+        s(&ctx),
+    ]);
+    let run = |extra: &[&str], key: Option<(&str, &str)>| {
+        let mut cmd = env.otters();
+        for k in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OLLAMA_API_KEY"] {
+            cmd.env_remove(k);
+        }
+        if let Some((k, v)) = key {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .args(["run", "--dry-run", "keyed:1"])
+            .args(extra)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        flat(&String::from_utf8_lossy(&out.stderr))
+    };
+    let err = run(&[], None);
+    assert!(
+        err.contains(
+            "warning: MODEL anthropic/claude-test needs ANTHROPIC_API_KEY, which is not set"
+        ),
+        "{err}"
+    );
+    // Set but empty is not passed on either.
+    assert!(run(&[], Some(("ANTHROPIC_API_KEY", ""))).contains("needs ANTHROPIC_API_KEY"));
+    let err = run(&[], Some(("ANTHROPIC_API_KEY", "sk-test")));
+    assert!(!err.contains("API_KEY"), "{err}");
+    assert!(!err.contains("sk-test"), "{err}");
+    // --model switches the provider, and the key it needs.
+    let err = run(
+        &["--model", "openai/gpt-4o"],
+        Some(("ANTHROPIC_API_KEY", "sk-test")),
+    );
+    assert!(err.contains("needs OPENAI_API_KEY"), "{err}");
+    // A local provider needs none.
+    let err = run(&["--model", "ollama/llama3"], None);
+    assert!(!err.contains("API_KEY"), "{err}");
+}
