@@ -158,7 +158,7 @@ const MAX_CONFIG: u64 = 4 << 20;
 fn check_config_platform(
     client: &RegistryClient,
     written: &str,
-    r: &Reference,
+    reference: &Reference,
     manifest: &[u8],
     platform: &TargetPlatform,
     span: Span,
@@ -177,29 +177,33 @@ fn check_config_platform(
         #[serde(default)]
         variant: Option<String>,
     }
-    let Ok(m) = serde_json::from_slice::<WithConfig>(manifest) else {
+    let Ok(doc) = serde_json::from_slice::<WithConfig>(manifest) else {
         return Ok(());
     };
-    if !IMAGE_CONFIGS.contains(&m.config.media_type.as_str()) || m.config.size > MAX_CONFIG {
+    if !IMAGE_CONFIGS.contains(&doc.config.media_type.as_str()) || doc.config.size > MAX_CONFIG {
         return Ok(());
     }
     let bytes = client
-        .fetch_blob(r, &m.config.digest, MAX_CONFIG)
-        .map_err(|e| registry_diagnostic(span, written, r, &e, hint))?;
-    let Ok(c) = serde_json::from_slice::<ConfigPlatform>(&bytes) else {
+        .fetch_blob(reference, &doc.config.digest, MAX_CONFIG)
+        .map_err(|e| registry_diagnostic(span, written, reference, &e, hint))?;
+    let Ok(config) = serde_json::from_slice::<ConfigPlatform>(&bytes) else {
         return Ok(());
     };
-    if c.os.is_empty() || c.architecture.is_empty() {
+    if config.os.is_empty() || config.architecture.is_empty() {
         return Ok(());
     }
-    let variant_differs = matches!((&platform.variant, &c.variant), (Some(w), Some(h)) if w != h);
-    if c.os == platform.os && c.architecture == platform.architecture && !variant_differs {
+    let variant_differs = matches!(
+        (&platform.variant, &config.variant),
+        (Some(wanted), Some(has)) if wanted != has
+    );
+    if config.os == platform.os && config.architecture == platform.architecture && !variant_differs
+    {
         return Ok(());
     }
     let has = TargetPlatform {
-        os: c.os,
-        architecture: c.architecture,
-        variant: c.variant.filter(|v| !v.is_empty()),
+        os: config.os,
+        architecture: config.architecture,
+        variant: config.variant.filter(|v| !v.is_empty()),
     };
     let has = crate::oci::registry_check::escape_text(&has.to_string(), 60);
     Err(diags::platform_unavailable(

@@ -95,21 +95,6 @@ pub fn local_parent(
     r: &Reference,
     platform: &TargetPlatform,
 ) -> Option<String> {
-    let top = match &r.digest {
-        Some(d) => {
-            let d = Digest::parse(d).ok()?;
-            store.has_blob(&d).then(|| d.to_string())?
-        }
-        None => {
-            let name = crate::oci::refname::tag_name(written).ok()?;
-            store
-                .list()
-                .ok()?
-                .into_iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, d)| d.digest)?
-        }
-    };
     #[derive(serde::Deserialize)]
     struct IndexDoc {
         #[serde(default)]
@@ -117,6 +102,18 @@ pub fn local_parent(
         #[serde(default, rename = "mediaType")]
         media_type: Option<String>,
     }
+    let top = if let Some(d) = &r.digest {
+        let d = Digest::parse(d).ok()?;
+        store.has_blob(&d).then(|| d.to_string())?
+    } else {
+        let name = crate::oci::refname::tag_name(written).ok()?;
+        store
+            .list()
+            .ok()?
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, d)| d.digest)?
+    };
     let bytes = store.read_blob(&Digest::parse(&top).ok()?).ok()?;
     let doc: IndexDoc = serde_json::from_slice(&bytes).ok()?;
     if !doc.media_type.as_deref().is_some_and(is_index) && doc.manifests.is_empty() {
