@@ -228,6 +228,10 @@ fn unreadable_lock_is_af409_and_a_bad_client_setting_af410() {
     assert!(!out.status.success());
     assert!(err.contains("AF410") && !err.contains("AF401"), "{err}");
     assert!(err.contains("OTTERS_REGISTRY_TIMEOUT"), "{err}");
+    assert!(
+        !err.contains("--offline"),
+        "no lock, yet --offline is advised: {err}"
+    );
 }
 
 // ---- item 16: an unreachable registry is AF410; --offline is advised only when it would work --

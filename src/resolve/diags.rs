@@ -50,15 +50,17 @@ pub fn registry_unreachable(
     .with_help(help)
 }
 
-/// AF410 for every reference, when no HTTP client can be set up at all.
-pub fn client_failed(span: Span, why: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF410",
-        span,
-        format!("cannot contact any registry: {why}"),
-    )
-    .with_label("nothing was resolved")
-    .with_help("fix the setting the message names (e.g. OTTERS_REGISTRY_TIMEOUT), or build from Agentfile.lock with --offline")
+/// AF410 for every reference, when no HTTP client can be set up at all. `has_lock`: an
+/// `Agentfile.lock` exists, so `--offline` may help.
+pub fn client_failed(span: Span, why: &str, has_lock: bool) -> Diagnostic {
+    let help = if has_lock {
+        "fix the setting the message names (e.g. OTTERS_REGISTRY_TIMEOUT); when Agentfile.lock pins every image, `otters build --offline` builds without a registry"
+    } else {
+        "fix the setting the message names (e.g. OTTERS_REGISTRY_TIMEOUT), then build again"
+    };
+    Diagnostic::error("AF410", span, format!("cannot contact any registry: {why}"))
+        .with_label("nothing was resolved")
+        .with_help(help)
 }
 
 /// AF411: the image has no manifest for the target platform. `available` lists the platforms it

@@ -78,7 +78,13 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
             docker_config: opts.docker_config.clone(),
             ..ClientOptions::default()
         })
-        .map_err(|e| vec![diags::client_failed(from_span, &e.to_string())])?;
+        .map_err(|e| {
+            vec![diags::client_failed(
+                from_span,
+                &e.to_string(),
+                old_lock.is_some(),
+            )]
+        })?;
         Some(c)
     };
     let mut lock = Lockfile::new(&opts.platform.to_string());
