@@ -423,8 +423,12 @@ pub fn build(
                 span: Some(span), ..
             },
         ) => {
-            let code = if e.is_escape() { "AF302" } else { "AF303" };
-            shown.push(Diagnostic::error(code, span, e.to_string()).with_help(
+            let d = if e.is_escape() {
+                Diagnostic::error("AF302", span, e.to_string())
+            } else {
+                Diagnostic::error("AF303", span, e.to_string())
+            };
+            shown.push(d.with_help(
                 "directory ADDs may hold only regular files, directories and symlinks that stay inside them",
             ));
             shown.sort_by_key(|d| d.span.start);

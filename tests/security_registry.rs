@@ -661,7 +661,7 @@ fn lying_manifests_are_refused_and_nothing_is_stored() {
         ),
     );
     let err = env.fails(&["build", "-q", ctx.to_str().expect("utf8")]);
-    assert!(err.contains("AF401"), "{err}");
+    assert!(err.contains("AF412"), "{err}");
     assert!(
         err.contains("its Content-Type says an image index"),
         "{err}"

@@ -348,6 +348,30 @@ pub static RULES: &[RuleMeta] = &[
         Error,
         "the FROM chain is more than 10 levels deep"
     ),
+    rule!(
+        "AF409",
+        "lock-unreadable",
+        Error,
+        "Agentfile.lock cannot be read or parsed"
+    ),
+    rule!(
+        "AF410",
+        "registry-unreachable",
+        Error,
+        "a registry cannot be reached, or no HTTP client can be set up"
+    ),
+    rule!(
+        "AF411",
+        "platform-unavailable",
+        Error,
+        "an image has no manifest for the target platform"
+    ),
+    rule!(
+        "AF412",
+        "registry-error",
+        Error,
+        "a registry sent an error or content otters cannot verify"
+    ),
 ];
 
 /// The rule for a code, matched case-insensitively (`af101` finds AF101).

@@ -18,6 +18,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+// Rationale: the flags mirror `otters run`'s command-line switches one to one.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Image reference, or a path to an Agentfile / build context to build first
@@ -210,6 +212,13 @@ pub fn run(mut a: Args) -> CliResult {
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }
+    let model = a
+        .model
+        .as_deref()
+        .or(image.model.agent.model.as_ref().map(|m| m.value.as_str()));
+    if let Some(w) = missing_provider_key(model, &plan.env) {
+        eprintln!("warning: {w}");
+    }
     if a.dry_run {
         outln!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
         return Ok(ExitCode::SUCCESS);
@@ -217,6 +226,30 @@ pub fn run(mut a: Args) -> CliResult {
     materialise::materialise(&plan, &store, fetcher, &Limits::default(), owner)
         .map_err(|e| miette!("{e}"))?;
     Err(miette!("{}", exec::exec(&plan)))
+}
+
+/// Providers whose models run locally and need no API key.
+const KEYLESS_PROVIDERS: [&str; 5] = ["ollama", "lmstudio", "llamacpp", "vllm", "local"];
+
+/// A warning when MODEL's provider key (`anthropic/…` → `ANTHROPIC_API_KEY`) is not among the
+/// variables the runtime gets, i.e. unset or empty where otters runs: the agent would start and
+/// fail on its first model call.
+fn missing_provider_key(model: Option<&str>, env: &[crate::run::env::EnvEntry]) -> Option<String> {
+    let model = model.filter(|m| !m.is_empty())?;
+    let provider = model.split_once('/')?.0;
+    if KEYLESS_PROVIDERS.contains(&provider.to_ascii_lowercase().as_str()) {
+        return None;
+    }
+    let key = format!("{}_API_KEY", crate::run::env::provider_prefix(model)?);
+    if env.iter().any(|e| e.key == key) {
+        return None;
+    }
+    // MODEL comes from the image: shown escaped and bounded.
+    let model = crate::oci::registry_check::escape_text(model, 120);
+    let key = crate::oci::registry_check::escape_text(&key, 80);
+    Some(format!(
+        "MODEL {model} needs {key}, which is not set in this environment: the runtime starts without it and its first model call will fail; export {key} before `otters run`"
+    ))
 }
 
 /// The id recorded by a previous run of the same agent, so it keeps its identity.

@@ -1,5 +1,6 @@
 //! Registry credentials: docker's `config.json` (read through `docker_credential`, so `auths`,
-//! `credsStore` and `credHelpers` all work), `otters login`/`logout` writes, and parsing of
+//! `credsStore` and `credHelpers` all work), `otters login`/`logout` writes (through the
+//! configured credential helper, as docker does, else into `auths`), and parsing of
 //! `WWW-Authenticate` challenges.
 //!
 //! Takes: a registry host (`127.0.0.1:5000`, `docker.io`). Returns: credentials, or nothing for
@@ -64,6 +65,14 @@ pub enum AuthError {
     Io(#[from] PathIoError),
     #[error("{} is not a JSON object; move it away and run `otters login` again", path.display())]
     NotAnObject { path: PathBuf },
+    #[error("{} names the credential helper {name:?}, which is not a helper name (letters, digits, `.`, `_`, `-`); fix credsStore or credHelpers", path.display())]
+    BadHelper { path: PathBuf, name: String },
+    #[error("credential helper {program} could not {action} the credentials: {reason}")]
+    Helper {
+        program: String,
+        action: String,
+        reason: String,
+    },
 }
 
 /// The directory docker's client config lives in: `$DOCKER_CONFIG`, else `~/.docker`.
@@ -137,6 +146,150 @@ pub fn store_login(
     }
     write_config_doc(dir, &path, &doc)?;
     Ok(path)
+}
+
+/// Where `otters login` put the credentials.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// Under `auths` in this `config.json`.
+    File(PathBuf),
+    /// In the credential helper `docker-credential-<helper>`; `config.json` (this path) records
+    /// only that the registry has a login.
+    Helper { helper: String, config: PathBuf },
+}
+
+/// The credential helper `config.json` in `dir` names for `registry`: its `credHelpers` entry,
+/// else its `credsStore`, as docker chooses. `Ok(None)` when neither is set (or they are empty).
+pub fn helper_for(dir: &Path, registry: &str) -> Result<Option<String>, AuthError> {
+    let path = dir.join("config.json");
+    let doc = read_config_doc(&path)?;
+    let key = config_key(registry);
+    let named = doc
+        .get("credHelpers")
+        .and_then(|h| h.get(&key))
+        .and_then(serde_json::Value::as_str)
+        .or_else(|| doc.get("credsStore").and_then(serde_json::Value::as_str))
+        .filter(|h| !h.is_empty());
+    match named {
+        None => Ok(None),
+        Some(h) if is_helper_name(h) => Ok(Some(h.to_owned())),
+        Some(h) => Err(AuthError::BadHelper {
+            path,
+            name: crate::oci::registry_check::escape_text(h, 80),
+        }),
+    }
+}
+
+/// A helper name becomes part of a program name (`docker-credential-<name>`) looked up on
+/// `PATH`: letters, digits, `.`, `_` and `-` only, so it can never name a path.
+fn is_helper_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Stores a login the way docker does: through the credential helper `config.json` names for
+/// `registry` (`credHelpers`, else `credsStore`), leaving `auths` with an empty entry for it (so a
+/// stale inline `auth` can no longer shadow the helper); else under `auths` as
+/// [`store_login`] does.
+pub fn save_login(dir: &Path, registry: &str, user: &str, pass: &str) -> Result<Stored, AuthError> {
+    let Some(helper) = helper_for(dir, registry)? else {
+        return store_login(dir, registry, user, pass).map(Stored::File);
+    };
+    let key = config_key(registry);
+    let input = serde_json::json!({"ServerURL": key, "Username": user, "Secret": pass});
+    run_helper(&helper, "store", input.to_string().as_bytes())?;
+    let path = dir.join("config.json");
+    let mut doc = read_config_doc(&path)?;
+    let Some(obj) = doc.as_object_mut() else {
+        return Err(AuthError::NotAnObject { path });
+    };
+    let auths = obj.entry("auths").or_insert_with(|| serde_json::json!({}));
+    if !auths.is_object() {
+        *auths = serde_json::json!({});
+    }
+    if let Some(a) = auths.as_object_mut() {
+        a.insert(key, serde_json::json!({}));
+    }
+    write_config_doc(dir, &path, &doc)?;
+    Ok(Stored::Helper {
+        helper,
+        config: path,
+    })
+}
+
+/// Most bytes of a helper's output kept for an error message.
+const HELPER_OUTPUT: usize = 300;
+
+/// Runs `docker-credential-<helper> <action>` with `input` on stdin (the credential-helper
+/// protocol). Its output is never shown on success; on failure a bounded, escaped excerpt is.
+fn run_helper(helper: &str, action: &str, input: &[u8]) -> Result<Vec<u8>, AuthError> {
+    use std::process::{Command, Stdio};
+    let program = format!("docker-credential-{helper}");
+    let fail = |reason: String| AuthError::Helper {
+        program: program.clone(),
+        action: action.to_owned(),
+        reason,
+    };
+    let mut child = Command::new(&program)
+        .arg(action)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            fail(if e.kind() == std::io::ErrorKind::NotFound {
+                "it is not on PATH; install it, or remove credsStore/credHelpers from config.json"
+                    .to_owned()
+            } else {
+                e.to_string()
+            })
+        })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A helper that exits without reading gives EPIPE here; its exit status tells why.
+        let _ = stdin.write_all(input);
+    }
+    let out = child.wait_with_output().map_err(|e| fail(e.to_string()))?;
+    if out.status.success() {
+        return Ok(out.stdout);
+    }
+    let said = String::from_utf8_lossy(if out.stderr.is_empty() {
+        &out.stdout
+    } else {
+        &out.stderr
+    })
+    .trim()
+    .to_owned();
+    Err(fail(format!(
+        "it failed ({}){}",
+        out.status,
+        if said.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ": {}",
+                crate::oci::registry_check::escape_text(&said, HELPER_OUTPUT)
+            )
+        }
+    )))
+}
+
+/// Removes `registry`'s login: its `auths` entry, and through the credential helper when one is
+/// configured for it (a helper that has no entry is not an error). Returns false when there was
+/// nothing to remove anywhere.
+pub fn logout(dir: &Path, registry: &str) -> Result<bool, AuthError> {
+    let mut removed = false;
+    if let Some(helper) = helper_for(dir, registry)? {
+        match run_helper(&helper, "erase", config_key(registry).as_bytes()) {
+            Ok(_) => removed = true,
+            Err(AuthError::Helper { reason, .. }) if reason.contains("credentials not found") => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(remove_login(dir, registry)? || removed)
 }
 
 /// Removes `registry` from `auths`. Returns false when there was nothing to remove.

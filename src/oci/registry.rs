@@ -717,6 +717,11 @@ impl RegistryClient {
     }
 
     /// Turns 401/403 into errors that name the registry, repository and user.
+    ///
+    /// A 401 to a request that carried credentials means the registry refused them (a stale or
+    /// wrong password), whatever the action — except under bearer auth, where the token service
+    /// already accepted them (it answers 401 itself to a wrong password) and a 401 means the token
+    /// lacks the scope: no access to that repository, like a 403.
     fn check_access(
         &self,
         r: &Reference,
@@ -724,8 +729,9 @@ impl RegistryClient {
         action: &'static str,
     ) -> Result<(), RegistryError> {
         let user = self.t.user(&r.registry);
+        let bearer = self.t.auth_scheme(&r.registry).as_deref() == Some("bearer");
         match status {
-            StatusCode::UNAUTHORIZED if user.is_some() && action == "pull" => {
+            StatusCode::UNAUTHORIZED if user.is_some() && (action == "pull" || !bearer) => {
                 Err(RegistryError::Denied {
                     registry: r.registry.clone(),
                     user,

@@ -213,6 +213,11 @@ impl Transport {
         }
     }
 
+    /// The auth scheme the registry's challenge named (`basic`, `bearer`), once it was pinged.
+    pub fn auth_scheme(&self, registry: &str) -> Option<String> {
+        self.with_state(registry, |s| s.challenge.as_ref().map(|c| c.scheme.clone()))
+    }
+
     /// `scheme://host` of the registry's API, after a `/v2/` ping on first use.
     pub async fn base(&self, registry: &str, api_host: &str) -> Result<String, RegistryError> {
         let known = self.with_state(registry, |s| s.base.clone());

@@ -33,25 +33,48 @@ fn first(ann: &BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
         .find_map(|k| ann.get(*k).filter(|v| !v.is_empty()).cloned())
 }
 
-/// Maps a registry failure to AF401/AF402 on `span`.
+/// Maps a registry failure to its code on `span`: AF401 (the image or one of its blobs does not
+/// exist), AF402 (refused), AF410 (not reached; `hint` says whether `--offline` would help),
+/// AF411 (no manifest for the platform), AF412 (any other answer otters cannot use).
 pub fn registry_diagnostic(
     span: Span,
     written: &str,
     r: &Reference,
     e: &RegistryError,
+    hint: diags::OfflineHint,
 ) -> Diagnostic {
     match e {
         RegistryError::Denied { .. } | RegistryError::Forbidden { .. } => {
             diags::registry_denied(span, written, &e.to_string(), &r.registry)
         }
+        RegistryError::NotFound { .. } if hint == diags::OfflineHint::LocalParent => {
+            diags::parent_only_local(span, written, &format!("{} does not exist", r.familiar()))
+        }
         RegistryError::NotFound { .. } => {
             diags::image_not_found(span, written, &format!("{} does not exist", r.familiar()))
         }
-        _ => diags::image_not_found(span, written, &e.to_string()),
+        RegistryError::BlobNotFound { .. } => diags::image_not_found(span, written, &e.to_string()),
+        RegistryError::Platform {
+            wanted, available, ..
+        } => diags::platform_unavailable(span, written, wanted, available),
+        RegistryError::Unreachable { .. }
+        | RegistryError::Tls { .. }
+        | RegistryError::Interrupted { .. }
+        | RegistryError::Client(_) => {
+            diags::registry_unreachable(span, written, &e.to_string(), hint)
+        }
+        RegistryError::DigestMismatch { .. }
+        | RegistryError::Protocol { .. }
+        | RegistryError::Http { .. }
+        | RegistryError::BadDocument { .. }
+        | RegistryError::Store(_)
+        | RegistryError::Io(_)
+        | RegistryError::Auth(_) => diags::registry_error(span, written, &e.to_string()),
     }
 }
 
-/// Resolves `written` (already parsed as `r`) for `platform`.
+/// Resolves `written` (already parsed as `r`) for `platform`. `hint` says what `--offline` could
+/// do for this reference, for the message when its registry cannot be reached.
 pub fn resolve_image(
     client: &RegistryClient,
     written: &str,
@@ -59,10 +82,22 @@ pub fn resolve_image(
     role: Role,
     platform: &TargetPlatform,
     span: Span,
+    hint: diags::OfflineHint,
 ) -> Result<Entry, Diagnostic> {
     let resolved = client
         .resolve(r, platform)
-        .map_err(|e| registry_diagnostic(span, written, r, &e))?;
+        .map_err(|e| registry_diagnostic(span, written, r, &e, hint))?;
+    if resolved.platform.is_none() {
+        check_config_platform(
+            client,
+            written,
+            r,
+            &resolved.manifest.bytes,
+            platform,
+            span,
+            hint,
+        )?;
+    }
     let top: Doc = serde_json::from_slice(&resolved.top.bytes).unwrap_or_default();
     let manifest: Doc = serde_json::from_slice(&resolved.manifest.bytes).unwrap_or_default();
     // The bin builder mirrors annotations onto the index; the manifest's own win.
@@ -106,6 +141,77 @@ pub fn resolve_image(
         }
     }
     Ok(entry)
+}
+
+/// Media types of image configs that state the platform their binaries are for.
+const IMAGE_CONFIGS: [&str; 2] = [
+    "application/vnd.oci.image.config.v1+json",
+    "application/vnd.docker.container.image.v1+json",
+];
+
+/// Largest image config read to learn its platform.
+const MAX_CONFIG: u64 = 4 << 20;
+
+/// A single manifest (no index to choose from) must be for `platform`: its image config's `os`
+/// and `architecture`, when it states them, must match; else AF411 naming what it is built for.
+/// Configs of other types (artifacts, agents) say nothing about a platform and pass.
+fn check_config_platform(
+    client: &RegistryClient,
+    written: &str,
+    reference: &Reference,
+    manifest: &[u8],
+    platform: &TargetPlatform,
+    span: Span,
+    hint: diags::OfflineHint,
+) -> Result<(), Diagnostic> {
+    #[derive(serde::Deserialize)]
+    struct WithConfig {
+        config: Descriptor,
+    }
+    #[derive(serde::Deserialize)]
+    struct ConfigPlatform {
+        #[serde(default)]
+        os: String,
+        #[serde(default)]
+        architecture: String,
+        #[serde(default)]
+        variant: Option<String>,
+    }
+    let Ok(doc) = serde_json::from_slice::<WithConfig>(manifest) else {
+        return Ok(());
+    };
+    if !IMAGE_CONFIGS.contains(&doc.config.media_type.as_str()) || doc.config.size > MAX_CONFIG {
+        return Ok(());
+    }
+    let bytes = client
+        .fetch_blob(reference, &doc.config.digest, MAX_CONFIG)
+        .map_err(|e| registry_diagnostic(span, written, reference, &e, hint))?;
+    let Ok(config) = serde_json::from_slice::<ConfigPlatform>(&bytes) else {
+        return Ok(());
+    };
+    if config.os.is_empty() || config.architecture.is_empty() {
+        return Ok(());
+    }
+    let variant_differs = matches!(
+        (&platform.variant, &config.variant),
+        (Some(wanted), Some(has)) if wanted != has
+    );
+    if config.os == platform.os && config.architecture == platform.architecture && !variant_differs
+    {
+        return Ok(());
+    }
+    let has = TargetPlatform {
+        os: config.os,
+        architecture: config.architecture,
+        variant: config.variant.filter(|v| !v.is_empty()),
+    };
+    let has = crate::oci::registry_check::escape_text(&has.to_string(), 60);
+    Err(diags::platform_unavailable(
+        span,
+        written,
+        &platform.to_string(),
+        &has,
+    ))
 }
 
 /// The usage document's text: the non-tar layer titled like the usage annotation. A missing or

@@ -3,7 +3,7 @@
 //! Agentfile leaves empty; `Agentfile.lock` computed (and checked with `--locked`).
 //!
 //! Takes: a checked model and [`Options`]. Returns: a [`Resolution`] (merged model, [`Pins`], the
-//! new lock, the parent's reusable ADD layers, warnings) or every diagnostic (AF401–AF408) with
+//! new lock, the parent's reusable ADD layers, warnings) or every diagnostic (AF401–AF412) with
 //! spans on the Agentfile lines. Must never: print, contact a registry with `--offline`, or write
 //! the lock itself (the caller writes it after a successful build, see [`Lockfile::write_if_changed`]).
 
@@ -69,7 +69,7 @@ pub struct Resolution {
 pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diagnostic>> {
     let from_span = model.agent.from.as_ref().map_or(Span::point(0), |n| n.span);
     let old_lock = Lockfile::read(&opts.lock_path)
-        .map_err(|e| vec![Diagnostic::error("AF406", from_span, e.to_string())])?;
+        .map_err(|e| vec![diags::lock_unreadable(from_span, &e.to_string())])?;
     let client = if opts.offline {
         None
     } else {
@@ -78,7 +78,13 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
             docker_config: opts.docker_config.clone(),
             ..ClientOptions::default()
         })
-        .map_err(|e| vec![diags::image_not_found(from_span, "(any)", &e.to_string())])?;
+        .map_err(|e| {
+            vec![diags::client_failed(
+                from_span,
+                &e.to_string(),
+                old_lock.is_some(),
+            )]
+        })?;
         Some(c)
     };
     let mut lock = Lockfile::new(&opts.platform.to_string());
@@ -100,6 +106,7 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
             store: &opts.store,
             platform: &opts.platform,
             old_lock: old_lock.as_ref(),
+            allow_unpinned: opts.allow_unpinned,
         };
         match parent::load_parent(&cx, &from.value, from.span) {
             Ok(p) => {
@@ -197,15 +204,35 @@ fn pin_one(
 ) -> Result<Option<Entry>, Diagnostic> {
     let r =
         Reference::parse(written).map_err(|e| diags::malformed_reference(span, &e.to_string()))?;
+    let wanted = opts.platform.to_string();
+    // A lock made for another platform pins other binaries: it is no pin for this build.
+    let lock_platform = old_lock
+        .map(|l| l.platform.as_str())
+        .filter(|p| !p.is_empty() && *p != wanted);
+    let pinned = old_lock
+        .and_then(|l| l.get(role, written))
+        .filter(|_| lock_platform.is_none());
     match client {
-        Some(c) => images::resolve_image(c, written, &r, role, &opts.platform, span).map(Some),
-        None => match old_lock.and_then(|l| l.get(role, written)) {
+        Some(c) => {
+            let hint = if pinned.is_some() {
+                diags::OfflineHint::Pinned
+            } else {
+                diags::OfflineHint::None
+            };
+            images::resolve_image(c, written, &r, role, &opts.platform, span, hint).map(Some)
+        }
+        None => match pinned {
             Some(e) => Ok(Some(e.clone())),
             None if opts.allow_unpinned => {
                 warnings.push(diags::built_unpinned(span, written));
                 Ok(None)
             }
-            None => Err(diags::unpinned_offline(span, written)),
+            None => match lock_platform {
+                Some(lp) if old_lock.and_then(|l| l.get(role, written)).is_some() => {
+                    Err(diags::lock_platform_offline(span, lp, &wanted))
+                }
+                _ => Err(diags::unpinned_offline(span, written)),
+            },
         },
     }
 }

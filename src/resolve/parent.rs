@@ -10,13 +10,13 @@
 // so the size of the `Err` variant costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
 
-use super::diags;
+use super::diags::{self, OfflineHint};
 use super::images::registry_diagnostic;
 use super::lockfile::{Entry, Lockfile, Role};
 use crate::diagnostic::{Diagnostic, Span};
 use crate::ir::Agentfile;
 use crate::oci::descriptor::{Descriptor, AGENT_CONFIG, CONTEXT_LAYER};
-use crate::oci::registry::{is_index, RegistryClient, TargetPlatform};
+use crate::oci::registry::{is_index, RegistryClient, RegistryError, TargetPlatform};
 use crate::oci::registry_sources::Sources;
 use crate::oci::registry_transfer;
 use crate::oci::{Digest, Store};
@@ -46,20 +46,26 @@ pub struct Ctx<'a> {
     pub store: &'a Store,
     pub platform: &'a TargetPlatform,
     pub old_lock: Option<&'a Lockfile>,
+    /// `--allow-unpinned` was given (only for the message: it cannot stand in for a parent).
+    pub allow_unpinned: bool,
 }
 
 /// Loads and hydrates the parent `written` (the FROM value at `span`).
+///
+/// Online, the parent comes from its registry (a failure names the local image, when the store
+/// has one, and `--offline`). Offline, its digest comes from `Agentfile.lock`, or else from the
+/// local store's tag; the parent must be in the store either way.
 pub fn load_parent(cx: &Ctx<'_>, written: &str, span: Span) -> Result<Parent, Diagnostic> {
     let r =
         Reference::parse(written).map_err(|e| diags::malformed_reference(span, &e.to_string()))?;
+    let pinned = cx.old_lock.and_then(|l| l.get(Role::From, written));
     let digest = if let Some(client) = cx.client {
         fetch_parent(client, cx, written, &r, span)?
-    } else {
-        let entry = cx
-            .old_lock
-            .and_then(|l| l.get(Role::From, written))
-            .ok_or_else(|| diags::unpinned_offline(span, written))?;
+    } else if let Some(entry) = pinned {
         entry.digest.clone()
+    } else {
+        local_parent(cx.store, written, &r, cx.platform)
+            .ok_or_else(|| diags::parent_not_local(span, written, cx.allow_unpinned))?
     };
     let (manifest, model) = read_agent(cx.store, written, &digest, span)?;
     let mut model = model;
@@ -80,6 +86,55 @@ pub fn load_parent(cx: &Ctx<'_>, written: &str, span: Span) -> Result<Parent, Di
     Ok(Parent { model, adds, entry })
 }
 
+/// The digest of the agent manifest the local store holds for `written`: by digest when the
+/// reference has one, else by its exact tag (never by a digest prefix); an index is followed to
+/// the manifest for `platform` (or its only manifest).
+pub fn local_parent(
+    store: &Store,
+    written: &str,
+    r: &Reference,
+    platform: &TargetPlatform,
+) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct IndexDoc {
+        #[serde(default)]
+        manifests: Vec<Descriptor>,
+        #[serde(default, rename = "mediaType")]
+        media_type: Option<String>,
+    }
+    let top = if let Some(d) = &r.digest {
+        let d = Digest::parse(d).ok()?;
+        store.has_blob(&d).then(|| d.to_string())?
+    } else {
+        let name = crate::oci::refname::tag_name(written).ok()?;
+        store
+            .list()
+            .ok()?
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, d)| d.digest)?
+    };
+    let bytes = store.read_blob(&Digest::parse(&top).ok()?).ok()?;
+    let doc: IndexDoc = serde_json::from_slice(&bytes).ok()?;
+    if !doc.media_type.as_deref().is_some_and(is_index) && doc.manifests.is_empty() {
+        return Some(top);
+    }
+    let candidates: Vec<(TargetPlatform, String)> = doc
+        .manifests
+        .iter()
+        .filter_map(|m| {
+            m.platform
+                .as_ref()
+                .map(|p| (TargetPlatform::from_descriptor(p), m.digest.clone()))
+        })
+        .collect();
+    match platform.pick(&candidates) {
+        Some((_, d)) => Some(d),
+        None if doc.manifests.len() == 1 => Some(doc.manifests[0].digest.clone()),
+        None => None,
+    }
+}
+
 /// Resolves the parent's manifest digest and pulls the image into the store.
 fn fetch_parent(
     client: &RegistryClient,
@@ -88,13 +143,26 @@ fn fetch_parent(
     r: &Reference,
     span: Span,
 ) -> Result<String, Diagnostic> {
-    let top = client
-        .fetch_manifest(r)
-        .map_err(|e| registry_diagnostic(span, written, r, &e))?;
+    let fail = |e: RegistryError| {
+        let pinned_here = cx
+            .old_lock
+            .and_then(|l| l.get(Role::From, written))
+            .and_then(|e| Digest::parse(&e.digest).ok())
+            .is_some_and(|d| cx.store.has_blob(&d));
+        let hint = if pinned_here {
+            OfflineHint::Pinned
+        } else if local_parent(cx.store, written, r, cx.platform).is_some() {
+            OfflineHint::LocalParent
+        } else {
+            OfflineHint::None
+        };
+        registry_diagnostic(span, written, r, &e, hint)
+    };
+    let top = client.fetch_manifest(r).map_err(fail)?;
     let digest = if is_index(&top.media_type) {
         client
             .resolve(r, cx.platform)
-            .map_err(|e| registry_diagnostic(span, written, r, &e))?
+            .map_err(fail)?
             .manifest
             .digest
     } else {
@@ -109,7 +177,7 @@ fn fetch_parent(
         &mut |_| {},
     );
     let _ = sources.save();
-    pulled.map_err(|e| registry_diagnostic(span, written, r, &e))?;
+    pulled.map_err(fail)?;
     Ok(digest)
 }
 
@@ -219,13 +287,13 @@ fn walk_chain(
         }
         let resolved = client
             .resolve(&r, platform)
-            .map_err(|e| registry_diagnostic(span, &from, &r, &e))?;
+            .map_err(|e| registry_diagnostic(span, &from, &r, &e, OfflineHint::None))?;
         let m: ManifestDoc = serde_json::from_slice(&resolved.manifest.bytes).map_err(|e| {
             diags::bad_parent(span, &from, &format!("its manifest is not valid: {e}"))
         })?;
         let config = client
             .fetch_blob(&r, &m.config.digest, 64 << 20)
-            .map_err(|e| registry_diagnostic(span, &from, &r, &e))?;
+            .map_err(|e| registry_diagnostic(span, &from, &r, &e, OfflineHint::None))?;
         let ancestor = crate::ir::from_config_blob(&config)
             .map_err(|e| diags::bad_parent(span, &from, &format!("invalid artifact: {e}")))?;
         next = ancestor.agent.from_ref().map(str::to_owned);

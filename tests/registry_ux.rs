@@ -1,0 +1,752 @@
+//! What a user sees when resolution, registries and credentials go wrong (issue 9): offline
+//! builds FROM a parent in the local store, one code per failure (an unreadable lock, an
+//! unreachable registry, a missing platform), `--offline` advice only where it would work, push
+//! with a stale password, `otters login` on a terminal and through a credential store, and the
+//! provider-key warning of `otters run`. Every test runs the real binary, against a real
+//! `docker-registry` where a registry is involved.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use support::cli::{flat, Env};
+use support::images::{self, BinPrefix};
+use support::registry::{free_port, Registry};
+
+const RUNTIME: &str = "#!/bin/sh\necho runtime\n";
+
+/// Writes an Agentfile (and `files`) into `env.dir/name`; returns the context.
+fn context(env: &Env, name: &str, agentfile: &str, files: &[(&str, &str)]) -> PathBuf {
+    let ctx = env.dir.path().join(name);
+    support::write(&ctx.join("Agentfile"), agentfile);
+    for (path, body) in files {
+        support::write(&ctx.join(path), body);
+    }
+    ctx
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Pushes a runtime image for this host as an index (with an s390x/ppc64le sibling) under
+/// `REG/name:tag`; returns the host manifest's digest.
+fn push_runtime_index(env: &Env, reg: &Registry, name: &str, tag: &str) -> String {
+    let dir = env.dir.path().join(format!("layouts/{name}-{tag}"));
+    let (_, digest) = images::bin_index(
+        &dir,
+        tag,
+        "runtime",
+        RUNTIME.as_bytes(),
+        BinPrefix::Io,
+        Some("test runtime"),
+    );
+    images::skopeo_push(&dir, tag, &format!("{}/{name}:{tag}", reg.addr), None);
+    digest
+}
+
+/// Pushes a single-manifest (no index) image for this host's platform only.
+fn push_runtime_single(env: &Env, reg: &Registry, name: &str, tag: &str) -> String {
+    let dir = env.dir.path().join(format!("layouts/{name}-{tag}-single"));
+    let digest = images::bin_single(
+        &dir,
+        tag,
+        "runtime",
+        RUNTIME.as_bytes(),
+        BinPrefix::Io,
+        None,
+    );
+    images::skopeo_push(&dir, tag, &format!("{}/{name}:{tag}", reg.addr), None);
+    digest
+}
+
+/// An architecture no test image is built for.
+fn foreign_arch() -> &'static str {
+    if support::host_arch() == "riscv64" {
+        "mips64le"
+    } else {
+        "riscv64"
+    }
+}
+
+// ---- item 5: offline builds FROM a parent in the local store ------------------------------
+
+#[test]
+fn offline_child_of_a_local_parent_builds_and_reuses_its_layers() {
+    let env = Env::new();
+    let port = free_port(); // nothing listens here
+    let parent_ref = format!("127.0.0.1:{port}/lib/parent:1");
+    let parent_ctx = context(
+        &env,
+        "parent",
+        "FROM scratch\nNAME parent\nMODEL anthropic/claude-test\nADD notes.txt\nCONTEXT STYLE file://style.md\n",
+        &[("notes.txt", "parent notes\n"), ("style.md", "be terse\n")],
+    );
+    env.ok(&["build", "-q", "-t", &parent_ref, s(&parent_ctx)]);
+    let child_ctx = context(
+        &env,
+        "child",
+        &format!("FROM {parent_ref}\nNAME child\nADD more.txt\n"),
+        &[("more.txt", "child notes\n")],
+    );
+
+    // --offline: no lock, but the parent is in the store under that tag.
+    let (ok, out, err) = env.run(&["build", "-q", "--offline", "-t", "child:1", s(&child_ctx)]);
+    assert!(ok, "offline child build failed:\n{err}");
+    assert!(out.trim().starts_with("sha256:"), "{out}");
+    assert!(!err.contains("AF405"), "{err}");
+    assert!(
+        !child_ctx.join("Agentfile.lock").exists(),
+        "an offline build wrote a lock"
+    );
+    // The child carries the parent's layers by digest, and the merged model.
+    let titles = |r: &str| -> Vec<(String, String)> {
+        let v = support::cli::json(&env.ok(&["inspect", "--format", "json", r]));
+        v["layers"]
+            .as_array()
+            .expect("layers")
+            .iter()
+            .map(|l| {
+                (
+                    l["title"].as_str().unwrap_or_default().to_owned(),
+                    l["digest"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let parent_layers = titles(&parent_ref);
+    let child_layers = titles("child:1");
+    for title in ["notes.txt", "STYLE.md"] {
+        let p = parent_layers.iter().find(|(t, _)| t == title);
+        assert!(p.is_some(), "parent has no {title}: {parent_layers:?}");
+        assert!(
+            child_layers.iter().any(|l| Some(l) == p),
+            "child does not reuse {title}: {child_layers:?}"
+        );
+    }
+    assert!(child_layers.iter().any(|(t, _)| t == "more.txt"));
+
+    // With --allow-unpinned too (what `.ci/run` passes): the same image.
+    let (ok, out2, err) = env.run(&[
+        "build",
+        "-q",
+        "--offline",
+        "--allow-unpinned",
+        "-t",
+        "child:2",
+        s(&child_ctx),
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(out2.trim(), out.trim());
+
+    // Online, the registry cannot be reached: AF410 (not "image not found"), and the advice
+    // points at the local copy and --offline.
+    let (ok, _, err) = env.run(&["build", "-q", s(&child_ctx)]);
+    let err = flat(&err);
+    assert!(!ok);
+    assert!(err.contains("AF410") && !err.contains("AF401"), "{err}");
+    assert!(
+        err.contains(&format!("cannot reach registry 127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "this parent is in the local store, so `otters build --offline` builds from it"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn offline_parent_missing_everywhere_never_advises_the_flag_already_given() {
+    let env = Env::new();
+    let ctx = context(
+        &env,
+        "child",
+        "FROM 127.0.0.1:1/lib/gone:1\nNAME child\n",
+        &[],
+    );
+    for args in [
+        vec!["build", "--offline", s(&ctx)],
+        vec!["build", "--offline", "--allow-unpinned", s(&ctx)],
+    ] {
+        let err = env.fails(&args);
+        assert!(err.contains("AF405"), "{err}");
+        assert!(
+            err.contains("the parent `127.0.0.1:1/lib/gone:1` is neither pinned in Agentfile.lock nor in the local store"),
+            "{err}"
+        );
+        assert!(!err.contains("pass --allow-unpinned"), "{args:?}: {err}");
+        assert!(err.contains("otters pull 127.0.0.1:1/lib/gone:1"), "{err}");
+        if args.contains(&"--allow-unpinned") {
+            assert!(
+                err.contains("--allow-unpinned cannot stand in for a parent"),
+                "{err}"
+            );
+        }
+    }
+}
+
+// ---- item 8: an unreadable lock and a client that cannot be set up have their own codes ----
+
+#[test]
+fn unreadable_lock_is_af409_and_a_bad_client_setting_af410() {
+    let env = Env::new();
+    let ctx = context(
+        &env,
+        "a",
+        "FROM scratch\nNAME a\nRUNTIME 127.0.0.1:1/rt:1\n",
+        &[("Agentfile.lock", "<<<<<<< HEAD\n{\"version\": 1}\n")],
+    );
+    for args in [
+        vec!["build", "--offline", s(&ctx)],
+        vec!["build", s(&ctx)],
+        vec!["lock", s(&ctx)],
+    ] {
+        let err = env.fails(&args);
+        assert!(err.contains("AF409"), "{args:?}: {err}");
+        assert!(!err.contains("AF406"), "{args:?}: {err}");
+        assert!(err.contains("is not a valid lock file"), "{err}");
+    }
+    // `otters explain` knows the code.
+    let page = env.ok(&["explain", "AF409"]);
+    assert!(page.contains("lock-unreadable"), "{page}");
+
+    // The HTTP client cannot be set up (a timeout that is not a number): AF410, not AF401.
+    let ok_ctx = context(
+        &env,
+        "b",
+        "FROM scratch\nNAME b\nRUNTIME 127.0.0.1:1/rt:1\n",
+        &[],
+    );
+    let out = env
+        .otters()
+        .env("OTTERS_REGISTRY_TIMEOUT", "soon")
+        .args(["build", s(&ok_ctx)])
+        .output()
+        .expect("run");
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success());
+    assert!(err.contains("AF410") && !err.contains("AF401"), "{err}");
+    assert!(err.contains("OTTERS_REGISTRY_TIMEOUT"), "{err}");
+    assert!(
+        !err.contains("--offline"),
+        "no lock, yet --offline is advised: {err}"
+    );
+}
+
+// ---- item 16: an unreachable registry is AF410; --offline is advised only when it would work --
+
+#[test]
+fn unreachable_registry_is_af410_with_offline_advice_only_when_the_lock_pins_it() {
+    let env = Env::new();
+    let mut reg = Registry::start();
+    push_runtime_index(&env, &reg, "rt", "1");
+    let a = reg.addr.clone();
+    let pinned = context(
+        &env,
+        "pinned",
+        &format!("FROM scratch\nNAME p\nRUNTIME {a}/rt:1\n"),
+        &[],
+    );
+    env.ok(&["build", "-q", s(&pinned)]);
+    assert!(pinned.join("Agentfile.lock").exists());
+    let unpinned = context(
+        &env,
+        "unpinned",
+        &format!("FROM scratch\nNAME u\nRUNTIME {a}/rt:1\n"),
+        &[],
+    );
+
+    // Connection refused.
+    reg.kill();
+    let err = env.fails(&["build", "-q", s(&pinned)]);
+    assert!(err.contains("AF410") && !err.contains("AF401"), "{err}");
+    assert!(err.contains(&format!("cannot reach registry {a}")), "{err}");
+    assert!(
+        err.contains(
+            "Agentfile.lock pins this image, so `otters build --offline` builds from the lock"
+        ),
+        "{err}"
+    );
+    let err = env.fails(&["build", "-q", s(&unpinned)]);
+    assert!(err.contains("AF410"), "{err}");
+    assert!(
+        !err.contains("with --offline") && !err.contains("build --offline"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Agentfile.lock has no pin for this image"),
+        "{err}"
+    );
+    // What it advised works.
+    let (ok, _, e) = env.run(&["build", "-q", "--offline", s(&pinned)]);
+    assert!(ok, "{e}");
+
+    // A host name that does not resolve (`.invalid` never does, RFC 2606).
+    let dns = context(
+        &env,
+        "dns",
+        "FROM scratch\nNAME d\nRUNTIME registry.otters-test.invalid/rt:1\n",
+        &[],
+    );
+    let out = env
+        .otters()
+        .env("OTTERS_REGISTRY_TIMEOUT", "2")
+        .args(["build", "-q", s(&dns)])
+        .output()
+        .expect("run");
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success());
+    assert!(err.contains("AF410") && !err.contains("AF401"), "{err}");
+    assert!(err.contains("registry.otters-test.invalid"), "{err}");
+    assert!(!err.contains("build --offline"), "{err}");
+}
+
+// ---- item 11: a platform the image does not have fails the build ----------------------------
+
+#[test]
+fn build_for_a_platform_the_images_lack_fails_naming_what_they_have() {
+    let env = Env::new();
+    let reg = Registry::start();
+    let a = &reg.addr;
+    push_runtime_single(&env, &reg, "single", "1");
+    push_runtime_index(&env, &reg, "multi", "1");
+    let host = format!("linux/{}", support::host_arch());
+    let target = format!("linux/{}", foreign_arch());
+
+    for (name, has) in [("single", host.clone()), ("multi", host.clone())] {
+        let ctx = context(
+            &env,
+            name,
+            &format!("FROM scratch\nNAME {name}\nRUNTIME {a}/{name}:1\n"),
+            &[],
+        );
+        let err = env.fails(&["build", "--platform", &target, s(&ctx)]);
+        assert!(err.contains("AF411"), "{name}: {err}");
+        assert!(
+            err.contains(&format!("image `{a}/{name}:1` has no image for {target}")),
+            "{name}: {err}"
+        );
+        assert!(err.contains(&has), "{name} must name what it has: {err}");
+        assert!(
+            err.contains(&format!("(`--platform {host}`)")),
+            "{name}: {err}"
+        );
+        assert!(
+            !ctx.join("Agentfile.lock").exists(),
+            "{name}: a lock was written"
+        );
+        assert!(
+            !env.ok(&["images"]).contains(&format!("{name}:latest")),
+            "{name}: an image was stored"
+        );
+        // The platform the image has builds.
+        env.ok(&["build", "-q", "--platform", &host, s(&ctx)]);
+    }
+
+    // An offline build for another platform than the lock's is refused, not pinned wrongly.
+    let ctx = env.dir.path().join("single");
+    let err = env.fails(&["build", "--offline", "--platform", &target, s(&ctx)]);
+    assert!(err.contains("AF405"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "Agentfile.lock pins images for {host}, not {target}"
+        )),
+        "{err}"
+    );
+}
+
+// ---- item 9: stale passwords, the login prompt, credential stores ---------------------------
+
+/// Builds a small agent into `env`'s store tagged `tag` (offline: it names no image).
+fn build_agent(env: &Env, tag: &str) -> String {
+    let ctx = context(
+        env,
+        "agent",
+        "FROM scratch\nNAME agent\nMODEL anthropic/claude-test\n",
+        &[],
+    );
+    env.ok(&["build", "-q", "-t", tag, s(&ctx)])
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn push_with_a_stale_password_says_the_credentials_were_refused() {
+    let reg = Registry::start_basic("alice", "new-password");
+    let env = Env::new();
+    let tag = format!("{}/team/agent:1", reg.addr);
+    build_agent(&env, &tag);
+    reg.docker_config(&env.docker(), "alice", "old-password");
+    let err = env.fails(&["push", &tag]);
+    assert!(
+        err.contains(&format!(
+            "{} refused credentials for user alice: run `otters login {}` with the right password",
+            reg.addr, reg.addr
+        )),
+        "{err}"
+    );
+    assert!(
+        !err.contains("denied push access") && !err.contains("ask its owner"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("old-password"),
+        "the password leaked into the message: {err}"
+    );
+    // The same at pull, and build --push.
+    let err = env.fails(&["pull", &tag]);
+    assert!(err.contains("refused credentials for user alice"), "{err}");
+    reg.docker_config(&env.docker(), "alice", "new-password");
+    env.ok(&["push", "-q", &tag]);
+}
+
+/// A python driver that runs a command on a new pseudo-terminal, answers prompts and reports
+/// what the terminal showed, the exit code and whether echo is on again at the end.
+const PTY_DRIVER: &str = r#"
+import json, os, pty, select, subprocess, sys, termios, time
+steps = json.loads(sys.argv[1])
+argv = sys.argv[2:]
+master, slave = pty.openpty()
+p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+seen = b""
+deadline = time.time() + 30
+def read_until(marker):
+    global seen
+    while marker.encode() not in seen:
+        if time.time() > deadline:
+            return False
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            seen += chunk
+    return True
+for wait_for, send in steps:
+    if not read_until(wait_for):
+        break
+    time.sleep(0.1)
+    os.write(master, send.encode())
+try:
+    rc = p.wait(timeout=max(1, deadline - time.time()))
+except subprocess.TimeoutExpired:
+    p.kill()
+    rc = -9
+while True:
+    r, _, _ = select.select([master], [], [], 0.2)
+    if not r:
+        break
+    try:
+        chunk = os.read(master, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+echo = bool(termios.tcgetattr(slave)[3] & termios.ECHO)
+print(json.dumps({"rc": rc, "screen": seen.decode("utf-8", "replace"), "echo": echo}))
+"#;
+
+/// Runs `otters args…` (with `env`'s home and docker config) on a pty, answering `steps`
+/// (`(wait for this text, then type this)`). Returns (exit code, screen with whitespace
+/// collapsed, echo on at the end).
+fn on_a_terminal(env: &Env, args: &[&str], steps: &[(&str, &str)]) -> Option<(i64, String, bool)> {
+    let driver = env.dir.path().join("pty_driver.py");
+    support::write(&driver, PTY_DRIVER);
+    let steps = serde_json::to_string(steps).expect("json");
+    let bin = assert_cmd::cargo::cargo_bin("otters");
+    let out = std::process::Command::new("python3")
+        .arg(&driver)
+        .arg(&steps)
+        .arg(&bin)
+        .args(args)
+        .env("OTTERS_HOME", env.home())
+        .env("DOCKER_CONFIG", env.docker())
+        .env("NO_COLOR", "1")
+        .output();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => panic!("pty driver failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => {
+            support::tools::skip("login on a terminal", &format!("python3 cannot run: {e}"));
+            return None;
+        }
+    };
+    let v = support::cli::json(&String::from_utf8_lossy(&out.stdout));
+    Some((
+        v["rc"].as_i64().unwrap_or(-1),
+        flat(v["screen"].as_str().unwrap_or_default()),
+        v["echo"].as_bool().unwrap_or(false),
+    ))
+}
+
+#[test]
+fn login_on_a_terminal_asks_for_user_and_password_without_echo() {
+    let reg = Registry::start_basic("alice", "pty-s3cret");
+    let env = Env::new();
+    let Some((rc, screen, echo)) = on_a_terminal(
+        &env,
+        &["login", &reg.addr],
+        &[
+            ("Username for", "alice\r"),
+            ("Password:", "pty-s3cretX\x7f\r"),
+        ],
+    ) else {
+        return;
+    };
+    assert_eq!(rc, 0, "{screen}");
+    assert!(
+        screen.contains(&format!("Username for {}: alice", reg.addr)),
+        "{screen}"
+    );
+    assert!(screen.contains("Password:"), "{screen}");
+    assert!(
+        !screen.contains("pty-s3cret"),
+        "the password was echoed: {screen}"
+    );
+    assert!(screen.contains("login succeeded"), "{screen}");
+    assert!(echo, "the terminal was left without echo");
+    // The credentials work.
+    let tag = format!("{}/team/agent:1", reg.addr);
+    build_agent(&env, &tag);
+    env.ok(&["push", "-q", &tag]);
+
+    // A wrong password typed on the terminal: refused, nothing stored, echo back on.
+    let env2 = Env::new();
+    let Some((rc, screen, echo)) = on_a_terminal(
+        &env2,
+        &["login", "-u", "alice", &reg.addr],
+        &[("Password:", "nope\r")],
+    ) else {
+        return;
+    };
+    assert_ne!(rc, 0, "{screen}");
+    assert!(
+        screen.contains("refused credentials for user alice"),
+        "{screen}"
+    );
+    assert!(!screen.contains("nope"), "{screen}");
+    assert!(echo);
+    assert!(!env2.docker().join("config.json").exists());
+
+    // ^C at the prompt: aborted, nothing stored, echo back on.
+    let Some((rc, screen, echo)) = on_a_terminal(
+        &env2,
+        &["login", "-u", "alice", &reg.addr],
+        &[("Password:", "half\x03")],
+    ) else {
+        return;
+    };
+    assert_ne!(rc, 0, "{screen}");
+    assert!(screen.contains("interrupted"), "{screen}");
+    assert!(echo, "^C left the terminal without echo");
+    assert!(!env2.docker().join("config.json").exists());
+
+    // Not a terminal and no password: a clear error, no hang.
+    let out = env2
+        .otters()
+        .args(["login", "-u", "alice", &reg.addr])
+        .write_stdin("")
+        .output()
+        .expect("run");
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success());
+    assert!(
+        err.contains("no password given: pipe it in with --password-stdin"),
+        "{err}"
+    );
+}
+
+/// A credential helper that records what it is given: `store` keeps the JSON, `get` returns it,
+/// `erase` records the server and forgets it.
+const FAKE_HELPER: &str = r#"#!/bin/sh
+d="$(dirname "$0")"
+case "$1" in
+  store) cat > "$d/stored.json" ;;
+  get) cat > "$d/asked.txt"
+       if [ -f "$d/stored.json" ]; then cat "$d/stored.json"; else echo "credentials not found in native keychain"; exit 1; fi ;;
+  erase) cat > "$d/erased.txt"; rm -f "$d/stored.json" ;;
+  *) exit 2 ;;
+esac
+"#;
+
+#[test]
+fn login_stores_through_the_configured_credential_store() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let reg = Registry::start_basic("alice", "helper-s3cret");
+    let env = Env::new();
+    let bin = env.dir.path().join("helper-bin");
+    let helper = bin.join("docker-credential-test");
+    support::write(&helper, FAKE_HELPER);
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // A stale inline login for the same registry must not shadow the store afterwards.
+    support::write(
+        &env.docker().join("config.json"),
+        format!(
+            r#"{{"credsStore":"test","auths":{{"{}":{{"auth":"YWxpY2U6b2xk"}}}},"other":1}}"#,
+            reg.addr
+        ),
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |args: &[&str], stdin: &str| {
+        let out = env
+            .otters()
+            .env("PATH", &path)
+            .args(args)
+            .write_stdin(stdin.to_owned())
+            .output()
+            .expect("run");
+        (
+            out.status.success(),
+            flat(&String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let (ok, err) = run(
+        &["login", "-u", "alice", "--password-stdin", &reg.addr],
+        "helper-s3cret\n",
+    );
+    assert!(ok, "{err}");
+    assert!(err.contains("stored by docker-credential-test"), "{err}");
+    let stored: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(bin.join("stored.json")).expect("the helper got nothing"),
+    )
+    .expect("helper input is JSON");
+    assert_eq!(
+        stored,
+        serde_json::json!({"ServerURL": reg.addr, "Username": "alice", "Secret": "helper-s3cret"})
+    );
+    let config = std::fs::read_to_string(env.docker().join("config.json")).expect("config");
+    assert!(!config.contains("helper-s3cret"), "{config}");
+    assert!(
+        !config.contains("YWxpY2U6b2xk"),
+        "the stale inline auth remains: {config}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&config).expect("json");
+    assert_eq!(doc["auths"][&reg.addr], serde_json::json!({}));
+    assert_eq!(doc["credsStore"], "test");
+    assert_eq!(doc["other"], 1);
+
+    // A push reads them back through the helper.
+    let tag = format!("{}/team/agent:1", reg.addr);
+    build_agent(&env, &tag);
+    let (ok, err) = run(&["push", "-q", &tag], "");
+    assert!(ok, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(bin.join("asked.txt"))
+            .expect("get was called")
+            .trim(),
+        reg.addr
+    );
+
+    // Logout erases it from the store too.
+    let (ok, err) = run(&["logout", &reg.addr], "");
+    assert!(ok, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(bin.join("erased.txt"))
+            .expect("erase was called")
+            .trim(),
+        reg.addr
+    );
+    assert!(!bin.join("stored.json").exists());
+
+    // A helper that is not installed: a clear error naming it; nothing half-written.
+    support::write(
+        &env.docker().join("config.json"),
+        r#"{"credsStore":"absent"}"#,
+    );
+    let (ok, err) = run(
+        &["login", "-u", "alice", "--password-stdin", &reg.addr],
+        "helper-s3cret\n",
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("docker-credential-absent") && err.contains("not on PATH"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.docker().join("config.json")).expect("config"),
+        r#"{"credsStore":"absent"}"#
+    );
+    // A helper name that is a path is refused before anything runs.
+    support::write(
+        &env.docker().join("config.json"),
+        r#"{"credsStore":"../../tmp/x"}"#,
+    );
+    let (ok, err) = run(
+        &["login", "-u", "alice", "--password-stdin", &reg.addr],
+        "helper-s3cret\n",
+    );
+    assert!(!ok);
+    assert!(err.contains("not a helper name"), "{err}");
+}
+
+// ---- item 18: `otters run` warns when the provider key is missing -------------------------
+
+#[test]
+fn run_warns_when_the_model_provider_key_is_unset() {
+    let env = Env::new();
+    let ctx = context(
+        &env,
+        "agent",
+        "FROM scratch\nNAME keyed\nRUNTIME 127.0.0.1:1/rt:1\nMODEL anthropic/claude-test\n",
+        &[],
+    );
+    env.ok(&[
+        "build",
+        "-q",
+        "--offline",
+        "--allow-unpinned",
+        "-t",
+        "keyed:1",
+        s(&ctx),
+    ]);
+    let run = |extra: &[&str], key: Option<(&str, &str)>| {
+        let mut cmd = env.otters();
+        for k in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OLLAMA_API_KEY"] {
+            cmd.env_remove(k);
+        }
+        if let Some((k, v)) = key {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .args(["run", "--dry-run", "keyed:1"])
+            .args(extra)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        flat(&String::from_utf8_lossy(&out.stderr))
+    };
+    let err = run(&[], None);
+    assert!(
+        err.contains(
+            "warning: MODEL anthropic/claude-test needs ANTHROPIC_API_KEY, which is not set"
+        ),
+        "{err}"
+    );
+    // Set but empty is not passed on either.
+    assert!(run(&[], Some(("ANTHROPIC_API_KEY", ""))).contains("needs ANTHROPIC_API_KEY"));
+    let err = run(&[], Some(("ANTHROPIC_API_KEY", "sk-test")));
+    assert!(!err.contains("API_KEY"), "{err}");
+    assert!(!err.contains("sk-test"), "{err}");
+    // --model switches the provider, and the key it needs.
+    let err = run(
+        &["--model", "openai/gpt-4o"],
+        Some(("ANTHROPIC_API_KEY", "sk-test")),
+    );
+    assert!(err.contains("needs OPENAI_API_KEY"), "{err}");
+    // A local provider needs none.
+    let err = run(&["--model", "ollama/llama3"], None);
+    assert!(!err.contains("API_KEY"), "{err}");
+}
