@@ -1,0 +1,63 @@
+//! The local store is the user's own, but its files are still checked: a blob damaged on disk is
+//! never pushed to a registry under a digest it no longer has. Real `docker-registry`.
+
+mod support;
+
+use support::cli::{flat, json, Env};
+use support::registry::Registry;
+
+fn repo() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn a_damaged_store_blob_is_never_pushed() {
+    if !support::tools::require(
+        "a_damaged_store_blob_is_never_pushed",
+        "docker-registry",
+        &["--version"],
+        "apt-get install docker-registry",
+    ) {
+        return;
+    }
+    let reg = Registry::start();
+    let env = Env::new();
+    env.ok(&[
+        "build",
+        "-q",
+        "--offline",
+        "--allow-unpinned",
+        "-t",
+        "m:1",
+        repo().join("examples/hello").to_str().unwrap(),
+    ]);
+    let inspect = json(&env.ok(&["inspect", "m:1", "--format", "json"]));
+    let layer = inspect["manifest"]["layers"][1]["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let blob = env.store_blob(&layer);
+
+    // Same size, one byte flipped: the digest check while streaming catches it.
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&blob, &bytes).unwrap();
+    let dest = format!("{}/agents/m:1", reg.addr);
+    let out = env.otters().args(["push", "m:1", &dest]).output().unwrap();
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "a damaged blob was pushed: {err}");
+    assert!(err.contains(&format!("{layer}")), "{err}");
+    assert!(err.contains("corrupt"), "{err}");
+    assert!(
+        !reg.blobs().iter().any(|b| layer.ends_with(b.as_str())),
+        "the registry holds the damaged blob under its old digest"
+    );
+
+    // A truncated blob is refused before anything is sent.
+    std::fs::write(&blob, &bytes[..bytes.len() / 2]).unwrap();
+    let out = env.otters().args(["push", "m:1", &dest]).output().unwrap();
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success());
+    assert!(err.contains("corrupt"), "{err}");
+    assert!(err.contains("bytes"), "{err}");
+}
