@@ -474,3 +474,47 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Runs of one agent at the same time wait for each other's swap instead of interleaving, and a
+/// tree a killed run left half-written beside the root (`.<root>.tmp-*`) is collected by the next
+/// run; a `.<root>.old-*` directory, which may hold a workspace a cut-short swap left, is kept.
+#[test]
+fn concurrent_runs_of_one_agent_and_leftovers_of_killed_runs() {
+    let w = world();
+    let (ok, out) = w.run(&w.agent, "agent", &[]);
+    assert!(ok, "{out}");
+    let stale = w.root(".agent.tmp-killed");
+    fs::create_dir_all(stale.join("etc")).unwrap();
+    fs::write(stale.join("etc/half"), "x").unwrap();
+    let kept = w.root(".agent.old-cut");
+    fs::create_dir_all(kept.join("workspace")).unwrap();
+    fs::write(kept.join("workspace/notes"), "mine").unwrap();
+
+    let runs: Vec<_> = (0..4)
+        .map(|_| {
+            let root = w.root("agent");
+            let mut cmd = w.env.otters();
+            cmd.args(["run", &w.agent, "--root", root.to_str().unwrap()]);
+            std::thread::spawn(move || cmd.output().unwrap())
+        })
+        .collect();
+    for r in runs {
+        let out = r.join().unwrap();
+        assert!(
+            out.status.success(),
+            "a concurrent run failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(w.root("agent/workspace/ran.txt").is_file());
+    assert!(
+        !stale.exists(),
+        "the killed run's half tree was not collected"
+    );
+    assert_eq!(
+        fs::read_to_string(kept.join("workspace/notes")).unwrap(),
+        "mine"
+    );
+    fs::remove_dir_all(&kept).unwrap();
+    w.assert_host_untouched(&["agent"]);
+}

@@ -21,6 +21,7 @@ use rustix::fs::FileType;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Directories kept from one run to the next.
@@ -69,6 +70,8 @@ pub fn materialise(
         .map(|b| b.to_string_lossy().into_owned())
         .unwrap_or_default();
     fs::create_dir_all(parent).map_err(io_err("create", parent))?;
+    let _lock = lock_agent(parent)?;
+    collect_stale_trees(parent, &base);
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{base}.tmp-"))
         .tempdir_in(parent)
@@ -84,6 +87,41 @@ pub fn materialise(
     }
     drop(tree);
     swap(tmp, root, owner)
+}
+
+/// Holds an exclusive flock on the root's parent directory (released by the kernel if the process
+/// dies) while a tree is written and swapped, so two `otters run` of one agent never interleave
+/// their swaps: the second waits. Locking the directory itself leaves no file beside the root.
+fn lock_agent(parent: &Path) -> Result<fs::File, MaterialiseError> {
+    let dir = fs::OpenOptions::new()
+        .read(true)
+        // The parent is the user's own path (`--root` or `$OTTERS_HOME/agents`): it may be a link.
+        .custom_flags(rustix::fs::OFlags::DIRECTORY.bits() as i32)
+        .open(parent)
+        .map_err(io_err("open", parent))?;
+    dir.lock().map_err(io_err("lock", parent))?;
+    Ok(dir)
+}
+
+/// Removes `.<base>.tmp-*` trees that killed runs left beside the root. Called under the agent
+/// lock, so none of them is being written. `.<base>.old-*` directories are kept: one may hold
+/// the only copy of a workspace whose swap was cut short (the error named it).
+fn collect_stale_trees(parent: &Path, base: &str) {
+    let prefix = format!(".{base}.tmp-");
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let is_stale = e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&prefix))
+            && e.file_type().is_ok_and(|t| t.is_dir());
+        if is_stale {
+            // std's remove_dir_all never follows a symlink out of the tree.
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 fn write_tree(
