@@ -225,10 +225,12 @@ impl Reference {
     }
 }
 
-/// True when a `host[:port]` names this machine.
+/// True when a `host[:port]` names this machine: `localhost`, or a loopback IP literal. A name
+/// under `.localhost` is not enough: glibc's resolver hands such names to DNS, which could answer
+/// with a remote address that would then get plain HTTP and credentials.
 pub fn is_loopback_host(registry: &str) -> bool {
     let host = host_of(registry);
-    if host.eq_ignore_ascii_case("localhost") || host.to_ascii_lowercase().ends_with(".localhost") {
+    if host.eq_ignore_ascii_case("localhost") {
         return true;
     }
     host.parse::<std::net::IpAddr>()
@@ -509,6 +511,9 @@ mod tests {
         assert!(is_loopback_host("localhost:5000"));
         assert!(is_loopback_host("[::1]:5000"));
         assert!(!is_loopback_host("example.com:5000"));
+        assert!(!is_loopback_host("registry.localhost:5000"));
+        assert!(!is_loopback_host("localhost.example.com:5000"));
+        assert!(is_loopback_host("127.8.9.10:5000"));
         let long = format!("{}:t", "a".repeat(129));
         assert!(Reference::parse(&"a".repeat(300)).is_err());
         assert!(Reference::parse(&long).is_ok());
