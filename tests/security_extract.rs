@@ -518,3 +518,32 @@ fn concurrent_runs_of_one_agent_and_leftovers_of_killed_runs() {
     fs::remove_dir_all(&kept).unwrap();
     w.assert_host_untouched(&["agent"]);
 }
+
+/// The previous tree's `etc/agent.yaml` (read for the agent's id) is the agent's to change: a FIFO
+/// or a link to `/dev/zero` there must neither hang nor exhaust the next run.
+#[test]
+fn a_planted_agent_yaml_never_hangs_the_next_run() {
+    let w = world();
+    let (ok, out) = w.run(&w.agent, "agent", &[]);
+    assert!(ok, "{out}");
+    let yaml = w.root("agent/etc/agent.yaml");
+    for plant in ["fifo", "zero"] {
+        fs::remove_file(&yaml).unwrap();
+        if plant == "fifo" {
+            assert!(std::process::Command::new("mkfifo")
+                .arg(&yaml)
+                .status()
+                .unwrap()
+                .success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &yaml).unwrap();
+        }
+        let (ok, out) = w.run(&w.agent, "agent", &[]);
+        assert!(ok, "{plant}: {out}");
+        let text = fs::read_to_string(&yaml).unwrap();
+        assert!(
+            text.contains("id:"),
+            "{plant}: a fresh agent.yaml is written"
+        );
+    }
+}

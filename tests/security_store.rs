@@ -61,3 +61,46 @@ fn a_damaged_store_blob_is_never_pushed() {
     assert!(err.contains("corrupt"), "{err}");
     assert!(err.contains("bytes"), "{err}");
 }
+
+/// Tag names and annotations come from images: `images` and `inspect` print them escaped, so an
+/// image cannot clear the screen or reorder text with bidi overrides.
+#[test]
+fn images_and_inspect_never_print_raw_control_characters() {
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME esc\nMODEL m\nLABEL note=\"a\u{1b}[2Jb\u{202e}c\"\n",
+    );
+    env.ok(&[
+        "build",
+        "-q",
+        "--offline",
+        "--allow-unpinned",
+        "-t",
+        "esc:1",
+        ctx.to_str().unwrap(),
+    ]);
+    for args in [&["inspect", "esc:1"][..], &["images"][..]] {
+        let out = env.ok(args);
+        assert!(
+            !out.contains('\u{1b}'),
+            "{args:?} printed a raw ESC: {out:?}"
+        );
+        assert!(
+            !out.contains('\u{202e}'),
+            "{args:?} printed a raw bidi override: {out:?}"
+        );
+    }
+    let out = env.ok(&["inspect", "esc:1"]);
+    assert!(
+        out.contains("\\x1b[2J") || out.contains("\\u{1b}[2J"),
+        "{out}"
+    );
+    // JSON output keeps the exact value, escaped by JSON itself.
+    let v = json(&env.ok(&["inspect", "esc:1", "--format", "json"]));
+    assert_eq!(
+        v["manifest"]["annotations"]["note"].as_str(),
+        Some("a\u{1b}[2Jb\u{202e}c")
+    );
+}

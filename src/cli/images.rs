@@ -73,6 +73,14 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
             + m.layers.iter().map(|l| l.size).sum::<u64>();
         rows.push((name, d, size, m.annotations.get(ANN_CREATED).cloned()));
     }
+    if a.format != "json" {
+        // Tag names and annotations come from images (`otters load`, pulls): never let them drive
+        // the terminal.
+        for row in &mut rows {
+            row.0 = esc(&row.0);
+            row.3 = row.3.as_deref().map(esc);
+        }
+    }
     if a.format == "json" {
         let v: Vec<_> = rows
             .iter()
@@ -229,47 +237,47 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
         outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("Reference:      {}", a.reference);
-    outln!("Digest:         {digest}");
-    outln!("Media type:     {media_type}");
+    // Everything below but sizes comes from the image or its registry: escaped for the terminal.
+    outln!("Reference:      {}", esc(&a.reference));
+    outln!("Digest:         {}", esc(&digest));
+    outln!("Media type:     {}", esc(&media_type));
     if let Some(at) = &artifact_type {
-        outln!("Artifact type:  {at}");
+        outln!("Artifact type:  {}", esc(at));
     }
     if !m.annotations.is_empty() {
         outln!("Annotations:");
         for (k, v) in &m.annotations {
-            outln!("  {k}: {v}");
+            outln!("  {}: {}", esc(k), esc(v));
         }
     }
     if let Some(c) = &m.config {
         outln!(
             "Config:         {} ({}, {})",
-            c.digest,
-            c.media_type,
+            esc(&c.digest),
+            esc(&c.media_type),
             human_size(c.size)
         );
     }
     if !m.layers.is_empty() {
         outln!("Layers:");
-        let tw = m
+        let rows: Vec<(String, String, u64, String)> = m
             .layers
             .iter()
-            .map(|l| l.title().unwrap_or("-").len())
-            .max()
-            .unwrap_or(0);
-        let mw = m
-            .layers
-            .iter()
-            .map(|l| l.media_type.len())
-            .max()
-            .unwrap_or(0);
-        for l in &m.layers {
+            .map(|l| {
+                (
+                    esc(l.title().unwrap_or("-")),
+                    esc(&l.media_type),
+                    l.size,
+                    esc(&l.digest),
+                )
+            })
+            .collect();
+        let tw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+        let mw = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+        for (title, media_type, size, digest) in &rows {
             outln!(
-                "  {:tw$}  {:mw$}  {:>9}  {}",
-                l.title().unwrap_or("-"),
-                l.media_type,
-                human_size(l.size),
-                l.digest
+                "  {title:tw$}  {media_type:mw$}  {:>9}  {digest}",
+                human_size(*size)
             );
         }
     }
@@ -280,9 +288,15 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             .map(|p| format!("{}/{}", p.os, p.architecture));
         outln!(
             "  manifest {} {}",
-            child.digest,
-            platform.unwrap_or_default()
+            esc(&child.digest),
+            esc(&platform.unwrap_or_default())
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Text from an image or a registry, made safe for a terminal (controls and bidi overrides shown
+/// escaped).
+fn esc(s: &str) -> String {
+    crate::diagnostic::escape::escape(s).into_owned()
 }

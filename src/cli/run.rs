@@ -254,7 +254,20 @@ fn missing_provider_key(model: Option<&str>, env: &[crate::run::env::EnvEntry]) 
 
 /// The id recorded by a previous run of the same agent, so it keeps its identity.
 fn previous_id(root: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(root.join("etc/agent.yaml")).ok()?;
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // The old tree is the agent's: a runtime may have replaced the file with a link, a FIFO or a
+    // huge file. Read at most 64 KiB of a regular file, never through a final symlink.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .open(root.join("etc/agent.yaml"))
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(64 << 10).read_to_string(&mut text).ok()?;
     let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
     let id = doc.get("id")?.as_str()?;
     uuid::Uuid::parse_str(id).ok().map(|u| u.to_string())
