@@ -100,6 +100,9 @@ pub fn credentials_in(dir: &Path, registry: &str) -> Result<Option<Credential>, 
     let Ok(file) = std::fs::File::open(&path) else {
         return Ok(None);
     };
+    // The crate below runs `docker-credential-<name>`: check the name first, so a config naming
+    // a path (`"credsStore": "../../tmp/x"`) never executes anything.
+    helper_for(dir, registry)?;
     let key = config_key(registry);
     match docker_credential::get_credential_from_reader(std::io::BufReader::new(file), &key) {
         Ok(DockerCredential::UsernamePassword(user, pass)) => {
