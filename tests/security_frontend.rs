@@ -9,6 +9,7 @@
 
 mod support;
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ fn bin() -> PathBuf {
 fn otters_limited(env: &Env, dir: &Path, limit_kib: u64, args: &[&str]) -> Output {
     let mut script = format!("ulimit -v {limit_kib}; exec \"$0\"");
     for i in 1..=args.len() {
-        script.push_str(&format!(" \"${i}\""));
+        let _ = write!(script, " \"${i}\"");
     }
     Command::new("sh")
         .arg("-c")
@@ -54,11 +55,14 @@ fn arg_bomb() -> String {
     let mut s = String::from("FROM scratch\nNAME bomb\nARG a0=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n");
     for i in 1..=24 {
         let refs = if i < 20 { 2 } else { 8 };
-        let line: String = (0..refs).map(|_| format!("${{a{}}}", i - 1)).collect();
-        s.push_str(&format!("ARG a{i}={line}\n"));
+        let mut line = String::new();
+        for _ in 0..refs {
+            let _ = write!(line, "${{a{}}}", i - 1);
+        }
+        let _ = writeln!(s, "ARG a{i}={line}");
     }
     for i in 0..90 {
-        s.push_str(&format!("LABEL l{i}=${{a24}}${{a24}}${{a24}}${{a24}}\n"));
+        let _ = writeln!(s, "LABEL l{i}=${{a24}}${{a24}}${{a24}}${{a24}}");
     }
     s
 }
@@ -144,9 +148,9 @@ fn forty_thousand_args_lint_in_linear_time_without_false_findings() {
     let mut s = String::from("FROM scratch\nNAME many\nMODEL m\nRUNTIME r@sha256:0000000000000000000000000000000000000000000000000000000000000000\nARG a0=v\n");
     let n = 40_000;
     for i in 1..n {
-        s.push_str(&format!("ARG a{i}=${{a{}}}\n", i - 1));
+        let _ = writeln!(s, "ARG a{i}=${{a{}}}", i - 1);
     }
-    s.push_str(&format!("LABEL last=${{a{}}}\n", n - 1));
+    let _ = writeln!(s, "LABEL last=${{a{}}}", n - 1);
     assert!(s.len() < 1 << 20);
     write(&dir.join("Agentfile"), &s);
     let started = Instant::now();
@@ -497,7 +501,7 @@ fn human_output_is_capped_and_linear_in_findings() {
     }
     s.push('\n');
     for i in 0..30_000 {
-        s.push_str(&format!("ARG unused{i}=1\n"));
+        let _ = writeln!(s, "ARG unused{i}=1");
     }
     write(&dir.join("Agentfile"), &s);
     let started = Instant::now();
