@@ -183,6 +183,11 @@ impl Diagnostic {
     }
 }
 
+/// True when any diagnostic is an error.
+pub fn has_errors(diags: &[Diagnostic]) -> bool {
+    diags.iter().any(Diagnostic::is_error)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,9 +201,4 @@ mod tests {
         assert_eq!(d.label.as_deref().map(str::len), Some(MAX_TEXT + 3));
         assert_eq!(d.help.as_deref(), Some("short"));
     }
-}
-
-/// True when any diagnostic is an error.
-pub fn has_errors(diags: &[Diagnostic]) -> bool {
-    diags.iter().any(Diagnostic::is_error)
 }
