@@ -94,6 +94,47 @@ fn bench(c: &mut Criterion) {
         b.iter(|| otters::check::analyze(&file, &opts));
     });
     g.finish();
+
+    // Human rendering: each finding must cost what it prints, wherever it is in the file. miette's
+    // own string source scanned from the file's start for every finding (quadratic overall).
+    let mut g = c.benchmark_group("human");
+    g.sample_size(10);
+    for (name, at_end) in [
+        ("200 findings at the start of 4 MiB", false),
+        ("200 findings at the end of 4 MiB", true),
+    ] {
+        let filler = generated(4 << 20);
+        let mut unused = String::new();
+        for i in 0..200 {
+            let _ = writeln!(unused, "ARG unused{i}=1");
+        }
+        let text = if at_end {
+            format!("{filler}{unused}")
+        } else {
+            format!(
+                "FROM scratch\n{unused}{}",
+                filler.trim_start_matches("# syntax=openotters/agentfile:1\nFROM scratch\n")
+            )
+        };
+        let file = SourceFile::new("big", text);
+        let diags: Vec<_> = otters::check::analyze(&file, &otters::check::Options::default())
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.code == "AF204")
+            .collect();
+        assert!(diags.len() >= 200);
+        let reports = vec![(file, diags)];
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                otters::diagnostic::render::human(
+                    &reports,
+                    otters::check::registry::RULES,
+                    otters::diagnostic::render::ColorChoice::Never,
+                )
+            });
+        });
+    }
+    g.finish();
 }
 
 criterion_group!(benches, bench);

@@ -76,9 +76,9 @@ pub fn reason(e: &io::Error) -> String {
 /// `1 MiB`, `4 MiB`, `512 KiB`: a limit as people read it.
 pub fn size(bytes: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
-    } else if bytes >= 1024 && bytes % 1024 == 0 {
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} bytes")
@@ -122,9 +122,7 @@ pub fn read_named(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u8>
         .custom_flags(nonblocking())
         .open(path)
         .map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    check_regular(path, what, limit, &meta.file_type(), meta.len())?;
-    read_stream(file, path, what, limit)
+    read_open(file, path, what, limit)
 }
 
 /// Reads `root/rel`, following symlinks only while they stay inside `root`. `shown` is the path
@@ -173,9 +171,7 @@ pub fn read_confined(
                 io(e)
             }
         })?;
-    let meta = file.metadata().map_err(io)?;
-    check_regular(shown, what, limit, &meta.file_type(), meta.len())?;
-    read_stream(file, shown, what, limit)
+    read_open(file.into_std(), shown, what, limit)
 }
 
 /// Splits `path` into a directory that contains `root` lexically and the rest, when `path` is
@@ -211,88 +207,49 @@ fn nonblocking() -> i32 {
     rustix::fs::OFlags::NONBLOCK.bits().cast_signed()
 }
 
-/// Refuses anything but a regular file, and a regular file already known to be too large.
-fn check_regular<T: FileKind>(
-    path: &Path,
+/// Checks the opened file with `fstat` (a regular file within `limit`), then reads it.
+fn read_open(
+    file: std::fs::File,
+    shown: &Path,
     what: &'static str,
     limit: u64,
-    kind: &T,
-    len: u64,
-) -> Result<(), ReadError> {
-    if let Some(kind) = kind.not_regular() {
+) -> Result<Vec<u8>, ReadError> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let meta = file.metadata().map_err(|source| ReadError::Io {
+        path: shown.to_owned(),
+        source,
+    })?;
+    let t = meta.file_type();
+    let kind = if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("directory")
+    } else if t.is_fifo() {
+        Some("named pipe")
+    } else if t.is_char_device() {
+        Some("character device")
+    } else if t.is_block_device() {
+        Some("block device")
+    } else if t.is_socket() {
+        Some("socket")
+    } else {
+        Some("special file")
+    };
+    if let Some(kind) = kind {
         return Err(ReadError::NotRegular {
-            path: path.to_owned(),
+            path: shown.to_owned(),
             what,
             kind,
         });
     }
-    if len > limit {
+    if meta.len() > limit {
         return Err(ReadError::TooLarge {
-            path: path.to_owned(),
+            path: shown.to_owned(),
             what,
             limit,
         });
     }
-    Ok(())
-}
-
-/// The file types of std and cap-std, seen alike.
-trait FileKind {
-    /// `None` for a regular file, else what it is.
-    fn not_regular(&self) -> Option<&'static str>;
-}
-
-fn describe(
-    is_file: bool,
-    is_dir: bool,
-    is_fifo: bool,
-    is_char: bool,
-    is_block: bool,
-    is_socket: bool,
-) -> Option<&'static str> {
-    if is_file {
-        None
-    } else if is_dir {
-        Some("directory")
-    } else if is_fifo {
-        Some("named pipe")
-    } else if is_char {
-        Some("character device")
-    } else if is_block {
-        Some("block device")
-    } else if is_socket {
-        Some("socket")
-    } else {
-        Some("special file")
-    }
-}
-
-impl FileKind for std::fs::FileType {
-    fn not_regular(&self) -> Option<&'static str> {
-        use std::os::unix::fs::FileTypeExt as _;
-        describe(
-            self.is_file(),
-            self.is_dir(),
-            self.is_fifo(),
-            self.is_char_device(),
-            self.is_block_device(),
-            self.is_socket(),
-        )
-    }
-}
-
-impl FileKind for cap_std::fs::FileType {
-    fn not_regular(&self) -> Option<&'static str> {
-        use cap_std::fs::FileTypeExt as _;
-        describe(
-            self.is_file(),
-            self.is_dir(),
-            self.is_fifo(),
-            self.is_char_device(),
-            self.is_block_device(),
-            self.is_socket(),
-        )
-    }
+    read_stream(file, shown, what, limit)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 mod support;
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ fn bin() -> PathBuf {
 fn otters_limited(env: &Env, dir: &Path, limit_kib: u64, args: &[&str]) -> Output {
     let mut script = format!("ulimit -v {limit_kib}; exec \"$0\"");
     for i in 1..=args.len() {
-        script.push_str(&format!(" \"${i}\""));
+        let _ = write!(script, " \"${i}\"");
     }
     Command::new("sh")
         .arg("-c")
@@ -54,11 +55,14 @@ fn arg_bomb() -> String {
     let mut s = String::from("FROM scratch\nNAME bomb\nARG a0=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n");
     for i in 1..=24 {
         let refs = if i < 20 { 2 } else { 8 };
-        let line: String = (0..refs).map(|_| format!("${{a{}}}", i - 1)).collect();
-        s.push_str(&format!("ARG a{i}={line}\n"));
+        let mut line = String::new();
+        for _ in 0..refs {
+            let _ = write!(line, "${{a{}}}", i - 1);
+        }
+        let _ = writeln!(s, "ARG a{i}={line}");
     }
     for i in 0..90 {
-        s.push_str(&format!("LABEL l{i}=${{a24}}${{a24}}${{a24}}${{a24}}\n"));
+        let _ = writeln!(s, "LABEL l{i}=${{a24}}${{a24}}${{a24}}${{a24}}");
     }
     s
 }
@@ -144,9 +148,9 @@ fn forty_thousand_args_lint_in_linear_time_without_false_findings() {
     let mut s = String::from("FROM scratch\nNAME many\nMODEL m\nRUNTIME r@sha256:0000000000000000000000000000000000000000000000000000000000000000\nARG a0=v\n");
     let n = 40_000;
     for i in 1..n {
-        s.push_str(&format!("ARG a{i}=${{a{}}}\n", i - 1));
+        let _ = writeln!(s, "ARG a{i}=${{a{}}}", i - 1);
     }
-    s.push_str(&format!("LABEL last=${{a{}}}\n", n - 1));
+    let _ = writeln!(s, "LABEL last=${{a{}}}", n - 1);
     assert!(s.len() < 1 << 20);
     write(&dir.join("Agentfile"), &s);
     let started = Instant::now();
@@ -497,7 +501,7 @@ fn human_output_is_capped_and_linear_in_findings() {
     }
     s.push('\n');
     for i in 0..30_000 {
-        s.push_str(&format!("ARG unused{i}=1\n"));
+        let _ = writeln!(s, "ARG unused{i}=1");
     }
     write(&dir.join("Agentfile"), &s);
     let started = Instant::now();
@@ -531,4 +535,141 @@ fn human_output_is_capped_and_linear_in_findings() {
         &["lint", "--format", "concise", "Agentfile"],
     );
     assert_eq!(text(&out.stdout).lines().count(), 49_999);
+}
+
+/// Fragments that exercise the renderers: controls, bidi, CRLF, long runs, multi-byte text.
+const FRAGMENTS: &[&str] = &[
+    "\u{1b}[2J",
+    "\r",
+    "\r\n",
+    "\n",
+    "\t",
+    "\u{202e}",
+    "\u{2066}",
+    "\u{9b}",
+    "\u{7f}",
+    "\0",
+    "é✓",
+    "${a}",
+    "ARG a=${a}${a}\n",
+    "CAPABILITY x x x\n",
+    "CONTEXT A <<E\n",
+    "E\n",
+    "\"",
+    "LABEL k=v\n",
+    "FROM scratch\n",
+];
+
+fn fuzz_cases() -> u32 {
+    std::env::var("OTTERS_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+/// Checks and renders `text` in every format: nothing may panic, and the terminal formats may hold
+/// no raw control character.
+fn render_all(text: &str) {
+    use otters::check::{analyze, registry, Options};
+    use otters::diagnostic::render::{concise, github, human, json, sarif, ColorChoice};
+    use otters::diagnostic::SourceFile;
+    let file = SourceFile::new("fuzz\u{1b}", text);
+    let analysis = analyze(&file, &Options::default());
+    let reports = vec![(file, analysis.diagnostics)];
+    for (what, out) in [
+        (
+            "human",
+            human(&reports, registry::RULES, ColorChoice::Never),
+        ),
+        ("concise", concise(&reports)),
+        ("github", github(&reports, registry::RULES)),
+        ("json", json(&reports)),
+        ("sarif", sarif(&reports, registry::RULES)),
+    ] {
+        assert_no_raw_controls(what, &out);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: fuzz_cases(),
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    #[test]
+    fn renderers_never_panic_or_leak_controls(
+        pieces in proptest::collection::vec((0usize..FRAGMENTS.len(), "[ -~]{0,12}", 0usize..700), 1..40),
+    ) {
+        let mut text = String::from("FROM scratch\n");
+        for (frag, filler, run) in pieces {
+            text.push_str(FRAGMENTS[frag]);
+            text.push_str(&filler);
+            // Now and then a line long enough to be shortened.
+            if run > 600 {
+                text.push_str(&"w ".repeat(run));
+            }
+        }
+        render_all(&text);
+    }
+}
+
+/// Shapes that made parts of the front end quadratic or worse, each about 1 MiB. Before the fixes
+/// the first took days (pest retried a look-ahead over the rest of a run of blanks at every blank)
+/// and the second minutes; now each takes about a second in a debug build. The bound is generous
+/// on purpose; a regression to quadratic blows through it.
+#[test]
+fn hostile_shapes_lint_in_linear_time() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    let digest = "r@sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    let mut pairs = format!("FROM scratch\nRUNTIME {digest}\n");
+    for i in 0..25_000 {
+        let _ = writeln!(pairs, "CONFIG k{i}=1\nENV RUNTIME_K{i}=1");
+    }
+    let mut sups = String::from("FROM scratch\n");
+    for _ in 0..30_000 {
+        sups.push_str("# otters:ignore AF204 r\nARG a=1\n");
+    }
+    let shapes = [
+        (
+            "blank run in a bad line",
+            format!("FROM scratch\nFORM{}y\n", " ".repeat(1_000_000)),
+        ),
+        (
+            "blank run after a LABEL",
+            format!("FROM scratch\nLABEL a=b{}y\n", "\t".repeat(1_000_000)),
+        ),
+        (
+            "openers in a bad line",
+            format!("FROM scratch\nFORM{}\n", " <<a".repeat(250_000)),
+        ),
+        ("CONFIG and RUNTIME_ ENV pairs", pairs),
+        (
+            "MOUNTs",
+            format!("FROM scratch\n{}", "MOUNT /a ro\n".repeat(85_000)),
+        ),
+        ("suppressions", sups),
+    ];
+    for (what, agentfile) in shapes {
+        assert!(agentfile.len() <= 1 << 20, "{what}: {}", agentfile.len());
+        write(&dir.join("Agentfile"), &agentfile);
+        let started = Instant::now();
+        // Memory is linear too, but a finding on every line costs about 1.3 KB each (85,000
+        // AF116 findings peak at 115 MB), hence a wider limit than for the expansion bomb.
+        let out = otters_limited(
+            &env,
+            dir,
+            256 * 1024,
+            &["lint", "--format", "json", "Agentfile"],
+        );
+        let took = started.elapsed();
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{what}: {}",
+            text(&out.stderr)
+        );
+        support::cli::json(&text(&out.stdout));
+        assert!(took < Duration::from_secs(30), "{what}: took {took:?}");
+    }
 }

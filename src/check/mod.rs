@@ -64,17 +64,19 @@ impl Analysis {
 
 /// Parses, lowers and checks one Agentfile.
 pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
-    let ast = crate::syntax::parse(file);
+    let mut ast = crate::syntax::parse(file);
     let (model, lowered) = ir::lower(&ast, file, &opts.build_args);
-    let mut diagnostics = ast.diagnostics.clone();
-    diagnostics.extend(lowered);
     let cx = rules::Ctx {
         file,
         ast: &ast,
         model: &model,
         opts,
     };
-    diagnostics.extend(rules::run(&cx));
+    let found = rules::run(&cx);
+    // Moved, not cloned: a file of bad lines has a finding per line.
+    let mut diagnostics = std::mem::take(&mut ast.diagnostics);
+    diagnostics.extend(lowered);
+    diagnostics.extend(found);
     let mut diagnostics = suppress::apply(file, &ast, diagnostics);
     apply_overrides(&mut diagnostics, &opts.severity_overrides);
     diagnostics.sort_by(|a, b| (a.span.start, a.code).cmp(&(b.span.start, b.code)));

@@ -10,6 +10,7 @@
 use super::registry;
 use crate::diagnostic::{Diagnostic, Severity, SourceFile, Span};
 use crate::syntax::{Ast, LineKind};
+use std::collections::HashMap;
 
 const DIRECTIVE: &str = "otters:ignore";
 
@@ -143,14 +144,21 @@ pub(crate) fn apply(file: &SourceFile, ast: &Ast, diags: Vec<Diagnostic>) -> Vec
     if sups.is_empty() {
         return diags;
     }
+    // The suppressions aimed at each line: one look-up per finding, not a scan of every
+    // suppression (which made many suppressions quadratic).
+    let mut by_line: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, s) in sups.iter().enumerate() {
+        by_line.entry(s.target_line).or_default().push(i);
+    }
     let mut kept = Vec::with_capacity(diags.len());
     for d in diags {
         let line = file.line_of(d.span.start);
         let suppressible = registry::lookup(d.code).is_some_and(|r| r.severity != Severity::Error);
+        let aimed = by_line.get(&line).map_or(&[][..], Vec::as_slice);
         let hit = suppressible
-            && sups.iter_mut().filter(|s| s.target_line == line).any(|s| {
+            && aimed.iter().any(|&i| {
                 let mut any = false;
-                for n in s.codes.iter_mut().filter(|n| n.code == d.code) {
+                for n in sups[i].codes.iter_mut().filter(|n| n.code == d.code) {
                     n.used = true;
                     any = true;
                 }

@@ -109,6 +109,24 @@ pub struct Diagnostic {
     pub help: Option<String>,
 }
 
+/// The longest message, label or help a diagnostic keeps, in bytes: they quote the file, and a
+/// quoted megabyte helps nobody (and would be printed once per finding).
+pub const MAX_TEXT: usize = 1024;
+
+/// `s`, cut to at most [`MAX_TEXT`] bytes on a character boundary, with `…` when cut.
+fn bounded(s: String) -> String {
+    if s.len() <= MAX_TEXT {
+        return s;
+    }
+    let mut end = MAX_TEXT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut cut = s[..end].to_owned();
+    cut.push('…');
+    cut
+}
+
 impl Diagnostic {
     pub fn new(
         code: &'static str,
@@ -119,7 +137,7 @@ impl Diagnostic {
         Self {
             code,
             severity,
-            message: message.into(),
+            message: bounded(message.into()),
             span,
             label: None,
             labels: Vec::new(),
@@ -141,7 +159,7 @@ impl Diagnostic {
 
     #[must_use]
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
+        self.label = Some(bounded(label.into()));
         self
     }
 
@@ -149,14 +167,14 @@ impl Diagnostic {
     pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
         self.labels.push(Label {
             span,
-            message: message.into(),
+            message: bounded(message.into()),
         });
         self
     }
 
     #[must_use]
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
+        self.help = Some(bounded(help.into()));
         self
     }
 
@@ -168,4 +186,19 @@ impl Diagnostic {
 /// True when any diagnostic is an error.
 pub fn has_errors(diags: &[Diagnostic]) -> bool {
     diags.iter().any(Diagnostic::is_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_texts_are_cut_on_a_char_boundary() {
+        let d = Diagnostic::error("AF003", Span::default(), "é".repeat(2000))
+            .with_label("x".repeat(5000))
+            .with_help("short");
+        assert!(d.message.len() <= MAX_TEXT + 3 && d.message.ends_with('…'));
+        assert_eq!(d.label.as_deref().map(str::len), Some(MAX_TEXT + 3));
+        assert_eq!(d.help.as_deref(), Some("short"));
+    }
 }

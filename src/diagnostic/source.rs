@@ -110,7 +110,7 @@ impl SourceFile {
 
 /// Characters starting in `bytes`: every byte that is not a UTF-8 continuation byte.
 fn chars_in(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| (b as i8) >= -0x40).count()
+    bytes.iter().filter(|&&b| b.cast_signed() >= -0x40).count()
 }
 
 #[cfg(test)]

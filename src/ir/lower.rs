@@ -323,11 +323,10 @@ impl Lowerer<'_> {
                         // The rest of this value stays as written: one finding per value.
                         out.push_str(&rest[i..]);
                         return out;
-                    } else {
-                        self.expanded += v.len();
-                        out.push_str(v);
-                        self.locate(t.span, written, &mut cursor);
                     }
+                    self.expanded += v.len();
+                    out.push_str(v);
+                    self.locate(t.span, written, &mut cursor);
                 }
                 _ => {
                     if valid {

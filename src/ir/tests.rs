@@ -3,6 +3,7 @@
 use super::*;
 use crate::diagnostic::SourceFile;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 fn model(text: &str) -> (Agentfile, Vec<&'static str>) {
     model_with(text, &BTreeMap::new())
@@ -205,9 +206,9 @@ fn reads_openotters_alpha_adds() {
 fn doubling(levels: usize) -> String {
     let mut text = String::from("FROM scratch\nARG a0=xxxxxxxxxxxxxxxx\n");
     for i in 1..=levels {
-        text.push_str(&format!("ARG a{i}=${{a{}}}${{a{}}}\n", i - 1, i - 1));
+        let _ = writeln!(text, "ARG a{i}=${{a{}}}${{a{}}}", i - 1, i - 1);
     }
-    text.push_str(&format!("LABEL top=${{a{levels}}}\n"));
+    let _ = writeln!(text, "LABEL top=${{a{levels}}}");
     text
 }
 
@@ -249,7 +250,7 @@ fn expansion_stops_at_the_file_limit_once() {
     // 100 KiB value (under the per-value limit) used 20 times: 2 MiB > 1 MiB in all.
     let mut text = format!("FROM scratch\nARG big={}\n", "y".repeat(100 * 1024));
     for i in 0..20 {
-        text.push_str(&format!("LABEL l{i}=${{big}}\n"));
+        let _ = writeln!(text, "LABEL l{i}=${{big}}");
     }
     let (m, codes) = model(&text);
     assert_eq!(

@@ -16,7 +16,7 @@ impl Ast {
     /// The instructions, in file order.
     pub fn instructions(&self) -> impl Iterator<Item = &Instruction> {
         self.lines.iter().filter_map(|l| match &l.kind {
-            LineKind::Instruction(i) => Some(i),
+            LineKind::Instruction(i) => Some(&**i),
             _ => None,
         })
     }
@@ -40,11 +40,14 @@ pub enum LineKind {
     Directive {
         value: Token,
     },
-    Instruction(Instruction),
+    /// Boxed, like the error's heredoc, so that a blank, comment or bad line costs a few dozen
+    /// bytes, not the size of the largest instruction: a 1 MiB file of one-character lines is
+    /// half a million lines.
+    Instruction(Box<Instruction>),
     /// A line no rule fits; its diagnostic is in [`Ast::diagnostics`].
     Error {
         text: Token,
-        heredoc: Option<Heredoc>,
+        heredoc: Option<Box<Heredoc>>,
     },
 }
 

@@ -94,7 +94,7 @@ impl Builder<'_> {
                     return LineKind::Blank;
                 };
                 let heredoc = self.heredoc(inner.next(), inner.next());
-                LineKind::Instruction(self.instruction(ins, heredoc))
+                LineKind::Instruction(Box::new(self.instruction(ins, heredoc)))
             }
             Rule::bad_line => {
                 let mut inner = pair.into_inner();
@@ -106,7 +106,7 @@ impl Builder<'_> {
                 self.bad_line(&token);
                 LineKind::Error {
                     text: token,
-                    heredoc,
+                    heredoc: heredoc.map(Box::new),
                 }
             }
             _ => LineKind::Blank,

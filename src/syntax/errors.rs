@@ -20,8 +20,11 @@ pub fn byte_order_mark(span: Span) -> Diagnostic {
 
 pub fn unknown_instruction(span: Span, word: &str) -> Diagnostic {
     let upper = word.to_ascii_uppercase();
+    // No keyword is longer than 10 letters: a longer word is no typo of one, and the edit
+    // distance of a megabyte-long word costs seconds.
     let best = Keyword::ALL
         .iter()
+        .filter(|_| upper.len() <= 20)
         .map(|k| (strsim::damerau_levenshtein(&upper, k.as_str()), k.as_str()))
         .min();
     let help = match best {

@@ -3,6 +3,8 @@
 
 use super::Ctx;
 use crate::diagnostic::{Diagnostic, Span};
+use crate::ir::Config;
+use std::collections::HashMap;
 
 /// The `RUNTIME_*` variable a CONFIG key becomes (`max-tokens` → `RUNTIME_MAX_TOKENS`).
 pub fn runtime_var(key: &str) -> String {
@@ -28,8 +30,14 @@ pub fn env_overrides_config(span: Span, config: Span, env: &str, key: &str) -> D
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     let a = &cx.model.agent;
+    // Each CONFIG's variable, first CONFIG first: one look-up per ENV instead of a scan of every
+    // CONFIG (which made many of both quadratic).
+    let mut vars: HashMap<String, &Config> = HashMap::new();
+    for c in &a.configs {
+        vars.entry(runtime_var(&c.key)).or_insert(c);
+    }
     for e in a.envs.iter().filter(|e| e.key.starts_with("RUNTIME_")) {
-        if let Some(c) = a.configs.iter().find(|c| runtime_var(&c.key) == e.key) {
+        if let Some(c) = vars.get(&e.key) {
             out.push(env_overrides_config(e.key_span, c.span, &e.key, &c.key));
         }
     }

@@ -5,6 +5,7 @@
 use super::Ctx;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::syntax::Args;
+use std::collections::HashMap;
 
 /// The target with `.` and empty components removed, or what is wrong with it (the shape lives
 /// in `ir::names`, which also checks targets read from images).
@@ -17,13 +18,19 @@ pub fn invalid_mount_target(span: Span, target: &str, what: &str) -> Diagnostic 
 }
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    // The target token of each MOUNT instruction, by the instruction's span: one pass over the
+    // AST, not one search per MOUNT (which made many MOUNTs quadratic).
+    let targets: HashMap<Span, Span> = cx
+        .ast
+        .instructions()
+        .filter_map(|i| match &i.args {
+            Args::Mount { target, .. } => Some((i.span, target.span)),
+            _ => None,
+        })
+        .collect();
     for m in &cx.model.agent.mounts {
-        let ins = cx.ast.instructions().find(|i| i.span == m.span);
-        let target_span = match ins.map(|i| &i.args) {
-            Some(Args::Mount { target, .. }) => target.span,
-            _ => m.span,
-        };
         if let Err(what) = normalise(&m.target) {
+            let target_span = targets.get(&m.span).copied().unwrap_or(m.span);
             out.push(invalid_mount_target(target_span, &m.target, &what));
         }
     }

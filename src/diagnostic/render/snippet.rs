@@ -284,7 +284,7 @@ impl SourceCode for Snippet {
         };
         // The lines this contents covers (miette's own count runs from the file's start, which
         // made it merge far-apart snippets into one that prints every line between them).
-        let lines = data.iter().filter(|&&b| b == b'\n').count();
+        let lines = memchr_count(data);
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.clone(),
             data,
@@ -294,6 +294,11 @@ impl SourceCode for Snippet {
             lines,
         )))
     }
+}
+
+/// Line feeds in `data`.
+fn memchr_count(data: &[u8]) -> usize {
+    data.split(|&b| b == b'\n').count() - 1
 }
 
 #[cfg(test)]
@@ -314,7 +319,10 @@ mod tests {
 
     #[test]
     fn keeps_only_the_lines_around_labels() {
-        let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let mut text = String::new();
+        for i in 0..100 {
+            let _ = writeln!(text, "line {i}");
+        }
         let f = SourceFile::new("a", text.as_str());
         let at = |line: usize| f.line_start(line) + 1;
         let s = Snippet::new(
