@@ -46,7 +46,7 @@ fn a_damaged_store_blob_is_never_pushed() {
     let out = env.otters().args(["push", "m:1", &dest]).output().unwrap();
     let err = flat(&String::from_utf8_lossy(&out.stderr));
     assert!(!out.status.success(), "a damaged blob was pushed: {err}");
-    assert!(err.contains(&format!("{layer}")), "{err}");
+    assert!(err.contains(layer.as_str()), "{err}");
     assert!(err.contains("corrupt"), "{err}");
     assert!(
         !reg.blobs().iter().any(|b| layer.ends_with(b.as_str())),

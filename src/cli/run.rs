@@ -260,7 +260,11 @@ fn previous_id(root: &Path) -> Option<String> {
     // huge file. Read at most 64 KiB of a regular file, never through a final symlink.
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .custom_flags(
+            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK)
+                .bits()
+                .cast_signed(),
+        )
         .open(root.join("etc/agent.yaml"))
         .ok()?;
     if !file.metadata().ok()?.is_file() {

@@ -96,7 +96,7 @@ fn lock_agent(parent: &Path) -> Result<fs::File, MaterialiseError> {
     let dir = fs::OpenOptions::new()
         .read(true)
         // The parent is the user's own path (`--root` or `$OTTERS_HOME/agents`): it may be a link.
-        .custom_flags(rustix::fs::OFlags::DIRECTORY.bits() as i32)
+        .custom_flags(rustix::fs::OFlags::DIRECTORY.bits().cast_signed())
         .open(parent)
         .map_err(io_err("open", parent))?;
     dir.lock().map_err(io_err("lock", parent))?;
