@@ -47,8 +47,8 @@ fn run_path_takes_the_build_offline_flags() {
     let err = flat(&String::from_utf8_lossy(&out.stderr));
     assert!(err.contains("AF405"), "{err}");
     assert!(err.contains("--allow-unpinned"), "{err}");
-    // The advice works: the same command with the flag builds and reaches the plan (which then
-    // stops on the example's declared mount, proving the build succeeded first).
+    // The advice works: the same command with the flag builds and prints the plan. The example
+    // declares a MOUNT nobody supplied: the dry run lists it and says a run would stop there.
     let out = env
         .otters()
         .args(["run", "--offline", "--allow-unpinned", "--dry-run"])
@@ -56,9 +56,19 @@ fn run_path_takes_the_build_offline_flags() {
         .output()
         .unwrap();
     let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{err}");
     assert!(!err.contains("AF405"), "{err}");
-    assert!(!err.contains("failed; nothing was run"), "{err}");
-    assert!(err.contains("declared mount(s) missing"), "{err}");
+    let plan = support::cli::json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        plan["missing_mounts"],
+        serde_json::json!(["/reports"]),
+        "{plan}"
+    );
+    assert!(
+        err.contains("a run would stop here: declared mount(s) missing: /reports"),
+        "{err}"
+    );
+    assert!(!err.contains("left unmounted"), "said twice: {err}");
     // `--pull never` means the same for a path.
     let out = env
         .otters()

@@ -146,6 +146,13 @@ pub fn run(mut a: Args) -> CliResult {
             if let Some(desc) = store.resolve(&d).into_diagnostic()? {
                 store.tag(&reference, &desc).into_diagnostic()?;
             }
+            if a.dry_run {
+                // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
+                // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
+                eprintln!(
+                    "note: {reference} was pulled into the local store to plan the run (`otters rm {reference}` removes the tag)"
+                );
+            }
             d
         }
     };
@@ -204,12 +211,18 @@ pub fn run(mut a: Args) -> CliResult {
             configs,
         },
         mounts: user_mounts,
-        allow_missing_mounts: a.allow_missing_mounts,
+        // A dry run shows the whole plan, missing mounts listed, and says what a run would do.
+        allow_missing_mounts: a.allow_missing_mounts || a.dry_run,
         platform,
     };
     let host_env = |k: &str| std::env::var(k).ok();
     let plan = plan::plan(&image, &opts, &host_env).map_err(|e| miette!("{e}"))?;
+    // A dry run that a real run would refuse says so once, below, instead of "left unmounted".
+    let refused_mounts = a.dry_run && !a.allow_missing_mounts && !plan.missing_mounts.is_empty();
     for w in &plan.warnings {
+        if refused_mounts && w.starts_with("declared mount(s) left unmounted") {
+            continue;
+        }
         eprintln!("warning: {w}");
     }
     let model = a
@@ -221,6 +234,12 @@ pub fn run(mut a: Args) -> CliResult {
     }
     if a.dry_run {
         outln!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
+        if refused_mounts {
+            eprintln!(
+                "warning: a run would stop here: declared mount(s) missing: {}; supply them with -v HOST:TARGET or pass --allow-missing-mounts",
+                plan.missing_mounts.join(", ")
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
     materialise::materialise(&plan, &store, fetcher, &Limits::default(), owner)
