@@ -670,3 +670,39 @@ fn dry_run_plan_snapshot() {
         insta::assert_snapshot!("dry_run_plan", redacted);
     });
 }
+
+/// `--dry-run` of an image the store lacks pulls it (planning needs its config) and says so; a
+/// MOUNT nobody supplied is listed in the plan with a warning instead of stopping the dry run.
+#[test]
+fn dry_run_says_it_pulled_and_lists_missing_mounts() {
+    let w = world("dry");
+    ok(otters(&w).args(["push", "-q", &w.agent]));
+    let fresh = w.tmp.path().join("fresh-home");
+    let out = cli::otters(&fresh)
+        .env("ANTHROPIC_API_KEY", "sk-test-secret")
+        .args(["run", "--dry-run", &w.agent, "--config", "webhook=x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "note: {} was pulled into the local store",
+            w.agent
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("a run would stop here: declared mount(s) missing: /data"),
+        "{err}"
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["missing_mounts"], serde_json::json!(["/data"]));
+    // A second dry run finds the image in the store and pulls nothing.
+    let out = cli::otters(&fresh)
+        .env("ANTHROPIC_API_KEY", "sk-test-secret")
+        .args(["run", "--dry-run", &w.agent, "--config", "webhook=x"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("was pulled"));
+}
