@@ -277,6 +277,20 @@ pub fn build(
     };
     let check_opts = check::Options {
         build_args: opts.build_args.clone(),
+        // As in `otters lint`: a moving tag the lock pins is not reported (AF201). An unreadable
+        // lock is reported by resolution (AF409).
+        locked: agentfile_path
+            .as_deref()
+            .and_then(|p| resolve::lockfile::Lockfile::read(&resolve::lock_path_for(p)).ok())
+            .flatten()
+            .map(|lock| {
+                lock.images
+                    .into_iter()
+                    .filter(|e| !e.digest.is_empty())
+                    .map(|e| e.reference)
+                    .collect()
+            })
+            .unwrap_or_default(),
         ..check::Options::default()
     };
     let (file, analysis) = check::analyze_bytes(&name, &bytes, &check_opts);

@@ -527,3 +527,43 @@ fn explain_unknown_code_and_list() {
         serde_json::json!({"code": "AF001", "name": "invalid-utf8", "severity": "error", "summary": "the file is not valid UTF-8"})
     );
 }
+
+/// AF201 is about references that move: one that `Agentfile.lock` pins to a digest does not, so it
+/// is not reported; with the lock gone it is again.
+#[test]
+fn a_reference_the_lock_pins_is_not_af201() {
+    use otters::resolve::lockfile::{Entry, Lockfile, Role};
+    let dir = tempfile::tempdir().unwrap();
+    let agentfile = dir.path().join("Agentfile");
+    std::fs::write(
+        &agentfile,
+        "FROM scratch\nNAME pinned\nRUNTIME ghcr.io/o/runtime:latest\nMODEL m/x\nBIN jq ghcr.io/o/jq\n",
+    )
+    .unwrap();
+    let af201 = || {
+        let o = lint(&["--format", "json", agentfile.to_str().unwrap()]);
+        let v: Value = serde_json::from_str(&o.stdout).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["code"] == "AF201")
+            .map(|d| d["line"].as_u64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(af201(), vec![3, 5]);
+    let mut lock = Lockfile::new("linux/amd64");
+    lock.insert(Entry {
+        role: Role::Runtime,
+        reference: "ghcr.io/o/runtime:latest".into(),
+        digest: format!("sha256:{}", "a".repeat(64)),
+        index: None,
+        platform: None,
+        bin: None,
+        description: None,
+        usage: None,
+    });
+    std::fs::write(dir.path().join("Agentfile.lock"), lock.to_bytes()).unwrap();
+    assert_eq!(af201(), vec![5], "the pinned RUNTIME is still reported");
+    std::fs::remove_file(dir.path().join("Agentfile.lock")).unwrap();
+    assert_eq!(af201(), vec![3, 5]);
+}

@@ -47,6 +47,9 @@ pub struct Options {
     /// Per-code overrides. Codes whose default severity is `error` cannot be lowered (see
     /// [`config`]); the config loader refuses such entries.
     pub severity_overrides: BTreeMap<String, SeverityOverride>,
+    /// Image references `Agentfile.lock` pins to a digest (as written in the Agentfile). AF201
+    /// does not report them: the build uses the locked digest, not the moving tag.
+    pub locked: std::collections::BTreeSet<String>,
 }
 
 /// The result of checking one file.

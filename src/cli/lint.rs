@@ -139,6 +139,7 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
             build_args: a.build_arg.iter().cloned().collect(),
             capability_catalogue: catalogue.clone(),
             severity_overrides: cfg.severity.clone(),
+            locked: locked_references(input),
         };
         let (file, analysis) = check::analyze_bytes(&name, &bytes, &opts);
         let threshold = a
@@ -272,6 +273,24 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), Fatal> {
 }
 
 /// The display name, bytes, and the directory to look for otters.toml from.
+/// The references `Agentfile.lock` beside a file input pins. A lock that is missing or cannot be
+/// read pins nothing here: `otters build` reports it (AF409), lint only loses the exemption.
+fn locked_references(input: &Input) -> std::collections::BTreeSet<String> {
+    let Input::File { path, .. } = input else {
+        return std::collections::BTreeSet::new();
+    };
+    let lock = crate::resolve::lockfile::Lockfile::read(&crate::resolve::lock_path_for(path));
+    match lock {
+        Ok(Some(lock)) => lock
+            .images
+            .into_iter()
+            .filter(|e| !e.digest.is_empty())
+            .map(|e| e.reference)
+            .collect(),
+        _ => std::collections::BTreeSet::new(),
+    }
+}
+
 fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
     match input {
         Input::Stdin => {

@@ -48,6 +48,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         refs.push(("BIN", &b.image, b.image_span));
     }
     for (kind, reference, span) in refs {
+        if cx.opts.locked.contains(reference) {
+            continue;
+        }
         if let Some(why) = moving(reference) {
             out.push(unpinned_image_reference(span, kind, reference, why));
         }
