@@ -104,3 +104,47 @@ fn images_and_inspect_never_print_raw_control_characters() {
         Some("a\u{1b}[2Jb\u{202e}c")
     );
 }
+
+/// `otters load` of an archive whose blob is not what its name says: refused, and the content is
+/// stored under no digest at all (neither the claimed one nor its real one), no temp file left.
+#[test]
+fn load_never_stores_a_blob_under_a_name_it_does_not_hash_to() {
+    let env = Env::new();
+    let claimed = format!("{:064x}", 7);
+    let content = b"not what the name says".to_vec();
+    let archive = env.dir.path().join("evil.tar");
+    let mut b = tar::Builder::new(std::fs::File::create(&archive).unwrap());
+    let mut add = |path: &str, data: &[u8]| {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_cksum();
+        b.append_data(&mut h, path, data).unwrap();
+    };
+    add("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#);
+    add(&format!("blobs/sha256/{claimed}"), &content);
+    add("index.json", br#"{"schemaVersion":2,"manifests":[]}"#);
+    b.finish().unwrap();
+    drop(b);
+    let out = env
+        .otters()
+        .args(["load", "-i"])
+        .arg(&archive)
+        .output()
+        .unwrap();
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("holds content with digest"), "{err}");
+    let real = support::sha256(&content);
+    assert!(
+        !env.store_blob(&real).exists(),
+        "stored under its real digest"
+    );
+    assert!(!env.store_blob(&format!("sha256:{claimed}")).exists());
+    let tmp = env.store().join(".tmp");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "temp files left: {left:?}");
+}

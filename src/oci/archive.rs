@@ -205,11 +205,17 @@ pub fn load(store: &Store, src: &Path) -> Result<Vec<(String, Descriptor)>, Arch
             if store.has_blob(&expected) {
                 continue;
             }
-            let (actual, _) = store.put_blob_from_reader(&mut data, &mut |_| {})?;
-            if actual != expected {
-                return Err(malformed(format!(
-                    "`{path}` holds content with digest {actual}"
-                )));
+            // Checked before it is renamed into the store: content under a name it does not
+            // hash to never lands in `blobs/`, not even under its real digest.
+            match store.put_blob_expecting(&mut data, &expected, &mut |_| {}) {
+                Err(StoreError::Corrupt { actual, .. }) => {
+                    return Err(malformed(format!(
+                        "`{path}` holds content with digest {actual}"
+                    )));
+                }
+                other => {
+                    other?;
+                }
             }
         }
     }

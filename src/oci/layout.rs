@@ -183,7 +183,27 @@ impl Store {
     /// [`PIPELINE_BUFFERS`] buffers of [`COPY_BUFFER`] bytes are alive.
     pub fn put_blob_from_reader(
         &self,
+        reader: impl Read,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(Digest, u64), StoreError> {
+        self.put_blob_checked(reader, None, progress)
+    }
+
+    /// Streams a blob into the store only if its bytes hash to `expected`: content that does not
+    /// match is never renamed into `blobs/` (its temp file is removed), whatever its real digest.
+    pub fn put_blob_expecting(
+        &self,
+        reader: impl Read,
+        expected: &Digest,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(Digest, u64), StoreError> {
+        self.put_blob_checked(reader, Some(expected), progress)
+    }
+
+    fn put_blob_checked(
+        &self,
         mut reader: impl Read,
+        expected: Option<&Digest>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(Digest, u64), StoreError> {
         let tmp = locked_temp(&self.tmp_dir(), "blob-")?;
@@ -233,6 +253,13 @@ impl Store {
         read_result.map_err(io_err("read input for", &self.root))?;
         write_result.map_err(io_err("write", tmp.path()))?;
         let digest = Digest::from_sha256(hasher);
+        if let Some(expected) = expected.filter(|e| **e != digest) {
+            return Err(StoreError::Corrupt {
+                path: tmp.path().to_owned(),
+                expected: expected.to_string(),
+                actual: digest.to_string(),
+            });
+        }
         let target = self.blob_path(&digest);
         if !target.is_file() {
             persist(tmp, &target)?;
