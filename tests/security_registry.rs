@@ -9,7 +9,7 @@
 mod hostile_registry;
 mod support;
 
-use hostile_registry::{non_loopback_ip, Body, Content, Hostile, Length, Reply, Req};
+use hostile_registry::{Body, Content, Hostile, Length, Reply, Req};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -158,14 +158,10 @@ fn upload_location_on_another_origin_is_followed_without_credentials() {
 
 #[test]
 fn upload_location_over_plain_http_to_a_remote_host_is_refused() {
-    // C stands for another machine: a non-loopback address of this one (when it has one).
-    let c = non_loopback_ip().map(|ip| {
-        let cc = Arc::new(Content::new());
-        Hostile::start_on(ip, Arc::new(move |r: &Req| cc.serve(r)), None)
-    });
-    let target = c
-        .as_ref()
-        .map_or_else(|| "otters-test.invalid:80".to_owned(), |c| c.addr.clone());
+    // C stands for another machine. Tests send traffic only to loopback, so C is a name under the
+    // reserved `.invalid` domain, which never resolves: had otters tried C, the push would fail on
+    // name resolution, not with the transport rule's refusal asserted below.
+    let target = "otters-test.invalid:80".to_owned();
     let a_content = Arc::new(Content::with_basic("alice", "s3cret"));
     let ac = a_content.clone();
     let t = target.clone();
@@ -183,13 +179,10 @@ fn upload_location_over_plain_http_to_a_remote_host_is_refused() {
         err.contains("plain HTTP to") && err.contains("--insecure") && err.contains("refused"),
         "{err}"
     );
-    if let Some(c) = &c {
-        assert!(
-            c.requests().is_empty(),
-            "C was contacted: {:?}",
-            c.requests()
-        );
-    }
+    assert!(
+        !err.contains("dns error") && !err.contains("resolve"),
+        "C was tried: {err}"
+    );
 }
 
 #[test]
@@ -253,18 +246,10 @@ fn blob_redirect_to_another_origin_carries_no_credentials_and_redirects_are_boun
 
 #[test]
 fn bearer_realm_must_pass_the_transport_rule_before_it_sees_credentials() {
-    // A token service on another machine over plain HTTP (a non-loopback address of this one).
-    let remote = non_loopback_ip().map(|ip| {
-        Hostile::start_on(
-            ip,
-            Arc::new(|_: &Req| Reply::bytes(200, r#"{"token":"stolen"}"#)),
-            None,
-        )
-    });
-    let realm = remote.as_ref().map_or_else(
-        || "http://otters-test.invalid/token".to_owned(),
-        |t| format!("http://{}/token", t.addr),
-    );
+    // A token service on another machine over plain HTTP: a `.invalid` name, which never
+    // resolves (tests send traffic only to loopback), so only the transport rule's refusal can
+    // produce the message asserted below.
+    let realm = "http://otters-test.invalid/token".to_owned();
     // A token service on loopback, another port: it passes the rule, so it gets the credentials
     // (as docker sends them to the realm the registry names).
     let local = Hostile::start(|r: &Req| {
@@ -301,13 +286,10 @@ fn bearer_realm_must_pass_the_transport_rule_before_it_sees_credentials() {
             && err.contains("no credentials were sent"),
         "{err}"
     );
-    if let Some(t) = &remote {
-        assert!(
-            t.requests().is_empty(),
-            "the remote realm was contacted: {:?}",
-            t.requests()
-        );
-    }
+    assert!(
+        !err.contains("dns error"),
+        "the remote realm was tried: {err}"
+    );
     let near = registry(format!("http://{}/token", local.addr));
     let env = env_with_login(&near.addr, "alice", "s3cret");
     env.ok(&["pull", "-q", &format!("{}/lib/tool:1", near.addr)]);

@@ -601,23 +601,3 @@ fn percent_decode(s: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
-
-/// An address of this machine that is not loopback (to stand for "another host" that otters
-/// must treat as remote), when there is one.
-pub fn non_loopback_ip() -> Option<IpAddr> {
-    for target in ["192.0.2.1:9", "10.255.255.1:9", "8.8.8.8:53"] {
-        let Ok(sock) = std::net::UdpSocket::bind("0.0.0.0:0") else {
-            continue;
-        };
-        if sock.connect(target).is_err() {
-            continue;
-        }
-        if let Ok(a) = sock.local_addr() {
-            let ip = a.ip();
-            if !ip.is_loopback() && !ip.is_unspecified() && TcpListener::bind((ip, 0)).is_ok() {
-                return Some(ip);
-            }
-        }
-    }
-    None
-}
