@@ -20,7 +20,7 @@ use crate::oci::descriptor::Descriptor;
 use crate::oci::hash_cache::HashCache;
 use crate::oci::ignore::Ignore;
 use crate::oci::inputs::FsInputs;
-use crate::oci::refname::{tag_name, RefNameError};
+use crate::oci::refname::{new_tag_name, tag_name, RefNameError};
 use crate::oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
 use crate::oci::registry_platform::BadPlatform;
 use crate::oci::registry_sources::Sources;
@@ -265,6 +265,7 @@ pub fn build(
     store: &Store,
     progress: &mut dyn Progress,
 ) -> Result<BuildOutput, BuildError> {
+    check_tags(&opts.tags)?;
     if !opts.context.is_dir() {
         return Err(ErrorKind::NotADirectory(opts.context.clone()).into());
     }
@@ -507,21 +508,32 @@ pub fn build(
     })
 }
 
-/// The tags to give: `wanted` as stored, or `<NAME>:latest`.
+/// The tags to give: `wanted` as stored (each must follow the reference grammar, see
+/// [`check_tags`]), or `<NAME>:latest`.
 fn tags_for(wanted: &[String], name: Option<&str>) -> Result<Vec<String>, ErrorKind> {
-    let default = [format!(
-        "{}:latest",
-        name.filter(|n| !n.is_empty()).unwrap_or("agent")
-    )];
-    let wanted = if wanted.is_empty() {
-        &default[..]
-    } else {
-        wanted
-    };
+    if wanted.is_empty() {
+        let default = format!(
+            "{}:latest",
+            name.filter(|n| !n.is_empty()).unwrap_or("agent")
+        );
+        return tag_name(&default)
+            .map(|t| vec![t])
+            .map_err(|source| ErrorKind::Tag {
+                tag: default,
+                source,
+            });
+    }
+    check_tags(wanted)
+}
+
+/// The stored names of the tags a user asked for (`-t`), or the first one that is not a valid
+/// reference (with the rule it breaks and a suggestion). [`build`] calls it before it reads or
+/// writes anything, so a bad tag costs nothing; a CLI may call it before opening the store.
+pub fn check_tags(wanted: &[String]) -> Result<Vec<String>, ErrorKind> {
     wanted
         .iter()
         .map(|t| {
-            tag_name(t).map_err(|source| ErrorKind::Tag {
+            new_tag_name(t).map_err(|source| ErrorKind::Tag {
                 tag: t.clone(),
                 source,
             })

@@ -188,6 +188,8 @@ pub(super) fn failure(e: &BuildError) -> miette::Report {
 }
 
 pub fn run(a: Args) -> CliResult {
+    // Before anything is read or written (not even the store directory).
+    lib::check_tags(&a.tags).map_err(|e| miette!("{e}"))?;
     let output = a.output.as_deref().map(parse_output).transpose()?;
     let build_args = parse_build_args(&a.build_args)?;
     let epoch =
