@@ -106,3 +106,133 @@ fn tag_refuses_a_bad_target_and_keeps_the_index() {
     ok(env.otters().args(["tag", "meteo:1.0", "meteo:2"]));
     assert!(index_of(&env.store()).contains("meteo:2"));
 }
+
+fn otters_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("otters")
+}
+
+#[test]
+fn completion_scripts_for_every_shell_and_bash_completes_subcommands() {
+    let env = Env::new();
+    let markers = [
+        ("bash", "complete -F _otters"),
+        ("zsh", "#compdef otters"),
+        ("fish", "complete -c otters"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[otters]"),
+    ];
+    for (shell, marker) in markers {
+        let script = ok(env.otters().args(["completion", shell]));
+        assert!(script.contains(marker), "{shell}: {script:.300}");
+        assert!(
+            script.contains("build") && script.contains("--build-arg"),
+            "{shell}"
+        );
+    }
+    // bash loads the script and completes `otters bu` to `build` and `otters build --no-c`.
+    let script = format!(
+        "source <('{}' completion bash) && complete -p otters && \
+         COMP_WORDS=(otters bu); COMP_CWORD=1; _otters otters bu otters; echo \"[${{COMPREPLY[*]}}]\"; \
+         COMP_WORDS=(otters build --no-c); COMP_CWORD=2; _otters otters --no-c build; echo \"[${{COMPREPLY[*]}}]\"",
+        otters_bin().display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("-F _otters") && text.contains("otters"),
+        "{text}"
+    );
+    assert!(text.contains("[build]"), "{text}");
+    assert!(text.contains("[--no-cache]"), "{text}");
+    let bad = env.otters().args(["completion", "tcsh"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values"));
+}
+
+#[test]
+fn version_as_text_and_json() {
+    let env = Env::new();
+    let text = ok(env.otters().arg("version"));
+    assert!(
+        text.starts_with(&format!("otters {}\n", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    let v = support::cli::json(&ok(env.otters().args(["version", "--format", "json"])));
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(v["os"], std::env::consts::OS);
+    assert_eq!(v["arch"], std::env::consts::ARCH);
+    assert_eq!(v["platform"], format!("linux/{}", support::host_arch()));
+    assert!(v["features"].is_array(), "{v}");
+    assert!(!env.home().exists(), "version touched the store");
+}
+
+#[test]
+fn man_pages_one_per_command_readable_by_man() {
+    let env = Env::new();
+    let dir = env.dir.path().join("man/man1");
+    let listed = ok(env
+        .otters()
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .arg("manpages")
+        .arg(&dir));
+    let mut names: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(listed.lines().count(), names.len(), "{listed}");
+    for want in [
+        "otters.1",
+        "otters-build.1",
+        "otters-completion.1",
+        "otters-version.1",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
+    }
+    for hidden in ["otters-help.1", "otters-manpages.1"] {
+        assert!(!names.iter().any(|n| n == hidden), "{hidden} written");
+    }
+    let page = fs::read_to_string(dir.join("otters-build.1")).unwrap();
+    assert!(
+        page.contains(".TH otters-build 1 2023-11-14"),
+        "{page:.200}"
+    );
+    assert!(page.contains("\\-\\-build\\-arg"), "{page:.400}");
+    // `man -l` renders it (when man is installed; groff is what it runs).
+    let man = std::process::Command::new("man")
+        .env("MANWIDTH", "100")
+        .arg("-l")
+        .arg(dir.join("otters-build.1"))
+        .output();
+    if let Ok(out) = man {
+        // Drop overstrike bold (`X\bX`) as `col -b` would.
+        let mut text = String::new();
+        for c in String::from_utf8_lossy(&out.stdout).chars() {
+            if c == '\u{8}' {
+                text.pop();
+            } else {
+                text.push(c);
+            }
+        }
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(text.contains("SYNOPSIS otters build [-f|--file]"), "{text}");
+        assert!(
+            text.contains("--build-arg <K=V> Set a build argument"),
+            "{text}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+    }
+}
