@@ -236,3 +236,65 @@ fn man_pages_one_per_command_readable_by_man() {
         assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
     }
 }
+
+/// `otters build --offline --allow-unpinned -q ARGS… CTX` in `env`; returns the digest.
+fn build(env: &Env, ctx: &Path, args: &[&str]) -> String {
+    ok(env
+        .otters()
+        .args(["build", "--offline", "--allow-unpinned", "-q"])
+        .args(args)
+        .arg(ctx))
+    .trim()
+    .to_owned()
+}
+
+#[test]
+fn iidfile_and_metadata_file_hold_the_digest_and_names() {
+    let env = Env::new();
+    let ctx = minimal(&env);
+    let plain = build(&env, &ctx, &[]);
+    let (iid, meta) = (env.dir.path().join("iid"), env.dir.path().join("meta.json"));
+    let digest = build(
+        &env,
+        &ctx,
+        &[
+            "-t",
+            "meteo:1",
+            "-t",
+            "127.0.0.1:5000/team/meteo:1",
+            "--iidfile",
+            iid.to_str().unwrap(),
+            "--metadata-file",
+            meta.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(digest, plain, "the flags changed the image");
+    assert_eq!(fs::read_to_string(&iid).unwrap(), digest);
+    let m = support::cli::json(&fs::read_to_string(&meta).unwrap());
+    assert_eq!(m["containerimage.digest"], digest.as_str());
+    assert_eq!(m["containerimage.descriptor"]["digest"], digest.as_str());
+    assert_eq!(
+        m["containerimage.descriptor"]["mediaType"],
+        "application/vnd.oci.image.manifest.v1+json"
+    );
+    let size = fs::metadata(env.store_blob(&digest)).unwrap().len();
+    assert_eq!(m["containerimage.descriptor"]["size"], size);
+    assert_eq!(m["image.name"], "meteo:1,127.0.0.1:5000/team/meteo:1");
+    assert_eq!(
+        m["otters.tags"],
+        serde_json::json!(["meteo:1", "127.0.0.1:5000/team/meteo:1"])
+    );
+    assert_eq!(m["otters.pushed"], serde_json::json!([]));
+
+    // A failed build leaves neither file behind: a stale one is not mistaken for its result.
+    fs::write(ctx.join("Agentfile"), "FROM scratch\nFROBNICATE\n").unwrap();
+    let out = env
+        .otters()
+        .args(["build", "--offline", "--iidfile", iid.to_str().unwrap()])
+        .args(["--metadata-file", meta.to_str().unwrap()])
+        .arg(&ctx)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!iid.exists() && !meta.exists(), "stale result files kept");
+}

@@ -64,6 +64,12 @@ pub struct Args {
     /// Re-read and re-hash every input, ignoring the file-hash cache
     #[arg(long)]
     pub no_cache: bool,
+    /// Write the image digest to FILE (removed first, so a failed build leaves none)
+    #[arg(long, value_name = "FILE")]
+    pub iidfile: Option<PathBuf>,
+    /// Write build results as JSON to FILE (buildx's keys, plus otters.*)
+    #[arg(long, value_name = "FILE")]
+    pub metadata_file: Option<PathBuf>,
 }
 
 fn parse_build_args(items: &[String]) -> miette::Result<BTreeMap<String, String>> {
@@ -230,11 +236,69 @@ pub fn run(a: Args) -> CliResult {
         source_date_epoch: epoch,
         ..BuildOptions::new(context, agentfile)
     };
+    // As docker does: a stale file from an earlier build must not pass for this one's result.
+    for f in [&a.iidfile, &a.metadata_file].into_iter().flatten() {
+        match std::fs::remove_file(f) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(miette!("cannot remove the old {}: {e}", f.display()));
+            }
+            _ => {}
+        }
+    }
     let tty = !a.quiet && std::io::stderr().is_terminal();
     let mut bars = Bars(None, tty, PushBars::new(tty));
     let out = lib::build(&opts, &store, &mut bars).map_err(|e| failure(&e))?;
+    write_result_files(&a, &out)?;
     report(&a, &out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--iidfile` (the digest, no newline, as docker writes it) and `--metadata-file` (buildx's
+/// `containerimage.digest`, `containerimage.descriptor` and `image.name` — the tags joined by `,` —
+/// plus `otters.tags` and `otters.pushed` as arrays).
+fn write_result_files(a: &Args, out: &BuildOutput) -> miette::Result<()> {
+    use crate::json::Value;
+    let write = |path: &Path, bytes: &[u8]| {
+        std::fs::write(path, bytes).map_err(|e| {
+            miette!(
+                "the image was built ({}) but {} cannot be written: {e}",
+                out.descriptor.digest,
+                path.display()
+            )
+        })
+    };
+    if let Some(path) = &a.iidfile {
+        write(path, out.descriptor.digest.as_bytes())?;
+    }
+    if let Some(path) = &a.metadata_file {
+        let d = &out.descriptor;
+        let strings =
+            |v: &mut dyn Iterator<Item = String>| Value::Array(v.map(Value::from).collect());
+        let v = Value::object()
+            .with("containerimage.digest", d.digest.as_str())
+            .with(
+                "containerimage.descriptor",
+                Value::object()
+                    .with("mediaType", d.media_type.as_str())
+                    .with("digest", d.digest.as_str())
+                    .with("size", d.size),
+            )
+            .with("image.name", out.tags.join(","))
+            .with("otters.tags", strings(&mut out.tags.iter().cloned()))
+            .with(
+                "otters.pushed",
+                strings(
+                    &mut out
+                        .pushed
+                        .iter()
+                        .map(|r| format!("{}@{}", r.reference, r.digest)),
+                ),
+            );
+        let mut bytes = crate::json::to_indented(&v).map_err(|e| miette!("{e}"))?;
+        bytes.push(b'\n');
+        write(path, &bytes)?;
+    }
+    Ok(())
 }
 
 fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
