@@ -140,6 +140,8 @@ pub struct BuildOutput {
     pub lock: Option<LockWrite>,
     /// One report per pushed tag, in tag order.
     pub pushed: Vec<TransferReport>,
+    /// `build_args` keys no ARG of the Agentfile declares (the CLI warns, as docker does).
+    pub unused_build_args: Vec<String>,
 }
 
 /// Why a build failed.
@@ -303,6 +305,13 @@ pub fn build(
     if analysis.has_errors() {
         return Err(fail(ErrorKind::Invalid(name), analysis.diagnostics));
     }
+    // A build argument an ARG declares is recorded among the ARGs (the override wins).
+    let unused_build_args = opts
+        .build_args
+        .keys()
+        .filter(|k| !analysis.model.agent.args.contains_key(*k))
+        .cloned()
+        .collect();
     let mut shown = analysis.diagnostics.clone();
     let platform = match &opts.platform {
         Some(p) => TargetPlatform::parse(p).map_err(|e| fail(e.into(), shown.clone()))?,
@@ -505,6 +514,7 @@ pub fn build(
         diagnostics: shown,
         lock,
         pushed,
+        unused_build_args,
     })
 }
 

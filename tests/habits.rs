@@ -298,3 +298,60 @@ fn iidfile_and_metadata_file_hold_the_digest_and_names() {
     assert_eq!(out.status.code(), Some(1));
     assert!(!iid.exists() && !meta.exists(), "stale result files kept");
 }
+
+#[test]
+fn build_arg_from_the_environment_and_a_warning_for_an_unused_one() {
+    let env = Env::new();
+    let ctx = fixture("full");
+    let run = |args: &[&str], region: Option<&str>| {
+        let mut cmd = env.otters();
+        cmd.env_remove("REGION").env_remove("NOPE");
+        if let Some(r) = region {
+            cmd.env("REGION", r);
+        }
+        let out = cmd
+            .args(["build", "--offline", "--allow-unpinned"])
+            .args(args)
+            .arg(&ctx)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        (
+            String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+            stderr_of(&out),
+        )
+    };
+    let (default, _) = run(&[], None);
+    let (explicit, err) = run(&["--build-arg", "REGION=us"], None);
+    assert_ne!(explicit, default, "the build argument changed nothing");
+    assert!(!err.contains("is not used"), "{err}");
+    let (from_env, err) = run(&["--build-arg", "REGION"], Some("us"));
+    assert_eq!(from_env, explicit, "{err}");
+    assert!(!err.contains("not set"), "{err}");
+    let (unset, err) = run(&["--build-arg", "REGION"], None);
+    assert_eq!(unset, default);
+    assert!(
+        err.contains("note: --build-arg REGION: REGION is not set in the environment"),
+        "{err}"
+    );
+    let (unused, err) = run(&["--build-arg", "NOPE=1", "--build-arg", "REGION=us"], None);
+    assert_eq!(
+        unused, explicit,
+        "an unused build argument changed the image"
+    );
+    assert!(
+        err.contains("warning: --build-arg NOPE is not used: the Agentfile declares no ARG NOPE"),
+        "{err}"
+    );
+    assert!(!err.contains("REGION is not used"), "{err}");
+    let (_, err) = run(&["-q", "--build-arg", "NOPE=1"], None);
+    assert!(!err.contains("NOPE"), "-q still warned: {err}");
+    let bad = env
+        .otters()
+        .args(["build", "--offline", "--build-arg", "=x"])
+        .arg(&ctx)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr_of(&bad).contains("has no name"));
+}

@@ -31,7 +31,7 @@ pub struct Args {
     /// Tag the image (repeatable); default <NAME>:latest, or agent:latest without NAME
     #[arg(short = 't', long = "tag")]
     pub tags: Vec<String>,
-    /// Set a build argument (repeatable)
+    /// Set a build argument (repeatable); a bare KEY takes its value from the environment
     #[arg(long = "build-arg", value_name = "K=V")]
     pub build_args: Vec<String>,
     /// Also write the image to `type=oci-layout,dest=DIR` or `type=oci-archive,dest=FILE`
@@ -72,20 +72,39 @@ pub struct Args {
     pub metadata_file: Option<PathBuf>,
 }
 
-fn parse_build_args(items: &[String]) -> miette::Result<BTreeMap<String, String>> {
-    items
-        .iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| {
-                    miette!(
-                        "--build-arg `{kv}` is not KEY=VALUE; write it as --build-arg NAME=value"
-                    )
-                })
-        })
-        .collect()
+/// `--build-arg K=V`, or `--build-arg K` taking the value of the environment variable `K` (as
+/// docker does; skipped with a note when `K` is not set).
+fn parse_build_args(items: &[String], quiet: bool) -> miette::Result<BTreeMap<String, String>> {
+    let mut args = BTreeMap::new();
+    for kv in items {
+        let (k, v) = match kv.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_owned())),
+            None => match std::env::var(kv) {
+                Ok(v) => (kv.as_str(), Some(v)),
+                Err(std::env::VarError::NotPresent) => (kv.as_str(), None),
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    return Err(miette!(
+                        "--build-arg {kv}: the environment variable {kv} is not UTF-8; pass --build-arg {kv}=value"
+                    ))
+                }
+            },
+        };
+        if k.is_empty() {
+            return Err(miette!(
+                "--build-arg `{kv}` has no name; write it as --build-arg NAME=value or --build-arg NAME"
+            ));
+        }
+        match v {
+            Some(v) => {
+                args.insert(k.to_owned(), v);
+            }
+            None if !quiet => eprintln!(
+                "note: --build-arg {k}: {k} is not set in the environment; the ARG keeps its default"
+            ),
+            None => {}
+        }
+    }
+    Ok(args)
 }
 
 /// `--output` destinations.
@@ -197,7 +216,7 @@ pub fn run(a: Args) -> CliResult {
     // Before anything is read or written (not even the store directory).
     lib::check_tags(&a.tags).map_err(|e| miette!("{e}"))?;
     let output = a.output.as_deref().map(parse_output).transpose()?;
-    let build_args = parse_build_args(&a.build_args)?;
+    let build_args = parse_build_args(&a.build_args, a.quiet)?;
     let epoch =
         epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).into_diagnostic()?;
     let (context, agentfile) = if a.context == "-" {
@@ -305,6 +324,9 @@ fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
     let text = !a.quiet && a.format == "text";
     if !a.quiet {
         print_diagnostics(&out.file, &out.diagnostics);
+        for k in &out.unused_build_args {
+            eprintln!("warning: --build-arg {k} is not used: the Agentfile declares no ARG {k}");
+        }
     }
     if text {
         for t in &out.tags {
