@@ -355,3 +355,75 @@ fn build_arg_from_the_environment_and_a_warning_for_an_unused_one() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr_of(&bad).contains("has no name"));
 }
+
+#[test]
+fn dash_o_follows_buildx_oci_tarball_or_directory() {
+    let env = Env::new();
+    let ctx = minimal(&env);
+    let plain = build(&env, &ctx, &["-t", "x:1"]);
+    let dir = env.dir.path();
+    // type=oci: an oci-archive tarball, the image also in the store.
+    let tarball = dir.join("x.tar");
+    let spec = format!("type=oci,dest={}", tarball.display());
+    assert_eq!(build(&env, &ctx, &["-t", "x:1", "-o", &spec]), plain);
+    let list = support::run_ok(std::process::Command::new("tar").arg("-tf").arg(&tarball));
+    for want in [
+        "oci-layout".to_owned(),
+        "index.json".to_owned(),
+        format!("blobs/sha256/{}", plain.trim_start_matches("sha256:")),
+    ] {
+        assert!(
+            list.lines().any(|l| l.trim_start_matches("./") == want),
+            "{want}: {list}"
+        );
+    }
+    // type=oci,tar=false and type=oci-layout: a layout directory.
+    for (i, kind) in [
+        "type=oci,tar=false",
+        "type=oci-layout",
+        "tar=false,type=oci",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let layout = dir.join(format!("layout{i}"));
+        let spec = format!("{kind},dest={}", layout.display());
+        assert_eq!(
+            build(&env, &ctx, &["-t", "x:1", "-o", &spec]),
+            plain,
+            "{kind}"
+        );
+        assert!(layout.join("oci-layout").is_file(), "{kind}");
+        assert!(fs::read_to_string(layout.join("index.json"))
+            .unwrap()
+            .contains(&plain));
+    }
+    for (spec, why) in [
+        (
+            "type=oci-layout,tar=false,dest=d",
+            "tar= applies to type=oci only",
+        ),
+        (
+            "type=oci,tar=maybe,dest=d",
+            "tar=maybe is not true or false",
+        ),
+        ("type=oci,dest=-", "standard output is not supported"),
+        ("type=docker,dest=d", "type `docker` is not supported"),
+        ("type=tar,dest=d", "type `tar` is not supported"),
+        ("type=oci", "has no dest="),
+    ] {
+        let out = env
+            .otters()
+            .args(["build", "--offline", "--allow-unpinned", "-o", spec])
+            .arg(&ctx)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{spec}");
+        let err = stderr_of(&out);
+        assert!(
+            err.contains(why) && err.contains("type=oci,tar=false,dest=DIR"),
+            "{spec}: {err}"
+        );
+        assert!(!ctx.join("d").exists() && !ctx.join("-").exists());
+    }
+}

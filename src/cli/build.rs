@@ -34,8 +34,9 @@ pub struct Args {
     /// Set a build argument (repeatable); a bare KEY takes its value from the environment
     #[arg(long = "build-arg", value_name = "K=V")]
     pub build_args: Vec<String>,
-    /// Also write the image to `type=oci-layout,dest=DIR` or `type=oci-archive,dest=FILE`
-    #[arg(long)]
+    /// Also write the image to `type=oci,dest=FILE` (a tarball), or build it into
+    /// `type=oci,tar=false,dest=DIR` / `type=oci-layout,dest=DIR` (a directory)
+    #[arg(short = 'o', long)]
     pub output: Option<String>,
     /// Print only the digest
     #[arg(short, long)]
@@ -113,24 +114,53 @@ enum Output {
     Archive(PathBuf),
 }
 
+const OUTPUT_FORMS: &str = "use type=oci,dest=FILE (a tarball), type=oci,tar=false,dest=DIR or type=oci-layout,dest=DIR (a directory)";
+
+/// `-o`/`--output` with buildx's meanings: `type=oci` is an oci-archive tarball, `type=oci,tar=false`
+/// and `type=oci-layout` a layout directory; `type=oci-archive` is kept as otters' first name for
+/// the tarball.
 fn parse_output(spec: &str) -> miette::Result<Output> {
     let mut kind = None;
     let mut dest = None;
+    let mut tar = None;
     for part in spec.split(',') {
         match part.split_once('=') {
             Some(("type", t)) => kind = Some(t.to_owned()),
             Some(("dest", d)) => dest = Some(PathBuf::from(d)),
-            _ => return Err(miette!("--output `{spec}`: unknown part `{part}`; use type=oci-layout,dest=DIR or type=oci-archive,dest=FILE")),
+            Some(("tar", t)) => {
+                tar = Some(match t {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(miette!(
+                            "--output `{spec}`: tar={t} is not true or false; {OUTPUT_FORMS}"
+                        ))
+                    }
+                });
+            }
+            _ => {
+                return Err(miette!(
+                    "--output `{spec}`: unknown part `{part}`; {OUTPUT_FORMS}"
+                ))
+            }
         }
     }
     let Some(dest) = dest.filter(|d| !d.as_os_str().is_empty()) else {
-        return Err(miette!("--output `{spec}` has no dest=; use type=oci-layout,dest=DIR or type=oci-archive,dest=FILE"));
+        return Err(miette!("--output `{spec}` has no dest=; {OUTPUT_FORMS}"));
     };
-    match kind.as_deref() {
-        Some("oci-layout" | "oci") => Ok(Output::Layout(dest)),
-        Some("oci-archive" | "tar") => Ok(Output::Archive(dest)),
-        other => Err(miette!(
-            "--output type `{}` is not supported; use oci-layout or oci-archive",
+    if dest.as_os_str() == "-" {
+        return Err(miette!(
+            "--output `{spec}`: writing to standard output is not supported; {OUTPUT_FORMS}"
+        ));
+    }
+    match (kind.as_deref(), tar) {
+        (Some("oci"), Some(false)) | (Some("oci-layout"), None) => Ok(Output::Layout(dest)),
+        (Some("oci"), None | Some(true)) | (Some("oci-archive"), None) => Ok(Output::Archive(dest)),
+        (Some(t), Some(_)) if t != "oci" => Err(miette!(
+            "--output `{spec}`: tar= applies to type=oci only; {OUTPUT_FORMS}"
+        )),
+        (other, _) => Err(miette!(
+            "--output type `{}` is not supported; {OUTPUT_FORMS}",
             other.unwrap_or("")
         )),
     }
