@@ -53,6 +53,11 @@ pub struct BuildOptions {
     /// Tags to give the image; empty means `<NAME>:latest` (`agent:latest` without NAME).
     pub tags: Vec<String>,
     pub build_args: BTreeMap<String, String>,
+    /// `--label`: added to the Agentfile's LABELs (overriding one of the same key), so they reach
+    /// the config blob and the manifest annotations exactly as a LABEL does.
+    pub labels: BTreeMap<String, String>,
+    /// `--annotation`: manifest annotations only, set last (they override LABELs and the title).
+    pub annotations: BTreeMap<String, String>,
     /// Also write the image to this oci-archive file.
     pub archive: Option<PathBuf>,
     /// Take every pin from `Agentfile.lock`; never contact a registry.
@@ -82,6 +87,8 @@ impl BuildOptions {
             agentfile,
             tags: Vec::new(),
             build_args: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
             archive: None,
             offline: false,
             locked: false,
@@ -365,6 +372,20 @@ pub fn build(
         Some(r) => (&r.model, r.pins.clone(), r.inherited_adds.clone()),
         None => (&analysis.model, Pins::default(), Vec::new()),
     };
+    let labelled;
+    let model = if opts.labels.is_empty() {
+        model
+    } else {
+        let mut m = model.clone();
+        for (k, v) in &opts.labels {
+            m.agent.labels.insert(
+                k.clone(),
+                crate::ir::Node::new(v.clone(), crate::diagnostic::Span::default()),
+            );
+        }
+        labelled = m;
+        &labelled
+    };
 
     let tags = tags_for(&opts.tags, model.agent.name_str()).map_err(|k| fail(k, shown.clone()))?;
     let inputs = FsInputs::new(&opts.context).map_err(|source| {
@@ -380,7 +401,7 @@ pub fn build(
         .as_deref()
         .map(|p| agentfile_dir(inputs.root(), p))
         .unwrap_or_default();
-    let plan = match lower::lower(
+    let mut plan = match lower::lower(
         model,
         &bytes,
         &pins,
@@ -407,6 +428,7 @@ pub fn build(
             ))
         }
     };
+    plan.annotations.extend(opts.annotations.clone());
     let ignore_path = inputs.root().join(".agentignore");
     let ignore = match inputs.read_agentignore() {
         Ok(Some(text)) => Ignore::parse(&text).map_err(|e| {

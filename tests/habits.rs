@@ -427,3 +427,65 @@ fn dash_o_follows_buildx_oci_tarball_or_directory() {
         assert!(!ctx.join("d").exists() && !ctx.join("-").exists());
     }
 }
+
+#[test]
+fn label_goes_where_label_goes_and_annotation_only_to_the_manifest() {
+    let env = Env::new();
+    let ctx = fixture("full");
+    let plain = build(&env, &ctx, &[]);
+    let digest = build(
+        &env,
+        &ctx,
+        &[
+            "--label",
+            "team=weather",
+            "--label",
+            "description=over",
+            "--annotation",
+            "org.opencontainers.image.source=https://example.com/meteo",
+            "--annotation",
+            "manifest:a=b",
+        ],
+    );
+    assert_ne!(digest, plain);
+    let manifest = support::cli::json(&fs::read_to_string(env.store_blob(&digest)).unwrap());
+    let ann = &manifest["annotations"];
+    assert_eq!(ann["team"], "weather", "{ann}");
+    assert_eq!(
+        ann["description"], "over",
+        "--label does not override LABEL: {ann}"
+    );
+    assert_eq!(
+        ann["org.opencontainers.image.source"],
+        "https://example.com/meteo"
+    );
+    assert_eq!(ann["a"], "b");
+    assert_eq!(ann["org.opencontainers.image.title"], "meteo");
+    let config =
+        fs::read_to_string(env.store_blob(manifest["config"]["digest"].as_str().unwrap())).unwrap();
+    assert!(
+        config.contains("\"team\"") && config.contains("weather"),
+        "{config}"
+    );
+    assert!(
+        !config.contains("example.com/meteo"),
+        "an annotation reached the config"
+    );
+    // Only the annotation: the config blob is the plain build's.
+    let only_ann = build(&env, &ctx, &["--annotation", "a=b"]);
+    let m2 = support::cli::json(&fs::read_to_string(env.store_blob(&only_ann)).unwrap());
+    let m0 = support::cli::json(&fs::read_to_string(env.store_blob(&plain)).unwrap());
+    assert_eq!(m2["config"], m0["config"]);
+    assert_eq!(m2["layers"], m0["layers"]);
+    for bad in [["--label", "noequals"], ["--annotation", "=v"]] {
+        let out = env
+            .otters()
+            .args(["build", "--offline", "--allow-unpinned"])
+            .args(bad)
+            .arg(&ctx)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{bad:?}");
+        assert!(stderr_of(&out).contains("is not KEY=VALUE"), "{bad:?}");
+    }
+}

@@ -65,6 +65,12 @@ pub struct Args {
     /// Re-read and re-hash every input, ignoring the file-hash cache
     #[arg(long)]
     pub no_cache: bool,
+    /// Add a label, as a LABEL line would (config and manifest annotations; repeatable)
+    #[arg(long = "label", value_name = "K=V")]
+    pub labels: Vec<String>,
+    /// Add a manifest annotation (repeatable; overrides LABELs of the same key)
+    #[arg(long = "annotation", value_name = "K=V")]
+    pub annotations: Vec<String>,
     /// Write the image digest to FILE (removed first, so a failed build leaves none)
     #[arg(long, value_name = "FILE")]
     pub iidfile: Option<PathBuf>,
@@ -106,6 +112,29 @@ fn parse_build_args(items: &[String], quiet: bool) -> miette::Result<BTreeMap<St
         }
     }
     Ok(args)
+}
+
+/// `--label` / `--annotation` values: `K=V` with a non-empty key. An annotation may carry buildx's
+/// `manifest:` prefix (the only level an otters image has).
+fn parse_pairs(flag: &str, items: &[String]) -> miette::Result<BTreeMap<String, String>> {
+    items
+        .iter()
+        .map(|kv| {
+            let text = if flag == "--annotation" {
+                kv.strip_prefix("manifest:").unwrap_or(kv)
+            } else {
+                kv
+            };
+            match text.split_once('=') {
+                Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+                    Ok((k.to_owned(), v.to_owned()))
+                }
+                _ => Err(miette!(
+                    "{flag} `{kv}` is not KEY=VALUE; write it as {flag} org.example.key=value"
+                )),
+            }
+        })
+        .collect()
 }
 
 /// `--output` destinations.
@@ -247,6 +276,8 @@ pub fn run(a: Args) -> CliResult {
     lib::check_tags(&a.tags).map_err(|e| miette!("{e}"))?;
     let output = a.output.as_deref().map(parse_output).transpose()?;
     let build_args = parse_build_args(&a.build_args, a.quiet)?;
+    let labels = parse_pairs("--label", &a.labels)?;
+    let annotations = parse_pairs("--annotation", &a.annotations)?;
     let epoch =
         epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).into_diagnostic()?;
     let (context, agentfile) = if a.context == "-" {
@@ -271,6 +302,8 @@ pub fn run(a: Args) -> CliResult {
     let opts = BuildOptions {
         tags: a.tags.clone(),
         build_args,
+        labels,
+        annotations,
         archive: match &output {
             Some(Output::Archive(dest)) => Some(dest.clone()),
             _ => None,
