@@ -20,7 +20,7 @@ use crate::oci::descriptor::Descriptor;
 use crate::oci::hash_cache::HashCache;
 use crate::oci::ignore::Ignore;
 use crate::oci::inputs::FsInputs;
-use crate::oci::refname::{tag_name, RefNameError};
+use crate::oci::refname::{new_tag_name, tag_name, RefNameError};
 use crate::oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
 use crate::oci::registry_platform::BadPlatform;
 use crate::oci::registry_sources::Sources;
@@ -53,6 +53,11 @@ pub struct BuildOptions {
     /// Tags to give the image; empty means `<NAME>:latest` (`agent:latest` without NAME).
     pub tags: Vec<String>,
     pub build_args: BTreeMap<String, String>,
+    /// `--label`: added to the Agentfile's LABELs (overriding one of the same key), so they reach
+    /// the config blob and the manifest annotations exactly as a LABEL does.
+    pub labels: BTreeMap<String, String>,
+    /// `--annotation`: manifest annotations only, set last (they override LABELs and the title).
+    pub annotations: BTreeMap<String, String>,
     /// Also write the image to this oci-archive file.
     pub archive: Option<PathBuf>,
     /// Take every pin from `Agentfile.lock`; never contact a registry.
@@ -82,6 +87,8 @@ impl BuildOptions {
             agentfile,
             tags: Vec::new(),
             build_args: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
             archive: None,
             offline: false,
             locked: false,
@@ -140,6 +147,8 @@ pub struct BuildOutput {
     pub lock: Option<LockWrite>,
     /// One report per pushed tag, in tag order.
     pub pushed: Vec<TransferReport>,
+    /// `build_args` keys no ARG of the Agentfile declares (the CLI warns, as docker does).
+    pub unused_build_args: Vec<String>,
 }
 
 /// Why a build failed.
@@ -265,6 +274,7 @@ pub fn build(
     store: &Store,
     progress: &mut dyn Progress,
 ) -> Result<BuildOutput, BuildError> {
+    check_tags(&opts.tags)?;
     if !opts.context.is_dir() {
         return Err(ErrorKind::NotADirectory(opts.context.clone()).into());
     }
@@ -302,6 +312,13 @@ pub fn build(
     if analysis.has_errors() {
         return Err(fail(ErrorKind::Invalid(name), analysis.diagnostics));
     }
+    // A build argument an ARG declares is recorded among the ARGs (the override wins).
+    let unused_build_args = opts
+        .build_args
+        .keys()
+        .filter(|k| !analysis.model.agent.args.contains_key(*k))
+        .cloned()
+        .collect();
     let mut shown = analysis.diagnostics.clone();
     let platform = match &opts.platform {
         Some(p) => TargetPlatform::parse(p).map_err(|e| fail(e.into(), shown.clone()))?,
@@ -355,6 +372,20 @@ pub fn build(
         Some(r) => (&r.model, r.pins.clone(), r.inherited_adds.clone()),
         None => (&analysis.model, Pins::default(), Vec::new()),
     };
+    let labelled;
+    let model = if opts.labels.is_empty() {
+        model
+    } else {
+        let mut m = model.clone();
+        for (k, v) in &opts.labels {
+            m.agent.labels.insert(
+                k.clone(),
+                crate::ir::Node::new(v.clone(), crate::diagnostic::Span::default()),
+            );
+        }
+        labelled = m;
+        &labelled
+    };
 
     let tags = tags_for(&opts.tags, model.agent.name_str()).map_err(|k| fail(k, shown.clone()))?;
     let inputs = FsInputs::new(&opts.context).map_err(|source| {
@@ -370,7 +401,7 @@ pub fn build(
         .as_deref()
         .map(|p| agentfile_dir(inputs.root(), p))
         .unwrap_or_default();
-    let plan = match lower::lower(
+    let mut plan = match lower::lower(
         model,
         &bytes,
         &pins,
@@ -397,6 +428,7 @@ pub fn build(
             ))
         }
     };
+    plan.annotations.extend(opts.annotations.clone());
     let ignore_path = inputs.root().join(".agentignore");
     let ignore = match inputs.read_agentignore() {
         Ok(Some(text)) => Ignore::parse(&text).map_err(|e| {
@@ -504,24 +536,36 @@ pub fn build(
         diagnostics: shown,
         lock,
         pushed,
+        unused_build_args,
     })
 }
 
-/// The tags to give: `wanted` as stored, or `<NAME>:latest`.
+/// The tags to give: `wanted` as stored (each must follow the reference grammar, see
+/// [`check_tags`]), or `<NAME>:latest`.
 fn tags_for(wanted: &[String], name: Option<&str>) -> Result<Vec<String>, ErrorKind> {
-    let default = [format!(
-        "{}:latest",
-        name.filter(|n| !n.is_empty()).unwrap_or("agent")
-    )];
-    let wanted = if wanted.is_empty() {
-        &default[..]
-    } else {
-        wanted
-    };
+    if wanted.is_empty() {
+        let default = format!(
+            "{}:latest",
+            name.filter(|n| !n.is_empty()).unwrap_or("agent")
+        );
+        return tag_name(&default)
+            .map(|t| vec![t])
+            .map_err(|source| ErrorKind::Tag {
+                tag: default,
+                source,
+            });
+    }
+    check_tags(wanted)
+}
+
+/// The stored names of the tags a user asked for (`-t`), or the first one that is not a valid
+/// reference (with the rule it breaks and a suggestion). [`build`] calls it before it reads or
+/// writes anything, so a bad tag costs nothing; a CLI may call it before opening the store.
+pub fn check_tags(wanted: &[String]) -> Result<Vec<String>, ErrorKind> {
     wanted
         .iter()
         .map(|t| {
-            tag_name(t).map_err(|source| ErrorKind::Tag {
+            new_tag_name(t).map_err(|source| ErrorKind::Tag {
                 tag: t.clone(),
                 source,
             })

@@ -31,11 +31,12 @@ pub struct Args {
     /// Tag the image (repeatable); default <NAME>:latest, or agent:latest without NAME
     #[arg(short = 't', long = "tag")]
     pub tags: Vec<String>,
-    /// Set a build argument (repeatable)
+    /// Set a build argument (repeatable); a bare KEY takes its value from the environment
     #[arg(long = "build-arg", value_name = "K=V")]
     pub build_args: Vec<String>,
-    /// Also write the image to `type=oci-layout,dest=DIR` or `type=oci-archive,dest=FILE`
-    #[arg(long)]
+    /// Also write the image to `type=oci,dest=FILE` (a tarball), or build it into
+    /// `type=oci,tar=false,dest=DIR` / `type=oci-layout,dest=DIR` (a directory)
+    #[arg(short = 'o', long)]
     pub output: Option<String>,
     /// Print only the digest
     #[arg(short, long)]
@@ -64,20 +65,74 @@ pub struct Args {
     /// Re-read and re-hash every input, ignoring the file-hash cache
     #[arg(long)]
     pub no_cache: bool,
+    /// Add a label, as a LABEL line would (config and manifest annotations; repeatable)
+    #[arg(long = "label", value_name = "K=V")]
+    pub labels: Vec<String>,
+    /// Add a manifest annotation (repeatable; overrides LABELs of the same key)
+    #[arg(long = "annotation", value_name = "K=V")]
+    pub annotations: Vec<String>,
+    /// Write the image digest to FILE (removed first, so a failed build leaves none)
+    #[arg(long, value_name = "FILE")]
+    pub iidfile: Option<PathBuf>,
+    /// Write build results as JSON to FILE (buildx's keys, plus otters.*)
+    #[arg(long, value_name = "FILE")]
+    pub metadata_file: Option<PathBuf>,
 }
 
-fn parse_build_args(items: &[String]) -> miette::Result<BTreeMap<String, String>> {
+/// `--build-arg K=V`, or `--build-arg K` taking the value of the environment variable `K` (as
+/// docker does; skipped with a note when `K` is not set).
+fn parse_build_args(items: &[String], quiet: bool) -> miette::Result<BTreeMap<String, String>> {
+    let mut args = BTreeMap::new();
+    for kv in items {
+        let (k, v) = match kv.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_owned())),
+            None => match std::env::var(kv) {
+                Ok(v) => (kv.as_str(), Some(v)),
+                Err(std::env::VarError::NotPresent) => (kv.as_str(), None),
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    return Err(miette!(
+                        "--build-arg {kv}: the environment variable {kv} is not UTF-8; pass --build-arg {kv}=value"
+                    ))
+                }
+            },
+        };
+        if k.is_empty() {
+            return Err(miette!(
+                "--build-arg `{kv}` has no name; write it as --build-arg NAME=value or --build-arg NAME"
+            ));
+        }
+        match v {
+            Some(v) => {
+                args.insert(k.to_owned(), v);
+            }
+            None if !quiet => eprintln!(
+                "note: --build-arg {k}: {k} is not set in the environment; the ARG keeps its default"
+            ),
+            None => {}
+        }
+    }
+    Ok(args)
+}
+
+/// `--label` / `--annotation` values: `K=V` with a non-empty key. An annotation may carry buildx's
+/// `manifest:` prefix (the only level an otters image has).
+fn parse_pairs(flag: &str, items: &[String]) -> miette::Result<BTreeMap<String, String>> {
     items
         .iter()
         .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| {
-                    miette!(
-                        "--build-arg `{kv}` is not KEY=VALUE; write it as --build-arg NAME=value"
-                    )
-                })
+            let text = if flag == "--annotation" {
+                kv.strip_prefix("manifest:").unwrap_or(kv)
+            } else {
+                kv
+            };
+            match text.split_once('=') {
+                Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+                    Ok((k.to_owned(), v.to_owned()))
+                }
+                _ => Err(miette!(
+                    "{flag} `{kv}` is not KEY=VALUE; write it as {flag} org.example.key=value"
+                )),
+            }
         })
         .collect()
 }
@@ -88,24 +143,53 @@ enum Output {
     Archive(PathBuf),
 }
 
+const OUTPUT_FORMS: &str = "use type=oci,dest=FILE (a tarball), type=oci,tar=false,dest=DIR or type=oci-layout,dest=DIR (a directory)";
+
+/// `-o`/`--output` with buildx's meanings: `type=oci` is an oci-archive tarball, `type=oci,tar=false`
+/// and `type=oci-layout` a layout directory; `type=oci-archive` is kept as otters' first name for
+/// the tarball.
 fn parse_output(spec: &str) -> miette::Result<Output> {
     let mut kind = None;
     let mut dest = None;
+    let mut tar = None;
     for part in spec.split(',') {
         match part.split_once('=') {
             Some(("type", t)) => kind = Some(t.to_owned()),
             Some(("dest", d)) => dest = Some(PathBuf::from(d)),
-            _ => return Err(miette!("--output `{spec}`: unknown part `{part}`; use type=oci-layout,dest=DIR or type=oci-archive,dest=FILE")),
+            Some(("tar", t)) => {
+                tar = Some(match t {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(miette!(
+                            "--output `{spec}`: tar={t} is not true or false; {OUTPUT_FORMS}"
+                        ))
+                    }
+                });
+            }
+            _ => {
+                return Err(miette!(
+                    "--output `{spec}`: unknown part `{part}`; {OUTPUT_FORMS}"
+                ))
+            }
         }
     }
     let Some(dest) = dest.filter(|d| !d.as_os_str().is_empty()) else {
-        return Err(miette!("--output `{spec}` has no dest=; use type=oci-layout,dest=DIR or type=oci-archive,dest=FILE"));
+        return Err(miette!("--output `{spec}` has no dest=; {OUTPUT_FORMS}"));
     };
-    match kind.as_deref() {
-        Some("oci-layout" | "oci") => Ok(Output::Layout(dest)),
-        Some("oci-archive" | "tar") => Ok(Output::Archive(dest)),
-        other => Err(miette!(
-            "--output type `{}` is not supported; use oci-layout or oci-archive",
+    if dest.as_os_str() == "-" {
+        return Err(miette!(
+            "--output `{spec}`: writing to standard output is not supported; {OUTPUT_FORMS}"
+        ));
+    }
+    match (kind.as_deref(), tar) {
+        (Some("oci"), Some(false)) | (Some("oci-layout"), None) => Ok(Output::Layout(dest)),
+        (Some("oci"), None | Some(true)) | (Some("oci-archive"), None) => Ok(Output::Archive(dest)),
+        (Some(t), Some(_)) if t != "oci" => Err(miette!(
+            "--output `{spec}`: tar= applies to type=oci only; {OUTPUT_FORMS}"
+        )),
+        (other, _) => Err(miette!(
+            "--output type `{}` is not supported; {OUTPUT_FORMS}",
             other.unwrap_or("")
         )),
     }
@@ -188,8 +272,12 @@ pub(super) fn failure(e: &BuildError) -> miette::Report {
 }
 
 pub fn run(a: Args) -> CliResult {
+    // Before anything is read or written (not even the store directory).
+    lib::check_tags(&a.tags).map_err(|e| miette!("{e}"))?;
     let output = a.output.as_deref().map(parse_output).transpose()?;
-    let build_args = parse_build_args(&a.build_args)?;
+    let build_args = parse_build_args(&a.build_args, a.quiet)?;
+    let labels = parse_pairs("--label", &a.labels)?;
+    let annotations = parse_pairs("--annotation", &a.annotations)?;
     let epoch =
         epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).into_diagnostic()?;
     let (context, agentfile) = if a.context == "-" {
@@ -214,6 +302,8 @@ pub fn run(a: Args) -> CliResult {
     let opts = BuildOptions {
         tags: a.tags.clone(),
         build_args,
+        labels,
+        annotations,
         archive: match &output {
             Some(Output::Archive(dest)) => Some(dest.clone()),
             _ => None,
@@ -228,17 +318,78 @@ pub fn run(a: Args) -> CliResult {
         source_date_epoch: epoch,
         ..BuildOptions::new(context, agentfile)
     };
+    // As docker does: a stale file from an earlier build must not pass for this one's result.
+    for f in [&a.iidfile, &a.metadata_file].into_iter().flatten() {
+        match std::fs::remove_file(f) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(miette!("cannot remove the old {}: {e}", f.display()));
+            }
+            _ => {}
+        }
+    }
     let tty = !a.quiet && std::io::stderr().is_terminal();
     let mut bars = Bars(None, tty, PushBars::new(tty));
     let out = lib::build(&opts, &store, &mut bars).map_err(|e| failure(&e))?;
+    write_result_files(&a, &out)?;
     report(&a, &out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--iidfile` (the digest, no newline, as docker writes it) and `--metadata-file` (buildx's
+/// `containerimage.digest`, `containerimage.descriptor` and `image.name` — the tags joined by `,` —
+/// plus `otters.tags` and `otters.pushed` as arrays).
+fn write_result_files(a: &Args, out: &BuildOutput) -> miette::Result<()> {
+    use crate::json::Value;
+    let write = |path: &Path, bytes: &[u8]| {
+        std::fs::write(path, bytes).map_err(|e| {
+            miette!(
+                "the image was built ({}) but {} cannot be written: {e}",
+                out.descriptor.digest,
+                path.display()
+            )
+        })
+    };
+    if let Some(path) = &a.iidfile {
+        write(path, out.descriptor.digest.as_bytes())?;
+    }
+    if let Some(path) = &a.metadata_file {
+        let d = &out.descriptor;
+        let strings =
+            |v: &mut dyn Iterator<Item = String>| Value::Array(v.map(Value::from).collect());
+        let v = Value::object()
+            .with("containerimage.digest", d.digest.as_str())
+            .with(
+                "containerimage.descriptor",
+                Value::object()
+                    .with("mediaType", d.media_type.as_str())
+                    .with("digest", d.digest.as_str())
+                    .with("size", d.size),
+            )
+            .with("image.name", out.tags.join(","))
+            .with("otters.tags", strings(&mut out.tags.iter().cloned()))
+            .with(
+                "otters.pushed",
+                strings(
+                    &mut out
+                        .pushed
+                        .iter()
+                        .map(|r| format!("{}@{}", r.reference, r.digest)),
+                ),
+            );
+        let mut bytes = crate::json::to_indented(&v).map_err(|e| miette!("{e}"))?;
+        bytes.push(b'\n');
+        write(path, &bytes)?;
+    }
+    Ok(())
 }
 
 fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
     let text = !a.quiet && a.format == "text";
     if !a.quiet {
         print_diagnostics(&out.file, &out.diagnostics);
+        for k in &out.unused_build_args {
+            eprintln!("warning: --build-arg {k} is not used: the Agentfile declares no ARG {k}");
+        }
     }
     if text {
         for t in &out.tags {

@@ -26,6 +26,7 @@ mod explain;
 mod images;
 mod lint;
 mod login;
+mod meta;
 mod pushpull;
 mod run;
 mod store_cmds;
@@ -77,6 +78,13 @@ pub enum Command {
     Logout(login::LogoutArgs),
     /// Materialise an agent and run it, on the host or in a container
     Run(run::Args),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
+    Completion(meta::CompletionArgs),
+    /// Show the version of otters and the platform it runs on
+    Version(meta::VersionArgs),
+    /// Write one man page per command into a directory (for packagers)
+    #[command(hide = true)]
+    Manpages(meta::ManpagesArgs),
 }
 
 /// Entry point of the binary.
@@ -108,6 +116,9 @@ pub fn main() -> ExitCode {
         Command::Login(a) => login::run_login(a),
         Command::Logout(a) => login::run_logout(a),
         Command::Run(a) => run::run(a),
+        Command::Completion(a) => meta::run_completion(a),
+        Command::Version(a) => meta::run_version(a),
+        Command::Manpages(a) => meta::run_manpages(a),
     };
     match result {
         Ok(code) => code,

@@ -2,7 +2,7 @@
 use super::images::open_store;
 use super::CliResult;
 use crate::oci::archive;
-use crate::oci::refname::tag_name;
+use crate::oci::refname::{new_tag_name, tag_name};
 use miette::{miette, IntoDiagnostic};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,6 +69,7 @@ pub fn run_rm(a: RmArgs) -> CliResult {
 }
 
 pub fn run_tag(a: TagArgs) -> CliResult {
+    new_tag_name(&a.target).map_err(|e| miette!("{e}"))?;
     let store = open_store()?;
     let d = store
         .resolve(&a.source)

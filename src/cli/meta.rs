@@ -1,0 +1,113 @@
+//! `otters completion SHELL`, `otters version` and the hidden `otters manpages DIR`: facts about
+//! the command line itself, all generated from the clap definition in [`super::Cli`].
+//!
+//! Takes: a shell name, an output format, a directory. Returns: a completion script or version on
+//! stdout; one roff man page per command written into DIR (`otters.1`, `otters-build.1`, …, the
+//! naming `docker` and `podman` pages use). Must never: write anywhere but DIR, or print a page
+//! for a hidden command.
+use super::{Cli, CliResult};
+use crate::oci::registry_platform::TargetPlatform;
+use clap::CommandFactory;
+use miette::{miette, IntoDiagnostic};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionArgs {
+    /// The shell to write a completion script for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VersionArgs {
+    /// Output format
+    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+    pub format: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManpagesArgs {
+    /// Directory to write the pages into (created when missing)
+    pub dir: PathBuf,
+}
+
+// Rationale: the signature is the one every dispatcher in cli/mod.rs has.
+#[allow(clippy::unnecessary_wraps)]
+pub fn run_completion(a: CompletionArgs) -> CliResult {
+    let mut script = Vec::new();
+    clap_complete::generate(a.shell, &mut Cli::command(), "otters", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Cargo features this binary was built with (the crate has none today; the key keeps the JSON
+/// shape stable for scripts when some are added).
+const FEATURES: &[&str] = &[];
+
+// Rationale: the signature is the one every dispatcher in cli/mod.rs has.
+#[allow(clippy::unnecessary_wraps)]
+pub fn run_version(a: VersionArgs) -> CliResult {
+    let version = env!("CARGO_PKG_VERSION");
+    let platform = TargetPlatform::host().to_string();
+    if a.format == "json" {
+        use crate::json::Value;
+        let v = Value::object()
+            .with("version", version)
+            .with("os", std::env::consts::OS)
+            .with("arch", std::env::consts::ARCH)
+            .with("platform", platform.as_str())
+            .with(
+                "features",
+                Value::Array(FEATURES.iter().map(|f| Value::from(*f)).collect()),
+            );
+        outln!(
+            "{}",
+            String::from_utf8_lossy(&crate::json::to_compact(&v).unwrap_or_default())
+        );
+    } else {
+        outln!("otters {version}");
+        outln!(
+            " os/arch:  {}/{} (agent platform {platform})",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_manpages(a: ManpagesArgs) -> CliResult {
+    std::fs::create_dir_all(&a.dir)
+        .map_err(|e| miette!("cannot create {}: {e}", a.dir.display()))?;
+    // The pages' date: SOURCE_DATE_EPOCH's when set (reproducible packages), else today.
+    let epoch = crate::lower::epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref())
+        .into_diagnostic()?
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        });
+    let date = crate::lower::epoch::rfc3339(epoch)[..10].to_owned();
+    let mut cli = Cli::command();
+    cli.build();
+    // After `build`, a subcommand's display name is `otters-build`: the page's title and file
+    // name, as in docker-build(1); its synopsis reads `otters build`.
+    let pages = std::iter::once(cli.clone()).chain(
+        cli.get_subcommands()
+            .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+            .cloned(),
+    );
+    for cmd in pages {
+        let man = clap_mangen::Man::new(cmd)
+            .date(date.as_str())
+            .source(format!("otters {}", env!("CARGO_PKG_VERSION")))
+            .manual("otters manual");
+        let mut page = Vec::new();
+        man.render(&mut page)
+            .map_err(|e| miette!("cannot render {}: {e}", man.get_filename()))?;
+        let path = a.dir.join(man.get_filename());
+        std::fs::write(&path, page).map_err(|e| miette!("cannot write {}: {e}", path.display()))?;
+        outln!("{}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
