@@ -40,6 +40,19 @@ pub fn basename(p: &str) -> &str {
     t.rsplit('/').next().unwrap_or(t)
 }
 
+/// Go's `filepath.Base` on a slash path: trailing slashes removed, then the last element; `""`
+/// gives `"."` and a path of slashes gives `"/"`.
+pub fn go_base(p: &str) -> &str {
+    if p.is_empty() {
+        return ".";
+    }
+    let t = p.trim_end_matches('/');
+    if t.is_empty() {
+        return "/";
+    }
+    t.rsplit('/').next().unwrap_or(t)
+}
+
 /// Provider credentials come from the host at run time, never from an image.
 pub fn is_credential_key(key: &str) -> bool {
     key.ends_with("_API_KEY") || key.ends_with("_API_BASE")
@@ -382,9 +395,19 @@ mod tests {
                 "adds[0] name \"d/.x\": component \".x\"",
             ),
             (r#""adds":[{"src":"a","dst":"/data/x.json"}]"#, "ok"),
+            // alpha.50 writes `etc/data/` + filepath.Base(dst): `/data/../x` lands at `x`.
+            (r#""adds":[{"src":"a","dst":"/data/../x"}]"#, "ok"),
             (
-                r#""adds":[{"src":"a","dst":"/data/../x"}]"#,
-                "adds[0] name \"../x\" climbs out",
+                r#""adds":[{"src":"a","dst":"/data/.."}]"#,
+                "adds[0] name \"..\" climbs out",
+            ),
+            (
+                r#""adds":[{"src":"a","dst":""}]"#,
+                "adds[0] name \".\": component \".\"",
+            ),
+            (
+                r#""adds":[{"src":"a","dst":"/"}]"#,
+                "adds[0] name \"/\" is absolute",
             ),
             (
                 r#""contexts":[{"name":"SOUL"},{"name":"AGENT"}]"#,
@@ -443,6 +466,22 @@ mod tests {
             } else {
                 assert!(got.contains(want), "{agent}:\n got {got}\nwant {want}");
             }
+        }
+        // A `null` (or mistyped) list entry is named with its field and index.
+        let nulls: &[(&str, &str)] = &[
+            (r#""contexts":[{"name":"A"},null]"#, "contexts[1] is null"),
+            (r#""configs":[null]"#, "configs[0] is null"),
+            (r#""bins":[{"name":"a","image":"i"},null]"#, "bins[1] is null"),
+            (r#""adds":[{"src":"a","name":"a"},null]"#, "adds[1] is null"),
+            (r#""envs":[null,{"key":"A","value":"1"}]"#, "envs[0] is null"),
+            (r#""capabilities":["web",null]"#, "capabilities[1] is null"),
+            (r#""exec":["serve",null]"#, "exec[1] is null"),
+            (r#""mounts":[{"target":"/d"},null]"#, "mounts[1] is null"),
+            (r#""adds":[{"src":"a","name":"a"},"x"]"#, "adds[1] is not an object"),
+            (r#""capabilities":[1]"#, "capabilities[0] is not a string"),
+        ];
+        for (agent, want) in nulls {
+            assert_eq!(problem(agent), *want, "{agent}");
         }
         let long = format!(r#""name":"{}""#, "x".repeat(500));
         assert!(
