@@ -277,6 +277,9 @@ pub fn build(
     };
     let check_opts = check::Options {
         build_args: opts.build_args.clone(),
+        // The portability lints (AF230–AF235) belong to `otters lint`, which reads their
+        // targets from otters.toml; the build reads no otters.toml, so it leaves them out.
+        portability: Some(Vec::new()),
         ..check::Options::default()
     };
     let (file, analysis) = check::analyze_bytes(&name, &bytes, &check_opts);

@@ -10,11 +10,20 @@ pub mod registry;
 pub(crate) mod rules;
 mod suppress;
 
+pub use rules::portability::Target;
 pub use rules::BUILTIN_CATALOGUE;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::ir;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What the checker may ask about the build context, which it never reads itself: the caller
+/// answers (`otters lint` from the Agentfile's directory; tests from a table).
+pub trait SourceKinds: std::fmt::Debug + Send + Sync {
+    /// True when the ADD source `src` (as written, after ARG expansion) is a directory.
+    fn is_dir(&self, src: &str) -> bool;
+}
 
 /// What a project may do to a code's severity (`otters.toml` `[lint.severity]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +56,19 @@ pub struct Options {
     /// Per-code overrides. Codes whose default severity is `error` cannot be lowered (see
     /// [`config`]); the config loader refuses such entries.
     pub severity_overrides: BTreeMap<String, SeverityOverride>,
+    /// The openotters versions the portability lints (AF230–AF235) check against; `None` means
+    /// [`Target::ALL`] (`[portability] targets` in `otters.toml`), an empty list turns them off.
+    pub portability: Option<Vec<Target>>,
+    /// Answers whether an ADD source is a directory (AF230); `None` when there is no build
+    /// context to ask (standard input, or a caller that does not care).
+    pub sources: Option<Arc<dyn SourceKinds>>,
+}
+
+impl Options {
+    /// The portability targets in effect.
+    pub fn portability_targets(&self) -> &[Target] {
+        self.portability.as_deref().unwrap_or(&Target::ALL)
+    }
 }
 
 /// The result of checking one file.

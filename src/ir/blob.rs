@@ -223,7 +223,10 @@ fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
                 Some(serde_json::Value::Array(items)) => items
                     .iter()
                     .enumerate()
-                    .map(|(index, i)| i.as_object().ok_or_else(|| element(k, index, i, "an object")))
+                    .map(|(index, i)| {
+                        i.as_object()
+                            .ok_or_else(|| element(k, index, i, "an object"))
+                    })
                     .collect(),
                 Some(_) => Err(BlobError::Field(k)),
             }

@@ -471,13 +471,22 @@ mod tests {
         let nulls: &[(&str, &str)] = &[
             (r#""contexts":[{"name":"A"},null]"#, "contexts[1] is null"),
             (r#""configs":[null]"#, "configs[0] is null"),
-            (r#""bins":[{"name":"a","image":"i"},null]"#, "bins[1] is null"),
+            (
+                r#""bins":[{"name":"a","image":"i"},null]"#,
+                "bins[1] is null",
+            ),
             (r#""adds":[{"src":"a","name":"a"},null]"#, "adds[1] is null"),
-            (r#""envs":[null,{"key":"A","value":"1"}]"#, "envs[0] is null"),
+            (
+                r#""envs":[null,{"key":"A","value":"1"}]"#,
+                "envs[0] is null",
+            ),
             (r#""capabilities":["web",null]"#, "capabilities[1] is null"),
             (r#""exec":["serve",null]"#, "exec[1] is null"),
             (r#""mounts":[{"target":"/d"},null]"#, "mounts[1] is null"),
-            (r#""adds":[{"src":"a","name":"a"},"x"]"#, "adds[1] is not an object"),
+            (
+                r#""adds":[{"src":"a","name":"a"},"x"]"#,
+                "adds[1] is not an object",
+            ),
             (r#""capabilities":[1]"#, "capabilities[0] is not a string"),
         ];
         for (agent, want) in nulls {

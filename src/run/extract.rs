@@ -524,24 +524,31 @@ pub fn find_binary(
     let want = normalise_name(target);
     let base = want.rsplit('/').next().unwrap_or_default().to_owned();
     let mut found = false;
-    walk(layer, reader, limits, budget, &mut Strip::Off, |item, data| {
-        let name = item.path.to_string_lossy();
-        let matches = name == want
-            || item
-                .path
-                .file_name()
-                .is_some_and(|f| f.to_string_lossy() == base);
-        if !matches || item.kind != Kind::Regular {
-            return Ok(false);
-        }
-        tree.write_file(out, data, 0o755, limits.max_file)
-            .map_err(|source| ExtractError::Tree {
-                layer: layer.to_owned(),
-                source,
-            })?;
-        found = true;
-        Ok(true)
-    })?;
+    walk(
+        layer,
+        reader,
+        limits,
+        budget,
+        &mut Strip::Off,
+        |item, data| {
+            let name = item.path.to_string_lossy();
+            let matches = name == want
+                || item
+                    .path
+                    .file_name()
+                    .is_some_and(|f| f.to_string_lossy() == base);
+            if !matches || item.kind != Kind::Regular {
+                return Ok(false);
+            }
+            tree.write_file(out, data, 0o755, limits.max_file)
+                .map_err(|source| ExtractError::Tree {
+                    layer: layer.to_owned(),
+                    source,
+                })?;
+            found = true;
+            Ok(true)
+        },
+    )?;
     Ok(found)
 }
 

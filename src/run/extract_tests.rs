@@ -618,10 +618,7 @@ fn a_directory_layer_loses_its_title_prefix() {
     // A nested title: the entries carry the whole title (Go oras) …
     let got = unpack_dir_files(
         "docs/regions",
-        &[
-            dir_entry("docs/regions/"),
-            file("docs/regions/a.md", b"a"),
-        ],
+        &[dir_entry("docs/regions/"), file("docs/regions/a.md", b"a")],
     )
     .unwrap();
     assert_eq!(got, ["a.md"]);
@@ -644,7 +641,10 @@ fn a_prefixed_directory_layer_keeps_every_entry_below_its_prefix() {
         &[dir_entry("regions/"), file("other/x.md", b"x")],
     )
     .unwrap_err();
-    assert!(e.contains("\"other/x.md\" lies outside the directory"), "{e}");
+    assert!(
+        e.contains("\"other/x.md\" lies outside the directory"),
+        "{e}"
+    );
     // A symlink's `..` count is checked against its depth below the prefix, not in the archive.
     let e = unpack_dir_files(
         "regions",
@@ -654,7 +654,10 @@ fn a_prefixed_directory_layer_keeps_every_entry_below_its_prefix() {
         ],
     )
     .unwrap_err();
-    assert!(e.contains("is a symlink that is absolute, leaves the layer"), "{e}");
+    assert!(
+        e.contains("is a symlink that is absolute, leaves the layer"),
+        "{e}"
+    );
     // A hard link to a path outside the prefix is refused.
     let e = unpack_dir_files(
         "regions",

@@ -6,6 +6,7 @@
 
 use crate::ir::{Agent, ConfigValue};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 /// What the user asked to change.
 #[derive(Clone, Debug, Default)]
@@ -67,10 +68,11 @@ fn missing_message(missing: &[Missing]) -> String {
         .map(|m| m.key.as_str())
         .collect();
     if !later.is_empty() {
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             " ({} had a value, but a later CONFIG entry for the same key has none and the last entry wins, as in openotters)",
             later.join(", ")
-        ));
+        );
     }
     s
 }
