@@ -122,6 +122,12 @@ pub fn is_path_safe(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
 }
 
+/// A context layer title: `<NAME>.md` for a path-safe NAME (up to 66 characters), or any
+/// path-safe name. openotters L caps the whole title at 63 (AF234 warns about that).
+pub fn is_context_title(title: &str) -> bool {
+    is_path_safe(title) || title.strip_suffix(".md").is_some_and(is_path_safe)
+}
+
 /// `^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$` (DNS-1123 label), or with `_` allowed inside when
 /// `underscore` is set (capability names in otters' dialect).
 pub fn is_label(s: &str, underscore: bool) -> bool {
@@ -353,6 +359,10 @@ mod tests {
         assert_eq!(to_label("Max_Tokens").as_deref(), Some("max-tokens"));
         assert_eq!(to_label("__"), None);
         assert!(is_safe_rel("docs/a.md") && !is_safe_rel("docs//a") && !is_safe_rel("a/../b"));
+        let long = "C".repeat(63);
+        assert!(is_context_title(&format!("{long}.md")) && is_context_title("SOUL.md"));
+        assert!(!is_context_title(&format!("{long}x.md")) && !is_context_title(".md"));
+        assert!(!is_context_title("../x.md"));
         assert!(is_loader_key("LD_PRELOAD") && is_loader_key("DYLD_INSERT_LIBRARIES"));
         assert!(is_loader_key("GLIBC_TUNABLES") && !is_loader_key("OLD_PATH"));
         assert_eq!(mount_target("//data/./x/").as_deref(), Ok("/data/x"));

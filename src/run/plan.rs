@@ -155,7 +155,7 @@ pub enum PlanError {
     },
 }
 
-use crate::ir::names::{go_base, is_loader_key, is_safe_rel, shown};
+use crate::ir::names::{go_base, is_context_title, is_loader_key, is_safe_rel, shown};
 
 /// Where a file layer titled `title` goes below `etc/data/`, given the image's ADD names:
 /// - the title itself when an ADD has that name (otters and openotters L write `name` as the
@@ -322,7 +322,7 @@ pub fn plan(
                 let reserved = title
                     .strip_suffix(".md")
                     .is_some_and(|n| RESERVED_CONTEXT_NAMES.contains(&n));
-                if !is_path_safe(title) || reserved {
+                if !is_context_title(title) || reserved {
                     return Err(bad());
                 }
                 layer(format!("etc/context/{title}"), None)
