@@ -256,12 +256,16 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
             ));
         }
     }
+    let mut seen = std::collections::BTreeSet::new();
     for c in a
         .capabilities
         .iter()
         .filter(|c| c.value.contains('_') && is_label(&c.value, true))
     {
-        found.push(capability_underscore(c.span, &c.value, targets));
+        // Once per name: AF217 reports the repeats.
+        if seen.insert(c.value.as_str()) {
+            found.push(capability_underscore(c.span, &c.value, targets));
+        }
     }
     for m in a.mounts.iter().filter(|m| mount_target(&m.target).is_ok()) {
         found.push(mount(m.span, &m.target, targets));
