@@ -267,15 +267,14 @@ impl Strip {
             }
         }
         match self {
-            Strip::Prefix(c) => {
-                if let Ok(rest) = path.strip_prefix(&*c) {
-                    Ok((!rest.as_os_str().is_empty()).then(|| rest.to_owned()))
-                } else if is_dir && c.starts_with(&path) {
-                    Ok(None)
-                } else {
-                    Err("lies outside the directory the layer's title names (every entry of this layer starts with that directory)")
-                }
-            }
+            Strip::Prefix(c) => match path.strip_prefix(&*c) {
+                Ok(rest) if !rest.as_os_str().is_empty() => Ok(Some(rest.to_owned())),
+                // The directory itself, or one of its parents: nothing to write.
+                Ok(_) if is_dir => Ok(None),
+                Err(_) if is_dir && c.starts_with(&path) => Ok(None),
+                Ok(_) => Err("is named like the layer's directory but is not a directory"),
+                Err(_) => Err("lies outside the directory the layer's title names (every entry of this layer starts with that directory)"),
+            },
             _ => Ok(Some(path)),
         }
     }

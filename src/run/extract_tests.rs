@@ -668,4 +668,15 @@ fn a_prefixed_directory_layer_keeps_every_entry_below_its_prefix() {
     )
     .unwrap_err();
     assert!(e.contains("is a link that points outside the layer"), "{e}");
+    // A file (or link) where the layer's directory should be is refused, not skipped.
+    for first in [
+        file("regions", b"x"),
+        link("regions", tar::EntryType::Symlink, "x"),
+    ] {
+        let e = unpack_dir_files("regions", &[first]).unwrap_err();
+        assert!(
+            e.contains("is named like the layer's directory but is not a directory"),
+            "{e}"
+        );
+    }
 }
