@@ -362,6 +362,37 @@ fn unsafe_alpha50_titles_are_refused_by_name() {
 }
 
 #[test]
+fn two_alpha50_layers_with_one_base_name_keep_the_later_as_alpha50_does() {
+    let w = world();
+    let mut config = a50_config(&w.runtime());
+    config["agent"]["adds"] = json!([
+        {"src": "a/x.json", "dst": "/data/a/x.json"},
+        {"src": "b/x.json", "dst": "/data/b/x.json"},
+    ]);
+    let image = w.push_go_image(
+        "same-base",
+        &config,
+        &[
+            (OCTET, "/data/a/x.json", b"first".as_slice()),
+            (OCTET, "/data/b/x.json", b"second".as_slice()),
+        ],
+    );
+    let plan = w.dry_run(&image);
+    assert_eq!(planned_data(&plan), [("x.json".to_owned(), false)]);
+    let warnings = plan["warnings"].to_string();
+    assert!(
+        warnings.contains("layers[0] and layers[1] both write etc/data/x.json"),
+        "{warnings}"
+    );
+    let (ok, out) = w.run(&image, "same", &[]);
+    assert!(ok, "{out}");
+    assert_eq!(
+        fs::read(w.root("same").join("etc/data/x.json")).unwrap(),
+        b"second"
+    );
+}
+
+#[test]
 fn null_list_entries_are_refused_with_field_and_index() {
     let w = world();
     let cases: &[(&str, Value, &str)] = &[

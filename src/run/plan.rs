@@ -638,6 +638,26 @@ mod tests {
     }
 
     #[test]
+    fn data_paths_of_file_layers() {
+        let names = ["docs/a.md", "x.json", "c.csv"];
+        for (title, want) in [
+            ("docs/a.md", Some("docs/a.md")),     // otters: the ADD's name
+            ("x.json", Some("x.json")),           // L: a flat name
+            ("/data/x.json", Some("x.json")),     // alpha.50: filepath.Base(dst)
+            ("/data/sub/y.json", Some("y.json")), // alpha.50, flattened even with no ADD
+            ("data/c.csv", Some("c.csv")),        // alpha.50, a relative dst
+            ("./c.csv", Some("c.csv")),
+            ("other/z.md", Some("other/z.md")), // no ADD names it: as titled
+            ("/data/..", None),
+            ("/", None),
+            ("../x", None),
+            ("/data/.hidden", None),
+        ] {
+            assert_eq!(data_path(title, &names).as_deref(), want, "{title}");
+        }
+    }
+
+    #[test]
     fn path_safe_names() {
         assert!(is_path_safe("SOUL.md"));
         assert!(!is_path_safe(".hidden"));
