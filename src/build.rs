@@ -301,6 +301,9 @@ pub fn build(
                     .collect()
             })
             .unwrap_or_default(),
+        // The portability lints (AF230–AF235) belong to `otters lint`, which reads their
+        // targets from otters.toml; the build reads no otters.toml, so it leaves them out.
+        portability: Some(Vec::new()),
         ..check::Options::default()
     };
     let (file, analysis) = check::analyze_bytes(&name, &bytes, &check_opts);

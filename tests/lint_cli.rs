@@ -361,16 +361,26 @@ fn project_config_overrides_severity_and_fail_on() {
 
 #[test]
 fn stdin_build_args_and_capabilities() {
+    // `--target none`: `web_fetch` is not portable to openotters L (AF232, tests/compat.rs).
     let text = "FROM scratch\nARG V=v1\nRUNTIME ghcr.io/openotters/runtime:${V}\nMODEL a/b\nNAME n\nCAPABILITY web_fetch\n";
     let o = run(otters()
-        .args(["lint", "--format", "json", "-"])
+        .args(["lint", "--target", "none", "--format", "json", "-"])
         .write_stdin(text));
     assert_eq!(json_codes(&o), ["AF211"]);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v[0]["file"], "<stdin>");
 
     let o = run(otters()
-        .args(["lint", "--format", "json", "--build-arg", "V=latest", "-"])
+        .args([
+            "lint",
+            "--target",
+            "none",
+            "--format",
+            "json",
+            "--build-arg",
+            "V=latest",
+            "-",
+        ])
         .write_stdin(text));
     assert_eq!(
         json_codes(&o),
@@ -383,6 +393,8 @@ fn stdin_build_args_and_capabilities() {
     let o = run(otters()
         .args([
             "lint",
+            "--target",
+            "none",
             "--format",
             "json",
             "--capabilities",

@@ -10,6 +10,21 @@ use otters::diagnostic::render::{concise, human, ColorChoice};
 use std::collections::BTreeSet;
 use std::path::Path;
 
+/// The fixture directory as the build context: AF230 asks it whether an ADD source is a
+/// directory, as `otters lint` asks the Agentfile's directory.
+#[derive(Debug)]
+struct FixtureDir;
+
+impl check::SourceKinds for FixtureDir {
+    fn is_dir(&self, src: &str) -> bool {
+        !src.contains("..")
+            && Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("testdata/check")
+                .join(src)
+                .is_dir()
+    }
+}
+
 fn fixtures() -> Vec<std::path::PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/check");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -36,7 +51,11 @@ fn fixtures_produce_their_code_and_match_snapshots() {
         );
         let bytes = std::fs::read(&path).unwrap();
         let name = format!("{stem}.agentfile");
-        let (file, analysis) = check::analyze_bytes(&name, &bytes, &Options::default());
+        let opts = Options {
+            sources: Some(std::sync::Arc::new(FixtureDir)),
+            ..Options::default()
+        };
+        let (file, analysis) = check::analyze_bytes(&name, &bytes, &opts);
         let has = analysis.diagnostics.iter().any(|d| d.code == code);
         let expect_absent = rest.starts_with("ok_") || rest == "ok";
         if expect_absent == has {

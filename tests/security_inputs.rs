@@ -159,8 +159,9 @@ fn hostile_names_in_the_config_blob_are_refused_before_anything_is_written() {
             r#"adds[0] name "../../victim/x" climbs out"#,
         ),
         (
-            json!({"adds": [{"src": "x", "dst": "/data/../../victim"}]}),
-            r#"adds[0] name "../../victim" climbs out"#,
+            // openotters alpha.50 writes `etc/data/` + filepath.Base(dst): `/data/../..` is `..`.
+            json!({"adds": [{"src": "x", "dst": "/data/../.."}]}),
+            r#"adds[0] name ".." climbs out"#,
         ),
         (
             json!({"contexts": [{"name": "../../victim", "content": "x"}]}),
@@ -296,10 +297,25 @@ fn a_hostile_parent_is_refused_by_the_build() {
         &json!({"from": "scratch", "name": "p", "bins": [{"name": "../../../victim", "image": "x/y:1"}]}),
         std::slice::from_ref(&af),
     );
+    // A directory layer keeps its title (its entries lie under it), so a hostile one is refused.
+    // A file layer is reused under its ADD's checked name instead: openotters alpha.50 parents
+    // title file layers with the raw `dst`, and their base name is what alpha.50 writes.
     push(
         "bad-title",
         &json!({"from": "scratch", "name": "p", "adds": [{"src": "x", "name": "x"}]}),
-        &[af, (FILE, titled("../../../../victim/x"), b"pwned")],
+        &[
+            af.clone(),
+            (
+                "application/vnd.oci.image.layer.v1.tar+gzip",
+                titled("../../../../victim/x"),
+                b"pwned",
+            ),
+        ],
+    );
+    push(
+        "file-title",
+        &json!({"from": "scratch", "name": "p", "adds": [{"src": "x", "name": "x"}]}),
+        &[af.clone(), (FILE, titled("../../../../victim/x"), b"bytes")],
     );
     for (repo, want) in [
         (
@@ -325,6 +341,23 @@ fn a_hostile_parent_is_refused_by_the_build() {
         let (_, images, _) = env.run(&["images", "--format", "json"]);
         assert!(!images.contains("child"), "{images}");
     }
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM {}/file-title:1\nNAME child\n", reg.addr),
+    );
+    env.ok(&["build", "-q", "-t", "child:1", ctx.to_str().unwrap()]);
+    let v: Value =
+        serde_json::from_str(&env.ok(&["inspect", "child:1", "--format", "json"])).unwrap();
+    let titles: Vec<&str> = v["manifest"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["mediaType"] == FILE)
+        .filter_map(|l| l["annotations"]["org.opencontainers.image.title"].as_str())
+        .collect();
+    assert_eq!(titles, ["x"], "the hostile title was carried over");
 }
 
 /// Contents of every blob in a store, gzip blobs decompressed.

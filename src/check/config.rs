@@ -1,4 +1,5 @@
-//! The project configuration for `otters lint`: the `[lint]` table of `otters.toml`.
+//! The project configuration for `otters lint`: the `[lint]` and `[portability]` tables of
+//! `otters.toml`.
 //!
 //! Takes: the file's text. Returns: a [`LintConfig`], or a [`ConfigError`] that says which key
 //! is wrong and how to fix it. Must never: read files (the CLI finds and reads `otters.toml`).
@@ -8,9 +9,11 @@
 //! fail-on = "warning"
 //! [lint.severity]
 //! AF201 = "off"
+//! [portability]
+//! targets = ["alpha.50", "L"]   # the openotters versions AF230–AF235 check; [] turns them off
 //! ```
 
-use super::{registry, SeverityOverride};
+use super::{registry, SeverityOverride, Target};
 use crate::diagnostic::Severity;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -22,6 +25,8 @@ pub const FILE_NAMES: [&str; 2] = ["otters.toml", ".otters.toml"];
 pub struct LintConfig {
     pub fail_on: Option<Severity>,
     pub severity: BTreeMap<String, SeverityOverride>,
+    /// `[portability] targets`; `None` when the file does not say (the default targets apply).
+    pub portability: Option<Vec<Target>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -36,11 +41,20 @@ pub enum ConfigError {
     Level { code: String, value: String },
     #[error("[lint.severity] {code} is an error of the language and cannot be lowered; fix the Agentfile instead")]
     ErrorCode { code: String },
+    #[error("[portability] targets: {0:?} is not an openotters version otters knows; use \"alpha.50\" and/or \"L\", or [] to turn the portability lints off")]
+    Target(String),
 }
 
 #[derive(Deserialize)]
 struct FileShape {
     lint: Option<LintShape>,
+    portability: Option<PortabilityShape>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PortabilityShape {
+    targets: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -56,8 +70,15 @@ struct LintShape {
 pub fn parse(text: &str) -> Result<LintConfig, ConfigError> {
     let shape: FileShape =
         toml::from_str(text).map_err(|e| ConfigError::Toml(one_line(&e.to_string())))?;
+    let portability = match shape.portability.and_then(|p| p.targets) {
+        None => None,
+        Some(names) => Some(parse_targets(&names).map_err(ConfigError::Target)?),
+    };
     let Some(lint) = shape.lint else {
-        return Ok(LintConfig::default());
+        return Ok(LintConfig {
+            portability,
+            ..LintConfig::default()
+        });
     };
     let fail_on = match lint.fail_on {
         None => None,
@@ -80,7 +101,26 @@ pub fn parse(text: &str) -> Result<LintConfig, ConfigError> {
         }
         severity.insert(rule.code.to_owned(), level);
     }
-    Ok(LintConfig { fail_on, severity })
+    Ok(LintConfig {
+        fail_on,
+        severity,
+        portability,
+    })
+}
+
+/// Target names (`alpha.50`, `L`) → targets, sorted and without repeats; the first unknown name
+/// is the error. `none` alone means no target (for `otters lint --target none`).
+pub fn parse_targets(names: &[String]) -> Result<Vec<Target>, String> {
+    let mut out = Vec::new();
+    for n in names {
+        if n.trim().eq_ignore_ascii_case("none") && names.len() == 1 {
+            return Ok(out);
+        }
+        out.push(Target::parse(n).ok_or_else(|| n.clone())?);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// toml's messages span several lines with a source excerpt; keep them on one line.
@@ -102,6 +142,23 @@ mod tests {
         assert_eq!(c.fail_on, Some(Severity::Warning));
         assert_eq!(c.severity.get("AF201"), Some(&SeverityOverride::Off));
         assert_eq!(c.severity.get("AF216"), Some(&SeverityOverride::Warning));
+    }
+
+    #[test]
+    fn portability_targets() {
+        assert_eq!(parse("").unwrap().portability, None);
+        let c = parse("[portability]\ntargets = [\"L\", \"alpha.50\", \"l\"]\n").unwrap();
+        assert_eq!(c.portability, Some(vec![Target::Alpha50, Target::L]));
+        let c = parse("[portability]\ntargets = []\n[lint]\nfail-on = \"warning\"\n").unwrap();
+        assert_eq!(c.portability, Some(vec![]));
+        assert_eq!(c.fail_on, Some(Severity::Warning));
+        let e = parse("[portability]\ntargets = [\"alpha.49\"]\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "[portability] targets: \"alpha.49\" is not an openotters version otters knows; use \"alpha.50\" and/or \"L\", or [] to turn the portability lints off"
+        );
+        let e = parse("[portability]\ntarget = [\"L\"]\n").unwrap_err();
+        assert!(e.to_string().contains("unknown field"), "{e}");
     }
 
     #[test]

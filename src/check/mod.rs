@@ -10,11 +10,20 @@ pub mod registry;
 pub(crate) mod rules;
 mod suppress;
 
+pub use rules::portability::Target;
 pub use rules::BUILTIN_CATALOGUE;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::ir;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What the checker may ask about the build context, which it never reads itself: the caller
+/// answers (`otters lint` from the Agentfile's directory; tests from a table).
+pub trait SourceKinds: std::fmt::Debug + Send + Sync {
+    /// True when the ADD source `src` (as written, after ARG expansion) is a directory.
+    fn is_dir(&self, src: &str) -> bool;
+}
 
 /// What a project may do to a code's severity (`otters.toml` `[lint.severity]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +59,19 @@ pub struct Options {
     /// Image references `Agentfile.lock` pins to a digest (as written in the Agentfile). AF201
     /// does not report them: the build uses the locked digest, not the moving tag.
     pub locked: std::collections::BTreeSet<String>,
+    /// The openotters versions the portability lints (AF230–AF235) check against; `None` means
+    /// [`Target::ALL`] (`[portability] targets` in `otters.toml`), an empty list turns them off.
+    pub portability: Option<Vec<Target>>,
+    /// Answers whether an ADD source is a directory (AF230); `None` when there is no build
+    /// context to ask (standard input, or a caller that does not care).
+    pub sources: Option<Arc<dyn SourceKinds>>,
+}
+
+impl Options {
+    /// The portability targets in effect.
+    pub fn portability_targets(&self) -> &[Target] {
+        self.portability.as_deref().unwrap_or(&Target::ALL)
+    }
 }
 
 /// The result of checking one file.

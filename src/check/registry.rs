@@ -283,6 +283,42 @@ pub static RULES: &[RuleMeta] = &[
         "an ENV sets a dynamic-loader variable such as LD_PRELOAD"
     ),
     rule!(
+        "AF230",
+        "directory-add-not-portable",
+        Warning,
+        "openotters never extracts a directory ADD: its files are missing there"
+    ),
+    rule!(
+        "AF231",
+        "nested-add-name-not-portable",
+        Warning,
+        "an ADD name with `/`: openotters L refuses the image, alpha.50 flattens it"
+    ),
+    rule!(
+        "AF232",
+        "capability-underscore-not-portable",
+        Warning,
+        "a CAPABILITY with `_`: openotters L refuses the image"
+    ),
+    rule!(
+        "AF233",
+        "mount-not-portable",
+        Warning,
+        "openotters drops MOUNT: the agent starts without the mount"
+    ),
+    rule!(
+        "AF234",
+        "long-context-name-not-portable",
+        Warning,
+        "a CONTEXT name over 60 characters: openotters L refuses to start the agent"
+    ),
+    rule!(
+        "AF235",
+        "add-without-destination-not-portable",
+        Warning,
+        "an ADD without a destination: openotters alpha.50 cannot parse the Agentfile"
+    ),
+    rule!(
         "AF301",
         "build-source-not-found",
         Error,

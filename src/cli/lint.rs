@@ -62,6 +62,10 @@ pub struct Args {
     /// Check CAPABILITY names against this list (one name per line) instead of the built-in catalogue
     #[arg(long, value_name = "FILE")]
     pub capabilities: Option<PathBuf>,
+    /// Check portability to this openotters version: `alpha.50` or `L` (repeatable; `none` turns the
+    /// portability lints off) [default: `[portability] targets` in otters.toml, else both]
+    #[arg(long = "target", value_name = "VERSION")]
+    pub targets: Vec<String>,
     /// Do not print the summary line
     #[arg(short, long)]
     pub quiet: bool,
@@ -126,6 +130,15 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
         Some(p) => Some(load_config(p, false)?),
         None => None,
     };
+    let flag_targets = if a.targets.is_empty() {
+        None
+    } else {
+        Some(config::parse_targets(&a.targets).map_err(|t| {
+            Fatal(format!(
+                "--target {t:?} is not an openotters version otters knows; use alpha.50, L or none"
+            ))
+        })?)
+    };
     let mut found_configs: BTreeMap<PathBuf, Option<config::LintConfig>> = BTreeMap::new();
     let mut reports: Vec<FileReport> = Vec::new();
     let mut failed = false;
@@ -135,11 +148,17 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
             Some(c) => c.clone(),
             None => find_config(&dir, &mut found_configs)?.unwrap_or_default(),
         };
+        let sources: Option<std::sync::Arc<dyn check::SourceKinds>> = match input {
+            Input::File { .. } => Some(std::sync::Arc::new(ContextDir(dir.clone()))),
+            Input::Stdin => None,
+        };
         let opts = Options {
             build_args: a.build_arg.iter().cloned().collect(),
             capability_catalogue: catalogue.clone(),
             severity_overrides: cfg.severity.clone(),
             locked: locked_references(input),
+            portability: flag_targets.clone().or_else(|| cfg.portability.clone()),
+            sources,
         };
         let (file, analysis) = check::analyze_bytes(&name, &bytes, &opts);
         let threshold = a
@@ -176,6 +195,26 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The Agentfile's directory, standing for the build context of `otters build DIR`: AF230 asks it
+/// whether an ADD source is a directory. Sources that are absolute or climb out with `..` are
+/// not looked up (the build refuses them with AF302), and a symlink named as the source is not
+/// followed (the build refuses that too).
+#[derive(Debug)]
+struct ContextDir(PathBuf);
+
+impl check::SourceKinds for ContextDir {
+    fn is_dir(&self, src: &str) -> bool {
+        let rel = Path::new(src);
+        let inside = rel.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        });
+        inside && std::fs::symlink_metadata(self.0.join(rel)).is_ok_and(|m| m.file_type().is_dir())
+    }
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

@@ -1,7 +1,9 @@
 //! The config blob: the model's canonical JSON (spec §d, plus `mounts`), written and read back.
 //!
 //! Written with [`crate::json`] so the bytes match Go's `json.MarshalIndent(af, "", "  ")` field
-//! for field; read leniently (unknown fields ignored, openotters' older `dst` ADD form accepted).
+//! for field, plus `dst` beside each ADD's `name` (equal to it and to the layer title) so that
+//! openotters alpha.50, which reads `dst`, reads otters' images too; read leniently (unknown
+//! fields ignored, openotters alpha.50's `dst`-only ADD form accepted).
 
 use super::model::{
     Add, Agent, Agentfile, Bin, Config, ConfigValue, Context, Env, Mount, Node, DEFAULT_SYNTAX,
@@ -86,7 +88,13 @@ pub fn to_json(af: &Agentfile) -> Value {
         &mut agent,
         "adds",
         a.adds.iter().map(|d| {
-            let mut o = Value::object().with("src", &d.src).with("name", &d.name);
+            // `dst` beside `name`, both equal to the layer title: openotters L reads `name`,
+            // alpha.50 reads `dst` (its AGENT.md lists `filepath.Base(dst)`, and its FROM
+            // hydration finds an ADD's layer by `dst` == title).
+            let mut o = Value::object()
+                .with("src", &d.src)
+                .with("name", &d.name)
+                .with("dst", &d.name);
             opt_str(&mut o, "description", d.description.as_deref());
             o
         }),
@@ -168,6 +176,14 @@ pub enum BlobError {
     NoAgent,
     #[error("config blob field `{0}` has the wrong type")]
     Field(&'static str),
+    /// One element of a list is `null` or of the wrong type. openotters L panics on a `null`
+    /// entry in `spec.Validate`, alpha.50 while writing AGENT.md; otters names it.
+    #[error("{field}[{index}] {what}")]
+    Element {
+        field: &'static str,
+        index: usize,
+        what: &'static str,
+    },
     /// A name the parser would refuse in an Agentfile (see [`super::names::check_artifact`]).
     #[error(transparent)]
     Name(#[from] super::names::InvalidName),
@@ -206,7 +222,11 @@ fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
                 None | Some(serde_json::Value::Null) => Ok(Vec::new()),
                 Some(serde_json::Value::Array(items)) => items
                     .iter()
-                    .map(|i| i.as_object().ok_or(BlobError::Field(k)))
+                    .enumerate()
+                    .map(|(index, i)| {
+                        i.as_object()
+                            .ok_or_else(|| element(k, index, i, "an object"))
+                    })
                     .collect(),
                 Some(_) => Err(BlobError::Field(k)),
             }
@@ -216,7 +236,12 @@ fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
             None | Some(serde_json::Value::Null) => Ok(Vec::new()),
             Some(serde_json::Value::Array(items)) => items
                 .iter()
-                .map(|i| i.as_str().map(str::to_owned).ok_or(BlobError::Field(k)))
+                .enumerate()
+                .map(|(index, i)| {
+                    i.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| element(k, index, i, "a string"))
+                })
                 .collect(),
             Some(_) => Err(BlobError::Field(k)),
         }
@@ -285,7 +310,7 @@ fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
             .map(|o| Add {
                 src: s(o, "src").unwrap_or_default(),
                 // openotters ≤ alpha.50 wrote `dst` (the layer title, `/data/<name>`) instead of
-                // `name`; it is normalised as the parser normalises that deprecated form.
+                // `name`; it is read as alpha.50 materialises it (see `legacy_dst`).
                 name: s(o, "name")
                     .or_else(|| s(o, "dst").map(|d| legacy_dst(&d)))
                     .unwrap_or_default(),
@@ -330,16 +355,26 @@ fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
     Ok(Agentfile { syntax, agent })
 }
 
-/// `/data/x.json` → `x.json` (the deprecated ADD destination form, as `ir::lower` reads it).
+/// The name an openotters alpha.50 `dst` (`/data/x.json`) gives: `filepath.Base(dst)`, which is
+/// where alpha.50 writes the file (`etc/data/` + `filepath.Base(title)`, its layer title being
+/// the raw `dst`). `/data/sub/x.json` is flattened to `x.json` as alpha.50 flattens it.
 fn legacy_dst(dst: &str) -> String {
-    let mut name = dst
-        .strip_prefix("/data/")
-        .unwrap_or(dst)
-        .trim_start_matches('/');
-    while let Some(rest) = name.strip_prefix("./") {
-        name = rest;
-    }
-    name.to_owned()
+    super::names::go_base(dst).to_owned()
+}
+
+/// The error for list element `field[index]`, which should have been `want`.
+fn element(
+    field: &'static str,
+    index: usize,
+    v: &serde_json::Value,
+    want: &'static str,
+) -> BlobError {
+    let what = match (v, want) {
+        (serde_json::Value::Null, _) => "is null",
+        (_, "an object") => "is not an object",
+        _ => "is not a string",
+    };
+    BlobError::Element { field, index, what }
 }
 
 fn json_config_value(v: &serde_json::Value) -> Option<ConfigValue> {

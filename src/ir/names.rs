@@ -40,6 +40,19 @@ pub fn basename(p: &str) -> &str {
     t.rsplit('/').next().unwrap_or(t)
 }
 
+/// Go's `filepath.Base` on a slash path: trailing slashes removed, then the last element; `""`
+/// gives `"."` and a path of slashes gives `"/"`.
+pub fn go_base(p: &str) -> &str {
+    if p.is_empty() {
+        return ".";
+    }
+    let t = p.trim_end_matches('/');
+    if t.is_empty() {
+        return "/";
+    }
+    t.rsplit('/').next().unwrap_or(t)
+}
+
 /// Provider credentials come from the host at run time, never from an image.
 pub fn is_credential_key(key: &str) -> bool {
     key.ends_with("_API_KEY") || key.ends_with("_API_BASE")
@@ -107,6 +120,12 @@ pub fn is_path_safe(s: &str) -> bool {
         && b[0].is_ascii_alphanumeric()
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+/// A context layer title: `<NAME>.md` for a path-safe NAME (up to 66 characters), or any
+/// path-safe name. openotters L caps the whole title at 63 (AF234 warns about that).
+pub fn is_context_title(title: &str) -> bool {
+    is_path_safe(title) || title.strip_suffix(".md").is_some_and(is_path_safe)
 }
 
 /// `^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$` (DNS-1123 label), or with `_` allowed inside when
@@ -340,6 +359,10 @@ mod tests {
         assert_eq!(to_label("Max_Tokens").as_deref(), Some("max-tokens"));
         assert_eq!(to_label("__"), None);
         assert!(is_safe_rel("docs/a.md") && !is_safe_rel("docs//a") && !is_safe_rel("a/../b"));
+        let long = "C".repeat(63);
+        assert!(is_context_title(&format!("{long}.md")) && is_context_title("SOUL.md"));
+        assert!(!is_context_title(&format!("{long}x.md")) && !is_context_title(".md"));
+        assert!(!is_context_title("../x.md"));
         assert!(is_loader_key("LD_PRELOAD") && is_loader_key("DYLD_INSERT_LIBRARIES"));
         assert!(is_loader_key("GLIBC_TUNABLES") && !is_loader_key("OLD_PATH"));
         assert_eq!(mount_target("//data/./x/").as_deref(), Ok("/data/x"));
@@ -382,9 +405,19 @@ mod tests {
                 "adds[0] name \"d/.x\": component \".x\"",
             ),
             (r#""adds":[{"src":"a","dst":"/data/x.json"}]"#, "ok"),
+            // alpha.50 writes `etc/data/` + filepath.Base(dst): `/data/../x` lands at `x`.
+            (r#""adds":[{"src":"a","dst":"/data/../x"}]"#, "ok"),
             (
-                r#""adds":[{"src":"a","dst":"/data/../x"}]"#,
-                "adds[0] name \"../x\" climbs out",
+                r#""adds":[{"src":"a","dst":"/data/.."}]"#,
+                "adds[0] name \"..\" climbs out",
+            ),
+            (
+                r#""adds":[{"src":"a","dst":""}]"#,
+                "adds[0] name \".\": component \".\"",
+            ),
+            (
+                r#""adds":[{"src":"a","dst":"/"}]"#,
+                "adds[0] name \"/\" is absolute",
             ),
             (
                 r#""contexts":[{"name":"SOUL"},{"name":"AGENT"}]"#,
@@ -443,6 +476,31 @@ mod tests {
             } else {
                 assert!(got.contains(want), "{agent}:\n got {got}\nwant {want}");
             }
+        }
+        // A `null` (or mistyped) list entry is named with its field and index.
+        let nulls: &[(&str, &str)] = &[
+            (r#""contexts":[{"name":"A"},null]"#, "contexts[1] is null"),
+            (r#""configs":[null]"#, "configs[0] is null"),
+            (
+                r#""bins":[{"name":"a","image":"i"},null]"#,
+                "bins[1] is null",
+            ),
+            (r#""adds":[{"src":"a","name":"a"},null]"#, "adds[1] is null"),
+            (
+                r#""envs":[null,{"key":"A","value":"1"}]"#,
+                "envs[0] is null",
+            ),
+            (r#""capabilities":["web",null]"#, "capabilities[1] is null"),
+            (r#""exec":["serve",null]"#, "exec[1] is null"),
+            (r#""mounts":[{"target":"/d"},null]"#, "mounts[1] is null"),
+            (
+                r#""adds":[{"src":"a","name":"a"},"x"]"#,
+                "adds[1] is not an object",
+            ),
+            (r#""capabilities":[1]"#, "capabilities[0] is not a string"),
+        ];
+        for (agent, want) in nulls {
+            assert_eq!(problem(agent), *want, "{agent}");
         }
         let long = format!(r#""name":"{}""#, "x".repeat(500));
         assert!(

@@ -154,7 +154,8 @@ fn config_blob_matches_go_shape() {
         "adds": [
           {
             "src": "data/h.json",
-            "name": "h.json"
+            "name": "h.json",
+            "dst": "h.json"
           }
         ],
         "exec": [
@@ -200,6 +201,24 @@ fn reads_openotters_alpha_adds() {
     let json = br#"{"syntax":"openotters/agentfile:1","agent":{"from":"scratch","adds":[{"src":"x.json","dst":"/data/x.json"}],"future":1}}"#;
     let m = from_config_blob(json).unwrap();
     assert_eq!(m.agent.adds[0].name, "x.json");
+    // alpha.50 writes `etc/data/` + filepath.Base(dst): nested and relative `dst` flatten.
+    for (dst, name) in [
+        ("/data/sub/y.json", "y.json"),
+        ("data/y.json", "y.json"),
+        ("./y.json", "y.json"),
+        ("/data/dir/", "dir"),
+    ] {
+        let json =
+            format!(r#"{{"agent":{{"from":"scratch","adds":[{{"src":"y","dst":"{dst}"}}]}}}}"#);
+        let m = from_config_blob(json.as_bytes()).unwrap();
+        assert_eq!(m.agent.adds[0].name, name, "{dst}");
+    }
+    // `name` wins over `dst` when both are there (otters writes both, equal).
+    let json = br#"{"agent":{"from":"scratch","adds":[{"src":"y","name":"docs/y.json","dst":"elsewhere"}]}}"#;
+    assert_eq!(
+        from_config_blob(json).unwrap().agent.adds[0].name,
+        "docs/y.json"
+    );
 }
 
 /// `ARG a0=x…`, then `ARG aN=${aN-1}${aN-1}` for `levels` levels: doubles at every level.

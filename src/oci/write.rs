@@ -209,12 +209,12 @@ pub fn write_plan(
 /// FROM parent's ADD layers carry over (the layers built here are titled from checked names).
 fn check_titles(plan: &Plan) -> Result<(), WriteError> {
     use super::descriptor::CONTEXT_LAYER;
-    use crate::ir::names::{is_path_safe, is_safe_rel};
+    use crate::ir::names::{is_context_title, is_safe_rel};
     for (index, layer) in plan.layers.iter().enumerate() {
         let title = title_of(layer);
         let ok = match layer.media_type.as_str() {
             _ if title.is_empty() => true,
-            CONTEXT_LAYER => is_path_safe(&title),
+            CONTEXT_LAYER => is_context_title(&title),
             _ => is_safe_rel(&title),
         };
         if !ok {

@@ -15,7 +15,7 @@ use super::images::registry_diagnostic;
 use super::lockfile::{Entry, Lockfile, Role};
 use crate::diagnostic::{Diagnostic, Span};
 use crate::ir::Agentfile;
-use crate::oci::descriptor::{Descriptor, AGENT_CONFIG, CONTEXT_LAYER};
+use crate::oci::descriptor::{Descriptor, AGENT_CONFIG, ANN_TITLE, CONTEXT_LAYER, FILE_LAYER};
 use crate::oci::registry::{is_index, RegistryClient, RegistryError, TargetPlatform};
 use crate::oci::registry_sources::Sources;
 use crate::oci::registry_transfer;
@@ -257,7 +257,17 @@ fn hydrate(
                     .find(|l| l.title().is_some_and(|t| base(t) == a.name))
             })
             .ok_or_else(|| bad(format!("it has no layer for ADD {}", a.name)))?;
-        adds.push(layer.clone());
+        let mut layer = layer.clone();
+        // An openotters alpha.50 parent titles a file layer with its raw `dst`
+        // (`/data/x.json`); the child reuses the bytes under the name the ADD now has, which
+        // is where both openotters versions and otters put it (and what the child's config
+        // blob says).
+        if layer.media_type == FILE_LAYER && layer.title() != Some(a.name.as_str()) {
+            layer
+                .annotations
+                .insert(ANN_TITLE.to_owned(), a.name.clone());
+        }
+        adds.push(layer);
     }
     Ok(adds)
 }

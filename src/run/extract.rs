@@ -218,6 +218,80 @@ fn symlink_stays_inside(link: &Path, target: &[u8]) -> bool {
     ups <= depth
 }
 
+/// How the entry paths of a directory ADD layer relate to its title. otters, oras (Go) and
+/// oras-py archive a directory with every entry under `<title>/` (oras-py: `basename(title)/`),
+/// the directory itself first; that prefix is removed so the files land in `etc/data/<title>/`.
+/// A layer whose first entry is not under the prefix (another tool archived the directory's
+/// contents) is unpacked as it is.
+#[derive(Debug)]
+pub enum Strip {
+    /// Entries are used as they are (bin lookups, plain layers).
+    Off,
+    /// Not yet known: the first entry decides between these prefixes and [`Strip::AsIs`].
+    Undecided(Vec<PathBuf>),
+    /// Every entry must lie under this prefix, which is removed.
+    Prefix(PathBuf),
+    /// The layer does not use a prefix.
+    AsIs,
+}
+
+impl Strip {
+    /// The prefixes a directory layer titled `title` may use: the title, and its last component
+    /// (what oras-py writes for a nested title).
+    pub fn for_title(title: &str) -> Strip {
+        let full = PathBuf::from(normalise_name(title));
+        let mut cands = vec![full.clone()];
+        if let Some(base) = full.file_name().map(PathBuf::from) {
+            if base != full {
+                cands.push(base);
+            }
+        }
+        cands.retain(|c| !c.as_os_str().is_empty());
+        if cands.is_empty() {
+            Strip::AsIs
+        } else {
+            Strip::Undecided(cands)
+        }
+    }
+
+    /// Maps an entry path; `None` skips the entry (the prefix directory itself or one of its
+    /// parents). The first entry decides an undecided layer.
+    fn entry(&mut self, path: PathBuf, is_dir: bool) -> Result<Option<PathBuf>, &'static str> {
+        if let Strip::Undecided(cands) = self {
+            if let Some(c) = cands.iter().find(|c| path.starts_with(c)) {
+                *self = Strip::Prefix(c.clone());
+            } else if is_dir && cands.iter().any(|c| c.starts_with(&path)) {
+                return Ok(None);
+            } else {
+                *self = Strip::AsIs;
+            }
+        }
+        match self {
+            Strip::Prefix(c) => match path.strip_prefix(&*c) {
+                Ok(rest) if !rest.as_os_str().is_empty() => Ok(Some(rest.to_owned())),
+                // The directory itself, or one of its parents: nothing to write.
+                Ok(_) if is_dir => Ok(None),
+                Err(_) if is_dir && c.starts_with(&path) => Ok(None),
+                Ok(_) => Err("is named like the layer's directory but is not a directory"),
+                Err(_) => Err("lies outside the directory the layer's title names (every entry of this layer starts with that directory)"),
+            },
+            _ => Ok(Some(path)),
+        }
+    }
+
+    /// Maps a hard link's target (an archive path) the way its entry was mapped.
+    fn link(&self, path: PathBuf) -> Option<PathBuf> {
+        match self {
+            Strip::Prefix(c) => path
+                .strip_prefix(c)
+                .ok()
+                .filter(|r| !r.as_os_str().is_empty())
+                .map(Path::to_owned),
+            _ => Some(path),
+        }
+    }
+}
+
 /// One validated entry.
 struct Item {
     path: PathBuf,
@@ -235,6 +309,7 @@ fn walk<R: Read>(
     reader: R,
     limits: &Limits,
     budget: &mut Budget,
+    strip: &mut Strip,
     mut visit: impl FnMut(&Item, &mut dyn Read) -> Result<bool, ExtractError>,
 ) -> Result<(), ExtractError> {
     let read_err = |source| ExtractError::Read {
@@ -286,6 +361,12 @@ fn walk<R: Read>(
         let Some(path) = entry_path(layer, &entry.path)? else {
             continue;
         };
+        let Some(path) = strip
+            .entry(path, entry.kind == Kind::Directory)
+            .map_err(unsafe_)?
+        else {
+            continue;
+        };
         let link = match entry.kind {
             Kind::Symlink => {
                 if !symlink_stays_inside(&path, &entry.link) {
@@ -299,6 +380,7 @@ fn walk<R: Read>(
                 entry_path(layer, &entry.link)
                     .ok()
                     .flatten()
+                    .and_then(|p| strip.link(p))
                     .ok_or_else(|| unsafe_("is a link that points outside the layer"))?,
             ),
             _ => None,
@@ -321,6 +403,37 @@ pub fn unpack(
     layer: &str,
     reader: impl Read,
     dest: &Tree,
+    limits: &Limits,
+    budget: &mut Budget,
+) -> Result<(), ExtractError> {
+    unpack_with(layer, reader, dest, &mut Strip::Off, limits, budget)
+}
+
+/// Unpack the tar layer of a directory ADD titled `title` into `dest` (`etc/data/<title>`),
+/// removing the `<title>/` prefix its entries carry (see [`Strip`]).
+pub fn unpack_dir(
+    layer: &str,
+    reader: impl Read,
+    dest: &Tree,
+    title: &str,
+    limits: &Limits,
+    budget: &mut Budget,
+) -> Result<(), ExtractError> {
+    unpack_with(
+        layer,
+        reader,
+        dest,
+        &mut Strip::for_title(title),
+        limits,
+        budget,
+    )
+}
+
+fn unpack_with(
+    layer: &str,
+    reader: impl Read,
+    dest: &Tree,
+    strip: &mut Strip,
     limits: &Limits,
     budget: &mut Budget,
 ) -> Result<(), ExtractError> {
@@ -350,7 +463,7 @@ pub fn unpack(
             source,
         },
     };
-    walk(layer, reader, limits, budget, |item, data| {
+    walk(layer, reader, limits, budget, strip, |item, data| {
         let path = item.path.as_path();
         match item.kind {
             Kind::Directory => dest.mkdir(path).map_err(|e| tree_err(e, path))?,
@@ -410,24 +523,31 @@ pub fn find_binary(
     let want = normalise_name(target);
     let base = want.rsplit('/').next().unwrap_or_default().to_owned();
     let mut found = false;
-    walk(layer, reader, limits, budget, |item, data| {
-        let name = item.path.to_string_lossy();
-        let matches = name == want
-            || item
-                .path
-                .file_name()
-                .is_some_and(|f| f.to_string_lossy() == base);
-        if !matches || item.kind != Kind::Regular {
-            return Ok(false);
-        }
-        tree.write_file(out, data, 0o755, limits.max_file)
-            .map_err(|source| ExtractError::Tree {
-                layer: layer.to_owned(),
-                source,
-            })?;
-        found = true;
-        Ok(true)
-    })?;
+    walk(
+        layer,
+        reader,
+        limits,
+        budget,
+        &mut Strip::Off,
+        |item, data| {
+            let name = item.path.to_string_lossy();
+            let matches = name == want
+                || item
+                    .path
+                    .file_name()
+                    .is_some_and(|f| f.to_string_lossy() == base);
+            if !matches || item.kind != Kind::Regular {
+                return Ok(false);
+            }
+            tree.write_file(out, data, 0o755, limits.max_file)
+                .map_err(|source| ExtractError::Tree {
+                    layer: layer.to_owned(),
+                    source,
+                })?;
+            found = true;
+            Ok(true)
+        },
+    )?;
     Ok(found)
 }
 

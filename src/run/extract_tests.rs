@@ -511,7 +511,8 @@ mod fuzz {
             };
             let _ = unpack("l1", &layer(&l1)[..], &t, &Limits::default(), &mut b);
             if let Ok(dest) = t.subdir(Path::new(&normalise_name(&sub)), true) {
-                let _ = unpack("l2", &layer(&l2)[..], &dest, &Limits::default(), &mut b);
+                // A directory ADD layer titled `sub`: its `sub/` prefix (when it has one) removed.
+                let _ = unpack_dir("l2", &layer(&l2)[..], &dest, &sub, &Limits::default(), &mut b);
             }
             assert_host_untouched(dir.path());
             links_stay_inside(&root, &root);
@@ -561,4 +562,121 @@ fn error_messages_show_at_most_the_start_of_a_long_name() {
     let e = entry_path("l", name.as_bytes()).unwrap_err().to_string();
     assert!(e.contains("longer than 4096 bytes"), "{e}");
     assert!(e.len() < 600, "{} bytes", e.len());
+}
+
+/// Unpack a directory layer titled `title` into a fresh dir; the files written, sorted.
+fn unpack_dir_files(title: &str, entries: &[E<'_>]) -> Result<Vec<String>, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = tar_of(entries);
+    unpack_dir(
+        "l",
+        &bytes[..],
+        &tree(dir.path()),
+        title,
+        &Limits::default(),
+        &mut budget(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.path().to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(dir.path()).unwrap().display().to_string();
+            if fs::symlink_metadata(&p).unwrap().is_dir() {
+                out.push(format!("{rel}/"));
+                stack.push(p);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[test]
+fn a_directory_layer_loses_its_title_prefix() {
+    // What otters' writer and Go oras write: the titled directory first, then everything below.
+    let got = unpack_dir_files(
+        "regions",
+        &[
+            dir_entry("regions/"),
+            file("regions/north.md", b"n"),
+            dir_entry("regions/regions/"),
+            file("regions/regions/deep.md", b"d"),
+            link("regions/up", tar::EntryType::Symlink, "north.md"),
+            link("regions/hl", tar::EntryType::Link, "regions/north.md"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        got,
+        ["hl", "north.md", "regions/", "regions/deep.md", "up"],
+        "one level, not two"
+    );
+    // A nested title: the entries carry the whole title (Go oras) …
+    let got = unpack_dir_files(
+        "docs/regions",
+        &[dir_entry("docs/regions/"), file("docs/regions/a.md", b"a")],
+    )
+    .unwrap();
+    assert_eq!(got, ["a.md"]);
+    // … or only its last component (oras-py archives `basename(dir)`).
+    let got = unpack_dir_files(
+        "docs/regions",
+        &[dir_entry("regions/"), file("regions/a.md", b"a")],
+    )
+    .unwrap();
+    assert_eq!(got, ["a.md"]);
+    // A layer of the directory's contents (no prefix) is unpacked as it is.
+    let got = unpack_dir_files("regions", &[file("./a.md", b"a"), file("b/c.md", b"c")]).unwrap();
+    assert_eq!(got, ["a.md", "b/", "b/c.md"]);
+}
+
+#[test]
+fn a_prefixed_directory_layer_keeps_every_entry_below_its_prefix() {
+    let e = unpack_dir_files(
+        "regions",
+        &[dir_entry("regions/"), file("other/x.md", b"x")],
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("\"other/x.md\" lies outside the directory"),
+        "{e}"
+    );
+    // A symlink's `..` count is checked against its depth below the prefix, not in the archive.
+    let e = unpack_dir_files(
+        "regions",
+        &[
+            dir_entry("regions/"),
+            link("regions/l", tar::EntryType::Symlink, "../x"),
+        ],
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("is a symlink that is absolute, leaves the layer"),
+        "{e}"
+    );
+    // A hard link to a path outside the prefix is refused.
+    let e = unpack_dir_files(
+        "regions",
+        &[
+            dir_entry("regions/"),
+            link("regions/hl", tar::EntryType::Link, "etc/passwd"),
+        ],
+    )
+    .unwrap_err();
+    assert!(e.contains("is a link that points outside the layer"), "{e}");
+    // A file (or link) where the layer's directory should be is refused, not skipped.
+    for first in [
+        file("regions", b"x"),
+        link("regions", tar::EntryType::Symlink, "x"),
+    ] {
+        let e = unpack_dir_files("regions", &[first]).unwrap_err();
+        assert!(
+            e.contains("is named like the layer's directory but is not a directory"),
+            "{e}"
+        );
+    }
 }

@@ -141,6 +141,7 @@ fn write_tree(
                 digest,
                 media_type,
                 unpack,
+                title,
                 ..
             } => {
                 let d =
@@ -154,10 +155,11 @@ fn write_tree(
                                 layer: layer.clone(),
                                 source,
                             })?;
-                        extract::unpack(
+                        extract::unpack_dir(
                             &layer,
                             extract::decoder(media_type, Box::new(blob)),
                             &dest,
+                            title.as_deref().unwrap_or_default(),
                             limits,
                             &mut budget,
                         )?;

@@ -6,6 +6,7 @@
 
 use crate::ir::{Agent, ConfigValue};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 /// What the user asked to change.
 #[derive(Clone, Debug, Default)]
@@ -39,8 +40,41 @@ pub struct Effective {
 pub enum OverrideError {
     #[error("--config {text:?}: must be KEY=VALUE with a non-empty KEY")]
     ConfigShape { text: String },
-    #[error("required config(s) have no value: {keys}; pass --config KEY=VALUE for each")]
-    RequiredMissing { keys: String },
+    #[error("{}", missing_message(.0))]
+    RequiredMissing(Vec<Missing>),
+}
+
+/// A required CONFIG key with no value at start.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Missing {
+    pub key: String,
+    /// An earlier entry gave it a value that a later, valueless entry replaced.
+    pub unset_later: bool,
+}
+
+fn missing_message(missing: &[Missing]) -> String {
+    let keys: Vec<&str> = missing.iter().map(|m| m.key.as_str()).collect();
+    let mut s = format!(
+        "required config(s) have no value: {}; pass {}",
+        keys.join(", "),
+        keys.iter()
+            .map(|k| format!("--config {k}=VALUE"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let later: Vec<&str> = missing
+        .iter()
+        .filter(|m| m.unset_later)
+        .map(|m| m.key.as_str())
+        .collect();
+    if !later.is_empty() {
+        let _ = write!(
+            s,
+            " ({} had a value, but a later CONFIG entry for the same key has none and the last entry wins, as in openotters)",
+            later.join(", ")
+        );
+    }
+    s
 }
 
 /// Parse one `--config key=value`.
@@ -62,28 +96,39 @@ pub fn apply(agent: &Agent, o: &Overrides) -> Result<Effective, OverrideError> {
         .or_else(|| agent.model.as_ref().map(|m| m.value.clone()))
         .filter(|m| !m.is_empty());
 
+    // openotters L, `spec.RequiredConfigsProvided` (spec/parse.go): `required` accumulates per
+    // key, the value checked is the LAST entry's (a later valueless entry unsets it for the
+    // gate), and `""` counts as set. The values handed on follow L's `configsFromSpec`
+    // (executor/system/workspace.go): every entry with a value writes it, valueless entries
+    // are skipped, so an optional key keeps the last value it was given.
     let mut configs: BTreeMap<String, String> = BTreeMap::new();
     let mut required: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    let mut last: BTreeMap<&str, bool> = BTreeMap::new();
     for c in &agent.configs {
         if c.required {
             required.insert(&c.key);
         }
+        last.insert(&c.key, c.value.is_some());
         if let Some(v) = &c.value {
             configs.insert(c.key.clone(), display(v));
         }
     }
+    // A `--config` value is the last writer of its key (L's `WithConfig` runs before the gate).
     for (k, v) in &o.configs {
         configs.insert(k.clone(), v.clone());
     }
-    let missing: Vec<&str> = required
+    let missing: Vec<Missing> = required
         .iter()
         .copied()
-        .filter(|k| !configs.contains_key(*k))
+        .filter(|k| !o.configs.iter().any(|(ok, _)| ok == k))
+        .filter(|k| !last.get(k).copied().unwrap_or(false))
+        .map(|k| Missing {
+            key: k.to_owned(),
+            unset_later: configs.contains_key(k),
+        })
         .collect();
     if !missing.is_empty() {
-        return Err(OverrideError::RequiredMissing {
-            keys: missing.join(", "),
-        });
+        return Err(OverrideError::RequiredMissing(missing));
     }
 
     let mut envs: Vec<EffectiveEnv> = agent
@@ -158,7 +203,50 @@ mod tests {
         let e = apply(&agent(), &Overrides::default()).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "required config(s) have no value: webhook; pass --config KEY=VALUE for each"
+            "required config(s) have no value: webhook; pass --config webhook=VALUE"
+        );
+    }
+
+    /// openotters L `RequiredConfigsProvided`: the last entry's value decides for a required key.
+    #[test]
+    fn required_gate_takes_the_last_writer() {
+        let v = || Some(ConfigValue::String("v".into()));
+        let run = |configs: Vec<Config>, o: &Overrides| {
+            let a = Agent {
+                configs,
+                ..Agent::default()
+            };
+            apply(&a, o).map(|e| e.configs)
+        };
+        let none = Overrides::default();
+        // [{k,v},{k!}]: unset by the last writer → refused, naming the key and the flag.
+        let e = run(vec![cfg("k", v(), false), cfg("k", None, true)], &none).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "required config(s) have no value: k; pass --config k=VALUE (k had a value, but a later CONFIG entry for the same key has none and the last entry wins, as in openotters)"
+        );
+        // … and `--config` supplies it.
+        let o = Overrides {
+            configs: vec![("k".into(), "x".into())],
+            ..Overrides::default()
+        };
+        let ok = run(vec![cfg("k", v(), false), cfg("k", None, true)], &o).unwrap();
+        assert_eq!(ok.get("k").map(String::as_str), Some("x"));
+        // [{k!},{k,v}] (parent `k!`, child `k=v`): starts with v.
+        let ok = run(vec![cfg("k", None, true), cfg("k", v(), false)], &none).unwrap();
+        assert_eq!(ok.get("k").map(String::as_str), Some("v"));
+        // [{k,v},{k}] (nothing required): starts; L's configsFromSpec keeps v.
+        let ok = run(vec![cfg("k", v(), false), cfg("k", None, false)], &none).unwrap();
+        assert_eq!(ok.get("k").map(String::as_str), Some("v"));
+        // `""` counts as set.
+        let empty = Some(ConfigValue::String(String::new()));
+        let ok = run(vec![cfg("k", None, true), cfg("k", empty, false)], &none).unwrap();
+        assert_eq!(ok.get("k").map(String::as_str), Some(""));
+        // Two keys missing: both named, each with its flag.
+        let e = run(vec![cfg("b", None, true), cfg("a", None, true)], &none).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "required config(s) have no value: a, b; pass --config a=VALUE --config b=VALUE"
         );
     }
 

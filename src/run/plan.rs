@@ -62,6 +62,9 @@ pub enum TreeEntry {
         digest: String,
         media_type: String,
         unpack: bool,
+        /// The title of an unpacked layer: its entries lie under `<title>/`, which is removed.
+        #[serde(skip)]
+        title: Option<String>,
     },
     /// A file otters writes (AGENT.md, agent.yaml …); `content` is not printed.
     Generated {
@@ -152,7 +155,28 @@ pub enum PlanError {
     },
 }
 
-use crate::ir::names::{is_loader_key, is_safe_rel, shown};
+use crate::ir::names::{go_base, is_context_title, is_loader_key, is_safe_rel, shown};
+
+/// Where a file layer titled `title` goes below `etc/data/`, given the image's ADD names:
+/// - the title itself when an ADD has that name (otters and openotters L write `name` as the
+///   title, and otters' names may nest: `docs/a.md`);
+/// - else `filepath.Base(title)` when the title is absolute or an ADD has that base name: an
+///   image of openotters alpha.50, which titles the layer with the raw `dst` (`/data/x.json`)
+///   and writes it to `etc/data/` + `filepath.Base(title)` (`executor/system/workspace.go`,
+///   `extractLayers`);
+/// - else the title as it is, when it is a safe relative path.
+///
+/// `None` when the result would not be a safe path (`..`, `.`, `/`, hidden or odd names).
+pub fn data_path(title: &str, add_names: &[&str]) -> Option<String> {
+    if is_safe_rel(title) && add_names.contains(&title) {
+        return Some(title.to_owned());
+    }
+    let base = go_base(title);
+    if is_path_safe(base) && (title.starts_with('/') || add_names.contains(&base)) {
+        return Some(base.to_owned());
+    }
+    is_safe_rel(title).then(|| title.to_owned())
+}
 
 /// A relative path that stays below the root: no empty, `.` or `..` component, no NUL.
 fn is_inside(p: &str) -> bool {
@@ -273,6 +297,9 @@ pub fn plan(
             path: (*d).to_owned(),
         })
         .collect();
+    let names: Vec<&str> = agent.adds.iter().map(|a| a.name.as_str()).collect();
+    // Where each data file was put, to keep the last of two layers that write the same path.
+    let mut written: Vec<(String, usize)> = Vec::new();
     for (index, l) in image.layers.iter().enumerate() {
         let title = l.title().unwrap_or_default();
         let bad = || PlanError::BadTitle {
@@ -281,29 +308,28 @@ pub fn plan(
             digest: l.digest.clone(),
             title: title.to_owned(),
         };
-        let layer = |path: String, unpack: bool| TreeEntry::Layer {
+        let layer = |path: String, unpack: Option<String>| TreeEntry::Layer {
             path,
             digest: l.digest.clone(),
             media_type: l.media_type.clone(),
-            unpack,
+            unpack: unpack.is_some(),
+            title: unpack,
         };
-        match l.media_type.as_str() {
-            AGENTFILE_LAYER => tree.push(layer("etc/Agentfile".into(), false)),
-            CONTEXT_LAYER | FILE_LAYER if title.is_empty() => {}
+        let entry = match l.media_type.as_str() {
+            AGENTFILE_LAYER => layer("etc/Agentfile".into(), None),
+            CONTEXT_LAYER | FILE_LAYER if title.is_empty() => continue,
             CONTEXT_LAYER => {
                 let reserved = title
                     .strip_suffix(".md")
                     .is_some_and(|n| RESERVED_CONTEXT_NAMES.contains(&n));
-                if !is_path_safe(title) || reserved {
+                if !is_context_title(title) || reserved {
                     return Err(bad());
                 }
-                tree.push(layer(format!("etc/context/{title}"), false));
+                layer(format!("etc/context/{title}"), None)
             }
             FILE_LAYER => {
-                if !is_safe_rel(title) {
-                    return Err(bad());
-                }
-                tree.push(layer(format!("etc/data/{title}"), false));
+                let path = data_path(title, &names).ok_or_else(bad)?;
+                layer(format!("etc/data/{path}"), None)
             }
             mt if super::extract::is_tar(mt)
                 && l.annotations.get(ANN_UNPACK).is_some_and(|v| v == "true") =>
@@ -311,10 +337,21 @@ pub fn plan(
                 if !is_safe_rel(title) {
                     return Err(bad());
                 }
-                tree.push(layer(format!("etc/data/{title}"), true));
+                layer(format!("etc/data/{title}"), Some(title.to_owned()))
             }
-            _ => {}
+            _ => continue,
+        };
+        if matches!(l.media_type.as_str(), FILE_LAYER) {
+            if let Some(pos) = written.iter().position(|(p, _)| p == entry.path()) {
+                let (path, earlier) = written.remove(pos);
+                tree.retain(|e| e.path() != path);
+                warnings.push(format!(
+                    "layers[{earlier}] and layers[{index}] both write {path} (openotters alpha.50 writes each `dst` as its base name); the later one is kept, as openotters keeps it"
+                ));
+            }
+            written.push((entry.path().to_owned(), index));
         }
+        tree.push(entry);
     }
 
     let docs = DocInputs {
@@ -597,6 +634,26 @@ mod tests {
         assert!(is_inside("etc/data/a.txt") && is_inside("mnt/my data"));
         for bad in ["", "/etc", "a//b", "a/../b", "./a", "a/", "a\0b"] {
             assert!(!is_inside(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn data_paths_of_file_layers() {
+        let names = ["docs/a.md", "x.json", "c.csv"];
+        for (title, want) in [
+            ("docs/a.md", Some("docs/a.md")),     // otters: the ADD's name
+            ("x.json", Some("x.json")),           // L: a flat name
+            ("/data/x.json", Some("x.json")),     // alpha.50: filepath.Base(dst)
+            ("/data/sub/y.json", Some("y.json")), // alpha.50, flattened even with no ADD
+            ("data/c.csv", Some("c.csv")),        // alpha.50, a relative dst
+            ("./c.csv", Some("c.csv")),
+            ("other/z.md", Some("other/z.md")), // no ADD names it: as titled
+            ("/data/..", None),
+            ("/", None),
+            ("../x", None),
+            ("/data/.hidden", None),
+        ] {
+            assert_eq!(data_path(title, &names).as_deref(), want, "{title}");
         }
     }
 

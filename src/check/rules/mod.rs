@@ -17,6 +17,7 @@ mod invalid_capability_name;
 mod invalid_mount_target;
 mod loader_env;
 mod name_not_path_safe;
+pub(crate) mod portability;
 pub(crate) use crate::ir::names;
 mod required_config_with_value;
 mod reserved_context_name;
@@ -66,6 +67,7 @@ const RULES: &[Rule] = &[
     env_overrides_config::check,
     hidden_control_character::check,
     loader_env::check,
+    portability::check,
 ];
 
 /// Runs every rule.
