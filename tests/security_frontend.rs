@@ -673,3 +673,38 @@ fn hostile_shapes_lint_in_linear_time() {
         assert!(took < Duration::from_secs(30), "{what}: took {took:?}");
     }
 }
+
+/// Image annotations come from whoever built the image (or the registry that served it):
+/// `otters inspect` and `otters images` must not print them raw.
+#[test]
+fn inspect_escapes_image_annotations() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    write(
+        &dir.join("insp/Agentfile"),
+        "FROM scratch\nNAME insp\nMODEL m\nRUNTIME r@sha256:0000000000000000000000000000000000000000000000000000000000000000\nLABEL evil=\"\\u001b[2J\\u202eboom\"\nLABEL org.opencontainers.image.created=\"\\u001b]0;title\\u0007\"\n",
+    );
+    let out = env
+        .otters()
+        .args(["build", "--offline", "--allow-unpinned", "insp"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("AF219"), "the escapes are linted: {err}");
+    for args in [
+        &["inspect", "insp:latest"][..],
+        &["inspect", "--format", "json", "insp:latest"][..],
+        &["images"][..],
+    ] {
+        let out = env.otters().args(args).current_dir(dir).output().unwrap();
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert_no_raw_controls(&format!("{args:?}"), &stdout);
+        assert!(
+            stdout.contains("[2J") || args == ["images"],
+            "{args:?}: {stdout}"
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! with `inspect --remote` (manifest and config blob only: no layer is downloaded, nothing is
 //! written to the store).
 use super::CliResult;
+use crate::diagnostic::escape::{escape, json_controls};
 use crate::oci::descriptor::{Descriptor, ManifestDoc, ANN_CREATED};
 use crate::oci::registry::{is_index, TargetPlatform};
 use crate::oci::{Digest, Store};
@@ -87,7 +88,10 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
                 o
             })
             .collect();
-        outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        outln!(
+            "{}",
+            json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let width = rows
@@ -109,7 +113,7 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
             if name.is_empty() { "<none>" } else { name },
             &short[..short.len().min(12)],
             human_size(*size),
-            created.as_deref().unwrap_or("-")
+            escape(created.as_deref().unwrap_or("-"))
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -226,26 +230,30 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             "config": config,
             "layers": layers,
         });
-        outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        outln!(
+            "{}",
+            json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
+        );
         return Ok(ExitCode::SUCCESS);
     }
     outln!("Reference:      {}", a.reference);
     outln!("Digest:         {digest}");
-    outln!("Media type:     {media_type}");
+    // Everything below comes from the image (a registry's bytes): escaped for the terminal.
+    outln!("Media type:     {}", escape(&media_type));
     if let Some(at) = &artifact_type {
-        outln!("Artifact type:  {at}");
+        outln!("Artifact type:  {}", escape(at));
     }
     if !m.annotations.is_empty() {
         outln!("Annotations:");
         for (k, v) in &m.annotations {
-            outln!("  {k}: {v}");
+            outln!("  {}: {}", escape(k), escape(v));
         }
     }
     if let Some(c) = &m.config {
         outln!(
             "Config:         {} ({}, {})",
             c.digest,
-            c.media_type,
+            escape(&c.media_type),
             human_size(c.size)
         );
     }
@@ -266,8 +274,8 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
         for l in &m.layers {
             outln!(
                 "  {:tw$}  {:mw$}  {:>9}  {}",
-                l.title().unwrap_or("-"),
-                l.media_type,
+                escape(l.title().unwrap_or("-")),
+                escape(&l.media_type),
                 human_size(l.size),
                 l.digest
             );
