@@ -269,8 +269,8 @@ pub enum Args {
 impl Args {
     /// Every token of the arguments, in the order written.
     pub fn tokens(&self) -> Vec<&Token> {
-        fn opt(t: &Option<Token>) -> Vec<&Token> {
-            t.iter().collect()
+        fn opt(t: Option<&Token>) -> Vec<&Token> {
+            t.into_iter().collect()
         }
         match self {
             Args::From { image } | Args::Runtime { image } => vec![image],
@@ -280,7 +280,7 @@ impl Args {
                 name,
                 description,
                 file,
-            } => [vec![name], opt(description), opt(file)].concat(),
+            } => [vec![name], opt(description.as_ref()), opt(file.as_ref())].concat(),
             Args::Config {
                 key,
                 value,
@@ -289,25 +289,25 @@ impl Args {
             } => [
                 vec![key],
                 value.iter().map(Value::token).collect(),
-                opt(description),
+                opt(description.as_ref()),
             ]
             .concat(),
             Args::Env {
                 key,
                 value,
                 description,
-            } => [vec![key, value.token()], opt(description)].concat(),
+            } => [vec![key, value.token()], opt(description.as_ref())].concat(),
             Args::Bin {
                 name,
                 image,
                 description,
-            } => [vec![name, image], opt(description)].concat(),
+            } => [vec![name, image], opt(description.as_ref())].concat(),
             Args::Exec { args } => args.iter().collect(),
             Args::Add {
                 src,
                 dst,
                 description,
-            } => [vec![src], opt(dst), opt(description)].concat(),
+            } => [vec![src], opt(dst.as_ref()), opt(description.as_ref())].concat(),
             Args::Label { key, value } => vec![key, value.token()],
             Args::Arg { key, value } => {
                 [vec![key], value.iter().map(Value::token).collect()].concat()
@@ -317,7 +317,7 @@ impl Args {
                 target,
                 mode,
                 description,
-            } => [vec![target], opt(mode), opt(description)].concat(),
+            } => [vec![target], opt(mode.as_ref()), opt(description.as_ref())].concat(),
         }
     }
 }
