@@ -708,3 +708,43 @@ fn inspect_escapes_image_annotations() {
         );
     }
 }
+
+/// `lint -r` over a repository of finding-dense files: the streaming formats print each file's
+/// findings and drop them before checking the next, so memory is that of one file, not of all.
+/// (Five such files held together need more than the limit: `--format json` aborts under it.)
+#[test]
+fn recursive_lint_keeps_one_file_of_findings_at_a_time() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    for i in 0..5 {
+        write(
+            &dir.join(format!("repo/agent{i}/Agentfile")),
+            format!("FROM scratch\n{}", "X\n".repeat(25_000)),
+        );
+    }
+    for format in ["concise", "human"] {
+        let out = otters_limited(
+            &env,
+            dir,
+            80 * 1024,
+            &["lint", "-r", "--format", format, "repo"],
+        );
+        let err = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{format}: {}",
+            &err[err.len().saturating_sub(500)..]
+        );
+        if format == "concise" {
+            // One AF003 per bad line, and one AF209 per file (no RUNTIME, MODEL or NAME).
+            assert_eq!(text(&out.stdout).lines().count(), 125_005);
+        } else {
+            assert!(
+                err.ends_with("125000 errors, 5 warnings in 5 files\n"),
+                "{}",
+                &err[err.len().saturating_sub(300)..]
+            );
+        }
+    }
+}
