@@ -612,6 +612,11 @@ proptest::proptest! {
         }
         render_all(&text);
     }
+
+    #[test]
+    fn renderers_handle_arbitrary_text(text in "(?s).{0,300}") {
+        render_all(&text);
+    }
 }
 
 /// Shapes that made parts of the front end quadratic or worse, each about 1 MiB. Before the fixes
