@@ -33,7 +33,7 @@ def bomb():
     s = "FROM scratch\nNAME bomb\nARG a0=" + "x" * 32 + "\n"
     for i in range(1, 25):
         s += f"ARG a{i}=" + f"${{a{i-1}}}" * (2 if i < 20 else 8) + "\n"
-    for i in range(90):
+    for i in range(100):
         s += f"LABEL l{i}=" + "${a24}" * 4 + "\n"
     return s
 

@@ -101,7 +101,7 @@ impl World {
 }
 
 /// Writes an agent image as agentfile alpha.50's `build.Build` does: the config is
-/// `json.MarshalIndent(af, "", "  ")` (serde_json's pretty printer writes the same bytes for
+/// `json.MarshalIndent(af, "", "  ")` (`serde_json`'s pretty printer writes the same bytes for
 /// these values, keys in the order given), each layer `(mediaType, title, bytes)` a blob with
 /// only the title annotation, and the manifest `json.Marshal(v1.Manifest)` (field order
 /// schemaVersion, mediaType, artifactType, config, layers, annotations; map keys sorted).

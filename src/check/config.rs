@@ -82,7 +82,7 @@ pub fn parse(text: &str) -> Result<LintConfig, ConfigError> {
     };
     let fail_on = match lint.fail_on {
         None => None,
-        Some(s) => Some(Severity::parse(&s).ok_or(ConfigError::FailOn(s))?),
+        Some(s) => Some(Severity::parse(&s).ok_or_else(|| ConfigError::FailOn(clip(&s)))?),
     };
     let mut severity = BTreeMap::new();
     for (code, value) in lint.severity {
@@ -91,10 +91,16 @@ pub fn parse(text: &str) -> Result<LintConfig, ConfigError> {
                 Some(r) => format!("; did you mean {}?", r.code),
                 None => "; run `otters explain --list` for every code".to_owned(),
             };
-            return Err(ConfigError::UnknownCode { code, hint });
+            return Err(ConfigError::UnknownCode {
+                code: clip(&code),
+                hint,
+            });
         };
         let Some(level) = SeverityOverride::parse(&value) else {
-            return Err(ConfigError::Level { code, value });
+            return Err(ConfigError::Level {
+                code,
+                value: clip(&value),
+            });
         };
         if rule.severity == Severity::Error && level != SeverityOverride::Error {
             return Err(ConfigError::ErrorCode { code });
@@ -124,17 +130,42 @@ pub fn parse_targets(names: &[String]) -> Result<Vec<Target>, String> {
 }
 
 /// toml's messages span several lines with a source excerpt; keep them on one line.
+/// The parser's message on one line, cut to [`MAX_QUOTE`] characters: its snippet quotes the
+/// file, whose lines may be a megabyte long.
 fn one_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    clip(
+        &s.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+/// The most characters of the file an error quotes.
+const MAX_QUOTE: usize = 200;
+
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(MAX_QUOTE) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_quote_at_most_a_short_part_of_the_file() {
+        let long = format!("a = {}{}\n", "[".repeat(5000), "]".repeat(5000));
+        let e = parse(&long).unwrap_err().to_string();
+        assert!(e.chars().count() < 2 * MAX_QUOTE, "{}", e.len());
+        let e = parse(&format!("[lint]\nfail-on = \"{}\"\n", "x".repeat(5000)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 2 * MAX_QUOTE, "{}", e.len());
+    }
 
     #[test]
     fn parses_the_documented_example() {

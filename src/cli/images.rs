@@ -2,6 +2,7 @@
 //! with `inspect --remote` (manifest and config blob only: no layer is downloaded, nothing is
 //! written to the store).
 use super::CliResult;
+use crate::diagnostic::escape::{escape, json_controls};
 use crate::oci::descriptor::{Descriptor, ManifestDoc, ANN_CREATED};
 use crate::oci::registry::{is_index, TargetPlatform};
 use crate::oci::{Digest, Store};
@@ -95,7 +96,10 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
                 o
             })
             .collect();
-        outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        outln!(
+            "{}",
+            json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let width = rows
@@ -117,7 +121,7 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
             if name.is_empty() { "<none>" } else { name },
             &short[..short.len().min(12)],
             human_size(*size),
-            created.as_deref().unwrap_or("-")
+            escape(created.as_deref().unwrap_or("-"))
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -234,7 +238,10 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             "config": config,
             "layers": layers,
         });
-        outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        outln!(
+            "{}",
+            json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
+        );
         return Ok(ExitCode::SUCCESS);
     }
     // Everything below but sizes comes from the image or its registry: escaped for the terminal.

@@ -140,8 +140,11 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
         })?)
     };
     let mut found_configs: BTreeMap<PathBuf, Option<config::LintConfig>> = BTreeMap::new();
-    let mut reports: Vec<FileReport> = Vec::new();
-    let mut failed = false;
+    // Every input is read (and its config found) before anything is printed, so a file that
+    // cannot be read stops the run with no partial output; then each file is checked, printed
+    // and dropped in turn, so memory holds one file's findings, not every file's (json and sarif
+    // are one document and keep them all).
+    let mut loaded = Vec::with_capacity(inputs.len());
     for input in &inputs {
         let (name, bytes, dir) = read_input(input)?;
         let cfg = match &fixed_config {
@@ -152,43 +155,57 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
             Input::File { .. } => Some(std::sync::Arc::new(ContextDir(dir.clone()))),
             Input::Stdin => None,
         };
+        let locked = locked_references(input);
+        loaded.push((name, bytes, cfg, sources, locked));
+    }
+    let rules = registry::RULES;
+    let stderr = std::io::stderr();
+    let colour =
+        if stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) {
+            ColorChoice::Always
+        } else {
+            ColorChoice::Never
+        };
+    let mut human = render::Human::new(rules, colour);
+    let mut counts = Counts::default();
+    let mut documents: Vec<FileReport> = Vec::new();
+    let mut failed = false;
+    for (name, bytes, cfg, sources, locked) in loaded {
         let opts = Options {
             build_args: a.build_arg.iter().cloned().collect(),
             capability_catalogue: catalogue.clone(),
             severity_overrides: cfg.severity.clone(),
-            locked: locked_references(input),
+            locked,
             portability: flag_targets.clone().or_else(|| cfg.portability.clone()),
             sources,
         };
         let (file, analysis) = check::analyze_bytes(&name, &bytes, &opts);
+        drop(bytes);
         let threshold = a
             .fail_on
             .map(FailOn::severity)
             .or(cfg.fail_on)
             .unwrap_or(Severity::Error);
-        failed |= analysis.diagnostics.iter().any(|d| d.severity >= threshold);
-        reports.push((file, analysis.diagnostics));
+        let diags = analysis.diagnostics;
+        failed |= diags.iter().any(|d| d.severity >= threshold);
+        counts.add(&diags);
+        match a.format {
+            Format::Human => eprint!("{}", human.file(&file, &diags)),
+            Format::Concise => out!("{}", render::concise(&[(file, diags)])),
+            Format::Github => out!("{}", render::github(&[(file, diags)], rules)),
+            Format::Json | Format::Sarif => documents.push((file, diags)),
+        }
     }
-    let rules = registry::RULES;
     match a.format {
         Format::Human => {
-            let stderr = std::io::stderr();
-            let colour = if stderr.is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            {
-                ColorChoice::Always
-            } else {
-                ColorChoice::Never
-            };
-            eprint!("{}", render::human(&reports, rules, colour));
+            eprint!("{}", human.finish());
             if !a.quiet {
-                eprintln!("{}", summary(&reports));
+                eprintln!("{}", counts.summary());
             }
         }
-        Format::Concise => out!("{}", render::concise(&reports)),
-        Format::Json => out!("{}", render::json(&reports)),
-        Format::Sarif => out!("{}", render::sarif(&reports, rules)),
-        Format::Github => out!("{}", render::github(&reports, rules)),
+        Format::Json => out!("{}", render::json(&documents)),
+        Format::Sarif => out!("{}", render::sarif(&documents, rules)),
+        Format::Concise | Format::Github => {}
     }
     Ok(if failed {
         ExitCode::FAILURE
@@ -217,36 +234,50 @@ impl check::SourceKinds for ContextDir {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+/// Findings by severity, and files checked, for the summary line.
+#[derive(Default)]
+struct Counts {
+    files: usize,
+    errors: usize,
+    warnings: usize,
+    info: usize,
 }
 
-/// "2 errors, 1 warning in 3 files", or "no problems in 1 file".
-fn summary(reports: &[FileReport]) -> String {
-    let count = |s: Severity| {
-        reports
-            .iter()
-            .flat_map(|(_, d)| d)
-            .filter(|d| d.severity == s)
-            .count()
-    };
-    let files = plural(reports.len(), "file", "files");
-    let mut parts = Vec::new();
-    for (s, one, many) in [
-        (Severity::Error, "error", "errors"),
-        (Severity::Warning, "warning", "warnings"),
-        (Severity::Info, "info", "info"),
-    ] {
-        let n = count(s);
-        if n > 0 {
-            parts.push(plural(n, one, many));
+impl Counts {
+    fn add(&mut self, diags: &[crate::diagnostic::Diagnostic]) {
+        self.files += 1;
+        for d in diags {
+            match d.severity {
+                Severity::Error => self.errors += 1,
+                Severity::Warning => self.warnings += 1,
+                Severity::Info => self.info += 1,
+            }
         }
     }
-    if parts.is_empty() {
-        format!("no problems in {files}")
-    } else {
-        format!("{} in {files}", parts.join(", "))
+
+    /// "2 errors, 1 warning in 3 files", or "no problems in 1 file".
+    fn summary(&self) -> String {
+        let files = plural(self.files, "file", "files");
+        let mut parts = Vec::new();
+        for (n, one, many) in [
+            (self.errors, "error", "errors"),
+            (self.warnings, "warning", "warnings"),
+            (self.info, "info", "info"),
+        ] {
+            if n > 0 {
+                parts.push(plural(n, one, many));
+            }
+        }
+        if parts.is_empty() {
+            format!("no problems in {files}")
+        } else {
+            format!("{} in {files}", parts.join(", "))
+        }
     }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Shows `./x` as `x`, as people type it.

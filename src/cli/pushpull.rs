@@ -343,7 +343,9 @@ impl Bars {
                         .take(12)
                         .collect::<String>(),
                 );
-                bar.set_message(title.unwrap_or("").chars().take(24).collect::<String>());
+                // A layer's title comes from the image: escaped before it reaches the terminal.
+                let title = crate::diagnostic::escape::escape(title.unwrap_or(""));
+                bar.set_message(title.chars().take(24).collect::<String>());
                 self.bars.insert((*digest).to_owned(), bar);
             }
             Event::Bytes { digest, n } => {

@@ -16,7 +16,7 @@ mod snippet;
 
 pub use concise::concise;
 pub use github::github;
-pub use human::{human, ColorChoice, MAX_SHOWN};
+pub use human::{human, ColorChoice, Human, MAX_SHOWN};
 pub use json::json;
 pub use sarif::sarif;
 

@@ -265,3 +265,59 @@ pub enum Args {
         description: Option<Token>,
     },
 }
+
+impl Args {
+    /// Every token of the arguments, in the order written.
+    pub fn tokens(&self) -> Vec<&Token> {
+        fn opt(t: Option<&Token>) -> Vec<&Token> {
+            t.into_iter().collect()
+        }
+        match self {
+            Args::From { image } | Args::Runtime { image } => vec![image],
+            Args::Model { model } => vec![model],
+            Args::Name { name } => vec![name],
+            Args::Context {
+                name,
+                description,
+                file,
+            } => [vec![name], opt(description.as_ref()), opt(file.as_ref())].concat(),
+            Args::Config {
+                key,
+                value,
+                description,
+                ..
+            } => [
+                vec![key],
+                value.iter().map(Value::token).collect(),
+                opt(description.as_ref()),
+            ]
+            .concat(),
+            Args::Env {
+                key,
+                value,
+                description,
+            } => [vec![key, value.token()], opt(description.as_ref())].concat(),
+            Args::Bin {
+                name,
+                image,
+                description,
+            } => [vec![name, image], opt(description.as_ref())].concat(),
+            Args::Exec { args } => args.iter().collect(),
+            Args::Add {
+                src,
+                dst,
+                description,
+            } => [vec![src], opt(dst.as_ref()), opt(description.as_ref())].concat(),
+            Args::Label { key, value } => vec![key, value.token()],
+            Args::Arg { key, value } => {
+                [vec![key], value.iter().map(Value::token).collect()].concat()
+            }
+            Args::Capability { names } => names.iter().collect(),
+            Args::Mount {
+                target,
+                mode,
+                description,
+            } => [vec![target], opt(mode.as_ref()), opt(description.as_ref())].concat(),
+        }
+    }
+}

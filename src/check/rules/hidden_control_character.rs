@@ -2,7 +2,9 @@
 //! the file, heredoc bodies included.
 //!
 //! Reads the source text, since these characters hide in prompts as well as in instructions. One
-//! finding per line, at its first such character, so a file full of them stays readable.
+//! finding per line, at its first such character, so a file full of them stays readable; and one
+//! per quoted string that writes such a character as an escape (`"\u001b[2J"`), since the value
+//! holds it all the same (and becomes an annotation, an environment variable, a file).
 
 use super::Ctx;
 use crate::diagnostic::escape::escaped;
@@ -61,7 +63,28 @@ fn describe(c: char) -> String {
     format!("U+{:04X} {name}{kind}", u32::from(c))
 }
 
+pub fn escaped_control_character(span: Span, c: char) -> Diagnostic {
+    Diagnostic::warning(
+        "AF219",
+        span,
+        format!("this string holds {} (written as an escape)", describe(c)),
+    )
+    .with_label(format!("holds `{}`", escaped(c)))
+    .with_help("remove the escape: the value reaches image annotations, the runtime's environment or files, where other tools show it raw")
+}
+
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    for ins in cx.ast.instructions() {
+        for t in ins.args.tokens() {
+            let Some(c) = t.text.chars().find(|&c| reported(c)) else {
+                continue;
+            };
+            let written = cx.file.text.get(t.span.start..t.span.end).unwrap_or("");
+            if !written.contains(c) {
+                out.push(escaped_control_character(t.span, c));
+            }
+        }
+    }
     let text = &cx.file.text;
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -103,6 +126,9 @@ mod tests {
                 ("LABEL a=b\rLABEL c=d", &[2]),
                 ("LABEL a=\"\u{200f}שלום\"\tx", &[]),
                 ("LABEL a=\u{85}\u{7}\u{7}", &[2]),
+                ("LABEL a=\"\\u001b[2J\"", &[2]),
+                ("ENV A=\"x\\u202Ey\" \"\\a\"", &[2, 2]),
+                ("LABEL a=\"\\t\\n ok\"", &[]),
             ],
         );
     }

@@ -143,28 +143,59 @@ fn render_one(
 /// Renders the diagnostics as miette reports, one after another, separated by blank lines; after
 /// [`MAX_SHOWN`] of them, one line counts the rest. Linear in what it prints.
 pub fn human(reports: &[FileReport], rules: &[RuleMeta], color: ColorChoice) -> String {
-    let h = handler(color);
+    let mut h = Human::new(rules, color);
     let mut out = String::new();
-    let total: usize = reports.iter().map(|(_, d)| d.len()).sum();
-    let mut shown = 0;
-    'files: for (file, diags) in reports {
-        for d in diags {
-            if shown == MAX_SHOWN {
-                break 'files;
-            }
-            render_one(&h, &mut out, file, d, rules);
-            out.push('\n');
-            shown += 1;
+    for (file, diags) in reports {
+        out.push_str(&h.file(file, diags));
+    }
+    out.push_str(&h.finish());
+    out
+}
+
+/// [`human`] one file at a time, for a caller that prints each file's part as soon as it is
+/// checked (and keeps no file's findings longer than that).
+pub struct Human<'r> {
+    handler: GraphicalReportHandler,
+    rules: &'r [RuleMeta],
+    shown: usize,
+    hidden: usize,
+}
+
+impl<'r> Human<'r> {
+    pub fn new(rules: &'r [RuleMeta], color: ColorChoice) -> Self {
+        Human {
+            handler: handler(color),
+            rules,
+            shown: 0,
+            hidden: 0,
         }
     }
-    if total > shown {
-        let _ = writeln!(
-            out,
-            "… and {} more not shown here (the first {MAX_SHOWN} are); `--format concise` lists every finding\n",
-            total - shown
-        );
+
+    /// The reports of one file's diagnostics, while fewer than [`MAX_SHOWN`] have been drawn.
+    pub fn file(&mut self, file: &SourceFile, diags: &[Diagnostic]) -> String {
+        let mut out = String::new();
+        for d in diags {
+            if self.shown == MAX_SHOWN {
+                self.hidden += 1;
+                continue;
+            }
+            render_one(&self.handler, &mut out, file, d, self.rules);
+            out.push('\n');
+            self.shown += 1;
+        }
+        out
     }
-    out
+
+    /// The closing line that counts the findings not drawn, if any.
+    pub fn finish(self) -> String {
+        if self.hidden == 0 {
+            return String::new();
+        }
+        format!(
+            "… and {} more not shown here (the first {MAX_SHOWN} are); `--format concise` lists every finding\n\n",
+            self.hidden
+        )
+    }
 }
 
 #[cfg(test)]
