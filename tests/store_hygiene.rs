@@ -231,3 +231,74 @@ fn concurrent_builds_and_prunes_never_break_a_tagged_image() {
     let out = env.dir.path().join("final.tar");
     env.ok(&["save", "racer:final", "-o", out.to_str().unwrap()]);
 }
+
+/// `images -q`, `--digests`, an image pulled by digest listed as `<none>`, found by a digest
+/// prefix and kept by `prune`; tagging it replaces its `<none>` row.
+#[test]
+fn images_lists_untagged_pulls_quiet_and_full_digests() {
+    if !support::tools::require(
+        "images_untagged",
+        "skopeo",
+        &["--version"],
+        "install skopeo",
+    ) {
+        return;
+    }
+    let reg = Registry::start();
+    let env = Env::new();
+    let rt = env.dir.path().join("rt");
+    let (index, _) = images::bin_index(&rt, "1", "runtime", b"#!/bin/sh\n", BinPrefix::Io, None);
+    images::skopeo_push(&rt, "1", &format!("{}/runtime:1", reg.addr), None);
+    let pulled = index["digest"].as_str().unwrap().to_owned();
+    env.ok(&["pull", "-q", &format!("{}/runtime@{pulled}", reg.addr)]);
+    let minimal =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/build/minimal");
+    let built = env
+        .ok(&[
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "-q",
+            "-t",
+            "tiny",
+            minimal.to_str().unwrap(),
+        ])
+        .trim()
+        .to_owned();
+    env.ok(&["tag", "tiny", "tiny:2"]);
+
+    let table = env.ok(&["images"]);
+    let none_row = table
+        .lines()
+        .find(|l| l.starts_with("<none>"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        none_row.contains(&pulled[7..19]) && !none_row.contains(&pulled),
+        "{table}"
+    );
+    let full = env.ok(&["images", "--digests"]);
+    assert!(full.contains(&pulled) && full.contains(&built), "{full}");
+    let quiet: Vec<String> = env
+        .ok(&["images", "-q"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut want = vec![pulled.clone(), built.clone()];
+    want.sort();
+    let mut got = quiet.clone();
+    got.sort();
+    assert_eq!(
+        got, want,
+        "one line per image, tags of one image counted once"
+    );
+
+    // Found by a digest prefix, and reachable for prune even with no grace period.
+    let v = json(&env.ok(&["inspect", &pulled[7..15], "--format", "json"]));
+    assert_eq!(v["digest"], Value::from(pulled.as_str()));
+    env.ok(&["prune", "--min-age", "0"]);
+    env.ok(&["inspect", &pulled, "--format", "json"]);
+
+    env.ok(&["tag", &pulled[..15], "runtime:pinned"]);
+    let table = env.ok(&["images"]);
+    assert!(!table.contains("<none>"), "{table}");
+}

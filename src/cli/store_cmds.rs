@@ -215,6 +215,7 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     }
     for (name, d) in loaded {
         if name.is_empty() {
+            store.add_untagged(&d).into_diagnostic()?;
             outln!("{}", d.digest);
             continue;
         }

@@ -306,10 +306,27 @@ impl Store {
         let mut d = descriptor.clone();
         d.annotations.insert(ANN_REF_NAME.to_owned(), name.clone());
         self.update_index(|entries| {
-            entries.retain(|e| e.ref_name() != Some(name.as_str()));
+            // A tag replaces the untagged entry of the same image (as Docker's `<none>` goes).
+            entries.retain(|e| {
+                e.ref_name() != Some(name.as_str())
+                    && !(e.ref_name().is_none() && e.digest == d.digest)
+            });
             entries.push(d);
         })?;
         Ok(name)
+    }
+
+    /// Records an image that has no tag (pulled or loaded by digest) in `index.json`, so that
+    /// `images` lists it as `<none>` and `otters prune` keeps it. Does nothing when an entry of
+    /// that digest, tagged or not, is already there.
+    pub fn add_untagged(&self, descriptor: &Descriptor) -> Result<(), StoreError> {
+        let mut d = descriptor.clone();
+        d.annotations.remove(ANN_REF_NAME);
+        self.update_index(|entries| {
+            if !entries.iter().any(|e| e.digest == d.digest) {
+                entries.push(d);
+            }
+        })
     }
 
     /// Removes a tag. Returns false when no such tag existed.
