@@ -15,6 +15,12 @@ pub struct ImagesArgs {
     /// Output format
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub format: String,
+    /// Print only the image digests, one per image (for scripts: `otters images -q | …`)
+    #[arg(short, long, conflicts_with = "format")]
+    pub quiet: bool,
+    /// Show the full digest instead of its first 12 hex digits
+    #[arg(long)]
+    pub digests: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -66,6 +72,15 @@ pub(super) fn human_size(n: u64) -> String {
 
 pub fn run_images(a: ImagesArgs) -> CliResult {
     let store = open_store()?;
+    if a.quiet {
+        let mut seen = std::collections::HashSet::new();
+        for (_, d) in store.list().into_diagnostic()? {
+            if seen.insert(d.digest.clone()) {
+                outln!("{}", esc(&d.digest));
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut rows = Vec::new();
     for (name, d) in store.list().into_diagnostic()? {
         let (_, m) = read_manifest(&store, &d).unwrap_or_default();
@@ -108,18 +123,24 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
         .max()
         .unwrap_or(0)
         .max("REFERENCE".len());
+    let dw = if a.digests { 71 } else { 12 };
     outln!(
-        "{:width$}  {:12}  {:>9}  CREATED",
+        "{:width$}  {:dw$}  {:>9}  CREATED",
         "REFERENCE",
         "DIGEST",
         "SIZE"
     );
     for (name, d, size, created) in &rows {
-        let short = d.digest.strip_prefix("sha256:").unwrap_or(&d.digest);
+        let digest = esc(&d.digest);
+        let short = digest.strip_prefix("sha256:").unwrap_or(&digest);
         outln!(
-            "{:width$}  {:12}  {:>9}  {}",
+            "{:width$}  {:dw$}  {:>9}  {}",
             if name.is_empty() { "<none>" } else { name },
-            &short[..short.len().min(12)],
+            if a.digests {
+                digest.clone()
+            } else {
+                short.chars().take(12).collect()
+            },
             human_size(*size),
             escape(created.as_deref().unwrap_or("-"))
         );

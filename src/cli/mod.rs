@@ -62,6 +62,11 @@ pub enum Command {
     Rm(store_cmds::RmArgs),
     /// Add a tag to an image in the local store
     Tag(store_cmds::TagArgs),
+    /// Remove the blobs no image in the local store uses (after `rm`)
+    Prune(store_cmds::PruneArgs),
+    /// Manage images in the local store (`otters image prune`, as in Docker)
+    #[command(subcommand)]
+    Image(ImageCommand),
     /// Write an image to an oci-archive tarball
     Save(store_cmds::SaveArgs),
     /// Load images from an oci-archive tarball
@@ -87,6 +92,13 @@ pub enum Command {
     Manpages(meta::ManpagesArgs),
 }
 
+/// `otters image …`: Docker's spelling of the store commands.
+#[derive(Debug, Subcommand)]
+pub enum ImageCommand {
+    /// Remove the blobs no image in the local store uses (same as `otters prune`)
+    Prune(store_cmds::PruneArgs),
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -108,6 +120,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(a) => images::run_inspect(a),
         Command::Rm(a) => store_cmds::run_rm(a),
         Command::Tag(a) => store_cmds::run_tag(a),
+        Command::Prune(a) | Command::Image(ImageCommand::Prune(a)) => store_cmds::run_prune(a),
         Command::Save(a) => store_cmds::run_save(a),
         Command::Load(a) => store_cmds::run_load(a),
         Command::Push(a) => pushpull::run_push(a),

@@ -150,6 +150,10 @@ pub fn run_pull(a: PullArgs) -> CliResult {
         if !a.flags.quiet && a.flags.format == "text" {
             eprintln!("tagged {name}");
         }
+    } else {
+        store
+            .add_untagged(&desc)
+            .map_err(|e| miette!("cannot record the pulled image in the store: {e}"))?;
     }
     print_report(&report, &a.flags.format, a.flags.quiet, "pulled")?;
     Ok(ExitCode::SUCCESS)

@@ -99,7 +99,7 @@ impl Store {
         &self.root
     }
 
-    fn tmp_dir(&self) -> PathBuf {
+    pub(super) fn tmp_dir(&self) -> PathBuf {
         self.root.join(".tmp")
     }
 
@@ -112,8 +112,21 @@ impl Store {
         self.root.join("blobs/sha256").join(digest.hex())
     }
 
+    /// Whether the blob is stored. Every writer asks this before reusing a stored blob instead of
+    /// writing its own copy, so a blob found here has its mtime set to now: `otters prune` (see
+    /// [`super::prune`]) never removes a blob touched within its grace period, and a build that
+    /// reuses an untagged blob keeps it alive until the build tags its image.
     pub fn has_blob(&self, digest: &Digest) -> bool {
-        self.blob_path(digest).is_file()
+        refresh(&self.blob_path(digest))
+    }
+
+    /// The size of a stored blob, refreshed as [`Store::has_blob`] does; `None` when absent.
+    pub fn stored_size(&self, digest: &Digest) -> Option<u64> {
+        let path = self.blob_path(digest);
+        if !refresh(&path) {
+            return None;
+        }
+        fs::metadata(&path).ok().map(|m| m.len())
     }
 
     pub fn open_blob(&self, digest: &Digest) -> Result<File, StoreError> {
@@ -261,7 +274,7 @@ impl Store {
             });
         }
         let target = self.blob_path(&digest);
-        if !target.is_file() {
+        if !self.has_blob(&digest) {
             persist(tmp, &target)?;
         }
         Ok((digest, total))
@@ -293,10 +306,27 @@ impl Store {
         let mut d = descriptor.clone();
         d.annotations.insert(ANN_REF_NAME.to_owned(), name.clone());
         self.update_index(|entries| {
-            entries.retain(|e| e.ref_name() != Some(name.as_str()));
+            // A tag replaces the untagged entry of the same image (as Docker's `<none>` goes).
+            entries.retain(|e| {
+                e.ref_name() != Some(name.as_str())
+                    && !(e.ref_name().is_none() && e.digest == d.digest)
+            });
             entries.push(d);
         })?;
         Ok(name)
+    }
+
+    /// Records an image that has no tag (pulled or loaded by digest) in `index.json`, so that
+    /// `images` lists it as `<none>` and `otters prune` keeps it. Does nothing when an entry of
+    /// that digest, tagged or not, is already there.
+    pub fn add_untagged(&self, descriptor: &Descriptor) -> Result<(), StoreError> {
+        let mut d = descriptor.clone();
+        d.annotations.remove(ANN_REF_NAME);
+        self.update_index(|entries| {
+            if !entries.iter().any(|e| e.digest == d.digest) {
+                entries.push(d);
+            }
+        })
     }
 
     /// Removes a tag. Returns false when no such tag existed.
@@ -373,7 +403,7 @@ impl Store {
         Ok(None)
     }
 
-    fn read_index(&self) -> Result<Vec<Descriptor>, StoreError> {
+    pub(super) fn read_index(&self) -> Result<Vec<Descriptor>, StoreError> {
         let path = self.index_path();
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -401,7 +431,9 @@ impl Store {
         self.write_index(&entries)
     }
 
-    fn lock_index(&self) -> Result<IndexLock, StoreError> {
+    /// Takes the exclusive lock every `index.json` update holds (and `otters prune`, for its
+    /// whole run).
+    pub(super) fn lock_index(&self) -> Result<IndexLock, StoreError> {
         let path = self.root.join("index.json.lock");
         let file = File::options()
             .create(true)
@@ -427,7 +459,7 @@ impl Store {
 }
 
 /// Holds `index.json.lock`; dropping it releases the lock.
-struct IndexLock(#[allow(dead_code)] File);
+pub(super) struct IndexLock(#[allow(dead_code)] File);
 
 /// A new temp file in `dir`, `flock`ed for as long as it lives so that [`collect_stale_temps`]
 /// never removes it. A collector that removed it between its creation and the lock is noticed
@@ -500,6 +532,26 @@ pub(crate) fn collect_stale_temps(dir: &Path, age: std::time::Duration) -> usize
     removed
 }
 
+/// Sets the mtime of the regular file at `path` to now (without following a symlink); returns
+/// whether it exists. A store that cannot be written (read-only, another user's) is only looked at.
+fn refresh(path: &Path) -> bool {
+    use rustix::fs::{AtFlags, Timespec, Timestamps, UTIME_NOW, UTIME_OMIT};
+    let times = Timestamps {
+        last_access: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT,
+        },
+        last_modification: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_NOW,
+        },
+    };
+    match rustix::fs::utimensat(rustix::fs::CWD, path, &times, AtFlags::SYMLINK_NOFOLLOW) {
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => false,
+        _ => fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()),
+    }
+}
+
 fn persist(tmp: NamedTempFile, path: &Path) -> Result<(), StoreError> {
     tmp.persist(path)
         .map_err(|e| io_err("rename into", path)(e.error))?;
@@ -551,7 +603,7 @@ impl BlobWriter<'_> {
             .into_inner()
             .map_err(|e| io_err("write", self.tmp.path())(e.into_error()))?;
         let target = self.store.blob_path(&digest);
-        if target.is_file() {
+        if self.store.has_blob(&digest) {
             // Another build stored the same bytes first; ours are identical, drop them.
             return Ok((digest, size));
         }

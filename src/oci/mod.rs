@@ -30,6 +30,7 @@ pub mod ignore;
 pub mod inputs;
 pub mod nofollow;
 pub mod path_io;
+pub mod prune;
 pub mod registry;
 pub mod registry_check;
 pub mod registry_http;

@@ -18,7 +18,6 @@ use crate::diagnostic::Span;
 use crate::json::{to_compact, Value};
 use crate::lower::{Layer, Plan, Source};
 use sha2::Digest as _;
-use std::fs;
 use std::io;
 
 /// Inputs at least this large get a progress bar.
@@ -118,8 +117,8 @@ pub fn write_plan(
                     digest: digest.clone(),
                 };
                 let d = Digest::parse(digest).map_err(|_| missing())?;
-                match fs::metadata(store.blob_path(&d)) {
-                    Ok(m) if m.len() == *size => Prepared::Stored(d),
+                match store.stored_size(&d) {
+                    Some(n) if n == *size => Prepared::Stored(d),
                     _ => return Err(missing()),
                 }
             }
@@ -328,8 +327,8 @@ fn store_dir(
 fn cached(cache: Option<&HashCache>, store: &Store, key: &str) -> Option<(Digest, u64)> {
     let hit = cache?.get(key)?;
     let digest = Digest::parse(&hit.digest).ok()?;
-    let on_disk = fs::metadata(store.blob_path(&digest)).ok()?;
-    (on_disk.len() == hit.size).then_some((digest, hit.size))
+    let on_disk = store.stored_size(&digest)?;
+    (on_disk == hit.size).then_some((digest, hit.size))
 }
 
 /// A directory layer's cache key: every entry's name, kind and stamp, the mtime stamped into the
