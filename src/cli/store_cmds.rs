@@ -6,7 +6,7 @@ use crate::oci::archive;
 use crate::oci::prune::{prune, PruneOptions, PruneReport};
 use crate::oci::refname::{new_tag_name, tag_name};
 use miette::{miette, IntoDiagnostic};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -77,18 +77,25 @@ fn show_age(d: std::time::Duration) -> String {
 
 #[derive(Debug, clap::Args)]
 pub struct SaveArgs {
-    /// Image to save: tag, digest or digest prefix
-    pub reference: String,
-    /// The oci-archive file to write
-    #[arg(short, long)]
-    pub output: PathBuf,
+    /// Images to save, all into one archive: tag, digest or digest prefix
+    #[arg(required = true, value_name = "IMAGE")]
+    pub references: Vec<String>,
+    /// The oci-archive file to write (default, or `-`: standard output, which must not be a
+    /// terminal)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct LoadArgs {
-    /// The oci-archive file to read
-    #[arg(short, long)]
-    pub input: PathBuf,
+    /// The oci-archive file to read (default, or `-`: standard input)
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+}
+
+/// `None` for standard input or output (no path, or `-`).
+fn file_arg(p: Option<&PathBuf>) -> Option<&PathBuf> {
+    p.filter(|p| p.as_os_str() != "-")
 }
 
 fn not_found(reference: &str) -> miette::Report {
@@ -188,30 +195,68 @@ fn print_prune(report: &PruneReport, dry_run: bool, min_age: std::time::Duration
 }
 
 pub fn run_save(a: SaveArgs) -> CliResult {
+    use std::io::IsTerminal as _;
+    let dest = file_arg(a.output.as_ref());
+    if dest.is_none() && std::io::stdout().is_terminal() {
+        return Err(miette!(
+            help = "write to a file with `-o FILE`, or pipe it: `otters save IMAGE | otters load`",
+            "refusing to write an oci-archive to a terminal"
+        ));
+    }
     let store = open_store()?;
-    let d = store
-        .resolve(&a.reference)
-        .into_diagnostic()?
-        .ok_or_else(|| not_found(&a.reference))?;
-    // Keep the tag inside the archive when the image was named by one.
-    let tags: Vec<String> = store
-        .list()
-        .into_diagnostic()?
-        .into_iter()
-        .filter(|(n, e)| !n.is_empty() && e.digest == d.digest)
-        .map(|(n, _)| n)
-        .filter(|n| Some(n) == tag_name(&a.reference).ok().as_ref() || *n == a.reference)
-        .collect();
-    archive::save(&store, &d, &tags, &a.output).into_diagnostic()?;
-    eprintln!("saved {} to {}", d.digest, a.output.display());
+    let listed = store.list().into_diagnostic()?;
+    let mut images: Vec<(crate::oci::Descriptor, Vec<String>)> = Vec::new();
+    for r in &a.references {
+        let d = store
+            .resolve(r)
+            .into_diagnostic()?
+            .ok_or_else(|| not_found(r))?;
+        // Keep the tag inside the archive when the image was named by one.
+        let tag = tag_name(r).ok();
+        let tags: Vec<String> = listed
+            .iter()
+            .filter(|(n, e)| !n.is_empty() && e.digest == d.digest)
+            .map(|(n, _)| n.clone())
+            .filter(|n| Some(n) == tag.as_ref() || n == r)
+            .collect();
+        // One entry per (image, tag): naming the same image twice adds its tags, not a copy.
+        match images.iter_mut().find(|(e, _)| e.digest == d.digest) {
+            Some((_, have)) => {
+                for t in tags {
+                    if !have.contains(&t) {
+                        have.push(t);
+                    }
+                }
+            }
+            None => images.push((d, tags)),
+        }
+    }
+    if let Some(path) = dest {
+        archive::save_many(&store, &images, path).into_diagnostic()?;
+    } else {
+        let out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+        archive::save_stream(&store, &images, out, Path::new("standard output"))
+            .into_diagnostic()?;
+    }
+    let to = dest.map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
+    for (d, _) in &images {
+        eprintln!("saved {} to {to}", d.digest);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_load(a: LoadArgs) -> CliResult {
     let store = open_store()?;
-    let loaded = archive::load(&store, &a.input).into_diagnostic()?;
+    let (loaded, from) = if let Some(path) = file_arg(a.input.as_ref()) {
+        let loaded = archive::load(&store, path).into_diagnostic()?;
+        (loaded, path.display().to_string())
+    } else {
+        let label = Path::new("standard input");
+        let loaded = archive::load_stream(&store, std::io::stdin().lock(), label);
+        (loaded.into_diagnostic()?, "standard input".to_owned())
+    };
     if loaded.is_empty() {
-        return Err(miette!("{} holds no images", a.input.display()));
+        return Err(miette!("{from} holds no images"));
     }
     for (name, d) in loaded {
         if name.is_empty() {

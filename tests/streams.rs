@@ -1,0 +1,262 @@
+//! `otters save` and `otters load` as streams, through the real binary: several images in one
+//! archive piped from `save` into `load` in another store, a terminal refused as the archive's
+//! destination, and a stream cut short loading nothing.
+
+mod support;
+
+use std::fs;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use support::cli::{flat, Env};
+
+/// The `otters` binary, as a plain `std` command (for pipes between two processes).
+fn otters_std(env: &Env) -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("otters"));
+    c.env("OTTERS_HOME", env.home())
+        .env("DOCKER_CONFIG", env.docker())
+        .env("NO_COLOR", "1")
+        .env_remove("SOURCE_DATE_EPOCH");
+    c
+}
+
+/// Builds an offline agent called `name` and tags it `tag`; returns its digest.
+fn build(env: &Env, name: &str, tag: &str) -> String {
+    let ctx = env.dir.path().join(format!("ctx-{name}"));
+    fs::create_dir_all(&ctx).unwrap();
+    fs::write(
+        ctx.join("Agentfile"),
+        format!("FROM scratch\nNAME {name}\nMODEL anthropic/claude-haiku-4-5-20251001\nRUNTIME ghcr.io/openotters/runtime:v1\n"),
+    )
+    .unwrap();
+    env.ok(&[
+        "build",
+        "--offline",
+        "--allow-unpinned",
+        "-q",
+        "-t",
+        tag,
+        ctx.to_str().unwrap(),
+    ])
+    .trim()
+    .to_owned()
+}
+
+/// `(tag, digest)` of every tagged image, from `images --format json`.
+fn tags(env: &Env) -> Vec<(String, String)> {
+    let v: serde_json::Value =
+        serde_json::from_str(&env.ok(&["images", "--format", "json"])).unwrap();
+    let mut out: Vec<(String, String)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["reference"].as_str().unwrap_or_default().to_owned(),
+                i["digest"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Files left in the store's temp dir (a failed load must leave none).
+fn temp_files(env: &Env) -> Vec<String> {
+    fs::read_dir(env.store().join(".tmp"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `otters save` of `refs` to standard output (a pipe), as bytes.
+fn save_bytes(env: &Env, refs: &[&str]) -> Vec<u8> {
+    let out = otters_std(env)
+        .arg("save")
+        .args(refs)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn save_of_several_images_piped_into_load_round_trips() {
+    let a = Env::new();
+    let one = build(&a, "alpha", "alpha:1");
+    let two = build(&a, "beta", "beta:2");
+    assert_ne!(one, two);
+
+    // A real pipe between two processes: save's stdout is load's stdin.
+    let b = Env::new();
+    let mut save = otters_std(&a)
+        .args(["save", "alpha:1", "beta:2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let load = otters_std(&b)
+        .arg("load")
+        .stdin(save.stdout.take().unwrap())
+        .output()
+        .unwrap();
+    let saved = save.wait_with_output().unwrap();
+    assert!(
+        saved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&load.stdout).trim(),
+        format!("alpha:1 {one}\nbeta:2 {two}")
+    );
+    assert_eq!(
+        tags(&b),
+        [
+            ("alpha:1".to_owned(), one.clone()),
+            ("beta:2".to_owned(), two)
+        ]
+    );
+
+    // Every blob in the new store verifies: `save` checks each while copying it, and the archive
+    // it writes is the same bytes as the first store's (archives are deterministic).
+    let again = b.dir.path().join("again.tar");
+    b.ok(&["save", "alpha:1", "beta:2", "-o", again.to_str().unwrap()]);
+    assert_eq!(
+        fs::read(&again).unwrap(),
+        save_bytes(&a, &["alpha:1", "beta:2"])
+    );
+
+    // `-i -` is standard input too; an image named twice is one manifest with both tags.
+    a.ok(&["tag", "alpha:1", "alpha:latest"]);
+    let c = Env::new();
+    let mut load = otters_std(&c)
+        .args(["load", "-i", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = save_bytes(&a, &["alpha:1", "alpha:latest"]);
+    load.stdin.take().unwrap().write_all(&bytes).unwrap();
+    let out = load.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        tags(&c),
+        [
+            ("alpha:1".to_owned(), one.clone()),
+            ("alpha:latest".to_owned(), one)
+        ]
+    );
+}
+
+#[test]
+fn save_refuses_a_terminal_as_its_output() {
+    if !support::tools::require(
+        "save_refuses_a_terminal",
+        "script",
+        &["-V"],
+        "install util-linux",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    build(&env, "alpha", "alpha:1");
+    let bin = assert_cmd::cargo::cargo_bin("otters");
+    // `script` runs the command with a pseudo-terminal as its stdin, stdout and stderr.
+    let out = Command::new("script")
+        .args([
+            "-qec",
+            &format!("{} save alpha:1", bin.display()),
+            "/dev/null",
+        ])
+        .env("OTTERS_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "save wrote to a terminal:\n{text}");
+    let text = flat(&text);
+    assert!(
+        text.contains("refusing to write an oci-archive to a terminal")
+            && text.contains("-o FILE")
+            && text.contains("| otters load"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("blobs/sha256"),
+        "archive bytes reached the terminal: {text}"
+    );
+}
+
+#[test]
+fn a_stream_cut_short_loads_nothing() {
+    let a = Env::new();
+    build(&a, "alpha", "alpha:1");
+    build(&a, "beta", "beta:2");
+    let bytes = save_bytes(&a, &["alpha:1", "beta:2"]);
+    // Inside a header, inside a blob, on a block boundary between entries (a clean end of
+    // stream for tar), and just before the end-of-archive blocks are all cut points; the
+    // archive ends with index.json, oci-layout and two zero blocks.
+    let end_of_index = bytes.len() - 2 * 512 - 1024;
+    let cuts = [
+        0,
+        100,
+        512,
+        bytes.len() / 2,
+        bytes.len() / 2 / 512 * 512,
+        end_of_index - 512,
+        end_of_index - 1,
+    ];
+    for cut in cuts {
+        let b = Env::new();
+        let mut load = otters_std(&b)
+            .arg("load")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        load.stdin.take().unwrap().write_all(&bytes[..cut]).unwrap();
+        let out = load.wait_with_output().unwrap();
+        let err = flat(&String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "a stream cut at {cut} loaded: {err}");
+        assert!(err.contains("standard input"), "cut at {cut}: {err}");
+        assert!(!err.contains("panicked"), "cut at {cut}: {err}");
+        assert!(
+            tags(&b).is_empty(),
+            "cut at {cut}: something was tagged: {:?}",
+            tags(&b)
+        );
+        assert!(
+            temp_files(&b).is_empty(),
+            "cut at {cut}: {:?}",
+            temp_files(&b)
+        );
+    }
+}
+
+#[test]
+fn load_of_a_missing_file_names_it() {
+    let env = Env::new();
+    let missing = env.dir.path().join("nope.tar");
+    let err = env.fails(&["load", "-i", missing.to_str().unwrap()]);
+    assert!(err.contains("nope.tar"), "{err}");
+    assert!(Path::new(&missing).metadata().is_err());
+}
