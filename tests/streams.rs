@@ -260,3 +260,146 @@ fn load_of_a_missing_file_names_it() {
     assert!(err.contains("nope.tar"), "{err}");
     assert!(Path::new(&missing).metadata().is_err());
 }
+
+/// `skopeo` with its arguments, which must succeed.
+fn skopeo(args: &[&str]) {
+    support::run_ok(Command::new("skopeo").args(args));
+}
+
+#[test]
+fn pull_reads_layouts_and_archives_written_by_skopeo() {
+    if !support::tools::require(
+        "pull_reads_layouts",
+        "skopeo",
+        &["--version"],
+        "install skopeo",
+    ) {
+        return;
+    }
+    let a = Env::new();
+    let digest = build(&a, "alpha", "alpha:1");
+    let store = a.store();
+    let layout = a.dir.path().join("layout");
+    let archive = a.dir.path().join("alpha.tar");
+    let src = format!("oci:{}:alpha:1", store.display());
+    skopeo(&["copy", "-q", &src, &format!("oci:{}:1.0", layout.display())]);
+    skopeo(&[
+        "copy",
+        "-q",
+        &src,
+        &format!("oci-archive:{}:v2", archive.display()),
+    ]);
+
+    let b = Env::new();
+    let out = b.ok(&[
+        "pull",
+        &format!("oci:{}:1.0", layout.display()),
+        "-t",
+        "alpha:1",
+    ]);
+    assert_eq!(out.trim(), digest);
+    let out = b.ok(&[
+        "pull",
+        &format!("oci-archive:{}", archive.display()),
+        "-t",
+        "alpha:2",
+    ]);
+    assert_eq!(out.trim(), digest);
+    assert_eq!(
+        tags(&b),
+        [
+            ("alpha:1".to_owned(), digest.clone()),
+            ("alpha:2".to_owned(), digest.clone())
+        ]
+    );
+    // Every blob verifies (save checks each as it copies it).
+    let again = b.dir.path().join("again.tar");
+    b.ok(&["save", "alpha:2", "-o", again.to_str().unwrap()]);
+
+    // A tag the layout does not hold is named with what it does hold; `load -i DIR` reads it.
+    let err = b.fails(&["pull", &format!("oci:{}:nope", layout.display())]);
+    assert!(
+        err.contains("has no image named `nope`") && err.contains("1.0"),
+        "{err}"
+    );
+    let c = Env::new();
+    assert_eq!(
+        c.ok(&["load", "-i", layout.to_str().unwrap()]).trim(),
+        format!("1.0:latest {digest}")
+    );
+}
+
+#[test]
+fn pull_from_a_hostile_layout_stores_and_tags_nothing() {
+    if !support::tools::require(
+        "pull_from_a_hostile",
+        "skopeo",
+        &["--version"],
+        "install skopeo",
+    ) {
+        return;
+    }
+    let a = Env::new();
+    build(&a, "alpha", "alpha:1");
+    let good = a.dir.path().join("good");
+    skopeo(&[
+        "copy",
+        "-q",
+        &format!("oci:{}:alpha:1", a.store().display()),
+        &format!("oci:{}:1", good.display()),
+    ]);
+    let copy = |name: &str| {
+        let dir = a.dir.path().join(name);
+        support::run_ok(Command::new("cp").arg("-r").arg(&good).arg(&dir));
+        dir
+    };
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(good.join("index.json")).unwrap()).unwrap();
+    let manifest_digest = index["manifests"][0]["digest"].as_str().unwrap().to_owned();
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &fs::read(good.join("blobs/sha256").join(&manifest_digest[7..])).unwrap(),
+    )
+    .unwrap();
+    let config = manifest["config"]["digest"].as_str().unwrap()[7..].to_owned();
+
+    // A config blob whose bytes are not its name (same size).
+    let swapped = copy("swapped");
+    let path = swapped.join("blobs/sha256").join(&config);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[0] ^= 1;
+    fs::write(&path, &bytes).unwrap();
+    // An index.json entry declaring an absurd size (the registry pull's descriptor limit).
+    let huge = copy("huge");
+    let mut idx = index.clone();
+    idx["manifests"][0]["size"] = serde_json::json!(1u64 << 50);
+    fs::write(huge.join("index.json"), idx.to_string()).unwrap();
+    // A manifest whose media type contradicts the index entry naming it.
+    let liar = copy("liar");
+    let mut idx = index.clone();
+    idx["manifests"][0]["mediaType"] = serde_json::json!("application/vnd.oci.image.index.v1+json");
+    fs::write(liar.join("index.json"), idx.to_string()).unwrap();
+
+    for (dir, expect) in [
+        (&swapped, "holds content with digest"),
+        (&huge, "limit"),
+        (
+            &liar,
+            "says an image index but the document is an image manifest",
+        ),
+    ] {
+        let b = Env::new();
+        let err = b.fails(&["pull", &format!("oci:{}:1", dir.display()), "-t", "x:1"]);
+        assert!(err.contains(expect), "{}: {err}", dir.display());
+        assert!(
+            tags(&b).is_empty(),
+            "{}: tagged {:?}",
+            dir.display(),
+            tags(&b)
+        );
+        assert!(
+            !b.store_blob(&format!("sha256:{config}")).exists() || dir != &swapped,
+            "the swapped config landed in the store"
+        );
+        assert!(temp_files(&b).is_empty(), "{:?}", temp_files(&b));
+    }
+}

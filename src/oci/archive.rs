@@ -9,7 +9,8 @@
 use super::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1};
 use super::layout::{index_json, Store, StoreError, COPY_BUFFER, MAX_JSON_BLOB};
 use super::path_io::{io_err, PathIoError};
-use super::tar_reader::{Kind, TarError, TarReader};
+use super::registry_check::{validate_manifest, Kind as DocKind, MAX_MANIFEST};
+use super::tar_reader::{Kind as EntryKind, TarError, TarReader};
 use super::Digest;
 use crate::json::to_compact;
 use serde::Deserialize;
@@ -26,6 +27,8 @@ pub enum ArchiveError {
     Io(#[from] PathIoError),
     #[error("{}: {what}; is it an oci-archive (as written by `otters save` or `skopeo copy … oci-archive:`)?", path.display())]
     Malformed { path: PathBuf, what: String },
+    #[error("{}: {what}; is it an OCI image layout (as written by `skopeo copy … oci:DIR`)?", path.display())]
+    Layout { path: PathBuf, what: String },
 }
 
 #[derive(Deserialize)]
@@ -257,7 +260,7 @@ pub fn load_stream(
         TarError::Io(e) => read_err(e),
         other => malformed(other.to_string()),
     })? {
-        if entry.kind != Kind::Regular {
+        if entry.kind != EntryKind::Regular {
             continue;
         }
         let path = String::from_utf8_lossy(&entry.path)
@@ -311,9 +314,174 @@ pub fn load_stream(
             }
             other => other?,
         };
+        check_graph(store, &d, src)?;
         out.push((d.ref_name().unwrap_or_default().to_owned(), d));
     }
     Ok(out)
+}
+
+/// Checks the image graph from `root`, already in `store`, as a registry pull checks what a
+/// registry sends: every manifest and index is at most [`MAX_MANIFEST`] bytes and passes
+/// [`validate_manifest`] (its media type agreeing with the descriptor that names it), and every
+/// blob is stored with the size its descriptor declares. `src` names the input in messages.
+pub fn check_graph(store: &Store, root: &Descriptor, src: &Path) -> Result<(), ArchiveError> {
+    let malformed = |what: String| ArchiveError::Malformed {
+        path: src.to_owned(),
+        what,
+    };
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![root.clone()];
+    while let Some(d) = todo.pop() {
+        if !seen.insert(d.digest.clone()) {
+            continue;
+        }
+        let digest = Digest::parse(&d.digest)
+            .map_err(|_| malformed(format!("`{}` is not a sha256 digest", d.digest)))?;
+        match store.stored_size(&digest) {
+            None => {
+                return Err(malformed(format!(
+                    "blob {} is named but not held (did the stream end early?)",
+                    d.digest
+                )))
+            }
+            Some(n) if n != d.size => {
+                return Err(malformed(format!(
+                    "blob {} is {n} bytes but its descriptor declares {}",
+                    d.digest, d.size
+                )))
+            }
+            Some(_) => {}
+        }
+        let Some(kind) = DocKind::of(&d.media_type) else {
+            continue;
+        };
+        if d.size > MAX_MANIFEST as u64 {
+            return Err(malformed(format!(
+                "manifest {} is {} bytes, more than the {MAX_MANIFEST}-byte limit",
+                d.digest, d.size
+            )));
+        }
+        let bytes = store.read_blob(&digest)?;
+        validate_manifest(&bytes, Some(&d.media_type), Some(kind))
+            .map_err(|why| malformed(format!("manifest {} is refused: {why}", d.digest)))?;
+        let doc: Doc = serde_json::from_slice(&bytes)
+            .map_err(|e| malformed(format!("manifest {}: {e}", d.digest)))?;
+        todo.extend(doc.manifests);
+        todo.extend(doc.config);
+        todo.extend(doc.layers);
+    }
+    Ok(())
+}
+
+/// Reads at most [`MAX_MANIFEST`] bytes of a regular file (a FIFO or device is refused).
+fn read_small(path: &Path, src: &Path) -> Result<Vec<u8>, ArchiveError> {
+    let file = File::open(path).map_err(io_err("open", path))?;
+    let meta = file.metadata().map_err(io_err("read", path))?;
+    if !meta.is_file() {
+        return Err(ArchiveError::Layout {
+            path: src.to_owned(),
+            what: format!("{} is not a regular file", path.display()),
+        });
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err("read", path))?;
+    if bytes.len() > MAX_MANIFEST {
+        return Err(ArchiveError::Layout {
+            path: src.to_owned(),
+            what: format!(
+                "{} is more than the {MAX_MANIFEST}-byte limit",
+                path.display()
+            ),
+        });
+    }
+    Ok(bytes)
+}
+
+/// The entries of an OCI layout's `index.json` (validated as an image index).
+pub fn layout_entries(dir: &Path) -> Result<Vec<Descriptor>, ArchiveError> {
+    let malformed = |what: String| ArchiveError::Layout {
+        path: dir.to_owned(),
+        what,
+    };
+    let bytes = read_small(&dir.join("index.json"), dir)?;
+    validate_manifest(&bytes, None, Some(DocKind::Index))
+        .map_err(|why| malformed(format!("index.json is refused: {why}")))?;
+    let doc: Doc =
+        serde_json::from_slice(&bytes).map_err(|e| malformed(format!("index.json: {e}")))?;
+    Ok(doc.manifests)
+}
+
+/// Copies the image `root` of the OCI layout at `dir` (as `skopeo copy … oci:DIR` writes it) into
+/// `store`: each manifest and index read within [`MAX_MANIFEST`], checked against its digest and
+/// by [`validate_manifest`] before it is stored, each blob a regular file of its declared size,
+/// streamed in and checked against its digest before it is renamed into the store.
+pub fn import_layout(store: &Store, dir: &Path, root: &Descriptor) -> Result<(), ArchiveError> {
+    let malformed = |what: String| ArchiveError::Layout {
+        path: dir.to_owned(),
+        what,
+    };
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![root.clone()];
+    while let Some(d) = todo.pop() {
+        if !seen.insert(d.digest.clone()) {
+            continue;
+        }
+        let digest = Digest::parse(&d.digest)
+            .map_err(|_| malformed(format!("`{}` is not a sha256 digest", d.digest)))?;
+        let path = dir.join("blobs/sha256").join(digest.hex());
+        if let Some(kind) = DocKind::of(&d.media_type) {
+            if d.size > MAX_MANIFEST as u64 {
+                return Err(malformed(format!(
+                    "manifest {} is {} bytes, more than the {MAX_MANIFEST}-byte limit",
+                    d.digest, d.size
+                )));
+            }
+            let bytes = read_small(&path, dir)?;
+            if Digest::of(&bytes) != digest || bytes.len() as u64 != d.size {
+                return Err(malformed(format!(
+                    "blobs/sha256/{} does not hold manifest {} ({} bytes)",
+                    digest.hex(),
+                    d.digest,
+                    d.size
+                )));
+            }
+            validate_manifest(&bytes, Some(&d.media_type), Some(kind))
+                .map_err(|why| malformed(format!("manifest {} is refused: {why}", d.digest)))?;
+            let doc: Doc = serde_json::from_slice(&bytes)
+                .map_err(|e| malformed(format!("manifest {}: {e}", d.digest)))?;
+            store.put_blob_bytes(&bytes)?;
+            todo.extend(doc.manifests);
+            todo.extend(doc.config);
+            todo.extend(doc.layers);
+            continue;
+        }
+        if store.stored_size(&digest) == Some(d.size) {
+            continue;
+        }
+        let file = File::open(&path).map_err(io_err("open", &path))?;
+        let meta = file.metadata().map_err(io_err("read", &path))?;
+        if !meta.is_file() || meta.len() != d.size {
+            return Err(malformed(format!(
+                "blobs/sha256/{} is not a file of the {} bytes its descriptor declares",
+                digest.hex(),
+                d.size
+            )));
+        }
+        match store.put_blob_expecting(file.take(d.size), &digest, &mut |_| {}) {
+            Err(StoreError::Corrupt { actual, .. }) => {
+                return Err(malformed(format!(
+                    "blobs/sha256/{} holds content with digest {actual}",
+                    digest.hex()
+                )))
+            }
+            other => {
+                other?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
