@@ -403,3 +403,53 @@ fn pull_from_a_hostile_layout_stores_and_tags_nothing() {
         assert!(temp_files(&b).is_empty(), "{:?}", temp_files(&b));
     }
 }
+
+#[test]
+fn build_progress_plain_prints_a_line_per_step_and_auto_is_unchanged() {
+    let env = Env::new();
+    let ctx = env.dir.path().join("big");
+    fs::create_dir_all(&ctx).unwrap();
+    // Above the 32 MiB progress threshold, so the write is a reported step.
+    fs::write(ctx.join("data.bin"), vec![7u8; 33 << 20]).unwrap();
+    fs::write(
+        ctx.join("Agentfile"),
+        "FROM scratch\nNAME big\nMODEL anthropic/claude-haiku-4-5-20251001\nRUNTIME ghcr.io/openotters/runtime:v1\nADD data.bin \"payload\"\n",
+    )
+    .unwrap();
+    let ctx = ctx.to_str().unwrap();
+    let base = ["build", "--offline", "--allow-unpinned", "--no-cache"];
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        args.push(ctx);
+        env.run(&args)
+    };
+    let (ok, out, plain) = with(&["--progress", "plain", "-t", "big:1"]);
+    assert!(ok, "{plain}");
+    assert!(plain.contains("wrote data.bin (34.6 MB) in "), "{plain}");
+    assert_eq!(
+        plain.lines().filter(|l| l.starts_with("layer ")).count(),
+        3,
+        "{plain}"
+    );
+    assert!(plain.contains("layer data.bin sha256:"), "{plain}");
+    let digest = out.trim().to_owned();
+
+    // `auto` off a terminal is today's output, byte for byte.
+    let default = with(&["-t", "big:1"]);
+    let auto = with(&["--progress", "auto", "-t", "big:1"]);
+    assert!(default.0 && auto.0);
+    assert_eq!(default.1, auto.1);
+    assert_eq!(default.2, auto.2);
+    assert!(!auto.2.contains("layer "), "{}", auto.2);
+
+    // `quiet` is `-q`: the digest alone.
+    let (ok, out, err) = with(&["--progress", "quiet", "-t", "big:1"]);
+    assert!(ok);
+    assert_eq!(out.trim(), digest);
+    assert_eq!(
+        err,
+        env.run(&[&base[..], &["-q", "-t", "big:1", ctx]].concat())
+            .2
+    );
+}
