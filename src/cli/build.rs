@@ -41,6 +41,11 @@ pub struct Args {
     /// Print only the digest
     #[arg(short, long)]
     pub quiet: bool,
+    /// Progress output on stderr: `auto` (bars on a terminal, nothing elsewhere), `plain` (one
+    /// line per large input written and per blob pushed, with size and time, then one per layer:
+    /// for CI logs), `tty` (bars even when stderr is not a terminal), `quiet` (same as `-q`)
+    #[arg(long, value_parser = ["auto", "plain", "tty", "quiet"], default_value = "auto")]
+    pub progress: String,
     /// Output format
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub format: String,
@@ -216,11 +221,26 @@ pub(super) fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
     }
 }
 
-/// Progress bars on a TTY, nothing elsewhere.
-struct Bars(Option<indicatif::ProgressBar>, bool, PushBars);
+/// Progress bars on a TTY, nothing elsewhere; with `--progress plain`, lines (the fourth field).
+struct Bars(
+    Option<indicatif::ProgressBar>,
+    bool,
+    PushBars,
+    Option<Plain>,
+);
+
+/// `--progress plain`: what is under way, to print one line when it ends.
+#[derive(Default)]
+struct Plain {
+    input: Option<(String, u64, std::time::Instant)>,
+    blobs: std::collections::HashMap<String, (u64, std::time::Instant)>,
+}
 
 impl Progress for Bars {
     fn begin(&mut self, title: &str, total: u64) {
+        if let Some(p) = &mut self.3 {
+            p.input = Some((title.to_owned(), total, std::time::Instant::now()));
+        }
         if self.1 {
             let bar = indicatif::ProgressBar::new(total);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
@@ -241,12 +261,36 @@ impl Progress for Bars {
         if let Some(b) = self.0.take() {
             b.finish_and_clear();
         }
+        if let Some((title, size, t)) = self.3.as_mut().and_then(|p| p.input.take()) {
+            eprintln!(
+                "wrote {title} ({}) in {:.1}s",
+                super::images::human_size(size),
+                t.elapsed().as_secs_f64()
+            );
+        }
     }
 }
 
 impl lib::Progress for Bars {
     fn transfer(&mut self, event: &Event<'_>) {
         self.2.event(event);
+        let Some(p) = &mut self.3 else { return };
+        match event {
+            Event::Start { digest, size, .. } => {
+                p.blobs
+                    .insert((*digest).to_owned(), (*size, std::time::Instant::now()));
+            }
+            Event::Done { digest, outcome } => {
+                if let Some((size, t)) = p.blobs.remove(*digest) {
+                    eprintln!(
+                        "push {digest}: {outcome:?} ({}) in {:.1}s",
+                        super::images::human_size(size),
+                        t.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            Event::Bytes { .. } => {}
+        }
     }
     fn push_finished(&mut self, _reference: &str) {
         self.2.finish();
@@ -271,7 +315,8 @@ pub(super) fn failure(e: &BuildError) -> miette::Report {
     miette!("{}", e.kind)
 }
 
-pub fn run(a: Args) -> CliResult {
+pub fn run(mut a: Args) -> CliResult {
+    a.quiet |= a.progress == "quiet";
     // Before anything is read or written (not even the store directory).
     lib::check_tags(&a.tags).map_err(|e| miette!("{e}"))?;
     let output = a.output.as_deref().map(parse_output).transpose()?;
@@ -327,12 +372,44 @@ pub fn run(a: Args) -> CliResult {
             _ => {}
         }
     }
-    let tty = !a.quiet && std::io::stderr().is_terminal();
-    let mut bars = Bars(None, tty, PushBars::new(tty));
+    let tty = match a.progress.as_str() {
+        "tty" => !a.quiet,
+        "auto" => !a.quiet && std::io::stderr().is_terminal(),
+        _ => false,
+    };
+    let plain = (a.progress == "plain" && !a.quiet).then(Plain::default);
+    let mut bars = Bars(None, tty, PushBars::new(tty), plain);
     let out = lib::build(&opts, &store, &mut bars).map_err(|e| failure(&e))?;
+    if bars.3.is_some() {
+        print_layers(&store, &out);
+    }
     write_result_files(&a, &out)?;
     report(&a, &out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--progress plain`: one line per layer of the built manifest (title, digest, size).
+fn print_layers(store: &Store, out: &BuildOutput) {
+    #[derive(serde::Deserialize)]
+    struct Layers {
+        #[serde(default)]
+        layers: Vec<crate::oci::Descriptor>,
+    }
+    let Some(doc) = crate::oci::Digest::parse(&out.descriptor.digest)
+        .ok()
+        .and_then(|d| store.read_blob(&d).ok())
+        .and_then(|b| serde_json::from_slice::<Layers>(&b).ok())
+    else {
+        return;
+    };
+    for l in &doc.layers {
+        eprintln!(
+            "layer {} {} ({})",
+            l.title().unwrap_or("-"),
+            l.digest,
+            super::images::human_size(l.size)
+        );
+    }
 }
 
 /// `--iidfile` (the digest, no newline, as docker writes it) and `--metadata-file` (buildx's

@@ -67,9 +67,9 @@ pub enum Command {
     /// Manage images in the local store (`otters image prune`, as in Docker)
     #[command(subcommand)]
     Image(ImageCommand),
-    /// Write an image to an oci-archive tarball
+    /// Write images to an oci-archive tarball (a file, or standard output)
     Save(store_cmds::SaveArgs),
-    /// Load images from an oci-archive tarball
+    /// Load images from an oci-archive tarball (a file, or standard input)
     Load(store_cmds::LoadArgs),
     /// Upload an image from the local store to a registry
     Push(pushpull::PushArgs),

@@ -39,7 +39,8 @@ pub struct PushArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
-    /// The image to download (e.g. ghcr.io/org/agent:1, or name@sha256:…)
+    /// The image to download (e.g. ghcr.io/org/agent:1, or name@sha256:…), or an OCI layout or
+    /// archive another tool wrote: `oci:DIR[:tag]`, `oci-archive:FILE[:tag]`
     pub reference: String,
     /// Local tag to give the image (default: REFERENCE as written)
     #[arg(short = 't', long = "tag")]
@@ -121,6 +122,14 @@ pub fn run_push(a: PushArgs) -> CliResult {
 }
 
 pub fn run_pull(a: PullArgs) -> CliResult {
+    if let Some(done) = super::store_cmds::pull_local(
+        &a.reference,
+        a.tag.as_deref(),
+        a.flags.quiet,
+        a.flags.format == "json",
+    ) {
+        return done;
+    }
     let store = open_store()?;
     let mut r = parse_reference(&a.reference)?;
     let client = client(a.flags.insecure)?;

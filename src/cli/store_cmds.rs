@@ -6,7 +6,7 @@ use crate::oci::archive;
 use crate::oci::prune::{prune, PruneOptions, PruneReport};
 use crate::oci::refname::{new_tag_name, tag_name};
 use miette::{miette, IntoDiagnostic};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -77,18 +77,25 @@ fn show_age(d: std::time::Duration) -> String {
 
 #[derive(Debug, clap::Args)]
 pub struct SaveArgs {
-    /// Image to save: tag, digest or digest prefix
-    pub reference: String,
-    /// The oci-archive file to write
-    #[arg(short, long)]
-    pub output: PathBuf,
+    /// Images to save, all into one archive: tag, digest or digest prefix
+    #[arg(required = true, value_name = "IMAGE")]
+    pub references: Vec<String>,
+    /// The oci-archive file to write (default, or `-`: standard output, which must not be a
+    /// terminal)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct LoadArgs {
-    /// The oci-archive file to read
-    #[arg(short, long)]
-    pub input: PathBuf,
+    /// The oci-archive file (or OCI layout directory) to read (default, or `-`: standard input)
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+}
+
+/// `None` for standard input or output (no path, or `-`).
+fn file_arg(p: Option<&PathBuf>) -> Option<&PathBuf> {
+    p.filter(|p| p.as_os_str() != "-")
 }
 
 fn not_found(reference: &str) -> miette::Report {
@@ -188,30 +195,72 @@ fn print_prune(report: &PruneReport, dry_run: bool, min_age: std::time::Duration
 }
 
 pub fn run_save(a: SaveArgs) -> CliResult {
+    use std::io::IsTerminal as _;
+    let dest = file_arg(a.output.as_ref());
+    if dest.is_none() && std::io::stdout().is_terminal() {
+        return Err(miette!(
+            help = "write to a file with `-o FILE`, or pipe it: `otters save IMAGE | otters load`",
+            "refusing to write an oci-archive to a terminal"
+        ));
+    }
     let store = open_store()?;
-    let d = store
-        .resolve(&a.reference)
-        .into_diagnostic()?
-        .ok_or_else(|| not_found(&a.reference))?;
-    // Keep the tag inside the archive when the image was named by one.
-    let tags: Vec<String> = store
-        .list()
-        .into_diagnostic()?
-        .into_iter()
-        .filter(|(n, e)| !n.is_empty() && e.digest == d.digest)
-        .map(|(n, _)| n)
-        .filter(|n| Some(n) == tag_name(&a.reference).ok().as_ref() || *n == a.reference)
-        .collect();
-    archive::save(&store, &d, &tags, &a.output).into_diagnostic()?;
-    eprintln!("saved {} to {}", d.digest, a.output.display());
+    let listed = store.list().into_diagnostic()?;
+    let mut images: Vec<(crate::oci::Descriptor, Vec<String>)> = Vec::new();
+    for r in &a.references {
+        let d = store
+            .resolve(r)
+            .into_diagnostic()?
+            .ok_or_else(|| not_found(r))?;
+        // Keep the tag inside the archive when the image was named by one.
+        let tag = tag_name(r).ok();
+        let tags: Vec<String> = listed
+            .iter()
+            .filter(|(n, e)| !n.is_empty() && e.digest == d.digest)
+            .map(|(n, _)| n.clone())
+            .filter(|n| Some(n) == tag.as_ref() || n == r)
+            .collect();
+        // One entry per (image, tag): naming the same image twice adds its tags, not a copy.
+        match images.iter_mut().find(|(e, _)| e.digest == d.digest) {
+            Some((_, have)) => {
+                for t in tags {
+                    if !have.contains(&t) {
+                        have.push(t);
+                    }
+                }
+            }
+            None => images.push((d, tags)),
+        }
+    }
+    if let Some(path) = dest {
+        archive::save_many(&store, &images, path).into_diagnostic()?;
+    } else {
+        let out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+        archive::save_stream(&store, &images, out, Path::new("standard output"))
+            .into_diagnostic()?;
+    }
+    let to = dest.map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
+    for (d, _) in &images {
+        eprintln!("saved {} to {to}", d.digest);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_load(a: LoadArgs) -> CliResult {
     let store = open_store()?;
-    let loaded = archive::load(&store, &a.input).into_diagnostic()?;
+    let (loaded, from) = if let Some(path) = file_arg(a.input.as_ref()) {
+        let loaded = if path.is_dir() {
+            load_layout(&store, path).into_diagnostic()?
+        } else {
+            archive::load(&store, path).into_diagnostic()?
+        };
+        (loaded, path.display().to_string())
+    } else {
+        let label = Path::new("standard input");
+        let loaded = archive::load_stream(&store, std::io::stdin().lock(), label);
+        (loaded.into_diagnostic()?, "standard input".to_owned())
+    };
     if loaded.is_empty() {
-        return Err(miette!("{} holds no images", a.input.display()));
+        return Err(miette!("{from} holds no images"));
     }
     for (name, d) in loaded {
         if name.is_empty() {
@@ -222,5 +271,142 @@ pub fn run_load(a: LoadArgs) -> CliResult {
         let name = store.tag(&name, &d).into_diagnostic()?;
         outln!("{name} {}", d.digest);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every image of the OCI layout at `dir` (`otters load -i DIR`), tagged with its ref name there
+/// as an archive's images are (none when the name is not a valid tag).
+fn load_layout(
+    store: &crate::oci::Store,
+    dir: &Path,
+) -> Result<Vec<(String, crate::oci::Descriptor)>, archive::ArchiveError> {
+    let mut out = Vec::new();
+    for mut d in archive::layout_entries(dir)? {
+        archive::import_layout(store, dir, &d)?;
+        let name = d
+            .annotations
+            .remove(crate::oci::descriptor::ANN_REF_NAME)
+            .filter(|n| new_tag_name(n).is_ok())
+            .unwrap_or_default();
+        out.push((name, d));
+    }
+    Ok(out)
+}
+
+/// `otters pull oci:DIR[:tag]` / `oci-archive:FILE[:tag]`: an OCI layout or archive written by
+/// another tool (skopeo, buildah, oras) copied into the store with the checks a registry pull
+/// applies. `None` when `reference` names neither transport.
+pub fn pull_local(
+    reference: &str,
+    tag: Option<&str>,
+    quiet: bool,
+    json: bool,
+) -> Option<CliResult> {
+    let (is_archive, rest) = if let Some(r) = reference.strip_prefix("oci-archive:") {
+        (true, r)
+    } else {
+        (false, reference.strip_prefix("oci:")?)
+    };
+    // As skopeo splits it: the path ends at the first `:` (paths with `:` are not supported).
+    let (path, want) = match rest.split_once(':') {
+        Some((p, t)) => (PathBuf::from(p), Some(t.to_owned())),
+        None => (PathBuf::from(rest), None),
+    };
+    Some(pull_local_from(
+        &path,
+        want.as_deref(),
+        is_archive,
+        tag,
+        quiet,
+        json,
+    ))
+}
+
+fn pull_local_from(
+    path: &Path,
+    want: Option<&str>,
+    is_archive: bool,
+    tag: Option<&str>,
+    quiet: bool,
+    json: bool,
+) -> CliResult {
+    if let Some(t) = tag {
+        new_tag_name(t).map_err(|e| miette!("{e}"))?;
+    }
+    let store = open_store()?;
+    let cannot = |e: archive::ArchiveError| miette!("cannot pull: {e}");
+    let entries: Vec<crate::oci::Descriptor> = if is_archive {
+        archive::load(&store, path)
+            .map_err(cannot)?
+            .into_iter()
+            .map(|(_, d)| d)
+            .collect()
+    } else {
+        archive::layout_entries(path).map_err(cannot)?
+    };
+    let names = || {
+        entries
+            .iter()
+            .map(|d| d.ref_name().unwrap_or("<none>"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let picked: Vec<&crate::oci::Descriptor> = match want {
+        Some(w) => entries.iter().filter(|d| d.ref_name() == Some(w)).collect(),
+        None => entries.iter().collect(),
+    };
+    let root = match (picked.as_slice(), want) {
+        ([one], _) => (*one).clone(),
+        ([], Some(w)) => {
+            return Err(miette!(
+                help = format!("it holds: {}", names()),
+                "{} has no image named `{w}`",
+                path.display()
+            ))
+        }
+        _ => {
+            return Err(miette!(
+                help = format!("name one after a `:` (it holds: {})", names()),
+                "{} holds {} images",
+                path.display(),
+                picked.len()
+            ))
+        }
+    };
+    if !is_archive {
+        archive::import_layout(&store, path, &root).map_err(cannot)?;
+    }
+    let mut root = root;
+    let inner = root
+        .annotations
+        .remove(crate::oci::descriptor::ANN_REF_NAME);
+    // A local name: `-t`, else the name inside when it is a whole reference (`meteo:1`, as
+    // `otters save` writes), else none (skopeo writes bare tags such as `1.0`).
+    let local = tag.map(str::to_owned).or_else(|| {
+        inner
+            .filter(|n| n.contains(':') || n.contains('/'))
+            .filter(|n| new_tag_name(n).is_ok())
+    });
+    let name = if let Some(t) = &local {
+        Some(store.tag(t, &root).into_diagnostic()?)
+    } else {
+        store.add_untagged(&root).into_diagnostic()?;
+        None
+    };
+    if json {
+        let v = serde_json::json!({"source": path.display().to_string(), "digest": root.digest, "tag": name});
+        outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !quiet {
+        match &name {
+            Some(n) => eprintln!("tagged {n}"),
+            None => eprintln!(
+                "stored untagged; name it with `otters tag {} NAME:TAG` (or pull with -t)",
+                &root.digest[7..19]
+            ),
+        }
+    }
+    outln!("{}", root.digest);
     Ok(ExitCode::SUCCESS)
 }
