@@ -3,7 +3,8 @@
 //! local registry `examples/local-registry.sh` starts (no network).
 //!
 //! The only change to the text: `127.0.0.1:5000` becomes a free loopback port, so the test runs
-//! beside others. Every line must exit 0; then the files a user would look at are checked.
+//! beside others. Every line must exit 0; then the files a user would look at are checked. The
+//! `otters` lines of the README's opening block run the same way (offline, no registry).
 
 mod support;
 
@@ -22,7 +23,12 @@ fn tour_lines(readme: &str) -> Vec<String> {
         .split_once("\n## A tour\n")
         .expect("README.md has a `## A tour` section")
         .1;
-    let block = after
+    sh_block(after)
+}
+
+/// The lines of the first `sh` code block in `text`, without blank lines and comment lines.
+fn sh_block(text: &str) -> Vec<String> {
+    let block = text
         .split_once("```sh\n")
         .expect("the tour has a ```sh block")
         .1
@@ -95,6 +101,39 @@ fn tour_lines_are_read_from_the_block() {
     let readme =
         "# x\n```sh\nnot this\n```\n## A tour\n\ntext\n```sh\na   # one\n\n# note\n  b\n```\nc\n";
     assert_eq!(tour_lines(readme), ["a   # one", "b"]);
+}
+
+#[test]
+fn the_readme_opening_commands_run_as_written() {
+    // The opening block: `cargo install` made the binary this test runs, and `bash .ci/test` is
+    // the suite this test belongs to; every `otters` line in it must work offline as written.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines: Vec<String> = sh_block(&readme)
+        .into_iter()
+        .filter(|l| l.starts_with("otters "))
+        .collect();
+    assert!(
+        !lines.is_empty(),
+        "the README opens without an otters command"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples"), &tmp.path().join("examples"));
+    std::fs::create_dir_all(tmp.path().join("tmp")).unwrap();
+    for line in &lines {
+        let out = shell(tmp.path(), line).output().unwrap();
+        assert!(
+            out.status.success(),
+            "README line failed ({}): {line}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = shell(tmp.path(), "otters images -q").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        1,
+        "the opening build should store one image"
+    );
 }
 
 #[test]
