@@ -6,8 +6,8 @@
 set -euo pipefail
 size_mib=${1:-1024}
 root=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release --quiet --manifest-path "$root/Cargo.toml"
-bin="$root/target/release/otters"
+cargo build --profile dist --quiet --manifest-path "$root/Cargo.toml"
+bin="$root/target/dist/otters"
 work=$(mktemp -d "${TMPDIR:-/tmp}/otters-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/ctx" "$root/bench/out"

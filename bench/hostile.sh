@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Hostile Agentfiles against `otters lint` (release build): wall time and peak RSS (GNU time, or
+# Hostile Agentfiles against `otters lint` (dist profile): wall time and peak RSS (GNU time, or
 # the kernel's ru_maxrss through Python when /usr/bin/time is missing), and how each grows when
 # the input grows 4×. Linear costs grow about 4×; the quadratic ones this guards against grew 16×.
 # Usage: bash bench/hostile.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
-bin=$PWD/target/release/otters
+cargo build --profile dist --quiet
+bin=$PWD/target/dist/otters
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 python3 - "$bin" "$work" <<'PY'
 import os, subprocess, sys

@@ -4,8 +4,8 @@
 # Usage: bash bench/lint.sh   (needs hyperfine: apt-get install -y hyperfine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
-bin=target/release/otters
+cargo build --profile dist --quiet
+bin=target/dist/otters
 file=../shared/conformance/openotters/agents/kubectl/Agentfile
 out=bench/out; mkdir -p "$out"
 hyperfine --warmup 5 --runs 100 -N --export-json "$out/lint.json" \

@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib=${1:-1024}
-cargo build --release --quiet
-bin=$PWD/target/release/otters
+cargo build --profile dist --quiet
+bin=$PWD/target/dist/otters
 tmp=$(mktemp -d); trap 'kill $reg_pid $reg2_pid 2>/dev/null || true; rm -rf "$tmp"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start_registry() { # dir port -> pid

@@ -1,0 +1,201 @@
+//! The README's tour, pasted as a newcomer would: its `sh` block runs line by line in a temp dir
+//! holding a copy of `examples/`, with the `otters` this build made first on PATH, against the
+//! local registry `examples/local-registry.sh` starts (no network).
+//!
+//! The only change to the text: `127.0.0.1:5000` becomes a free loopback port, so the test runs
+//! beside others. Every line must exit 0; then the files a user would look at are checked. The
+//! `otters` lines of the README's opening block run the same way (offline, no registry).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TEST: &str = "the_readme_tour_runs_as_written";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The lines of the first `sh` code block after `## A tour` in README.md.
+fn tour_lines(readme: &str) -> Vec<String> {
+    let after = readme
+        .split_once("\n## A tour\n")
+        .expect("README.md has a `## A tour` section")
+        .1;
+    sh_block(after)
+}
+
+/// The lines of the first `sh` code block in `text`, without blank lines and comment lines.
+fn sh_block(text: &str) -> Vec<String> {
+    let block = text
+        .split_once("```sh\n")
+        .expect("the tour has a ```sh block")
+        .1
+        .split_once("\n```")
+        .expect("the tour's block is closed")
+        .0;
+    block
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The tour's shell: cwd = the temp dir, this build's `otters` first on PATH, a fresh otters home,
+/// TMPDIR inside the temp dir (where the registry script keeps its state).
+fn shell(dir: &Path, line: &str) -> Command {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_otters"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = Command::new("bash");
+    c.args(["-euo", "pipefail", "-c", line])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("OTTERS_HOME", dir.join("home"))
+        .env("TMPDIR", dir.join("tmp"))
+        .env("NO_COLOR", "1")
+        .env_remove("SOURCE_DATE_EPOCH");
+    c
+}
+
+/// Stops the tour's registry however the test ends.
+struct StopRegistry<'a> {
+    dir: &'a Path,
+    addr: String,
+}
+
+impl Drop for StopRegistry<'_> {
+    fn drop(&mut self) {
+        let line = format!("bash examples/local-registry.sh stop {}", self.addr);
+        let _ = shell(self.dir, &line).output();
+    }
+}
+
+#[test]
+fn tour_lines_are_read_from_the_block() {
+    let readme =
+        "# x\n```sh\nnot this\n```\n## A tour\n\ntext\n```sh\na   # one\n\n# note\n  b\n```\nc\n";
+    assert_eq!(tour_lines(readme), ["a   # one", "b"]);
+}
+
+#[test]
+fn the_readme_opening_commands_run_as_written() {
+    // The opening block: `cargo install` made the binary this test runs, and `bash .ci/test` is
+    // the suite this test belongs to; every `otters` line in it must work offline as written.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines: Vec<String> = sh_block(&readme)
+        .into_iter()
+        .filter(|l| l.starts_with("otters "))
+        .collect();
+    assert!(
+        !lines.is_empty(),
+        "the README opens without an otters command"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples"), &tmp.path().join("examples"));
+    std::fs::create_dir_all(tmp.path().join("tmp")).unwrap();
+    for line in &lines {
+        let out = shell(tmp.path(), line).output().unwrap();
+        assert!(
+            out.status.success(),
+            "README line failed ({}): {line}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = shell(tmp.path(), "otters images -q").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        1,
+        "the opening build should store one image"
+    );
+}
+
+#[test]
+fn the_readme_tour_runs_as_written() {
+    for (tool, install) in [
+        ("docker-registry", "apt-get install docker-registry"),
+        ("skopeo", "apt-get install skopeo"),
+    ] {
+        if !support::tools::require(TEST, tool, &["--version"], install) {
+            return;
+        }
+    }
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = tour_lines(&readme);
+    assert!(
+        lines.iter().any(|l| l.contains("local-registry.sh"))
+            && lines.iter().any(|l| l.starts_with("otters run -v")),
+        "the tour lost its registry or its run: {lines:#?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&repo().join("examples"), &dir.join("examples"));
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _stop = StopRegistry {
+        dir,
+        addr: addr.clone(),
+    };
+
+    let mut dry_run = None;
+    for line in &lines {
+        let line = line.replace("127.0.0.1:5000", &addr);
+        let out = shell(dir, &line).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "tour line failed ({}): {line}\nstdout: {stdout}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if line.starts_with("otters run --dry-run") {
+            dry_run = Some(support::cli::json(&stdout));
+        }
+    }
+
+    // What a newcomer would look at: the plan, the archive, and the report the run wrote.
+    let plan = dry_run.expect("the tour has a dry run");
+    assert_eq!(plan["name"], "meteo", "{plan}");
+    let tar = std::fs::metadata(dir.join("meteo.tar")).expect("otters save wrote meteo.tar");
+    assert!(tar.len() > 0);
+    let report = std::fs::read_to_string(dir.join("reports/tour.md"))
+        .expect("the run wrote reports/tour.md through the -v mount");
+    assert!(
+        report.contains("You are meteo, a terse weather assistant.")
+            && report.contains("max tokens: 512"),
+        "{report}"
+    );
+    // The last line stopped the registry and removed its storage.
+    assert!(
+        !dir.join("tmp")
+            .join(format!("otters-tour-registry-{}", &addr[10..]))
+            .exists(),
+        "the registry's state is left behind"
+    );
+}
