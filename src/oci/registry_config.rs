@@ -8,7 +8,11 @@
 //! ```toml
 //! [registry."reg.internal:5000"]
 //! insecure = true   # plain HTTP and unverified TLS for this registry only
+//! ca = "/etc/ssl/internal-ca.pem"   # also trusted, for this registry only
 //! ```
+//!
+//! Extra CA certificates also come from Docker's layout, `certs.d/HOST:PORT/*.crt` under
+//! `/etc/docker` and `~/.docker` (or the directories [`CERTS_D_ENV`] lists).
 
 use crate::project_files::{read_named, ReadError, MAX_SMALL_FILE};
 use serde::Deserialize;
@@ -17,6 +21,10 @@ use std::path::{Path, PathBuf};
 
 /// The file's name inside `$OTTERS_HOME`.
 pub const CONFIG_FILE: &str = "config.toml";
+/// Replaces the `certs.d` directories searched (`:`-separated; empty = none).
+pub const CERTS_D_ENV: &str = "OTTERS_CERTS_D";
+/// Most `*.crt` files read from one registry's `certs.d` directory.
+pub const MAX_CERTS_D_FILES: usize = 16;
 
 /// Settings for one registry (`[registry."HOST:PORT"]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -25,6 +33,9 @@ pub struct RegistrySettings {
     /// Plain HTTP and unverified TLS allowed, as `--insecure` allows for every registry.
     #[serde(default)]
     pub insecure: bool,
+    /// A PEM file of CA certificates trusted for this registry (relative: to the file's directory).
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -38,6 +49,17 @@ struct FileShape {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RegistryConfig {
     registries: BTreeMap<String, RegistrySettings>,
+    /// The directory relative `ca` paths are taken from.
+    base: PathBuf,
+    /// Docker-style `certs.d` directories, searched in order.
+    certs_d: Vec<PathBuf>,
+}
+
+/// One CA file trusted for a registry: where it came from and its bytes.
+#[derive(Clone, Debug)]
+pub struct CaFile {
+    pub path: PathBuf,
+    pub pem: Vec<u8>,
 }
 
 /// Why `config.toml` could not be used.
@@ -51,6 +73,12 @@ pub enum RegistryConfigError {
         line: usize,
         key: Option<String>,
         message: String,
+    },
+    #[error("cannot use CA certificate file {} for registry {registry}: {reason}; give a PEM file of CA certificates (`ca =` in {CONFIG_FILE}, or certs.d/{registry}/*.crt)", path.display())]
+    Ca {
+        path: PathBuf,
+        registry: String,
+        reason: String,
     },
     #[error("{}: registry \"{name}\" is not a HOST or HOST:PORT (no scheme, path or spaces); write it as it appears in image references, e.g. [registry.\"reg.example:5000\"]", path.display())]
     Name { path: PathBuf, name: String },
@@ -66,11 +94,56 @@ impl RegistryConfig {
     pub fn load(path: &Path) -> Result<Self, RegistryConfigError> {
         let bytes = match read_named(path, "registry configuration", MAX_SMALL_FILE) {
             Ok(b) => b,
-            Err(e) if e.is_not_found() => return Ok(RegistryConfig::default()),
+            Err(e) if e.is_not_found() => Vec::new(),
             Err(e) => return Err(e.into()),
         };
         let text = String::from_utf8_lossy(&bytes);
-        Self::parse(&text, path)
+        let mut c = Self::parse(&text, path)?;
+        c.certs_d = certs_d_dirs();
+        Ok(c)
+    }
+
+    /// The same settings, with `dirs` as the `certs.d` directories.
+    #[must_use]
+    pub fn with_certs_d(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.certs_d = dirs;
+        self
+    }
+
+    /// The CA files trusted for `registry` on top of the system's: its `ca`, then
+    /// `certs.d/<registry>/*.crt` (sorted, at most [`MAX_CERTS_D_FILES`] per directory).
+    pub fn ca_files(&self, registry: &str) -> Result<Vec<CaFile>, RegistryConfigError> {
+        let mut paths = Vec::new();
+        if let Some(ca) = self.get(registry).and_then(|s| s.ca.as_ref()) {
+            paths.push(self.base.join(ca));
+        }
+        if valid_name(registry) && !registry.starts_with('.') {
+            for dir in &self.certs_d {
+                let Ok(rd) = std::fs::read_dir(dir.join(registry)) else {
+                    continue;
+                };
+                let mut found: Vec<PathBuf> = rd
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "crt"))
+                    .collect();
+                found.sort();
+                found.truncate(MAX_CERTS_D_FILES);
+                paths.extend(found);
+            }
+        }
+        paths
+            .into_iter()
+            .map(
+                |path| match read_named(&path, "CA certificate", MAX_SMALL_FILE) {
+                    Ok(pem) => Ok(CaFile { path, pem }),
+                    Err(e) => Err(RegistryConfigError::Ca {
+                        path,
+                        registry: registry.to_owned(),
+                        reason: e.to_string(),
+                    }),
+                },
+            )
+            .collect()
     }
 
     /// Parses the text of `path`.
@@ -101,6 +174,8 @@ impl RegistryConfig {
         }
         Ok(RegistryConfig {
             registries: shape.registry,
+            base: path.parent().map(Path::to_owned).unwrap_or_default(),
+            certs_d: Vec::new(),
         })
     }
 
@@ -119,6 +194,20 @@ impl RegistryConfig {
     pub fn insecure(&self, registry: &str) -> bool {
         self.get(registry).is_some_and(|s| s.insecure)
     }
+}
+
+/// `$OTTERS_CERTS_D` (`:`-separated), else `/etc/docker/certs.d` and `~/.docker/certs.d`.
+pub fn certs_d_dirs() -> Vec<PathBuf> {
+    if let Some(v) = std::env::var_os(CERTS_D_ENV) {
+        return std::env::split_paths(&v)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+    }
+    let mut dirs = vec![PathBuf::from("/etc/docker/certs.d")];
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        dirs.push(PathBuf::from(home).join(".docker/certs.d"));
+    }
+    dirs
 }
 
 fn valid_name(name: &str) -> bool {
@@ -157,7 +246,7 @@ mod tests {
         assert!(!c.insecure("reg.internal:5001"));
         assert!(!c.insecure("reg.internal"));
         assert!(!c.insecure("other.example"));
-        assert_eq!(parse("").unwrap(), RegistryConfig::default());
+        assert!(parse("").unwrap().get("reg.internal:5000").is_none());
     }
 
     #[test]
@@ -188,12 +277,35 @@ mod tests {
     }
 
     #[test]
+    fn ca_files_from_config_then_certs_d() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = d.path().join("config.toml");
+        std::fs::write(d.path().join("ca.pem"), "A").unwrap();
+        let reg = d.path().join("certs.d/r.example:5000");
+        std::fs::create_dir_all(&reg).unwrap();
+        std::fs::write(reg.join("b.crt"), "B").unwrap();
+        std::fs::write(reg.join("client.key"), "K").unwrap();
+        let c = RegistryConfig::parse("[registry.\"r.example:5000\"]\nca = \"ca.pem\"\n", &cfg)
+            .unwrap()
+            .with_certs_d(vec![d.path().join("certs.d")]);
+        let files = c.ca_files("r.example:5000").unwrap();
+        let pems: Vec<&[u8]> = files.iter().map(|f| f.pem.as_slice()).collect();
+        assert_eq!(pems, [b"A".as_slice(), b"B".as_slice()]);
+        assert!(c.ca_files("other.example").unwrap().is_empty());
+        assert!(c.ca_files("..").unwrap().is_empty());
+        let c = RegistryConfig::parse("[registry.\"r:1\"]\nca = \"missing.pem\"\n", &cfg).unwrap();
+        let e = c.ca_files("r:1").unwrap_err().to_string();
+        assert!(
+            e.contains("missing.pem") && e.contains("registry r:1"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn missing_file_is_empty_and_directory_is_refused() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(
-            RegistryConfig::load(&d.path().join("config.toml")).unwrap(),
-            RegistryConfig::default()
-        );
+        let c = RegistryConfig::load(&d.path().join("config.toml")).unwrap();
+        assert!(c.registries.is_empty());
         std::fs::create_dir(d.path().join("config.toml")).unwrap();
         let e = RegistryConfig::load(&d.path().join("config.toml")).unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");

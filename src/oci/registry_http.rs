@@ -17,7 +17,7 @@
 use super::auth::{Challenge, Credential};
 use super::registry::{RegistryError, Retry};
 use super::registry_check::{escape_text, read_capped, MAX_TOKEN_BODY};
-use super::registry_config::RegistryConfig;
+use super::registry_config::{RegistryConfig, RegistryConfigError};
 use crate::reference::is_loopback_host;
 use reqwest::header::{HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
@@ -150,7 +150,11 @@ struct Clients {
 }
 
 impl Clients {
-    fn build(insecure: bool, timeout: Duration) -> Result<Self, RegistryError> {
+    fn build(
+        insecure: bool,
+        roots: &[reqwest::Certificate],
+        timeout: Duration,
+    ) -> Result<Self, RegistryError> {
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() > MAX_REDIRECTS {
                 return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
@@ -165,10 +169,13 @@ impl Clients {
             }
         });
         let builder = || {
-            reqwest::Client::builder()
-                .user_agent(concat!("otters/", env!("CARGO_PKG_VERSION")))
-                .connect_timeout(timeout)
-                .tls_danger_accept_invalid_certs(insecure)
+            roots.iter().fold(
+                reqwest::Client::builder()
+                    .user_agent(concat!("otters/", env!("CARGO_PKG_VERSION")))
+                    .connect_timeout(timeout)
+                    .tls_danger_accept_invalid_certs(insecure),
+                |b, c| b.add_root_certificate(c.clone()),
+            )
         };
         let http = builder()
             .read_timeout(timeout)
@@ -196,7 +203,7 @@ impl Transport {
         creds: CredentialSource,
     ) -> Result<Self, RegistryError> {
         Ok(Transport {
-            default: Clients::build(insecure, timeout)?,
+            default: Clients::build(insecure, &[], timeout)?,
             insecure_all: insecure,
             config,
             configured: Mutex::new(HashMap::new()),
@@ -207,11 +214,9 @@ impl Transport {
         })
     }
 
-    /// The clients for `registry`: its own when `config.toml` has settings for it.
+    /// The clients for `registry`: its own when `config.toml` has settings for it or CA files
+    /// are configured for it (`ca =`, `certs.d`); built and cached on first use.
     fn clients(&self, registry: &str) -> Result<Clients, RegistryError> {
-        let Some(settings) = self.config.get(registry) else {
-            return Ok(self.default.clone());
-        };
         let mut map = self
             .configured
             .lock()
@@ -219,7 +224,28 @@ impl Transport {
         if let Some(c) = map.get(registry) {
             return Ok(c.clone());
         }
-        let c = Clients::build(self.insecure_all || settings.insecure, self.timeout)?;
+        let settings = self.config.get(registry);
+        let files = self.config.ca_files(registry)?;
+        let c = if settings.is_none() && files.is_empty() {
+            self.default.clone()
+        } else {
+            let mut roots = Vec::new();
+            for f in files {
+                let bad = |reason: String| RegistryConfigError::Ca {
+                    path: f.path.clone(),
+                    registry: registry.to_owned(),
+                    reason,
+                };
+                let certs = reqwest::Certificate::from_pem_bundle(&f.pem)
+                    .map_err(|e| bad(error_chain(&e)))?;
+                if certs.is_empty() {
+                    return Err(bad("it holds no PEM certificate".into()).into());
+                }
+                roots.extend(certs);
+            }
+            let insecure = self.insecure_all || settings.is_some_and(|s| s.insecure);
+            Clients::build(insecure, &roots, self.timeout)?
+        };
         map.insert(registry.to_owned(), c.clone());
         Ok(c)
     }
@@ -280,7 +306,9 @@ impl Transport {
             .await;
         let (base, resp) = match attempt {
             Ok(r) => (https, r),
-            Err(e) if plain_ok => {
+            // A certificate that does not verify comes from a TLS server: falling back to plain
+            // HTTP would only hide the reason behind a "400 plain HTTP to an HTTPS server".
+            Err(e) if plain_ok && !is_certificate_error(&e) => {
                 let http = format!("http://{api_host}");
                 match self.ping_with_retries(&clients.http, &http).await {
                     Ok(r) => (http, r),
@@ -577,6 +605,12 @@ fn challenge_of(resp: &Response) -> Option<Challenge> {
 
 fn retryable(e: &reqwest::Error) -> bool {
     e.is_connect() || e.is_timeout() || e.is_request() || e.is_body()
+}
+
+fn is_certificate_error(e: &reqwest::Error) -> bool {
+    raw_error_chain(e)
+        .to_ascii_lowercase()
+        .contains("invalid peer certificate")
 }
 
 fn is_tls(e: &reqwest::Error) -> bool {
