@@ -33,6 +33,7 @@ pub mod path_io;
 pub mod prune;
 pub mod registry;
 pub mod registry_check;
+pub mod registry_config;
 pub mod registry_http;
 pub mod registry_platform;
 pub mod registry_sources;

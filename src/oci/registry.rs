@@ -14,6 +14,7 @@ use super::auth::{self, Credential};
 use super::registry_check::{
     escape_text, read_capped, validate_manifest, Kind, MAX_ERROR_BODY, MAX_ERROR_TEXT,
 };
+use super::registry_config::RegistryConfig;
 use super::registry_http::{error_chain, url_with_query, Call, CredentialSource, Transport};
 use crate::reference::Reference;
 use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RANGE};
@@ -64,15 +65,17 @@ pub struct ClientOptions {
     pub credentials: Option<Credential>,
     /// Connect, idle and per-request timeout; default `OTTERS_REGISTRY_TIMEOUT` or 30 s.
     pub timeout: Option<Duration>,
+    /// Per-registry settings; default: read from `$OTTERS_HOME/config.toml`.
+    pub registry_config: Option<RegistryConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     #[error("cannot set up the HTTP client: {0}")]
     Client(String),
-    #[error("cannot reach registry {registry}: {reason}; check that it is running and the address is right (a plain-HTTP registry that is not on this machine needs --insecure)")]
+    #[error("cannot reach registry {registry}: {reason}; check that it is running and the address is right (a plain-HTTP registry that is not on this machine needs --insecure, or `insecure = true` for it in $OTTERS_HOME/config.toml)")]
     Unreachable { registry: String, reason: String },
-    #[error("TLS with registry {registry} failed: {reason}; if it uses a self-signed certificate or plain HTTP, pass --insecure")]
+    #[error("TLS with registry {registry} failed: {reason}; if its certificate comes from a private CA, trust that CA for it (`ca = \"FILE\"` under [registry.\"{registry}\"] in $OTTERS_HOME/config.toml, or certs.d/{registry}/ca.crt); if it uses a self-signed certificate or plain HTTP, pass --insecure or set `insecure = true` there")]
     Tls { registry: String, reason: String },
     #[error("{}", denied_message(registry, user.as_deref()))]
     Denied {
@@ -121,6 +124,8 @@ pub enum RegistryError {
     Io(#[from] super::path_io::PathIoError),
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
+    #[error(transparent)]
+    Config(#[from] super::registry_config::RegistryConfigError),
     #[error("connection to {registry} lost while transferring blob {digest}: {reason}; run the command again to transfer only what is missing")]
     Interrupted {
         registry: String,
@@ -180,7 +185,11 @@ impl RegistryClient {
             Some(t) => t,
             None => super::registry_http::timeout_from_env()?,
         };
-        let t = Transport::new(opts.insecure, opts.retry, timeout, creds)?;
+        let config = match opts.registry_config {
+            Some(c) => c,
+            None => RegistryConfig::load(&RegistryConfig::default_path())?,
+        };
+        let t = Transport::new(opts.insecure, config, opts.retry, timeout, creds)?;
         Ok(RegistryClient { rt, t })
     }
 

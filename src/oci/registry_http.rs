@@ -2,7 +2,8 @@
 //!
 //! Takes: a registry host, the token scopes a request needs, and a closure that builds the request
 //! (called again for every attempt, so bodies are re-created). Returns: the registry's response.
-//! Must never: speak plain HTTP to a non-loopback host without `--insecure`, send credentials
+//! Must never: speak plain HTTP to a non-loopback host without `--insecure` (or `insecure = true`
+//! for that registry in `config.toml`, see [`RegistryConfig`]), send credentials
 //! (Basic or a bearer token) to any origin but the registry's own, or to a token realm that fails
 //! that transport rule, follow a redirect to a host the transport rule refuses, wait on a request
 //! without a deadline, or retry a request that got a 4xx answer.
@@ -16,6 +17,7 @@
 use super::auth::{Challenge, Credential};
 use super::registry::{RegistryError, Retry};
 use super::registry_check::{escape_text, read_capped, MAX_TOKEN_BODY};
+use super::registry_config::{RegistryConfig, RegistryConfigError};
 use crate::reference::is_loopback_host;
 use reqwest::header::{HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
@@ -77,7 +79,7 @@ pub fn url_allowed(url: &Url, registry_loopback: bool, insecure: bool) -> Result
         "http" if loopback || insecure => {}
         "http" => {
             return Err(format!(
-                "plain HTTP to {}, which is not this machine; pass --insecure if you trust it",
+                "plain HTTP to {}, which is not this machine; if you trust it, pass --insecure or set `insecure = true` for the registry in $OTTERS_HOME/config.toml",
                 escape_text(host, 100)
             ))
         }
@@ -122,23 +124,36 @@ pub type CredentialSource =
     Box<dyn Fn(&str) -> Result<Option<Credential>, RegistryError> + Send + Sync>;
 
 pub struct Transport {
-    /// For `GET`/`HEAD`: bounded redirects that pass the transport rule, read timeout.
-    pub http: reqwest::Client,
-    /// For `POST`/`PUT`/`PATCH`: never redirected (a 307 would resend the body elsewhere).
-    nofollow: reqwest::Client,
-    insecure: bool,
+    /// The clients for registries `config.toml` says nothing about.
+    default: Clients,
+    /// `--insecure`: plain HTTP and unverified TLS for every registry.
+    insecure_all: bool,
+    /// `$OTTERS_HOME/config.toml`: per-registry settings.
+    config: RegistryConfig,
+    /// Clients built for registries with their own settings, on first use.
+    configured: Mutex<HashMap<String, Clients>>,
     retry: Retry,
     timeout: Duration,
     creds: CredentialSource,
     state: Mutex<HashMap<String, RegState>>,
 }
 
-impl Transport {
-    pub fn new(
+/// The two HTTP clients for one transport setting.
+#[derive(Clone)]
+struct Clients {
+    /// For `GET`/`HEAD`: bounded redirects that pass the transport rule, read timeout.
+    http: reqwest::Client,
+    /// For `POST`/`PUT`/`PATCH`: never redirected (a 307 would resend the body elsewhere).
+    nofollow: reqwest::Client,
+    /// Plain HTTP and unverified TLS allowed.
+    insecure: bool,
+}
+
+impl Clients {
+    fn build(
         insecure: bool,
-        retry: Retry,
+        roots: &[reqwest::Certificate],
         timeout: Duration,
-        creds: CredentialSource,
     ) -> Result<Self, RegistryError> {
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() > MAX_REDIRECTS {
@@ -154,10 +169,13 @@ impl Transport {
             }
         });
         let builder = || {
-            reqwest::Client::builder()
-                .user_agent(concat!("otters/", env!("CARGO_PKG_VERSION")))
-                .connect_timeout(timeout)
-                .tls_danger_accept_invalid_certs(insecure)
+            roots.iter().fold(
+                reqwest::Client::builder()
+                    .user_agent(concat!("otters/", env!("CARGO_PKG_VERSION")))
+                    .connect_timeout(timeout)
+                    .tls_danger_accept_invalid_certs(insecure),
+                |b, c| b.add_root_certificate(c.clone()),
+            )
         };
         let http = builder()
             .read_timeout(timeout)
@@ -168,15 +186,68 @@ impl Transport {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| RegistryError::Client(e.to_string()))?;
-        Ok(Transport {
+        Ok(Clients {
             http,
             nofollow,
             insecure,
+        })
+    }
+}
+
+impl Transport {
+    pub fn new(
+        insecure: bool,
+        config: RegistryConfig,
+        retry: Retry,
+        timeout: Duration,
+        creds: CredentialSource,
+    ) -> Result<Self, RegistryError> {
+        Ok(Transport {
+            default: Clients::build(insecure, &[], timeout)?,
+            insecure_all: insecure,
+            config,
+            configured: Mutex::new(HashMap::new()),
             retry,
             timeout,
             creds,
             state: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The clients for `registry`: its own when `config.toml` has settings for it or CA files
+    /// are configured for it (`ca =`, `certs.d`); built and cached on first use.
+    fn clients(&self, registry: &str) -> Result<Clients, RegistryError> {
+        let mut map = self
+            .configured
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = map.get(registry) {
+            return Ok(c.clone());
+        }
+        let settings = self.config.get(registry);
+        let files = self.config.ca_files(registry)?;
+        let c = if settings.is_none() && files.is_empty() {
+            self.default.clone()
+        } else {
+            let mut roots = Vec::new();
+            for f in files {
+                let bad = |reason: String| RegistryConfigError::Ca {
+                    path: f.path.clone(),
+                    registry: registry.to_owned(),
+                    reason,
+                };
+                let certs = reqwest::Certificate::from_pem_bundle(&f.pem)
+                    .map_err(|e| bad(error_chain(&e)))?;
+                if certs.is_empty() {
+                    return Err(bad("it holds no PEM certificate".into()).into());
+                }
+                roots.extend(certs);
+            }
+            let insecure = self.insecure_all || settings.is_some_and(|s| s.insecure);
+            Clients::build(insecure, &roots, self.timeout)?
+        };
+        map.insert(registry.to_owned(), c.clone());
+        Ok(c)
     }
 
     pub fn retry(&self) -> Retry {
@@ -224,9 +295,10 @@ impl Transport {
         if !known.is_empty() {
             return Ok(known);
         }
-        let plain_ok = self.insecure || is_loopback_host(registry);
+        let clients = self.clients(registry)?;
+        let plain_ok = clients.insecure || is_loopback_host(registry);
         let https = format!("https://{api_host}");
-        let attempt = self
+        let attempt = clients
             .http
             .get(format!("{https}/v2/"))
             .timeout(self.timeout)
@@ -234,17 +306,21 @@ impl Transport {
             .await;
         let (base, resp) = match attempt {
             Ok(r) => (https, r),
-            Err(e) if plain_ok => {
+            // A certificate that does not verify comes from a TLS server: falling back to plain
+            // HTTP would only hide the reason behind a "400 plain HTTP to an HTTPS server".
+            Err(e) if plain_ok && !is_certificate_error(&e) => {
                 let http = format!("http://{api_host}");
-                match self.ping_with_retries(&http).await {
+                match self.ping_with_retries(&clients.http, &http).await {
                     Ok(r) => (http, r),
                     Err(e2) => return Err(unreachable(registry, &e2, Some(&e))),
                 }
             }
-            Err(e) if e.is_connect() && !is_tls(&e) => match self.ping_with_retries(&https).await {
-                Ok(r) => (https, r),
-                Err(e2) => return Err(unreachable(registry, &e2, None)),
-            },
+            Err(e) if e.is_connect() && !is_tls(&e) => {
+                match self.ping_with_retries(&clients.http, &https).await {
+                    Ok(r) => (https, r),
+                    Err(e2) => return Err(unreachable(registry, &e2, None)),
+                }
+            }
             Err(e) => {
                 return Err(RegistryError::Tls {
                     registry: registry.to_owned(),
@@ -262,11 +338,14 @@ impl Transport {
         Ok(base)
     }
 
-    async fn ping_with_retries(&self, base: &str) -> Result<Response, reqwest::Error> {
+    async fn ping_with_retries(
+        &self,
+        http: &reqwest::Client,
+        base: &str,
+    ) -> Result<Response, reqwest::Error> {
         let mut attempt = 0;
         loop {
-            match self
-                .http
+            match http
                 .get(format!("{base}/v2/"))
                 .timeout(self.timeout)
                 .send()
@@ -300,9 +379,10 @@ impl Transport {
         let base = self.base(registry, api_host).await?;
         let base_url = Url::parse(&base).map_err(|e| RegistryError::Client(e.to_string()))?;
         let registry_loopback = is_loopback_host(registry);
+        let clients = self.clients(registry)?;
         let client = match call {
-            Call::Small | Call::Download => &self.http,
-            Call::Write | Call::Upload => &self.nofollow,
+            Call::Small | Call::Download => &clients.http,
+            Call::Write | Call::Upload => &clients.nofollow,
         };
         let mut attempt = 0;
         let mut reauthed = false;
@@ -316,7 +396,7 @@ impl Transport {
                 registry: registry.to_owned(),
                 what: format!("a URL otters cannot request: {}", error_chain(&e)),
             })?;
-            url_allowed(req.url(), registry_loopback, self.insecure).map_err(|why| {
+            url_allowed(req.url(), registry_loopback, clients.insecure).map_err(|why| {
                 RegistryError::Protocol {
                     registry: registry.to_owned(),
                     what: format!("{why}; otters refused to follow it"),
@@ -403,7 +483,8 @@ impl Transport {
         let realm_url = Url::parse(realm)
             .map_err(|_| protocol(format!("a token realm \"{shown}\" that is not a URL")))?;
         // The realm gets the credentials: it must pass the same transport rule as the registry.
-        url_allowed(&realm_url, is_loopback_host(registry), self.insecure).map_err(|why| {
+        let clients = self.clients(registry)?;
+        url_allowed(&realm_url, is_loopback_host(registry), clients.insecure).map_err(|why| {
             protocol(format!(
                 "a token realm {shown} that is {why}; no credentials were sent"
             ))
@@ -427,12 +508,16 @@ impl Transport {
                     ];
                     form.extend(query.iter().copied());
                     // Never redirected: a 307 would carry the refresh token to another host.
-                    self.nofollow.post(realm).body(form_encode(&form)).header(
-                        reqwest::header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/x-www-form-urlencoded"),
-                    )
+                    clients
+                        .nofollow
+                        .post(realm)
+                        .body(form_encode(&form))
+                        .header(
+                            reqwest::header::CONTENT_TYPE,
+                            HeaderValue::from_static("application/x-www-form-urlencoded"),
+                        )
                 }
-                _ => self.http.get(url_with_query(realm, &query)),
+                _ => clients.http.get(url_with_query(realm, &query)),
             };
             rb = rb.timeout(self.timeout);
             if let Some(h) = creds.and_then(Credential::basic_header) {
@@ -522,6 +607,12 @@ fn retryable(e: &reqwest::Error) -> bool {
     e.is_connect() || e.is_timeout() || e.is_request() || e.is_body()
 }
 
+fn is_certificate_error(e: &reqwest::Error) -> bool {
+    raw_error_chain(e)
+        .to_ascii_lowercase()
+        .contains("invalid peer certificate")
+}
+
 fn is_tls(e: &reqwest::Error) -> bool {
     let chain = error_chain(e).to_ascii_lowercase();
     chain.contains("tls") || chain.contains("certificate") || chain.contains("handshake")
@@ -598,6 +689,24 @@ mod tests {
 
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn config_insecure_is_per_registry() {
+        let cfg = RegistryConfig::parse(
+            "[registry.\"a.example:5000\"]\ninsecure = true\n",
+            std::path::Path::new("config.toml"),
+        )
+        .unwrap();
+        let none: CredentialSource = Box::new(|_| Ok(None));
+        let t = Transport::new(false, cfg, Retry::default(), DEFAULT_TIMEOUT, none).unwrap();
+        assert!(t.clients("a.example:5000").unwrap().insecure);
+        assert!(!t.clients("a.example:5001").unwrap().insecure);
+        assert!(!t.clients("b.example").unwrap().insecure);
+        let none: CredentialSource = Box::new(|_| Ok(None));
+        let all = RegistryConfig::default();
+        let t = Transport::new(true, all, Retry::default(), DEFAULT_TIMEOUT, none).unwrap();
+        assert!(t.clients("b.example").unwrap().insecure);
     }
 
     #[test]

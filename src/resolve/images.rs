@@ -69,7 +69,8 @@ pub fn registry_diagnostic(
         | RegistryError::BadDocument { .. }
         | RegistryError::Store(_)
         | RegistryError::Io(_)
-        | RegistryError::Auth(_) => diags::registry_error(span, written, &e.to_string()),
+        | RegistryError::Auth(_)
+        | RegistryError::Config(_) => diags::registry_error(span, written, &e.to_string()),
     }
 }
 
