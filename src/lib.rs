@@ -18,6 +18,7 @@ pub mod build;
 pub mod check;
 pub mod cli;
 pub mod diagnostic;
+pub mod home;
 pub mod ir;
 pub mod json;
 pub mod lower;

@@ -212,14 +212,7 @@ impl miette::Diagnostic for Clean {
 /// The result every dispatcher returns: an exit code, or a report rendered by miette.
 pub type CliResult = miette::Result<ExitCode>;
 
-/// Where otters keeps its store and agents: `$OTTERS_HOME`, else `~/.otters`.
-pub fn otters_home() -> std::path::PathBuf {
-    if let Some(h) = std::env::var_os("OTTERS_HOME").filter(|h| !h.is_empty()) {
-        return h.into();
-    }
-    let home = std::env::var_os("HOME").map_or_else(|| std::path::PathBuf::from("."), Into::into);
-    home.join(".otters")
-}
+pub use crate::home::otters_home;
 
 /// Writes to standard output; a closed pipe ends the process with status 0, any other write error
 /// with status 1 and a message.

@@ -87,7 +87,7 @@ pub enum RegistryConfigError {
 impl RegistryConfig {
     /// `$OTTERS_HOME/config.toml`.
     pub fn default_path() -> PathBuf {
-        crate::cli::otters_home().join(CONFIG_FILE)
+        crate::home::otters_home().join(CONFIG_FILE)
     }
 
     /// Reads `path`; a missing file is an empty configuration.
