@@ -489,3 +489,69 @@ fn label_goes_where_label_goes_and_annotation_only_to_the_manifest() {
         assert!(stderr_of(&out).contains("is not KEY=VALUE"), "{bad:?}");
     }
 }
+
+/// `images --filter reference=GLOB|dangling=…` and `--format` templates, as docker users type
+/// them; bad keys, values and fields are refused with the accepted forms.
+#[test]
+fn images_filter_and_format_templates() {
+    let env = Env::new();
+    let ctx = minimal(&env);
+    let digest = build(&env, &ctx, &["-t", "meteo:1.0"]);
+    ok(env
+        .otters()
+        .args(["tag", "meteo:1.0", "localhost:5000/agents/meteo:2"]));
+    let lines = |args: &[&str]| -> Vec<String> {
+        ok(env.otters().arg("images").args(args))
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let short = &digest["sha256:".len().."sha256:".len() + 12];
+    assert_eq!(
+        lines(&[
+            "--format",
+            "{{.Repository}}|{{ .Tag }}|{{.ShortDigest}}|{{.Digest}}"
+        ]),
+        [
+            format!("localhost:5000/agents/meteo|2|{short}|{digest}"),
+            format!("meteo|1.0|{short}|{digest}"),
+        ]
+    );
+    assert_eq!(
+        lines(&["-f", "reference=meteo:*", "--format", "{{.Reference}}"]),
+        ["meteo:1.0"]
+    );
+    assert_eq!(
+        lines(&[
+            "--filter",
+            "reference=*/agents/*",
+            "--filter",
+            "reference=nothing",
+            "--format",
+            "{{.Reference}}"
+        ]),
+        ["localhost:5000/agents/meteo:2"]
+    );
+    assert_eq!(
+        lines(&["-f", "reference=*/agents/*", "-q"]),
+        vec![digest.clone()]
+    );
+    // No untagged image in this store: only the header.
+    assert_eq!(lines(&["-f", "dangling=true"]).len(), 1);
+    assert_eq!(lines(&["-f", "dangling=false", "-q"]), vec![digest]);
+    for (args, says) in [
+        (&["--format", "{{.Nope}}"][..], "unknown field `.Nope`"),
+        (&["--format", "yaml"][..], "use text, json, or a template"),
+        (&["-f", "colour=red"][..], "unknown key `colour`"),
+        (&["-f", "dangling=maybe"][..], "use true or false"),
+        (&["-f", "reference"][..], "expected KEY=VALUE"),
+    ] {
+        let out = env.otters().arg("images").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            flat(&stderr_of(&out)).contains(says),
+            "{args:?}: {}",
+            stderr_of(&out)
+        );
+    }
+}

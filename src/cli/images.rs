@@ -12,8 +12,10 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct ImagesArgs {
-    /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+    /// Output format: `text`, `json`, or a template of fields, one line per image, e.g.
+    /// '{{.Reference}} {{.Digest}}' (fields `Reference`, `Repository`, `Tag`, `Digest`,
+    /// `ShortDigest`, `Size`, `Created`)
+    #[arg(long, default_value = "text")]
     pub format: String,
     /// Print only the image digests, one per image (for scripts: `otters images -q | …`)
     #[arg(short, long, conflicts_with = "format")]
@@ -21,6 +23,126 @@ pub struct ImagesArgs {
     /// Show the full digest instead of its first 12 hex digits
     #[arg(long)]
     pub digests: bool,
+    /// Show only matching images: `reference=GLOB` (e.g. `meteo:*`, `*/agents/*`; several are
+    /// or-ed) or `dangling=true|false` (untagged images); different keys must all match
+    #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+}
+
+/// `--filter` of `images`: references matching any glob, and/or tagged-ness.
+#[derive(Default)]
+struct Filter {
+    references: Vec<globset::GlobMatcher>,
+    dangling: Option<bool>,
+}
+
+impl Filter {
+    fn parse(items: &[String]) -> miette::Result<Filter> {
+        let mut f = Filter::default();
+        for item in items {
+            let (key, value) = item.split_once('=').ok_or_else(|| {
+                miette!(
+                    "--filter `{}`: expected KEY=VALUE (reference=GLOB or dangling=true|false)",
+                    esc(item)
+                )
+            })?;
+            match key {
+                "reference" => {
+                    let glob = globset::Glob::new(value).map_err(|e| {
+                        miette!("--filter reference=`{}`: {e}", esc(value))
+                    })?;
+                    f.references.push(glob.compile_matcher());
+                }
+                "dangling" => {
+                    f.dangling = Some(match value {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        _ => {
+                            return Err(miette!(
+                                "--filter dangling=`{}`: use true or false",
+                                esc(value)
+                            ))
+                        }
+                    });
+                }
+                _ => {
+                    return Err(miette!(
+                        "--filter: unknown key `{}`; otters knows reference=GLOB and dangling=true|false",
+                        esc(key)
+                    ))
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    fn keeps(&self, name: &str) -> bool {
+        let dangling = name.is_empty();
+        self.dangling.is_none_or(|d| d == dangling)
+            && (self.references.is_empty()
+                || (!dangling && self.references.iter().any(|g| g.is_match(name))))
+    }
+}
+
+/// One piece of an `images --format` template.
+enum Piece {
+    Text(String),
+    Field(&'static str),
+}
+
+const TEMPLATE_FIELDS: &[&str] = &[
+    "Reference",
+    "Repository",
+    "Tag",
+    "Digest",
+    "ShortDigest",
+    "Size",
+    "Created",
+];
+
+/// Parses `{{.Field}}` placeholders (spaces inside the braces allowed); anything else is text.
+fn parse_template(t: &str) -> miette::Result<Vec<Piece>> {
+    let mut out = Vec::new();
+    let mut rest = t;
+    while let Some(start) = rest.find("{{") {
+        out.push(Piece::Text(rest[..start].to_owned()));
+        let after = &rest[start + 2..];
+        let end = after
+            .find("}}")
+            .ok_or_else(|| miette!("--format: `{{{{` without `}}}}` in `{}`", esc(t)))?;
+        let inner = after[..end].trim();
+        let name = inner.strip_prefix('.').unwrap_or(inner);
+        let field = TEMPLATE_FIELDS
+            .iter()
+            .find(|f| **f == name)
+            .ok_or_else(|| {
+                miette!(
+                    "--format: unknown field `{}`; fields: {}",
+                    esc(inner),
+                    TEMPLATE_FIELDS
+                        .iter()
+                        .map(|f| format!("{{{{.{f}}}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+        out.push(Piece::Field(field));
+        rest = &after[end + 2..];
+    }
+    out.push(Piece::Text(rest.to_owned()));
+    Ok(out)
+}
+
+/// `repository` and `tag` of a stored reference name (`<none>` for an untagged image).
+fn repository_and_tag(name: &str) -> (String, String) {
+    if name.is_empty() {
+        return ("<none>".into(), "<none>".into());
+    }
+    let base = name.split('@').next().unwrap_or(name);
+    match base.rsplit_once(':').filter(|(_, t)| !t.contains('/')) {
+        Some((r, t)) => (r.to_owned(), t.to_owned()),
+        None => (base.to_owned(), "<none>".into()),
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -71,11 +193,22 @@ pub(super) fn human_size(n: u64) -> String {
 }
 
 pub fn run_images(a: ImagesArgs) -> CliResult {
+    let filter = Filter::parse(&a.filters)?;
+    let template = match a.format.as_str() {
+        "text" | "json" => None,
+        t if t.contains("{{") => Some(parse_template(t)?),
+        other => {
+            return Err(miette!(
+                "--format `{}`: use text, json, or a template such as '{{{{.Reference}}}} {{{{.Digest}}}}'",
+                esc(other)
+            ))
+        }
+    };
     let store = open_store()?;
     if a.quiet {
         let mut seen = std::collections::HashSet::new();
-        for (_, d) in store.list().into_diagnostic()? {
-            if seen.insert(d.digest.clone()) {
+        for (name, d) in store.list().into_diagnostic()? {
+            if filter.keeps(&name) && seen.insert(d.digest.clone()) {
                 outln!("{}", esc(&d.digest));
             }
         }
@@ -83,6 +216,9 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
     }
     let mut rows = Vec::new();
     for (name, d) in store.list().into_diagnostic()? {
+        if !filter.keeps(&name) {
+            continue;
+        }
         let (_, m) = read_manifest(&store, &d).unwrap_or_default();
         let size = d.size
             + m.config.as_ref().map_or(0, |c| c.size)
@@ -115,6 +251,34 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
             "{}",
             json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
         );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(pieces) = template {
+        for (name, d, size, created) in &rows {
+            let (repository, tag) = repository_and_tag(name);
+            let mut line = String::new();
+            for p in &pieces {
+                match p {
+                    Piece::Text(t) => line.push_str(t),
+                    Piece::Field(f) => line.push_str(&match *f {
+                        "Reference" if name.is_empty() => "<none>".to_owned(),
+                        "Reference" => name.clone(),
+                        "Repository" => repository.clone(),
+                        "Tag" => tag.clone(),
+                        "Digest" => d.digest.clone(),
+                        "ShortDigest" => {
+                            let hex = d.digest.strip_prefix("sha256:").unwrap_or(&d.digest);
+                            hex.chars().take(12).collect()
+                        }
+                        "Size" => size.to_string(),
+                        _ => created.clone().unwrap_or_default(),
+                    }),
+                }
+            }
+            // The template's own text is the user's; field values were escaped above, and the
+            // digest is escaped here (it comes from index.json).
+            outln!("{}", esc(&line));
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let width = rows
