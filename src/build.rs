@@ -291,15 +291,7 @@ pub fn build(
         // lock is reported by resolution (AF409).
         locked: agentfile_path
             .as_deref()
-            .and_then(|p| resolve::lockfile::Lockfile::read(&resolve::lock_path_for(p)).ok())
-            .flatten()
-            .map(|lock| {
-                lock.images
-                    .into_iter()
-                    .filter(|e| !e.digest.is_empty())
-                    .map(|e| e.reference)
-                    .collect()
-            })
+            .map(resolve::lockfile::pinned_beside)
             .unwrap_or_default(),
         // The portability lints (AF230–AF235) belong to `otters lint`, which reads their
         // targets from otters.toml; the build reads no otters.toml, so it leaves them out.

@@ -343,21 +343,11 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), Fatal> {
 }
 
 /// The display name, bytes, and the directory to look for otters.toml from.
-/// The references `Agentfile.lock` beside a file input pins. A lock that is missing or cannot be
-/// read pins nothing here: `otters build` reports it (AF409), lint only loses the exemption.
+/// The references `Agentfile.lock` beside a file input pins (none for standard input).
 fn locked_references(input: &Input) -> std::collections::BTreeSet<String> {
-    let Input::File { path, .. } = input else {
-        return std::collections::BTreeSet::new();
-    };
-    let lock = crate::resolve::lockfile::Lockfile::read(&crate::resolve::lock_path_for(path));
-    match lock {
-        Ok(Some(lock)) => lock
-            .images
-            .into_iter()
-            .filter(|e| !e.digest.is_empty())
-            .map(|e| e.reference)
-            .collect(),
-        _ => std::collections::BTreeSet::new(),
+    match input {
+        Input::File { path, .. } => crate::resolve::lockfile::pinned_beside(path),
+        Input::Stdin => std::collections::BTreeSet::new(),
     }
 }
 

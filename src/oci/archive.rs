@@ -306,14 +306,6 @@ pub fn load_stream(
     }
     let mut out = Vec::new();
     for d in doc.manifests {
-        match reachable(store, &d) {
-            Err(StoreError::MissingBlob(blob)) => {
-                return Err(malformed(format!(
-                    "index.json needs blob {blob}, which the archive does not hold (did the stream end early?)"
-                )))
-            }
-            other => other?,
-        };
         check_graph(store, &d, src)?;
         out.push((d.ref_name().unwrap_or_default().to_owned(), d));
     }
@@ -340,7 +332,7 @@ pub fn check_graph(store: &Store, root: &Descriptor, src: &Path) -> Result<(), A
         match store.stored_size(&digest) {
             None => {
                 return Err(malformed(format!(
-                    "blob {} is named but not held (did the stream end early?)",
+                    "index.json needs blob {}, which the archive does not hold (did the stream end early?)",
                     d.digest
                 )))
             }

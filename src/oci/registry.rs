@@ -324,15 +324,7 @@ impl RegistryClient {
                     reference: r.to_string(),
                     reason: format!("the index is not valid JSON: {e}"),
                 })?;
-            let candidates: Vec<(TargetPlatform, String)> = index
-                .manifests
-                .iter()
-                .filter_map(|m| {
-                    m.platform
-                        .as_ref()
-                        .map(|p| (TargetPlatform::from_descriptor(p), m.digest.clone()))
-                })
-                .collect();
+            let candidates = TargetPlatform::candidates(&index.manifests);
             let Some((p, digest)) = platform.pick(&candidates) else {
                 // Platform names come from the registry: escaped, and the list bounded.
                 let available = candidates

@@ -75,8 +75,11 @@ pub fn escape_text(s: &str, max: usize) -> String {
     let mut out = String::new();
     let mut n = 0;
     for c in s.chars() {
+        // Every control (line breaks too: a message is one line), the bidi controls the
+        // terminal renderers escape, and the zero-width characters that hide in a one-line text.
         let hostile = c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            || crate::diagnostic::escape::is_bidi_control(c)
+            || matches!(c, '\u{200b}'..='\u{200d}');
         let piece: String = if hostile {
             c.escape_default().collect()
         } else {

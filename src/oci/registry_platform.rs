@@ -3,7 +3,7 @@
 //! Takes: a `--platform` string or the host. Returns: [`TargetPlatform`] and index choices.
 //! Must never: pick an entry whose os or architecture differ from the target (fail closed).
 
-use super::descriptor::Platform;
+use super::descriptor::{Descriptor, Platform};
 use std::fmt;
 
 /// An OCI platform: os, architecture and optional variant.
@@ -66,6 +66,19 @@ impl TargetPlatform {
             architecture: p.architecture.clone(),
             variant: p.variant.clone().filter(|v| !v.is_empty()),
         }
+    }
+
+    /// The entries of an index that name a platform, with their digests: what [`Self::pick`]
+    /// chooses from.
+    pub fn candidates(manifests: &[Descriptor]) -> Vec<(TargetPlatform, String)> {
+        manifests
+            .iter()
+            .filter_map(|m| {
+                m.platform
+                    .as_ref()
+                    .map(|p| (TargetPlatform::from_descriptor(p), m.digest.clone()))
+            })
+            .collect()
     }
 
     /// The entry for this platform: os and architecture must match exactly; when the target

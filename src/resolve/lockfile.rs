@@ -253,6 +253,20 @@ pub fn lock_path_for(agentfile: &Path) -> PathBuf {
         .map_or_else(|| PathBuf::from(LOCK_NAME), |d| d.join(LOCK_NAME))
 }
 
+/// The references the lock beside `agentfile` pins to a digest (as written in the Agentfile), for
+/// AF201. Empty when there is no lock or it cannot be used: resolution reports that (AF409).
+pub fn pinned_beside(agentfile: &Path) -> std::collections::BTreeSet<String> {
+    match Lockfile::read(&lock_path_for(agentfile)) {
+        Ok(Some(lock)) => lock
+            .images
+            .into_iter()
+            .filter(|e| !e.digest.is_empty())
+            .map(|e| e.reference)
+            .collect(),
+        _ => std::collections::BTreeSet::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,13 +95,6 @@ pub fn local_parent(
     r: &Reference,
     platform: &TargetPlatform,
 ) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct IndexDoc {
-        #[serde(default)]
-        manifests: Vec<Descriptor>,
-        #[serde(default, rename = "mediaType")]
-        media_type: Option<String>,
-    }
     let top = if let Some(d) = &r.digest {
         let d = Digest::parse(d).ok()?;
         store.has_blob(&d).then(|| d.to_string())?
@@ -115,19 +108,11 @@ pub fn local_parent(
             .map(|(_, d)| d.digest)?
     };
     let bytes = store.read_blob(&Digest::parse(&top).ok()?).ok()?;
-    let doc: IndexDoc = serde_json::from_slice(&bytes).ok()?;
+    let doc: crate::oci::descriptor::ManifestDoc = serde_json::from_slice(&bytes).ok()?;
     if !doc.media_type.as_deref().is_some_and(is_index) && doc.manifests.is_empty() {
         return Some(top);
     }
-    let candidates: Vec<(TargetPlatform, String)> = doc
-        .manifests
-        .iter()
-        .filter_map(|m| {
-            m.platform
-                .as_ref()
-                .map(|p| (TargetPlatform::from_descriptor(p), m.digest.clone()))
-        })
-        .collect();
+    let candidates = TargetPlatform::candidates(&doc.manifests);
     match platform.pick(&candidates) {
         Some((_, d)) => Some(d),
         None if doc.manifests.len() == 1 => Some(doc.manifests[0].digest.clone()),
