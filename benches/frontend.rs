@@ -2,7 +2,7 @@
 //! multi-megabyte Agentfile and on a typical conformance file. `cargo bench --bench frontend`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use otters::diagnostic::SourceFile;
+use otters_agentfile::diagnostic::SourceFile;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -58,26 +58,26 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(big.len() as u64));
     g.bench_function("parse 4MiB", |b| {
         let file = SourceFile::new("big", big.clone());
-        b.iter(|| otters::syntax::parse(&file));
+        b.iter(|| otters_agentfile::syntax::parse(&file));
     });
     g.bench_function("parse+lower 4MiB", |b| {
         let file = SourceFile::new("big", big.clone());
         b.iter(|| {
-            let ast = otters::syntax::parse(&file);
-            otters::ir::lower(&ast, &file, &BTreeMap::new())
+            let ast = otters_agentfile::syntax::parse(&file);
+            otters_agentfile::ir::lower(&ast, &file, &BTreeMap::new())
         });
     });
     g.bench_function("analyze 4MiB", |b| {
         let file = SourceFile::new("big", big.clone());
-        let opts = otters::check::Options::default();
-        b.iter(|| otters::check::analyze(&file, &opts));
+        let opts = otters_agentfile::check::Options::default();
+        b.iter(|| otters_agentfile::check::analyze(&file, &opts));
     });
     let real = realistic(4 << 20);
     g.throughput(Throughput::Bytes(real.len() as u64));
     g.bench_function("analyze 4MiB realistic", |b| {
         let file = SourceFile::new("real", real.clone());
-        let opts = otters::check::Options::default();
-        b.iter(|| otters::check::analyze(&file, &opts));
+        let opts = otters_agentfile::check::Options::default();
+        b.iter(|| otters_agentfile::check::analyze(&file, &opts));
     });
     g.finish();
 
@@ -90,8 +90,8 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(typical.len() as u64));
     g.bench_function("analyze kubectl", |b| {
         let file = SourceFile::new("Agentfile", typical.clone());
-        let opts = otters::check::Options::default();
-        b.iter(|| otters::check::analyze(&file, &opts));
+        let opts = otters_agentfile::check::Options::default();
+        b.iter(|| otters_agentfile::check::analyze(&file, &opts));
     });
     g.finish();
 
@@ -117,19 +117,20 @@ fn bench(c: &mut Criterion) {
             )
         };
         let file = SourceFile::new("big", text);
-        let diags: Vec<_> = otters::check::analyze(&file, &otters::check::Options::default())
-            .diagnostics
-            .into_iter()
-            .filter(|d| d.code == "AF204")
-            .collect();
+        let diags: Vec<_> =
+            otters_agentfile::check::analyze(&file, &otters_agentfile::check::Options::default())
+                .diagnostics
+                .into_iter()
+                .filter(|d| d.code == "AF204")
+                .collect();
         assert!(diags.len() >= 200);
         let reports = vec![(file, diags)];
         g.bench_function(name, |b| {
             b.iter(|| {
-                otters::diagnostic::render::human(
+                otters_agentfile::diagnostic::render::human(
                     &reports,
-                    otters::check::registry::RULES,
-                    otters::diagnostic::render::ColorChoice::Never,
+                    otters_agentfile::check::registry::RULES,
+                    otters_agentfile::diagnostic::render::ColorChoice::Never,
                 )
             });
         });

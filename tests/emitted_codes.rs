@@ -7,8 +7,8 @@
 //! carry the same severity. Test modules (`#[cfg(test)]` to the end of a file, and files declared
 //! as `#[cfg(test)] mod x;`) are skipped: they build diagnostics with made-up codes on purpose.
 
-use otters::check::registry::{lookup, RULES};
-use otters::diagnostic::Severity;
+use otters_agentfile::check::registry::{lookup, RULES};
+use otters_agentfile::diagnostic::Severity;
 use std::path::{Path, PathBuf};
 
 /// One constructor call found in the source.
@@ -132,6 +132,14 @@ fn all_calls() -> Vec<Call> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut paths = Vec::new();
     rust_files(&root.join("src"), &mut paths);
+    for krate in [
+        "otters-core",
+        "otters-agentfile",
+        "otters-oci",
+        "otters-pipeline",
+    ] {
+        rust_files(&root.join("crates").join(krate).join("src"), &mut paths);
+    }
     let files: Vec<(PathBuf, String)> = paths
         .into_iter()
         .map(|p| {
@@ -143,7 +151,7 @@ fn all_calls() -> Vec<Call> {
     let mut calls = Vec::new();
     for (path, text) in &files {
         // The constructors themselves live here.
-        if path.ends_with("src/diagnostic/mod.rs") || skip.contains(path) {
+        if path.ends_with("otters-agentfile/src/diagnostic/mod.rs") || skip.contains(path) {
             continue;
         }
         let rel = path.strip_prefix(root).unwrap_or(path);

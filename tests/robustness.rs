@@ -1,13 +1,13 @@
 //! The front end must not panic, hang or blow up on any input: arbitrary bytes, and real
 //! Agentfiles mutated at random. Bounded: a fixed number of proptest cases per run.
 
-use otters::diagnostic::SourceFile;
+use otters_agentfile::diagnostic::SourceFile;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 fn front_end(bytes: &[u8]) -> usize {
-    let text = match otters::syntax::decode(bytes) {
+    let text = match otters_agentfile::syntax::decode(bytes) {
         Ok(t) => t.to_owned(),
         Err(d) => {
             assert_eq!(d.code, "AF001");
@@ -15,8 +15,8 @@ fn front_end(bytes: &[u8]) -> usize {
         }
     };
     let file = SourceFile::new("fuzz", text);
-    let ast = otters::syntax::parse(&file);
-    let (model, diags) = otters::ir::lower(&ast, &file, &BTreeMap::new());
+    let ast = otters_agentfile::syntax::parse(&file);
+    let (model, diags) = otters_agentfile::ir::lower(&ast, &file, &BTreeMap::new());
     // Every span must lie inside the text and on char boundaries, or rendering would panic.
     for d in ast.diagnostics.iter().chain(&diags) {
         assert!(
@@ -32,21 +32,24 @@ fn front_end(bytes: &[u8]) -> usize {
     // The blob writer may refuse only non-finite floats, which `ir` never produces. The reader
     // checks every name as the parser does, so it reads back exactly the blobs of files the
     // checks accept, and refuses (never panics on) the rest.
-    let blob = otters::ir::config_blob(&model).expect("config blob");
-    match otters::ir::from_config_blob(&blob) {
-        Ok(back) => assert_eq!(otters::ir::config_blob(&back).unwrap(), blob),
+    let blob = otters_agentfile::ir::config_blob(&model).expect("config blob");
+    match otters_agentfile::ir::from_config_blob(&blob) {
+        Ok(back) => assert_eq!(otters_agentfile::ir::config_blob(&back).unwrap(), blob),
         // The reader refuses names the checker refuses (a build never writes such a blob); it
         // must refuse nothing the checker lets through, except a NUL byte in an ENV value or
         // EXEC argument (written `\x00`), which no process can be given and which the checker
         // does not report yet.
-        Err(otters::ir::BlobError::Name(why)) if why.what.contains("NUL byte") => {}
-        Err(otters::ir::BlobError::Name(why)) => {
-            let analysis = otters::check::analyze(&file, &otters::check::Options::default());
+        Err(otters_agentfile::ir::BlobError::Name(why)) if why.what.contains("NUL byte") => {}
+        Err(otters_agentfile::ir::BlobError::Name(why)) => {
+            let analysis = otters_agentfile::check::analyze(
+                &file,
+                &otters_agentfile::check::Options::default(),
+            );
             assert!(
                 analysis
                     .diagnostics
                     .iter()
-                    .any(|d| d.severity == otters::diagnostic::Severity::Error),
+                    .any(|d| d.severity == otters_agentfile::diagnostic::Severity::Error),
                 "the reader refuses ({why}) a model the checker accepts:\n{}",
                 file.text
             );

@@ -5,8 +5,8 @@
 //! snapshot can never silently lose (or gain) the finding it is about. Every code the syntax,
 //! ir and check stages emit has at least one positive fixture.
 
-use otters::check::{self, registry, Options};
-use otters::diagnostic::render::{concise, human, ColorChoice};
+use otters_agentfile::check::{self, registry, Options};
+use otters_agentfile::diagnostic::render::{concise, human, ColorChoice};
 use std::collections::BTreeSet;
 use std::path::Path;
 

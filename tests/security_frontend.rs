@@ -583,9 +583,9 @@ fn fuzz_cases() -> u32 {
 /// Checks and renders `text` in every format: nothing may panic, and the terminal formats may hold
 /// no raw control character.
 fn render_all(text: &str) {
-    use otters::check::{analyze, registry, Options};
-    use otters::diagnostic::render::{concise, github, human, json, sarif, ColorChoice};
-    use otters::diagnostic::SourceFile;
+    use otters_agentfile::check::{analyze, registry, Options};
+    use otters_agentfile::diagnostic::render::{concise, github, human, json, sarif, ColorChoice};
+    use otters_agentfile::diagnostic::SourceFile;
     let file = SourceFile::new("fuzz\u{1b}", text);
     let analysis = analyze(&file, &Options::default());
     let reports = vec![(file, analysis.diagnostics)];

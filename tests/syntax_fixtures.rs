@@ -3,8 +3,8 @@
 //!
 //! `ok/` fixtures must produce no error; `err/` fixtures must produce at least one.
 
-use otters::diagnostic::{Diagnostic, SourceFile};
-use otters::syntax::{Args, Ast, LineKind, Token, Value};
+use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
+use otters_agentfile::syntax::{Args, Ast, LineKind, Token, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -179,7 +179,7 @@ fn run_dir(kind: &str) -> usize {
     for path in &paths {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
         let bytes = std::fs::read(path).unwrap();
-        let text = match otters::syntax::decode(&bytes) {
+        let text = match otters_agentfile::syntax::decode(&bytes) {
             Ok(t) => t.to_owned(),
             Err(d) => {
                 assert_eq!(kind, "err", "{stem}: ok fixture is not UTF-8");
@@ -195,8 +195,8 @@ fn run_dir(kind: &str) -> usize {
             }
         };
         let file = SourceFile::new(format!("{stem}.agentfile"), text);
-        let ast = otters::syntax::parse(&file);
-        let (model, ir_diags) = otters::ir::lower(&ast, &file, &BTreeMap::new());
+        let ast = otters_agentfile::syntax::parse(&file);
+        let (model, ir_diags) = otters_agentfile::ir::lower(&ast, &file, &BTreeMap::new());
         let mut diags: Vec<Diagnostic> = ast.diagnostics.iter().chain(&ir_diags).cloned().collect();
         diags.sort_by_key(|d| (d.span.start, d.code));
         let errors = diags.iter().filter(|d| d.is_error()).count();
@@ -210,7 +210,7 @@ fn run_dir(kind: &str) -> usize {
             &render_diags(&file, &diags),
         );
         if kind == "ok" {
-            let blob = otters::ir::config_blob(&model).unwrap();
+            let blob = otters_agentfile::ir::config_blob(&model).unwrap();
             snap(
                 &format!("{kind}__{stem}__model"),
                 &String::from_utf8(blob).unwrap(),

@@ -1,6 +1,13 @@
-//! House rules that keep the code base navigable, checked like any other test.
+//! House rules that keep the code base navigable, checked like any other test: module headers,
+//! printing only in the CLI, and the workspace's architecture (which crate may depend on which, no
+//! cycle between the top-level modules of a crate).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -17,16 +24,35 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The `src/` directory of every crate: the binary's and each library's under `crates/`.
+fn crate_sources() -> Vec<(String, PathBuf)> {
+    let mut out = vec![("otters".to_owned(), root().join("src"))];
+    let mut crates: Vec<_> = std::fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    crates.sort();
+    for c in crates {
+        let name = c.file_name().unwrap().to_string_lossy().into_owned();
+        out.push((name, c.join("src")));
+    }
+    out
+}
+
+fn all_source_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for (_, src) in crate_sources() {
+        rust_files(&src, &mut files);
+    }
+    files
+}
+
 /// Every module opens with a `//!` header saying what it takes, returns and must never do
 /// (docs/architecture.md), so a reader knows a file before reading it.
 #[test]
 fn every_module_has_a_header() {
-    let mut files = Vec::new();
-    rust_files(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &mut files,
-    );
-    assert!(files.len() > 50);
+    let files = all_source_files();
+    assert!(files.len() > 100, "only {} files found", files.len());
     let missing: Vec<_> = files
         .iter()
         .filter(|f| !std::fs::read_to_string(f).unwrap().starts_with("//!"))
@@ -37,15 +63,11 @@ fn every_module_has_a_header() {
     );
 }
 
-/// Library code never prints: only `src/cli/` writes to stdout or stderr.
+/// Library code never prints: only the binary's `src/cli/` writes to stdout or stderr.
 #[test]
 fn only_the_cli_prints() {
-    let mut files = Vec::new();
-    rust_files(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &mut files,
-    );
-    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let files = all_source_files();
+    let cli = root().join("src/cli");
     let offenders: Vec<_> = files
         .iter()
         .filter(|f| !f.starts_with(&cli) && !f.ends_with("main.rs"))
@@ -62,4 +84,191 @@ fn only_the_cli_prints() {
         offenders.is_empty(),
         "printing outside src/cli: {offenders:?}"
     );
+}
+
+/// The top-level module a file belongs to (`registry` for `registry/http.rs`), or `None` for
+/// the crate root.
+fn top_module(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let first = rel
+        .components()
+        .next()?
+        .as_os_str()
+        .to_string_lossy()
+        .into_owned();
+    let name = first.strip_suffix(".rs").unwrap_or(&first).to_owned();
+    (name != "lib" && name != "main").then_some(name)
+}
+
+/// The code of a file above its test module: tests may reach anywhere.
+fn non_test_code(text: &str) -> &str {
+    text.split("#[cfg(test)]").next().unwrap_or("")
+}
+
+/// `crate::NAME` paths of a file, as the set of NAMEs.
+fn crate_paths(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at + "crate::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // `otters_crate::…` or similar
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            out.insert(name);
+        }
+    }
+    out
+}
+
+/// A cycle in `edges`, as the list of modules on it, if there is one.
+fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            return Some(path[at..].to_vec());
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, edges, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for node in edges.keys() {
+        if let Some(cycle) = visit(node, edges, &mut Vec::new(), &mut done) {
+            return Some(cycle);
+        }
+    }
+    None
+}
+
+/// Within every crate, the top-level modules depend on each other one way only, so each can be
+/// read (and tested) knowing only those below it. Test modules are exempt.
+#[test]
+fn no_module_cycle_in_any_crate() {
+    let mut checked = 0;
+    for (name, src) in crate_sources() {
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for file in &files {
+            let Some(top) = top_module(&src, file) else {
+                continue;
+            };
+            let text = std::fs::read_to_string(file).unwrap();
+            let targets = edges.entry(top.clone()).or_default();
+            for used in crate_paths(non_test_code(&text)) {
+                if used != top {
+                    targets.insert(used);
+                }
+            }
+            checked += 1;
+        }
+        assert!(
+            find_cycle(&edges).is_none(),
+            "crate {name}: a cycle between top-level modules: {:?} (edges: {edges:#?})",
+            find_cycle(&edges).unwrap()
+        );
+    }
+    assert!(checked > 100, "only {checked} files checked");
+}
+
+#[test]
+fn the_cycle_finder_finds_cycles() {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    edges.entry("a".into()).or_default().insert("b".into());
+    edges.entry("b".into()).or_default().insert("c".into());
+    assert_eq!(find_cycle(&edges), None);
+    edges.entry("c".into()).or_default().insert("a".into());
+    assert_eq!(find_cycle(&edges).map(|c| c.len()), Some(3));
+    assert_eq!(
+        crate_paths("use crate::oci::x; otters_crate::no; crate::ir"),
+        ["ir", "oci"].iter().map(|s| (*s).to_owned()).collect()
+    );
+}
+
+/// The otters crates each of ours may use, from its Cargo.toml. Dependencies point one way: core
+/// ← agentfile, core ← oci, {agentfile, oci} ← pipeline ← the binary.
+#[test]
+fn crates_depend_one_way() {
+    let allowed: [(&str, &[&str]); 4] = [
+        ("otters-core", &[]),
+        ("otters-agentfile", &["otters-core"]),
+        ("otters-oci", &["otters-core"]),
+        (
+            "otters-pipeline",
+            &["otters-core", "otters-agentfile", "otters-oci"],
+        ),
+    ];
+    for (krate, may) in allowed {
+        let manifest =
+            std::fs::read_to_string(root().join("crates").join(krate).join("Cargo.toml")).unwrap();
+        let deps = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .and_then(|s| s.split("\n[").next())
+            .unwrap_or("");
+        for line in deps.lines() {
+            let dep = line.split([' ', '=']).next().unwrap_or("");
+            if dep.starts_with("otters") {
+                assert!(
+                    may.contains(&dep),
+                    "{krate} depends on {dep}, which it may not (see docs/architecture.md)"
+                );
+            }
+        }
+    }
+}
+
+/// The front end builds without anything async, networked or terminal-bound, so a language server
+/// or a WebAssembly playground can use it. Asked of cargo itself, through `cargo tree`.
+#[test]
+fn the_front_end_pulls_in_no_async_network_or_terminal_crate() {
+    for krate in ["otters-core", "otters-agentfile"] {
+        let out = std::process::Command::new(env!("CARGO"))
+            .args([
+                "tree",
+                "--offline",
+                "-e",
+                "normal",
+                "--prefix",
+                "none",
+                "-p",
+                krate,
+            ])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cargo tree failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tree = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            tree.contains(krate),
+            "cargo tree printed no {krate}: {tree}"
+        );
+        for banned in ["tokio", "reqwest", "rustls", "hyper", "indicatif", "clap"] {
+            let hit = tree.lines().find(|l| l.split(' ').next() == Some(banned));
+            assert!(hit.is_none(), "{krate} depends on {banned}: {hit:?}");
+        }
+    }
 }

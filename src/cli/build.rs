@@ -1,18 +1,18 @@
-//! `otters build`: a short dispatcher over [`crate::build::build`].
+//! `otters build`: a short dispatcher over [`otters_pipeline::build::build`].
 //!
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
 use super::pushpull::Bars as PushBars;
 use super::CliResult;
-use crate::build::{self as lib, AgentfileSource, BuildError, BuildOptions, BuildOutput};
-use crate::check;
-use crate::diagnostic::render::{human, ColorChoice};
-use crate::diagnostic::{Diagnostic, SourceFile};
-use crate::lower::epoch;
-use crate::oci::registry_transfer::Event;
-use crate::oci::write::Progress;
-use crate::oci::Store;
 use miette::{miette, IntoDiagnostic};
+use otters_agentfile::check;
+use otters_agentfile::diagnostic::render::{human, ColorChoice};
+use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
+use otters_oci::registry::transfer::Event;
+use otters_oci::Store;
+use otters_pipeline::build::write::Progress;
+use otters_pipeline::build::{self as lib, AgentfileSource, BuildError, BuildOptions, BuildOutput};
+use otters_pipeline::lower::epoch;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -298,11 +298,11 @@ impl lib::Progress for Bars {
 }
 
 fn read_stdin() -> miette::Result<Vec<u8>> {
-    crate::project_files::read_stream(
+    otters_core::files::read_stream(
         std::io::stdin().lock(),
         Path::new("standard input"),
         "Agentfile",
-        crate::project_files::MAX_AGENTFILE,
+        otters_core::files::MAX_AGENTFILE,
     )
     .map_err(|e| miette!("{e}"))
 }
@@ -393,9 +393,9 @@ fn print_layers(store: &Store, out: &BuildOutput) {
     #[derive(serde::Deserialize)]
     struct Layers {
         #[serde(default)]
-        layers: Vec<crate::oci::Descriptor>,
+        layers: Vec<otters_oci::Descriptor>,
     }
-    let Some(doc) = crate::oci::Digest::parse(&out.descriptor.digest)
+    let Some(doc) = otters_oci::Digest::parse(&out.descriptor.digest)
         .ok()
         .and_then(|d| store.read_blob(&d).ok())
         .and_then(|b| serde_json::from_slice::<Layers>(&b).ok())
@@ -416,7 +416,7 @@ fn print_layers(store: &Store, out: &BuildOutput) {
 /// `containerimage.digest`, `containerimage.descriptor` and `image.name` — the tags joined by `,` —
 /// plus `otters.tags` and `otters.pushed` as arrays).
 fn write_result_files(a: &Args, out: &BuildOutput) -> miette::Result<()> {
-    use crate::json::Value;
+    use otters_core::json::Value;
     let write = |path: &Path, bytes: &[u8]| {
         std::fs::write(path, bytes).map_err(|e| {
             miette!(
@@ -453,7 +453,7 @@ fn write_result_files(a: &Args, out: &BuildOutput) -> miette::Result<()> {
                         .map(|r| format!("{}@{}", r.reference, r.digest)),
                 ),
             );
-        let mut bytes = crate::json::to_indented(&v).map_err(|e| miette!("{e}"))?;
+        let mut bytes = otters_core::json::to_indented(&v).map_err(|e| miette!("{e}"))?;
         bytes.push(b'\n');
         write(path, &bytes)?;
     }
@@ -483,7 +483,7 @@ fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
         }
     }
     if a.format == "json" {
-        use crate::json::Value;
+        use otters_core::json::Value;
         let mut v = Value::object()
             .with("digest", out.descriptor.digest.as_str())
             .with(
@@ -501,7 +501,7 @@ fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
         }
         outln!(
             "{}",
-            String::from_utf8_lossy(&crate::json::to_compact(&v).unwrap_or_default())
+            String::from_utf8_lossy(&otters_core::json::to_compact(&v).unwrap_or_default())
         );
     } else {
         outln!("{}", out.descriptor.digest);

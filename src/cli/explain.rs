@@ -1,7 +1,7 @@
 //! `otters explain CODE` prints a code's documentation page (exactly `docs/rules/CODE.md`);
 //! `otters explain --list` prints the table of every code.
 use super::CliResult;
-use crate::check::registry::{self, RULES};
+use otters_agentfile::check::registry::{self, RULES};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 

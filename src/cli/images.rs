@@ -2,11 +2,11 @@
 //! with `inspect --remote` (manifest and config blob only: no layer is downloaded, nothing is
 //! written to the store).
 use super::CliResult;
-use crate::diagnostic::escape::{escape, json_controls};
-use crate::oci::descriptor::{Descriptor, ManifestDoc, ANN_CREATED};
-use crate::oci::registry::{is_index, TargetPlatform};
-use crate::oci::{Digest, Store};
 use miette::{miette, IntoDiagnostic};
+use otters_core::escape::{escape, json_controls};
+use otters_oci::registry::{is_index, TargetPlatform};
+use otters_oci::spec::descriptor::{Descriptor, ManifestDoc, ANN_CREATED};
+use otters_oci::{Digest, Store};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -490,5 +490,5 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
 /// Text from an image or a registry, made safe for a terminal (controls and bidi overrides shown
 /// escaped).
 fn esc(s: &str) -> String {
-    crate::diagnostic::escape::escape(s).into_owned()
+    otters_core::escape::escape(s).into_owned()
 }

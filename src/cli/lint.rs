@@ -4,10 +4,10 @@
 //! Machine formats (concise, json, sarif, github) go to stdout; the human format and the summary
 //! line go to stderr.
 use super::CliResult;
-use crate::check::{self, config, registry, Options};
-use crate::diagnostic::render::{self, ColorChoice, FileReport};
-use crate::diagnostic::Severity;
-use crate::project_files;
+use otters_agentfile::check::{self, config, registry, Options};
+use otters_agentfile::diagnostic::render::{self, ColorChoice, FileReport};
+use otters_agentfile::diagnostic::Severity;
+use otters_core::files;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -114,7 +114,7 @@ pub fn run(a: Args) -> CliResult {
     match lint(&a) {
         Ok(code) => Ok(code),
         Err(Fatal(message)) => {
-            eprintln!("error: {}", crate::diagnostic::escape::escape(&message));
+            eprintln!("error: {}", otters_core::escape::escape(&message));
             Ok(ExitCode::from(2))
         }
     }
@@ -244,7 +244,7 @@ struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, diags: &[crate::diagnostic::Diagnostic]) {
+    fn add(&mut self, diags: &[otters_agentfile::diagnostic::Diagnostic]) {
         self.files += 1;
         for d in diags {
             match d.severity {
@@ -312,7 +312,7 @@ fn collect_inputs(paths: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Fata
                 PathBuf::from("Agentfile"),
             ));
         } else {
-            let (root, rel) = project_files::parent_and_name(p);
+            let (root, rel) = files::parent_and_name(p);
             inputs.push(Input::file(p.clone(), root, rel));
         }
     }
@@ -346,7 +346,7 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), Fatal> {
 /// The references `Agentfile.lock` beside a file input pins (none for standard input).
 fn locked_references(input: &Input) -> std::collections::BTreeSet<String> {
     match input {
-        Input::File { path, .. } => crate::resolve::lockfile::pinned_beside(path),
+        Input::File { path, .. } => otters_pipeline::resolve::lockfile::pinned_beside(path),
         Input::Stdin => std::collections::BTreeSet::new(),
     }
 }
@@ -354,11 +354,11 @@ fn locked_references(input: &Input) -> std::collections::BTreeSet<String> {
 fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
     match input {
         Input::Stdin => {
-            let bytes = project_files::read_stream(
+            let bytes = files::read_stream(
                 std::io::stdin().lock(),
                 Path::new("standard input"),
                 "Agentfile",
-                project_files::MAX_AGENTFILE,
+                files::MAX_AGENTFILE,
             )
             .map_err(|e| Fatal(e.to_string()))?;
             Ok(("<stdin>".to_owned(), bytes, PathBuf::from(".")))
@@ -369,12 +369,12 @@ fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
             rel,
             name,
         } => {
-            let bytes = project_files::read_confined(
+            let bytes = files::read_confined(
                 root,
                 rel,
                 Path::new(name),
                 "Agentfile",
-                project_files::MAX_AGENTFILE,
+                files::MAX_AGENTFILE,
             )
             .map_err(|e| Fatal(e.to_string()))?;
             let dir = path.parent().map_or_else(
@@ -398,10 +398,10 @@ fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
 fn load_config(path: &Path, found: bool) -> Result<config::LintConfig, Fatal> {
     let what = "config file";
     let bytes = if found {
-        let (root, rel) = project_files::parent_and_name(path);
-        project_files::read_confined(&root, &rel, path, what, project_files::MAX_SMALL_FILE)
+        let (root, rel) = files::parent_and_name(path);
+        files::read_confined(&root, &rel, path, what, files::MAX_SMALL_FILE)
     } else {
-        project_files::read_named(path, what, project_files::MAX_SMALL_FILE)
+        files::read_named(path, what, files::MAX_SMALL_FILE)
     }
     .map_err(|e| Fatal(e.to_string()))?;
     let text = String::from_utf8(bytes)
@@ -433,7 +433,7 @@ fn find_config(
 }
 
 fn read_capabilities(path: &Path) -> Result<Vec<String>, Fatal> {
-    let bytes = project_files::read_named(path, "capability list", project_files::MAX_SMALL_FILE)
+    let bytes = files::read_named(path, "capability list", files::MAX_SMALL_FILE)
         .map_err(|e| Fatal(e.to_string()))?;
     Ok(String::from_utf8_lossy(&bytes)
         .lines()

@@ -3,10 +3,10 @@
 //! written. Without `-p`/`--password-stdin`, the user name and password are asked for on the
 //! terminal (the password without echo).
 use super::CliResult;
-use crate::oci::auth::{self, Credential, Stored};
-use crate::oci::registry::{ClientOptions, RegistryClient};
-use crate::reference::{Reference, DOCKER_HUB};
 use miette::miette;
+use otters_oci::reference::{Reference, DOCKER_HUB};
+use otters_oci::registry::auth::{self, Credential, Stored};
+use otters_oci::registry::{ClientOptions, RegistryClient};
 use std::io::Read as _;
 use std::process::ExitCode;
 

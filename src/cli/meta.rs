@@ -6,9 +6,9 @@
 //! naming `docker` and `podman` pages use). Must never: write anywhere but DIR, or print a page
 //! for a hidden command.
 use super::{Cli, CliResult};
-use crate::oci::registry_platform::TargetPlatform;
 use clap::CommandFactory;
 use miette::{miette, IntoDiagnostic};
+use otters_oci::registry::platform::TargetPlatform;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -51,7 +51,7 @@ pub fn run_version(a: VersionArgs) -> CliResult {
     let version = env!("CARGO_PKG_VERSION");
     let platform = TargetPlatform::host().to_string();
     if a.format == "json" {
-        use crate::json::Value;
+        use otters_core::json::Value;
         let v = Value::object()
             .with("version", version)
             .with("os", std::env::consts::OS)
@@ -63,7 +63,7 @@ pub fn run_version(a: VersionArgs) -> CliResult {
             );
         outln!(
             "{}",
-            String::from_utf8_lossy(&crate::json::to_compact(&v).unwrap_or_default())
+            String::from_utf8_lossy(&otters_core::json::to_compact(&v).unwrap_or_default())
         );
     } else {
         outln!("otters {version}");
@@ -80,14 +80,15 @@ pub fn run_manpages(a: ManpagesArgs) -> CliResult {
     std::fs::create_dir_all(&a.dir)
         .map_err(|e| miette!("cannot create {}: {e}", a.dir.display()))?;
     // The pages' date: SOURCE_DATE_EPOCH's when set (reproducible packages), else today.
-    let epoch = crate::lower::epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref())
-        .into_diagnostic()?
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs())
-        });
-    let date = crate::lower::epoch::rfc3339(epoch)[..10].to_owned();
+    let epoch =
+        otters_pipeline::lower::epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref())
+            .into_diagnostic()?
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs())
+            });
+    let date = otters_pipeline::lower::epoch::rfc3339(epoch)[..10].to_owned();
     let mut cli = Cli::command();
     cli.build();
     // After `build`, a subcommand's display name is `otters-build`: the page's title and file

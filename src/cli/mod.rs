@@ -31,8 +31,8 @@ mod pushpull;
 mod run;
 mod store_cmds;
 
-use crate::diagnostic::escape::escape;
 use clap::{Parser, Subcommand};
+use otters_core::escape::escape;
 use std::process::ExitCode;
 
 /// Compile Agentfiles into reproducible OCI artifacts, move them through registries, and run them.
@@ -142,7 +142,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// An error report with every text escaped (see [`crate::diagnostic::escape`]): registry error
+/// An error report with every text escaped (see [`otters_core::escape`]): registry error
 /// bodies, image contents and file names reach these messages, and must not reach the terminal
 /// as escape sequences. Every error the CLI ends with is printed through it.
 #[derive(Debug)]
@@ -212,7 +212,7 @@ impl miette::Diagnostic for Clean {
 /// The result every dispatcher returns: an exit code, or a report rendered by miette.
 pub type CliResult = miette::Result<ExitCode>;
 
-pub use crate::home::otters_home;
+pub use otters_core::home::otters_home;
 
 /// Writes to standard output; a closed pipe ends the process with status 0, any other write error
 /// with status 1 and a message.

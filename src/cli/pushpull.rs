@@ -3,12 +3,12 @@
 //! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
 //! and progress bars go to stderr, bars only on a TTY.
 use super::CliResult;
-use crate::oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
-use crate::oci::registry_sources::Sources;
-use crate::oci::registry_transfer::{self, Event, Outcome, TransferReport};
-use crate::oci::Store;
-use crate::reference::Reference;
 use miette::{miette, IntoDiagnostic};
+use otters_oci::reference::Reference;
+use otters_oci::registry::sources::Sources;
+use otters_oci::registry::transfer::{self, Event, Outcome, TransferReport};
+use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::Store;
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -110,10 +110,9 @@ pub fn run_push(a: PushArgs) -> CliResult {
     let client = client(a.flags.insecure)?;
     let mut sources = Sources::load(store.root());
     let mut ui = Bars::new(!a.flags.quiet && std::io::stderr().is_terminal());
-    let result =
-        registry_transfer::push_image(&client, &store, &local, &dest, &mut sources, &mut |e| {
-            ui.event(&e);
-        });
+    let result = transfer::push_image(&client, &store, &local, &dest, &mut sources, &mut |e| {
+        ui.event(&e);
+    });
     ui.finish();
     let _ = sources.save();
     let report = result.map_err(|e| push_error(&e, &dest))?;
@@ -142,8 +141,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     }
     let mut sources = Sources::load(store.root());
     let mut ui = Bars::new(!a.flags.quiet && std::io::stderr().is_terminal());
-    let result =
-        registry_transfer::pull_image(&client, &store, &r, &mut sources, &mut |e| ui.event(&e));
+    let result = transfer::pull_image(&client, &store, &r, &mut sources, &mut |e| ui.event(&e));
     ui.finish();
     let _ = sources.save();
     let (desc, report) = result.map_err(|e| miette!("cannot pull {}: {e}", r.familiar()))?;
@@ -177,19 +175,19 @@ pub fn run_lock(a: LockArgs) -> CliResult {
     // Confined like `otters lint`: a symlinked Agentfile is followed only inside the directory
     // named (for a file, its own directory), since diagnostics quote the file.
     let (root, rel) = if a.path.is_file() {
-        crate::project_files::parent_and_name(&path)
+        otters_core::files::parent_and_name(&path)
     } else {
-        crate::project_files::split_inside(&a.path, &path).map_or_else(
-            || crate::project_files::parent_and_name(&path),
+        otters_core::files::split_inside(&a.path, &path).map_or_else(
+            || otters_core::files::parent_and_name(&path),
             |rel| (a.path.clone(), rel),
         )
     };
-    let bytes = crate::project_files::read_confined(
+    let bytes = otters_core::files::read_confined(
         &root,
         &rel,
         &path,
         "Agentfile",
-        crate::project_files::MAX_AGENTFILE,
+        otters_core::files::MAX_AGENTFILE,
     )
     .map_err(|e| miette!("{e}"))?;
     let mut build_args = std::collections::BTreeMap::new();
@@ -199,11 +197,12 @@ pub fn run_lock(a: LockArgs) -> CliResult {
             .ok_or_else(|| miette!("--build-arg {kv}: write K=V"))?;
         build_args.insert(k.to_owned(), v.to_owned());
     }
-    let opts = crate::check::Options {
+    let opts = otters_agentfile::check::Options {
         build_args,
-        ..crate::check::Options::default()
+        ..otters_agentfile::check::Options::default()
     };
-    let (file, analysis) = crate::check::analyze_bytes(&path.display().to_string(), &bytes, &opts);
+    let (file, analysis) =
+        otters_agentfile::check::analyze_bytes(&path.display().to_string(), &bytes, &opts);
     if analysis.has_errors() {
         print_diagnostics(&file, &analysis.diagnostics);
         return Err(miette!(
@@ -215,8 +214,8 @@ pub fn run_lock(a: LockArgs) -> CliResult {
         Some(p) => TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?,
         None => TargetPlatform::host(),
     };
-    let lock_path = crate::resolve::lock_path_for(&path);
-    let ropts = crate::resolve::Options {
+    let lock_path = otters_pipeline::resolve::lock_path_for(&path);
+    let ropts = otters_pipeline::resolve::Options {
         offline: false,
         locked: false,
         allow_unpinned: false,
@@ -226,7 +225,7 @@ pub fn run_lock(a: LockArgs) -> CliResult {
         store: open_store()?,
         docker_config: None,
     };
-    let resolution = match crate::resolve::resolve(&analysis.model, &ropts) {
+    let resolution = match otters_pipeline::resolve::resolve(&analysis.model, &ropts) {
         Ok(r) => r,
         Err(diags) => {
             print_diagnostics(&file, &diags);
@@ -252,10 +251,10 @@ pub fn run_lock(a: LockArgs) -> CliResult {
 
 /// Renders diagnostics to stderr (colour only on a TTY without `NO_COLOR`).
 pub(super) fn print_diagnostics(
-    file: &crate::diagnostic::SourceFile,
-    diags: &[crate::diagnostic::Diagnostic],
+    file: &otters_agentfile::diagnostic::SourceFile,
+    diags: &[otters_agentfile::diagnostic::Diagnostic],
 ) {
-    use crate::diagnostic::render::{human, ColorChoice};
+    use otters_agentfile::diagnostic::render::{human, ColorChoice};
     if diags.is_empty() {
         return;
     }
@@ -268,7 +267,7 @@ pub(super) fn print_diagnostics(
         "{}",
         human(
             &[(file.clone(), diags.to_vec())],
-            crate::check::registry::RULES,
+            otters_agentfile::check::registry::RULES,
             color
         )
     );
@@ -357,7 +356,7 @@ impl Bars {
                         .collect::<String>(),
                 );
                 // A layer's title comes from the image: escaped before it reaches the terminal.
-                let title = crate::diagnostic::escape::escape(title.unwrap_or(""));
+                let title = otters_core::escape::escape(title.unwrap_or(""));
                 bar.set_message(title.chars().take(24).collect::<String>());
                 self.bars.insert((*digest).to_owned(), bar);
             }

@@ -1,19 +1,19 @@
 //! `otters run`: materialise an agent from an image (or an Agentfile, built first) and exec its
 //! runtime on the host or through a docker-compatible CLI.
 use super::CliResult;
-use crate::oci::registry::ClientOptions;
-use crate::oci::Store;
-use crate::run::env::parse_override;
-use crate::run::extract::Limits;
-use crate::run::fetch::RegistryFetcher;
-use crate::run::mounts::{self, RealHost};
-use crate::run::overrides::{parse_config, Overrides};
-use crate::run::plan::{
+use miette::{miette, IntoDiagnostic};
+use otters_oci::registry::ClientOptions;
+use otters_oci::Store;
+use otters_pipeline::run::env::parse_override;
+use otters_pipeline::run::extract::Limits;
+use otters_pipeline::run::fetch::RegistryFetcher;
+use otters_pipeline::run::mounts::{self, RealHost};
+use otters_pipeline::run::overrides::{parse_config, Overrides};
+use otters_pipeline::run::plan::{
     self, is_path_safe, Executor, RunOptions, CONTAINER_USER, DEFAULT_BASE_IMAGE,
 };
-use crate::run::source::{self, Fetcher, LocalOnly, Platform};
-use crate::run::{exec, materialise};
-use miette::{miette, IntoDiagnostic};
+use otters_pipeline::run::source::{self, Fetcher, LocalOnly, Platform};
+use otters_pipeline::run::{exec, materialise};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -253,19 +253,25 @@ const KEYLESS_PROVIDERS: [&str; 5] = ["ollama", "lmstudio", "llamacpp", "vllm", 
 /// A warning when MODEL's provider key (`anthropic/…` → `ANTHROPIC_API_KEY`) is not among the
 /// variables the runtime gets, i.e. unset or empty where otters runs: the agent would start and
 /// fail on its first model call.
-fn missing_provider_key(model: Option<&str>, env: &[crate::run::env::EnvEntry]) -> Option<String> {
+fn missing_provider_key(
+    model: Option<&str>,
+    env: &[otters_pipeline::run::env::EnvEntry],
+) -> Option<String> {
     let model = model.filter(|m| !m.is_empty())?;
     let provider = model.split_once('/')?.0;
     if KEYLESS_PROVIDERS.contains(&provider.to_ascii_lowercase().as_str()) {
         return None;
     }
-    let key = format!("{}_API_KEY", crate::run::env::provider_prefix(model)?);
+    let key = format!(
+        "{}_API_KEY",
+        otters_pipeline::run::env::provider_prefix(model)?
+    );
     if env.iter().any(|e| e.key == key) {
         return None;
     }
     // MODEL comes from the image: shown escaped and bounded.
-    let model = crate::oci::registry_check::escape_text(model, 120);
-    let key = crate::oci::registry_check::escape_text(&key, 80);
+    let model = otters_oci::validate::escape_text(model, 120);
+    let key = otters_oci::validate::escape_text(&key, 80);
     Some(format!(
         "MODEL {model} needs {key}, which is not set in this environment: the runtime starts without it and its first model call will fail; export {key} before `otters run`"
     ))
@@ -300,7 +306,7 @@ fn previous_id(root: &Path) -> Option<String> {
 /// Prints nothing on stdout (so `--dry-run` output stays one JSON document); warnings and errors
 /// go to stderr.
 fn build_first(path: &str, a: &Args, store: &Store) -> miette::Result<String> {
-    use crate::build::{self as lib, AgentfileSource, BuildOptions, NoProgress};
+    use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, NoProgress};
     use sha2::Digest as _;
     let abs = std::fs::canonicalize(path).into_diagnostic()?;
     let slug = hex::encode(&sha2::Sha256::digest(abs.as_os_str().as_encoded_bytes())[..6]);
@@ -314,7 +320,7 @@ fn build_first(path: &str, a: &Args, store: &Store) -> miette::Result<String> {
         allow_unpinned: a.allow_unpinned,
         locked: a.locked,
         hash_cache: Some(super::otters_home().join("cache/blobs.json")),
-        source_date_epoch: crate::lower::epoch::parse(
+        source_date_epoch: otters_pipeline::lower::epoch::parse(
             std::env::var("SOURCE_DATE_EPOCH").ok().as_deref(),
         )
         .into_diagnostic()?,
@@ -327,7 +333,7 @@ fn build_first(path: &str, a: &Args, store: &Store) -> miette::Result<String> {
     let warnings: Vec<_> = out
         .diagnostics
         .into_iter()
-        .filter(|d| d.severity >= crate::diagnostic::Severity::Warning)
+        .filter(|d| d.severity >= otters_agentfile::diagnostic::Severity::Warning)
         .collect();
     super::build::print_diagnostics(&out.file, &warnings);
     Ok(tag)

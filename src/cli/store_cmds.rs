@@ -2,10 +2,10 @@
 //! transport.
 use super::images::{human_size, open_store};
 use super::CliResult;
-use crate::oci::archive;
-use crate::oci::prune::{prune, PruneOptions, PruneReport};
-use crate::oci::refname::{new_tag_name, tag_name};
 use miette::{miette, IntoDiagnostic};
+use otters_oci::archive;
+use otters_oci::store::prune::{prune, PruneOptions, PruneReport};
+use otters_oci::store::refname::{new_tag_name, tag_name};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -148,7 +148,7 @@ pub fn run_prune(a: PruneArgs) -> CliResult {
     };
     let report = prune(&store, opts).map_err(|e| miette!("cannot prune the store: {e}"))?;
     if a.format == "json" {
-        let blobs = |v: &[crate::oci::prune::PrunedBlob]| -> Vec<serde_json::Value> {
+        let blobs = |v: &[otters_oci::store::prune::PrunedBlob]| -> Vec<serde_json::Value> {
             v.iter()
                 .map(|b| serde_json::json!({"digest": b.digest, "size": b.size}))
                 .collect()
@@ -205,7 +205,7 @@ pub fn run_save(a: SaveArgs) -> CliResult {
     }
     let store = open_store()?;
     let listed = store.list().into_diagnostic()?;
-    let mut images: Vec<(crate::oci::Descriptor, Vec<String>)> = Vec::new();
+    let mut images: Vec<(otters_oci::Descriptor, Vec<String>)> = Vec::new();
     for r in &a.references {
         let d = store
             .resolve(r)
@@ -277,15 +277,15 @@ pub fn run_load(a: LoadArgs) -> CliResult {
 /// Every image of the OCI layout at `dir` (`otters load -i DIR`), tagged with its ref name there
 /// as an archive's images are (none when the name is not a valid tag).
 fn load_layout(
-    store: &crate::oci::Store,
+    store: &otters_oci::Store,
     dir: &Path,
-) -> Result<Vec<(String, crate::oci::Descriptor)>, archive::ArchiveError> {
+) -> Result<Vec<(String, otters_oci::Descriptor)>, archive::ArchiveError> {
     let mut out = Vec::new();
     for mut d in archive::layout_entries(dir)? {
         archive::import_layout(store, dir, &d)?;
         let name = d
             .annotations
-            .remove(crate::oci::descriptor::ANN_REF_NAME)
+            .remove(otters_oci::spec::descriptor::ANN_REF_NAME)
             .filter(|n| new_tag_name(n).is_ok())
             .unwrap_or_default();
         out.push((name, d));
@@ -335,7 +335,7 @@ fn pull_local_from(
     }
     let store = open_store()?;
     let cannot = |e: archive::ArchiveError| miette!("cannot pull: {e}");
-    let entries: Vec<crate::oci::Descriptor> = if is_archive {
+    let entries: Vec<otters_oci::Descriptor> = if is_archive {
         archive::load(&store, path)
             .map_err(cannot)?
             .into_iter()
@@ -351,7 +351,7 @@ fn pull_local_from(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let picked: Vec<&crate::oci::Descriptor> = match want {
+    let picked: Vec<&otters_oci::Descriptor> = match want {
         Some(w) => entries.iter().filter(|d| d.ref_name() == Some(w)).collect(),
         None => entries.iter().collect(),
     };
@@ -379,7 +379,7 @@ fn pull_local_from(
     let mut root = root;
     let inner = root
         .annotations
-        .remove(crate::oci::descriptor::ANN_REF_NAME);
+        .remove(otters_oci::spec::descriptor::ANN_REF_NAME);
     // A local name: `-t`, else the name inside when it is a whole reference (`meteo:1`, as
     // `otters save` writes), else none (skopeo writes bare tags such as `1.0`).
     let local = tag.map(str::to_owned).or_else(|| {

@@ -1,0 +1,153 @@
+//! AF219 hidden-control-character: a control character or a bidirectional override anywhere in
+//! the file, heredoc bodies included.
+//!
+//! Reads the source text, since these characters hide in prompts as well as in instructions. One
+//! finding per line, at its first such character, so a file full of them stays readable; and one
+//! per quoted string that writes such a character as an escape (`"\u001b[2J"`), since the value
+//! holds it all the same (and becomes an annotation, an environment variable, a file).
+
+use super::Ctx;
+use crate::diagnostic::{Diagnostic, Span};
+use otters_core::escape::escaped;
+
+pub fn hidden_control_character(span: Span, c: char, on_line: usize) -> Diagnostic {
+    let more = if on_line > 1 {
+        format!(" (and {} more on this line)", on_line - 1)
+    } else {
+        String::new()
+    };
+    Diagnostic::warning(
+        "AF219",
+        span,
+        format!("the line holds {}{more}", describe(c)),
+    )
+    .with_label(format!("`{}` here", escaped(c)))
+    .with_help("delete it: terminals and editors show such characters differently from what the file holds (write a real line break or tab, and let the text's own letters set its direction)")
+}
+
+/// True for the characters AF219 reports: C0 controls but tab, line feed and the carriage return
+/// of a CRLF, DEL, C1 controls, and the bidi embeddings, overrides and isolates (the marks
+/// U+200E, U+200F, U+061C are ordinary in right-to-left text and are left alone).
+fn reported(c: char) -> bool {
+    matches!(
+        c,
+        '\0'..='\u{8}'
+            | '\u{b}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+    )
+}
+
+fn describe(c: char) -> String {
+    let name = match c {
+        '\u{1b}' => "ESCAPE, which starts terminal escape sequences",
+        '\r' => "a carriage return without a line feed, which moves the cursor back over the line",
+        '\0' => "a NUL character",
+        '\u{202a}' => "LEFT-TO-RIGHT EMBEDDING",
+        '\u{202b}' => "RIGHT-TO-LEFT EMBEDDING",
+        '\u{202c}' => "POP DIRECTIONAL FORMATTING",
+        '\u{202d}' => "LEFT-TO-RIGHT OVERRIDE",
+        '\u{202e}' => "RIGHT-TO-LEFT OVERRIDE",
+        '\u{2066}' => "LEFT-TO-RIGHT ISOLATE",
+        '\u{2067}' => "RIGHT-TO-LEFT ISOLATE",
+        '\u{2068}' => "FIRST STRONG ISOLATE",
+        '\u{2069}' => "POP DIRECTIONAL ISOLATE",
+        _ => "a control character",
+    };
+    let kind = if ('\u{202a}'..='\u{2069}').contains(&c) {
+        ", a bidirectional control that reorders how the text is shown"
+    } else {
+        ""
+    };
+    format!("U+{:04X} {name}{kind}", u32::from(c))
+}
+
+pub fn escaped_control_character(span: Span, c: char) -> Diagnostic {
+    Diagnostic::warning(
+        "AF219",
+        span,
+        format!("this string holds {} (written as an escape)", describe(c)),
+    )
+    .with_label(format!("holds `{}`", escaped(c)))
+    .with_help("remove the escape: the value reaches image annotations, the runtime's environment or files, where other tools show it raw")
+}
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    for ins in cx.ast.instructions() {
+        for t in ins.args.tokens() {
+            let Some(c) = t.text.chars().find(|&c| reported(c)) else {
+                continue;
+            };
+            let written = cx.file.text.get(t.span.start..t.span.end).unwrap_or("");
+            if !written.contains(c) {
+                out.push(escaped_control_character(t.span, c));
+            }
+        }
+    }
+    let text = &cx.file.text;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.strip_suffix('\n').unwrap_or(line);
+        let body = body
+            .strip_suffix('\r')
+            .filter(|_| line.ends_with('\n'))
+            .unwrap_or(body);
+        let mut first = None;
+        let mut count = 0;
+        for (i, c) in body.char_indices() {
+            if reported(c) {
+                count += 1;
+                first.get_or_insert((i, c));
+            }
+        }
+        if let Some((i, c)) = first {
+            let at = offset + i;
+            out.push(hidden_control_character(
+                Span::new(at, at + c.len_utf8()),
+                c,
+                count,
+            ));
+        }
+        offset += line.len();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn table() {
+        super::super::assert_table(
+            "AF219",
+            &[
+                ("NAME a\u{1b}[2Jb", &[2]),
+                ("CONTEXT S <<E\nsafe \u{202e}txt.exe\u{202c}\nE", &[3]),
+                ("LABEL a=b\r\nLABEL c=d\r", &[]),
+                ("LABEL a=b\rLABEL c=d", &[2]),
+                ("LABEL a=\"\u{200f}שלום\"\tx", &[]),
+                ("LABEL a=\u{85}\u{7}\u{7}", &[2]),
+                ("LABEL a=\"\\u001b[2J\"", &[2]),
+                ("ENV A=\"x\\u202Ey\" \"\\a\"", &[2, 2]),
+                ("LABEL a=\"\\t\\n ok\"", &[]),
+            ],
+        );
+    }
+
+    #[test]
+    fn one_finding_per_line_counts_the_rest() {
+        let file = crate::diagnostic::SourceFile::new(
+            "A",
+            "FROM scratch\nNAME \u{202e}\u{202e}\u{202e}\n",
+        );
+        let a = crate::check::analyze(&file, &crate::check::Options::default());
+        let d: Vec<_> = a.diagnostics.iter().filter(|d| d.code == "AF219").collect();
+        assert_eq!(d.len(), 1);
+        assert!(
+            d[0].message.contains("U+202E RIGHT-TO-LEFT OVERRIDE"),
+            "{}",
+            d[0].message
+        );
+        assert!(d[0].message.contains("2 more"), "{}", d[0].message);
+        assert_eq!(d[0].span, crate::diagnostic::Span::new(18, 21));
+    }
+}

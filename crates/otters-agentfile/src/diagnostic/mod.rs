@@ -1,0 +1,203 @@
+//! One diagnostic type for every stage, plus the source map that turns byte spans into lines.
+//!
+//! Takes: nothing but values. Returns: [`Diagnostic`] values that the CLI renders (see
+//! [`render`]). Must never: print, or depend on any later pipeline stage.
+
+pub mod render;
+mod source;
+
+pub use source::{LineCol, SourceFile};
+
+use serde::Serialize;
+use std::fmt;
+
+/// A half-open byte range `[start, end)` into the source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub const fn new(start: usize, end: usize) -> Self {
+        Self { start, end }
+    }
+
+    /// An empty span at `at`, for "something is missing here".
+    pub const fn point(at: usize) -> Self {
+        Self { start: at, end: at }
+    }
+
+    pub const fn len(self) -> usize {
+        self.end - self.start
+    }
+
+    pub const fn is_empty(self) -> bool {
+        self.start == self.end
+    }
+
+    /// The smallest span covering both.
+    #[must_use]
+    pub fn cover(self, other: Span) -> Span {
+        Span::new(self.start.min(other.start), self.end.max(other.end))
+    }
+}
+
+impl From<pest::Span<'_>> for Span {
+    fn from(s: pest::Span<'_>) -> Self {
+        Span::new(s.start(), s.end())
+    }
+}
+
+/// How serious a finding is. Ordered: `Info < Warning < Error`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Severity> {
+        match s {
+            "info" | "note" => Some(Severity::Info),
+            "warning" | "warn" => Some(Severity::Warning),
+            "error" => Some(Severity::Error),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A secondary span with its own short message ("first declared here").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+/// One finding: a stable code, a severity, what is wrong, where, and how to fix it.
+///
+/// Built through the constructor functions of each stage (see `check::rules`), never as inline
+/// strings scattered through the code.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// `AF` + three digits; the first digit says the stage (0 syntax, 1 validation, 2 lints,
+    /// 3 build inputs, 4 resolution).
+    pub code: &'static str,
+    pub severity: Severity,
+    pub message: String,
+    /// The primary location; its label is `label` when given.
+    pub span: Span,
+    pub label: Option<String>,
+    pub labels: Vec<Label>,
+    pub help: Option<String>,
+}
+
+/// The longest message, label or help a diagnostic keeps, in bytes: they quote the file, and a
+/// quoted megabyte helps nobody (and would be printed once per finding).
+pub const MAX_TEXT: usize = 1024;
+
+/// `s`, cut to at most [`MAX_TEXT`] bytes on a character boundary, with `…` when cut.
+fn bounded(s: String) -> String {
+    if s.len() <= MAX_TEXT {
+        return s;
+    }
+    let mut end = MAX_TEXT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut cut = s[..end].to_owned();
+    cut.push('…');
+    cut
+}
+
+impl Diagnostic {
+    pub fn new(
+        code: &'static str,
+        severity: Severity,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            code,
+            severity,
+            message: bounded(message.into()),
+            span,
+            label: None,
+            labels: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn error(code: &'static str, span: Span, message: impl Into<String>) -> Self {
+        Self::new(code, Severity::Error, span, message)
+    }
+
+    pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Self {
+        Self::new(code, Severity::Warning, span, message)
+    }
+
+    pub fn info(code: &'static str, span: Span, message: impl Into<String>) -> Self {
+        Self::new(code, Severity::Info, span, message)
+    }
+
+    #[must_use]
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(bounded(label.into()));
+        self
+    }
+
+    #[must_use]
+    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.labels.push(Label {
+            span,
+            message: bounded(message.into()),
+        });
+        self
+    }
+
+    #[must_use]
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(bounded(help.into()));
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// True when any diagnostic is an error.
+pub fn has_errors(diags: &[Diagnostic]) -> bool {
+    diags.iter().any(Diagnostic::is_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_texts_are_cut_on_a_char_boundary() {
+        let d = Diagnostic::error("AF003", Span::default(), "é".repeat(2000))
+            .with_label("x".repeat(5000))
+            .with_help("short");
+        assert!(d.message.len() <= MAX_TEXT + 3 && d.message.ends_with('…'));
+        assert_eq!(d.label.as_deref().map(str::len), Some(MAX_TEXT + 3));
+        assert_eq!(d.help.as_deref(), Some("short"));
+    }
+}

@@ -1,0 +1,88 @@
+//! A JSON array of flat finding objects with exactly the fields
+//! `{code, severity, message, file, line, column, end_line, end_column, help}`.
+
+use super::{position, FileReport};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Finding<'a> {
+    code: &'a str,
+    severity: &'a str,
+    message: &'a str,
+    file: &'a str,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+    help: Option<&'a str>,
+}
+
+/// Renders all findings of all files as one pretty-printed JSON array (with a final newline).
+pub fn json(reports: &[FileReport]) -> String {
+    let findings: Vec<Finding<'_>> = reports
+        .iter()
+        .flat_map(|(file, diags)| {
+            diags.iter().map(move |d| {
+                let p = position(file, d);
+                Finding {
+                    code: d.code,
+                    severity: d.severity.as_str(),
+                    message: &d.message,
+                    file: &file.name,
+                    line: p.line,
+                    column: p.column,
+                    end_line: p.end_line,
+                    end_column: p.end_column,
+                    help: d.help.as_deref(),
+                }
+            })
+        })
+        .collect();
+    // Serialising plain structs of strings and integers cannot fail.
+    let mut s = serde_json::to_string_pretty(&findings).unwrap_or_else(|_| "[]".to_owned());
+    s.push('\n');
+    otters_core::escape::json_controls(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::{Diagnostic, SourceFile, Span};
+
+    #[test]
+    fn exact_fields_and_null_help() {
+        let f = SourceFile::new("Agentfile", "FROM scratch\nNAME a b\n");
+        let d = Diagnostic::warning("AF999", Span::new(18, 21), "m");
+        let v: serde_json::Value = serde_json::from_str(&json(&[(f, vec![d])])).unwrap();
+        let o = v[0].as_object().unwrap();
+        let keys: Vec<&str> = o.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "code",
+                "severity",
+                "message",
+                "file",
+                "line",
+                "column",
+                "end_line",
+                "end_column",
+                "help"
+            ]
+        );
+        assert_eq!(o["help"], serde_json::Value::Null);
+        assert_eq!(
+            (
+                o["line"].as_u64(),
+                o["column"].as_u64(),
+                o["end_column"].as_u64()
+            ),
+            (Some(2), Some(6), Some(9))
+        );
+    }
+
+    #[test]
+    fn empty_is_an_empty_array() {
+        assert_eq!(json(&[]), "[]\n");
+    }
+}

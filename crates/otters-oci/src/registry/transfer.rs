@@ -1,0 +1,609 @@
+//! Whole-image transfers between the local store and a registry: `push` and `pull`.
+//!
+//! Takes: a [`RegistryClient`], a [`Store`], a reference, and a progress callback. Returns: a
+//! [`TransferReport`] saying what was uploaded, skipped, mounted or downloaded. Must never: put a
+//! blob in the store before its digest has been checked (downloads go to a temp file that is
+//! renamed only after verification), upload a blob the registry already has, or print.
+//!
+//! Push order: blobs (config and layers, each `HEAD`-checked first; a blob known to live in another
+//! repository of the same registry is mounted), then child manifests, then the top manifest under
+//! its tag. A push that was interrupted can simply be run again: what arrived is skipped.
+
+use crate::path_io::io_err;
+use crate::reference::Reference;
+use crate::registry::http::error_chain;
+use crate::registry::sources::Sources;
+use crate::registry::{
+    is_index, sha256, BlobStream, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST,
+};
+use crate::spec::descriptor::Descriptor;
+use crate::spec::digest::Digest;
+use crate::store::layout::{Store, StoreError};
+use crate::validate::Kind;
+use futures_util::StreamExt as _;
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+use std::io::{Read as _, Write as _};
+
+/// What happened to one blob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Uploaded,
+    /// Already in the registry (push) or in the store (pull).
+    Skipped,
+    Mounted,
+    Downloaded,
+}
+
+/// Progress events, for the CLI's bars.
+#[derive(Clone, Debug)]
+pub enum Event<'a> {
+    Start {
+        digest: &'a str,
+        size: u64,
+        title: Option<&'a str>,
+    },
+    Bytes {
+        digest: &'a str,
+        n: u64,
+    },
+    Done {
+        digest: &'a str,
+        outcome: Outcome,
+    },
+}
+
+pub type Progress<'p> = &'p mut dyn FnMut(Event<'_>);
+
+/// The result of a push or pull.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TransferReport {
+    pub reference: String,
+    /// Digest of the top manifest (or index).
+    pub digest: String,
+    pub media_type: String,
+    pub uploaded: Vec<String>,
+    pub skipped: Vec<String>,
+    pub mounted: Vec<String>,
+    pub downloaded: Vec<String>,
+    /// Bytes sent or received for blobs (not manifests).
+    pub bytes: u64,
+    /// Manifests and indexes fetched so far by a pull, and their bytes (see [`MAX_DOCUMENTS`]).
+    #[serde(skip)]
+    documents: (usize, usize),
+}
+
+/// Most manifests and indexes one pull fetches, and their total bytes: an index may list 4096
+/// entries, nested 4 deep, which must not become 4096⁴ requests or gigabytes of manifests.
+pub const MAX_DOCUMENTS: (usize, usize) = (1024, 64 << 20);
+
+impl TransferReport {
+    fn record(&mut self, digest: &str, outcome: Outcome) {
+        let list = match outcome {
+            Outcome::Uploaded => &mut self.uploaded,
+            Outcome::Skipped => &mut self.skipped,
+            Outcome::Mounted => &mut self.mounted,
+            Outcome::Downloaded => &mut self.downloaded,
+        };
+        list.push(digest.to_owned());
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ManifestDoc {
+    config: Descriptor,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+}
+
+impl ManifestDoc {
+    /// The config, then the layers.
+    fn blobs(&self) -> impl Iterator<Item = &Descriptor> {
+        std::iter::once(&self.config).chain(self.layers.iter())
+    }
+}
+
+/// Deepest nesting of indexes a push or pull follows.
+const MAX_DEPTH: usize = 4;
+
+fn check_depth(depth: usize, r: &Reference) -> Result<(), RegistryError> {
+    if depth > MAX_DEPTH {
+        return Err(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: "indexes are nested too deeply".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Records a blob's outcome: in the report, as now living in `r`'s repository, and as a progress
+/// event.
+fn blob_done(
+    blob: &Descriptor,
+    r: &Reference,
+    outcome: Outcome,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+) {
+    report.record(&blob.digest, outcome);
+    sources.add(&blob.digest, r);
+    progress(Event::Done {
+        digest: &blob.digest,
+        outcome,
+    });
+}
+
+/// Parses a descriptor's digest; a bad one is a `BadDocument` of `r`.
+fn parse_digest(digest: &str, r: &impl std::fmt::Display) -> Result<Digest, RegistryError> {
+    Digest::parse(digest).map_err(|e| RegistryError::BadDocument {
+        reference: r.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Uploads the image `local` (a store descriptor) to `dest` (its tag, or its digest when `dest`
+/// has none). `sources` tells where blobs were pulled from, for cross-repository mounts.
+pub fn push_image(
+    client: &RegistryClient,
+    store: &Store,
+    local: &Descriptor,
+    dest: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+) -> Result<TransferReport, RegistryError> {
+    let mut report = TransferReport {
+        reference: dest.to_string(),
+        digest: local.digest.clone(),
+        media_type: local.media_type.clone(),
+        ..TransferReport::default()
+    };
+    push_node(
+        client,
+        store,
+        local,
+        dest,
+        sources,
+        progress,
+        &mut report,
+        0,
+    )?;
+    let bytes = read_doc(store, &local.digest)?;
+    let selector = dest.tag.clone().unwrap_or_else(|| local.digest.clone());
+    client.block_on(client.put_manifest_async(dest, &selector, &local.media_type, &bytes))?;
+    sources.add(&local.digest, dest);
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn push_node(
+    client: &RegistryClient,
+    store: &Store,
+    node: &Descriptor,
+    dest: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+    depth: usize,
+) -> Result<(), RegistryError> {
+    check_depth(depth, dest)?;
+    let bytes = read_doc(store, &node.digest)?;
+    if is_index(&node.media_type) {
+        let index: IndexDoc = parse(&bytes, dest)?;
+        for child in &index.manifests {
+            push_node(
+                client,
+                store,
+                child,
+                dest,
+                sources,
+                progress,
+                report,
+                depth + 1,
+            )?;
+            let child_bytes = read_doc(store, &child.digest)?;
+            client.block_on(client.put_manifest_async(
+                dest,
+                &child.digest,
+                &child.media_type,
+                &child_bytes,
+            ))?;
+        }
+        return Ok(());
+    }
+    let m: ManifestDoc = parse(&bytes, dest)?;
+    for blob in m.blobs() {
+        let outcome = push_blob(client, store, blob, dest, sources, progress, report)?;
+        blob_done(blob, dest, outcome, sources, progress, report);
+    }
+    Ok(())
+}
+
+fn push_blob(
+    client: &RegistryClient,
+    store: &Store,
+    blob: &Descriptor,
+    dest: &Reference,
+    sources: &Sources,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+) -> Result<Outcome, RegistryError> {
+    progress(Event::Start {
+        digest: &blob.digest,
+        size: blob.size,
+        title: blob.title(),
+    });
+    if client.block_on(client.blob_exists_async(dest, &blob.digest))? {
+        return Ok(Outcome::Skipped);
+    }
+    for from in sources.repositories_on(&blob.digest, &dest.registry) {
+        if from != dest.repository
+            && client.block_on(client.mount_async(dest, &blob.digest, &from))?
+        {
+            return Ok(Outcome::Mounted);
+        }
+    }
+    let digest = parse_digest(&blob.digest, dest)?;
+    let path = store.blob_path(&digest);
+    let size = std::fs::metadata(&path)
+        .map_err(io_err("read", &path))?
+        .len();
+    // The store is checked like any input: a blob whose size differs from its descriptor is not
+    // sent, and the bytes are hashed as they stream so a damaged blob fails the upload with the
+    // store's own "corrupt" error instead of reaching the registry under a digest it does not have.
+    if size != blob.size {
+        return Err(StoreError::Corrupt {
+            path: path.clone(),
+            expected: format!("{} ({} bytes)", blob.digest, blob.size),
+            actual: format!("a file of {size} bytes"),
+        }
+        .into());
+    }
+    // Progress is reported from the body stream; a retried upload reports its bytes again.
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    let open = move || -> Result<BlobStream, RegistryError> {
+        let file = std::fs::File::open(&path).map_err(io_err("open", &path))?;
+        let file = crate::store::verify::VerifiedBlob::new(file, digest.clone(), path.clone());
+        let tx = tx.clone();
+        let stream = futures_util::stream::unfold(Some(file), move |state| {
+            let tx = tx.clone();
+            async move {
+                let mut file = state?;
+                let mut buf = vec![0u8; 1 << 20];
+                match file.read(&mut buf) {
+                    Ok(0) => None,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        let _ = tx.send(n as u64);
+                        Some((Ok::<_, std::io::Error>(bytes::Bytes::from(buf)), Some(file)))
+                    }
+                    Err(e) => Some((Err(e), None)),
+                }
+            }
+        });
+        Ok(stream.boxed())
+    };
+    let result = client.block_on(async {
+        let upload = client.upload_async(dest, &blob.digest, size, &open);
+        futures_util::pin_mut!(upload);
+        // Drain progress counts while the upload runs on the same thread.
+        loop {
+            let tick = tokio::time::sleep(std::time::Duration::from_millis(50));
+            tokio::select! {
+                r = &mut upload => break r,
+                () = tick => {
+                    while let Ok(n) = rx.try_recv() {
+                        progress(Event::Bytes { digest: &blob.digest, n });
+                    }
+                }
+            }
+        }
+    });
+    while let Ok(n) = rx.try_recv() {
+        progress(Event::Bytes {
+            digest: &blob.digest,
+            n,
+        });
+    }
+    result?;
+    report.bytes += size;
+    Ok(Outcome::Uploaded)
+}
+
+/// Downloads `r` (an index with every manifest it lists, or a manifest) into the store, verifying
+/// every digest, and returns the top descriptor. Blobs already in the store are skipped.
+pub fn pull_image(
+    client: &RegistryClient,
+    store: &Store,
+    r: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+) -> Result<(Descriptor, TransferReport), RegistryError> {
+    let top = client.fetch_manifest(r)?;
+    let mut report = TransferReport {
+        reference: r.to_string(),
+        digest: top.digest.clone(),
+        media_type: top.media_type.clone(),
+        ..TransferReport::default()
+    };
+    pull_node(
+        client,
+        store,
+        r,
+        &top.bytes,
+        &top.media_type,
+        sources,
+        progress,
+        &mut report,
+        0,
+    )?;
+    let desc = store.put_manifest(&top.bytes, &top.media_type)?;
+    sources.add(&desc.digest, r);
+    Ok((desc, report))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pull_node(
+    client: &RegistryClient,
+    store: &Store,
+    r: &Reference,
+    bytes: &[u8],
+    media_type: &str,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+    depth: usize,
+) -> Result<(), RegistryError> {
+    check_depth(depth, r)?;
+    if is_index(media_type) {
+        let index: IndexDoc = parse(bytes, r)?;
+        for child in &index.manifests {
+            // The entry's media type is a claim; the fetched document is validated against it
+            // and its own (checked) media type is what gets stored.
+            let expected = Kind::of(&child.media_type);
+            report.documents.0 += 1;
+            if report.documents.0 > MAX_DOCUMENTS.0 {
+                return Err(RegistryError::BadDocument {
+                    reference: r.to_string(),
+                    reason: format!(
+                        "it needs more than {} manifests; nothing more was fetched",
+                        MAX_DOCUMENTS.0
+                    ),
+                });
+            }
+            let fetched =
+                client.block_on(client.fetch_manifest_async(r, &child.digest, expected))?;
+            report.documents.1 += fetched.bytes.len();
+            if report.documents.1 > MAX_DOCUMENTS.1 {
+                return Err(RegistryError::BadDocument {
+                    reference: r.to_string(),
+                    reason: format!(
+                        "its manifests add up to more than {} bytes; nothing more was fetched",
+                        MAX_DOCUMENTS.1
+                    ),
+                });
+            }
+            if fetched.bytes.len() as u64 != child.size {
+                return Err(RegistryError::BadDocument {
+                    reference: r.to_string(),
+                    reason: format!(
+                        "index entry {} says {} bytes but the manifest is {}; nothing was stored",
+                        child.digest,
+                        child.size,
+                        fetched.bytes.len()
+                    ),
+                });
+            }
+            pull_node(
+                client,
+                store,
+                r,
+                &fetched.bytes,
+                &fetched.media_type,
+                sources,
+                progress,
+                report,
+                depth + 1,
+            )?;
+            store.put_manifest(&fetched.bytes, &fetched.media_type)?;
+            sources.add(&child.digest, r);
+        }
+        return Ok(());
+    }
+    let m: ManifestDoc = parse(bytes, r)?;
+    for blob in m.blobs() {
+        let outcome = pull_blob(client, store, r, blob, progress, report)?;
+        blob_done(blob, r, outcome, sources, progress, report);
+    }
+    Ok(())
+}
+
+/// Streams one blob into the store: written to a temp file while hashed, never past the size its
+/// descriptor declares, renamed into place only when size and digest match. A connection lost
+/// mid-blob is retried within the client's retry budget, resuming with `Range` when the registry
+/// honours it (else from the start). Every error path drops the temp file.
+pub fn pull_blob(
+    client: &RegistryClient,
+    store: &Store,
+    r: &Reference,
+    blob: &Descriptor,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+) -> Result<Outcome, RegistryError> {
+    let digest = parse_digest(&blob.digest, r)?;
+    progress(Event::Start {
+        digest: &blob.digest,
+        size: blob.size,
+        title: blob.title(),
+    });
+    if store.has_blob(&digest) {
+        return Ok(Outcome::Skipped);
+    }
+    let mut part = Partial {
+        writer: store.blob_writer()?,
+        hasher: Sha256::new(),
+        got: 0,
+    };
+    let retry = client.retry();
+    let mut attempt = 0;
+    loop {
+        match client.block_on(download(client, store, r, blob, &mut part, progress)) {
+            Ok(()) => break,
+            Err(Step::Lost(reason)) if attempt >= retry.attempts => {
+                return Err(RegistryError::Interrupted {
+                    registry: r.registry.clone(),
+                    digest: blob.digest.clone(),
+                    reason: format!("{reason} (after {} retries)", retry.attempts),
+                })
+            }
+            Err(Step::Lost(_)) => {
+                std::thread::sleep(retry.delay(attempt));
+                attempt += 1;
+            }
+            Err(Step::Fail(e)) => return Err(e),
+        }
+    }
+    let Partial {
+        writer,
+        hasher,
+        got,
+    } = part;
+    let actual = format!("sha256:{}", hex::encode(hasher.finalize()));
+    if actual != blob.digest {
+        // Dropping the writer removes the temp file: nothing corrupt reaches the store.
+        drop(writer);
+        return Err(RegistryError::DigestMismatch {
+            registry: r.registry.clone(),
+            what: "blob",
+            expected: blob.digest.clone(),
+            actual,
+        });
+    }
+    writer.commit()?;
+    report.bytes += got;
+    Ok(Outcome::Downloaded)
+}
+
+/// A blob download in progress.
+struct Partial<'s> {
+    writer: crate::store::layout::BlobWriter<'s>,
+    hasher: Sha256,
+    got: u64,
+}
+
+/// Why one download attempt stopped.
+enum Step {
+    /// The connection was lost or closed early: retry (resume) if the budget allows.
+    Lost(String),
+    /// A final error.
+    Fail(RegistryError),
+}
+
+impl From<RegistryError> for Step {
+    /// Request failures were already retried by the transport.
+    fn from(e: RegistryError) -> Self {
+        Step::Fail(e)
+    }
+}
+
+/// One attempt: `GET` the blob from `part.got` on and append to `part`, at most `blob.size` bytes
+/// in all.
+async fn download<'s>(
+    client: &RegistryClient,
+    store: &'s Store,
+    r: &Reference,
+    blob: &Descriptor,
+    part: &mut Partial<'s>,
+    progress: Progress<'_>,
+) -> Result<(), Step> {
+    let bad = |reason: String| {
+        Step::Fail(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: format!("{reason}; nothing was stored"),
+        })
+    };
+    let resp = client.get_blob(r, &blob.digest, part.got).await?;
+    let resumed = resp.status() == reqwest::StatusCode::PARTIAL_CONTENT;
+    if part.got > 0 && !resumed {
+        // No range support: the answer is the whole blob again; start over (the old temp file
+        // goes with the old writer).
+        *part = Partial {
+            writer: store.blob_writer().map_err(|e| Step::Fail(e.into()))?,
+            hasher: Sha256::new(),
+            got: 0,
+        };
+    }
+    if resumed {
+        let start = resp
+            .headers()
+            .get(reqwest::header::CONTENT_RANGE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("bytes "))
+            .and_then(|v| v.split('-').next())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if start != Some(part.got) {
+            return Err(bad(format!(
+                "{} answered a resumed download of blob {} with another range",
+                r.registry, blob.digest
+            )));
+        }
+    }
+    let remaining = blob.size - part.got;
+    if let Some(n) = resp.content_length().filter(|n| *n != remaining) {
+        return Err(bad(format!(
+            "{} declares {n} bytes for blob {} where {remaining} are due (its descriptor says {} in all)",
+            r.registry, blob.digest, blob.size
+        )));
+    }
+    let tmp_path = store.root().join(".tmp");
+    let mut body = resp.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| Step::Lost(error_chain(&e)))?;
+        if chunk.len() as u64 > blob.size - part.got {
+            return Err(bad(format!(
+                "{} sent more than the {} bytes the descriptor of blob {} declares",
+                r.registry, blob.size, blob.digest
+            )));
+        }
+        part.hasher.update(&chunk);
+        part.got += chunk.len() as u64;
+        part.writer
+            .write_all(&chunk)
+            .map_err(|e| Step::Fail(io_err("write", &tmp_path)(e).into()))?;
+        progress(Event::Bytes {
+            digest: &blob.digest,
+            n: chunk.len() as u64,
+        });
+    }
+    if part.got < blob.size {
+        return Err(Step::Lost(format!(
+            "the connection closed after {} of {} bytes",
+            part.got, blob.size
+        )));
+    }
+    Ok(())
+}
+
+fn read_doc(store: &Store, digest: &str) -> Result<Vec<u8>, RegistryError> {
+    let d = parse_digest(digest, &digest)?;
+    let bytes = store.read_blob(&d)?;
+    if bytes.len() > MAX_MANIFEST {
+        return Err(RegistryError::BadDocument {
+            reference: digest.to_owned(),
+            reason: "manifest too large".into(),
+        });
+    }
+    debug_assert_eq!(sha256(&bytes), digest);
+    Ok(bytes)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    r: &impl std::fmt::Display,
+) -> Result<T, RegistryError> {
+    serde_json::from_slice(bytes).map_err(|e| RegistryError::BadDocument {
+        reference: r.to_string(),
+        reason: format!("not a valid OCI manifest or index: {e}"),
+    })
+}

@@ -1,0 +1,146 @@
+//! OCI content descriptors and the media types otters writes.
+//!
+//! Takes: values or JSON. Returns: [`Descriptor`] with canonical JSON out (Go's field order:
+//! mediaType, digest, size, annotations, platform, artifactType; annotation keys sorted) and serde
+//! in, and [`ManifestDoc`], the read side of a manifest or index. Must never: serialise through `serde_json`'s printer for anything that gets hashed.
+
+use otters_core::json::Value;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+pub const MANIFEST_V1: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const INDEX_V1: &str = "application/vnd.oci.image.index.v1+json";
+pub const AGENT_ARTIFACT: &str = "application/vnd.openotters.agent.v1";
+pub const AGENT_CONFIG: &str = "application/vnd.openotters.agent.config.v1+json";
+pub const AGENTFILE_LAYER: &str = "application/vnd.openotters.agentfile";
+pub const CONTEXT_LAYER: &str = "application/vnd.openotters.context.v1";
+pub const FILE_LAYER: &str = "application/octet-stream";
+pub const TAR_GZIP_LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+pub const AGENT_YAML_LAYER: &str = "application/vnd.openotters.agent.resolved.v1+yaml";
+
+pub const ANN_TITLE: &str = "org.opencontainers.image.title";
+pub const ANN_CREATED: &str = "org.opencontainers.image.created";
+pub const ANN_REF_NAME: &str = "org.opencontainers.image.ref.name";
+pub const ANN_UNPACK: &str = "io.deis.oras.content.unpack";
+
+/// The platform of an image manifest inside an index.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct Platform {
+    pub architecture: String,
+    pub os: String,
+    #[serde(rename = "os.version", default)]
+    pub os_version: Option<String>,
+    #[serde(default)]
+    pub variant: Option<String>,
+}
+
+/// A content descriptor (OCI image spec `descriptor.md`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    pub media_type: String,
+    pub digest: String,
+    pub size: u64,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    pub platform: Option<Platform>,
+    #[serde(default)]
+    pub artifact_type: Option<String>,
+}
+
+impl Descriptor {
+    pub fn new(media_type: impl Into<String>, digest: impl Into<String>, size: u64) -> Self {
+        Self {
+            media_type: media_type.into(),
+            digest: digest.into(),
+            size,
+            annotations: BTreeMap::new(),
+            platform: None,
+            artifact_type: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_annotation(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.annotations.insert(key.into(), value.into());
+        self
+    }
+
+    /// The `org.opencontainers.image.title` annotation.
+    pub fn title(&self) -> Option<&str> {
+        self.annotations.get(ANN_TITLE).map(String::as_str)
+    }
+
+    /// The `org.opencontainers.image.ref.name` annotation.
+    pub fn ref_name(&self) -> Option<&str> {
+        self.annotations.get(ANN_REF_NAME).map(String::as_str)
+    }
+
+    /// Canonical JSON value, in Go's `ocispec.Descriptor` field order.
+    pub fn to_json(&self) -> Value {
+        let mut v = Value::object()
+            .with("mediaType", self.media_type.as_str())
+            .with("digest", self.digest.as_str())
+            .with("size", self.size);
+        if !self.annotations.is_empty() {
+            v.push("annotations", string_map(&self.annotations));
+        }
+        if let Some(p) = &self.platform {
+            let mut pv = Value::object()
+                .with("architecture", p.architecture.as_str())
+                .with("os", p.os.as_str());
+            if let Some(ov) = &p.os_version {
+                pv.push("os.version", ov.as_str());
+            }
+            if let Some(var) = &p.variant {
+                pv.push("variant", var.as_str());
+            }
+            v.push("platform", pv);
+        }
+        if let Some(at) = &self.artifact_type {
+            v.push("artifactType", at.as_str());
+        }
+        v
+    }
+}
+
+/// A manifest or index as read (serde in only): every field optional, so one type reads both.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestDoc {
+    #[serde(default)]
+    pub media_type: Option<String>,
+    #[serde(default)]
+    pub config: Option<Descriptor>,
+    #[serde(default)]
+    pub layers: Vec<Descriptor>,
+    #[serde(default)]
+    pub manifests: Vec<Descriptor>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A sorted string map as a JSON object.
+pub fn string_map(m: &BTreeMap<String, String>) -> Value {
+    Value::Object(m.iter().map(|(k, v)| (k.clone(), Value::from(v))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use otters_core::json::to_compact;
+
+    #[test]
+    fn canonical_json_round_trips_through_serde() {
+        let d = Descriptor::new(FILE_LAYER, format!("sha256:{}", "a".repeat(64)), 3)
+            .with_annotation("z", "1")
+            .with_annotation("a", "<2>");
+        let bytes = to_compact(&d.to_json()).unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.starts_with(r#"{"mediaType":"application/octet-stream","digest":"sha256:"#));
+        assert!(text.ends_with(r#""size":3,"annotations":{"a":"\u003c2\u003e","z":"1"}}"#));
+        let back: Descriptor = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back, d);
+    }
+}

@@ -1,0 +1,4 @@
+//! Values of the OCI image and distribution specs: digests, descriptors, media types, platforms.
+
+pub mod descriptor;
+pub mod digest;

@@ -1,0 +1,728 @@
+//! The local store: an OCI image layout (`oci-layout`, `index.json`, `blobs/sha256/`) on disk.
+//!
+//! Takes: a root directory. Returns: blobs by digest and manifests by tag. Must never: leave a
+//! partly written file under a final name — every write goes to `.tmp/` in the same layout, is
+//! fsynced, then renamed into place — or update `index.json` without holding `index.json.lock`.
+//! Blob writes need no lock: they are content-addressed, so two writers of one blob write the
+//! same bytes. A process killed at any point leaves at most stray files in `.tmp/`, and those are
+//! collected: every temp file is `flock`ed by its writer for as long as it is open (the kernel
+//! drops the lock when the writer dies), and [`Store::open`] removes the files in `.tmp/` that no
+//! live process holds and that have not changed for [`STALE_TEMP_AGE`].
+
+use crate::path_io::{io_err, PathIoError};
+use crate::spec::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1, MANIFEST_V1};
+use crate::spec::digest::{Digest, HashingWriter};
+use crate::store::refname::{tag_name, RefNameError};
+use crate::store::verify::VerifiedBlob;
+use otters_core::json::{to_compact, Value};
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use tempfile::NamedTempFile;
+
+/// Size of the copy buffer: large enough that syscalls and hashing calls are amortised.
+pub const COPY_BUFFER: usize = 1 << 20;
+
+/// How many copy buffers the read/hash and write threads pass between them.
+pub const PIPELINE_BUFFERS: usize = 4;
+
+/// An unlocked temp file this old is left over by a killed writer. (Every writer of this version
+/// holds a lock; the age only protects a writer that predates the lock.)
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Largest JSON document (manifest, config, index) [`Store::read_blob`] reads into memory.
+pub const MAX_JSON_BLOB: u64 = 64 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Io(#[from] PathIoError),
+    #[error("{} is not a valid OCI index: {source}; move it away to start an empty store", path.display())]
+    BadIndex {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("blob {0} is not in the store; rebuild or pull the image again")]
+    MissingBlob(String),
+    #[error("blob {expected} in the store is corrupt: {path} holds content with digest {actual}; remove that file, then run `otters pull` (or rebuild the image) to fetch it again", path = path.display())]
+    Corrupt {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error("blob {digest} is {size} bytes, more than the {MAX_JSON_BLOB} bytes allowed for a JSON document")]
+    TooLarge { digest: String, size: u64 },
+    #[error(transparent)]
+    RefName(#[from] RefNameError),
+    #[error("digest prefix `{0}` matches more than one image; give more digits")]
+    Ambiguous(String),
+}
+
+/// An OCI image layout directory used as otters' image store.
+#[derive(Clone, Debug)]
+pub struct Store {
+    root: PathBuf,
+}
+
+#[derive(Deserialize)]
+struct IndexFile {
+    #[serde(default)]
+    manifests: Vec<Descriptor>,
+}
+
+impl Store {
+    /// Opens (creating when needed) the layout at `root`.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let store = Self { root: root.into() };
+        for dir in [store.root.join("blobs/sha256"), store.tmp_dir()] {
+            fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
+        }
+        // Best effort: a temp file that cannot be collected now is collected by a later open.
+        collect_stale_temps(&store.tmp_dir(), STALE_TEMP_AGE);
+        let layout = store.root.join("oci-layout");
+        if !layout.exists() {
+            store.write_atomic(&layout, br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+        }
+        if !store.index_path().exists() {
+            let _lock = store.lock_index()?;
+            if !store.index_path().exists() {
+                store.write_index(&[])?;
+            }
+        }
+        Ok(store)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub(super) fn tmp_dir(&self) -> PathBuf {
+        self.root.join(".tmp")
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.root.join("index.json")
+    }
+
+    /// Where the blob with this digest lives (whether or not it exists).
+    pub fn blob_path(&self, digest: &Digest) -> PathBuf {
+        self.root.join("blobs/sha256").join(digest.hex())
+    }
+
+    /// Whether the blob is stored. Every writer asks this before reusing a stored blob instead of
+    /// writing its own copy, so a blob found here has its mtime set to now: `otters prune` (see
+    /// [`crate::store::prune`]) never removes a blob touched within its grace period, and a build that
+    /// reuses an untagged blob keeps it alive until the build tags its image.
+    pub fn has_blob(&self, digest: &Digest) -> bool {
+        refresh(&self.blob_path(digest))
+    }
+
+    /// The size of a stored blob, refreshed as [`Store::has_blob`] does; `None` when absent.
+    pub fn stored_size(&self, digest: &Digest) -> Option<u64> {
+        let path = self.blob_path(digest);
+        if !refresh(&path) {
+            return None;
+        }
+        fs::metadata(&path).ok().map(|m| m.len())
+    }
+
+    pub fn open_blob(&self, digest: &Digest) -> Result<File, StoreError> {
+        let path = self.blob_path(digest);
+        File::open(&path).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                StoreError::MissingBlob(digest.to_string())
+            } else {
+                io_err("open", &path)(e).into()
+            }
+        })
+    }
+
+    /// Opens a blob for streaming; its bytes are checked against `digest` as they are read (see
+    /// [`VerifiedBlob`]). Every layer and binary read from the store goes through this.
+    pub fn open_verified(&self, digest: &Digest) -> Result<VerifiedBlob, StoreError> {
+        let file = self.open_blob(digest)?;
+        Ok(VerifiedBlob::new(
+            file,
+            digest.clone(),
+            self.blob_path(digest),
+        ))
+    }
+
+    /// Reads a small blob (a JSON document) and checks its digest.
+    pub fn read_blob(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
+        let path = self.blob_path(digest);
+        let file = self.open_blob(digest)?;
+        let size = file.metadata().map_err(io_err("stat", &path))?.len();
+        if size > MAX_JSON_BLOB {
+            return Err(StoreError::TooLarge {
+                digest: digest.to_string(),
+                size,
+            });
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.take(MAX_JSON_BLOB)
+            .read_to_end(&mut bytes)
+            .map_err(io_err("read", &path))?;
+        let actual = Digest::of(&bytes);
+        if &actual != digest {
+            return Err(StoreError::Corrupt {
+                path,
+                expected: digest.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Starts a streamed blob write; bytes are hashed as they are written.
+    pub fn blob_writer(&self) -> Result<BlobWriter<'_>, StoreError> {
+        let tmp = locked_temp(&self.tmp_dir(), "blob-")?;
+        let file = tmp.reopen().map_err(io_err("open", tmp.path()))?;
+        Ok(BlobWriter {
+            store: self,
+            tmp,
+            out: HashingWriter::new(BufWriter::with_capacity(COPY_BUFFER, file)),
+        })
+    }
+
+    /// Streams `reader` into a blob, calling `progress` with each chunk's length.
+    ///
+    /// Two threads share the work: this one reads and hashes, a writer thread writes (then
+    /// fsyncs once at the end), so hashing and copying overlap instead of adding up. (Flushing
+    /// every 64 or 256 MiB to overlap write-back was measured and was slower on ext4.) Each byte is read once and hashed once; at most
+    /// [`PIPELINE_BUFFERS`] buffers of [`COPY_BUFFER`] bytes are alive.
+    pub fn put_blob_from_reader(
+        &self,
+        reader: impl Read,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(Digest, u64), StoreError> {
+        self.put_blob_checked(reader, None, progress)
+    }
+
+    /// Streams a blob into the store only if its bytes hash to `expected`: content that does not
+    /// match is never renamed into `blobs/` (its temp file is removed), whatever its real digest.
+    pub fn put_blob_expecting(
+        &self,
+        reader: impl Read,
+        expected: &Digest,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(Digest, u64), StoreError> {
+        self.put_blob_checked(reader, Some(expected), progress)
+    }
+
+    fn put_blob_checked(
+        &self,
+        mut reader: impl Read,
+        expected: Option<&Digest>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(Digest, u64), StoreError> {
+        let tmp = locked_temp(&self.tmp_dir(), "blob-")?;
+        let mut file = tmp.reopen().map_err(io_err("open", tmp.path()))?;
+        let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(PIPELINE_BUFFERS);
+        let (empty_tx, empty_rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_BUFFERS);
+        for _ in 0..PIPELINE_BUFFERS {
+            let _ = empty_tx.send(vec![0u8; COPY_BUFFER]);
+        }
+        let mut hasher = Sha256::new();
+        let mut total = 0u64;
+        let (read_result, write_result) = std::thread::scope(|s| {
+            let writer = s.spawn(move || -> io::Result<()> {
+                for (buf, n) in full_rx {
+                    file.write_all(&buf[..n])?;
+                    let _ = empty_tx.send(buf);
+                }
+                file.sync_all()
+            });
+            let read_result = loop {
+                // The writer has stopped (it failed): its error is reported below.
+                let Ok(mut buf) = empty_rx.recv() else {
+                    break Ok(());
+                };
+                let n = match reader.read(&mut buf) {
+                    Ok(0) => break Ok(()),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                        let _ = full_tx.send((buf, 0));
+                        continue;
+                    }
+                    Err(e) => break Err(e),
+                };
+                hasher.update(&buf[..n]);
+                total += n as u64;
+                progress(n as u64);
+                if full_tx.send((buf, n)).is_err() {
+                    break Ok(());
+                }
+            };
+            drop(full_tx);
+            let write_result = writer
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the blob writer thread panicked")));
+            (read_result, write_result)
+        });
+        read_result.map_err(io_err("read input for", &self.root))?;
+        write_result.map_err(io_err("write", tmp.path()))?;
+        let digest = Digest::from_sha256(hasher);
+        if let Some(expected) = expected.filter(|e| **e != digest) {
+            return Err(StoreError::Corrupt {
+                path: tmp.path().to_owned(),
+                expected: expected.to_string(),
+                actual: digest.to_string(),
+            });
+        }
+        let target = self.blob_path(&digest);
+        if !self.has_blob(&digest) {
+            persist(tmp, &target)?;
+        }
+        Ok((digest, total))
+    }
+
+    /// Stores a blob held in memory.
+    pub fn put_blob_bytes(&self, bytes: &[u8]) -> Result<(Digest, u64), StoreError> {
+        let digest = Digest::of(bytes);
+        if !self.has_blob(&digest) {
+            let path = self.blob_path(&digest);
+            self.write_atomic(&path, bytes)?;
+        }
+        Ok((digest, bytes.len() as u64))
+    }
+
+    /// Stores a manifest (or index) and returns its descriptor (with `artifactType` copied from
+    /// the document when it has one).
+    pub fn put_manifest(&self, bytes: &[u8], media_type: &str) -> Result<Descriptor, StoreError> {
+        let (digest, size) = self.put_blob_bytes(bytes)?;
+        let mut d = Descriptor::new(media_type, digest.to_string(), size);
+        d.artifact_type = artifact_type_of(bytes);
+        Ok(d)
+    }
+
+    /// Points tag `reference` (`:latest` added when untagged) at `descriptor`, replacing any
+    /// earlier image of that tag. Returns the stored tag name.
+    pub fn tag(&self, reference: &str, descriptor: &Descriptor) -> Result<String, StoreError> {
+        let name = tag_name(reference)?;
+        let mut d = descriptor.clone();
+        d.annotations.insert(ANN_REF_NAME.to_owned(), name.clone());
+        self.update_index(|entries| {
+            // A tag replaces the untagged entry of the same image (as Docker's `<none>` goes).
+            entries.retain(|e| {
+                e.ref_name() != Some(name.as_str())
+                    && !(e.ref_name().is_none() && e.digest == d.digest)
+            });
+            entries.push(d);
+        })?;
+        Ok(name)
+    }
+
+    /// Records an image that has no tag (pulled or loaded by digest) in `index.json`, so that
+    /// `images` lists it as `<none>` and `otters prune` keeps it. Does nothing when an entry of
+    /// that digest, tagged or not, is already there.
+    pub fn add_untagged(&self, descriptor: &Descriptor) -> Result<(), StoreError> {
+        let mut d = descriptor.clone();
+        d.annotations.remove(ANN_REF_NAME);
+        self.update_index(|entries| {
+            if !entries.iter().any(|e| e.digest == d.digest) {
+                entries.push(d);
+            }
+        })
+    }
+
+    /// Removes a tag. Returns false when no such tag existed.
+    pub fn untag(&self, reference: &str) -> Result<bool, StoreError> {
+        let name = tag_name(reference)?;
+        let mut removed = false;
+        self.update_index(|entries| {
+            let before = entries.len();
+            entries.retain(|e| e.ref_name() != Some(name.as_str()));
+            removed = entries.len() != before;
+        })?;
+        Ok(removed)
+    }
+
+    /// Every entry of `index.json`: (ref name, or "" for untagged entries; descriptor).
+    pub fn list(&self) -> Result<Vec<(String, Descriptor)>, StoreError> {
+        Ok(self
+            .read_index()?
+            .into_iter()
+            .map(|d| (d.ref_name().unwrap_or_default().to_owned(), d))
+            .collect())
+    }
+
+    /// Finds an image by tag (as given, or with `:latest` added), by digest (`sha256:…`,
+    /// `name@sha256:…`) or by a unique prefix of at least 4 hex digits.
+    pub fn resolve(&self, reference: &str) -> Result<Option<Descriptor>, StoreError> {
+        let entries = self.read_index()?;
+        let by_name = |n: &str| entries.iter().find(|e| e.ref_name() == Some(n)).cloned();
+        if let Some(d) = by_name(reference) {
+            return Ok(Some(d));
+        }
+        if let Ok(name) = tag_name(reference) {
+            if let Some(d) = by_name(&name) {
+                return Ok(Some(d));
+            }
+        }
+        let digest_part = reference.rsplit_once('@').map_or(reference, |(_, d)| d);
+        if let Ok(digest) = Digest::parse(digest_part) {
+            if let Some(d) = entries.iter().find(|e| e.digest == digest.as_str()) {
+                let mut d = d.clone();
+                d.annotations.remove(ANN_REF_NAME);
+                return Ok(Some(d));
+            }
+            if self.has_blob(&digest) {
+                let bytes = self.read_blob(&digest)?;
+                let media_type = media_type_of(&bytes).unwrap_or_else(|| MANIFEST_V1.to_owned());
+                return self.put_manifest(&bytes, &media_type).map(Some);
+            }
+            return Ok(None);
+        }
+        let prefix = reference.strip_prefix("sha256:").unwrap_or(reference);
+        if prefix.len() >= 4 && prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let mut hits: Vec<&Descriptor> = entries
+                .iter()
+                .filter(|e| {
+                    e.digest
+                        .strip_prefix("sha256:")
+                        .is_some_and(|h| h.starts_with(prefix))
+                })
+                .collect();
+            hits.dedup_by(|a, b| a.digest == b.digest);
+            hits.sort_by(|a, b| a.digest.cmp(&b.digest));
+            hits.dedup_by(|a, b| a.digest == b.digest);
+            return match hits.as_slice() {
+                [] => Ok(None),
+                [one] => {
+                    let mut d = (*one).clone();
+                    d.annotations.remove(ANN_REF_NAME);
+                    Ok(Some(d))
+                }
+                _ => Err(StoreError::Ambiguous(reference.to_owned())),
+            };
+        }
+        Ok(None)
+    }
+
+    pub(super) fn read_index(&self) -> Result<Vec<Descriptor>, StoreError> {
+        let path = self.index_path();
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err("read", &path)(e).into()),
+        };
+        let index: IndexFile = serde_json::from_slice(&bytes)
+            .map_err(|source| StoreError::BadIndex { path, source })?;
+        Ok(index.manifests)
+    }
+
+    fn write_index(&self, entries: &[Descriptor]) -> Result<(), StoreError> {
+        let doc = index_json(entries);
+        let bytes = to_compact(&doc).unwrap_or_default();
+        self.write_atomic(&self.index_path(), &bytes)
+    }
+
+    /// Read-modify-write of `index.json` under the exclusive lock. Entries are kept sorted by
+    /// ref name then digest, so the file's bytes do not depend on the order of operations.
+    fn update_index(&self, f: impl FnOnce(&mut Vec<Descriptor>)) -> Result<(), StoreError> {
+        let _lock = self.lock_index()?;
+        let mut entries = self.read_index()?;
+        f(&mut entries);
+        entries.sort_by(|a, b| (a.ref_name(), &a.digest).cmp(&(b.ref_name(), &b.digest)));
+        self.write_index(&entries)
+    }
+
+    /// Takes the exclusive lock every `index.json` update holds (and `otters prune`, for its
+    /// whole run).
+    pub(super) fn lock_index(&self) -> Result<IndexLock, StoreError> {
+        let path = self.root.join("index.json.lock");
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_err("create lock file", &path))?;
+        // Rust 1.89's `File::lock` is flock(2): released by the kernel when the process dies, so a
+        // killed build never leaves the store locked.
+        file.lock().map_err(io_err("lock", &path))?;
+        Ok(IndexLock(file))
+    }
+
+    /// Writes `bytes` to `path` via a temp file in `.tmp/`, fsync and rename.
+    pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        let mut tmp = locked_temp(&self.tmp_dir(), "file-")?;
+        tmp.write_all(bytes).map_err(io_err("write", tmp.path()))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(io_err("sync", tmp.path()))?;
+        persist(tmp, path)
+    }
+}
+
+/// Holds `index.json.lock`; dropping it releases the lock.
+pub(super) struct IndexLock(#[allow(dead_code)] File);
+
+/// A new temp file in `dir`, `flock`ed for as long as it lives so that [`collect_stale_temps`]
+/// never removes it. A collector that removed it between its creation and the lock is noticed
+/// (the file has no link left) and a new one is made.
+pub fn locked_temp(dir: &Path, prefix: &str) -> Result<NamedTempFile, StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    for _ in 0..8 {
+        let tmp = tempfile::Builder::new()
+            // 0666 less the umask, as `cp` or `docker save` would create it: others may read what is
+            // shared (a CI step, another user); the credentials file is the one kept 0600.
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .prefix(prefix)
+            .tempfile_in(dir)
+            .map_err(io_err("create a temporary file in", dir))?;
+        tmp.as_file().lock().map_err(io_err("lock", tmp.path()))?;
+        let linked = tmp
+            .as_file()
+            .metadata()
+            .map_err(io_err("stat", tmp.path()))?
+            .nlink();
+        if linked > 0 {
+            return Ok(tmp);
+        }
+    }
+    Err(io_err("create a temporary file in", dir)(io::Error::other(
+        "it was removed again and again while being created",
+    ))
+    .into())
+}
+
+/// Removes the regular files in `dir` that no live process holds locked and that have not been
+/// modified for `age`; returns how many went. Errors are ignored (the next call tries again).
+pub fn collect_stale_temps(dir: &Path, age: std::time::Duration) -> usize {
+    use rustix::fs::OFlags;
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|d| d >= age);
+        if !meta.file_type().is_file() || !old {
+            continue;
+        }
+        // O_NOFOLLOW|O_NONBLOCK: never follow a link or block on a FIFO put in its place.
+        let Ok(fd) = rustix::fs::openat(
+            rustix::fs::CWD,
+            &path,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) else {
+            continue;
+        };
+        let f = File::from(fd);
+        if f.try_lock().is_ok() && f.metadata().is_ok_and(|m| m.file_type().is_file()) {
+            // Removed while we hold the lock: a writer that locks after us sees no link left.
+            if fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+/// Sets the mtime of the regular file at `path` to now (without following a symlink); returns
+/// whether it exists. A store that cannot be written (read-only, another user's) is only looked at.
+fn refresh(path: &Path) -> bool {
+    use rustix::fs::{AtFlags, Timespec, Timestamps, UTIME_NOW, UTIME_OMIT};
+    let times = Timestamps {
+        last_access: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT,
+        },
+        last_modification: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_NOW,
+        },
+    };
+    match rustix::fs::utimensat(rustix::fs::CWD, path, &times, AtFlags::SYMLINK_NOFOLLOW) {
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => false,
+        _ => fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()),
+    }
+}
+
+fn persist(tmp: NamedTempFile, path: &Path) -> Result<(), StoreError> {
+    tmp.persist(path)
+        .map_err(|e| io_err("rename into", path)(e.error))?;
+    if let Some(parent) = path.parent() {
+        // The rename is durable only once the directory entry is.
+        if let Ok(dir) = File::open(parent) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// The canonical `index.json` document for these entries.
+pub fn index_json(entries: &[Descriptor]) -> Value {
+    Value::object()
+        .with("schemaVersion", 2i64)
+        .with("mediaType", INDEX_V1)
+        .with(
+            "manifests",
+            Value::Array(entries.iter().map(Descriptor::to_json).collect()),
+        )
+}
+
+fn json_field(bytes: &[u8], field: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    v.get(field)?.as_str().map(str::to_owned)
+}
+
+fn artifact_type_of(bytes: &[u8]) -> Option<String> {
+    json_field(bytes, "artifactType")
+}
+
+fn media_type_of(bytes: &[u8]) -> Option<String> {
+    json_field(bytes, "mediaType")
+}
+
+/// A blob being written: hash on the fly, then [`BlobWriter::commit`] renames it to its digest.
+pub struct BlobWriter<'s> {
+    store: &'s Store,
+    tmp: NamedTempFile,
+    out: HashingWriter<BufWriter<File>>,
+}
+
+impl BlobWriter<'_> {
+    /// Flushes, fsyncs and renames the blob into place; returns its digest and size.
+    pub fn commit(self) -> Result<(Digest, u64), StoreError> {
+        let (digest, size, buffered) = self.out.finish();
+        let file = buffered
+            .into_inner()
+            .map_err(|e| io_err("write", self.tmp.path())(e.into_error()))?;
+        let target = self.store.blob_path(&digest);
+        if self.store.has_blob(&digest) {
+            // Another build stored the same bytes first; ours are identical, drop them.
+            return Ok((digest, size));
+        }
+        file.sync_all().map_err(io_err("sync", self.tmp.path()))?;
+        drop(file);
+        persist(self.tmp, &target)?;
+        Ok((digest, size))
+    }
+
+    pub fn written(&self) -> u64 {
+        self.out.written()
+    }
+}
+
+impl Write for BlobWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blobs_round_trip_and_tags_resolve() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s")).unwrap();
+        let (d, n) = store
+            .put_blob_from_reader(&b"hello"[..], &mut |_| {})
+            .unwrap();
+        assert_eq!(d, Digest::of(b"hello"));
+        assert_eq!(n, 5);
+        assert_eq!(store.read_blob(&d).unwrap(), b"hello");
+        let m = br#"{"schemaVersion":2,"artifactType":"x/y"}"#;
+        let desc = store.put_manifest(m, MANIFEST_V1).unwrap();
+        assert_eq!(desc.artifact_type.as_deref(), Some("x/y"));
+        assert_eq!(store.tag("meteo", &desc).unwrap(), "meteo:latest");
+        store.tag("b/c:1", &desc).unwrap();
+        assert_eq!(store.resolve("meteo").unwrap().unwrap().digest, desc.digest);
+        assert_eq!(
+            store.resolve("meteo:latest").unwrap().unwrap().digest,
+            desc.digest
+        );
+        assert_eq!(
+            store.resolve(&desc.digest).unwrap().unwrap().digest,
+            desc.digest
+        );
+        assert_eq!(
+            store.resolve(&desc.digest[7..14]).unwrap().unwrap().digest,
+            desc.digest
+        );
+        assert!(store.resolve("nope").unwrap().is_none());
+        let names: Vec<String> = store.list().unwrap().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["b/c:1", "meteo:latest"]);
+        assert!(store.untag("meteo").unwrap());
+        assert!(!store.untag("meteo").unwrap());
+        assert!(fs::read_dir(dir.path().join("s/.tmp"))
+            .unwrap()
+            .next()
+            .is_none());
+    }
+
+    #[test]
+    fn stale_temp_files_are_collected_but_locked_and_fresh_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tmp = dir.path().join(".tmp");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        let make = |name: &str, aged: bool| {
+            let f = File::create(tmp.join(name)).unwrap();
+            if aged {
+                f.set_modified(old).unwrap();
+            }
+            f
+        };
+        drop(make("blob-stale", true));
+        drop(make("fresh", false));
+        let held = make("blob-held", true);
+        held.lock().unwrap();
+        // A live writer's file, made the way the store makes them.
+        let writer = store.blob_writer().unwrap();
+        fs::create_dir(tmp.join("a-dir")).unwrap();
+        drop(Store::open(dir.path()).unwrap());
+        let mut left: Vec<String> = fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with("blob-") || n == "blob-held" || n == "blob-stale")
+            .collect();
+        left.sort();
+        assert_eq!(left, ["a-dir", "blob-held", "fresh"]);
+        assert_eq!(
+            collect_stale_temps(&tmp, std::time::Duration::ZERO),
+            1,
+            "only `fresh` is unlocked"
+        );
+        assert!(tmp.join("blob-held").exists());
+        let (d, _) = writer.commit().unwrap();
+        assert!(
+            store.has_blob(&d),
+            "the collector left the live writer's file alone"
+        );
+        drop(held);
+        assert_eq!(collect_stale_temps(&tmp, std::time::Duration::ZERO), 1);
+    }
+
+    #[test]
+    fn corrupt_blob_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (d, _) = store.put_blob_bytes(b"{}").unwrap();
+        fs::write(store.blob_path(&d), b"[]").unwrap();
+        assert!(matches!(
+            store.read_blob(&d),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+}

@@ -1,0 +1,304 @@
+//! Store hygiene: removes the blobs that no `index.json` entry reaches (`otters prune`).
+//!
+//! Takes: a [`Store`] and [`PruneOptions`]. Returns: a [`PruneReport`] (what went, what was kept
+//! because it is recent). Must never: remove a blob reachable from any `index.json` entry, tagged
+//! or not (manifests, the manifests of an index, configs, layers); run without holding the store's
+//! index lock; or remove a blob whose mtime is within the grace period.
+//!
+//! Why that is safe against a concurrent build: a build writes (or finds and reuses) every blob
+//! first and tags its manifest last, under the same lock. Every blob a writer writes gets a fresh
+//! mtime, and every blob a writer reuses is found through [`Store::has_blob`] or
+//! [`Store::stored_size`], which set its mtime to now. So a blob a build relies on but has not
+//! tagged yet is younger than the grace period, unless the build took longer than that between
+//! storing a blob and tagging its image. A blob refreshed between the age check and its removal is
+//! caught too: the blob is renamed into `.tmp/` first, its mtime checked again on the open file,
+//! and it is put back when it was refreshed in between.
+
+use crate::path_io::{io_err, PathIoError};
+use crate::spec::descriptor::{Descriptor, ManifestDoc};
+use crate::spec::digest::Digest;
+use crate::store::layout::{Store, StoreError};
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+/// The default grace period: an unreferenced blob modified or reused less than this long ago is
+/// kept, since a running build may be about to tag it.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);
+
+#[derive(Clone, Copy, Debug)]
+pub struct PruneOptions {
+    /// List what would go; remove nothing.
+    pub dry_run: bool,
+    /// Unreferenced blobs younger than this are kept.
+    pub grace: Duration,
+}
+
+/// One blob removed (or, with `dry_run`, to be removed) or kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrunedBlob {
+    pub digest: String,
+    pub size: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct PruneReport {
+    /// Unreferenced blobs removed (with `dry_run`: that would be removed), in digest order.
+    pub removed: Vec<PrunedBlob>,
+    /// Unreferenced blobs kept because they are younger than the grace period.
+    pub kept_recent: Vec<PrunedBlob>,
+    /// How many digests the index entries reach.
+    pub reachable: usize,
+}
+
+impl PruneReport {
+    /// Bytes freed (or, with `dry_run`, that would be freed).
+    pub fn freed(&self) -> u64 {
+        self.removed.iter().map(|b| b.size).sum()
+    }
+
+    /// Bytes held by the unreferenced blobs kept for their age.
+    pub fn kept_recent_bytes(&self) -> u64 {
+        self.kept_recent.iter().map(|b| b.size).sum()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PruneError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Io(#[from] PathIoError),
+    #[error("manifest {digest} in the store is not a valid manifest or index ({source}), so what it references is unknown; nothing was removed: remove its tag with `otters rm` or pull the image again")]
+    BadManifest {
+        digest: String,
+        source: serde_json::Error,
+    },
+}
+
+/// Removes every blob under `blobs/sha256/` that no `index.json` entry reaches and that is older
+/// than `opts.grace`, holding the index lock throughout (tags wait until it is done).
+pub fn prune(store: &Store, opts: PruneOptions) -> Result<PruneReport, PruneError> {
+    let _lock = store.lock_index()?;
+    // Computed once the lock is held: anything refreshed from here on is newer than the cutoff.
+    let cutoff = SystemTime::now()
+        .checked_sub(opts.grace)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let keep = reachable(store)?;
+    let mut report = PruneReport {
+        reachable: keep.len(),
+        ..PruneReport::default()
+    };
+    let dir = store.root().join("blobs/sha256");
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .map_err(io_err("list", &dir))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        // Anything but a sha256 blob name is not the store's, and is left alone.
+        .filter(|n| n.len() == 64 && n.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+        .collect();
+    names.sort();
+    for name in names {
+        let digest = format!("sha256:{name}");
+        if keep.contains(&digest) {
+            continue;
+        }
+        let path = dir.join(&name);
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.file_type().is_file() {
+            continue;
+        }
+        let blob = PrunedBlob {
+            digest,
+            size: meta.len(),
+        };
+        if is_recent(&meta, cutoff) {
+            report.kept_recent.push(blob);
+        } else if opts.dry_run || remove_unless_refreshed(store, &path, &name, cutoff)? {
+            report.removed.push(blob);
+        } else {
+            report.kept_recent.push(blob);
+        }
+    }
+    Ok(report)
+}
+
+/// The digests reachable from the entries of `index.json`. A manifest that is not stored (an index
+/// of which only one platform was pulled) reaches nothing; one that cannot be read is an error,
+/// since what it references is then unknown.
+fn reachable(store: &Store) -> Result<HashSet<String>, PruneError> {
+    let mut keep = HashSet::new();
+    // (descriptor, whether it is a manifest or index to look into)
+    let mut todo: Vec<(Descriptor, bool)> =
+        store.read_index()?.into_iter().map(|d| (d, true)).collect();
+    while let Some((d, is_manifest)) = todo.pop() {
+        if !keep.insert(d.digest.clone()) || !is_manifest {
+            continue;
+        }
+        let Ok(digest) = Digest::parse(&d.digest) else {
+            continue;
+        };
+        let bytes = match store.read_blob(&digest) {
+            Ok(b) => b,
+            Err(StoreError::MissingBlob(_)) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let doc: ManifestDoc =
+            serde_json::from_slice(&bytes).map_err(|source| PruneError::BadManifest {
+                digest: d.digest.clone(),
+                source,
+            })?;
+        todo.extend(doc.config.into_iter().map(|c| (c, false)));
+        todo.extend(doc.layers.into_iter().map(|l| (l, false)));
+        todo.extend(doc.manifests.into_iter().map(|m| (m, true)));
+    }
+    Ok(keep)
+}
+
+fn is_recent(meta: &fs::Metadata, cutoff: SystemTime) -> bool {
+    // A file without a usable mtime is treated as recent: when in doubt, keep.
+    meta.modified().map_or(true, |m| m > cutoff)
+}
+
+/// Removes the blob at `path` unless a writer refreshed it since it was looked at. The blob is
+/// locked (so the `.tmp/` collector leaves it alone) and renamed into `.tmp/`, where no writer
+/// finds it; then its mtime is read again from the open file. Returns whether it was removed.
+fn remove_unless_refreshed(
+    store: &Store,
+    path: &Path,
+    name: &str,
+    cutoff: SystemTime,
+) -> Result<bool, PruneError> {
+    let Ok(file) = File::open(path) else {
+        return Ok(false);
+    };
+    file.lock().map_err(io_err("lock", path))?;
+    let trash = store.tmp_dir().join(format!("prune-{name}"));
+    if fs::rename(path, &trash).is_err() {
+        return Ok(false);
+    }
+    let meta = file.metadata().map_err(io_err("stat", &trash))?;
+    if is_recent(&meta, cutoff) {
+        // A writer reused it between the first look and the rename. If it saw the blob missing
+        // and wrote its own copy meanwhile, that copy has the same bytes: either may stay.
+        fs::rename(&trash, path).map_err(io_err("put back", path))?;
+        return Ok(false);
+    }
+    fs::remove_file(&trash).map_err(io_err("remove", &trash))?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::descriptor::MANIFEST_V1;
+
+    fn age(store: &Store, digest: &Digest) {
+        let old = SystemTime::now() - Duration::from_secs(7200);
+        File::options()
+            .write(true)
+            .open(store.blob_path(digest))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
+    fn image(store: &Store, layer: &[u8]) -> (Descriptor, Vec<Digest>) {
+        let (l, ln) = store.put_blob_bytes(layer).unwrap();
+        let (c, cn) = store.put_blob_bytes(b"{}").unwrap();
+        let m = format!(
+            r#"{{"schemaVersion":2,"config":{{"mediaType":"x","digest":"{c}","size":{cn}}},"layers":[{{"mediaType":"y","digest":"{l}","size":{ln}}}]}}"#
+        );
+        let d = store.put_manifest(m.as_bytes(), MANIFEST_V1).unwrap();
+        let md = Digest::parse(&d.digest).unwrap();
+        (d, vec![l, c, md])
+    }
+
+    #[test]
+    fn removes_only_unreachable_old_blobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (a, a_blobs) = image(&store, b"layer a");
+        let (_b, b_blobs) = image(&store, b"layer b");
+        store.tag("a:1", &a).unwrap();
+        let (stray, _) = store.put_blob_bytes(b"young stray").unwrap();
+        for d in a_blobs.iter().chain(&b_blobs) {
+            age(&store, d);
+        }
+        let opts = |dry_run| PruneOptions {
+            dry_run,
+            grace: DEFAULT_GRACE,
+        };
+        let dry = prune(&store, opts(true)).unwrap();
+        let gone: Vec<&str> = dry.removed.iter().map(|b| b.digest.as_str()).collect();
+        let mut want = vec![b_blobs[0].as_str(), b_blobs[2].as_str()];
+        want.sort_unstable();
+        assert_eq!(
+            gone, want,
+            "b's layer and manifest; the shared config stays"
+        );
+        assert!(
+            store.blob_path(&b_blobs[0]).exists(),
+            "dry run removes nothing"
+        );
+        assert_eq!(dry.kept_recent[0].digest, stray.as_str());
+
+        let done = prune(&store, opts(false)).unwrap();
+        assert_eq!(done.removed, dry.removed);
+        assert_eq!(done.freed(), dry.freed());
+        assert!(!store.blob_path(&b_blobs[0]).exists());
+        for d in &a_blobs {
+            assert!(store.has_blob(d));
+        }
+        assert!(store.has_blob(&stray));
+        assert!(
+            fs::read_dir(dir.path().join(".tmp"))
+                .unwrap()
+                .next()
+                .is_none(),
+            "no trash left"
+        );
+    }
+
+    #[test]
+    fn reusing_a_blob_refreshes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (d, _) = store.put_blob_bytes(b"reused").unwrap();
+        age(&store, &d);
+        // A build finding the blob in place (instead of writing it) keeps it alive.
+        store.put_blob_bytes(b"reused").unwrap();
+        let report = prune(
+            &store,
+            PruneOptions {
+                dry_run: false,
+                grace: DEFAULT_GRACE,
+            },
+        )
+        .unwrap();
+        assert!(report.removed.is_empty());
+        assert!(store.has_blob(&d));
+    }
+
+    #[test]
+    fn an_unreadable_manifest_stops_the_prune() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let d = store.put_manifest(b"not json", MANIFEST_V1).unwrap();
+        store.tag("bad", &d).unwrap();
+        let (stray, _) = store.put_blob_bytes(b"old").unwrap();
+        age(&store, &stray);
+        let e = prune(
+            &store,
+            PruneOptions {
+                dry_run: false,
+                grace: Duration::ZERO,
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("nothing was removed"), "{e}");
+        assert!(store.has_blob(&stray));
+    }
+}

@@ -1,0 +1,708 @@
+//! The build entry point: Agentfile → checked model → resolved model and pins → plan → blobs and
+//! manifest in a store → tags (→ oci-archive, `Agentfile.lock`, pushes).
+//!
+//! Takes: [`BuildOptions`], the target [`Store`] and a [`Progress`] sink. Returns: a
+//! [`BuildOutput`] (descriptor, tags, warnings to show, lock and push results) or a [`BuildError`]
+//! that carries the diagnostics and the [`SourceFile`] to render them against. Must never: print,
+//! write `Agentfile.lock` before the image is in the store, write a lock for an Agentfile read from
+//! stdin or in an `offline` build, or contact a registry with `offline` (resolution reads pins
+//! from the lock alone).
+
+// Rationale: `BuildError` carries the diagnostics and source file a failed build must show; one
+// build returns it once, so its size costs nothing worth boxing for.
+#![allow(clippy::result_large_err)]
+
+pub mod hash_cache;
+pub mod ignore;
+pub mod inputs;
+pub mod nofollow;
+pub mod tarball;
+pub mod write;
+
+use crate::build::hash_cache::HashCache;
+use crate::build::ignore::Ignore;
+use crate::build::inputs::FsInputs;
+use crate::lower::{self, plan, Pins};
+use crate::resolve::{self, LockError};
+use otters_agentfile::check;
+use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
+use otters_core::files::{self, ReadError};
+use otters_oci::archive::{self, ArchiveError};
+use otters_oci::reference::Reference;
+use otters_oci::registry::platform::BadPlatform;
+use otters_oci::registry::sources::Sources;
+use otters_oci::registry::transfer::{self, Event, TransferReport};
+use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::store::refname::{new_tag_name, tag_name, RefNameError};
+use otters_oci::{Store, StoreError};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use write::{write_plan, WriteError, WriteOptions};
+
+/// Where the Agentfile comes from.
+#[derive(Clone, Debug)]
+pub enum AgentfileSource {
+    /// A file on disk; `Agentfile.lock` lives beside it.
+    Path(PathBuf),
+    /// Bytes read from standard input; no lock file is read or written.
+    Stdin(Vec<u8>),
+}
+
+/// What to build and how.
+// Rationale: the flags mirror `otters build`'s switches one to one.
+#[allow(clippy::struct_excessive_bools)]
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// The build context: ADD sources are relative to it, and nothing outside it is read.
+    pub context: PathBuf,
+    pub agentfile: AgentfileSource,
+    /// Tags to give the image; empty means `<NAME>:latest` (`agent:latest` without NAME).
+    pub tags: Vec<String>,
+    pub build_args: BTreeMap<String, String>,
+    /// `--label`: added to the Agentfile's LABELs (overriding one of the same key), so they reach
+    /// the config blob and the manifest annotations exactly as a LABEL does.
+    pub labels: BTreeMap<String, String>,
+    /// `--annotation`: manifest annotations only, set last (they override LABELs and the title).
+    pub annotations: BTreeMap<String, String>,
+    /// Also write the image to this oci-archive file.
+    pub archive: Option<PathBuf>,
+    /// Take every pin from `Agentfile.lock`; never contact a registry.
+    pub offline: bool,
+    /// Fail (AF406) when resolution would change `Agentfile.lock`.
+    pub locked: bool,
+    /// With `offline`: build references the lock does not pin without a digest (warning).
+    pub allow_unpinned: bool,
+    /// `os/arch[/variant]` to resolve RUNTIME and BIN images for; default this machine.
+    pub platform: Option<String>,
+    /// Allow plain HTTP and unverified TLS for registries that are not on this machine.
+    pub insecure: bool,
+    /// Push every tag to its registry after building.
+    pub push: bool,
+    /// The file-hash cache to use (`$OTTERS_HOME/cache/blobs.json`); `None` re-reads everything.
+    pub hash_cache: Option<PathBuf>,
+    pub source_date_epoch: Option<u64>,
+    /// Where registry credentials are read from; default `$DOCKER_CONFIG` or `~/.docker`.
+    pub docker_config: Option<PathBuf>,
+}
+
+impl BuildOptions {
+    /// Options for building `agentfile` in `context` with every switch off.
+    pub fn new(context: PathBuf, agentfile: AgentfileSource) -> Self {
+        BuildOptions {
+            context,
+            agentfile,
+            tags: Vec::new(),
+            build_args: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            archive: None,
+            offline: false,
+            locked: false,
+            allow_unpinned: false,
+            platform: None,
+            insecure: false,
+            push: false,
+            hash_cache: None,
+            source_date_epoch: None,
+            docker_config: None,
+        }
+    }
+}
+
+/// Receives progress: large inputs being stored, and blobs being pushed.
+pub trait Progress: write::Progress {
+    /// A push to `reference` starts.
+    fn push_started(&mut self, _reference: &str) {}
+    fn transfer(&mut self, _event: &Event<'_>) {}
+    /// The push to `reference` ended (successfully or not).
+    fn push_finished(&mut self, _reference: &str) {}
+}
+
+/// Reports nothing.
+pub struct NoProgress;
+
+impl write::Progress for NoProgress {
+    fn begin(&mut self, _: &str, _: u64) {}
+    fn advance(&mut self, _: u64) {}
+    fn end(&mut self) {}
+}
+
+impl Progress for NoProgress {}
+
+/// What happened to `Agentfile.lock`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockWrite {
+    pub path: PathBuf,
+    /// False when the file already held these bytes (it was not rewritten).
+    pub changed: bool,
+    pub images: usize,
+}
+
+/// A successful build.
+#[derive(Clone, Debug)]
+pub struct BuildOutput {
+    /// The manifest in the store.
+    pub descriptor: Descriptor,
+    /// The tags given, as stored.
+    pub tags: Vec<String>,
+    /// The Agentfile, to render [`Self::diagnostics`] against.
+    pub file: SourceFile,
+    /// Warnings and lints of analysis and resolution (no errors).
+    pub diagnostics: Vec<Diagnostic>,
+    /// `None` when nothing was resolved or the Agentfile came from stdin.
+    pub lock: Option<LockWrite>,
+    /// One report per pushed tag, in tag order.
+    pub pushed: Vec<TransferReport>,
+    /// `build_args` keys no ARG of the Agentfile declares (the CLI warns, as docker does).
+    pub unused_build_args: Vec<String>,
+}
+
+/// Why a build failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ErrorKind {
+    #[error("build context {} is not a directory; give a directory that holds the Agentfile and the files it adds", .0.display())]
+    NotADirectory(PathBuf),
+    #[error("cannot read Agentfile {}: {source}; pass the Agentfile with -f, relative to the context", path.display())]
+    ReadAgentfile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The Agentfile or `.agentignore` cannot be used (too large, not a regular file, linked
+    /// out of the context).
+    #[error("{0}")]
+    ProjectFile(ReadError),
+    #[error("{0} has errors; nothing was built")]
+    Invalid(String),
+    #[error("cannot resolve the images {0} names; nothing was built")]
+    Unresolved(String),
+    #[error("{0} names build inputs that cannot be used; nothing was built")]
+    Inputs(String),
+    #[error("--platform: {0}")]
+    Platform(#[from] BadPlatform),
+    #[error("-t {tag}: {source}")]
+    Tag { tag: String, source: RefNameError },
+    #[error("cannot open build context {}: {source}", path.display())]
+    Context {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {reason}", path.display())]
+    Ignore { path: PathBuf, reason: String },
+    #[error("cannot lower {name}: {reason}")]
+    Lower { name: String, reason: String },
+    #[error("cannot write the image into {}: {source}", store.display())]
+    Write { store: PathBuf, source: WriteError },
+    #[error("cannot tag the image: {0}")]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    #[error("the image was built ({digest}) but {source}")]
+    Lock { digest: String, source: LockError },
+    #[error("the image was built ({digest}) but the push to {reference} failed: {source}")]
+    Push {
+        digest: String,
+        reference: String,
+        source: RegistryError,
+    },
+    #[error("the image was built ({digest}) but cannot be pushed as {reference}: {reason}")]
+    PushReference {
+        digest: String,
+        reference: String,
+        reason: String,
+    },
+}
+
+/// A failed build: what failed, and the diagnostics to show against the Agentfile (warnings
+/// found before the failure included).
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}")]
+pub struct BuildError {
+    pub kind: ErrorKind,
+    pub file: Option<SourceFile>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl From<ErrorKind> for BuildError {
+    fn from(kind: ErrorKind) -> Self {
+        BuildError {
+            kind,
+            file: None,
+            diagnostics: Vec::new(),
+        }
+    }
+}
+
+/// The context and Agentfile for `otters build CONTEXT [-f FILE]`: `CONTEXT` may be a directory
+/// (its `Agentfile` is built) or an Agentfile (its directory is the context). A relative `-f` is
+/// taken relative to the context, or, when no such file exists there, as written (relative to the
+/// working directory, as `docker build -f` does).
+pub fn locate(context: &Path, file: Option<&Path>) -> (PathBuf, PathBuf) {
+    match file {
+        Some(f) => {
+            let in_context = context.join(f);
+            if f.is_relative() && !in_context.exists() && f.exists() {
+                (context.to_owned(), f.to_owned())
+            } else {
+                (context.to_owned(), in_context)
+            }
+        }
+        None if context.is_file() => (
+            context
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_owned(),
+            context.to_owned(),
+        ),
+        None => (context.to_owned(), context.join("Agentfile")),
+    }
+}
+
+/// Reads the Agentfile: at most [`files::MAX_AGENTFILE`] bytes of a regular file. Inside
+/// the context, a symlink is followed only while it stays inside the context (a repository's
+/// `Agentfile -> /etc/shadow` must not become the Agentfile layer); a file named outside the
+/// context with `-f` is confined to its own directory.
+fn read_agentfile(context: &Path, path: &Path) -> Result<Vec<u8>, ErrorKind> {
+    let (root, rel) = match files::split_inside(context, path) {
+        Some(rel) => (context.to_owned(), rel),
+        None => files::parent_and_name(path),
+    };
+    files::read_confined(&root, &rel, path, "Agentfile", files::MAX_AGENTFILE).map_err(
+        |e| match e {
+            ReadError::Io { path, source } => ErrorKind::ReadAgentfile { path, source },
+            e => ErrorKind::ProjectFile(e),
+        },
+    )
+}
+
+/// Builds (see the module docs).
+pub fn build(
+    opts: &BuildOptions,
+    store: &Store,
+    progress: &mut dyn Progress,
+) -> Result<BuildOutput, BuildError> {
+    check_tags(&opts.tags)?;
+    if !opts.context.is_dir() {
+        return Err(ErrorKind::NotADirectory(opts.context.clone()).into());
+    }
+    let (name, bytes, agentfile_path) = match &opts.agentfile {
+        AgentfileSource::Stdin(bytes) => ("<stdin>".to_owned(), bytes.clone(), None),
+        AgentfileSource::Path(p) => {
+            let bytes = read_agentfile(&opts.context, p)?;
+            (p.display().to_string(), bytes, Some(p.clone()))
+        }
+    };
+    let check_opts = check::Options {
+        build_args: opts.build_args.clone(),
+        // As in `otters lint`: a moving tag the lock pins is not reported (AF201). An unreadable
+        // lock is reported by resolution (AF409).
+        locked: agentfile_path
+            .as_deref()
+            .map(resolve::lockfile::pinned_beside)
+            .unwrap_or_default(),
+        // The portability lints (AF230–AF235) belong to `otters lint`, which reads their
+        // targets from otters.toml; the build reads no otters.toml, so it leaves them out.
+        portability: Some(Vec::new()),
+        ..check::Options::default()
+    };
+    let (file, analysis) = check::analyze_bytes(&name, &bytes, &check_opts);
+    let fail = |kind: ErrorKind, diagnostics: Vec<Diagnostic>| BuildError {
+        kind,
+        file: Some(file.clone()),
+        diagnostics,
+    };
+    if analysis.has_errors() {
+        return Err(fail(ErrorKind::Invalid(name), analysis.diagnostics));
+    }
+    // A build argument an ARG declares is recorded among the ARGs (the override wins).
+    let unused_build_args = opts
+        .build_args
+        .keys()
+        .filter(|k| !analysis.model.agent.args.contains_key(*k))
+        .cloned()
+        .collect();
+    let mut shown = analysis.diagnostics.clone();
+    let platform = match &opts.platform {
+        Some(p) => TargetPlatform::parse(p).map_err(|e| fail(e.into(), shown.clone()))?,
+        None => TargetPlatform::host(),
+    };
+
+    // Resolution: FROM parent, RUNTIME and BIN pins.
+    let a = &analysis.model.agent;
+    let needs_resolution = !a.is_scratch()
+        || a.runtime.as_ref().is_some_and(|r| !r.value.is_empty())
+        || !a.bins.is_empty();
+    let mut resolution = None;
+    if needs_resolution {
+        // A stdin build has no lock: point resolution at a path that cannot exist.
+        let scratch = tempfile::tempdir().map_err(|source| {
+            fail(
+                ErrorKind::Context {
+                    path: std::env::temp_dir(),
+                    source,
+                },
+                shown.clone(),
+            )
+        })?;
+        let lock_path = agentfile_path.as_deref().map_or_else(
+            || scratch.path().join(resolve::LOCK_NAME),
+            resolve::lock_path_for,
+        );
+        let ropts = resolve::Options {
+            offline: opts.offline,
+            locked: opts.locked,
+            allow_unpinned: opts.allow_unpinned,
+            platform,
+            insecure: opts.insecure,
+            lock_path,
+            store: store.clone(),
+            docker_config: opts.docker_config.clone(),
+        };
+        match resolve::resolve(&analysis.model, &ropts) {
+            Ok(r) => {
+                shown.extend(r.warnings.iter().cloned());
+                resolution = Some(r);
+            }
+            Err(diags) => {
+                shown.extend(diags);
+                shown.sort_by_key(|d| d.span.start);
+                return Err(fail(ErrorKind::Unresolved(name), shown));
+            }
+        }
+    }
+    let (model, pins, inherited_adds) = match &resolution {
+        Some(r) => (&r.model, r.pins.clone(), r.inherited_adds.clone()),
+        None => (&analysis.model, Pins::default(), Vec::new()),
+    };
+    let labelled;
+    let model = if opts.labels.is_empty() {
+        model
+    } else {
+        let mut m = model.clone();
+        for (k, v) in &opts.labels {
+            m.agent.labels.insert(
+                k.clone(),
+                otters_agentfile::ir::Node::new(
+                    v.clone(),
+                    otters_agentfile::diagnostic::Span::default(),
+                ),
+            );
+        }
+        labelled = m;
+        &labelled
+    };
+
+    let tags = tags_for(&opts.tags, model.agent.name_str()).map_err(|k| fail(k, shown.clone()))?;
+    let inputs = FsInputs::new(&opts.context).map_err(|source| {
+        fail(
+            ErrorKind::Context {
+                path: opts.context.clone(),
+                source,
+            },
+            shown.clone(),
+        )
+    })?;
+    let agentfile_dir = agentfile_path
+        .as_deref()
+        .map(|p| agentfile_dir(inputs.root(), p))
+        .unwrap_or_default();
+    let mut plan = match lower::lower(
+        model,
+        &bytes,
+        &pins,
+        &inputs,
+        &plan::Options {
+            source_date_epoch: opts.source_date_epoch,
+            agentfile_dir,
+            inherited_adds,
+        },
+    ) {
+        Ok(p) => p,
+        Err(lower::LowerError::Inputs(diags)) => {
+            shown.extend(diags);
+            shown.sort_by_key(|d| d.span.start);
+            return Err(fail(ErrorKind::Inputs(name), shown));
+        }
+        Err(e) => {
+            return Err(fail(
+                ErrorKind::Lower {
+                    name,
+                    reason: e.to_string(),
+                },
+                shown,
+            ))
+        }
+    };
+    plan.annotations.extend(opts.annotations.clone());
+    let ignore_path = inputs.root().join(".agentignore");
+    let ignore = match inputs.read_agentignore() {
+        Ok(Some(text)) => Ignore::parse(&text).map_err(|e| {
+            fail(
+                ErrorKind::Ignore {
+                    path: ignore_path.clone(),
+                    reason: e.to_string(),
+                },
+                shown.clone(),
+            )
+        })?,
+        Ok(None) => Ignore::default(),
+        Err(reason) => {
+            return Err(fail(
+                ErrorKind::Ignore {
+                    path: ignore_path,
+                    reason,
+                },
+                shown,
+            ))
+        }
+    };
+
+    let mut cache = opts.hash_cache.as_ref().map(HashCache::load);
+    let written = write_plan(
+        store,
+        &plan,
+        WriteOptions {
+            ignore: &ignore,
+            cache: cache.as_mut(),
+            progress: &mut *progress,
+        },
+    );
+    let descriptor = match written {
+        Ok(d) => d,
+        Err(
+            e @ WriteError::Input {
+                span: Some(span), ..
+            },
+        ) => {
+            let d = if e.is_escape() {
+                Diagnostic::error("AF302", span, e.to_string())
+            } else {
+                Diagnostic::error("AF303", span, e.to_string())
+            };
+            shown.push(d.with_help(
+                "directory ADDs may hold only regular files, directories and symlinks that stay inside them",
+            ));
+            shown.sort_by_key(|d| d.span.start);
+            return Err(fail(ErrorKind::Inputs(name), shown));
+        }
+        Err(source) => {
+            return Err(fail(
+                ErrorKind::Write {
+                    store: store.root().to_owned(),
+                    source,
+                },
+                shown,
+            ))
+        }
+    };
+    if let Some(c) = &cache {
+        // The cache only speeds builds up; failing to save it is not a build failure.
+        let _ = c.save();
+    }
+    for t in &tags {
+        store
+            .tag(t, &descriptor)
+            .map_err(|e| fail(e.into(), shown.clone()))?;
+    }
+    if let Some(dest) = &opts.archive {
+        archive::save(store, &descriptor, &tags, dest)
+            .map_err(|e| fail(e.into(), shown.clone()))?;
+    }
+    // `--offline` reads the lock and never writes it (an offline build learns nothing new).
+    let lock = match (&resolution, &agentfile_path) {
+        (Some(r), Some(p)) if !opts.offline => {
+            let path = resolve::lock_path_for(p);
+            let changed = r.lock.write_if_changed(&path).map_err(|source| {
+                fail(
+                    ErrorKind::Lock {
+                        digest: descriptor.digest.clone(),
+                        source,
+                    },
+                    shown.clone(),
+                )
+            })?;
+            Some(LockWrite {
+                path,
+                changed,
+                images: r.lock.images.len(),
+            })
+        }
+        _ => None,
+    };
+    let pushed = if opts.push {
+        push_tags(opts, store, &descriptor, &tags, progress).map_err(|k| fail(k, shown.clone()))?
+    } else {
+        Vec::new()
+    };
+    Ok(BuildOutput {
+        descriptor,
+        tags,
+        file,
+        diagnostics: shown,
+        lock,
+        pushed,
+        unused_build_args,
+    })
+}
+
+/// The tags to give: `wanted` as stored (each must follow the reference grammar, see
+/// [`check_tags`]), or `<NAME>:latest`.
+fn tags_for(wanted: &[String], name: Option<&str>) -> Result<Vec<String>, ErrorKind> {
+    if wanted.is_empty() {
+        let default = format!(
+            "{}:latest",
+            name.filter(|n| !n.is_empty()).unwrap_or("agent")
+        );
+        return tag_name(&default)
+            .map(|t| vec![t])
+            .map_err(|source| ErrorKind::Tag {
+                tag: default,
+                source,
+            });
+    }
+    check_tags(wanted)
+}
+
+/// The stored names of the tags a user asked for (`-t`), or the first one that is not a valid
+/// reference (with the rule it breaks and a suggestion). [`build`] calls it before it reads or
+/// writes anything, so a bad tag costs nothing; a CLI may call it before opening the store.
+pub fn check_tags(wanted: &[String]) -> Result<Vec<String>, ErrorKind> {
+    wanted
+        .iter()
+        .map(|t| {
+            new_tag_name(t).map_err(|source| ErrorKind::Tag {
+                tag: t.clone(),
+                source,
+            })
+        })
+        .collect()
+}
+
+/// The Agentfile's directory relative to the (canonical) context root, `/`-separated, with
+/// leading `..` when it lies outside; `""` when it is the root or cannot be found.
+fn agentfile_dir(root: &Path, agentfile: &Path) -> String {
+    let dir = agentfile
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return String::new();
+    };
+    let names = |p: &Path| -> Vec<String> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect()
+    };
+    let (from, to) = (names(root), names(&dir));
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts = vec!["..".to_owned(); from.len() - common];
+    parts.extend(to[common..].iter().cloned());
+    parts.join("/")
+}
+
+/// Pushes `descriptor` under every tag.
+fn push_tags(
+    opts: &BuildOptions,
+    store: &Store,
+    descriptor: &Descriptor,
+    tags: &[String],
+    progress: &mut dyn Progress,
+) -> Result<Vec<TransferReport>, ErrorKind> {
+    let client = RegistryClient::new(ClientOptions {
+        insecure: opts.insecure,
+        docker_config: opts.docker_config.clone(),
+        ..ClientOptions::default()
+    })
+    .map_err(|source| ErrorKind::Push {
+        digest: descriptor.digest.clone(),
+        reference: tags.join(", "),
+        source,
+    })?;
+    let mut sources = Sources::load(store.root());
+    let mut reports = Vec::new();
+    for tag in tags {
+        let mut dest = Reference::parse(tag).map_err(|e| ErrorKind::PushReference {
+            digest: descriptor.digest.clone(),
+            reference: tag.clone(),
+            reason: e.to_string(),
+        })?;
+        if dest.tag.is_none() && dest.digest.is_none() {
+            dest.tag = Some("latest".into());
+        }
+        progress.push_started(tag);
+        let result =
+            transfer::push_image(&client, store, descriptor, &dest, &mut sources, &mut |e| {
+                progress.transfer(&e);
+            });
+        progress.push_finished(tag);
+        let _ = sources.save();
+        reports.push(result.map_err(|source| ErrorKind::Push {
+            digest: descriptor.digest.clone(),
+            reference: dest.familiar(),
+            source,
+        })?);
+    }
+    Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_and_given_tags() {
+        assert_eq!(tags_for(&[], Some("meteo")).unwrap(), ["meteo:latest"]);
+        assert_eq!(tags_for(&[], None).unwrap(), ["agent:latest"]);
+        assert_eq!(
+            tags_for(&["a".into(), "r.io/x:1".into()], Some("n")).unwrap(),
+            ["a:latest", "r.io/x:1"]
+        );
+        assert!(matches!(
+            tags_for(&["a b".into()], None),
+            Err(ErrorKind::Tag { .. })
+        ));
+    }
+
+    #[test]
+    fn agentfile_dir_relative_to_the_context() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir_all(root.join("ctx/agents/a")).unwrap();
+        std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+        let ctx = root.join("ctx");
+        assert_eq!(agentfile_dir(&ctx, &ctx.join("Agentfile")), "");
+        assert_eq!(
+            agentfile_dir(&ctx, &ctx.join("agents/a/Agentfile")),
+            "agents/a"
+        );
+        assert_eq!(
+            agentfile_dir(&ctx, &root.join("elsewhere/Agentfile")),
+            "../elsewhere"
+        );
+    }
+
+    #[test]
+    fn locate_context_and_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = tmp.path().join("ctx");
+        std::fs::create_dir_all(&ctx).unwrap();
+        std::fs::write(ctx.join("Agentfile"), "FROM scratch\n").unwrap();
+        assert_eq!(locate(&ctx, None), (ctx.clone(), ctx.join("Agentfile")));
+        assert_eq!(
+            locate(&ctx.join("Agentfile"), None),
+            (ctx.clone(), ctx.join("Agentfile"))
+        );
+        assert_eq!(
+            locate(&ctx, Some(Path::new("Agentfile"))),
+            (ctx.clone(), ctx.join("Agentfile"))
+        );
+        // An -f that is not inside the context.
+        let outside = tmp.path().join("Other");
+        std::fs::write(&outside, "FROM scratch\n").unwrap();
+        assert_eq!(locate(&ctx, Some(&outside)), (ctx.clone(), outside.clone()));
+    }
+}

@@ -1,0 +1,374 @@
+//! Writes a lowered [`Plan`] into a [`Store`]: every blob streamed and hashed once while it is
+//! stored, then the manifest.
+//!
+//! Takes: a plan, a store, `.agentignore` rules, an optional [`HashCache`] and a [`Progress`]
+//! sink. Returns: the manifest's descriptor. Must never: read a whole input file into memory, hash
+//! an input twice, or write anything before every directory layer has been walked and checked
+//! (so an unsafe or unreadable input leaves the store untouched). Layers whose source is a blob
+//! already in the store (a FROM parent's ADDs) are checked to be there and reused by digest.
+
+use crate::build::hash_cache::{CachedBlob, HashCache, Stamp};
+use crate::build::ignore::Ignore;
+use crate::build::nofollow;
+use crate::build::tarball::{self, Checked, Entry, TarError, GZIP_LEVEL};
+use crate::lower::{Layer, Plan, Source};
+use otters_agentfile::diagnostic::Span;
+use otters_core::json::{to_compact, Value};
+use otters_oci::spec::descriptor::{
+    string_map, Descriptor, AGENT_ARTIFACT, AGENT_CONFIG, MANIFEST_V1,
+};
+use otters_oci::store::layout::{Store, StoreError};
+use otters_oci::Digest;
+use sha2::Digest as _;
+use std::io;
+
+/// Inputs at least this large get a progress bar.
+pub const PROGRESS_THRESHOLD: u64 = 32 << 20;
+
+/// Receives progress while large inputs are stored. The CLI draws bars; tests pass [`NoProgress`].
+pub trait Progress {
+    fn begin(&mut self, title: &str, total: u64);
+    fn advance(&mut self, bytes: u64);
+    fn end(&mut self);
+}
+
+/// Reports nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn begin(&mut self, _: &str, _: u64) {}
+    fn advance(&mut self, _: u64) {}
+    fn end(&mut self) {}
+}
+
+/// What went wrong with one layer's input.
+#[derive(Debug, thiserror::Error)]
+pub enum InputFailure {
+    #[error(transparent)]
+    Tar(#[from] TarError),
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: io::Error },
+    #[error("{path} changed while being read; build again when the context is stable")]
+    Changed { path: String },
+}
+
+/// Why writing failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// An input failed; `span` points at its ADD or `file://` in the Agentfile.
+    #[error("layer `{title}`: {failure}")]
+    Input {
+        title: String,
+        span: Option<Span>,
+        failure: InputFailure,
+    },
+    /// A layer reused by digest (a FROM parent's ADD) is not in the store.
+    #[error("layer `{title}` reuses blob {digest}, which is not in the store (or has the wrong size); build again without --offline to fetch the parent image")]
+    MissingBlob { title: String, digest: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Json(#[from] otters_core::json::UnsupportedFloat),
+    /// A layer title that would not be a safe path at run time (a FROM parent's ADD layer).
+    #[error("invalid artifact: layers[{index}] title {} is not a safe file name; the parent image's layer cannot be reused", otters_agentfile::ir::names::shown(.title))]
+    BadTitle { index: usize, title: String },
+}
+
+impl WriteError {
+    /// True when the input leads outside the build context (AF302), false when unreadable (AF303).
+    pub fn is_escape(&self) -> bool {
+        matches!(self, WriteError::Input { failure: InputFailure::Tar(t), .. } if t.is_escape())
+    }
+}
+
+/// Options of one write.
+pub struct WriteOptions<'a> {
+    pub ignore: &'a Ignore,
+    pub cache: Option<&'a mut HashCache>,
+    pub progress: &'a mut dyn Progress,
+}
+
+enum Prepared {
+    Bytes,
+    Stored(Digest),
+    File(Stamp),
+    Dir(Vec<Entry>),
+}
+
+/// Stores every blob of `plan` and its manifest; returns the manifest descriptor (not yet tagged).
+pub fn write_plan(
+    store: &Store,
+    plan: &Plan,
+    opts: WriteOptions<'_>,
+) -> Result<Descriptor, WriteError> {
+    let WriteOptions {
+        ignore,
+        mut cache,
+        progress,
+    } = opts;
+    check_titles(plan)?;
+    let mut prepared = Vec::with_capacity(plan.layers.len());
+    for layer in &plan.layers {
+        let title = title_of(layer);
+        let fail = |failure| input_error(layer, &title, failure);
+        prepared.push(match &layer.source {
+            Source::Bytes(_) => Prepared::Bytes,
+            Source::Stored { digest, size } => {
+                let missing = || WriteError::MissingBlob {
+                    title: title.clone(),
+                    digest: digest.clone(),
+                };
+                let d = Digest::parse(digest).map_err(|_| missing())?;
+                match store.stored_size(&d) {
+                    Some(n) if n == *size => Prepared::Stored(d),
+                    _ => return Err(missing()),
+                }
+            }
+            Source::File(path) => {
+                let (_, meta) = nofollow::open_file(path).map_err(|source| {
+                    fail(InputFailure::Read {
+                        path: path.display().to_string(),
+                        source,
+                    })
+                })?;
+                Prepared::File(Stamp::of(&meta))
+            }
+            Source::Dir { path, rel } => {
+                Prepared::Dir(tarball::walk(path, rel, &title, ignore).map_err(|e| fail(e.into()))?)
+            }
+        });
+    }
+
+    let (config_digest, config_size) = store.put_blob_bytes(&plan.config)?;
+    let config = Descriptor::new(AGENT_CONFIG, config_digest.to_string(), config_size);
+    let mut layers = Vec::with_capacity(plan.layers.len());
+    for (layer, prep) in plan.layers.iter().zip(prepared) {
+        let title = title_of(layer);
+        let fail = |failure| input_error(layer, &title, failure);
+        let (digest, size) = match (&layer.source, prep) {
+            (Source::Bytes(bytes), _) => store.put_blob_bytes(bytes)?,
+            (Source::Stored { size, .. }, Prepared::Stored(digest)) => (digest, *size),
+            (Source::File(path), Prepared::File(stamp)) => {
+                let key = HashCache::file_key(path, &stamp);
+                if let Some(hit) = cached(cache.as_deref(), store, &key) {
+                    hit
+                } else {
+                    let (digest, size) =
+                        store_file(store, path, &title, stamp, progress).map_err(|e| match e {
+                            WriteError::Input { failure, .. } => fail(failure),
+                            other => other,
+                        })?;
+                    if let Some(c) = cache.as_deref_mut() {
+                        if c.settled(&stamp) {
+                            let blob = CachedBlob {
+                                digest: digest.to_string(),
+                                size,
+                            };
+                            c.insert(key, blob);
+                        }
+                    }
+                    (digest, size)
+                }
+            }
+            (Source::Dir { .. }, Prepared::Dir(entries)) => {
+                let key = tree_key(&entries, plan.mtime);
+                if let Some(hit) = cached(cache.as_deref(), store, &key) {
+                    hit
+                } else {
+                    let (digest, size) = store_dir(store, &entries, plan.mtime, &title, progress)
+                        .map_err(|e| match e {
+                        WriteError::Input { failure, .. } => fail(failure),
+                        other => other,
+                    })?;
+                    if let Some(c) = cache.as_deref_mut() {
+                        let mut stamps = entries.iter().filter_map(|e| e.stamp.as_ref());
+                        if stamps.all(|s| c.settled(s)) {
+                            let blob = CachedBlob {
+                                digest: digest.to_string(),
+                                size,
+                            };
+                            c.insert(key, blob);
+                        }
+                    }
+                    (digest, size)
+                }
+            }
+            // `prepared` was built from the same layers in the same order.
+            _ => unreachable!("layer preparation out of step with its source"),
+        };
+        let mut d = Descriptor::new(layer.media_type.clone(), digest.to_string(), size);
+        d.annotations.clone_from(&layer.annotations);
+        layers.push(d);
+    }
+
+    let manifest = manifest_json(&config, &layers, &plan.annotations);
+    let bytes = to_compact(&manifest)?;
+    Ok(store.put_manifest(&bytes, MANIFEST_V1)?)
+}
+
+/// Every titled layer must have a title `otters run` can use as a path: this catches what a
+/// FROM parent's ADD layers carry over (the layers built here are titled from checked names).
+fn check_titles(plan: &Plan) -> Result<(), WriteError> {
+    use otters_agentfile::ir::names::{is_context_title, is_safe_rel};
+    use otters_oci::spec::descriptor::CONTEXT_LAYER;
+    for (index, layer) in plan.layers.iter().enumerate() {
+        let title = title_of(layer);
+        let ok = match layer.media_type.as_str() {
+            _ if title.is_empty() => true,
+            CONTEXT_LAYER => is_context_title(&title),
+            _ => is_safe_rel(&title),
+        };
+        if !ok {
+            return Err(WriteError::BadTitle { index, title });
+        }
+    }
+    Ok(())
+}
+
+/// The layer's title annotation (empty when it has none).
+fn title_of(layer: &Layer) -> String {
+    layer
+        .annotations
+        .get(otters_oci::spec::descriptor::ANN_TITLE)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// An input failure, named by the layer it happened in.
+fn input_error(layer: &Layer, title: &str, failure: InputFailure) -> WriteError {
+    WriteError::Input {
+        title: title.to_owned(),
+        span: layer.span,
+        failure,
+    }
+}
+
+fn input_err(failure: InputFailure) -> WriteError {
+    WriteError::Input {
+        title: String::new(),
+        span: None,
+        failure,
+    }
+}
+
+/// Streams one regular file into the store; returns its digest and size. The file is opened
+/// without following links and must still have the `stamp` it was checked with, before and after
+/// it is read; otherwise nothing is stored and the input "changed while being read".
+fn store_file(
+    store: &Store,
+    path: &std::path::Path,
+    title: &str,
+    stamp: Stamp,
+    progress: &mut dyn Progress,
+) -> Result<(Digest, u64), WriteError> {
+    let shown = path.display().to_string();
+    let changed_err = || {
+        input_err(InputFailure::Changed {
+            path: shown.clone(),
+        })
+    };
+    let (file, meta) = nofollow::open_file(path).map_err(|source| {
+        input_err(InputFailure::Read {
+            path: shown.clone(),
+            source,
+        })
+    })?;
+    let changed = std::cell::Cell::new(false);
+    let Some(reader) = Checked::new(file, &meta, stamp, &changed) else {
+        return Err(changed_err());
+    };
+    let big = stamp.size >= PROGRESS_THRESHOLD;
+    if big {
+        progress.begin(title, stamp.size);
+    }
+    let result = store.put_blob_from_reader(reader, &mut |n| {
+        if big {
+            progress.advance(n);
+        }
+    });
+    if big {
+        progress.end();
+    }
+    if changed.get() {
+        return Err(changed_err());
+    }
+    Ok(result?)
+}
+
+/// Writes one directory layer (tar+gzip) into the store.
+fn store_dir(
+    store: &Store,
+    entries: &[Entry],
+    mtime: u64,
+    title: &str,
+    progress: &mut dyn Progress,
+) -> Result<(Digest, u64), WriteError> {
+    let total: u64 = entries
+        .iter()
+        .map(|e| match e.kind {
+            tarball::EntryKind::File { size, .. } => size,
+            _ => 0,
+        })
+        .sum();
+    let big = total >= PROGRESS_THRESHOLD;
+    if big {
+        progress.begin(title, total);
+    }
+    let w = store.blob_writer()?;
+    let result = tarball::write_tar_gz(entries, mtime, w, &mut |n| {
+        if big {
+            progress.advance(n);
+        }
+    });
+    if big {
+        progress.end();
+    }
+    Ok(result.map_err(|e| input_err(e.into()))?.commit()?)
+}
+
+fn cached(cache: Option<&HashCache>, store: &Store, key: &str) -> Option<(Digest, u64)> {
+    let hit = cache?.get(key)?;
+    let digest = Digest::parse(&hit.digest).ok()?;
+    let on_disk = store.stored_size(&digest)?;
+    (on_disk == hit.size).then_some((digest, hit.size))
+}
+
+/// A directory layer's cache key: every entry's name, kind and stamp, the mtime stamped into the
+/// tar and the gzip level.
+fn tree_key(entries: &[Entry], mtime: u64) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(format!("tar:{mtime}:{GZIP_LEVEL}\0").as_bytes());
+    for e in entries {
+        h.update(&e.name);
+        h.update(
+            format!(
+                "\0{:?}\0{}\0",
+                e.kind,
+                e.stamp.map(|s| s.key()).unwrap_or_default()
+            )
+            .as_bytes(),
+        );
+    }
+    format!("tree:{}", hex::encode(h.finalize()))
+}
+
+/// The manifest document (spec §e.1): compact canonical JSON in Go's field order.
+pub fn manifest_json(
+    config: &Descriptor,
+    layers: &[Descriptor],
+    annotations: &std::collections::BTreeMap<String, String>,
+) -> Value {
+    let mut m = Value::object()
+        .with("schemaVersion", 2i64)
+        .with("mediaType", MANIFEST_V1)
+        .with("artifactType", AGENT_ARTIFACT)
+        .with("config", config.to_json())
+        .with(
+            "layers",
+            Value::Array(layers.iter().map(Descriptor::to_json).collect()),
+        );
+    if !annotations.is_empty() {
+        m.push("annotations", string_map(annotations));
+    }
+    m
+}

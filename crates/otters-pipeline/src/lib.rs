@@ -1,0 +1,15 @@
+//! The otters pipeline, on top of the Agentfile language and the OCI crate:
+//!
+//! ```text
+//!   └─ resolve  FROM parent merged; RUNTIME/BIN/FROM pinned to digests      registry I/O, lockfile
+//!   └─ lower    model + pins → artifact plan (blobs, config, manifest)      pure, deterministic
+//!   └─ build    plan → layers, config, manifest in the store; tags          I/O
+//!   └─ run      image → materialised agent tree → exec runtime              I/O, exec
+//! ```
+//!
+//! Nothing here prints: progress goes through callbacks, results and errors are values.
+
+pub mod build;
+pub mod lower;
+pub mod resolve;
+pub mod run;

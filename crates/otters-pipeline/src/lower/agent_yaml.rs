@@ -1,0 +1,400 @@
+//! The resolved `agent.yaml` (spec §g.2): written as the image's last layer at build time (without
+//! `id` and `image`) and again, complete, when `otters run` materialises an agent.
+//!
+//! Takes: the model, the pins and the executor flavour. Returns: YAML text. Must never: do I/O,
+//! write ENV values or mount host paths (they are secrets or host details), or depend on map
+//! iteration order. Every string is double-quoted with escapes, so no value can change the YAML's
+//! shape and the bytes are stable.
+
+use super::pins::Pins;
+use otters_agentfile::ir::Agentfile;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Which executor the file describes; it decides where binaries live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Executor {
+    /// The runtime runs on the host: `usr/bin/<tool>`, `/usr/local/bin/runtime`.
+    #[default]
+    System,
+    /// The runtime runs in a container: `/opt/bins/<tool>`, `/opt/runtime/runtime`.
+    Docker,
+}
+
+/// The image an agent was created from (run time only).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageRef {
+    pub reference: String,
+    pub digest: Option<String>,
+}
+
+/// What varies between the build-time and run-time forms.
+#[derive(Clone, Debug, Default)]
+pub struct Options<'a> {
+    pub id: Option<&'a str>,
+    pub image: Option<&'a ImageRef>,
+    pub executor: Executor,
+    /// Capability descriptions from a catalogue; capabilities not listed get no description.
+    pub capability_descriptions: Option<&'a BTreeMap<String, String>>,
+}
+
+/// Renders `agent.yaml`, keys in spec §g.2 order, empty sections omitted.
+pub fn render(model: &Agentfile, pins: &Pins, opts: &Options<'_>) -> String {
+    let a = &model.agent;
+    let mut y = Yaml::default();
+    if let Some(id) = opts.id {
+        y.scalar(0, "id", id);
+    }
+    y.scalar(0, "name", a.name_str().unwrap_or_default());
+    y.scalar(
+        0,
+        "model",
+        a.model.as_ref().map_or("", |m| m.value.as_str()),
+    );
+    y.scalar(0, "workspace", "/workspace");
+    if let Some(image) = opts.image {
+        y.key(0, "image");
+        y.scalar(1, "ref", &image.reference);
+        if let Some(d) = &image.digest {
+            y.scalar(1, "digest", d);
+        }
+    }
+    if let Some(rt) = &a.runtime {
+        y.key(0, "runtime");
+        y.scalar(1, "ref", &rt.value);
+        if let Some(d) = pins.runtime_digest(&rt.value) {
+            y.scalar(1, "digest", d);
+        }
+        let binary = match opts.executor {
+            Executor::System => "/usr/local/bin/runtime",
+            Executor::Docker => "/opt/runtime/runtime",
+        };
+        y.scalar(1, "binary", binary);
+    }
+    let configs: BTreeMap<&str, String> = a
+        .configs
+        .iter()
+        .filter_map(|c| c.value.as_ref().map(|v| (c.key.as_str(), v.display())))
+        .collect();
+    if !configs.is_empty() {
+        y.key(0, "configs");
+        for (k, v) in &configs {
+            y.scalar(1, k, v);
+        }
+    }
+    if !a.capabilities.is_empty() {
+        y.key(0, "capabilities");
+        let mut seen = std::collections::BTreeSet::new();
+        for c in a
+            .capabilities
+            .iter()
+            .filter(|c| seen.insert(c.value.as_str()))
+        {
+            y.item(1, "name", &c.value);
+            if let Some(d) = opts.capability_descriptions.and_then(|m| m.get(&c.value)) {
+                y.scalar(2, "description", d);
+            }
+        }
+    }
+    if !a.envs.is_empty() {
+        y.key(0, "envs");
+        for e in &a.envs {
+            y.item(1, "key", &e.key);
+            y.opt(2, "description", e.description.as_deref());
+        }
+    }
+    if !a.mounts.is_empty() {
+        y.key(0, "mounts");
+        for m in &a.mounts {
+            y.item(1, "target", &m.target);
+            y.opt(2, "description", m.description.as_deref());
+            if m.read_only {
+                y.raw(2, "read_only", "true");
+            }
+        }
+    }
+    y.key(0, "context");
+    let mut generated = vec!["AGENT", "WORKSPACE"];
+    if !a.mounts.is_empty() {
+        generated.push("MOUNTS");
+    }
+    for name in generated {
+        y.item(1, "name", name);
+        y.scalar(2, "file", &format!("/etc/context/{name}.md"));
+    }
+    for c in &a.contexts {
+        y.item(1, "name", &c.name);
+        y.scalar(2, "file", &format!("/etc/context/{}.md", c.name));
+        y.opt(2, "description", c.description.as_deref());
+    }
+    if !a.bins.is_empty() {
+        y.key(0, "tools");
+        for b in &a.bins {
+            y.item(1, "name", &b.name);
+            y.opt(2, "description", b.description.as_deref());
+            let binary = match opts.executor {
+                Executor::System => format!("usr/bin/{}", b.name),
+                Executor::Docker => format!("/opt/bins/{}", b.name),
+            };
+            y.scalar(2, "binary", &binary);
+            y.scalar(2, "ref", &b.image);
+            y.opt(2, "digest", pins.bin_digest(&b.name, &b.image));
+            if b.usage.is_some() {
+                y.scalar(2, "usage", &format!("/etc/data/bins/{}/USAGE.md", b.name));
+            }
+        }
+    }
+    if let Some(exec) = a.exec.as_ref().filter(|e| !e.value.is_empty()) {
+        y.key(0, "exec");
+        for arg in &exec.value {
+            y.list_scalar(1, arg);
+        }
+    }
+    y.out
+}
+
+/// A tiny block-style YAML writer; `depth` counts two-space levels.
+#[derive(Default)]
+struct Yaml {
+    out: String,
+}
+
+impl Yaml {
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+    }
+
+    fn key(&mut self, depth: usize, key: &str) {
+        self.indent(depth);
+        let _ = writeln!(self.out, "{}:", key_text(key));
+    }
+
+    fn raw(&mut self, depth: usize, key: &str, value: &str) {
+        self.indent(depth);
+        let _ = writeln!(self.out, "{}: {value}", key_text(key));
+    }
+
+    fn scalar(&mut self, depth: usize, key: &str, value: &str) {
+        self.raw(depth, key, &quote(value));
+    }
+
+    fn opt(&mut self, depth: usize, key: &str, value: Option<&str>) {
+        if let Some(v) = value {
+            self.scalar(depth, key, v);
+        }
+    }
+
+    /// The first key of a list item: `- key: "value"` at `depth`, later keys at `depth + 1`.
+    fn item(&mut self, depth: usize, key: &str, value: &str) {
+        self.indent(depth);
+        let _ = writeln!(self.out, "- {}: {}", key_text(key), quote(value));
+    }
+
+    fn list_scalar(&mut self, depth: usize, value: &str) {
+        self.indent(depth);
+        let _ = writeln!(self.out, "- {}", quote(value));
+    }
+}
+
+/// Keys are bare when they are plain identifiers (every fixed key, most CONFIG keys), else quoted.
+fn key_text(key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+        && key.as_bytes()[0].is_ascii_alphabetic();
+    if plain
+        && !matches!(
+            key,
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
+        )
+    {
+        key.to_owned()
+    } else {
+        quote(key)
+    }
+}
+
+/// A YAML double-quoted scalar: `"` and `\` escaped, line breaks and every non-printable or
+/// YAML-special code point written as an escape.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20
+                || c == '\u{7f}'
+                || ('\u{80}'..='\u{9f}').contains(&c)
+                || matches!(
+                    c,
+                    '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+                ) =>
+            {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use otters_agentfile::diagnostic::Span;
+    use otters_agentfile::ir::{Agent, Bin, Config, ConfigValue, Context, Env, Mount, Node};
+
+    fn n(s: &str) -> Node<String> {
+        Node::new(s.to_owned(), Span::default())
+    }
+
+    fn sample() -> Agentfile {
+        Agentfile {
+            syntax: otters_agentfile::ir::DEFAULT_SYNTAX.to_owned(),
+            agent: Agent {
+                from: Some(n("scratch")),
+                runtime: Some(n("ghcr.io/openotters/runtime:v1")),
+                model: Some(n("anthropic/claude")),
+                name: Some(n("meteo")),
+                contexts: vec![Context {
+                    name: "SOUL".into(),
+                    description: Some("core \"rules\"".into()),
+                    content: Some("x".into()),
+                    file: None,
+                    span: Span::default(),
+                    name_span: Span::default(),
+                    file_span: None,
+                }],
+                configs: vec![
+                    Config {
+                        key: "max-tokens".into(),
+                        value: Some(ConfigValue::Int(1)),
+                        description: None,
+                        required: false,
+                        span: Span::default(),
+                        key_span: Span::default(),
+                    },
+                    Config {
+                        key: "max-tokens".into(),
+                        value: Some(ConfigValue::Float(0.5)),
+                        description: None,
+                        required: false,
+                        span: Span::default(),
+                        key_span: Span::default(),
+                    },
+                    Config {
+                        key: "url".into(),
+                        value: None,
+                        description: None,
+                        required: true,
+                        span: Span::default(),
+                        key_span: Span::default(),
+                    },
+                ],
+                bins: vec![Bin {
+                    name: "jq".into(),
+                    image: "ghcr.io/openotters/tools/jq:latest".into(),
+                    description: Some("json".into()),
+                    usage: Some("use it".into()),
+                    span: Span::default(),
+                    name_span: Span::default(),
+                    image_span: Span::default(),
+                }],
+                envs: vec![Env {
+                    key: "TOKEN".into(),
+                    value: "secret".into(),
+                    description: None,
+                    span: Span::default(),
+                    key_span: Span::default(),
+                }],
+                mounts: vec![Mount {
+                    target: "/data".into(),
+                    read_only: true,
+                    description: None,
+                    span: Span::default(),
+                }],
+                exec: Some(Node::new(vec!["--x".into()], Span::default())),
+                capabilities: vec![n("note_save"), n("note_save")],
+                ..Agent::default()
+            },
+        }
+    }
+
+    #[test]
+    fn build_form_has_pins_and_no_secrets() {
+        let mut pins = Pins::default();
+        pins.bins.insert(
+            "jq".into(),
+            super::super::pins::Pin {
+                reference: "ghcr.io/openotters/tools/jq:latest".into(),
+                digest: "sha256:abc".into(),
+            },
+        );
+        let y = render(&sample(), &pins, &Options::default());
+        assert!(!y.contains("secret"));
+        let expected = r#"name: "meteo"
+model: "anthropic/claude"
+workspace: "/workspace"
+runtime:
+  ref: "ghcr.io/openotters/runtime:v1"
+  binary: "/usr/local/bin/runtime"
+configs:
+  max-tokens: "0.5"
+capabilities:
+  - name: "note_save"
+envs:
+  - key: "TOKEN"
+mounts:
+  - target: "/data"
+    read_only: true
+context:
+  - name: "AGENT"
+    file: "/etc/context/AGENT.md"
+  - name: "WORKSPACE"
+    file: "/etc/context/WORKSPACE.md"
+  - name: "MOUNTS"
+    file: "/etc/context/MOUNTS.md"
+  - name: "SOUL"
+    file: "/etc/context/SOUL.md"
+    description: "core \"rules\""
+tools:
+  - name: "jq"
+    description: "json"
+    binary: "usr/bin/jq"
+    ref: "ghcr.io/openotters/tools/jq:latest"
+    digest: "sha256:abc"
+    usage: "/etc/data/bins/jq/USAGE.md"
+exec:
+  - "--x"
+"#;
+        assert_eq!(y, expected);
+        let parsed: serde_yaml_ng::Value = serde_yaml_ng::from_str(&y).unwrap();
+        assert_eq!(parsed["tools"][0]["digest"].as_str(), Some("sha256:abc"));
+    }
+
+    #[test]
+    fn quoting_survives_a_yaml_parser() {
+        for s in [
+            "a: b",
+            "- x",
+            "\"\\",
+            "line\nbreak",
+            "\u{1}\u{85}\u{2028}",
+            "#c",
+            "true",
+            "é ✓",
+        ] {
+            let doc = format!("k: {}\n", quote(s));
+            let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&doc).unwrap();
+            assert_eq!(v["k"].as_str(), Some(s), "{doc}");
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Resolving one RUNTIME or BIN reference against its registry: digest for the target platform,
+//! plus the bin annotations (both prefixes) and the image's usage document.
+//!
+//! Takes: a client, a parsed reference and the role. Returns: a lock [`Entry`] or a diagnostic on
+//! the reference's span. Must never: accept a BIN image without a bin name annotation.
+
+// Rationale: `Diagnostic` is this stage's error value; these functions run once per reference,
+// so the size of the `Err` variant costs nothing worth boxing for.
+#![allow(clippy::result_large_err)]
+
+use super::diags;
+use super::lockfile::{BinInfo, Entry, Role};
+use otters_agentfile::diagnostic::{Diagnostic, Span};
+use otters_oci::reference::Reference;
+use otters_oci::registry::{RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::spec::descriptor::Descriptor;
+use std::collections::BTreeMap;
+
+/// Largest usage document read into the lock.
+const MAX_USAGE: u64 = 256 << 10;
+
+#[derive(serde::Deserialize, Default)]
+struct Doc {
+    #[serde(default)]
+    annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+}
+
+/// The first annotation present among `keys`.
+fn first(ann: &BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .find_map(|k| ann.get(*k).filter(|v| !v.is_empty()).cloned())
+}
+
+/// Maps a registry failure to its code on `span`: AF401 (the image or one of its blobs does not
+/// exist), AF402 (refused), AF410 (not reached; `hint` says whether `--offline` would help),
+/// AF411 (no manifest for the platform), AF412 (any other answer otters cannot use).
+pub fn registry_diagnostic(
+    span: Span,
+    written: &str,
+    r: &Reference,
+    e: &RegistryError,
+    hint: diags::OfflineHint,
+) -> Diagnostic {
+    match e {
+        RegistryError::Denied { .. } | RegistryError::Forbidden { .. } => {
+            diags::registry_denied(span, written, &e.to_string(), &r.registry)
+        }
+        RegistryError::NotFound { .. } if hint == diags::OfflineHint::LocalParent => {
+            diags::parent_only_local(span, written, &format!("{} does not exist", r.familiar()))
+        }
+        RegistryError::NotFound { .. } => {
+            diags::image_not_found(span, written, &format!("{} does not exist", r.familiar()))
+        }
+        RegistryError::BlobNotFound { .. } => diags::image_not_found(span, written, &e.to_string()),
+        RegistryError::Platform {
+            wanted, available, ..
+        } => diags::platform_unavailable(span, written, wanted, available),
+        RegistryError::Unreachable { .. }
+        | RegistryError::Tls { .. }
+        | RegistryError::Interrupted { .. }
+        | RegistryError::Client(_) => {
+            diags::registry_unreachable(span, written, &e.to_string(), hint)
+        }
+        RegistryError::DigestMismatch { .. }
+        | RegistryError::Protocol { .. }
+        | RegistryError::Http { .. }
+        | RegistryError::BadDocument { .. }
+        | RegistryError::Store(_)
+        | RegistryError::Io(_)
+        | RegistryError::Auth(_)
+        | RegistryError::Config(_) => diags::registry_error(span, written, &e.to_string()),
+    }
+}
+
+/// Resolves `written` (already parsed as `r`) for `platform`. `hint` says what `--offline` could
+/// do for this reference, for the message when its registry cannot be reached.
+pub fn resolve_image(
+    client: &RegistryClient,
+    written: &str,
+    r: &Reference,
+    role: Role,
+    platform: &TargetPlatform,
+    span: Span,
+    hint: diags::OfflineHint,
+) -> Result<Entry, Diagnostic> {
+    let resolved = client
+        .resolve(r, platform)
+        .map_err(|e| registry_diagnostic(span, written, r, &e, hint))?;
+    if resolved.platform.is_none() {
+        check_config_platform(
+            client,
+            written,
+            r,
+            &resolved.manifest.bytes,
+            platform,
+            span,
+            hint,
+        )?;
+    }
+    let top: Doc = serde_json::from_slice(&resolved.top.bytes).unwrap_or_default();
+    let manifest: Doc = serde_json::from_slice(&resolved.manifest.bytes).unwrap_or_default();
+    // The bin builder mirrors annotations onto the index; the manifest's own win.
+    let mut ann = top.annotations.clone();
+    ann.extend(manifest.annotations.clone());
+    let from_index = resolved.platform.is_some();
+    let mut entry = Entry {
+        role,
+        reference: written.to_owned(),
+        digest: resolved.manifest.digest.clone(),
+        index: from_index.then(|| resolved.top.digest.clone()),
+        platform: resolved.platform.as_ref().map(ToString::to_string),
+        bin: None,
+        description: None,
+        usage: None,
+    };
+    let name = first(&ann, &["io.openotters.bin.name", "vnd.openotters.bin.name"]);
+    if role == Role::Bin && name.is_none() {
+        return Err(diags::missing_bin_annotation(span, written));
+    }
+    if let Some(name) = name {
+        let usage_path = first(
+            &ann,
+            &["io.openotters.bin.usage", "vnd.openotters.bin.usage"],
+        );
+        entry.bin = Some(BinInfo {
+            name,
+            path: first(&ann, &["io.openotters.bin.path", "vnd.openotters.bin.path"]),
+            usage_path: usage_path.clone(),
+        });
+        entry.description = first(
+            &ann,
+            &[
+                "org.opencontainers.image.description",
+                "io.openotters.bin.description",
+                "vnd.openotters.bin.description",
+            ],
+        );
+        if let Some(up) = usage_path {
+            entry.usage = usage_text(client, r, &manifest.layers, &up);
+        }
+    }
+    Ok(entry)
+}
+
+/// Media types of image configs that state the platform their binaries are for.
+const IMAGE_CONFIGS: [&str; 2] = [
+    "application/vnd.oci.image.config.v1+json",
+    "application/vnd.docker.container.image.v1+json",
+];
+
+/// Largest image config read to learn its platform.
+const MAX_CONFIG: u64 = 4 << 20;
+
+/// A single manifest (no index to choose from) must be for `platform`: its image config's `os`
+/// and `architecture`, when it states them, must match; else AF411 naming what it is built for.
+/// Configs of other types (artifacts, agents) say nothing about a platform and pass.
+fn check_config_platform(
+    client: &RegistryClient,
+    written: &str,
+    reference: &Reference,
+    manifest: &[u8],
+    platform: &TargetPlatform,
+    span: Span,
+    hint: diags::OfflineHint,
+) -> Result<(), Diagnostic> {
+    #[derive(serde::Deserialize)]
+    struct WithConfig {
+        config: Descriptor,
+    }
+    #[derive(serde::Deserialize)]
+    struct ConfigPlatform {
+        #[serde(default)]
+        os: String,
+        #[serde(default)]
+        architecture: String,
+        #[serde(default)]
+        variant: Option<String>,
+    }
+    let Ok(doc) = serde_json::from_slice::<WithConfig>(manifest) else {
+        return Ok(());
+    };
+    if !IMAGE_CONFIGS.contains(&doc.config.media_type.as_str()) || doc.config.size > MAX_CONFIG {
+        return Ok(());
+    }
+    let bytes = client
+        .fetch_blob(reference, &doc.config.digest, MAX_CONFIG)
+        .map_err(|e| registry_diagnostic(span, written, reference, &e, hint))?;
+    let Ok(config) = serde_json::from_slice::<ConfigPlatform>(&bytes) else {
+        return Ok(());
+    };
+    if config.os.is_empty() || config.architecture.is_empty() {
+        return Ok(());
+    }
+    let variant_differs = matches!(
+        (&platform.variant, &config.variant),
+        (Some(wanted), Some(has)) if wanted != has
+    );
+    if config.os == platform.os && config.architecture == platform.architecture && !variant_differs
+    {
+        return Ok(());
+    }
+    let has = TargetPlatform {
+        os: config.os,
+        architecture: config.architecture,
+        variant: config.variant.filter(|v| !v.is_empty()),
+    };
+    let has = otters_oci::validate::escape_text(&has.to_string(), 60);
+    Err(diags::platform_unavailable(
+        span,
+        written,
+        &platform.to_string(),
+        &has,
+    ))
+}
+
+/// The usage document's text: the non-tar layer titled like the usage annotation. A missing or
+/// unreadable document is skipped silently, as openotters does.
+fn usage_text(
+    client: &RegistryClient,
+    r: &Reference,
+    layers: &[Descriptor],
+    usage_path: &str,
+) -> Option<String> {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
+    let layer = layers.iter().find(|l| {
+        !l.media_type.contains("tar")
+            && l.size <= MAX_USAGE
+            && l.title()
+                .is_some_and(|t| t == usage_path || base(t) == base(usage_path))
+    })?;
+    let bytes = client.fetch_blob(r, &layer.digest, MAX_USAGE).ok()?;
+    String::from_utf8(bytes).ok()
+}

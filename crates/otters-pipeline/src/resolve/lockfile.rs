@@ -1,0 +1,337 @@
+//! `Agentfile.lock`: the digests (and bin metadata) every image reference of an Agentfile resolved
+//! to, so builds can be repeated with `--locked` or without a network with `--offline`.
+//!
+//! Takes: resolution results, or the file's bytes. Returns: a [`Lockfile`] and its canonical
+//! bytes. Must never: write the file in place or rewrite it when its content would not change.
+//!
+//! Format (version 1): indented JSON with a fixed field order and entries sorted by role
+//! (`from`, `runtime`, `bin`) then reference:
+//!
+//! ```json
+//! {
+//!   "version": 1,
+//!   "platform": "linux/amd64",
+//!   "images": [
+//!     {
+//!       "role": "bin",
+//!       "reference": "ghcr.io/openotters/tools/jq:1",
+//!       "digest": "sha256:…",          // the manifest for `platform`
+//!       "index": "sha256:…",           // present when the reference named an index
+//!       "platform": "linux/amd64",     // present when the reference named an index
+//!       "bin": {"name": "jq", "path": "/", "usage_path": "/USAGE.md"},
+//!       "description": "…",           // from the image's annotations, when it has one
+//!       "usage": "…"                  // the image's usage document, when it has one
+//!     }
+//!   ]
+//! }
+//! ```
+
+use otters_core::json::{to_indented, Value};
+use otters_oci::path_io::{io_err, PathIoError};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+pub const LOCK_VERSION: i64 = 1;
+pub const LOCK_NAME: &str = "Agentfile.lock";
+
+/// What a locked reference is used for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    From,
+    Runtime,
+    Bin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::From => "from",
+            Role::Runtime => "runtime",
+            Role::Bin => "bin",
+        }
+    }
+}
+
+/// The bin annotations read from the image.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct BinInfo {
+    pub name: String,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub usage_path: Option<String>,
+}
+
+/// One resolved reference.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Entry {
+    pub role: Role,
+    /// The reference as written in the Agentfile (or inherited from the parent).
+    pub reference: String,
+    pub digest: String,
+    #[serde(default)]
+    pub index: Option<String>,
+    #[serde(default)]
+    pub platform: Option<String>,
+    #[serde(default)]
+    pub bin: Option<BinInfo>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub usage: Option<String>,
+}
+
+/// The whole lock.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct Lockfile {
+    pub version: i64,
+    #[serde(default)]
+    pub platform: String,
+    #[serde(default)]
+    pub images: Vec<Entry>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("{} is not a valid lock file: {reason}; delete it and run `otters lock`", path.display())]
+    Invalid { path: PathBuf, reason: String },
+    #[error("{} has lock format version {version}, but this otters reads version {LOCK_VERSION}; run `otters lock` to rewrite it", path.display())]
+    Version { path: PathBuf, version: i64 },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
+    #[error(transparent)]
+    Read(#[from] otters_core::files::ReadError),
+}
+
+/// The lock's bytes: a regular file of at most [`MAX_LOCK`](otters_core::files::MAX_LOCK)
+/// bytes, a symlink followed only inside the lock's own directory.
+fn read_lock(path: &Path) -> Result<Vec<u8>, otters_core::files::ReadError> {
+    use otters_core::files as pf;
+    let (root, rel) = pf::parent_and_name(path);
+    pf::read_confined(&root, &rel, path, "lock file", pf::MAX_LOCK)
+}
+
+impl Lockfile {
+    pub fn new(platform: &str) -> Self {
+        Lockfile {
+            version: LOCK_VERSION,
+            platform: platform.to_owned(),
+            images: Vec::new(),
+        }
+    }
+
+    /// The entry for `reference` used as `role`.
+    pub fn get(&self, role: Role, reference: &str) -> Option<&Entry> {
+        self.images
+            .iter()
+            .find(|e| e.role == role && e.reference == reference)
+    }
+
+    /// Adds or replaces the entry for its (role, reference), keeping entries sorted.
+    pub fn insert(&mut self, entry: Entry) {
+        self.images
+            .retain(|e| !(e.role == entry.role && e.reference == entry.reference));
+        self.images.push(entry);
+        self.images
+            .sort_by(|a, b| (a.role, &a.reference).cmp(&(b.role, &b.reference)));
+    }
+
+    /// Canonical bytes: indented JSON in a fixed field order, with a final newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let images = self
+            .images
+            .iter()
+            .map(|e| {
+                let mut v = Value::object()
+                    .with("role", e.role.as_str())
+                    .with("reference", e.reference.as_str())
+                    .with("digest", e.digest.as_str());
+                if let Some(i) = &e.index {
+                    v.push("index", i.as_str());
+                }
+                if let Some(p) = &e.platform {
+                    v.push("platform", p.as_str());
+                }
+                if let Some(b) = &e.bin {
+                    let mut bv = Value::object().with("name", b.name.as_str());
+                    if let Some(p) = &b.path {
+                        bv.push("path", p.as_str());
+                    }
+                    if let Some(u) = &b.usage_path {
+                        bv.push("usage_path", u.as_str());
+                    }
+                    v.push("bin", bv);
+                }
+                if let Some(d) = &e.description {
+                    v.push("description", d.as_str());
+                }
+                if let Some(u) = &e.usage {
+                    v.push("usage", u.as_str());
+                }
+                v
+            })
+            .collect();
+        let doc = Value::object()
+            .with("version", Value::Int(self.version))
+            .with("platform", self.platform.as_str())
+            .with("images", Value::Array(images));
+        // Only strings and integers: serialisation cannot fail.
+        let mut bytes = to_indented(&doc).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<Self, LockError> {
+        let lock: Lockfile = serde_json::from_slice(bytes).map_err(|e| LockError::Invalid {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        if lock.version != LOCK_VERSION {
+            return Err(LockError::Version {
+                path: path.to_owned(),
+                version: lock.version,
+            });
+        }
+        // A pin that is not a digest would be looked up as a tag, or put in a URL path.
+        for e in &lock.images {
+            for d in std::iter::once(&e.digest).chain(e.index.iter()) {
+                if otters_oci::Digest::parse(d).is_err() {
+                    return Err(LockError::Invalid {
+                        path: path.to_owned(),
+                        reason: format!(
+                            "the pin of {} is \"{}\", not a sha256 digest",
+                            otters_oci::validate::escape_text(&e.reference, 200),
+                            otters_oci::validate::escape_text(d, 80)
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(lock)
+    }
+
+    /// Reads the lock at `path`; `Ok(None)` when there is none.
+    pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
+        match read_lock(path) {
+            Ok(bytes) => Self::parse(path, &bytes).map(Some),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Writes the lock (temp file + fsync + rename) unless the file already holds these bytes.
+    /// Returns whether the file changed.
+    pub fn write_if_changed(&self, path: &Path) -> Result<bool, LockError> {
+        let bytes = self.to_bytes();
+        if read_lock(path).is_ok_and(|old| old == bytes) {
+            return Ok(false);
+        }
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| Path::new("."));
+        let mut tmp = tempfile::Builder::new()
+            // 0666 less the umask, as `cp` or `docker save` would create it: others may read what is
+            // shared (a CI step, another user); the credentials file is the one kept 0600.
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .prefix(".Agentfile.lock.")
+            .tempfile_in(dir)
+            .map_err(io_err("create a temporary file for", path))?;
+        std::io::Write::write_all(&mut tmp, &bytes).map_err(io_err("write", path))?;
+        tmp.as_file().sync_all().map_err(io_err("sync", path))?;
+        tmp.persist(path)
+            .map_err(|e| io_err("replace", path)(e.error))?;
+        Ok(true)
+    }
+}
+
+/// `Agentfile.lock` beside the Agentfile at `agentfile`.
+pub fn lock_path_for(agentfile: &Path) -> PathBuf {
+    agentfile
+        .parent()
+        .map_or_else(|| PathBuf::from(LOCK_NAME), |d| d.join(LOCK_NAME))
+}
+
+/// The references the lock beside `agentfile` pins to a digest (as written in the Agentfile), for
+/// AF201. Empty when there is no lock or it cannot be used: resolution reports that (AF409).
+pub fn pinned_beside(agentfile: &Path) -> std::collections::BTreeSet<String> {
+    match Lockfile::read(&lock_path_for(agentfile)) {
+        Ok(Some(lock)) => lock
+            .images
+            .into_iter()
+            .filter(|e| !e.digest.is_empty())
+            .map(|e| e.reference)
+            .collect(),
+        _ => std::collections::BTreeSet::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(role: Role, r: &str) -> Entry {
+        Entry {
+            role,
+            reference: r.into(),
+            digest: format!("sha256:{}", "a".repeat(64)),
+            index: None,
+            platform: None,
+            bin: None,
+            description: None,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn bytes_are_sorted_and_round_trip() {
+        let mut l = Lockfile::new("linux/amd64");
+        let mut b = entry(Role::Bin, "z/jq:1");
+        b.bin = Some(BinInfo {
+            name: "jq".into(),
+            path: Some("/".into()),
+            usage_path: None,
+        });
+        b.description = Some("json <tool>".into());
+        l.insert(b);
+        l.insert(entry(Role::Runtime, "r:1"));
+        l.insert(entry(Role::Bin, "a/sh:1"));
+        let bytes = l.to_bytes();
+        let text = String::from_utf8(bytes.clone()).unwrap_or_default();
+        let rt = text.find("r:1").unwrap_or(0);
+        let sh = text.find("a/sh:1").unwrap_or(0);
+        let jq = text.find("z/jq:1").unwrap_or(0);
+        assert!(rt < sh && sh < jq, "{text}");
+        let back = Lockfile::parse(Path::new("x"), &bytes).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, l);
+        assert_eq!(back.to_bytes(), bytes);
+    }
+
+    #[test]
+    fn a_pin_that_is_not_a_digest_is_refused() {
+        let mut l = Lockfile::new("linux/amd64");
+        let mut e = entry(Role::Runtime, "r:1");
+        e.digest = "sha256:../../x".into();
+        l.insert(e);
+        let err = Lockfile::parse(Path::new("Agentfile.lock"), &l.to_bytes())
+            .expect_err("a bad pin must be refused")
+            .to_string();
+        assert!(
+            err.contains("the pin of r:1 is \"sha256:../../x\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn written_only_when_changed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let p = dir.path().join(LOCK_NAME);
+        let l = Lockfile::new("linux/amd64");
+        assert!(l.write_if_changed(&p).unwrap_or(false));
+        assert!(!l.write_if_changed(&p).unwrap_or(true));
+        assert_eq!(Lockfile::read(&p).ok().flatten(), Some(l));
+        std::fs::write(&p, "{\"version\": 9}").unwrap_or_default();
+        assert!(matches!(Lockfile::read(&p), Err(LockError::Version { .. })));
+    }
+}

@@ -1,0 +1,81 @@
+//! The registry-backed [`Fetcher`]: pulls a runtime, BIN or agent image into the local store by
+//! digest (or, for unpinned references, by tag) when it is not there yet.
+//!
+//! Takes: client options and the store. Returns: the digest of the image's top document. Must
+//! never: re-resolve a pinned reference by tag, or contact a registry when the blobs are local.
+
+use super::source::{pinned_digest, Fetcher, LocalOnly, Platform, SourceError};
+use otters_oci::reference::Reference;
+use otters_oci::registry::sources::Sources;
+use otters_oci::registry::transfer::pull_image;
+use otters_oci::registry::{ClientOptions, RegistryClient};
+use otters_oci::Store;
+use std::cell::RefCell;
+
+/// Pulls what is missing from the image's registry.
+pub struct RegistryFetcher {
+    opts: ClientOptions,
+    client: RefCell<Option<RegistryClient>>,
+}
+
+impl RegistryFetcher {
+    pub fn new(opts: ClientOptions) -> Self {
+        Self {
+            opts,
+            client: RefCell::new(None),
+        }
+    }
+
+    /// Pull `reference` (with `digest` when pinned) and return the top digest.
+    pub fn pull(
+        &self,
+        store: &Store,
+        reference: &str,
+        digest: Option<&str>,
+    ) -> Result<String, SourceError> {
+        let fail = |message: String| SourceError::Fetch {
+            reference: reference.to_owned(),
+            message,
+        };
+        let mut r = Reference::parse(reference).map_err(|e| fail(e.to_string()))?;
+        if let Some(d) = digest {
+            r = r.with_digest(d);
+        }
+        let mut slot = self.client.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(RegistryClient::new(self.opts.clone()).map_err(|e| fail(e.to_string()))?);
+        }
+        let client = slot
+            .as_ref()
+            .ok_or_else(|| fail("no registry client".into()))?;
+        let mut sources = Sources::load(store.root());
+        let (desc, _) = pull_image(client, store, &r, &mut sources, &mut |_| {})
+            .map_err(|e| fail(e.to_string()))?;
+        let _ = sources.save();
+        Ok(desc.digest)
+    }
+}
+
+impl Fetcher for RegistryFetcher {
+    fn ensure(
+        &self,
+        store: &Store,
+        reference: &str,
+        digest: Option<&str>,
+        platform: &Platform,
+    ) -> Result<String, SourceError> {
+        if let Some(d) = pinned_digest(reference, digest)? {
+            // Pinned: the local copy if the store has it, else pull by digest.
+            return LocalOnly
+                .ensure(store, reference, digest, platform)
+                .or_else(|_| self.pull(store, reference, Some(d.as_str())));
+        }
+        // Unpinned: ask the registry what the tag means now; fall back to a local copy offline.
+        match self.pull(store, reference, None) {
+            Ok(d) => Ok(d),
+            Err(e) => LocalOnly
+                .ensure(store, reference, None, platform)
+                .map_err(|_| e),
+        }
+    }
+}
