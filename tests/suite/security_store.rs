@@ -1,10 +1,8 @@
 //! The local store is the user's own, but its files are still checked: a blob damaged on disk is
 //! never pushed to a registry under a digest it no longer has. Real `docker-registry`.
 
-mod support;
-
-use support::cli::{flat, json, Env};
-use support::registry::Registry;
+use crate::support::cli::{flat, json, Env};
+use crate::support::registry::Registry;
 
 fn repo() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -12,7 +10,7 @@ fn repo() -> std::path::PathBuf {
 
 #[test]
 fn a_damaged_store_blob_is_never_pushed() {
-    if !support::tools::require(
+    if !crate::support::tools::require(
         "a_damaged_store_blob_is_never_pushed",
         "docker-registry",
         &["--version"],
@@ -68,7 +66,7 @@ fn a_damaged_store_blob_is_never_pushed() {
 fn images_and_inspect_never_print_raw_control_characters() {
     let env = Env::new();
     let ctx = env.dir.path().join("ctx");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME esc\nMODEL m\nLABEL note=\"a\u{1b}[2Jb\u{202e}c\"\n",
     );
@@ -136,7 +134,7 @@ fn load_never_stores_a_blob_under_a_name_it_does_not_hash_to() {
     let err = flat(&String::from_utf8_lossy(&out.stderr));
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("holds content with digest"), "{err}");
-    let real = support::sha256(&content);
+    let real = crate::support::sha256(&content);
     assert!(
         !env.store_blob(&real).exists(),
         "stored under its real digest"

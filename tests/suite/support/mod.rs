@@ -4,7 +4,6 @@
 //!
 //! Used from test files with `mod support;`. Everything lives in temp dirs on free ports, so tests
 //! run in parallel. Never used by the library.
-#![allow(dead_code)]
 
 pub mod cli;
 pub mod hostile_layers;

@@ -4,17 +4,15 @@
 //! refuses agent artifacts); a child's `build --push` mounts its parent's layers across
 //! repositories instead of uploading them (seen in the registry's own access log).
 
-mod support;
-
+use crate::support::cli::{json, Env};
+use crate::support::images::{self, BinPrefix};
+use crate::support::registry::Registry;
+use crate::support::tools::{require, skip};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use support::cli::{json, Env};
-use support::images::{self, BinPrefix};
-use support::registry::Registry;
-use support::tools::{require, skip};
 
 const PIP_ORAS: &str = "install it with `python3 -m pip install oras` (.ci/install does)";
 const APT_UMOCI: &str = "install it with `apt-get install umoci` (.ci/install does)";
@@ -64,7 +62,7 @@ fn layer_desc(inspect: &Value, title: &str) -> Value {
 #[test]
 fn oras_py_pulls_an_otters_agent_files_by_title_and_directories_unpacked() {
     const TEST: &str = "oras_py_pulls_an_otters_agent_files_by_title_and_directories_unpacked";
-    if !require(TEST, "python3", &support::oras::PROBE, PIP_ORAS) {
+    if !require(TEST, "python3", &crate::support::oras::PROBE, PIP_ORAS) {
         return;
     }
     let env = Env::new();
@@ -72,12 +70,12 @@ fn oras_py_pulls_an_otters_agent_files_by_title_and_directories_unpacked() {
     let ctx = env.dir.path().join("ctx");
     let agentfile =
         "FROM scratch\nNAME interop\nCONTEXT STYLE file://style.md\nADD model.bin\nADD data\n";
-    support::write(&ctx.join("Agentfile"), agentfile);
-    support::write(&ctx.join("style.md"), "be terse\n");
+    crate::support::write(&ctx.join("Agentfile"), agentfile);
+    crate::support::write(&ctx.join("style.md"), "be terse\n");
     let model = binary(70_000, 1);
-    support::write(&ctx.join("model.bin"), &model);
-    support::write(&ctx.join("data/a.txt"), "first file\n");
-    support::write(&ctx.join("data/sub/b.bin"), binary(3_000, 2));
+    crate::support::write(&ctx.join("model.bin"), &model);
+    crate::support::write(&ctx.join("data/a.txt"), "first file\n");
+    crate::support::write(&ctx.join("data/sub/b.bin"), binary(3_000, 2));
 
     let dest = format!("{}/team/interop:1", reg.addr);
     let digest = env
@@ -99,10 +97,13 @@ fn oras_py_pulls_an_otters_agent_files_by_title_and_directories_unpacked() {
         "{data}"
     );
     let model_desc = layer_desc(&inspect, "model.bin");
-    assert_eq!(model_desc["digest"], support::sha256(&model).as_str());
+    assert_eq!(
+        model_desc["digest"],
+        crate::support::sha256(&model).as_str()
+    );
 
     let out = env.dir.path().join("oras-out");
-    let files = support::oras::pull(&reg.addr, &dest, &out);
+    let files = crate::support::oras::pull(&reg.addr, &dest, &out);
     let names: Vec<String> = files
         .iter()
         .map(|f| {
@@ -138,16 +139,16 @@ fn oras_py_pulls_an_otters_agent_files_by_title_and_directories_unpacked() {
 #[test]
 fn otters_reads_pulls_and_repushes_an_artifact_pushed_by_oras_py() {
     const TEST: &str = "otters_reads_pulls_and_repushes_an_artifact_pushed_by_oras_py";
-    if !require(TEST, "python3", &support::oras::PROBE, PIP_ORAS) {
+    if !require(TEST, "python3", &crate::support::oras::PROBE, PIP_ORAS) {
         return;
     }
     let env = Env::new();
     let reg = Registry::start();
     let up = env.dir.path().join("upload");
     let bytes = binary(5_000, 3);
-    support::write(&up.join("hello.bin"), &bytes);
+    crate::support::write(&up.join("hello.bin"), &bytes);
     let target = format!("{}/misc/artifact:1", reg.addr);
-    let status = support::oras::push(&reg.addr, &target, &up, &["hello.bin"]);
+    let status = crate::support::oras::push(&reg.addr, &target, &up, &["hello.bin"]);
     assert_eq!(status, 201, "oras-py push answered {status}");
     let oras_digest = images::skopeo_digest(&target, None);
 
@@ -157,13 +158,13 @@ fn otters_reads_pulls_and_repushes_an_artifact_pushed_by_oras_py() {
     let layers = remote["layers"].as_array().expect("layers");
     assert_eq!(layers.len(), 1, "{remote}");
     assert_eq!(layers[0]["title"], "hello.bin");
-    assert_eq!(layers[0]["digest"], support::sha256(&bytes).as_str());
+    assert_eq!(layers[0]["digest"], crate::support::sha256(&bytes).as_str());
 
     // pull is generic (any OCI manifest, not only agents): it stores and tags the artifact.
     let pulled = json(&env.ok(&["pull", "--format", "json", &target]));
     assert_eq!(pulled["digest"], oras_digest.as_str(), "{pulled}");
     assert_eq!(
-        fs::read(env.store_blob(&support::sha256(&bytes))).unwrap(),
+        fs::read(env.store_blob(&crate::support::sha256(&bytes))).unwrap(),
         bytes
     );
     let local = json(&env.ok(&["inspect", "--format", "json", &target]));
@@ -175,7 +176,7 @@ fn otters_reads_pulls_and_repushes_an_artifact_pushed_by_oras_py() {
     assert_eq!(repushed["digest"], oras_digest.as_str(), "{repushed}");
     assert_eq!(images::skopeo_digest(&copy, None), oras_digest);
     let out = env.dir.path().join("oras-out");
-    support::oras::pull(&reg.addr, &copy, &out);
+    crate::support::oras::pull(&reg.addr, &copy, &out);
     assert_eq!(fs::read(out.join("hello.bin")).unwrap(), bytes);
 }
 
@@ -195,14 +196,14 @@ fn umoci_unpacks_an_ordinary_image_from_the_otters_store_and_refuses_an_agent() 
     images::skopeo_push(&layout, "1", &remote, None);
 
     // Pull this platform's manifest into the store, tagged with the full registry reference.
-    let platform = format!("linux/{}", support::host_arch());
+    let platform = format!("linux/{}", crate::support::host_arch());
     let digest = env.ok(&["pull", "-q", "--platform", &platform, &remote]);
     assert_eq!(digest.trim(), host_manifest);
 
     // umoci reads the store as an OCI layout; the tag is the `ref.name` otters wrote.
     let bundle = env.dir.path().join("bundle");
     let image = format!("{}:{remote}", env.store().display());
-    support::run_ok(
+    crate::support::run_ok(
         std::process::Command::new("umoci")
             .args(["unpack", "--rootless", "--image", &image])
             .arg(&bundle),
@@ -214,11 +215,11 @@ fn umoci_unpacks_an_ordinary_image_from_the_otters_store_and_refuses_an_agent() 
 
     // An agent artifact in the same store is refused: its config is not an image config.
     let ctx = env.dir.path().join("agent");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME a\nADD notes.txt\n",
     );
-    support::write(&ctx.join("notes.txt"), "notes\n");
+    crate::support::write(&ctx.join("notes.txt"), "notes\n");
     env.ok(&["build", "-q", "-t", "agent:1", ctx.to_str().unwrap()]);
     let refused = env.dir.path().join("refused");
     let out = std::process::Command::new("umoci")
@@ -251,13 +252,13 @@ fn a_child_build_push_mounts_the_parent_layer_instead_of_uploading_it() {
     let reg = Registry::start();
     let a = &reg.addr;
     let big = binary(1 << 20, 5);
-    let big_digest = support::sha256(&big);
+    let big_digest = crate::support::sha256(&big);
     let parent_ctx = env.dir.path().join("parent");
-    support::write(
+    crate::support::write(
         &parent_ctx.join("Agentfile"),
         "FROM scratch\nNAME parent\nADD big.bin\n",
     );
-    support::write(&parent_ctx.join("big.bin"), &big);
+    crate::support::write(&parent_ctx.join("big.bin"), &big);
     let parent_ref = format!("{a}/lib/a:1");
     env.ok(&[
         "build",
@@ -276,14 +277,14 @@ fn a_child_build_push_mounts_the_parent_layer_instead_of_uploading_it() {
 
     // The child is built and pushed from another home: the parent comes from the registry.
     let child_ctx = env.dir.path().join("child");
-    support::write(
+    crate::support::write(
         &child_ctx.join("Agentfile"),
         format!("FROM {parent_ref}\nNAME child\nADD more.txt\n"),
     );
-    support::write(&child_ctx.join("more.txt"), "child notes\n");
+    crate::support::write(&child_ctx.join("more.txt"), "child notes\n");
     let home2 = env.dir.path().join("home2");
     let child_ref = format!("{a}/lib/b:1");
-    let child = support::cli::ok(
+    let child = crate::support::cli::ok(
         env.otters()
             .env("OTTERS_HOME", &home2)
             .args(["build", "-q", "--push", "-t", &child_ref])
@@ -306,7 +307,7 @@ fn a_child_build_push_mounts_the_parent_layer_instead_of_uploading_it() {
     );
 
     // The same through `otters push --format json` to a third repository: reported as mounted.
-    let report = json(&support::cli::ok(
+    let report = json(&crate::support::cli::ok(
         env.otters().env("OTTERS_HOME", &home2).args([
             "push",
             "--format",

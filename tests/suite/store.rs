@@ -1,9 +1,7 @@
 //! The local store commands through the real binary: images, inspect, tag, rm, save, load.
 
-mod support;
-
+use crate::support::cli::Env;
 use std::path::PathBuf;
-use support::cli::Env;
 
 fn minimal() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/build/minimal")

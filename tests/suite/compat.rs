@@ -12,14 +12,12 @@
 //!
 //! The runtime is a `/bin/sh` script using builtins only: it records its environment.
 
-mod support;
-
+use crate::support::cli::{flat, json as parse_json, Env};
+use crate::support::images::{self, BinPrefix, Layout};
+use crate::support::registry::Registry;
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
-use support::cli::{flat, json as parse_json, Env};
-use support::images::{self, BinPrefix, Layout};
-use support::registry::Registry;
 
 const RUNTIME: &str = "#!/bin/sh\nexport -p > env.txt\necho ran > ran.txt\n";
 
@@ -78,9 +76,9 @@ impl World {
     fn build(&self, name: &str, text: &str, files: &[(&str, &str)]) -> String {
         let ctx = self.env.dir.path().join(format!("ctx-{name}"));
         for (p, content) in files {
-            support::write(&ctx.join(p), content);
+            crate::support::write(&ctx.join(p), content);
         }
-        support::write(&ctx.join("Agentfile"), text);
+        crate::support::write(&ctx.join("Agentfile"), text);
         let tag = format!("{}/{name}:1", self.reg.addr);
         self.env
             .ok(&["build", "-q", "-t", &tag, ctx.to_str().unwrap()]);
@@ -536,8 +534,8 @@ fn a_directory_add_lands_one_level_deep_nested_destinations_too() {
 fn lint_reports_portability_for_the_targeted_versions() {
     let env = Env::new();
     let dir = env.dir.path().join("p");
-    support::write(&dir.join("data/regions/north.md"), "n");
-    support::write(
+    crate::support::write(&dir.join("data/regions/north.md"), "n");
+    crate::support::write(
         &dir.join("Agentfile"),
         "FROM scratch\nNAME p\nRUNTIME r@sha256:0000000000000000000000000000000000000000000000000000000000000000\nMODEL m\nADD data/regions regions\nADD data/regions/north.md docs/north.md\nCAPABILITY note_save\nMOUNT /in ro\nADD data/regions/north.md\n",
     );
@@ -567,7 +565,7 @@ fn lint_reports_portability_for_the_targeted_versions() {
         "{out}"
     );
     // otters.toml narrows the targets; --target overrides the file; none turns them off.
-    support::write(
+    crate::support::write(
         &dir.join("otters.toml"),
         "[portability]\ntargets = [\"L\"]\n",
     );
@@ -577,10 +575,10 @@ fn lint_reports_portability_for_the_targeted_versions() {
         ["AF230", "AF231", "AF233", "AF235"]
     );
     assert_eq!(codes(&lint(&["--target", "none"])), Vec::<String>::new());
-    support::write(&dir.join("otters.toml"), "[portability]\ntargets = []\n");
+    crate::support::write(&dir.join("otters.toml"), "[portability]\ntargets = []\n");
     assert_eq!(codes(&lint(&[])), Vec::<String>::new());
     // Mistakes are named.
-    support::write(
+    crate::support::write(
         &dir.join("otters.toml"),
         "[portability]\ntargets = [\"alpha.49\"]\n",
     );
@@ -600,8 +598,8 @@ fn lint_reports_portability_for_the_targeted_versions() {
     );
     // The build does not report them (it reads no otters.toml), though it shows other lints.
     let b = env.dir.path().join("b");
-    support::write(&b.join("north.md"), "n");
-    support::write(
+    crate::support::write(&b.join("north.md"), "n");
+    crate::support::write(
         &b.join("Agentfile"),
         "FROM scratch\nNAME b\nMODEL m\nMOUNT /in ro\nADD north.md\n",
     );

@@ -1,11 +1,9 @@
 //! Docker habits through the real binary (issue 12): tags validated before anything is written,
 //! and the flags and commands users of `docker buildx`, `docker image` and `oras` expect.
 
-mod support;
-
+use crate::support::cli::{flat, ok, Env};
 use std::fs;
 use std::path::{Path, PathBuf};
-use support::cli::{flat, ok, Env};
 
 fn fixture(case: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -165,11 +163,14 @@ fn version_as_text_and_json() {
         text.starts_with(&format!("otters {}\n", env!("CARGO_PKG_VERSION"))),
         "{text}"
     );
-    let v = support::cli::json(&ok(env.otters().args(["version", "--format", "json"])));
+    let v = crate::support::cli::json(&ok(env.otters().args(["version", "--format", "json"])));
     assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(v["os"], std::env::consts::OS);
     assert_eq!(v["arch"], std::env::consts::ARCH);
-    assert_eq!(v["platform"], format!("linux/{}", support::host_arch()));
+    assert_eq!(
+        v["platform"],
+        format!("linux/{}", crate::support::host_arch())
+    );
     assert!(v["features"].is_array(), "{v}");
     assert!(!env.home().exists(), "version touched the store");
 }
@@ -270,7 +271,7 @@ fn iidfile_and_metadata_file_hold_the_digest_and_names() {
     );
     assert_eq!(digest, plain, "the flags changed the image");
     assert_eq!(fs::read_to_string(&iid).unwrap(), digest);
-    let m = support::cli::json(&fs::read_to_string(&meta).unwrap());
+    let m = crate::support::cli::json(&fs::read_to_string(&meta).unwrap());
     assert_eq!(m["containerimage.digest"], digest.as_str());
     assert_eq!(m["containerimage.descriptor"]["digest"], digest.as_str());
     assert_eq!(
@@ -366,7 +367,7 @@ fn dash_o_follows_buildx_oci_tarball_or_directory() {
     let tarball = dir.join("x.tar");
     let spec = format!("type=oci,dest={}", tarball.display());
     assert_eq!(build(&env, &ctx, &["-t", "x:1", "-o", &spec]), plain);
-    let list = support::run_ok(std::process::Command::new("tar").arg("-tf").arg(&tarball));
+    let list = crate::support::run_ok(std::process::Command::new("tar").arg("-tf").arg(&tarball));
     for want in [
         "oci-layout".to_owned(),
         "index.json".to_owned(),
@@ -448,7 +449,7 @@ fn label_goes_where_label_goes_and_annotation_only_to_the_manifest() {
         ],
     );
     assert_ne!(digest, plain);
-    let manifest = support::cli::json(&fs::read_to_string(env.store_blob(&digest)).unwrap());
+    let manifest = crate::support::cli::json(&fs::read_to_string(env.store_blob(&digest)).unwrap());
     let ann = &manifest["annotations"];
     assert_eq!(ann["team"], "weather", "{ann}");
     assert_eq!(
@@ -473,8 +474,8 @@ fn label_goes_where_label_goes_and_annotation_only_to_the_manifest() {
     );
     // Only the annotation: the config blob is the plain build's.
     let only_ann = build(&env, &ctx, &["--annotation", "a=b"]);
-    let m2 = support::cli::json(&fs::read_to_string(env.store_blob(&only_ann)).unwrap());
-    let m0 = support::cli::json(&fs::read_to_string(env.store_blob(&plain)).unwrap());
+    let m2 = crate::support::cli::json(&fs::read_to_string(env.store_blob(&only_ann)).unwrap());
+    let m0 = crate::support::cli::json(&fs::read_to_string(env.store_blob(&plain)).unwrap());
     assert_eq!(m2["config"], m0["config"]);
     assert_eq!(m2["layers"], m0["layers"]);
     for bad in [["--label", "noequals"], ["--annotation", "=v"]] {

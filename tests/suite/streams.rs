@@ -2,13 +2,11 @@
 //! archive piped from `save` into `load` in another store, a terminal refused as the archive's
 //! destination, and a stream cut short loading nothing.
 
-mod support;
-
+use crate::support::cli::{flat, Env};
 use std::fs;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use support::cli::{flat, Env};
 
 /// The `otters` binary, as a plain `std` command (for pipes between two processes).
 fn otters_std(env: &Env) -> Command {
@@ -168,7 +166,7 @@ fn save_of_several_images_piped_into_load_round_trips() {
 
 #[test]
 fn save_refuses_a_terminal_as_its_output() {
-    if !support::tools::require(
+    if !crate::support::tools::require(
         "save_refuses_a_terminal",
         "script",
         &["-V"],
@@ -263,12 +261,12 @@ fn load_of_a_missing_file_names_it() {
 
 /// `skopeo` with its arguments, which must succeed.
 fn skopeo(args: &[&str]) {
-    support::run_ok(Command::new("skopeo").args(args));
+    crate::support::run_ok(Command::new("skopeo").args(args));
 }
 
 #[test]
 fn pull_reads_layouts_and_archives_written_by_skopeo() {
-    if !support::tools::require(
+    if !crate::support::tools::require(
         "pull_reads_layouts",
         "skopeo",
         &["--version"],
@@ -331,7 +329,7 @@ fn pull_reads_layouts_and_archives_written_by_skopeo() {
 
 #[test]
 fn pull_from_a_hostile_layout_stores_and_tags_nothing() {
-    if !support::tools::require(
+    if !crate::support::tools::require(
         "pull_from_a_hostile",
         "skopeo",
         &["--version"],
@@ -350,7 +348,7 @@ fn pull_from_a_hostile_layout_stores_and_tags_nothing() {
     ]);
     let copy = |name: &str| {
         let dir = a.dir.path().join(name);
-        support::run_ok(Command::new("cp").arg("-r").arg(&good).arg(&dir));
+        crate::support::run_ok(Command::new("cp").arg("-r").arg(&good).arg(&dir));
         dir
     };
     let index: serde_json::Value =

@@ -2,16 +2,14 @@
 //! removed image alone used, keeps every tagged image readable (by `skopeo`, `run --dry-run`,
 //! `save`), and never breaks a build running at the same time.
 
-mod support;
-
+use crate::support::cli::{json, Env};
+use crate::support::images::{self, BinPrefix};
+use crate::support::registry::Registry;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
-use support::cli::{json, Env};
-use support::images::{self, BinPrefix};
-use support::registry::Registry;
 
 const MIB: usize = 1 << 20;
 
@@ -67,7 +65,7 @@ fn context(dir: &Path, runtime: &str, name: &str, data: &[u8]) {
 
 #[test]
 fn prune_frees_exactly_a_removed_images_blobs_and_keeps_the_rest_readable() {
-    if !support::tools::require("prune_frees", "skopeo", &["--version"], "install skopeo") {
+    if !crate::support::tools::require("prune_frees", "skopeo", &["--version"], "install skopeo") {
         return;
     }
     let reg = Registry::start();
@@ -135,15 +133,15 @@ fn prune_frees_exactly_a_removed_images_blobs_and_keeps_the_rest_readable() {
 
     // The other image: readable by skopeo, runnable offline, exportable (every blob verified).
     let store = env.store();
-    let raw = support::run_ok(std::process::Command::new("skopeo").args([
+    let raw = crate::support::run_ok(std::process::Command::new("skopeo").args([
         "inspect",
         "--raw",
         &format!("oci:{}:small:latest", store.display()),
     ]));
-    assert!(small_blobs.contains(&support::sha256(raw.as_bytes())));
+    assert!(small_blobs.contains(&crate::support::sha256(raw.as_bytes())));
     // A copy reads (and checks) every blob.
     let copy = env.dir.path().join("copy");
-    support::run_ok(std::process::Command::new("skopeo").args([
+    crate::support::run_ok(std::process::Command::new("skopeo").args([
         "copy",
         "-q",
         &format!("oci:{}:small:latest", store.display()),
@@ -236,7 +234,7 @@ fn concurrent_builds_and_prunes_never_break_a_tagged_image() {
 /// prefix and kept by `prune`; tagging it replaces its `<none>` row.
 #[test]
 fn images_lists_untagged_pulls_quiet_and_full_digests() {
-    if !support::tools::require(
+    if !crate::support::tools::require(
         "images_untagged",
         "skopeo",
         &["--version"],

@@ -2,15 +2,13 @@
 //! `--locked`, `--offline`) → store → push → inspect --remote → FROM inheritance → run, against a
 //! real `docker-registry` with runtime and BIN images built by the shared harness.
 
-mod support;
-
+use crate::support::cli::{json, ok, Env};
+use crate::support::images::{self, BinPrefix};
+use crate::support::registry::Registry;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
-use support::cli::{json, ok, Env};
-use support::images::{self, BinPrefix};
-use support::registry::Registry;
 
 /// A runtime that only writes which version it is (shell builtins only: its PATH is empty).
 fn runtime_script(version: &str) -> String {
@@ -75,9 +73,9 @@ impl World {
     /// Writes an Agentfile (and `files`) into a new context directory.
     fn context(&self, name: &str, agentfile: &str, files: &[(&str, &str)]) -> PathBuf {
         let ctx = self.dir().join(name);
-        support::write(&ctx.join("Agentfile"), agentfile);
+        crate::support::write(&ctx.join("Agentfile"), agentfile);
         for (path, body) in files {
-            support::write(&ctx.join(path), body);
+            crate::support::write(&ctx.join(path), body);
         }
         ctx
     }
@@ -396,10 +394,10 @@ fn run_fetches_the_runtime_by_its_pinned_digest() {
 fn context_files_are_relative_to_the_agentfile_directory() {
     let w = World::new();
     let ctx = w.dir().join("ctx");
-    support::write(&ctx.join("agents/a/style.md"), "beside the agentfile\n");
-    support::write(&ctx.join("shared/rules.md"), "shared rules\n");
-    support::write(&ctx.join("data.txt"), "data\n");
-    support::write(
+    crate::support::write(&ctx.join("agents/a/style.md"), "beside the agentfile\n");
+    crate::support::write(&ctx.join("shared/rules.md"), "shared rules\n");
+    crate::support::write(&ctx.join("data.txt"), "data\n");
+    crate::support::write(
         &ctx.join("agents/a/Agentfile"),
         "FROM scratch\nNAME a\nCONTEXT STYLE file://style.md\nCONTEXT RULES file://../../shared/rules.md\nADD data.txt\n",
     );
@@ -417,11 +415,11 @@ fn context_files_are_relative_to_the_agentfile_directory() {
     assert_eq!(w.layer("a:1", "data.txt"), b"data\n");
 
     // Inside the context but outside the Agentfile's directory is fine; leaving the context is not.
-    support::write(
+    crate::support::write(
         &ctx.join("agents/a/Agentfile"),
         "FROM scratch\nNAME a\nCONTEXT OUT file://../../../outside.md\n",
     );
-    support::write(&w.dir().join("outside.md"), "secret\n");
+    crate::support::write(&w.dir().join("outside.md"), "secret\n");
     let (code, _, err) = w.build(&["-f", "agents/a/Agentfile", ctx.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("AF302"), "{err}");

@@ -5,21 +5,19 @@
 //! provider-key warning of `otters run`. Every test runs the real binary, against a real
 //! `docker-registry` where a registry is involved.
 
-mod support;
-
+use crate::support::cli::{flat, Env};
+use crate::support::images::{self, BinPrefix};
+use crate::support::registry::{free_port, Registry};
 use std::path::{Path, PathBuf};
-use support::cli::{flat, Env};
-use support::images::{self, BinPrefix};
-use support::registry::{free_port, Registry};
 
 const RUNTIME: &str = "#!/bin/sh\necho runtime\n";
 
 /// Writes an Agentfile (and `files`) into `env.dir/name`; returns the context.
 fn context(env: &Env, name: &str, agentfile: &str, files: &[(&str, &str)]) -> PathBuf {
     let ctx = env.dir.path().join(name);
-    support::write(&ctx.join("Agentfile"), agentfile);
+    crate::support::write(&ctx.join("Agentfile"), agentfile);
     for (path, body) in files {
-        support::write(&ctx.join(path), body);
+        crate::support::write(&ctx.join(path), body);
     }
     ctx
 }
@@ -61,7 +59,7 @@ fn push_runtime_single(env: &Env, reg: &Registry, name: &str, tag: &str) -> Stri
 
 /// An architecture no test image is built for.
 fn foreign_arch() -> &'static str {
-    if support::host_arch() == "riscv64" {
+    if crate::support::host_arch() == "riscv64" {
         "mips64le"
     } else {
         "riscv64"
@@ -100,7 +98,7 @@ fn offline_child_of_a_local_parent_builds_and_reuses_its_layers() {
     );
     // The child carries the parent's layers by digest, and the merged model.
     let titles = |r: &str| -> Vec<(String, String)> {
-        let v = support::cli::json(&env.ok(&["inspect", "--format", "json", r]));
+        let v = crate::support::cli::json(&env.ok(&["inspect", "--format", "json", r]));
         v["layers"]
             .as_array()
             .expect("layers")
@@ -311,7 +309,7 @@ fn build_for_a_platform_the_images_lack_fails_naming_what_they_have() {
     let a = &reg.addr;
     push_runtime_single(&env, &reg, "single", "1");
     push_runtime_index(&env, &reg, "multi", "1");
-    let host = format!("linux/{}", support::host_arch());
+    let host = format!("linux/{}", crate::support::host_arch());
     let target = format!("linux/{}", foreign_arch());
 
     for (name, has) in [("single", host.clone()), ("multi", host.clone())] {
@@ -456,7 +454,7 @@ print(json.dumps({"rc": rc, "screen": seen.decode("utf-8", "replace"), "echo": e
 /// collapsed, echo on at the end).
 fn on_a_terminal(env: &Env, args: &[&str], steps: &[(&str, &str)]) -> Option<(i64, String, bool)> {
     let driver = env.dir.path().join("pty_driver.py");
-    support::write(&driver, PTY_DRIVER);
+    crate::support::write(&driver, PTY_DRIVER);
     let steps = serde_json::to_string(steps).expect("json");
     let bin = assert_cmd::cargo::cargo_bin("otters");
     let out = std::process::Command::new("python3")
@@ -472,11 +470,11 @@ fn on_a_terminal(env: &Env, args: &[&str], steps: &[(&str, &str)]) -> Option<(i6
         Ok(o) if o.status.success() => o,
         Ok(o) => panic!("pty driver failed: {}", String::from_utf8_lossy(&o.stderr)),
         Err(e) => {
-            support::tools::skip("login on a terminal", &format!("python3 cannot run: {e}"));
+            crate::support::tools::skip("login on a terminal", &format!("python3 cannot run: {e}"));
             return None;
         }
     };
-    let v = support::cli::json(&String::from_utf8_lossy(&out.stdout));
+    let v = crate::support::cli::json(&String::from_utf8_lossy(&out.stdout));
     Some((
         v["rc"].as_i64().unwrap_or(-1),
         flat(v["screen"].as_str().unwrap_or_default()),
@@ -581,10 +579,10 @@ fn login_stores_through_the_configured_credential_store() {
     let env = Env::new();
     let bin = env.dir.path().join("helper-bin");
     let helper = bin.join("docker-credential-test");
-    support::write(&helper, FAKE_HELPER);
+    crate::support::write(&helper, FAKE_HELPER);
     std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     // A stale inline login for the same registry must not shadow the store afterwards.
-    support::write(
+    crate::support::write(
         &env.docker().join("config.json"),
         format!(
             r#"{{"credsStore":"test","auths":{{"{}":{{"auth":"YWxpY2U6b2xk"}}}},"other":1}}"#,
@@ -658,7 +656,7 @@ fn login_stores_through_the_configured_credential_store() {
     assert!(!bin.join("stored.json").exists());
 
     // A helper that is not installed: a clear error naming it; nothing half-written.
-    support::write(
+    crate::support::write(
         &env.docker().join("config.json"),
         r#"{"credsStore":"absent"}"#,
     );
@@ -676,7 +674,7 @@ fn login_stores_through_the_configured_credential_store() {
         r#"{"credsStore":"absent"}"#
     );
     // A helper name that is a path is refused before anything runs.
-    support::write(
+    crate::support::write(
         &env.docker().join("config.json"),
         r#"{"credsStore":"../../tmp/x"}"#,
     );
@@ -762,12 +760,12 @@ fn a_credential_store_naming_a_path_is_never_executed() {
     let evil_dir = env.dir.path().join("evil");
     let marker = evil_dir.join("ran");
     let evil = evil_dir.join("docker-credential-x");
-    support::write(&evil, format!("#!/bin/sh\ntouch {}\n", marker.display()));
+    crate::support::write(&evil, format!("#!/bin/sh\ntouch {}\n", marker.display()));
     std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     // `docker-credential-` + `x/../evil/docker-credential-x` is a relative path that resolves
     // (from the working directory) to the planted program.
     std::fs::create_dir_all(env.dir.path().join("docker-credential-x")).expect("mkdir");
-    support::write(
+    crate::support::write(
         &env.docker().join("config.json"),
         r#"{"credsStore":"x/../evil/docker-credential-x"}"#,
     );

@@ -7,15 +7,13 @@
 //! Layer paths reach the host through `/` (enough `..` to get there, then the host dir's absolute
 //! path as a layer title), so they do not depend on how deep the root is.
 
-mod support;
-
+use crate::support::cli::{flat, Env};
+use crate::support::hostile_layers::{self as h, dir, file, hardlink, symlink};
+use crate::support::images::{self, BinPrefix};
+use crate::support::registry::Registry;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use support::cli::{flat, Env};
-use support::hostile_layers::{self as h, dir, file, hardlink, symlink};
-use support::images::{self, BinPrefix};
-use support::registry::Registry;
 
 /// Shell builtins only: the runtime's PATH holds nothing.
 const RUNTIME: &str = "#!/bin/sh\necho ran > ran.txt\n";
@@ -37,7 +35,7 @@ fn world() -> World {
     images::bin_index(&rt, "1", "runtime", RUNTIME.as_bytes(), BinPrefix::Io, None);
     images::skopeo_push(&rt, "1", &format!("{a}/runtime:1"), None);
     let ctx = env.dir.path().join("ctx");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!("FROM scratch\nNAME probe\nRUNTIME {a}/runtime:1\nMODEL m\n"),
     );
@@ -283,7 +281,7 @@ fn a_corrupt_layer_in_the_store_is_refused_by_run_and_save() {
         "hello\n"
     );
     fs::remove_file(root.join("workspace/ran.txt")).unwrap();
-    let digest = support::sha256(&layer);
+    let digest = crate::support::sha256(&layer);
     h::flip_byte(&h::blob_path(&w.store(), &digest), Some(layer.len() / 2));
     let (ok, out) = w.run(&tag, "agent", &[]);
     assert!(!ok, "a corrupt layer was unpacked: {out}");
@@ -317,7 +315,7 @@ fn a_corrupt_runtime_blob_is_refused_before_the_runtime_runs() {
     fs::remove_file(root.join("workspace/ran.txt")).unwrap();
     // The bin lookup stops at the binary, before the gzip trailer: flip the trailer's last byte.
     let (layer, _) = images::tar_gz_one_file("runtime", RUNTIME.as_bytes());
-    let digest = support::sha256(&layer);
+    let digest = crate::support::sha256(&layer);
     let blob = h::blob_path(&w.store(), &digest);
     assert!(blob.exists(), "the runtime layer is not in the store");
     h::flip_byte(&blob, None);
@@ -435,11 +433,11 @@ fn rustix_uid() -> u32 {
 fn an_added_directory_with_links_that_stay_inside_still_runs() {
     let w = world();
     let ctx = w.env.dir.path().join("ctx2");
-    support::write(&ctx.join("data/a.txt"), "a");
-    support::write(&ctx.join("data/sub/b.txt"), "b");
+    crate::support::write(&ctx.join("data/a.txt"), "a");
+    crate::support::write(&ctx.join("data/sub/b.txt"), "b");
     std::os::unix::fs::symlink("../a.txt", ctx.join("data/sub/up")).unwrap();
     std::os::unix::fs::symlink("sub/b.txt", ctx.join("data/down")).unwrap();
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!(
             "FROM scratch\nNAME probe\nRUNTIME {}/runtime:1\nMODEL m\nADD data\n",

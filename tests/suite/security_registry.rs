@@ -7,13 +7,12 @@
 
 #[path = "support/hostile_registry.rs"]
 mod hostile_registry;
-mod support;
 
+use crate::support::cli::{flat, Env};
 use hostile_registry::{Body, Content, Hostile, Length, Reply, Req};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::cli::{flat, Env};
 
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -24,7 +23,7 @@ fn env_with_login(addr: &str, user: &str, pass: &str) -> Env {
     use base64::Engine as _;
     let env = Env::new();
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
-    support::write(
+    crate::support::write(
         &env.docker().join("config.json"),
         serde_json::json!({"auths": {addr: {"auth": auth}}}).to_string(),
     );
@@ -35,8 +34,8 @@ fn env_with_login(addr: &str, user: &str, pass: &str) -> Env {
 fn build_agent(env: &Env, tag: &str, data_len: usize) {
     let ctx = env.dir.path().join("ctx");
     let data: Vec<u8> = (0..data_len).map(|i| (i * 7 % 251) as u8).collect();
-    support::write(&ctx.join("data.bin"), data);
-    support::write(
+    crate::support::write(&ctx.join("data.bin"), data);
+    crate::support::write(
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nADD data.bin\n",
     );
@@ -635,7 +634,7 @@ fn lying_manifests_are_refused_and_nothing_is_stored() {
 
     // The same at build time: RUNTIME from a lying registry is an error on its line.
     let ctx = env.dir.path().join("ctx");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!(
             "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nRUNTIME {}/lib/lie:ct-index\n",
@@ -692,7 +691,7 @@ fn malformed_pinned_digest_is_an_error_not_a_tag_lookup() {
     // Build an agent pinned to the runtime, then forge its agent.yaml pin.
     let builder = Env::new();
     let ctx = builder.dir.path().join("ctx");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!(
             "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nRUNTIME {}/lib/rt:1\n",
@@ -757,7 +756,7 @@ fn malformed_pinned_digest_is_an_error_not_a_tag_lookup() {
 
     // The same pin in Agentfile.lock is refused by an --offline build.
     let lock = std::fs::read_to_string(ctx.join("Agentfile.lock")).expect("lock");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile.lock"),
         lock.replace(&rt_digest, "sha256:NOT-A-DIGEST"),
     );

@@ -1,11 +1,9 @@
 //! Registry integration tests: real registries (no auth, basic, token), pushed and pulled through
 //! the `otters` binary, with skopeo as the independent client.
 
-mod support;
-
-use support::cli::{flat, json, Env};
-use support::images::{self, BinPrefix};
-use support::registry::{Auth, Registry};
+use crate::support::cli::{flat, json, Env};
+use crate::support::images::{self, BinPrefix};
+use crate::support::registry::{Auth, Registry};
 
 /// Builds a small agent (one CONTEXT, one ADD of `data_len` bytes) tagged `tag`.
 fn build_agent(env: &Env, tag: &str, data_len: usize) -> String {
@@ -14,9 +12,9 @@ fn build_agent(env: &Env, tag: &str, data_len: usize) -> String {
         .path()
         .join(format!("ctx-{}", tag.replace(['/', ':'], "_")));
     let data: Vec<u8> = (0..data_len).map(|i| (i * 7 % 251) as u8).collect();
-    support::write(&ctx.join("data.bin"), data);
-    support::write(&ctx.join("notes.txt"), format!("notes for {tag}\n"));
-    support::write(
+    crate::support::write(&ctx.join("data.bin"), data);
+    crate::support::write(&ctx.join("notes.txt"), format!("notes for {tag}\n"));
+    crate::support::write(
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nCONTEXT SOUL <<EOF\nBe brief.\nEOF\nADD notes.txt\nADD data.bin\n",
     );
@@ -213,6 +211,34 @@ fn token_auth_push_and_anonymous_pull_and_wrong_password() {
 
     let anon = Env::new();
     assert_eq!(anon.ok(&["pull", &tag]).trim(), local);
+
+    // What the token server saw: a denied attempt for the wrong password, alice's push asking
+    // only for the target repository, and an anonymous pull asking only to pull.
+    let seen = reg
+        .token
+        .as_ref()
+        .expect("token server")
+        .requests
+        .lock()
+        .expect("log")
+        .clone();
+    assert!(seen.iter().any(|(u, _)| u == "DENIED alice"), "{seen:?}");
+    let alice: Vec<_> = seen.iter().filter(|(u, _)| u == "alice").collect();
+    assert!(!alice.is_empty(), "{seen:?}");
+    for (_, scopes) in &alice {
+        assert!(
+            scopes
+                .iter()
+                .all(|s| s.starts_with("repository:team/agent:")),
+            "alice asked beyond team/agent: {scopes:?}"
+        );
+    }
+    let (who, scopes) = seen.last().expect("a request");
+    assert_eq!(
+        (who.as_str(), scopes.as_slice()),
+        ("-", ["repository:team/agent:pull".to_owned()].as_slice()),
+        "the anonymous pull asked for more than pull: {seen:?}"
+    );
 }
 
 #[test]
@@ -236,7 +262,7 @@ fn pulls_an_image_skopeo_copied_in_and_picks_the_platform() {
     assert_eq!(out.trim(), idx["digest"].as_str().unwrap_or_default());
 
     let env2 = Env::new();
-    let platform = format!("linux/{}", support::host_arch());
+    let platform = format!("linux/{}", crate::support::host_arch());
     let out = env2.ok(&["pull", &tag, "--platform", &platform, "-t", "jq:host"]);
     assert_eq!(out.trim(), host_manifest);
     let err = env2.fails(&["pull", &tag, "--platform", "windows/arm64"]);
@@ -407,7 +433,7 @@ fn lock_pins_runtime_and_bins_and_reads_both_annotation_prefixes() {
     let env = Env::new();
     let ctx = env.dir.path().join("agent");
     let a = &reg.addr;
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!("FROM scratch\nNAME locked\nRUNTIME {a}/runtime:1\nBIN jq {a}/bins/jq:1\nBIN old {a}/bins/old:1 \"mine\"\n"),
     );
@@ -424,7 +450,10 @@ fn lock_pins_runtime_and_bins_and_reads_both_annotation_prefixes() {
     };
     let jq_e = find(&format!("{a}/bins/jq:1"));
     assert_eq!(jq_e["digest"], jq.as_str(), "{text}");
-    assert_eq!(jq_e["platform"], format!("linux/{}", support::host_arch()));
+    assert_eq!(
+        jq_e["platform"],
+        format!("linux/{}", crate::support::host_arch())
+    );
     assert_eq!(jq_e["description"], "json processor");
     assert_eq!(jq_e["bin"]["name"], "jq");
     let old_e = find(&format!("{a}/bins/old:1"));
@@ -453,7 +482,7 @@ fn lock_reports_missing_images_and_non_bins_on_their_lines() {
     let env = Env::new();
     let ctx = env.dir.path().join("agent");
     let a = &reg.addr;
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!(
             "FROM scratch\nNAME broken\nBIN plain {a}/bins/plain:1\nBIN gone {a}/bins/gone:1\n"
@@ -482,7 +511,7 @@ fn lock_names_the_registry_that_denies_a_pull() {
     let reg = Registry::start_basic("alice", "s3cret");
     let env = Env::new();
     let ctx = env.dir.path().join("agent");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!("FROM scratch\nNAME x\nBIN jq {}/bins/jq:1\n", reg.addr),
     );
@@ -540,7 +569,7 @@ fn from_an_openotters_parent_merges_its_bins_into_the_lock() {
     );
     let env = Env::new();
     let ctx = env.dir.path().join("child");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!("FROM {a}/agents/base:1\nNAME child\nBIN old {a}/bins/old:1\n"),
     );
@@ -576,7 +605,7 @@ fn from_an_openotters_parent_merges_its_bins_into_the_lock() {
         .unwrap_or_default();
     assert_eq!(jq_entry["digest"], jq.as_str());
     // The parent was pulled into the store, layers included.
-    let data_digest = support::sha256(b"parent data\n");
+    let data_digest = crate::support::sha256(b"parent data\n");
     assert!(
         env.store_blob(&data_digest).is_file(),
         "parent ADD layer not in the store"
@@ -592,7 +621,7 @@ fn from_an_otters_built_parent_resolves() {
     env.ok(&["push", &parent]);
     let other = Env::new();
     let ctx = other.dir.path().join("child");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!("FROM {parent}\nNAME child\n"),
     );
@@ -612,7 +641,7 @@ fn inheritance_cycles_and_depth_are_reported() {
     push_openotters_agent(&reg, "cyc/b", &format!("{a}/cyc/a:1"), "");
     let env = Env::new();
     let ctx = env.dir.path().join("c");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!("FROM {a}/cyc/a:1\nNAME c\n"),
     );
@@ -630,7 +659,7 @@ fn inheritance_cycles_and_depth_are_reported() {
         };
         push_openotters_agent(&reg, &format!("deep/p{i}"), &from, "");
     }
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!("FROM {a}/deep/p0:1\nNAME c\n"),
     );
@@ -639,7 +668,7 @@ fn inheritance_cycles_and_depth_are_reported() {
         err.contains("AF408") && err.contains("depth exceeds 10"),
         "{err}"
     );
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!("FROM {a}/deep/p3:1\nNAME c\n"),
     );

@@ -7,15 +7,13 @@
 //! limit set with `ulimit -v` in a `sh` wrapper), with a clear message naming the file, and
 //! nothing secret or raw-control reaches the output.
 
-mod support;
-
+use crate::support::cli::Env;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::cli::Env;
 
 /// The otters binary the tests run.
 fn bin() -> PathBuf {
@@ -45,7 +43,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn write(path: &Path, bytes: impl AsRef<[u8]>) {
-    support::write(path, bytes);
+    crate::support::write(path, bytes);
 }
 
 /// The exponential ARG chain of the issue, padded to about 4 KB: 24 levels of
@@ -283,7 +281,7 @@ fn devices_fifos_and_oversized_input_are_refused_quickly() {
     for (args, want) in cases {
         let started = Instant::now();
         let out = otters_limited(&env, dir, LIMIT_KIB, args);
-        let err = support::cli::flat(&text(&out.stderr));
+        let err = crate::support::cli::flat(&text(&out.stderr));
         assert!(!out.status.success(), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(started.elapsed() < Duration::from_secs(30), "{args:?}");
@@ -310,7 +308,7 @@ fn devices_fifos_and_oversized_input_are_refused_quickly() {
         });
         let out = child.wait_with_output().unwrap();
         feeder.join().unwrap();
-        let err = support::cli::flat(&text(&out.stderr));
+        let err = crate::support::cli::flat(&text(&out.stderr));
         assert!(!out.status.success(), "{cmd:?}");
         assert!(
             err.contains("standard input is larger than 1 MiB, the Agentfile limit"),
@@ -353,7 +351,7 @@ fn project_files_linked_out_or_endless_are_refused() {
     write(&b.join("Agentfile"), agent);
     std::os::unix::fs::symlink("/dev/zero", b.join("Agentfile.lock")).unwrap();
     let out = otters_limited(&env, root, LIMIT_KIB, &["build", "--offline", "b"]);
-    let err = support::cli::flat(&text(&out.stderr));
+    let err = crate::support::cli::flat(&text(&out.stderr));
     assert!(!out.status.success(), "{err}");
     assert!(
         err.contains("Agentfile.lock is a symlink that leads outside"),
@@ -365,7 +363,7 @@ fn project_files_linked_out_or_endless_are_refused() {
     write(&c.join("Agentfile"), "FROM scratch\nNAME c\nMODEL m\n");
     std::os::unix::fs::symlink("/dev/zero", c.join(".agentignore")).unwrap();
     let out = otters_limited(&env, root, LIMIT_KIB, &["build", "c"]);
-    let err = support::cli::flat(&text(&out.stderr));
+    let err = crate::support::cli::flat(&text(&out.stderr));
     assert!(!out.status.success(), "{err}");
     assert!(
         err.contains(".agentignore: is a symlink that leads outside"),
@@ -432,7 +430,7 @@ fn control_characters_never_reach_the_terminal_raw() {
         .current_dir(dir)
         .output()
         .unwrap();
-    let v = support::cli::json(&text(&out.stdout));
+    let v = crate::support::cli::json(&text(&out.stdout));
     let messages: Vec<&str> = v
         .as_array()
         .unwrap()
@@ -689,7 +687,7 @@ fn hostile_shapes_lint_in_linear_time() {
             "{what}: {}",
             text(&out.stderr)
         );
-        support::cli::json(&text(&out.stdout));
+        crate::support::cli::json(&text(&out.stdout));
         assert!(took < Duration::from_secs(30), "{what}: took {took:?}");
     }
 }

@@ -5,15 +5,14 @@
 //! sees to `report.txt` in its working directory, using busybox for every tool (the runtime's PATH
 //! holds only the agent's bin dir).
 
-mod support;
-
+use crate::support::cli::{self, ok};
+use crate::support::images::{self, BinPrefix};
+use crate::support::registry::Registry;
+use crate::support::tools::skip;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
-use support::cli::{self, ok};
-use support::images::{self, BinPrefix};
-use support::registry::Registry;
 
 const RUNTIME: &str = r#"#!/bin/sh
 B=/bin/busybox
@@ -124,16 +123,6 @@ fn grep_tree(dir: &Path, needle: &str) -> Vec<PathBuf> {
         }
     }
     hits
-}
-
-/// A test whose real component cannot run here says so; under CI (`CI` set, where `.ci/install`
-/// provides every component) that is a failure, so a green CI never hides a skipped test.
-fn skip(test: &str, reason: &str) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{test} cannot run under CI: {reason}"
-    );
-    eprintln!("SKIP {test}: {reason}");
 }
 
 #[test]

@@ -1,12 +1,10 @@
 //! `otters build` through the real binary: reproducibility, `SOURCE_DATE_EPOCH`, input safety,
 //! `.agentignore`, concurrent builds, skopeo interoperability, golden digests, conformance.
 
-mod support;
-
+use crate::support::cli::{json, ok, Env};
 use assert_cmd::Command;
 use std::fs;
 use std::path::{Path, PathBuf};
-use support::cli::{json, ok, Env};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -248,7 +246,7 @@ fn concurrent_builds_into_one_store_both_succeed() {
 }
 
 fn skopeo(args: &[&str]) -> Vec<u8> {
-    support::run_ok(std::process::Command::new("skopeo").args(args)).into_bytes()
+    crate::support::run_ok(std::process::Command::new("skopeo").args(args)).into_bytes()
 }
 
 #[test]
@@ -264,7 +262,7 @@ fn skopeo_reads_the_store_and_archives_and_keeps_the_digest() {
         "--raw",
         &format!("oci:{}:meteo:1.0", store.display()),
     ]);
-    assert_eq!(support::sha256(&raw), digest);
+    assert_eq!(crate::support::sha256(&raw), digest);
 
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("copy");
@@ -275,7 +273,7 @@ fn skopeo_reads_the_store_and_archives_and_keeps_the_digest() {
         &format!("oci:{}:m", copy.display()),
     ]);
     assert_eq!(
-        support::sha256(&skopeo(&[
+        crate::support::sha256(&skopeo(&[
             "inspect",
             "--raw",
             &format!("oci:{}:m", copy.display())
@@ -293,7 +291,7 @@ fn skopeo_reads_the_store_and_archives_and_keeps_the_digest() {
         "--raw",
         &format!("oci-archive:{}:meteo:1.0", archive.display()),
     ]);
-    assert_eq!(support::sha256(&from_archive), digest);
+    assert_eq!(crate::support::sha256(&from_archive), digest);
 
     // And the other way: an archive written by skopeo loads into a fresh store.
     let theirs = tmp.path().join("theirs.tar");
@@ -332,7 +330,7 @@ fn output_flag_writes_a_layout_or_an_archive() {
         ],
     );
     assert_eq!(
-        support::sha256(&skopeo(&[
+        crate::support::sha256(&skopeo(&[
             "inspect",
             "--raw",
             &format!("oci:{}:x:1", layout.display())
@@ -352,7 +350,7 @@ fn output_flag_writes_a_layout_or_an_archive() {
     );
     assert_eq!(d, d2);
     assert_eq!(
-        support::sha256(&skopeo(&[
+        crate::support::sha256(&skopeo(&[
             "inspect",
             "--raw",
             &format!("oci-archive:{}:x:1", archive.display())
@@ -394,7 +392,7 @@ fn golden_digests_of_the_fixtures() {
 fn every_conformance_agentfile_builds() {
     let root = repo().join("../shared/conformance");
     if !root.is_dir() {
-        support::tools::skip(
+        crate::support::tools::skip(
             "every_conformance_agentfile_builds",
             &format!("{} is absent", root.display()),
         );

@@ -1,9 +1,7 @@
 //! `$OTTERS_HOME/config.toml` through the real binary: per-registry `insecure`, and the errors a
 //! malformed file gets. See docs/registries.md, "Registry configuration".
 
-mod support;
-
-use support::cli::Env;
+use crate::support::cli::Env;
 
 /// A name that never resolves (RFC 2606), so nothing is ever contacted.
 const NOWHERE: &str = "otters-test.invalid:5000";
@@ -46,7 +44,7 @@ fn insecure_in_config_allows_plain_http_for_that_registry_only() {
     );
 
     // Another registry's table changes nothing for this one.
-    support::write(
+    crate::support::write(
         &env.home().join("config.toml"),
         "[registry.\"otters-test.invalid:5001\"]\ninsecure = true\n",
     );
@@ -54,7 +52,7 @@ fn insecure_in_config_allows_plain_http_for_that_registry_only() {
     assert!(!e.contains(&plain), "other registry's setting applied: {e}");
 
     // Its own table: plain HTTP is tried after HTTPS (and fails on DNS, never contacted).
-    support::write(
+    crate::support::write(
         &env.home().join("config.toml"),
         format!("# registries\n[registry.\"{NOWHERE}\"]\ninsecure = true\n"),
     );
@@ -67,7 +65,7 @@ fn insecure_in_config_allows_plain_http_for_that_registry_only() {
 fn malformed_config_names_file_line_and_key() {
     let env = Env::new();
     let file = env.home().join("config.toml");
-    support::write(
+    crate::support::write(
         &file,
         format!("[registry.\"{NOWHERE}\"]\n\ninsecure = \"yes\"\n"),
     );
@@ -82,7 +80,7 @@ fn malformed_config_names_file_line_and_key() {
         "contacted despite a bad config: {e}"
     );
 
-    support::write(&file, format!("[registry.\"{NOWHERE}\"]\ninsecur = true\n"));
+    crate::support::write(&file, format!("[registry.\"{NOWHERE}\"]\ninsecur = true\n"));
     let e = pull_error(&env, &format!("{NOWHERE}/x:1"));
     assert!(
         e.contains(&squash(&format!("{}:2: `insecur`:", file.display()))),
@@ -100,25 +98,25 @@ fn malformed_config_names_file_line_and_key() {
 fn oversized_config_is_refused() {
     let env = Env::new();
     let file = env.home().join("config.toml");
-    support::write(&file, "#".repeat(1024 * 1024 + 1));
+    crate::support::write(&file, "#".repeat(1024 * 1024 + 1));
     let e = pull_error(&env, &format!("{NOWHERE}/x:1"));
     assert!(e.contains("largerthan1MiB"), "{e}");
 }
 
 /// A bin image pushed to a fresh HTTPS registry whose certificate no system trusts.
-fn tls_registry_with_image() -> (support::tls_registry::TlsRegistry, String) {
-    let reg = support::tls_registry::TlsRegistry::start();
+fn tls_registry_with_image() -> (crate::support::tls_registry::TlsRegistry, String) {
+    let reg = crate::support::tls_registry::TlsRegistry::start();
     let layout = reg.dir.path().join("layout");
-    support::images::bin_single(
+    crate::support::images::bin_single(
         &layout,
         "1",
         "hello",
         b"#!/bin/sh\necho hi\n",
-        support::images::BinPrefix::Io,
+        crate::support::images::BinPrefix::Io,
         None,
     );
     let reference = format!("{}/bins/hello:1", reg.addr);
-    support::images::skopeo_push(&layout, "1", &reference, None);
+    crate::support::images::skopeo_push(&layout, "1", &reference, None);
     (reg, reference)
 }
 
@@ -144,7 +142,7 @@ fn ca_from_config_is_trusted_for_that_registry() {
     assert!(e.contains(&format!("certs.d/{}/ca.crt", reg.addr)), "{e}");
 
     // The CA for another registry does not help.
-    support::write(
+    crate::support::write(
         &env.home().join("config.toml"),
         format!(
             "[registry.\"127.0.0.1:1\"]\nca = \"{}\"\n",
@@ -158,7 +156,7 @@ fn ca_from_config_is_trusted_for_that_registry() {
 
     // Relative to the config file's directory.
     std::fs::copy(reg.ca(), env.home().join("internal-ca.pem")).unwrap();
-    support::write(
+    crate::support::write(
         &env.home().join("config.toml"),
         format!("[registry.\"{}\"]\nca = \"internal-ca.pem\"\n", reg.addr),
     );
@@ -169,7 +167,7 @@ fn ca_from_config_is_trusted_for_that_registry() {
         String::from_utf8_lossy(&out.stderr),
         reg.log()
     );
-    let images = support::cli::ok(env.otters().args(["images"]));
+    let images = crate::support::cli::ok(env.otters().args(["images"]));
     assert!(images.contains("bins/hello"), "{images}");
 }
 
@@ -196,7 +194,7 @@ fn ca_from_certs_d_is_trusted() {
     );
 
     // A file there that is not a certificate is an error naming it.
-    support::write(
+    crate::support::write(
         &certs_d.join(&reg.addr).join("zz.crt"),
         "not a certificate\n",
     );

@@ -8,8 +8,9 @@
 //! reach a stored blob. Also: ENV keys and loader variables, `-v` modes, the collection of stale
 //! store temp files, special files and the hash cache.
 
-mod support;
-
+use crate::support::cli::{flat, Env};
+use crate::support::images::{self, Layout};
+use crate::support::registry::Registry;
 use serde_json::{json, Value};
 use std::fs;
 use std::io::Read as _;
@@ -17,9 +18,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use support::cli::{flat, Env};
-use support::images::{self, Layout};
-use support::registry::Registry;
 
 const AGENTFILE: &str = "application/vnd.openotters.agentfile";
 const CONTEXT: &str = "application/vnd.openotters.context.v1";
@@ -112,7 +110,7 @@ impl Scene {
         let env = Env::new();
         craft(&env.store(), agent, layers);
         let agents = env.dir.path().join("agents");
-        support::write(&agents.join("victim/keep.txt"), "keep");
+        crate::support::write(&agents.join("victim/keep.txt"), "keep");
         let root = agents.join("a");
         Scene { env, agents, root }
     }
@@ -276,7 +274,7 @@ fn hostile_layer_titles_are_refused_before_anything_is_written() {
 /// with "invalid artifact", and the build stores no manifest.
 #[test]
 fn a_hostile_parent_is_refused_by_the_build() {
-    if !support::tools::require(
+    if !crate::support::tools::require(
         "a_hostile_parent_is_refused_by_the_build",
         "skopeo",
         &["--version"],
@@ -329,7 +327,7 @@ fn a_hostile_parent_is_refused_by_the_build() {
     ] {
         let env = Env::new();
         let ctx = env.dir.path().join("ctx");
-        support::write(
+        crate::support::write(
             &ctx.join("Agentfile"),
             format!("FROM {}/{repo}:1\nNAME child\n", reg.addr),
         );
@@ -343,7 +341,7 @@ fn a_hostile_parent_is_refused_by_the_build() {
     }
     let env = Env::new();
     let ctx = env.dir.path().join("ctx");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         format!("FROM {}/file-title:1\nNAME child\n", reg.addr),
     );
@@ -398,18 +396,18 @@ fn racing_symlink_swaps_never_put_an_outside_file_in_the_image() {
     const BUILDS: usize = 25;
     let env = Env::new();
     let outside = env.dir.path().join("outside");
-    support::write(&outside.join("secret.txt"), CANARY);
-    support::write(&outside.join("dir/inner.txt"), CANARY);
+    crate::support::write(&outside.join("secret.txt"), CANARY);
+    crate::support::write(&outside.join("dir/inner.txt"), CANARY);
     let ctx = env.dir.path().join("ctx");
     let real = b"real content, same length as canary";
-    support::write(&ctx.join("one.txt"), real);
-    support::write(&ctx.join("data/two.txt"), real);
-    support::write(&ctx.join("data/dir/inner.txt"), real);
+    crate::support::write(&ctx.join("one.txt"), real);
+    crate::support::write(&ctx.join("data/two.txt"), real);
+    crate::support::write(&ctx.join("data/dir/inner.txt"), real);
     for i in 0..2000 {
-        support::write(&ctx.join(format!("data/a/{i:05}")), [b'x'; 100]);
+        crate::support::write(&ctx.join(format!("data/a/{i:05}")), [b'x'; 100]);
     }
     // `data` first: its 2000 files are archived after `one.txt` was checked, before it is read.
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME race\nADD data\nADD one.txt\n",
     );
@@ -524,11 +522,11 @@ fn racing_symlink_swaps_never_put_an_outside_file_in_the_image() {
 fn special_files_and_control_characters_in_the_context_fail_clearly_without_hanging() {
     let env = Env::new();
     let ctx = env.dir.path().join("ctx");
-    support::write(&ctx.join("data/a.txt"), "a");
+    crate::support::write(&ctx.join("data/a.txt"), "a");
     rustix::fs::mkfifoat(rustix::fs::CWD, ctx.join("data/pipe"), 0o600.into()).unwrap();
     rustix::fs::mkfifoat(rustix::fs::CWD, ctx.join("pipe"), 0o600.into()).unwrap();
     let build = |agentfile: &str| {
-        support::write(&ctx.join("Agentfile"), agentfile);
+        crate::support::write(&ctx.join("Agentfile"), agentfile);
         let out = env
             .otters()
             .args(["build", "-q", ctx.to_str().unwrap()])
@@ -549,7 +547,7 @@ fn special_files_and_control_characters_in_the_context_fail_clearly_without_hang
         "{err}"
     );
     fs::remove_file(ctx.join("data/pipe")).unwrap();
-    support::write(&ctx.join("data/evil\n\u{1b}[31mname"), "x");
+    crate::support::write(&ctx.join("data/evil\n\u{1b}[31mname"), "x");
     let err = build("FROM scratch\nNAME s\nADD data\n");
     assert!(
         err.contains(r"evil\n\u{1b}[31mname") && err.contains("control character"),
@@ -636,7 +634,7 @@ fn env_keys_and_loader_variables_at_run() {
     }
     // The build side warns (AF223).
     let ctx = s.env.dir.path().join("ctx");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME l\nENV LD_PRELOAD=/etc/data/x.so\n",
     );
@@ -729,7 +727,7 @@ fn stale_store_temp_files_are_collected_but_live_ones_kept() {
 fn the_hash_cache_notices_a_same_size_rewrite_with_the_old_mtime() {
     let env = Env::new();
     let ctx = env.dir.path().join("ctx");
-    support::write(
+    crate::support::write(
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME c\nADD a.txt\nADD d\n",
     );
@@ -743,7 +741,7 @@ fn the_hash_cache_notices_a_same_size_rewrite_with_the_old_mtime() {
             .set_modified(old)
             .unwrap();
     };
-    support::write(&ctx.join("d/b.txt"), "");
+    crate::support::write(&ctx.join("d/b.txt"), "");
     set(&ctx.join("a.txt"), "version-1");
     set(&ctx.join("d/b.txt"), "version-1");
     let build = |tag: &str| {

@@ -2,9 +2,7 @@
 //! registry error), and `run PATH` takes the build's offline flags so an Agentfile runs behind a
 //! firewall. Needs no registry: the example's images are recorded unpinned, never fetched.
 
-mod support;
-
-use support::cli::{flat, Env};
+use crate::support::cli::{flat, Env};
 
 fn repo() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -58,7 +56,7 @@ fn run_path_takes_the_build_offline_flags() {
     let err = flat(&String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{err}");
     assert!(!err.contains("AF405"), "{err}");
-    let plan = support::cli::json(&String::from_utf8_lossy(&out.stdout));
+    let plan = crate::support::cli::json(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(
         plan["missing_mounts"],
         serde_json::json!(["/reports"]),

@@ -6,8 +6,6 @@
 //! beside others. Every line must exit 0; then the files a user would look at are checked. The
 //! `otters` lines of the README's opening block run the same way (offline, no registry).
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -146,7 +144,7 @@ fn the_readme_tour_runs_as_written() {
         ("docker-registry", "apt-get install docker-registry"),
         ("skopeo", "apt-get install skopeo"),
     ] {
-        if !support::tools::require(TEST, tool, &["--version"], install) {
+        if !crate::support::tools::require(TEST, tool, &["--version"], install) {
             return;
         }
     }
@@ -179,7 +177,7 @@ fn the_readme_tour_runs_as_written() {
             String::from_utf8_lossy(&out.stderr)
         );
         if line.starts_with("otters run --dry-run") {
-            dry_run = Some(support::cli::json(&stdout));
+            dry_run = Some(crate::support::cli::json(&stdout));
         }
     }
 

@@ -2,11 +2,9 @@
 //! the caller's umask, as `cp` or `docker save` do: 0644 under umask 022, 0600 under 077. Checked
 //! through the binary, started by `sh` with the umask set.
 
-mod support;
-
+use crate::support::cli::Env;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use support::cli::Env;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

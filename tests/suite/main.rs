@@ -1,0 +1,33 @@
+//! The integration suite: one test binary whose modules drive the real `otters` binary (and the
+//! libraries) as a user, an editor or CI would. One binary links once and shares `support`, the
+//! harness of real registries, OCI images and tools.
+
+mod support;
+
+mod build_cli;
+mod cli_output;
+mod compat;
+mod emitted_codes;
+mod habits;
+mod interop;
+mod lint_cli;
+mod pipeline;
+mod readme_tour;
+mod registry;
+mod registry_config;
+mod registry_ux;
+mod robustness;
+mod rules;
+mod run;
+mod run_args;
+mod security_extract;
+mod security_frontend;
+mod security_inputs;
+mod security_registry;
+mod security_store;
+mod store;
+mod store_hygiene;
+mod streams;
+mod syntax_fixtures;
+mod tidy;
+mod umask;
