@@ -12,6 +12,8 @@
 #![allow(clippy::result_large_err)]
 
 pub mod diags;
+#[cfg(test)]
+mod fake;
 pub mod images;
 pub mod lockfile;
 pub mod merge;
@@ -313,3 +315,6 @@ fn lock_drift(
     }
     out
 }
+
+#[cfg(test)]
+mod tests;
