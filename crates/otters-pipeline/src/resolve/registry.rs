@@ -3,7 +3,7 @@
 //!
 //! Takes: parsed references, a target platform, digests, the local store. Returns: what the
 //! registry holds (documents, blobs) or a [`RegistryError`], which the stage maps to its
-//! diagnostics (AF401–AF412). Must never: decide anything about resolution itself (pins, the lock,
+//! diagnostics (AF401–AF412). Must never: decide anything resolution decides (pins, the lock,
 //! diagnostics): that stays in `resolve`, so a test registry exercises the real stage.
 
 use otters_oci::reference::Reference;

@@ -1,6 +1,7 @@
 //! Unit tests of the resolve stage through its [`Registry`] seam, against the in-memory
 //! [`FakeRegistry`]: pins from tags, digests and indexes, the lock offline and with `--locked`,
-//! registry failures as AF4xx diagnostics, and a FROM parent pulled, hydrated and merged.
+//! registry failures as their diagnostics (AF401–AF412), and a FROM parent pulled, hydrated and
+//! merged.
 
 use super::fake::{self, FakeRegistry};
 use super::lockfile::BinInfo;
@@ -722,7 +723,7 @@ fn a_from_parent_is_pulled_hydrated_and_merged_under_the_child() {
         a.adds.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
         ["notes.txt"]
     );
-    assert_eq!(res.inherited_adds, [notes.clone()]);
+    assert_eq!(res.inherited_adds, std::slice::from_ref(&notes));
 
     // Pins and lock: the parent by its manifest digest, and its references with the child's.
     let parent = res
