@@ -1,8 +1,9 @@
 //! Resolving one RUNTIME or BIN reference against its registry: digest for the target platform,
 //! plus the bin annotations (both prefixes) and the image's usage document.
 //!
-//! Takes: a client, a parsed reference and the role. Returns: a lock [`Entry`] or a diagnostic on
-//! the reference's span. Must never: accept a BIN image without a bin name annotation.
+//! Takes: a [`Registry`], a parsed reference and the role. Returns: a lock [`Entry`] or a
+//! diagnostic on the reference's span. Must never: accept a BIN image without a bin name
+//! annotation.
 
 // Rationale: `Diagnostic` is this stage's error value; these functions run once per reference,
 // so the size of the `Err` variant costs nothing worth boxing for.
@@ -10,9 +11,10 @@
 
 use super::diags;
 use super::lockfile::{BinInfo, Entry, Role};
+use super::registry::Registry;
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_oci::reference::Reference;
-use otters_oci::registry::{RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::registry::{RegistryError, TargetPlatform};
 use otters_oci::spec::descriptor::Descriptor;
 use std::collections::BTreeMap;
 
@@ -77,7 +79,7 @@ pub fn registry_diagnostic(
 /// Resolves `written` (already parsed as `r`) for `platform`. `hint` says what `--offline` could
 /// do for this reference, for the message when its registry cannot be reached.
 pub fn resolve_image(
-    client: &RegistryClient,
+    client: &dyn Registry,
     written: &str,
     r: &Reference,
     role: Role,
@@ -157,7 +159,7 @@ const MAX_CONFIG: u64 = 4 << 20;
 /// and `architecture`, when it states them, must match; else AF411 naming what it is built for.
 /// Configs of other types (artifacts, agents) say nothing about a platform and pass.
 fn check_config_platform(
-    client: &RegistryClient,
+    client: &dyn Registry,
     written: &str,
     reference: &Reference,
     manifest: &[u8],
@@ -218,7 +220,7 @@ fn check_config_platform(
 /// The usage document's text: the non-tar layer titled like the usage annotation. A missing or
 /// unreadable document is skipped silently, as openotters does.
 fn usage_text(
-    client: &RegistryClient,
+    client: &dyn Registry,
     r: &Reference,
     layers: &[Descriptor],
     usage_path: &str,

@@ -1,7 +1,7 @@
 //! `FROM <agent-ref>`: fetch the parent agent into the store, read its config blob, hydrate its
 //! contexts and ADDs from its layers (spec §c), and check the ancestor chain for cycles and depth.
 //!
-//! Takes: the reference as written, a client (none when offline), the store and the old lock.
+//! Takes: the reference as written, a [`Registry`] (none when offline), the store and the old lock.
 //! Returns: the hydrated parent model, the descriptors of its ADD layers (reused by digest, never
 //! re-read), and its lock entry. Must never: merge an ancestor twice — an agent image's config is
 //! already the flattened model of its whole chain, so ancestors are only walked, not merged.
@@ -13,12 +13,11 @@
 use super::diags::{self, OfflineHint};
 use super::images::registry_diagnostic;
 use super::lockfile::{Entry, Lockfile, Role};
+use super::registry::Registry;
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::reference::Reference;
-use otters_oci::registry::sources::Sources;
-use otters_oci::registry::transfer;
-use otters_oci::registry::{is_index, RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::registry::{is_index, RegistryError, TargetPlatform};
 use otters_oci::spec::descriptor::{
     Descriptor, AGENT_CONFIG, ANN_TITLE, CONTEXT_LAYER, FILE_LAYER,
 };
@@ -44,7 +43,8 @@ struct ManifestDoc {
 }
 
 pub struct Ctx<'a> {
-    pub client: Option<&'a RegistryClient>,
+    /// The registry to ask; `None` offline.
+    pub client: Option<&'a dyn Registry>,
     pub store: &'a Store,
     pub platform: &'a TargetPlatform,
     pub old_lock: Option<&'a Lockfile>,
@@ -124,7 +124,7 @@ pub fn local_parent(
 
 /// Resolves the parent's manifest digest and pulls the image into the store.
 fn fetch_parent(
-    client: &RegistryClient,
+    client: &dyn Registry,
     cx: &Ctx<'_>,
     written: &str,
     r: &Reference,
@@ -155,16 +155,9 @@ fn fetch_parent(
     } else {
         top.digest
     };
-    let mut sources = Sources::load(cx.store.root());
-    let pulled = transfer::pull_image(
-        client,
-        cx.store,
-        &r.with_digest(&digest),
-        &mut sources,
-        &mut |_| {},
-    );
-    let _ = sources.save();
-    pulled.map_err(fail)?;
+    client
+        .pull(cx.store, &r.with_digest(&digest))
+        .map_err(fail)?;
     Ok(digest)
 }
 
@@ -262,7 +255,7 @@ fn hydrate(
 /// Walks the parent's own FROM chain: a reference seen twice is a cycle, more than
 /// [`MAX_DEPTH`] levels is too deep.
 fn walk_chain(
-    client: &RegistryClient,
+    client: &dyn Registry,
     platform: &TargetPlatform,
     parent: &Reference,
     model: &Agentfile,
