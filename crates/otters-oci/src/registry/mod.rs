@@ -314,14 +314,10 @@ impl RegistryClient {
     }
 
     /// Resolves `r` for `platform`: an index is followed to the matching manifest.
-    pub fn resolve(
-        &self,
-        r: &Reference,
-        platform: &Platform,
-    ) -> Result<Resolved, RegistryError> {
+    pub fn resolve(&self, r: &Reference, platform: &Platform) -> Result<Resolved, RegistryError> {
         self.block_on(async {
             let top = self.fetch_manifest_async(r, r.selector(), None).await?;
-            if !is_index(&top.media_type) {
+            if !top.media_type.is_index() {
                 return Ok(Resolved {
                     manifest: top.clone(),
                     top,
@@ -763,10 +759,6 @@ impl RegistryClient {
 /// `repository:NAME:ACTIONS`.
 pub fn scope(repository: &str, actions: &str) -> String {
     format!("repository:{repository}:{actions}")
-}
-
-pub fn is_index(media_type: &MediaType) -> bool {
-    media_type.is_index()
 }
 
 fn display_at(r: &Reference, selector: &str) -> String {

@@ -13,7 +13,7 @@ use crate::path_io::io_err;
 use crate::reference::Reference;
 use crate::registry::http::error_chain;
 use crate::registry::sources::Sources;
-use crate::registry::{is_index, BlobStream, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST};
+use crate::registry::{BlobStream, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST};
 use crate::spec::descriptor::Descriptor;
 use crate::spec::digest::{Digest, Hasher};
 use crate::spec::media_type::MediaType;
@@ -173,11 +173,13 @@ pub fn push_image(
         0,
     )?;
     let bytes = read_doc(store, &local.digest)?;
-    let selector = dest
-        .tag
-        .clone()
-        .unwrap_or_else(|| local.digest.to_string());
-    client.block_on(client.put_manifest_async(dest, &selector, local.media_type.as_str(), &bytes))?;
+    let selector = dest.tag.clone().unwrap_or_else(|| local.digest.to_string());
+    client.block_on(client.put_manifest_async(
+        dest,
+        &selector,
+        local.media_type.as_str(),
+        &bytes,
+    ))?;
     sources.add(&local.digest, dest);
     Ok(report)
 }
@@ -195,7 +197,7 @@ fn push_node(
 ) -> Result<(), RegistryError> {
     check_depth(depth, dest)?;
     let bytes = read_doc(store, &node.digest)?;
-    if is_index(&node.media_type) {
+    if node.media_type.is_index() {
         let index: IndexDoc = parse(&bytes, dest)?;
         for child in &index.manifests {
             push_node(
@@ -327,8 +329,7 @@ pub fn pull_image(
     progress: Progress<'_>,
 ) -> Result<(Descriptor, TransferReport), RegistryError> {
     let top = client.fetch_manifest(r)?;
-    let mut report =
-        TransferReport::new(r.to_string(), top.digest.clone(), top.media_type.clone());
+    let mut report = TransferReport::new(r.to_string(), top.digest.clone(), top.media_type.clone());
     pull_node(
         client,
         store,
@@ -358,7 +359,7 @@ fn pull_node(
     depth: usize,
 ) -> Result<(), RegistryError> {
     check_depth(depth, r)?;
-    if is_index(media_type) {
+    if media_type.is_index() {
         let index: IndexDoc = parse(bytes, r)?;
         for child in &index.manifests {
             // The entry's media type is a claim; the fetched document is validated against it

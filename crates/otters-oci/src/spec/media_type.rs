@@ -211,7 +211,10 @@ mod tests {
     fn serde_round_trip_is_the_text() {
         let m: MediaType = serde_json::from_str(r#""application/x-unknown""#).unwrap();
         assert_eq!(m, MediaType::Other("application/x-unknown".into()));
-        assert_eq!(serde_json::to_string(&m).unwrap(), r#""application/x-unknown""#);
+        assert_eq!(
+            serde_json::to_string(&m).unwrap(),
+            r#""application/x-unknown""#
+        );
         assert_eq!(
             serde_json::to_string(&MediaType::AgentYaml).unwrap(),
             format!("{AGENT_YAML_LAYER:?}")

@@ -385,9 +385,7 @@ impl Store {
         if prefix.len() >= 4 && prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
             let mut hits: Vec<&Descriptor> = entries
                 .iter()
-                .filter(|e| {
-                    e.digest.hex().starts_with(prefix)
-                })
+                .filter(|e| e.digest.hex().starts_with(prefix))
                 .collect();
             hits.dedup_by(|a, b| a.digest == b.digest);
             hits.sort_by(|a, b| a.digest.cmp(&b.digest));
@@ -659,7 +657,11 @@ mod tests {
             desc.digest
         );
         assert_eq!(
-            store.resolve(&desc.digest.as_str()[7..14]).unwrap().unwrap().digest,
+            store
+                .resolve(&desc.digest.as_str()[7..14])
+                .unwrap()
+                .unwrap()
+                .digest,
             desc.digest
         );
         assert!(store.resolve("nope").unwrap().is_none());

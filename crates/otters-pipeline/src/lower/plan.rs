@@ -18,11 +18,11 @@ use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_agentfile::ir::config_blob;
 use otters_agentfile::ir::Agentfile;
 use otters_oci::spec::descriptor::Descriptor;
-use otters_oci::{Digest, MediaType};
 use otters_oci::spec::descriptor::{
     AGENTFILE_LAYER, AGENT_YAML_LAYER, ANN_CREATED, ANN_TITLE, ANN_UNPACK, CONTEXT_LAYER,
     FILE_LAYER, TAR_GZIP_LAYER,
 };
+use otters_oci::{Digest, MediaType};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -12,9 +12,9 @@ use super::diags;
 use super::lockfile::{BinInfo, Entry, Role};
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_oci::reference::Reference;
-use otters_oci::Platform;
 use otters_oci::registry::{RegistryClient, RegistryError};
 use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::Platform;
 use std::collections::BTreeMap;
 
 /// Largest usage document read into the lock.

@@ -282,11 +282,7 @@ pub fn lock_path_for(agentfile: &Path) -> PathBuf {
 /// AF201. Empty when there is no lock or it cannot be used: resolution reports that (AF409).
 pub fn pinned_beside(agentfile: &Path) -> std::collections::BTreeSet<String> {
     match Lockfile::read(&lock_path_for(agentfile)) {
-        Ok(Some(lock)) => lock
-            .images
-            .into_iter()
-            .map(|e| e.reference)
-            .collect(),
+        Ok(Some(lock)) => lock.images.into_iter().map(|e| e.reference).collect(),
         _ => std::collections::BTreeSet::new(),
     }
 }

@@ -23,9 +23,9 @@ use crate::lower::{Pin, Pins};
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::reference::Reference;
-use otters_oci::Platform;
 use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::Platform;
 use otters_oci::Store;
 use std::path::PathBuf;
 

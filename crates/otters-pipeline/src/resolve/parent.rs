@@ -186,7 +186,8 @@ fn read_agent(
         )));
     }
     let config = store
-        .read_blob(&manifest.config.digest).map_err(|e| bad(e.to_string()))?;
+        .read_blob(&manifest.config.digest)
+        .map_err(|e| bad(e.to_string()))?;
     let model = otters_agentfile::ir::from_config_blob(&config)
         .map_err(|e| bad(format!("invalid artifact: {e}")))?;
     Ok((manifest, model))

@@ -8,9 +8,9 @@
 use crate::lower::{Pin, Pins};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::spec::descriptor::ManifestDoc;
-use otters_oci::{Descriptor, Digest, MediaType, Store, StoreError};
 /// The one platform type (`otters_oci::Platform`), named here for the run stage's callers.
 pub use otters_oci::Platform;
+use otters_oci::{Descriptor, Digest, MediaType, Store, StoreError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -206,7 +206,10 @@ struct YamlPins {
 pub enum PinsError {
     Yaml(serde_yaml_ng::Error),
     /// A pin (runtime first, then tools by name) that is not a sha256 digest.
-    NotADigest { reference: String, digest: String },
+    NotADigest {
+        reference: String,
+        digest: String,
+    },
 }
 
 /// The runtime and tool digests pinned in an image's `agent.yaml`.
@@ -368,7 +371,9 @@ mod tests {
                 assert_eq!((r.as_str(), d.as_str()), (reference, bad));
                 let message = bad_pin(&r, &d);
                 assert!(
-                    message.starts_with(&format!("agent.yaml pins {reference} to {bad:?}, which is not a sha256 digest")),
+                    message.starts_with(&format!(
+                        "agent.yaml pins {reference} to {bad:?}, which is not a sha256 digest"
+                    )),
                     "{message}"
                 );
             }
