@@ -196,6 +196,64 @@ mod tests {
     }
 
     #[test]
+    fn one_computation_whatever_the_route() {
+        // sha256("abc"), FIPS 180-2 test vector.
+        let abc = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(Digest::of(b"abc").as_str(), abc);
+        let mut h = Hasher::new();
+        for piece in [&b"a"[..], b"", b"bc"] {
+            h.update(piece);
+        }
+        assert_eq!(h.finish().as_str(), abc);
+        let d = Digest::of(b"abc");
+        assert_eq!(d.hex(), &abc[7..]);
+        assert_eq!(d.short(), "ba7816bf8f01");
+        assert_eq!(Digest::from_hex(d.hex()), Ok(d.clone()));
+        assert_eq!(d.to_string(), abc);
+        assert_eq!(abc.parse::<Digest>(), Ok(d));
+    }
+
+    #[test]
+    fn parse_errors_name_the_text_and_the_rule() {
+        let h = "a".repeat(64);
+        for bad in [
+            String::new(),
+            h.clone(),
+            "sha256:".to_owned(),
+            format!("sha256:{}", &h[..63]),
+            format!("sha256:{h}a"),
+            format!("SHA256:{h}"),
+            format!("sha256:{}", "A".repeat(64)),
+            format!("sha256:{}g", &h[..63]),
+            format!("sha512:{h}"),
+            format!("md5:{h}"),
+            format!(" sha256:{h}"),
+            format!("sha256:{h}\n"),
+        ] {
+            let e = Digest::parse(&bad).expect_err(&bad);
+            assert_eq!(
+                e.to_string(),
+                format!("`{bad}` is not a sha256 digest (expected `sha256:` and 64 lower-case hex digits)")
+            );
+        }
+        assert!(Digest::from_hex("../x").is_err());
+    }
+
+    #[test]
+    fn serialises_as_its_text_and_parses_strictly() {
+        let d = Digest::of(b"");
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(json, format!("\"{d}\""));
+        assert_eq!(serde_json::from_str::<Digest>(&json).unwrap(), d);
+        let e = serde_json::from_str::<Digest>(r#""sha256:../../etc/passwd""#).unwrap_err();
+        assert!(e.to_string().contains("is not a sha256 digest"), "{e}");
+        assert_eq!(
+            otters_core::json::to_compact(&otters_core::json::Value::from(&d)).unwrap(),
+            json.as_bytes()
+        );
+    }
+
+    #[test]
     fn hashing_writer_matches_one_shot() {
         let mut w = HashingWriter::new(Vec::new());
         w.write_all(b"hello ").unwrap();

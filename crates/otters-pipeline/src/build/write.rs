@@ -160,7 +160,7 @@ pub fn write_plan(
                     if let Some(c) = cache.as_deref_mut() {
                         if c.settled(&stamp) {
                             let blob = CachedBlob {
-                                digest: digest.to_string(),
+                                digest: digest.clone(),
                                 size,
                             };
                             c.insert(key, blob);
@@ -183,7 +183,7 @@ pub fn write_plan(
                         let mut stamps = entries.iter().filter_map(|e| e.stamp.as_ref());
                         if stamps.all(|s| c.settled(s)) {
                             let blob = CachedBlob {
-                                digest: digest.to_string(),
+                                digest: digest.clone(),
                                 size,
                             };
                             c.insert(key, blob);
@@ -326,9 +326,8 @@ fn store_dir(
 
 fn cached(cache: Option<&HashCache>, store: &Store, key: &str) -> Option<(Digest, u64)> {
     let hit = cache?.get(key)?;
-    let digest = Digest::parse(&hit.digest).ok()?;
-    let on_disk = store.stored_size(&digest)?;
-    (on_disk == hit.size).then_some((digest, hit.size))
+    let on_disk = store.stored_size(&hit.digest)?;
+    (on_disk == hit.size).then_some((hit.digest.clone(), hit.size))
 }
 
 /// A directory layer's cache key: every entry's name, kind and stamp, the mtime stamped into the
