@@ -233,7 +233,7 @@ struct Bars(
 #[derive(Default)]
 struct Plain {
     input: Option<(String, u64, std::time::Instant)>,
-    blobs: std::collections::HashMap<String, (u64, std::time::Instant)>,
+    blobs: std::collections::HashMap<otters_oci::Digest, (u64, std::time::Instant)>,
 }
 
 impl Progress for Bars {
@@ -278,7 +278,7 @@ impl lib::Progress for Bars {
         match event {
             Event::Start { digest, size, .. } => {
                 p.blobs
-                    .insert((*digest).to_owned(), (*size, std::time::Instant::now()));
+                    .insert((*digest).clone(), (*size, std::time::Instant::now()));
             }
             Event::Done { digest, outcome } => {
                 if let Some((size, t)) = p.blobs.remove(*digest) {
@@ -395,9 +395,9 @@ fn print_layers(store: &Store, out: &BuildOutput) {
         #[serde(default)]
         layers: Vec<otters_oci::Descriptor>,
     }
-    let Some(doc) = otters_oci::Digest::parse(&out.descriptor.digest)
+    let Some(doc) = store
+        .read_blob(&out.descriptor.digest)
         .ok()
-        .and_then(|d| store.read_blob(&d).ok())
         .and_then(|b| serde_json::from_slice::<Layers>(&b).ok())
     else {
         return;
@@ -427,7 +427,7 @@ fn write_result_files(a: &Args, out: &BuildOutput) -> miette::Result<()> {
         })
     };
     if let Some(path) = &a.iidfile {
-        write(path, out.descriptor.digest.as_bytes())?;
+        write(path, out.descriptor.digest.as_str().as_bytes())?;
     }
     if let Some(path) = &a.metadata_file {
         let d = &out.descriptor;

@@ -4,9 +4,8 @@
 use super::CliResult;
 use miette::{miette, IntoDiagnostic};
 use otters_core::escape::{escape, json_controls};
-use otters_oci::registry::{is_index, TargetPlatform};
 use otters_oci::spec::descriptor::{Descriptor, ManifestDoc, ANN_CREATED};
-use otters_oci::{Digest, Store};
+use otters_oci::{Digest, MediaType, Platform, Store};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -169,8 +168,7 @@ pub(super) fn open_store() -> miette::Result<Store> {
 }
 
 fn read_manifest(store: &Store, d: &Descriptor) -> miette::Result<(Vec<u8>, ManifestDoc)> {
-    let digest = Digest::parse(&d.digest).into_diagnostic()?;
-    let bytes = store.read_blob(&digest).into_diagnostic()?;
+    let bytes = store.read_blob(&d.digest).into_diagnostic()?;
     let m = serde_json::from_slice(&bytes)
         .map_err(|e| miette!("manifest {} is not valid JSON: {e}", d.digest))?;
     Ok((bytes, m))
@@ -209,7 +207,7 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
         let mut seen = std::collections::HashSet::new();
         for (name, d) in store.list().into_diagnostic()? {
             if filter.keeps(&name) && seen.insert(d.digest.clone()) {
-                outln!("{}", esc(&d.digest));
+                outln!("{}", esc(d.digest.as_str()));
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -265,11 +263,8 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
                         "Reference" => name.clone(),
                         "Repository" => repository.clone(),
                         "Tag" => tag.clone(),
-                        "Digest" => d.digest.clone(),
-                        "ShortDigest" => {
-                            let hex = d.digest.strip_prefix("sha256:").unwrap_or(&d.digest);
-                            hex.chars().take(12).collect()
-                        }
+                        "Digest" => d.digest.to_string(),
+                        "ShortDigest" => d.digest.hex().chars().take(12).collect(),
                         "Size" => size.to_string(),
                         _ => created.clone().unwrap_or_default(),
                     }),
@@ -295,7 +290,7 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
         "SIZE"
     );
     for (name, d, size, created) in &rows {
-        let digest = esc(&d.digest);
+        let digest = esc(d.digest.as_str());
         let short = digest.strip_prefix("sha256:").unwrap_or(&digest);
         outln!(
             "{:width$}  {:dw$}  {:>9}  {}",
@@ -314,8 +309,8 @@ pub fn run_images(a: ImagesArgs) -> CliResult {
 
 /// What `inspect` shows, from the store or a registry.
 struct Shown {
-    digest: String,
-    media_type: String,
+    digest: Digest,
+    media_type: MediaType,
     artifact_type: Option<String>,
     size: u64,
     bytes: Vec<u8>,
@@ -333,9 +328,9 @@ fn inspect_local(reference: &str) -> miette::Result<Shown> {
     })?;
     let (bytes, m) = read_manifest(&store, &d)?;
     let config = match &m.config {
-        Some(c) => Digest::parse(&c.digest)
+        Some(c) => store
+            .read_blob(&c.digest)
             .ok()
-            .and_then(|cd| store.read_blob(&cd).ok())
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()),
         None => None,
     };
@@ -358,8 +353,8 @@ fn inspect_remote(a: &InspectArgs) -> miette::Result<Shown> {
         .fetch_manifest(&r)
         .map_err(|e| miette!("cannot inspect {}: {e}", r.familiar()))?;
     let fetched = match &a.platform {
-        Some(p) if is_index(&top.media_type) => {
-            let platform = TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?;
+        Some(p) if top.media_type.is_index() => {
+            let platform = Platform::parse(p).map_err(|e| miette!("--platform: {e}"))?;
             client
                 .resolve(&r, &platform)
                 .map_err(|e| miette!("cannot inspect {}: {e}", r.familiar()))?
@@ -431,8 +426,8 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
     }
     // Everything below but sizes comes from the image or its registry: escaped for the terminal.
     outln!("Reference:      {}", esc(&a.reference));
-    outln!("Digest:         {}", esc(&digest));
-    outln!("Media type:     {}", esc(&media_type));
+    outln!("Digest:         {}", esc(digest.as_str()));
+    outln!("Media type:     {}", esc(media_type.as_str()));
     if let Some(at) = &artifact_type {
         outln!("Artifact type:  {}", esc(at));
     }
@@ -445,8 +440,8 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
     if let Some(c) = &m.config {
         outln!(
             "Config:         {} ({}, {})",
-            esc(&c.digest),
-            esc(&c.media_type),
+            esc(c.digest.as_str()),
+            esc(c.media_type.as_str()),
             human_size(c.size)
         );
     }
@@ -458,9 +453,9 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             .map(|l| {
                 (
                     esc(l.title().unwrap_or("-")),
-                    esc(&l.media_type),
+                    esc(l.media_type.as_str()),
                     l.size,
-                    esc(&l.digest),
+                    esc(l.digest.as_str()),
                 )
             })
             .collect();
@@ -480,7 +475,7 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             .map(|p| format!("{}/{}", p.os, p.architecture));
         outln!(
             "  manifest {} {}",
-            esc(&child.digest),
+            esc(child.digest.as_str()),
             esc(&platform.unwrap_or_default())
         );
     }

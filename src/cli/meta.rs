@@ -8,7 +8,7 @@
 use super::{Cli, CliResult};
 use clap::CommandFactory;
 use miette::{miette, IntoDiagnostic};
-use otters_oci::registry::platform::TargetPlatform;
+use otters_oci::Platform;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,7 +49,7 @@ const FEATURES: &[&str] = &[];
 #[allow(clippy::unnecessary_wraps)]
 pub fn run_version(a: VersionArgs) -> CliResult {
     let version = env!("CARGO_PKG_VERSION");
-    let platform = TargetPlatform::host().to_string();
+    let platform = Platform::host().to_string();
     if a.format == "json" {
         use otters_core::json::Value;
         let v = Value::object()

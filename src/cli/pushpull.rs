@@ -7,7 +7,8 @@ use miette::{miette, IntoDiagnostic};
 use otters_oci::reference::Reference;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{self, Event, Outcome, TransferReport};
-use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
+use otters_oci::Platform;
 use otters_oci::Store;
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -100,7 +101,7 @@ pub fn run_push(a: PushArgs) -> CliResult {
         dest.tag = Some("latest".into());
     }
     if let Some(d) = &dest.digest {
-        if *d != local.digest {
+        if *d != local.digest.as_str() {
             return Err(miette!(
                 "{dest_text} names digest {d}, but the local image is {}; push by tag instead",
                 local.digest
@@ -133,7 +134,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     let mut r = parse_reference(&a.reference)?;
     let client = client(a.flags.insecure)?;
     if let Some(p) = &a.platform {
-        let platform = TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?;
+        let platform = Platform::parse(p).map_err(|e| miette!("--platform: {e}"))?;
         let resolved = client
             .resolve(&r, &platform)
             .map_err(|e| miette!("cannot pull {}: {e}", r.familiar()))?;
@@ -211,8 +212,8 @@ pub fn run_lock(a: LockArgs) -> CliResult {
         ));
     }
     let platform = match &a.platform {
-        Some(p) => TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?,
-        None => TargetPlatform::host(),
+        Some(p) => Platform::parse(p).map_err(|e| miette!("--platform: {e}"))?,
+        None => Platform::host(),
     };
     let lock_path = otters_pipeline::resolve::lock_path_for(&path);
     let ropts = otters_pipeline::resolve::Options {
@@ -322,7 +323,7 @@ fn human_bytes(n: u64) -> String {
 /// Progress bars per blob on a TTY; nothing otherwise.
 pub(super) struct Bars {
     multi: Option<indicatif::MultiProgress>,
-    bars: HashMap<String, indicatif::ProgressBar>,
+    bars: HashMap<otters_oci::Digest, indicatif::ProgressBar>,
 }
 
 impl Bars {
@@ -348,17 +349,11 @@ impl Bars {
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
                 .progress_chars("=> ");
                 bar.set_style(style);
-                bar.set_prefix(
-                    digest
-                        .trim_start_matches("sha256:")
-                        .chars()
-                        .take(12)
-                        .collect::<String>(),
-                );
+                bar.set_prefix(digest.hex().chars().take(12).collect::<String>());
                 // A layer's title comes from the image: escaped before it reaches the terminal.
                 let title = otters_core::escape::escape(title.unwrap_or(""));
                 bar.set_message(title.chars().take(24).collect::<String>());
-                self.bars.insert((*digest).to_owned(), bar);
+                self.bars.insert((*digest).clone(), bar);
             }
             Event::Bytes { digest, n } => {
                 if let Some(b) = self.bars.get(*digest) {

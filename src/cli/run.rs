@@ -102,8 +102,7 @@ pub fn run(mut a: Args) -> CliResult {
         .map_err(|e| miette!("{e}"))?;
     let user_mounts = mounts::parse_all(&a.mounts, &RealHost).map_err(|e| miette!("{e}"))?;
     let platform = match &a.platform {
-        Some(p) => Platform::parse(p)
-            .ok_or_else(|| miette!("--platform {p}: must be OS/ARCH, e.g. linux/amd64"))?,
+        Some(p) => Platform::parse(p).map_err(|e| miette!("--platform: {e}"))?,
         None if a.executor == "docker" => Platform {
             os: "linux".into(),
             ..Platform::host()
@@ -143,7 +142,7 @@ pub fn run(mut a: Args) -> CliResult {
             let d = registry
                 .pull(&store, &reference, None)
                 .map_err(|e| miette!("{e}"))?;
-            if let Some(desc) = store.resolve(&d).into_diagnostic()? {
+            if let Some(desc) = store.resolve(d.as_str()).into_diagnostic()? {
                 store.tag(&reference, &desc).into_diagnostic()?;
             }
             if a.dry_run {

@@ -403,7 +403,7 @@ fn pull_local_from(
             Some(n) => eprintln!("tagged {n}"),
             None => eprintln!(
                 "stored untagged; name it with `otters tag {} NAME:TAG` (or pull with -t)",
-                &root.digest[7..19]
+                root.digest.short()
             ),
         }
     }

@@ -567,7 +567,7 @@ fn a_reference_the_lock_pins_is_not_af201() {
     lock.insert(Entry {
         role: Role::Runtime,
         reference: "ghcr.io/o/runtime:latest".into(),
-        digest: format!("sha256:{}", "a".repeat(64)),
+        digest: otters_oci::Digest::parse(&format!("sha256:{}", "a".repeat(64))).unwrap(),
         index: None,
         platform: None,
         bin: None,

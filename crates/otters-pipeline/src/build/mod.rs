@@ -29,13 +29,13 @@ use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
 use otters_core::files::{self, ReadError};
 use otters_oci::archive::{self, ArchiveError};
 use otters_oci::reference::Reference;
-use otters_oci::registry::platform::BadPlatform;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{self, Event, TransferReport};
-use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
 use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::spec::platform::BadPlatform;
 use otters_oci::store::refname::{new_tag_name, tag_name, RefNameError};
-use otters_oci::{Store, StoreError};
+use otters_oci::{Digest, Platform, Store, StoreError};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use write::{write_plan, WriteError, WriteOptions};
@@ -198,16 +198,16 @@ pub enum ErrorKind {
     #[error(transparent)]
     Archive(#[from] ArchiveError),
     #[error("the image was built ({digest}) but {source}")]
-    Lock { digest: String, source: LockError },
+    Lock { digest: Digest, source: LockError },
     #[error("the image was built ({digest}) but the push to {reference} failed: {source}")]
     Push {
-        digest: String,
+        digest: Digest,
         reference: String,
         source: RegistryError,
     },
     #[error("the image was built ({digest}) but cannot be pushed as {reference}: {reason}")]
     PushReference {
-        digest: String,
+        digest: Digest,
         reference: String,
         reason: String,
     },
@@ -324,8 +324,8 @@ pub fn build(
         .collect();
     let mut shown = analysis.diagnostics.clone();
     let platform = match &opts.platform {
-        Some(p) => TargetPlatform::parse(p).map_err(|e| fail(e.into(), shown.clone()))?,
-        None => TargetPlatform::host(),
+        Some(p) => Platform::parse(p).map_err(|e| fail(e.into(), shown.clone()))?,
+        None => Platform::host(),
     };
 
     // Resolution: FROM parent, RUNTIME and BIN pins.

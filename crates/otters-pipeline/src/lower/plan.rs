@@ -22,6 +22,7 @@ use otters_oci::spec::descriptor::{
     AGENTFILE_LAYER, AGENT_YAML_LAYER, ANN_CREATED, ANN_TITLE, ANN_UNPACK, CONTEXT_LAYER,
     FILE_LAYER, TAR_GZIP_LAYER,
 };
+use otters_oci::{Digest, MediaType};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -38,7 +39,7 @@ pub enum Source {
     },
     /// A blob already in the target store (a FROM parent's ADD layer), reused by digest.
     Stored {
-        digest: String,
+        digest: Digest,
         size: u64,
     },
 }
@@ -46,7 +47,7 @@ pub enum Source {
 /// One layer to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layer {
-    pub media_type: String,
+    pub media_type: MediaType,
     pub annotations: BTreeMap<String, String>,
     pub source: Source,
     /// The Agentfile span of the ADD / `file://` source, for errors found while streaming.
@@ -87,7 +88,7 @@ pub enum LowerError {
 
 fn titled(media_type: &str, title: &str, source: Source) -> Layer {
     Layer {
-        media_type: media_type.to_owned(),
+        media_type: media_type.into(),
         annotations: BTreeMap::from([(ANN_TITLE.to_owned(), title.to_owned())]),
         source,
         span: None,

@@ -96,7 +96,7 @@ pub fn platform_unavailable(
 
 /// The platform to suggest from a list: this machine's when the image has it, else the first.
 fn suggest_platform(available: &str) -> String {
-    let host = otters_oci::registry::TargetPlatform::host().to_string();
+    let host = otters_oci::Platform::host().to_string();
     let mut all = available.split(", ");
     if available.split(", ").any(|p| p == host) {
         host

@@ -3,16 +3,16 @@
 //!
 //! Takes: documents, blobs and tags a test puts in, and failures it wants. Returns: answers that
 //! keep the [`Registry`] contract (by tag or digest, an index followed with
-//! [`TargetPlatform::pick`], content-addressed blobs) and a log of every call. Must never: be
+//! [`Platform::pick`], content-addressed blobs) and a log of every call. Must never: be
 //! used outside tests.
 //!
 //! [`RegistryClient`]: otters_oci::registry::RegistryClient
 
 use super::registry::Registry;
 use otters_oci::reference::Reference;
-use otters_oci::registry::{is_index, sha256, Fetched, RegistryError, Resolved, TargetPlatform};
+use otters_oci::registry::{Fetched, RegistryError, Resolved};
 use otters_oci::spec::descriptor::{Descriptor, ManifestDoc, INDEX_V1, MANIFEST_V1};
-use otters_oci::Store;
+use otters_oci::{Digest, MediaType, Platform, Store};
 use serde_json::{json, Map, Value};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -24,10 +24,10 @@ pub type Failure = fn(&Reference) -> RegistryError;
 #[derive(Default)]
 pub struct FakeRegistry {
     /// `registry/repository:tag` → digest of the document the tag names.
-    tags: BTreeMap<String, String>,
+    tags: BTreeMap<String, Digest>,
     /// Manifests and indexes by digest.
-    docs: BTreeMap<String, Fetched>,
-    blobs: BTreeMap<String, Vec<u8>>,
+    docs: BTreeMap<Digest, Fetched>,
+    blobs: BTreeMap<Digest, Vec<u8>>,
     /// `registry/repository` → the failure every call about it answers with.
     failures: BTreeMap<String, Failure>,
     /// Every call, as `"resolve ghcr.io/o/x:1"`, in order.
@@ -36,8 +36,8 @@ pub struct FakeRegistry {
 
 fn descriptor_json(d: &Descriptor) -> Value {
     let mut o = Map::new();
-    o.insert("mediaType".into(), json!(d.media_type));
-    o.insert("digest".into(), json!(d.digest));
+    o.insert("mediaType".into(), json!(d.media_type.as_str()));
+    o.insert("digest".into(), json!(d.digest.as_str()));
     o.insert("size".into(), json!(d.size));
     if !d.annotations.is_empty() {
         o.insert("annotations".into(), json!(d.annotations));
@@ -59,7 +59,11 @@ impl FakeRegistry {
 
     /// Stores a blob; returns its descriptor.
     pub fn blob(&mut self, media_type: &str, bytes: &[u8]) -> Descriptor {
-        let d = Descriptor::new(media_type, sha256(bytes), bytes.len() as u64);
+        let d = Descriptor::new(
+            MediaType::parse(media_type),
+            Digest::of(bytes),
+            bytes.len() as u64,
+        );
         self.blobs.insert(d.digest.clone(), bytes.to_vec());
         d
     }
@@ -67,12 +71,16 @@ impl FakeRegistry {
     /// Stores a document under its digest; returns its descriptor.
     fn doc(&mut self, media_type: &str, value: &Value) -> Descriptor {
         let bytes = serde_json::to_vec(value).unwrap_or_default();
-        let d = Descriptor::new(media_type, sha256(&bytes), bytes.len() as u64);
+        let d = Descriptor::new(
+            MediaType::parse(media_type),
+            Digest::of(&bytes),
+            bytes.len() as u64,
+        );
         self.docs.insert(
             d.digest.clone(),
             Fetched {
                 digest: d.digest.clone(),
-                media_type: media_type.to_owned(),
+                media_type: MediaType::parse(media_type),
                 bytes,
             },
         );
@@ -103,13 +111,7 @@ impl FakeRegistry {
             .iter()
             .map(|(platform, m)| {
                 let mut d = (*m).clone();
-                let p = TargetPlatform::parse(platform).unwrap_or_else(|e| panic!("{e}"));
-                d.platform = Some(otters_oci::spec::descriptor::Platform {
-                    architecture: p.architecture,
-                    os: p.os,
-                    os_version: None,
-                    variant: p.variant,
-                });
+                d.platform = Some(Platform::parse(platform).unwrap_or_else(|e| panic!("{e}")));
                 descriptor_json(&d)
             })
             .collect();
@@ -150,7 +152,10 @@ impl FakeRegistry {
     /// The document `selector` (a digest, else a tag of `r`'s repository) names.
     fn document(&self, r: &Reference, selector: &str) -> Result<Fetched, RegistryError> {
         let digest = if selector.contains(':') {
-            selector.to_owned()
+            Digest::parse(selector).map_err(|e| RegistryError::BadDocument {
+                reference: r.familiar(),
+                reason: e.to_string(),
+            })?
         } else {
             let key = format!("{}:{selector}", r.name());
             self.tags
@@ -178,9 +183,9 @@ impl FakeRegistry {
     /// Stores `f` and everything it refers to.
     fn store_tree(&self, store: &Store, r: &Reference, f: &Fetched) -> Result<(), RegistryError> {
         let doc = Self::parse_doc(r, f)?;
-        if is_index(&f.media_type) {
+        if f.media_type.is_index() {
             for m in &doc.manifests {
-                self.store_tree(store, r, &self.document(r, &m.digest)?)?;
+                self.store_tree(store, r, &self.document(r, m.digest.as_str())?)?;
             }
         } else {
             for d in doc.config.iter().chain(&doc.layers) {
@@ -205,17 +210,17 @@ impl Registry for FakeRegistry {
         self.document(r, r.selector())
     }
 
-    fn resolve(&self, r: &Reference, platform: &TargetPlatform) -> Result<Resolved, RegistryError> {
+    fn resolve(&self, r: &Reference, platform: &Platform) -> Result<Resolved, RegistryError> {
         self.enter("resolve", r)?;
         let top = self.document(r, r.selector())?;
-        if !is_index(&top.media_type) {
+        if !top.media_type.is_index() {
             return Ok(Resolved {
                 manifest: top.clone(),
                 top,
                 platform: None,
             });
         }
-        let candidates = TargetPlatform::candidates(&Self::parse_doc(r, &top)?.manifests);
+        let candidates = Platform::candidates(&Self::parse_doc(r, &top)?.manifests);
         let Some((p, digest)) = platform.pick(&candidates) else {
             let available: Vec<String> = candidates.iter().map(|(p, _)| p.to_string()).collect();
             return Err(RegistryError::Platform {
@@ -229,20 +234,25 @@ impl Registry for FakeRegistry {
             });
         };
         Ok(Resolved {
-            manifest: self.document(r, &digest)?,
+            manifest: self.document(r, digest.as_str())?,
             top,
             platform: Some(p),
         })
     }
 
-    fn fetch_blob(&self, r: &Reference, digest: &str, max: u64) -> Result<Vec<u8>, RegistryError> {
+    fn fetch_blob(
+        &self,
+        r: &Reference,
+        digest: &Digest,
+        max: u64,
+    ) -> Result<Vec<u8>, RegistryError> {
         self.enter("fetch_blob", r)?;
         let bytes = self
             .blobs
             .get(digest)
             .ok_or_else(|| RegistryError::BlobNotFound {
                 reference: r.familiar(),
-                digest: digest.to_owned(),
+                digest: digest.clone(),
             })?;
         if bytes.len() as u64 > max {
             return Err(RegistryError::BadDocument {

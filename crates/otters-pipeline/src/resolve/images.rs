@@ -14,8 +14,9 @@ use super::lockfile::{BinInfo, Entry, Role};
 use super::registry::Registry;
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_oci::reference::Reference;
-use otters_oci::registry::{RegistryError, TargetPlatform};
+use otters_oci::registry::RegistryError;
 use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::Platform;
 use std::collections::BTreeMap;
 
 /// Largest usage document read into the lock.
@@ -83,7 +84,7 @@ pub fn resolve_image(
     written: &str,
     r: &Reference,
     role: Role,
-    platform: &TargetPlatform,
+    platform: &Platform,
     span: Span,
     hint: diags::OfflineHint,
 ) -> Result<Entry, Diagnostic> {
@@ -146,12 +147,6 @@ pub fn resolve_image(
     Ok(entry)
 }
 
-/// Media types of image configs that state the platform their binaries are for.
-const IMAGE_CONFIGS: [&str; 2] = [
-    "application/vnd.oci.image.config.v1+json",
-    "application/vnd.docker.container.image.v1+json",
-];
-
 /// Largest image config read to learn its platform.
 const MAX_CONFIG: u64 = 4 << 20;
 
@@ -163,7 +158,7 @@ fn check_config_platform(
     written: &str,
     reference: &Reference,
     manifest: &[u8],
-    platform: &TargetPlatform,
+    platform: &Platform,
     span: Span,
     hint: diags::OfflineHint,
 ) -> Result<(), Diagnostic> {
@@ -183,7 +178,8 @@ fn check_config_platform(
     let Ok(doc) = serde_json::from_slice::<WithConfig>(manifest) else {
         return Ok(());
     };
-    if !IMAGE_CONFIGS.contains(&doc.config.media_type.as_str()) || doc.config.size > MAX_CONFIG {
+    // Only image configs (OCI or Docker) state the platform their binaries are for.
+    if !doc.config.media_type.is_image_config() || doc.config.size > MAX_CONFIG {
         return Ok(());
     }
     let bytes = client
@@ -203,11 +199,11 @@ fn check_config_platform(
     {
         return Ok(());
     }
-    let has = TargetPlatform {
-        os: config.os,
-        architecture: config.architecture,
-        variant: config.variant.filter(|v| !v.is_empty()),
-    };
+    let has = Platform::new(
+        &config.os,
+        &config.architecture,
+        config.variant.as_deref().filter(|v| !v.is_empty()),
+    );
     let has = otters_oci::validate::escape_text(&has.to_string(), 60);
     Err(diags::platform_unavailable(
         span,
@@ -227,7 +223,7 @@ fn usage_text(
 ) -> Option<String> {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
     let layer = layers.iter().find(|l| {
-        !l.media_type.contains("tar")
+        !l.media_type.as_str().contains("tar")
             && l.size <= MAX_USAGE
             && l.title()
                 .is_some_and(|t| t == usage_path || base(t) == base(usage_path))

@@ -27,8 +27,9 @@ use crate::lower::{Pin, Pins};
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::reference::Reference;
-use otters_oci::registry::{ClientOptions, RegistryClient, TargetPlatform};
+use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::Platform;
 use otters_oci::Store;
 use std::path::PathBuf;
 
@@ -43,7 +44,7 @@ pub struct Options {
     pub locked: bool,
     /// With `offline`: build references the lock does not pin without a digest (warning).
     pub allow_unpinned: bool,
-    pub platform: TargetPlatform,
+    pub platform: Platform,
     pub insecure: bool,
     /// `Agentfile.lock` (see [`lock_path_for`]).
     pub lock_path: PathBuf,
@@ -292,7 +293,7 @@ fn lock_drift(
                 span_of(e),
                 &e.reference,
                 before.map(|b| b.digest.as_str()),
-                &e.digest,
+                e.digest.as_str(),
             ));
         }
     }

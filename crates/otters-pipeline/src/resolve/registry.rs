@@ -8,9 +8,9 @@
 
 use otters_oci::reference::Reference;
 use otters_oci::registry::sources::Sources;
-use otters_oci::registry::TargetPlatform;
 use otters_oci::registry::{transfer, Fetched, RegistryClient, RegistryError, Resolved};
 use otters_oci::Store;
+use otters_oci::{Digest, Platform};
 
 /// What resolution needs from a registry. [`RegistryClient`] is the implementation every build
 /// uses; unit tests give `resolve` an in-memory one.
@@ -20,13 +20,18 @@ pub trait Registry {
     fn fetch_manifest(&self, r: &Reference) -> Result<Fetched, RegistryError>;
 
     /// `r` for `platform`: the document `r` names and, when it is an index, the manifest of the
-    /// entry [`TargetPlatform::pick`] chooses ([`RegistryError::Platform`] listing the platforms
+    /// entry [`Platform::pick`] chooses ([`RegistryError::Platform`] listing the platforms
     /// the index has when none fits).
-    fn resolve(&self, r: &Reference, platform: &TargetPlatform) -> Result<Resolved, RegistryError>;
+    fn resolve(&self, r: &Reference, platform: &Platform) -> Result<Resolved, RegistryError>;
 
     /// A small blob of `r`'s repository (a config, a usage document), at most `max` bytes,
     /// verified against `digest`.
-    fn fetch_blob(&self, r: &Reference, digest: &str, max: u64) -> Result<Vec<u8>, RegistryError>;
+    fn fetch_blob(
+        &self,
+        r: &Reference,
+        digest: &Digest,
+        max: u64,
+    ) -> Result<Vec<u8>, RegistryError>;
 
     /// Pulls `r` (pinned by digest) with every blob it needs into `store`, recording where the
     /// blobs came from.
@@ -39,11 +44,16 @@ impl Registry for RegistryClient {
         RegistryClient::fetch_manifest(self, r)
     }
 
-    fn resolve(&self, r: &Reference, platform: &TargetPlatform) -> Result<Resolved, RegistryError> {
+    fn resolve(&self, r: &Reference, platform: &Platform) -> Result<Resolved, RegistryError> {
         RegistryClient::resolve(self, r, platform)
     }
 
-    fn fetch_blob(&self, r: &Reference, digest: &str, max: u64) -> Result<Vec<u8>, RegistryError> {
+    fn fetch_blob(
+        &self,
+        r: &Reference,
+        digest: &Digest,
+        max: u64,
+    ) -> Result<Vec<u8>, RegistryError> {
         RegistryClient::fetch_blob(self, r, digest, max)
     }
 

@@ -31,8 +31,8 @@ fn model(text: &str) -> Agentfile {
     .model
 }
 
-fn platform(s: &str) -> TargetPlatform {
-    TargetPlatform::parse(s).unwrap_or_else(|e| panic!("{e}"))
+fn platform(s: &str) -> otters_oci::Platform {
+    otters_oci::Platform::parse(s).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Options for `platform`, with a store (and lock path) in `dir`.
@@ -108,11 +108,11 @@ fn registry() -> (FakeRegistry, Descriptor, Descriptor) {
     (fake, rt, jq)
 }
 
-fn entry(role: Role, reference: &str, digest: &str) -> Entry {
+fn entry(role: Role, reference: &str, digest: &otters_oci::Digest) -> Entry {
     Entry {
         role,
         reference: reference.to_owned(),
-        digest: digest.to_owned(),
+        digest: digest.clone(),
         index: None,
         platform: None,
         bin: None,
@@ -150,7 +150,10 @@ fn tags_of_runtime_and_bin_are_pinned_to_their_manifest_digests() {
         .unwrap_or_else(|| panic!("no jq"));
     assert_eq!(jq_entry.digest, jq.digest);
     assert_eq!(
-        (jq_entry.index.as_deref(), jq_entry.platform.as_deref()),
+        (
+            jq_entry.index.as_ref().map(otters_oci::Digest::as_str),
+            jq_entry.platform.as_deref()
+        ),
         (None, None)
     );
     assert_eq!(
@@ -259,7 +262,7 @@ fn an_index_is_followed_to_the_manifest_of_the_target_platform() {
             .lock
             .get(Role::Runtime, RUNTIME)
             .unwrap_or_else(|| panic!("no entry"));
-        assert_eq!(e.index.as_deref(), Some(index.digest.as_str()));
+        assert_eq!(e.index.as_ref(), Some(&index.digest));
         assert_eq!(e.platform.as_deref(), Some(target));
         assert_eq!(res.lock.platform, target);
         // The index named the platform: no config is fetched to check it.
@@ -340,9 +343,13 @@ fn lock_for(platform: &str) -> Lockfile {
     lock.insert(entry(
         Role::Runtime,
         RUNTIME,
-        &format!("sha256:{}", "a".repeat(64)),
+        &otters_oci::Digest::from_hex(&"a".repeat(64)).unwrap_or_else(|e| panic!("{e}")),
     ));
-    let mut jq = entry(Role::Bin, JQ, &format!("sha256:{}", "b".repeat(64)));
+    let mut jq = entry(
+        Role::Bin,
+        JQ,
+        &otters_oci::Digest::from_hex(&"b".repeat(64)).unwrap_or_else(|e| panic!("{e}")),
+    );
     jq.bin = Some(BinInfo {
         name: "jq".into(),
         path: None,
@@ -366,11 +373,11 @@ fn offline_pins_come_from_the_lock_and_no_registry_is_asked() {
     let res = ok(resolve_with(&model(AGENT), &opts, Some(&lock), Some(&fake)));
     assert!(fake.calls().is_empty(), "asked: {:?}", fake.calls());
     assert_eq!(
-        res.pins.runtime.map(|p| p.digest),
+        res.pins.runtime.map(|p| p.digest.to_string()),
         Some(format!("sha256:{}", "a".repeat(64)))
     );
     assert_eq!(
-        res.pins.bins["jq"].digest,
+        res.pins.bins["jq"].digest.as_str(),
         format!("sha256:{}", "b".repeat(64))
     );
     assert_eq!(res.lock, lock);
@@ -531,7 +538,7 @@ fn registry_failures_become_their_af4xx_code_with_the_reference() {
     fn blob_not_found(r: &Reference) -> RegistryError {
         RegistryError::BlobNotFound {
             reference: r.familiar(),
-            digest: format!("sha256:{}", "c".repeat(64)),
+            digest: otters_oci::Digest::from_hex(&"c".repeat(64)).unwrap_or_else(|e| panic!("{e}")),
         }
     }
     fn unreachable(r: &Reference) -> RegistryError {
@@ -743,7 +750,6 @@ fn a_from_parent_is_pulled_hydrated_and_merged_under_the_child() {
     );
     // The parent was pulled by digest into the store.
     for d in [&manifest.digest, &notes.digest] {
-        let d = otters_oci::Digest::parse(d).unwrap_or_else(|e| panic!("{e}"));
         assert!(opts.store.has_blob(&d), "{d} not in the store");
     }
     assert_eq!(

@@ -13,6 +13,7 @@ use super::source::{AgentImage, Platform};
 use crate::lower::agent_yaml::{self, Executor as YamlExecutor, ImageRef};
 use otters_agentfile::ir::{ConfigValue, Mount};
 use otters_oci::spec::descriptor::{AGENTFILE_LAYER, ANN_UNPACK, CONTEXT_LAYER, FILE_LAYER};
+use otters_oci::{Digest, MediaType};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -59,8 +60,8 @@ pub enum TreeEntry {
     /// A layer copied verbatim, or unpacked (tar layers of ADD directories).
     Layer {
         path: String,
-        digest: String,
-        media_type: String,
+        digest: Digest,
+        media_type: MediaType,
         unpack: bool,
         /// The title of an unpacked layer: its entries lie under `<title>/`, which is removed.
         #[serde(skip)]
@@ -77,14 +78,14 @@ pub enum TreeEntry {
     Binary {
         path: String,
         reference: String,
-        digest: Option<String>,
+        digest: Option<Digest>,
         name: String,
     },
     /// The usage doc of a BIN: from its image when it ships one, else the Agentfile's heredoc.
     Usage {
         path: String,
         reference: String,
-        digest: Option<String>,
+        digest: Option<Digest>,
         #[serde(skip)]
         fallback: Option<String>,
     },
@@ -133,7 +134,7 @@ pub struct RunPlan {
 #[derive(Clone, Debug, Serialize)]
 pub struct ImageInfo {
     pub reference: String,
-    pub digest: String,
+    pub digest: Digest,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +151,7 @@ pub enum PlanError {
     BadTitle {
         reference: String,
         index: usize,
-        digest: String,
+        digest: Digest,
         title: String,
     },
 }
@@ -396,7 +397,7 @@ pub fn plan(
     );
     gen("etc/agent.yaml", yaml);
 
-    let runtime_digest = image.pins.runtime_digest(&runtime).map(str::to_owned);
+    let runtime_digest = image.pins.runtime_digest(&runtime).cloned();
     if runtime_digest.is_none() {
         warnings.push(format!(
             "runtime {runtime} has no pinned digest in the image; resolving the tag now"
@@ -409,7 +410,7 @@ pub fn plan(
         name: "runtime".into(),
     });
     for b in &agent.bins {
-        let digest = image.pins.bin_digest(&b.name, &b.image).map(str::to_owned);
+        let digest = image.pins.bin_digest(&b.name, &b.image).cloned();
         if digest.is_none() {
             warnings.push(format!(
                 "BIN {} ({}) has no pinned digest in the image; resolving the tag now",
