@@ -750,7 +750,7 @@ fn a_from_parent_is_pulled_hydrated_and_merged_under_the_child() {
     );
     // The parent was pulled by digest into the store.
     for d in [&manifest.digest, &notes.digest] {
-        assert!(opts.store.has_blob(&d), "{d} not in the store");
+        assert!(opts.store.has_blob(d), "{d} not in the store");
     }
     assert_eq!(
         fake.calls()[..2],
