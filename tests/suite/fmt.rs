@@ -287,7 +287,7 @@ fn mess(text: &str) -> String {
                     }
                 }
                 s.push_str(" \t ");
-                s.push_str(&text[i.span.end..line.span.end].trim_start());
+                s.push_str(text[i.span.end..line.span.end].trim_start());
                 out.push_str(&s.replace('\n', "\r\n"));
                 out.push_str(" \r\n");
             }
@@ -368,7 +368,12 @@ fn built_without_agentfile(env: &Env, dir: &Path, tag: &str) -> serde_json::Valu
     let layers = m["layers"].as_array_mut().unwrap();
     let before = layers.len();
     layers.retain(|l| l["mediaType"] != "application/vnd.openotters.agentfile");
-    assert_eq!(layers.len() + 1, before, "one Agentfile layer in {dir:?}");
+    assert_eq!(
+        layers.len() + 1,
+        before,
+        "one Agentfile layer in {}",
+        dir.display()
+    );
     m
 }
 

@@ -123,8 +123,13 @@ fn script(a: &[&str], b: &[&str]) -> Vec<Op> {
 }
 
 /// Myers' greedy search, keeping each round's furthest points to trace the path back.
-// Rationale: diagonals are signed; every index is bounded by 2 * MAX_EDITS + 3.
-#[allow(clippy::cast_sign_loss, clippy::cast_possible_wrap)]
+// Rationale: diagonals are signed, and every index is bounded by 2 * MAX_EDITS + 3; the names
+// (a, b, n, m, d, k, v, x, y) are those of Myers' paper.
+#[allow(
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::many_single_char_names
+)]
 fn middle(a: &[&str], b: &[&str]) -> Vec<Op> {
     let (n, m) = (a.len(), b.len());
     let replace_all = || {

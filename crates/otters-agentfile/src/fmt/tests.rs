@@ -420,8 +420,12 @@ fn apply(old: &str, diff: &str) -> String {
 
 #[test]
 fn a_diff_too_large_to_search_is_still_correct() {
-    let old: String = (0..3000).map(|i| format!("{i}\n")).collect();
-    let new: String = (0..3000).map(|i| format!("{}\n", i * 7 % 3001)).collect();
+    let lines = |f: &dyn Fn(u32) -> u32| {
+        (0..3000)
+            .map(|i| f(i).to_string() + "\n")
+            .collect::<String>()
+    };
+    let (old, new) = (lines(&|i| i), lines(&|i| i * 7 % 3001));
     let d = unified("big", &old, &new);
     assert_eq!(apply(&old, &d), new);
 }
