@@ -6,13 +6,13 @@
 //! Files are found as `otters lint -r` finds them (a directory means every Agentfile below it)
 //! and written atomically: a temporary file beside the real one, synced, given the file's mode,
 //! renamed over it. `-` reads standard input and writes the result to standard output.
-use super::lint::{collect_inputs, read_input, Input};
+use super::lint::{collect_inputs, read_input, stderr_colour, Input};
 use super::CliResult;
 use otters_agentfile::check::registry;
-use otters_agentfile::diagnostic::render::{ColorChoice, Human};
+use otters_agentfile::diagnostic::render::Human;
 use otters_agentfile::fmt;
 use otters_core::escape::escape;
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -45,14 +45,7 @@ pub fn run(a: Args) -> CliResult {
         Ok(i) => i,
         Err(e) => return Ok(fatal(&e.0)),
     };
-    let stderr = std::io::stderr();
-    let colour =
-        if stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) {
-            ColorChoice::Always
-        } else {
-            ColorChoice::Never
-        };
-    let mut human = Human::new(registry::RULES, colour);
+    let mut human = Human::new(registry::RULES, stderr_colour());
     let mut worst = Outcome::Unchanged;
     for input in &inputs {
         worst = worst.max(one(&a, input, &mut human));

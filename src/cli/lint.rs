@@ -171,14 +171,7 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
         loaded.push((name, bytes, cfg, sources, locked));
     }
     let rules = registry::RULES;
-    let stderr = std::io::stderr();
-    let colour =
-        if stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) {
-            ColorChoice::Always
-        } else {
-            ColorChoice::Never
-        };
-    let mut human = render::Human::new(rules, colour);
+    let mut human = render::Human::new(rules, stderr_colour());
     let mut counts = Counts::default();
     let mut documents: Vec<FileReport> = Vec::new();
     let mut failed = false;
@@ -224,6 +217,16 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Colour for reports on stderr: only on a terminal, and never when `NO_COLOR` is set.
+pub(super) fn stderr_colour() -> ColorChoice {
+    if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    {
+        ColorChoice::Always
+    } else {
+        ColorChoice::Never
+    }
 }
 
 /// The Agentfile's directory, standing for the build context of `otters build DIR`: AF230 asks it

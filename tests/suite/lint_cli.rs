@@ -545,11 +545,27 @@ fn explain_unknown_code_and_list() {
     );
 }
 
+/// An Agentfile.lock that pins `reference` as the RUNTIME.
+fn lock_pinning_runtime(reference: &str) -> otters_pipeline::resolve::lockfile::Lockfile {
+    use otters_pipeline::resolve::lockfile::{Entry, Lockfile, Role};
+    let mut lock = Lockfile::new("linux/amd64");
+    lock.insert(Entry {
+        role: Role::Runtime,
+        reference: reference.into(),
+        digest: format!("sha256:{}", "a".repeat(64)),
+        index: None,
+        platform: None,
+        bin: None,
+        description: None,
+        usage: None,
+    });
+    lock
+}
+
 /// AF201 is about references that move: one that `Agentfile.lock` pins to a digest does not, so it
 /// is not reported; with the lock gone it is again.
 #[test]
 fn a_reference_the_lock_pins_is_not_af201() {
-    use otters_pipeline::resolve::lockfile::{Entry, Lockfile, Role};
     let dir = tempfile::tempdir().unwrap();
     let agentfile = dir.path().join("Agentfile");
     std::fs::write(
@@ -568,17 +584,7 @@ fn a_reference_the_lock_pins_is_not_af201() {
             .collect::<Vec<_>>()
     };
     assert_eq!(af201(), vec![3, 5]);
-    let mut lock = Lockfile::new("linux/amd64");
-    lock.insert(Entry {
-        role: Role::Runtime,
-        reference: "ghcr.io/o/runtime:latest".into(),
-        digest: format!("sha256:{}", "a".repeat(64)),
-        index: None,
-        platform: None,
-        bin: None,
-        description: None,
-        usage: None,
-    });
+    let lock = lock_pinning_runtime("ghcr.io/o/runtime:latest");
     std::fs::write(dir.path().join("Agentfile.lock"), lock.to_bytes()).unwrap();
     assert_eq!(af201(), vec![5], "the pinned RUNTIME is still reported");
     std::fs::remove_file(dir.path().join("Agentfile.lock")).unwrap();
@@ -589,7 +595,6 @@ fn a_reference_the_lock_pins_is_not_af201() {
 /// otters.toml is found from PATH's directory, and Agentfile.lock beside PATH counts.
 #[test]
 fn stdin_filename_finds_the_config_and_names_the_file() {
-    use otters_pipeline::resolve::lockfile::{Entry, Lockfile, Role};
     let tmp = tempfile::tempdir().unwrap();
     write(
         tmp.path(),
@@ -641,17 +646,7 @@ fn stdin_filename_finds_the_config_and_names_the_file() {
         o.stdout
     );
     // Agentfile.lock beside PATH pins the runtime: no AF201.
-    let mut lock = Lockfile::new("linux/amd64");
-    lock.insert(Entry {
-        role: Role::Runtime,
-        reference: "ghcr.io/openotters/runtime:latest".into(),
-        digest: format!("sha256:{}", "a".repeat(64)),
-        index: None,
-        platform: None,
-        bin: None,
-        description: None,
-        usage: None,
-    });
+    let lock = lock_pinning_runtime("ghcr.io/openotters/runtime:latest");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(tmp.path().join("agents/a/Agentfile.lock"), lock.to_bytes()).unwrap();
     assert_eq!(
