@@ -486,7 +486,10 @@ proptest! {
     fn formatting_is_idempotent_and_keeps_the_meaning(
         picks in prop::collection::vec((0usize..64, any::<u8>()), 0..24),
     ) {
-        assert_sound(&assemble(&picks));
+        let text = assemble(&picks);
+        // Built from valid lines: always formatted, never refused.
+        prop_assert!(format_str(&text).is_ok(), "{:?}", text);
+        assert_sound(&text);
     }
 
     #[test]
