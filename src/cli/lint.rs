@@ -69,6 +69,10 @@ pub struct Args {
     /// Do not print the summary line
     #[arg(short, long)]
     pub quiet: bool,
+    /// Lint standard input (`-`) as if it were this file: otters.toml is looked for from its
+    /// directory (as are Agentfile.lock and ADD sources), and findings name it
+    #[arg(long, value_name = "PATH")]
+    pub stdin_filename: Option<PathBuf>,
 }
 
 fn parse_build_arg(s: &str) -> Result<(String, String), String> {
@@ -81,11 +85,12 @@ fn parse_build_arg(s: &str) -> Result<(String, String), String> {
 }
 
 /// A usage or I/O problem: printed to stderr, exit 2.
-struct Fatal(String);
+pub(super) struct Fatal(pub(super) String);
 
 /// One input to lint: where to read it and the name to show.
-enum Input {
-    Stdin,
+pub(super) enum Input {
+    /// Standard input, read as if it were the named file (`--stdin-filename`), if any.
+    Stdin(Option<PathBuf>),
     /// `root/rel`: a symlinked Agentfile is followed only while it stays inside `root`, the
     /// directory the user named (for a file, its own directory), so a repository cannot make
     /// `otters lint` print `/proc/self/environ` or a key file in its snippets.
@@ -121,7 +126,12 @@ pub fn run(a: Args) -> CliResult {
 }
 
 fn lint(a: &Args) -> Result<ExitCode, Fatal> {
-    let inputs = collect_inputs(&a.paths, a.recursive)?;
+    if a.stdin_filename.is_some() && !a.paths.iter().any(|p| p.as_os_str() == "-") {
+        return Err(Fatal(
+            "--stdin-filename names standard input: pass `-` to read it".to_owned(),
+        ));
+    }
+    let inputs = collect_inputs(&a.paths, a.recursive, a.stdin_filename.as_deref())?;
     let catalogue = match &a.capabilities {
         Some(p) => Some(read_capabilities(p)?),
         None => None,
@@ -152,21 +162,16 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
             None => find_config(&dir, &mut found_configs)?.unwrap_or_default(),
         };
         let sources: Option<std::sync::Arc<dyn check::SourceKinds>> = match input {
-            Input::File { .. } => Some(std::sync::Arc::new(ContextDir(dir.clone()))),
-            Input::Stdin => None,
+            Input::File { .. } | Input::Stdin(Some(_)) => {
+                Some(std::sync::Arc::new(ContextDir(dir.clone())))
+            }
+            Input::Stdin(None) => None,
         };
         let locked = locked_references(input);
         loaded.push((name, bytes, cfg, sources, locked));
     }
     let rules = registry::RULES;
-    let stderr = std::io::stderr();
-    let colour =
-        if stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) {
-            ColorChoice::Always
-        } else {
-            ColorChoice::Never
-        };
-    let mut human = render::Human::new(rules, colour);
+    let mut human = render::Human::new(rules, stderr_colour());
     let mut counts = Counts::default();
     let mut documents: Vec<FileReport> = Vec::new();
     let mut failed = false;
@@ -212,6 +217,16 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Colour for reports on stderr: only on a terminal, and never when `NO_COLOR` is set.
+pub(super) fn stderr_colour() -> ColorChoice {
+    if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    {
+        ColorChoice::Always
+    } else {
+        ColorChoice::Never
+    }
 }
 
 /// The Agentfile's directory, standing for the build context of `otters build DIR`: AF230 asks it
@@ -286,11 +301,17 @@ fn display(p: &Path) -> String {
     s.strip_prefix("./").map(str::to_owned).unwrap_or(s)
 }
 
-fn collect_inputs(paths: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Fatal> {
+/// The inputs named on the command line: `-` is standard input (read as `stdin_name` when
+/// given); a directory is its Agentfile, or with `recursive` every Agentfile below it.
+pub(super) fn collect_inputs(
+    paths: &[PathBuf],
+    recursive: bool,
+    stdin_name: Option<&Path>,
+) -> Result<Vec<Input>, Fatal> {
     let mut inputs = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" {
-            inputs.push(Input::Stdin);
+            inputs.push(Input::Stdin(stdin_name.map(Path::to_path_buf)));
         } else if p.is_dir() && recursive {
             let mut found = Vec::new();
             walk(p, &mut found)?;
@@ -346,14 +367,16 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), Fatal> {
 /// The references `Agentfile.lock` beside a file input pins (none for standard input).
 fn locked_references(input: &Input) -> std::collections::BTreeSet<String> {
     match input {
-        Input::File { path, .. } => otters_pipeline::resolve::lockfile::pinned_beside(path),
-        Input::Stdin => std::collections::BTreeSet::new(),
+        Input::File { path, .. } | Input::Stdin(Some(path)) => {
+            otters_pipeline::resolve::lockfile::pinned_beside(path)
+        }
+        Input::Stdin(None) => std::collections::BTreeSet::new(),
     }
 }
 
-fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
+pub(super) fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
     match input {
-        Input::Stdin => {
+        Input::Stdin(as_path) => {
             let bytes = files::read_stream(
                 std::io::stdin().lock(),
                 Path::new("standard input"),
@@ -361,7 +384,10 @@ fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
                 files::MAX_AGENTFILE,
             )
             .map_err(|e| Fatal(e.to_string()))?;
-            Ok(("<stdin>".to_owned(), bytes, PathBuf::from(".")))
+            Ok(match as_path {
+                Some(p) => (display(p), bytes, parent_dir(p)),
+                None => ("<stdin>".to_owned(), bytes, PathBuf::from(".")),
+            })
         }
         Input::File {
             path,
@@ -377,19 +403,23 @@ fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
                 files::MAX_AGENTFILE,
             )
             .map_err(|e| Fatal(e.to_string()))?;
-            let dir = path.parent().map_or_else(
-                || PathBuf::from("."),
-                |d| {
-                    if d.as_os_str().is_empty() {
-                        PathBuf::from(".")
-                    } else {
-                        d.to_path_buf()
-                    }
-                },
-            );
-            Ok((name.clone(), bytes, dir))
+            Ok((name.clone(), bytes, parent_dir(path)))
         }
     }
+}
+
+/// The directory a file is in (`.` for a bare name).
+fn parent_dir(path: &Path) -> PathBuf {
+    path.parent().map_or_else(
+        || PathBuf::from("."),
+        |d| {
+            if d.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                d.to_path_buf()
+            }
+        },
+    )
 }
 
 /// Reads a config file: one named with `--config` as given, one found by the search only inside

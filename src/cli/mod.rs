@@ -23,6 +23,7 @@ macro_rules! out {
 
 mod build;
 mod explain;
+mod fmt;
 mod images;
 mod lint;
 mod login;
@@ -50,6 +51,8 @@ pub struct Cli {
 pub enum Command {
     /// Check Agentfiles for errors and lints, as an editor or CI would
     Lint(lint::Args),
+    /// Rewrite Agentfiles in the canonical layout (`--check` in CI)
+    Fmt(fmt::Args),
     /// Print the documentation of a diagnostic code (e.g. `otters explain AF101`)
     Explain(explain::Args),
     /// Build an Agentfile into an OCI artifact in the local store
@@ -114,6 +117,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Lint(a) => lint::run(a),
+        Command::Fmt(a) => fmt::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),

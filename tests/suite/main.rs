@@ -8,6 +8,7 @@ mod build_cli;
 mod cli_output;
 mod compat;
 mod emitted_codes;
+mod fmt;
 mod habits;
 mod interop;
 mod lint_cli;
