@@ -121,7 +121,7 @@ fn bench(c: &mut Criterion) {
             otters_agentfile::check::analyze(&file, &otters_agentfile::check::Options::default())
                 .diagnostics
                 .into_iter()
-                .filter(|d| d.code == "AF204")
+                .filter(|d| d.code == otters_agentfile::diagnostic::Code::UnusedArg)
                 .collect();
         assert!(diags.len() >= 200);
         let reports = vec![(file, diags)];
@@ -129,7 +129,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 otters_agentfile::diagnostic::render::human(
                     &reports,
-                    otters_agentfile::check::registry::RULES,
+                    otters_agentfile::diagnostic::codes::RULES,
                     otters_agentfile::diagnostic::render::ColorChoice::Never,
                 )
             });

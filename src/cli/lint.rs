@@ -4,7 +4,8 @@
 //! Machine formats (concise, json, sarif, github) go to stdout; the human format and the summary
 //! line go to stderr.
 use super::CliResult;
-use otters_agentfile::check::{self, config, registry, Options};
+use otters_agentfile::check::{self, config, Options};
+use otters_agentfile::diagnostic::codes;
 use otters_agentfile::diagnostic::render::{self, ColorChoice, FileReport};
 use otters_agentfile::diagnostic::Severity;
 use otters_core::files;
@@ -158,7 +159,7 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
         let locked = locked_references(input);
         loaded.push((name, bytes, cfg, sources, locked));
     }
-    let rules = registry::RULES;
+    let rules = codes::RULES;
     let stderr = std::io::stderr();
     let colour =
         if stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) {

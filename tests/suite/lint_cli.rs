@@ -196,7 +196,10 @@ fn sarif_format_has_the_2_1_0_structure() {
         Some(env!("CARGO_PKG_REPOSITORY")).filter(|r| !r.is_empty())
     );
     let rules = driver["rules"].as_array().unwrap();
-    assert_eq!(rules.len(), otters_agentfile::check::registry::RULES.len());
+    assert_eq!(
+        rules.len(),
+        otters_agentfile::diagnostic::codes::RULES.len()
+    );
     for r in rules {
         assert!(r["id"].as_str().unwrap().starts_with("AF"));
         for key in [
@@ -497,10 +500,10 @@ fn count_agentfiles(dir: &Path) -> usize {
 
 #[test]
 fn explain_prints_exactly_the_docs_page_for_every_code() {
-    for r in otters_agentfile::check::registry::RULES {
+    for r in otters_agentfile::diagnostic::codes::RULES {
         let page =
             std::fs::read_to_string(root().join(format!("docs/rules/{}.md", r.code))).unwrap();
-        let o = run(otters().args(["explain", r.code]));
+        let o = run(otters().args(["explain", r.code.as_str()]));
         assert_eq!(o.code, 0);
         assert_eq!(
             o.stdout, page,
@@ -529,7 +532,7 @@ fn explain_unknown_code_and_list() {
     assert_eq!(o.code, 0);
     assert_eq!(
         o.stdout.lines().count(),
-        otters_agentfile::check::registry::RULES.len()
+        otters_agentfile::diagnostic::codes::RULES.len()
     );
     assert!(o.stdout.contains("AF104  error    name-not-path-safe"));
     let o = run(otters().args(["explain", "--list", "--format", "json"]));

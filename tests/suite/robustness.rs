@@ -10,7 +10,7 @@ fn front_end(bytes: &[u8]) -> usize {
     let text = match otters_agentfile::syntax::decode(bytes) {
         Ok(t) => t.to_owned(),
         Err(d) => {
-            assert_eq!(d.code, "AF001");
+            assert_eq!(d.code, otters_agentfile::diagnostic::Code::InvalidUtf8);
             return 1;
         }
     };

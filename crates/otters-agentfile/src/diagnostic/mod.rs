@@ -3,9 +3,11 @@
 //! Takes: nothing but values. Returns: [`Diagnostic`] values that the CLI renders (see
 //! [`render`]). Must never: print, or depend on any later pipeline stage.
 
+pub mod codes;
 pub mod render;
 mod source;
 
+pub use codes::{Code, RuleMeta};
 pub use source::{LineCol, SourceFile};
 
 use serde::Serialize;
@@ -92,13 +94,16 @@ pub struct Label {
 
 /// One finding: a stable code, a severity, what is wrong, where, and how to fix it.
 ///
-/// Built through the constructor functions of each stage (see `check::rules`), never as inline
-/// strings scattered through the code.
+/// Built through the constructor functions of each stage (see `check::rules`). The severity
+/// starts as the code's default (the table in [`codes`]); only `otters.toml` overrides change it.
+///
+/// `#[non_exhaustive]`: other crates build one only with [`Diagnostic::new`], never with a literal
+/// whose severity could contradict the table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Diagnostic {
-    /// `AF` + three digits; the first digit says the stage (0 syntax, 1 validation, 2 lints,
-    /// 3 build inputs, 4 resolution).
-    pub code: &'static str,
+    /// Serialised as the code string (`AF201`).
+    pub code: Code,
     pub severity: Severity,
     pub message: String,
     /// The primary location; its label is `label` when given.
@@ -127,33 +132,17 @@ fn bounded(s: String) -> String {
 }
 
 impl Diagnostic {
-    pub fn new(
-        code: &'static str,
-        severity: Severity,
-        span: Span,
-        message: impl Into<String>,
-    ) -> Self {
+    /// A finding of `code` at `span`, with the code's default severity.
+    pub fn new(code: Code, span: Span, message: impl Into<String>) -> Self {
         Self {
             code,
-            severity,
+            severity: code.default_severity(),
             message: bounded(message.into()),
             span,
             label: None,
             labels: Vec::new(),
             help: None,
         }
-    }
-
-    pub fn error(code: &'static str, span: Span, message: impl Into<String>) -> Self {
-        Self::new(code, Severity::Error, span, message)
-    }
-
-    pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Self {
-        Self::new(code, Severity::Warning, span, message)
-    }
-
-    pub fn info(code: &'static str, span: Span, message: impl Into<String>) -> Self {
-        Self::new(code, Severity::Info, span, message)
     }
 
     #[must_use]
@@ -193,11 +182,25 @@ mod tests {
 
     #[test]
     fn long_texts_are_cut_on_a_char_boundary() {
-        let d = Diagnostic::error("AF003", Span::default(), "é".repeat(2000))
+        let d = Diagnostic::new(Code::UnknownInstruction, Span::default(), "é".repeat(2000))
             .with_label("x".repeat(5000))
             .with_help("short");
         assert!(d.message.len() <= MAX_TEXT + 3 && d.message.ends_with('…'));
         assert_eq!(d.label.as_deref().map(str::len), Some(MAX_TEXT + 3));
         assert_eq!(d.help.as_deref(), Some("short"));
+    }
+
+    #[test]
+    fn severity_comes_from_the_code() {
+        for &c in Code::ALL {
+            assert_eq!(
+                Diagnostic::new(c, Span::default(), "m").severity,
+                c.default_severity()
+            );
+        }
+        let d = Diagnostic::new(Code::KeywordCase, Span::new(0, 4), "m");
+        assert_eq!(d.severity, Severity::Info);
+        assert!(!d.is_error());
+        assert!(Diagnostic::new(Code::MissingFrom, Span::default(), "m").is_error());
     }
 }

@@ -20,33 +20,8 @@ pub use human::{human, ColorChoice, Human, MAX_SHOWN};
 pub use json::json;
 pub use sarif::sarif;
 
-use super::{Diagnostic, Severity, SourceFile};
-
-/// What the renderers need to know about a code. The table itself lives in
-/// `check::registry`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RuleMeta {
-    pub code: &'static str,
-    /// Kebab-case "what is wrong" (`name-not-path-safe`).
-    pub name: &'static str,
-    pub severity: Severity,
-    /// One line, lower case, no period.
-    pub summary: &'static str,
-    /// The whole `docs/rules/<CODE>.md` page.
-    pub doc: &'static str,
-}
-
-impl RuleMeta {
-    /// The text of the page's "What it does" section, one paragraph.
-    pub fn what_it_does(&self) -> &'static str {
-        let Some(start) = self.doc.find("## What it does") else {
-            return self.summary;
-        };
-        let rest = &self.doc[start + "## What it does".len()..];
-        let end = rest.find("\n## ").unwrap_or(rest.len());
-        rest[..end].trim()
-    }
-}
+pub use super::codes::RuleMeta;
+use super::{Code, Diagnostic, SourceFile};
 
 /// One file's diagnostics, as every renderer takes them.
 pub type FileReport = (SourceFile, Vec<Diagnostic>);
@@ -70,6 +45,6 @@ pub(crate) fn position(file: &SourceFile, d: &Diagnostic) -> Position {
     }
 }
 
-pub(crate) fn find_rule<'r>(rules: &'r [RuleMeta], code: &str) -> Option<&'r RuleMeta> {
+pub(crate) fn find_rule(rules: &[RuleMeta], code: Code) -> Option<&RuleMeta> {
     rules.iter().find(|r| r.code == code)
 }

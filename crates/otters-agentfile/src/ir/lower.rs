@@ -6,7 +6,7 @@ use super::model::{
     Add, Agent, Agentfile, Bin, Config, ConfigValue, Context, Env, Mount, Node, DEFAULT_SYNTAX,
 };
 use super::names::basename;
-use crate::diagnostic::{Diagnostic, SourceFile, Span};
+use crate::diagnostic::{Code, Diagnostic, SourceFile, Span};
 use crate::syntax::{Args, Ast, Instruction, Keyword, LineKind, Token, Value};
 use std::collections::BTreeMap;
 
@@ -202,10 +202,12 @@ pub fn lower(
         }
     }
     if first_from.is_none()
-        && ast
-            .diagnostics
-            .iter()
-            .all(|d| d.code != "AF004" && d.code != "AF003")
+        && ast.diagnostics.iter().all(|d| {
+            !matches!(
+                d.code,
+                Code::MalformedInstruction | Code::UnknownInstruction
+            )
+        })
     {
         let span = ast
             .lines

@@ -39,9 +39,11 @@ pub fn parse_str(text: &str) -> Ast {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     use super::*;
 
-    fn codes(text: &str) -> Vec<&'static str> {
+    fn codes(text: &str) -> Vec<Code> {
         parse_str(text).diagnostics.iter().map(|d| d.code).collect()
     }
 
@@ -94,12 +96,20 @@ mod tests {
     #[test]
     fn every_bad_line_is_reported() {
         let c = codes("FORM scratch\nNAME a b\nENV X\nCONTEXT S <<E\nbody\n");
-        assert_eq!(c, vec!["AF003", "AF004", "AF004", "AF006"]);
+        assert_eq!(
+            c,
+            vec![
+                Code::UnknownInstruction,
+                Code::MalformedInstruction,
+                Code::MalformedInstruction,
+                Code::UnterminatedHeredoc
+            ]
+        );
     }
 
     #[test]
     fn bad_line_with_heredoc_consumes_its_body() {
         let c = codes("FROM scratch\nBIN x \"d\" <<E\nNOT AN INSTRUCTION\nE\nNAME ok\n");
-        assert_eq!(c, vec!["AF004"]);
+        assert_eq!(c, vec![Code::MalformedInstruction]);
     }
 }

@@ -25,7 +25,7 @@ use crate::build::inputs::FsInputs;
 use crate::lower::{self, plan, Pins};
 use crate::resolve::{self, LockError};
 use otters_agentfile::check;
-use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
+use otters_agentfile::diagnostic::{Code, Diagnostic, SourceFile};
 use otters_core::files::{self, ReadError};
 use otters_oci::archive::{self, ArchiveError};
 use otters_oci::reference::Reference;
@@ -476,9 +476,9 @@ pub fn build(
             },
         ) => {
             let d = if e.is_escape() {
-                Diagnostic::error("AF302", span, e.to_string())
+                Diagnostic::new(Code::BuildSourceEscapesContext, span, e.to_string())
             } else {
-                Diagnostic::error("AF303", span, e.to_string())
+                Diagnostic::new(Code::BuildSourceUnreadable, span, e.to_string())
             };
             shown.push(d.with_help(
                 "directory ADDs may hold only regular files, directories and symlinks that stay inside them",

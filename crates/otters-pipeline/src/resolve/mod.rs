@@ -20,7 +20,7 @@ pub mod parent;
 pub use lockfile::{lock_path_for, Entry, LockError, Lockfile, Role, LOCK_NAME};
 
 use crate::lower::{Pin, Pins};
-use otters_agentfile::diagnostic::{Diagnostic, Span};
+use otters_agentfile::diagnostic::{Code, Diagnostic, Span};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::reference::Reference;
 use otters_oci::registry::{ClientOptions, RegistryClient, TargetPlatform};
@@ -276,8 +276,8 @@ fn lock_drift(
             }
         }
         if old.platform != new.platform && out.is_empty() {
-            out.push(Diagnostic::error(
-                "AF406",
+            out.push(Diagnostic::new(
+                Code::LockOutOfDate,
                 from_span,
                 format!(
                     "--locked, but Agentfile.lock was made for {}, not {}",

@@ -3,7 +3,7 @@
 //! syntax stage reports it as AF004.)
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use crate::syntax::Args;
 use std::collections::HashMap;
 
@@ -12,9 +12,13 @@ use std::collections::HashMap;
 pub use super::names::mount_target as normalise;
 
 pub fn invalid_mount_target(span: Span, target: &str, what: &str) -> Diagnostic {
-    Diagnostic::error("AF115", span, format!("MOUNT target `{target}` {what}"))
-        .with_label("where the host path would appear")
-        .with_help("mount at an absolute path of its own, such as `/srv/<name>` or `/mnt/<name>`")
+    Diagnostic::new(
+        Code::InvalidMountTarget,
+        span,
+        format!("MOUNT target `{target}` {what}"),
+    )
+    .with_label("where the host path would appear")
+    .with_help("mount at an absolute path of its own, such as `/srv/<name>` or `/mnt/<name>`")
 }
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
@@ -38,10 +42,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF115",
+            Code::InvalidMountTarget,
             &[
                 ("MOUNT /srv/data ro \"docs\"", &[]),
                 ("MOUNT /otters.sock", &[]),

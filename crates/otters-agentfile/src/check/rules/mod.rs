@@ -82,7 +82,7 @@ pub(crate) fn run(cx: &Ctx<'_>) -> Vec<Diagnostic> {
 /// Test helper: the 1-based lines at which `code` is reported for `text`, through the whole
 /// pipeline (parser, lowering, rules, suppressions).
 #[cfg(test)]
-pub(crate) fn lines_of(code: &str, text: &str, opts: &Options) -> Vec<usize> {
+pub(crate) fn lines_of(code: crate::diagnostic::Code, text: &str, opts: &Options) -> Vec<usize> {
     let file = SourceFile::new("Agentfile", text);
     super::analyze(&file, opts)
         .diagnostics
@@ -95,7 +95,7 @@ pub(crate) fn lines_of(code: &str, text: &str, opts: &Options) -> Vec<usize> {
 /// Test helper: asserts a pass/fail table for one code with default options. Each case is the
 /// text after `FROM scratch\n` and the lines (counting `FROM` as line 1) that must be reported.
 #[cfg(test)]
-pub(crate) fn assert_table(code: &str, cases: &[(&str, &[usize])]) {
+pub(crate) fn assert_table(code: crate::diagnostic::Code, cases: &[(&str, &[usize])]) {
     for (body, want) in cases {
         let text = format!("FROM scratch\n{body}\n");
         let got = lines_of(code, &text, &Options::default());

@@ -4,7 +4,7 @@
 //! under a key that names a secret. The secret itself never appears in the message.
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use crate::ir::ConfigValue;
 
 /// A token prefix, what it is, and how many token characters must follow it.
@@ -119,7 +119,7 @@ pub fn secret_by_key(key: &str, value: &str) -> bool {
 }
 
 pub fn secret_in_value(span: Span, kind: &str, key: &str, what: &str) -> Diagnostic {
-    Diagnostic::warning("AF202", span, format!("{kind} {key} looks like it holds {what}"))
+    Diagnostic::new(Code::SecretInValue, span, format!("{kind} {key} looks like it holds {what}"))
         .with_label("stored in the image for anyone who can pull it")
         .with_help("supply secrets at run time (`otters run -e KEY=...`), and rotate this one: it is in the file's history")
 }
@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF202",
+            Code::SecretInValue,
             &[
                 (
                     "ENV GH_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345",

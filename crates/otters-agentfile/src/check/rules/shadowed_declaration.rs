@@ -3,12 +3,12 @@
 //! replaces the context in place and so is the only stage that sees both.)
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use std::collections::BTreeMap;
 
 pub fn shadowed_declaration(span: Span, first: Span, kind: &str, key: &str) -> Diagnostic {
-    Diagnostic::warning(
-        "AF205",
+    Diagnostic::new(
+        Code::ShadowedDeclaration,
         span,
         format!("{kind} {key} replaces an earlier {kind} {key}"),
     )
@@ -39,10 +39,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF205",
+            Code::ShadowedDeclaration,
             &[
                 ("ENV A=1\nENV B=1", &[]),
                 ("ENV A=1\nENV A=2", &[3]),

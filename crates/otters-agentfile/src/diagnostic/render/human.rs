@@ -124,7 +124,7 @@ fn render_one(
 ) {
     let code = match find_rule(rules, d.code) {
         Some(r) => format!("{}({})", d.code, r.name),
-        None => d.code.to_owned(),
+        None => d.code.to_string(),
     };
     let view = View::new(file, d, code);
     if h.render_report(out, &view).is_err() {
@@ -205,8 +205,8 @@ mod tests {
 
     fn sample() -> Vec<FileReport> {
         let f = SourceFile::new("Agentfile", "FROM scratch\nNAME \"my agent\"\n");
-        let d = Diagnostic::error(
-            "AF104",
+        let d = Diagnostic::new(
+            crate::diagnostic::Code::NameNotPathSafe,
             Span::new(18, 28),
             "NAME `my agent` is not path-safe",
         )
