@@ -64,7 +64,7 @@ fn bench(c: &mut Criterion) {
         let file = SourceFile::new("big", big.clone());
         b.iter(|| {
             let ast = otters_agentfile::syntax::parse(&file);
-            otters_agentfile::ir::lower(&ast, &file, &BTreeMap::new())
+            otters_agentfile::ir::from_ast(&ast, &file, &BTreeMap::new())
         });
     });
     g.bench_function("analyze 4MiB", |b| {

@@ -16,7 +16,7 @@ fn front_end(bytes: &[u8]) -> usize {
     };
     let file = SourceFile::new("fuzz", text);
     let ast = otters_agentfile::syntax::parse(&file);
-    let (model, diags) = otters_agentfile::ir::lower(&ast, &file, &BTreeMap::new());
+    let (model, diags) = otters_agentfile::ir::from_ast(&ast, &file, &BTreeMap::new());
     // Every span must lie inside the text and on char boundaries, or rendering would panic.
     for d in ast.diagnostics.iter().chain(&diags) {
         assert!(

@@ -196,7 +196,7 @@ fn run_dir(kind: &str) -> usize {
         };
         let file = SourceFile::new(format!("{stem}.agentfile"), text);
         let ast = otters_agentfile::syntax::parse(&file);
-        let (model, ir_diags) = otters_agentfile::ir::lower(&ast, &file, &BTreeMap::new());
+        let (model, ir_diags) = otters_agentfile::ir::from_ast(&ast, &file, &BTreeMap::new());
         let mut diags: Vec<Diagnostic> = ast.diagnostics.iter().chain(&ir_diags).cloned().collect();
         diags.sort_by_key(|d| (d.span.start, d.code));
         let errors = diags.iter().filter(|d| d.is_error()).count();

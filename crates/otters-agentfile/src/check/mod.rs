@@ -89,7 +89,7 @@ impl Analysis {
 /// Parses, lowers and checks one Agentfile.
 pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
     let mut ast = crate::syntax::parse(file);
-    let (model, lowered) = ir::lower(&ast, file, &opts.build_args);
+    let (model, lowered) = ir::from_ast(&ast, file, &opts.build_args);
     let cx = rules::Ctx {
         file,
         ast: &ast,

@@ -12,7 +12,7 @@ fn model(text: &str) -> (Agentfile, Vec<Code>) {
 fn model_with(text: &str, args: &BTreeMap<String, String>) -> (Agentfile, Vec<Code>) {
     let f = SourceFile::new("Agentfile", text);
     let ast = crate::syntax::parse(&f);
-    let (m, d) = lower(&ast, &f, args);
+    let (m, d) = from_ast(&ast, &f, args);
     (
         m,
         ast.diagnostics.iter().chain(&d).map(|d| d.code).collect(),
@@ -251,7 +251,7 @@ fn expansion_stops_at_the_value_limit_and_marks_the_reference() {
     let text = doubling(40);
     let f = SourceFile::new("Agentfile", text.as_str());
     let ast = crate::syntax::parse(&f);
-    let (m, d) = lower(&ast, &f, &BTreeMap::new());
+    let (m, d) = from_ast(&ast, &f, &BTreeMap::new());
     let af117: Vec<_> = d
         .iter()
         .filter(|d| d.code == Code::ArgExpansionTooLong)
@@ -317,7 +317,7 @@ fn many_references_in_one_token_are_each_located() {
     text.push('\n');
     let f = SourceFile::new("Agentfile", text.as_str());
     let ast = crate::syntax::parse(&f);
-    let (_, d) = lower(&ast, &f, &BTreeMap::new());
+    let (_, d) = from_ast(&ast, &f, &BTreeMap::new());
     let starts: Vec<_> = d
         .iter()
         .filter(|d| d.code == Code::UndefinedArg)

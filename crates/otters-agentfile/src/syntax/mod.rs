@@ -5,7 +5,7 @@
 //! I/O.
 
 pub mod ast;
-mod build;
+mod builder;
 mod errors;
 mod unquote;
 
@@ -21,7 +21,7 @@ pub(crate) struct AgentfileParser;
 
 /// Parses a whole Agentfile. Never fails; see [`Ast::diagnostics`].
 pub fn parse(file: &SourceFile) -> Ast {
-    build::parse(&file.text)
+    builder::parse(&file.text)
 }
 
 /// Checks that Agentfile bytes are UTF-8, returning the text or an AF001 diagnostic with the
@@ -34,7 +34,7 @@ pub fn decode(bytes: &[u8]) -> Result<&str, crate::diagnostic::Diagnostic> {
 
 /// Parses text directly (tests, fuzzing).
 pub fn parse_str(text: &str) -> Ast {
-    build::parse(text)
+    builder::parse(text)
 }
 
 #[cfg(test)]

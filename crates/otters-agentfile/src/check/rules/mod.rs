@@ -3,7 +3,7 @@
 //!
 //! Rules read the typed model (spans on every item) and, where the model has forgotten
 //! something (a MOUNT's mode word, which instruction referenced an ARG), the AST. Must never:
-//! do I/O, or report a code that is not in the registry.
+//! do I/O, or set a severity (it comes from the code, see `diagnostic::codes`).
 
 mod config_key_not_dns1123;
 mod duplicate_mount_target;

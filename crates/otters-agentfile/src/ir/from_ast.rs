@@ -19,7 +19,7 @@ pub const MAX_EXPANDED_VALUE: usize = 128 * 1024;
 pub const MAX_EXPANDED_TOTAL: usize = 1024 * 1024;
 
 /// Builds the model. Never fails: problems are returned as diagnostics beside a best-effort model.
-pub fn lower(
+pub fn from_ast(
     ast: &Ast,
     file: &SourceFile,
     build_args: &BTreeMap<String, String>,
