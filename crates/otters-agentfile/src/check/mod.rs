@@ -103,7 +103,7 @@ pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
     diagnostics.extend(found);
     let mut diagnostics = suppress::apply(file, &ast, diagnostics);
     apply_overrides(&mut diagnostics, &opts.severity_overrides);
-    diagnostics.sort_by(|a, b| (a.span.start, a.code).cmp(&(b.span.start, b.code)));
+    diagnostics.sort_by(|a, b| (a.start(), a.code).cmp(&(b.start(), b.code)));
     Analysis { model, diagnostics }
 }
 
@@ -117,7 +117,7 @@ pub fn analyze_bytes(name: &str, bytes: &[u8], opts: &Options) -> (SourceFile, A
             (file, analysis)
         }
         Err(d) => {
-            let valid = d.span.start.min(bytes.len());
+            let valid = d.start().min(bytes.len());
             let prefix = String::from_utf8_lossy(&bytes[..valid]).into_owned();
             let analysis = Analysis {
                 model: ir::Agentfile::default(),
@@ -160,7 +160,7 @@ mod tests {
         let (file, a) = analyze_bytes("x", b"FROM scratch\nNAME caf\xe9\n", &Options::default());
         assert_eq!(a.diagnostics.len(), 1);
         assert_eq!(a.diagnostics[0].code, Code::InvalidUtf8);
-        assert_eq!(a.diagnostics[0].span.start, 21);
+        assert_eq!(a.diagnostics[0].start(), 21);
         assert!(a.diagnostics[0].message.contains("offset 21"));
         assert_eq!(file.text, "FROM scratch\nNAME caf");
     }
@@ -193,11 +193,7 @@ mod tests {
     fn diagnostics_are_sorted_by_position_then_code() {
         let file = SourceFile::new("A", "NAME x\nFROM scratch\nENV path=1\n");
         let a = analyze(&file, &Options::default());
-        let keys: Vec<_> = a
-            .diagnostics
-            .iter()
-            .map(|d| (d.span.start, d.code))
-            .collect();
+        let keys: Vec<_> = a.diagnostics.iter().map(|d| (d.start(), d.code)).collect();
         let mut sorted = keys.clone();
         sorted.sort_unstable();
         assert_eq!(keys, sorted);

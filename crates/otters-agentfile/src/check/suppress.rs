@@ -164,7 +164,7 @@ pub(crate) fn apply(file: &SourceFile, ast: &Ast, diags: Vec<Diagnostic>) -> Vec
     }
     let mut kept = Vec::with_capacity(diags.len());
     for d in diags {
-        let line = file.line_of(d.span.start);
+        let line = file.line_of(d.start());
         let suppressible = d.code.default_severity() != Severity::Error;
         let aimed = by_line.get(&line).map_or(&[][..], Vec::as_slice);
         let hit = suppressible

@@ -106,8 +106,10 @@ pub struct Diagnostic {
     pub code: Code,
     pub severity: Severity,
     pub message: String,
-    /// The primary location; its label is `label` when given.
-    pub span: Span,
+    /// The primary location; its label is `label` when given. `None` when the finding is about
+    /// something that was not written in the file (an item inherited from a parent image or read
+    /// from a config blob); renderers then point at the start of the file.
+    pub span: Option<Span>,
     pub label: Option<String>,
     pub labels: Vec<Label>,
     pub help: Option<String>,
@@ -132,13 +134,14 @@ fn bounded(s: String) -> String {
 }
 
 impl Diagnostic {
-    /// A finding of `code` at `span`, with the code's default severity.
-    pub fn new(code: Code, span: Span, message: impl Into<String>) -> Self {
+    /// A finding of `code` at `span` (a [`Span`], or `None` when there is none), with the code's
+    /// default severity.
+    pub fn new(code: Code, span: impl Into<Option<Span>>, message: impl Into<String>) -> Self {
         Self {
             code,
             severity: code.default_severity(),
             message: bounded(message.into()),
-            span,
+            span: span.into(),
             label: None,
             labels: Vec::new(),
             help: None,
@@ -151,13 +154,33 @@ impl Diagnostic {
         self
     }
 
+    /// Adds a secondary label at `span`; without a span (an item not written in the file) there
+    /// is nothing to point at and no label is added.
     #[must_use]
-    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
-        self.labels.push(Label {
-            span,
-            message: bounded(message.into()),
-        });
+    pub fn with_secondary(
+        mut self,
+        span: impl Into<Option<Span>>,
+        message: impl Into<String>,
+    ) -> Self {
+        if let Some(span) = span.into() {
+            self.labels.push(Label {
+                span,
+                message: bounded(message.into()),
+            });
+        }
         self
+    }
+
+    /// Where the finding starts: the primary span's start, or 0 (the start of the file) without
+    /// one. Findings are sorted by it.
+    pub fn start(&self) -> usize {
+        self.span.map_or(0, |s| s.start)
+    }
+
+    /// The primary span, or the empty span at the start of the file without one: where
+    /// renderers and suppression comments place a finding.
+    pub fn span_or_start(&self) -> Span {
+        self.span.unwrap_or(Span::point(0))
     }
 
     #[must_use]

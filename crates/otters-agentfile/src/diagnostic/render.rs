@@ -35,8 +35,9 @@ pub(crate) struct Position {
 }
 
 pub(crate) fn position(file: &SourceFile, d: &Diagnostic) -> Position {
-    let s = file.line_col(d.span.start);
-    let e = file.line_col(d.span.end.max(d.span.start));
+    let span = d.span_or_start();
+    let s = file.line_col(span.start);
+    let e = file.line_col(span.end.max(span.start));
     Position {
         line: s.line,
         column: s.column,
@@ -47,4 +48,36 @@ pub(crate) fn position(file: &SourceFile, d: &Diagnostic) -> Position {
 
 pub(crate) fn find_rule(rules: &[RuleMeta], code: Code) -> Option<&RuleMeta> {
     rules.iter().find(|r| r.code == code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Span;
+
+    /// A finding without a span renders exactly as one at the start of the file, in every format.
+    #[test]
+    fn no_span_renders_at_the_start_of_the_file() {
+        let file = SourceFile::new("Agentfile", "FROM scratch\nNAME a\n");
+        let at = |span: Option<Span>| {
+            let d = Diagnostic::new(Code::IncompleteScratchAgent, span, "m")
+                .with_label("l")
+                .with_help("h")
+                .with_secondary(span, "s");
+            vec![(file.clone(), vec![d])]
+        };
+        let (none, start) = (at(None), at(Some(Span::point(0))));
+        assert_eq!(none[0].1[0].labels.len(), 0, "no label without a span");
+        let rules = super::super::codes::RULES;
+        let plain = |r: &[FileReport]| [concise(r), json(r), sarif(r, rules), github(r, rules)];
+        assert_eq!(plain(&none), plain(&start));
+        assert!(concise(&none).starts_with("Agentfile:1:1: warning[AF209] m"));
+        // The human view draws the secondary label of the spanned one; the rest is the same.
+        let human_none = human(&none, rules, ColorChoice::Never);
+        assert!(human_none.contains("Agentfile:1:1"), "{human_none}");
+        let start_primary = at(Some(Span::point(0)));
+        let mut only_primary = start_primary;
+        only_primary[0].1[0].labels.clear();
+        assert_eq!(human_none, human(&only_primary, rules, ColorChoice::Never));
+    }
 }

@@ -1,7 +1,7 @@
 //! Unit tests of the `ir` stage: typing, overrides, ARG expansion and the config blob.
 
 use super::*;
-use crate::diagnostic::{Code, SourceFile};
+use crate::diagnostic::{Code, Diagnostic, SourceFile};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -209,6 +209,45 @@ fn config_blob_round_trips() {
     let bytes = config_blob(&m).unwrap();
     let back = from_config_blob(&bytes).unwrap();
     assert_eq!(config_blob(&back).unwrap(), bytes);
+    // Written in the Agentfile: a span. Read from the blob: none.
+    let a = &m.agent;
+    assert!(a.from.as_ref().is_some_and(|n| n.span.is_some()));
+    assert!(a
+        .contexts
+        .iter()
+        .all(|c| c.span.is_some() && c.name_span.is_some()));
+    assert!(a
+        .envs
+        .iter()
+        .all(|e| e.span.is_some() && e.key_span.is_some()));
+    let b = &back.agent;
+    let nodes = [&b.from, &b.runtime, &b.model, &b.name];
+    assert!(nodes
+        .iter()
+        .all(|n| n.as_ref().is_some_and(|n| n.span.is_none())));
+    assert!(b
+        .contexts
+        .iter()
+        .all(|c| c.span.is_none() && c.name_span.is_none()));
+    assert!(b
+        .configs
+        .iter()
+        .all(|c| c.span.is_none() && c.key_span.is_none()));
+    assert!(b
+        .bins
+        .iter()
+        .all(|x| x.span.is_none() && x.image_span.is_none()));
+    assert!(b
+        .adds
+        .iter()
+        .all(|x| x.span.is_none() && x.src_span.is_none()));
+    assert!(b
+        .envs
+        .iter()
+        .all(|e| e.span.is_none() && e.key_span.is_none()));
+    assert!(b.mounts.iter().all(|x| x.span.is_none()));
+    assert!(b.capabilities.iter().all(|n| n.span.is_none()));
+    assert!(!b.bins.is_empty() && !b.adds.is_empty() && !b.mounts.is_empty());
 }
 
 #[test]
@@ -259,7 +298,8 @@ fn expansion_stops_at_the_value_limit_and_marks_the_reference() {
     assert!(!af117.is_empty());
     // Each finding points at the `${aN}` that would have overflowed.
     for d in &af117 {
-        let written = &text[d.span.start..d.span.end];
+        let s = d.span.expect("AF117 points into the file");
+        let written = &text[s.start..s.end];
         assert!(
             written.starts_with("${a") && written.ends_with('}'),
             "{written}"
@@ -321,7 +361,7 @@ fn many_references_in_one_token_are_each_located() {
     let starts: Vec<_> = d
         .iter()
         .filter(|d| d.code == Code::UndefinedArg)
-        .map(|d| d.span.start)
+        .map(Diagnostic::start)
         .collect();
     assert_eq!(starts, [21, 29, 37]);
 }

@@ -61,7 +61,7 @@ impl InputError {
     }
 
     /// The diagnostic for this error at `span` (the source token of the instruction).
-    pub fn to_diagnostic(&self, span: Span, used_by: Use) -> Diagnostic {
+    pub fn to_diagnostic(&self, span: Option<Span>, used_by: Use) -> Diagnostic {
         let what = match used_by {
             Use::Add => "ADD source",
             Use::ContextFile => "CONTEXT file",

@@ -67,7 +67,12 @@ pub struct Resolution {
 
 /// Resolves `model` (see the module docs).
 pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diagnostic>> {
-    let from_span = model.agent.from.as_ref().map_or(Span::point(0), |n| n.span);
+    let from_span = model
+        .agent
+        .from
+        .as_ref()
+        .and_then(|n| n.span)
+        .unwrap_or(Span::point(0));
     let old_lock = Lockfile::read(&opts.lock_path)
         .map_err(|e| vec![diags::lock_unreadable(from_span, &e.to_string())])?;
     let client = if opts.offline {
@@ -108,7 +113,7 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
             old_lock: old_lock.as_ref(),
             allow_unpinned: opts.allow_unpinned,
         };
-        match parent::load_parent(&cx, &from.value, from.span) {
+        match parent::load_parent(&cx, &from.value, from_span) {
             Ok(p) => {
                 merged = merge::merge(&p.model, model);
                 inherited_adds = p.adds;
@@ -120,7 +125,7 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
     }
 
     // 2. RUNTIME and BINs (inherited ones point at the FROM line).
-    let at = |s: Span| if s == Span::default() { from_span } else { s };
+    let at = |s: Option<Span>| s.unwrap_or(from_span);
     let mut pins = Pins::default();
     if let Some(rt) = merged.agent.runtime.clone().filter(|n| !n.value.is_empty()) {
         match pin_one(
@@ -179,7 +184,7 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
         errors.extend(lock_drift(old_lock.as_ref(), &lock, &merged, from_span));
     }
     if !errors.is_empty() {
-        errors.sort_by_key(|d| d.span.start);
+        errors.sort_by_key(Diagnostic::start);
         return Err(errors);
     }
     Ok(Resolution {
@@ -255,7 +260,7 @@ fn lock_drift(
                 .find(|b| b.image == e.reference)
                 .map(|b| b.image_span),
         };
-        s.filter(|s| *s != Span::default()).unwrap_or(from_span)
+        s.flatten().unwrap_or(from_span)
     };
     let mut out = Vec::new();
     for e in &new.images {

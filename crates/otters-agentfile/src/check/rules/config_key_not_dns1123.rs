@@ -4,7 +4,7 @@ use super::names::{is_label, to_label};
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn config_key_not_dns1123(span: Span, key: &str) -> Diagnostic {
+pub fn config_key_not_dns1123(span: Option<Span>, key: &str) -> Diagnostic {
     let help = match to_label(key) {
         Some(fixed) => {
             format!("write `{fixed}`: lower-case letters, digits and `-`, at most 63 characters")

@@ -5,7 +5,7 @@ use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 use std::collections::BTreeMap;
 
-pub fn duplicate_mount_target(span: Span, first: Span, target: &str) -> Diagnostic {
+pub fn duplicate_mount_target(span: Option<Span>, first: Option<Span>, target: &str) -> Diagnostic {
     Diagnostic::new(
         Code::DuplicateMountTarget,
         span,
@@ -17,7 +17,7 @@ pub fn duplicate_mount_target(span: Span, first: Span, target: &str) -> Diagnost
 }
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
-    let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+    let mut seen: BTreeMap<String, Option<Span>> = BTreeMap::new();
     for m in &cx.model.agent.mounts {
         let Ok(norm) = normalise(&m.target) else {
             continue;

@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn empty_context(span: Span, name: &str) -> Diagnostic {
+pub fn empty_context(span: Option<Span>, name: &str) -> Diagnostic {
     Diagnostic::new(
         Code::EmptyContext,
         span,

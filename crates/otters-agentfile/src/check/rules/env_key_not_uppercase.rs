@@ -4,7 +4,7 @@ use super::names::is_env_key;
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn env_key_not_uppercase(span: Span, key: &str) -> Diagnostic {
+pub fn env_key_not_uppercase(span: Option<Span>, key: &str) -> Diagnostic {
     let fixed: String = key
         .chars()
         .map(|c| {

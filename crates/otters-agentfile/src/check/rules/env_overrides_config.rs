@@ -19,7 +19,12 @@ pub fn runtime_var(key: &str) -> String {
     s
 }
 
-pub fn env_overrides_config(span: Span, config: Span, env: &str, key: &str) -> Diagnostic {
+pub fn env_overrides_config(
+    span: Option<Span>,
+    config: Option<Span>,
+    env: &str,
+    key: &str,
+) -> Diagnostic {
     Diagnostic::new(
         Code::EnvOverridesConfig,
         span,

@@ -154,6 +154,6 @@ mod tests {
             d[0].message
         );
         assert!(d[0].message.contains("2 more"), "{}", d[0].message);
-        assert_eq!(d[0].span, crate::diagnostic::Span::new(18, 21));
+        assert_eq!(d[0].span, Some(crate::diagnostic::Span::new(18, 21)));
     }
 }

@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn incomplete_scratch_agent(span: Span, missing: &[&str]) -> Diagnostic {
+pub fn incomplete_scratch_agent(span: Option<Span>, missing: &[&str]) -> Diagnostic {
     let list = match missing.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => missing.join(""),

@@ -8,7 +8,7 @@ use crate::diagnostic::{Code, Diagnostic, Span};
 /// `ir::names`, which also checks names read from images).
 pub use super::names::add_destination_shape as problem;
 
-pub fn invalid_add_destination(span: Span, name: &str, what: &str) -> Diagnostic {
+pub fn invalid_add_destination(span: Option<Span>, name: &str, what: &str) -> Diagnostic {
     Diagnostic::new(Code::InvalidAddDestination, span, format!("ADD destination `{name}` {what}"))
         .with_label("files land under etc/data/")
         .with_help("give a relative path inside etc/data, such as `docs/guide.md`, or leave it out to use the source's file name")

@@ -4,7 +4,7 @@ use super::names::is_label;
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn invalid_capability_name(span: Span, name: &str) -> Diagnostic {
+pub fn invalid_capability_name(span: Option<Span>, name: &str) -> Diagnostic {
     let help = if name.starts_with('#') {
         "comments are whole lines only: move the `#` text to its own line above".to_owned()
     } else {

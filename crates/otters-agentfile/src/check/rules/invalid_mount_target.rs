@@ -11,7 +11,7 @@ use std::collections::HashMap;
 /// in `ir::names`, which also checks targets read from images).
 pub use super::names::mount_target as normalise;
 
-pub fn invalid_mount_target(span: Span, target: &str, what: &str) -> Diagnostic {
+pub fn invalid_mount_target(span: Option<Span>, target: &str, what: &str) -> Diagnostic {
     Diagnostic::new(
         Code::InvalidMountTarget,
         span,
@@ -34,7 +34,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         .collect();
     for m in &cx.model.agent.mounts {
         if let Err(what) = normalise(&m.target) {
-            let target_span = targets.get(&m.span).copied().unwrap_or(m.span);
+            let target_span = m.span.and_then(|s| targets.get(&s).copied()).or(m.span);
             out.push(invalid_mount_target(target_span, &m.target, &what));
         }
     }

@@ -5,7 +5,7 @@ use super::names::is_loader_key;
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn loader_env(span: Span, key: &str) -> Diagnostic {
+pub fn loader_env(span: Option<Span>, key: &str) -> Diagnostic {
     Diagnostic::new(
         Code::LoaderEnv,
         span,

@@ -88,7 +88,7 @@ pub(crate) fn lines_of(code: crate::diagnostic::Code, text: &str, opts: &Options
         .diagnostics
         .iter()
         .filter(|d| d.code == code)
-        .map(|d| file.line_of(d.span.start))
+        .map(|d| file.line_of(d.start()))
         .collect()
 }
 

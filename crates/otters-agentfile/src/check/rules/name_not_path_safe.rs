@@ -5,7 +5,7 @@ use super::names::is_path_safe;
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn name_not_path_safe(span: Span, kind: &str, name: &str) -> Diagnostic {
+pub fn name_not_path_safe(span: Option<Span>, kind: &str, name: &str) -> Diagnostic {
     let message = if name.is_empty() {
         format!("{kind} is empty")
     } else {

@@ -86,7 +86,12 @@ const TARGETS_HELP: &str =
     "or drop the versions you do not deploy to from `[portability] targets` in otters.toml";
 
 /// AF230: ADD of a directory (a tar+gzip layer).
-pub fn directory_add(span: Span, src: &str, name: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn directory_add(
+    span: Option<Span>,
+    src: &str,
+    name: &str,
+    targets: &[Target],
+) -> Option<Diagnostic> {
     let missing = format!(
         "the tar layer is never extracted (only application/octet-stream layers are written), so the files of `{src}` are missing from etc/data"
     );
@@ -114,7 +119,7 @@ pub fn directory_add(span: Span, src: &str, name: &str, targets: &[Target]) -> O
 }
 
 /// AF231: an ADD name with `/`.
-pub fn nested_add_name(span: Span, name: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn nested_add_name(span: Option<Span>, name: &str, targets: &[Target]) -> Option<Diagnostic> {
     let base = basename(name);
     let effect = effects(
         targets,
@@ -141,7 +146,11 @@ pub fn nested_add_name(span: Span, name: &str, targets: &[Target]) -> Option<Dia
 }
 
 /// AF232: a CAPABILITY with `_`.
-pub fn capability_underscore(span: Span, name: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn capability_underscore(
+    span: Option<Span>,
+    name: &str,
+    targets: &[Target],
+) -> Option<Diagnostic> {
     let effect = effects(
         targets,
         &[(
@@ -159,7 +168,7 @@ pub fn capability_underscore(span: Span, name: &str, targets: &[Target]) -> Opti
 }
 
 /// AF233: a MOUNT.
-pub fn mount(span: Span, target: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn mount(span: Option<Span>, target: &str, targets: &[Target]) -> Option<Diagnostic> {
     let dropped = "the mount is dropped (the config has no `mounts` field): the agent starts without it and without MOUNTS.md unless the operator passes `-v`";
     let mut effect = effects(
         targets,
@@ -181,7 +190,7 @@ pub fn mount(span: Span, target: &str, targets: &[Target]) -> Option<Diagnostic>
 }
 
 /// AF234: a CONTEXT name whose layer title `<NAME>.md` is longer than 63 characters.
-pub fn long_context_name(span: Span, name: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn long_context_name(span: Option<Span>, name: &str, targets: &[Target]) -> Option<Diagnostic> {
     let effect = effects(
         targets,
         &[(
@@ -207,7 +216,7 @@ pub fn long_context_name(span: Span, name: &str, targets: &[Target]) -> Option<D
 
 /// AF235: an ADD without a destination.
 pub fn add_without_destination(
-    span: Span,
+    span: Option<Span>,
     src: &str,
     name: &str,
     targets: &[Target],

@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn required_config_with_value(span: Span, key: &str) -> Diagnostic {
+pub fn required_config_with_value(span: Option<Span>, key: &str) -> Diagnostic {
     Diagnostic::new(
         Code::RequiredConfigWithValue,
         span,

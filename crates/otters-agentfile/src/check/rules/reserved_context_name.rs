@@ -7,7 +7,7 @@ pub fn is_reserved(name: &str) -> bool {
     super::names::RESERVED_CONTEXT_NAMES.contains(&name)
 }
 
-pub fn reserved_context_name(span: Span, name: &str) -> Diagnostic {
+pub fn reserved_context_name(span: Option<Span>, name: &str) -> Diagnostic {
     Diagnostic::new(
         Code::ReservedContextName,
         span,

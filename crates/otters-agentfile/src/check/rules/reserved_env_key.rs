@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn reserved_env_key(span: Span, key: &str) -> Diagnostic {
+pub fn reserved_env_key(span: Option<Span>, key: &str) -> Diagnostic {
     let (label, help) = if key.ends_with("_API_KEY") || key.ends_with("_API_BASE") {
         (
             "provider credentials are injected at run time",

@@ -6,7 +6,12 @@ use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 use std::collections::BTreeMap;
 
-pub fn shadowed_declaration(span: Span, first: Span, kind: &str, key: &str) -> Diagnostic {
+pub fn shadowed_declaration(
+    span: Option<Span>,
+    first: Option<Span>,
+    kind: &str,
+    key: &str,
+) -> Diagnostic {
     Diagnostic::new(
         Code::ShadowedDeclaration,
         span,
@@ -17,8 +22,12 @@ pub fn shadowed_declaration(span: Span, first: Span, kind: &str, key: &str) -> D
     .with_help("delete one of the two")
 }
 
-fn report<'a>(out: &mut Vec<Diagnostic>, kind: &str, items: impl Iterator<Item = (&'a str, Span)>) {
-    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
+fn report<'a>(
+    out: &mut Vec<Diagnostic>,
+    kind: &str,
+    items: impl Iterator<Item = (&'a str, Option<Span>)>,
+) {
+    let mut seen: BTreeMap<&str, Option<Span>> = BTreeMap::new();
     for (key, span) in items {
         if let Some(first) = seen.insert(key, span) {
             out.push(shadowed_declaration(span, first, kind, key));

@@ -40,7 +40,7 @@ pub const BUILTIN_CATALOGUE: &[&str] = &[
     "job_watch",
 ];
 
-pub fn unknown_capability(span: Span, name: &str, suggestion: Option<&str>) -> Diagnostic {
+pub fn unknown_capability(span: Option<Span>, name: &str, suggestion: Option<&str>) -> Diagnostic {
     let help = match suggestion {
         Some(s) => format!("did you mean `{s}`?"),
         None => "check the spelling against the runtime's capability list (`otters lint --capabilities FILE` sets the list)".to_owned(),

@@ -23,7 +23,12 @@ pub fn moving(reference: &str) -> Option<&'static str> {
     }
 }
 
-pub fn unpinned_image_reference(span: Span, kind: &str, reference: &str, why: &str) -> Diagnostic {
+pub fn unpinned_image_reference(
+    span: Option<Span>,
+    kind: &str,
+    reference: &str,
+    why: &str,
+) -> Diagnostic {
     let repo = reference
         .rsplit_once(':')
         .filter(|(_, t)| !t.contains('/'))
@@ -37,7 +42,7 @@ pub fn unpinned_image_reference(span: Span, kind: &str, reference: &str, why: &s
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     let a = &cx.model.agent;
-    let mut refs: Vec<(&str, &str, Span)> = Vec::new();
+    let mut refs: Vec<(&str, &str, Option<Span>)> = Vec::new();
     if let Some(f) = a.from.as_ref().filter(|f| f.value != "scratch") {
         refs.push(("FROM", &f.value, f.span));
     }
