@@ -16,4 +16,4 @@ pub mod diagnostic;
 pub mod ir;
 pub mod syntax;
 
-pub use diagnostic::{Diagnostic, Severity, Span};
+pub use diagnostic::{Code, Diagnostic, Severity, Span};

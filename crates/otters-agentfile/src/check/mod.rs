@@ -103,7 +103,7 @@ pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
     diagnostics.extend(found);
     let mut diagnostics = suppress::apply(file, &ast, diagnostics);
     apply_overrides(&mut diagnostics, &opts.severity_overrides);
-    diagnostics.sort_by(|a, b| (a.start(), a.code).cmp(&(b.start(), b.code)));
+    diagnostics.sort_by_key(|d| (d.start(), d.code));
     Analysis { model, diagnostics }
 }
 
