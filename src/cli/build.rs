@@ -5,7 +5,7 @@
 use super::pushpull::Bars as PushBars;
 use super::CliResult;
 use miette::{miette, IntoDiagnostic};
-use otters_agentfile::check;
+use otters_agentfile::diagnostic::codes;
 use otters_agentfile::diagnostic::render::{human, ColorChoice};
 use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
 use otters_oci::registry::transfer::Event;
@@ -212,11 +212,7 @@ pub(super) fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
     if !diags.is_empty() {
         eprint!(
             "{}",
-            human(
-                &[(file.clone(), diags.to_vec())],
-                check::registry::RULES,
-                color()
-            )
+            human(&[(file.clone(), diags.to_vec())], codes::RULES, color())
         );
     }
 }

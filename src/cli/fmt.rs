@@ -8,7 +8,7 @@
 //! renamed over it. `-` reads standard input and writes the result to standard output.
 use super::lint::{collect_inputs, read_input, stderr_colour, Input};
 use super::CliResult;
-use otters_agentfile::check::registry;
+use otters_agentfile::diagnostic::codes;
 use otters_agentfile::diagnostic::render::Human;
 use otters_agentfile::fmt;
 use otters_core::escape::escape;
@@ -45,7 +45,7 @@ pub fn run(a: Args) -> CliResult {
         Ok(i) => i,
         Err(e) => return Ok(fatal(&e.0)),
     };
-    let mut human = Human::new(registry::RULES, stderr_colour());
+    let mut human = Human::new(codes::RULES, stderr_colour());
     let mut worst = Outcome::Unchanged;
     for input in &inputs {
         worst = worst.max(one(&a, input, &mut human));

@@ -4,7 +4,8 @@
 //! Machine formats (concise, json, sarif, github) go to stdout; the human format and the summary
 //! line go to stderr.
 use super::CliResult;
-use otters_agentfile::check::{self, config, registry, Options};
+use otters_agentfile::check::{self, config, Options};
+use otters_agentfile::diagnostic::codes;
 use otters_agentfile::diagnostic::render::{self, ColorChoice, FileReport};
 use otters_agentfile::diagnostic::Severity;
 use otters_core::files;
@@ -170,7 +171,7 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
         let locked = locked_references(input);
         loaded.push((name, bytes, cfg, sources, locked));
     }
-    let rules = registry::RULES;
+    let rules = codes::RULES;
     let mut human = render::Human::new(rules, stderr_colour());
     let mut counts = Counts::default();
     let mut documents: Vec<FileReport> = Vec::new();

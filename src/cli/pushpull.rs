@@ -268,7 +268,7 @@ pub(super) fn print_diagnostics(
         "{}",
         human(
             &[(file.clone(), diags.to_vec())],
-            otters_agentfile::check::registry::RULES,
+            otters_agentfile::diagnostic::codes::RULES,
             color
         )
     );

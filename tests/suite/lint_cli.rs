@@ -195,7 +195,10 @@ fn sarif_format_has_the_2_1_0_structure() {
     assert!(home.starts_with("https://"), "{home}");
     assert_eq!(driver["informationUri"].as_str(), Some(home));
     let rules = driver["rules"].as_array().unwrap();
-    assert_eq!(rules.len(), otters_agentfile::check::registry::RULES.len());
+    assert_eq!(
+        rules.len(),
+        otters_agentfile::diagnostic::codes::RULES.len()
+    );
     for r in rules {
         assert!(r["id"].as_str().unwrap().starts_with("AF"));
         for key in [
@@ -502,10 +505,10 @@ fn count_agentfiles(dir: &Path) -> usize {
 
 #[test]
 fn explain_prints_exactly_the_docs_page_for_every_code() {
-    for r in otters_agentfile::check::registry::RULES {
+    for r in otters_agentfile::diagnostic::codes::RULES {
         let page =
             std::fs::read_to_string(root().join(format!("docs/rules/{}.md", r.code))).unwrap();
-        let o = run(otters().args(["explain", r.code]));
+        let o = run(otters().args(["explain", r.code.as_str()]));
         assert_eq!(o.code, 0);
         assert_eq!(
             o.stdout, page,
@@ -534,7 +537,7 @@ fn explain_unknown_code_and_list() {
     assert_eq!(o.code, 0);
     assert_eq!(
         o.stdout.lines().count(),
-        otters_agentfile::check::registry::RULES.len()
+        otters_agentfile::diagnostic::codes::RULES.len()
     );
     assert!(o.stdout.contains("AF104  error    name-not-path-safe"));
     let o = run(otters().args(["explain", "--list", "--format", "json"]));

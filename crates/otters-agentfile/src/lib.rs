@@ -18,4 +18,4 @@ pub mod fmt;
 pub mod ir;
 pub mod syntax;
 
-pub use diagnostic::{Diagnostic, Severity, Span};
+pub use diagnostic::{Code, Diagnostic, Severity, Span};

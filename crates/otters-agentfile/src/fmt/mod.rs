@@ -14,7 +14,7 @@ mod tests;
 pub use diff::unified;
 pub use quote::quote;
 
-use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::diagnostic::{Code, Diagnostic, SourceFile};
 use crate::syntax;
 
 /// Why a file was not formatted: its syntax errors, and the text they point into.
@@ -26,7 +26,7 @@ pub struct Refused {
 
 /// The byte-order-mark error (AF002): the one syntax error formatting repairs, by dropping the
 /// mark.
-const BOM_CODE: &str = "AF002";
+const BOM_CODE: Code = Code::ByteOrderMark;
 
 /// Formats Agentfile text. `Err` holds the syntax errors when there are any.
 pub fn format_str(text: &str) -> Result<String, Vec<Diagnostic>> {
@@ -52,7 +52,7 @@ pub fn format_bytes(name: &str, bytes: &[u8]) -> Result<String, Refused> {
             diagnostics,
         }),
         Err(d) => {
-            let valid = d.span.start.min(bytes.len());
+            let valid = d.start().min(bytes.len());
             Err(Refused {
                 file: SourceFile::new(name, String::from_utf8_lossy(&bytes[..valid])),
                 diagnostics: vec![d],

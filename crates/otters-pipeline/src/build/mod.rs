@@ -25,7 +25,7 @@ use crate::build::inputs::FsInputs;
 use crate::lower::{self, plan, Pins};
 use crate::resolve::{self, LockError};
 use otters_agentfile::check;
-use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
+use otters_agentfile::diagnostic::{Code, Diagnostic, SourceFile};
 use otters_core::files::{self, ReadError};
 use otters_oci::archive::{self, ArchiveError};
 use otters_oci::reference::Reference;
@@ -366,7 +366,7 @@ pub fn build(
             }
             Err(diags) => {
                 shown.extend(diags);
-                shown.sort_by_key(|d| d.span.start);
+                shown.sort_by_key(Diagnostic::start);
                 return Err(fail(ErrorKind::Unresolved(name), shown));
             }
         }
@@ -381,13 +381,9 @@ pub fn build(
     } else {
         let mut m = model.clone();
         for (k, v) in &opts.labels {
-            m.agent.labels.insert(
-                k.clone(),
-                otters_agentfile::ir::Node::new(
-                    v.clone(),
-                    otters_agentfile::diagnostic::Span::default(),
-                ),
-            );
+            m.agent
+                .labels
+                .insert(k.clone(), otters_agentfile::ir::Node::new(v.clone(), None));
         }
         labelled = m;
         &labelled
@@ -421,7 +417,7 @@ pub fn build(
         Ok(p) => p,
         Err(lower::LowerError::Inputs(diags)) => {
             shown.extend(diags);
-            shown.sort_by_key(|d| d.span.start);
+            shown.sort_by_key(Diagnostic::start);
             return Err(fail(ErrorKind::Inputs(name), shown));
         }
         Err(e) => {
@@ -476,14 +472,14 @@ pub fn build(
             },
         ) => {
             let d = if e.is_escape() {
-                Diagnostic::error("AF302", span, e.to_string())
+                Diagnostic::new(Code::BuildSourceEscapesContext, span, e.to_string())
             } else {
-                Diagnostic::error("AF303", span, e.to_string())
+                Diagnostic::new(Code::BuildSourceUnreadable, span, e.to_string())
             };
             shown.push(d.with_help(
                 "directory ADDs may hold only regular files, directories and symlinks that stay inside them",
             ));
-            shown.sort_by_key(|d| d.span.start);
+            shown.sort_by_key(Diagnostic::start);
             return Err(fail(ErrorKind::Inputs(name), shown));
         }
         Err(source) => {

@@ -254,11 +254,10 @@ pub fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otters_agentfile::diagnostic::Span;
     use otters_agentfile::ir::{Agent, Bin, Config, ConfigValue, Context, Env, Mount, Node};
 
     fn n(s: &str) -> Node<String> {
-        Node::new(s.to_owned(), Span::default())
+        Node::new(s.to_owned(), None)
     }
 
     fn sample() -> Agentfile {
@@ -274,8 +273,8 @@ mod tests {
                     description: Some("core \"rules\"".into()),
                     content: Some("x".into()),
                     file: None,
-                    span: Span::default(),
-                    name_span: Span::default(),
+                    span: None,
+                    name_span: None,
                     file_span: None,
                 }],
                 configs: vec![
@@ -284,24 +283,24 @@ mod tests {
                         value: Some(ConfigValue::Int(1)),
                         description: None,
                         required: false,
-                        span: Span::default(),
-                        key_span: Span::default(),
+                        span: None,
+                        key_span: None,
                     },
                     Config {
                         key: "max-tokens".into(),
                         value: Some(ConfigValue::Float(0.5)),
                         description: None,
                         required: false,
-                        span: Span::default(),
-                        key_span: Span::default(),
+                        span: None,
+                        key_span: None,
                     },
                     Config {
                         key: "url".into(),
                         value: None,
                         description: None,
                         required: true,
-                        span: Span::default(),
-                        key_span: Span::default(),
+                        span: None,
+                        key_span: None,
                     },
                 ],
                 bins: vec![Bin {
@@ -309,24 +308,24 @@ mod tests {
                     image: "ghcr.io/openotters/tools/jq:latest".into(),
                     description: Some("json".into()),
                     usage: Some("use it".into()),
-                    span: Span::default(),
-                    name_span: Span::default(),
-                    image_span: Span::default(),
+                    span: None,
+                    name_span: None,
+                    image_span: None,
                 }],
                 envs: vec![Env {
                     key: "TOKEN".into(),
                     value: "secret".into(),
                     description: None,
-                    span: Span::default(),
-                    key_span: Span::default(),
+                    span: None,
+                    key_span: None,
                 }],
                 mounts: vec![Mount {
                     target: "/data".into(),
                     read_only: true,
                     description: None,
-                    span: Span::default(),
+                    span: None,
                 }],
-                exec: Some(Node::new(vec!["--x".into()], Span::default())),
+                exec: Some(Node::new(vec!["--x".into()], None)),
                 capabilities: vec![n("note_save"), n("note_save")],
                 ..Agent::default()
             },

@@ -147,14 +147,14 @@ pub fn lower(
         let source = match (&c.content, &c.file) {
             (Some(content), _) => Source::Bytes(content.clone().into_bytes()),
             (None, Some(file)) => {
-                let span = c.file_span.unwrap_or(c.span);
+                let span = c.file_span.or(c.span);
                 let found = context_file_path(&opts.agentfile_dir, file)
                     .and_then(|p| inputs.resolve(&p))
                     .map_err(|e| e.as_written(file));
                 match found {
                     Ok(r) if r.kind == InputKind::File => {
                         let mut layer = titled(CONTEXT_LAYER, &title, Source::File(r.path));
-                        layer.span = Some(span);
+                        layer.span = span;
                         layers.push(layer);
                         continue;
                     }
@@ -192,7 +192,7 @@ pub fn lower(
         match inputs.resolve(&add.src) {
             Ok(r) if r.kind == InputKind::File => {
                 let mut layer = titled(FILE_LAYER, &add.name, Source::File(r.path));
-                layer.span = Some(add.src_span);
+                layer.span = add.src_span;
                 layers.push(layer);
             }
             Ok(r) => {
@@ -207,14 +207,14 @@ pub fn lower(
                 layer
                     .annotations
                     .insert(ANN_UNPACK.to_owned(), "true".to_owned());
-                layer.span = Some(add.src_span);
+                layer.span = add.src_span;
                 layers.push(layer);
             }
             Err(e) => diags.push(e.to_diagnostic(add.src_span, Use::Add)),
         }
     }
     if !diags.is_empty() {
-        diags.sort_by_key(|d| d.span.start);
+        diags.sort_by_key(Diagnostic::start);
         return Err(LowerError::Inputs(diags));
     }
     let yaml = agent_yaml::render(

@@ -24,7 +24,7 @@ pub use lockfile::{lock_path_for, Entry, LockError, Lockfile, Role, LOCK_NAME};
 pub use registry::Registry;
 
 use crate::lower::{Pin, Pins};
-use otters_agentfile::diagnostic::{Diagnostic, Span};
+use otters_agentfile::diagnostic::{Code, Diagnostic, Span};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::reference::Reference;
 use otters_oci::registry::{ClientOptions, RegistryClient};
@@ -102,7 +102,12 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
 
 /// Where a diagnostic with no line of its own points: the FROM line, else the file's start.
 fn from_span(model: &Agentfile) -> Span {
-    model.agent.from.as_ref().map_or(Span::point(0), |n| n.span)
+    model
+        .agent
+        .from
+        .as_ref()
+        .and_then(|n| n.span)
+        .unwrap_or(Span::point(0))
 }
 
 /// [`resolve`] with the lock already read (`old_lock`, `None` when there is no file) and the
@@ -136,7 +141,7 @@ pub fn resolve_with(
             old_lock,
             allow_unpinned: opts.allow_unpinned,
         };
-        match parent::load_parent(&cx, &from.value, from.span) {
+        match parent::load_parent(&cx, &from.value, from_span) {
             Ok(p) => {
                 merged = merge::merge(&p.model, model);
                 inherited_adds = p.adds;
@@ -148,7 +153,7 @@ pub fn resolve_with(
     }
 
     // 2. RUNTIME and BINs (inherited ones point at the FROM line).
-    let at = |s: Span| if s == Span::default() { from_span } else { s };
+    let at = |s: Option<Span>| s.unwrap_or(from_span);
     let mut pins = Pins::default();
     if let Some(rt) = merged.agent.runtime.clone().filter(|n| !n.value.is_empty()) {
         match pin_one(
@@ -207,7 +212,7 @@ pub fn resolve_with(
         errors.extend(lock_drift(old_lock, &lock, &merged, from_span));
     }
     if !errors.is_empty() {
-        errors.sort_by_key(|d| d.span.start);
+        errors.sort_by_key(Diagnostic::start);
         return Err(errors);
     }
     Ok(Resolution {
@@ -283,7 +288,7 @@ fn lock_drift(
                 .find(|b| b.image == e.reference)
                 .map(|b| b.image_span),
         };
-        s.filter(|s| *s != Span::default()).unwrap_or(from_span)
+        s.flatten().unwrap_or(from_span)
     };
     let mut out = Vec::new();
     for e in &new.images {
@@ -304,8 +309,8 @@ fn lock_drift(
             }
         }
         if old.platform != new.platform && out.is_empty() {
-            out.push(Diagnostic::error(
-                "AF406",
+            out.push(Diagnostic::new(
+                Code::LockOutOfDate,
                 from_span,
                 format!(
                     "--locked, but Agentfile.lock was made for {}, not {}",

@@ -249,10 +249,7 @@ pub fn plan(
     // The model after overrides, for agent.yaml and the context documents.
     let mut model = image.model.clone();
     if let Some(m) = &effective.model {
-        model.agent.model = Some(otters_agentfile::ir::Node::new(
-            m.clone(),
-            otters_agentfile::diagnostic::Span::default(),
-        ));
+        model.agent.model = Some(otters_agentfile::ir::Node::new(m.clone(), None));
     }
     for (k, v) in &opts.overrides.configs {
         let mut hit = false;
@@ -266,8 +263,8 @@ pub fn plan(
                 value: Some(ConfigValue::String(v.clone())),
                 description: None,
                 required: false,
-                span: otters_agentfile::diagnostic::Span::default(),
-                key_span: otters_agentfile::diagnostic::Span::default(),
+                span: None,
+                key_span: None,
             });
         }
     }
@@ -278,8 +275,8 @@ pub fn plan(
             key: e.key.clone(),
             value: e.value.clone(),
             description: e.description.clone(),
-            span: otters_agentfile::diagnostic::Span::default(),
-            key_span: otters_agentfile::diagnostic::Span::default(),
+            span: None,
+            key_span: None,
         })
         .collect();
     model.agent.mounts = user_mounts
@@ -288,7 +285,7 @@ pub fn plan(
             target: m.target.clone(),
             read_only: m.read_only,
             description: m.description.clone(),
-            span: otters_agentfile::diagnostic::Span::default(),
+            span: None,
         })
         .collect();
 
