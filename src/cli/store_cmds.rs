@@ -1,10 +1,11 @@
 //! `otters rm`, `tag`, `prune`, `save`, `load`: local store maintenance and oci-archive
 //! transport.
 use super::images::{human_size, open_store};
-use super::CliResult;
+use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
 use otters_oci::archive;
 use otters_oci::store::prune::{prune, PruneOptions, PruneReport};
+use otters_oci::store::query::{self, QueryError};
 use otters_oci::store::refname::{new_tag_name, tag_name};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -35,8 +36,8 @@ pub struct PruneArgs {
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_age)]
     pub min_age: std::time::Duration,
     /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 /// `90s`, `30m`, `1h`, `2d`, or a plain number of seconds.
@@ -116,7 +117,7 @@ pub fn run_rm(a: RmArgs) -> CliResult {
                 failed = true;
             }
             Err(e) => {
-                eprintln!("{:?}", miette!("cannot remove `{r}`: {e}"));
+                eprintln!("{:?}", fail_in(format!("cannot remove `{r}`"), e));
                 failed = true;
             }
         }
@@ -129,7 +130,7 @@ pub fn run_rm(a: RmArgs) -> CliResult {
 }
 
 pub fn run_tag(a: TagArgs) -> CliResult {
-    new_tag_name(&a.target).map_err(|e| miette!("{e}"))?;
+    new_tag_name(&a.target).map_err(fail)?;
     let store = open_store()?;
     let d = store
         .resolve(&a.source)
@@ -146,8 +147,8 @@ pub fn run_prune(a: PruneArgs) -> CliResult {
         dry_run: a.dry_run,
         grace: a.min_age,
     };
-    let report = prune(&store, opts).map_err(|e| miette!("cannot prune the store: {e}"))?;
-    if a.format == "json" {
+    let report = prune(&store, opts).map_err(|e| fail_in("cannot prune the store", e))?;
+    if a.format == Format::Json {
         let blobs = |v: &[otters_oci::store::prune::PrunedBlob]| -> Vec<serde_json::Value> {
             v.iter()
                 .map(|b| serde_json::json!({"digest": b.digest, "size": b.size}))
@@ -204,33 +205,10 @@ pub fn run_save(a: SaveArgs) -> CliResult {
         ));
     }
     let store = open_store()?;
-    let listed = store.list().into_diagnostic()?;
-    let mut images: Vec<(otters_oci::Descriptor, Vec<String>)> = Vec::new();
-    for r in &a.references {
-        let d = store
-            .resolve(r)
-            .into_diagnostic()?
-            .ok_or_else(|| not_found(r))?;
-        // Keep the tag inside the archive when the image was named by one.
-        let tag = tag_name(r).ok();
-        let tags: Vec<String> = listed
-            .iter()
-            .filter(|(n, e)| !n.is_empty() && e.digest == d.digest)
-            .map(|(n, _)| n.clone())
-            .filter(|n| Some(n) == tag.as_ref() || n == r)
-            .collect();
-        // One entry per (image, tag): naming the same image twice adds its tags, not a copy.
-        match images.iter_mut().find(|(e, _)| e.digest == d.digest) {
-            Some((_, have)) => {
-                for t in tags {
-                    if !have.contains(&t) {
-                        have.push(t);
-                    }
-                }
-            }
-            None => images.push((d, tags)),
-        }
-    }
+    let images = query::select(&store, &a.references).map_err(|e| match e {
+        QueryError::NotFound(r) => not_found(&r),
+        e => fail(e),
+    })?;
     if let Some(path) = dest {
         archive::save_many(&store, &images, path).into_diagnostic()?;
     } else {
@@ -322,28 +300,29 @@ pub fn pull_local(
     ))
 }
 
-fn pull_local_from(
+/// What `otters pull oci:…` reads: the images of the layout or archive at `path` (an archive's
+/// blobs are in the store once read).
+fn local_entries(
+    store: &otters_oci::Store,
     path: &Path,
-    want: Option<&str>,
     is_archive: bool,
-    tag: Option<&str>,
-    quiet: bool,
-    json: bool,
-) -> CliResult {
-    if let Some(t) = tag {
-        new_tag_name(t).map_err(|e| miette!("{e}"))?;
-    }
-    let store = open_store()?;
-    let cannot = |e: archive::ArchiveError| miette!("cannot pull: {e}");
-    let entries: Vec<otters_oci::Descriptor> = if is_archive {
-        archive::load(&store, path)
-            .map_err(cannot)?
+) -> Result<Vec<otters_oci::Descriptor>, archive::ArchiveError> {
+    if is_archive {
+        Ok(archive::load(store, path)?
             .into_iter()
             .map(|(_, d)| d)
-            .collect()
+            .collect())
     } else {
-        archive::layout_entries(path).map_err(cannot)?
-    };
+        archive::layout_entries(path)
+    }
+}
+
+/// The one image `want` (or, without it, the only image) names among `entries`.
+fn pick_local(
+    path: &Path,
+    entries: &[otters_oci::Descriptor],
+    want: Option<&str>,
+) -> miette::Result<otters_oci::Descriptor> {
     let names = || {
         entries
             .iter()
@@ -355,28 +334,40 @@ fn pull_local_from(
         Some(w) => entries.iter().filter(|d| d.ref_name() == Some(w)).collect(),
         None => entries.iter().collect(),
     };
-    let root = match (picked.as_slice(), want) {
-        ([one], _) => (*one).clone(),
-        ([], Some(w)) => {
-            return Err(miette!(
-                help = format!("it holds: {}", names()),
-                "{} has no image named `{w}`",
-                path.display()
-            ))
-        }
-        _ => {
-            return Err(miette!(
-                help = format!("name one after a `:` (it holds: {})", names()),
-                "{} holds {} images",
-                path.display(),
-                picked.len()
-            ))
-        }
-    };
+    match (picked.as_slice(), want) {
+        ([one], _) => Ok((*one).clone()),
+        ([], Some(w)) => Err(miette!(
+            help = format!("it holds: {}", names()),
+            "{} has no image named `{w}`",
+            path.display()
+        )),
+        _ => Err(miette!(
+            help = format!("name one after a `:` (it holds: {})", names()),
+            "{} holds {} images",
+            path.display(),
+            picked.len()
+        )),
+    }
+}
+
+fn pull_local_from(
+    path: &Path,
+    want: Option<&str>,
+    is_archive: bool,
+    tag: Option<&str>,
+    quiet: bool,
+    json: bool,
+) -> CliResult {
+    if let Some(t) = tag {
+        new_tag_name(t).map_err(fail)?;
+    }
+    let store = open_store()?;
+    let cannot = |e| fail_in("cannot pull", e);
+    let entries = local_entries(&store, path, is_archive).map_err(cannot)?;
+    let mut root = pick_local(path, &entries, want)?;
     if !is_archive {
         archive::import_layout(&store, path, &root).map_err(cannot)?;
     }
-    let mut root = root;
     let inner = root
         .annotations
         .remove(otters_oci::spec::descriptor::ANN_REF_NAME);

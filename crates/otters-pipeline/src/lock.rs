@@ -28,6 +28,8 @@ pub struct LockRequest {
     pub insecure: bool,
     /// Where `config.json` is read from (default `$DOCKER_CONFIG` or `~/.docker`).
     pub docker_config: Option<PathBuf>,
+    /// The local store (where FROM parents are pulled to), opened once the Agentfile is clean.
+    pub store: PathBuf,
 }
 
 /// A lock written (or found up to date).
@@ -61,6 +63,11 @@ pub enum LockFailure {
         file: SourceFile,
         diagnostics: Vec<Diagnostic>,
     },
+    #[error("cannot open the local store {}: {source}", root.display())]
+    Store {
+        root: PathBuf,
+        source: otters_oci::StoreError,
+    },
     #[error(transparent)]
     Write(#[from] resolve::LockError),
 }
@@ -75,16 +82,20 @@ impl LockFailure {
             | LockFailure::Unresolved {
                 file, diagnostics, ..
             } => Some((file, diagnostics)),
-            LockFailure::Read(_) | LockFailure::Write(_) => None,
+            LockFailure::Read(_) | LockFailure::Store { .. } | LockFailure::Write(_) => None,
         }
     }
 }
 
 /// Checks, resolves and writes `Agentfile.lock` (see the module docs).
-pub fn lock(req: &LockRequest, store: Store) -> Result<Locked, LockFailure> {
+pub fn lock(req: &LockRequest) -> Result<Locked, LockFailure> {
     let bytes = project::read_agentfile(&req.context, &req.agentfile)?;
     let (file, model) = check_agentfile(&req.agentfile, &bytes, &req.build_args)?;
     let lock_path = resolve::lock_path_for(&req.agentfile);
+    let store = Store::open(&req.store).map_err(|source| LockFailure::Store {
+        root: req.store.clone(),
+        source,
+    })?;
     let opts = resolve::Options {
         offline: false,
         locked: false,
@@ -146,6 +157,7 @@ mod tests {
             platform: TargetPlatform::host(),
             insecure: false,
             docker_config: Some(dir.join("no-docker-config")),
+            store: dir.join("store"),
         }
     }
 
@@ -153,19 +165,23 @@ mod tests {
     fn an_agentfile_with_errors_writes_no_lock() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("Agentfile"), "BOGUS line\n").unwrap();
-        let store = Store::open(dir.path().join("store")).unwrap();
-        let err = lock(&request(dir.path()), store).unwrap_err();
+        let err = lock(&request(dir.path())).unwrap_err();
         let (_, diags) = err.diagnostics().unwrap();
         assert!(!diags.is_empty());
-        assert!(err.to_string().ends_with("has errors; Agentfile.lock was not written"));
+        assert!(err
+            .to_string()
+            .ends_with("has errors; Agentfile.lock was not written"));
         assert!(!dir.path().join("Agentfile.lock").exists());
+        assert!(
+            !dir.path().join("store").exists(),
+            "no store opened for a bad file"
+        );
     }
 
     #[test]
     fn a_missing_agentfile_is_a_read_error() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path().join("store")).unwrap();
-        let err = lock(&request(dir.path()), store).unwrap_err();
+        let err = lock(&request(dir.path())).unwrap_err();
         assert!(matches!(err, LockFailure::Read(_)), "{err}");
         assert!(err.diagnostics().is_none());
     }
@@ -173,12 +189,15 @@ mod tests {
     #[test]
     fn an_agentfile_naming_no_image_locks_nothing_twice() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("Agentfile"), "FROM scratch\nNAME a\nMODEL anthropic/claude\n").unwrap();
-        let store = Store::open(dir.path().join("store")).unwrap();
-        let first = lock(&request(dir.path()), store.clone()).unwrap();
+        fs::write(
+            dir.path().join("Agentfile"),
+            "FROM scratch\nNAME a\nMODEL anthropic/claude\n",
+        )
+        .unwrap();
+        let first = lock(&request(dir.path())).unwrap();
         assert!(first.lock.images.is_empty());
         assert_eq!(first.lock_path, dir.path().join("Agentfile.lock"));
-        let second = lock(&request(dir.path()), store).unwrap();
+        let second = lock(&request(dir.path())).unwrap();
         assert!(!second.changed);
     }
 }

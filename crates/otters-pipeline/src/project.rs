@@ -316,7 +316,10 @@ mod tests {
         let outside = tempfile::NamedTempFile::new().unwrap();
         let o = outside.path().to_owned();
         assert_eq!(locate(&ctx, Some(&o)), (ctx.clone(), o.clone()));
-        assert_eq!(confinement(&ctx, &ctx.join("Agentfile")).1, Path::new("Agentfile"));
+        assert_eq!(
+            confinement(&ctx, &ctx.join("Agentfile")).1,
+            Path::new("Agentfile")
+        );
         assert_eq!(confinement(&ctx, &o).0, o.parent().unwrap());
     }
 
@@ -341,7 +344,12 @@ mod tests {
         for d in ["b", "a/x", ".git", "target", "c"] {
             fs::create_dir_all(root.join(d)).unwrap();
         }
-        for f in ["b/Agentfile", "a/x/Agentfile", ".git/Agentfile", "target/Agentfile"] {
+        for f in [
+            "b/Agentfile",
+            "a/x/Agentfile",
+            ".git/Agentfile",
+            "target/Agentfile",
+        ] {
             fs::write(root.join(f), "NAME a\n").unwrap();
         }
         let found = agentfiles(&[root.to_owned()], true).unwrap();
@@ -371,7 +379,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let deep = dir.path().join("x/y");
         fs::create_dir_all(&deep).unwrap();
-        fs::write(dir.path().join("otters.toml"), "[lint]\nfail-on = \"warning\"\n").unwrap();
+        fs::write(
+            dir.path().join("otters.toml"),
+            "[lint]\nfail-on = \"warning\"\n",
+        )
+        .unwrap();
         let mut finder = ConfigFinder::default();
         let cfg = finder.find(&deep).unwrap().unwrap();
         assert_eq!(

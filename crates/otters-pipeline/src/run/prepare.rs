@@ -43,7 +43,9 @@ impl Target {
     pub fn of(arg: &str) -> Target {
         if Path::new(arg).exists() {
             Target::Path
-        } else if arg == "." || arg == ".." || ["./", "../", "/", "~/"].iter().any(|p| arg.starts_with(p))
+        } else if arg == "."
+            || arg == ".."
+            || ["./", "../", "/", "~/"].iter().any(|p| arg.starts_with(p))
         {
             Target::MissingPath
         } else {
