@@ -385,39 +385,47 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
     } else {
         inspect_local(&a.reference)?
     };
+    match a.format {
+        Format::Json => print_inspect_json(&a.reference, shown)?,
+        Format::Text => print_inspect_text(&a.reference, shown),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_inspect_json(reference: &str, shown: Shown) -> miette::Result<()> {
+    let manifest: serde_json::Value = serde_json::from_slice(&shown.bytes).into_diagnostic()?;
+    let layers: Vec<_> = shown
+        .manifest
+        .layers
+        .iter()
+        .map(|l| json!({"mediaType": l.media_type, "digest": l.digest, "size": l.size, "title": l.title()}))
+        .collect();
+    let v = json!({
+        "reference": reference,
+        "digest": shown.digest,
+        "mediaType": shown.media_type,
+        "size": shown.size,
+        "manifest": manifest,
+        "config": shown.config,
+        "layers": layers,
+    });
+    outln!(
+        "{}",
+        json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
+    );
+    Ok(())
+}
+
+fn print_inspect_text(reference: &str, shown: Shown) {
     let Shown {
         digest,
         media_type,
         artifact_type,
-        size,
-        bytes,
         manifest: m,
-        config,
+        ..
     } = shown;
-    if a.format == Format::Json {
-        let manifest: serde_json::Value = serde_json::from_slice(&bytes).into_diagnostic()?;
-        let layers: Vec<_> = m
-            .layers
-            .iter()
-            .map(|l| json!({"mediaType": l.media_type, "digest": l.digest, "size": l.size, "title": l.title()}))
-            .collect();
-        let v = json!({
-            "reference": a.reference,
-            "digest": digest,
-            "mediaType": media_type,
-            "size": size,
-            "manifest": manifest,
-            "config": config,
-            "layers": layers,
-        });
-        outln!(
-            "{}",
-            json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
     // Everything below but sizes comes from the image or its registry: escaped for the terminal.
-    outln!("Reference:      {}", esc(&a.reference));
+    outln!("Reference:      {}", esc(reference));
     outln!("Digest:         {}", esc(&digest));
     outln!("Media type:     {}", esc(&media_type));
     if let Some(at) = &artifact_type {
@@ -471,7 +479,6 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             esc(&platform.unwrap_or_default())
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Text from an image or a registry, made safe for a terminal (controls and bidi overrides shown

@@ -305,3 +305,59 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
         std::process::exit(1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with a message and an optional cause, as library errors are.
+    #[derive(Debug)]
+    struct E(&'static str, Option<Box<E>>);
+
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for E {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1
+                .as_deref()
+                .map(|e| e as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    fn causes(c: &Clean) -> Vec<String> {
+        let mut out = vec![c.message.clone()];
+        let mut next = c.cause.as_deref();
+        while let Some(c) = next {
+            out.push(c.message.clone());
+            next = c.cause.as_deref();
+        }
+        out
+    }
+
+    #[test]
+    fn every_cause_is_shown_once() {
+        // The middle error quotes the I/O error (as `files::reason` does: lower case, no
+        // "(os error N)"); the innermost says something new.
+        let inner = E("the disk said \u{1b}[31mno", None);
+        let io = E("Permission denied (os error 13)", Some(Box::new(inner)));
+        let read = E("cannot read x: permission denied", Some(Box::new(io)));
+        let report = fail_in("cannot lock", read);
+        let c = Clean::of(report.as_ref());
+        assert_eq!(
+            causes(&c),
+            [
+                "cannot lock: cannot read x: permission denied",
+                // Escaped for the terminal.
+                "the disk said \\u{1b}[31mno",
+            ]
+        );
+        assert_eq!(
+            causes(&Clean::of(fail(E("alone", None)).as_ref())),
+            ["alone"]
+        );
+    }
+}
