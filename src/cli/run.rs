@@ -125,8 +125,8 @@ pub fn run(a: Args) -> CliResult {
         ..ClientOptions::default()
     });
     let reference = reference(&a, pull, &store)?;
-    let fetched = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;
-    if fetched.pulled && a.dry_run {
+    let image = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;
+    if image.pulled && a.dry_run {
         // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
         // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
         eprintln!(
@@ -147,7 +147,7 @@ pub fn run(a: Args) -> CliResult {
         allow_missing_mounts: a.allow_missing_mounts || a.dry_run,
         platform,
     };
-    let prepared = prepare::prepare(&store, &reference, &fetched.digest, request).map_err(fail)?;
+    let prepared = prepare::prepare(&store, &reference, &image.digest, request).map_err(fail)?;
     let host_env = |k: &str| std::env::var(k).ok();
     let plan = plan::plan(&prepared.image, &prepared.options, &host_env).map_err(fail)?;
     warn(&a, &prepared, &plan);

@@ -49,20 +49,12 @@ pub struct Locked {
 pub enum LockFailure {
     #[error(transparent)]
     Read(#[from] otters_core::files::ReadError),
-    /// The Agentfile has errors (shown with `file`).
-    #[error("{} has errors; Agentfile.lock was not written", path.display())]
-    Invalid {
-        path: PathBuf,
-        file: SourceFile,
-        diagnostics: Vec<Diagnostic>,
-    },
-    /// An image could not be resolved (shown with `file`).
-    #[error("cannot resolve the images {} names; Agentfile.lock was not written", path.display())]
-    Unresolved {
-        path: PathBuf,
-        file: SourceFile,
-        diagnostics: Vec<Diagnostic>,
-    },
+    /// The Agentfile has errors.
+    #[error("{} has errors; Agentfile.lock was not written", .0.path.display())]
+    Invalid(Box<Findings>),
+    /// An image could not be resolved.
+    #[error("cannot resolve the images {} names; Agentfile.lock was not written", .0.path.display())]
+    Unresolved(Box<Findings>),
     #[error("cannot open the local store {}: {source}", root.display())]
     Store {
         root: PathBuf,
@@ -72,16 +64,19 @@ pub enum LockFailure {
     Write(#[from] resolve::LockError),
 }
 
+/// The diagnostics that stopped a lock, with the Agentfile they are about.
+#[derive(Debug)]
+pub struct Findings {
+    pub path: PathBuf,
+    pub file: SourceFile,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
 impl LockFailure {
     /// The Agentfile and the diagnostics that explain the failure, when there are some.
     pub fn diagnostics(&self) -> Option<(&SourceFile, &[Diagnostic])> {
         match self {
-            LockFailure::Invalid {
-                file, diagnostics, ..
-            }
-            | LockFailure::Unresolved {
-                file, diagnostics, ..
-            } => Some((file, diagnostics)),
+            LockFailure::Invalid(f) | LockFailure::Unresolved(f) => Some((&f.file, &f.diagnostics)),
             LockFailure::Read(_) | LockFailure::Store { .. } | LockFailure::Write(_) => None,
         }
     }
@@ -106,12 +101,13 @@ pub fn lock(req: &LockRequest) -> Result<Locked, LockFailure> {
         store,
         docker_config: req.docker_config.clone(),
     };
-    let resolution =
-        resolve::resolve(&model, &opts).map_err(|diagnostics| LockFailure::Unresolved {
+    let resolution = resolve::resolve(&model, &opts).map_err(|diagnostics| {
+        LockFailure::Unresolved(Box::new(Findings {
             path: req.agentfile.clone(),
             file: file.clone(),
             diagnostics,
-        })?;
+        }))
+    })?;
     let changed = resolution.lock.write_if_changed(&lock_path)?;
     Ok(Locked {
         file,
@@ -134,11 +130,11 @@ fn check_agentfile(
     };
     let (file, analysis) = check::analyze_bytes(&path.display().to_string(), bytes, &opts);
     if analysis.has_errors() {
-        return Err(LockFailure::Invalid {
+        return Err(LockFailure::Invalid(Box::new(Findings {
             path: path.to_owned(),
             file,
             diagnostics: analysis.diagnostics,
-        });
+        })));
     }
     Ok((file, analysis.model))
 }

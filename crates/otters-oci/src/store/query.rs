@@ -191,7 +191,10 @@ mod tests {
         assert_eq!(all[0].created.as_deref(), Some("2024-01-01T00:00:00Z"));
         let only_b = images(&store, |n| n.starts_with('b')).unwrap();
         assert_eq!(only_b.len(), 1);
-        assert_eq!(digests(&store, |_| true).unwrap(), [d.digest.clone()]);
+        assert_eq!(
+            digests(&store, |_| true).unwrap(),
+            std::slice::from_ref(&d.digest)
+        );
     }
 
     #[test]
