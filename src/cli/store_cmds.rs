@@ -3,7 +3,7 @@
 use super::images::{human_size, open_store};
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
-use otters_oci::archive;
+use otters_oci::archive::{self, local, local::LocalError, local::LocalSource};
 use otters_oci::store::prune::{prune, PruneOptions, PruneReport};
 use otters_oci::store::query::{self, QueryError};
 use otters_oci::store::refname::{new_tag_name, tag_name};
@@ -227,7 +227,7 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     let store = open_store()?;
     let (loaded, from) = if let Some(path) = file_arg(a.input.as_ref()) {
         let loaded = if path.is_dir() {
-            load_layout(&store, path).into_diagnostic()?
+            local::load_layout(&store, path).into_diagnostic()?
         } else {
             archive::load(&store, path).into_diagnostic()?
         };
@@ -252,25 +252,6 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every image of the OCI layout at `dir` (`otters load -i DIR`), tagged with its ref name there
-/// as an archive's images are (none when the name is not a valid tag).
-fn load_layout(
-    store: &otters_oci::Store,
-    dir: &Path,
-) -> Result<Vec<(String, otters_oci::Descriptor)>, archive::ArchiveError> {
-    let mut out = Vec::new();
-    for mut d in archive::layout_entries(dir)? {
-        archive::import_layout(store, dir, &d)?;
-        let name = d
-            .annotations
-            .remove(otters_oci::spec::descriptor::ANN_REF_NAME)
-            .filter(|n| new_tag_name(n).is_ok())
-            .unwrap_or_default();
-        out.push((name, d));
-    }
-    Ok(out)
-}
-
 /// `otters pull oci:DIR[:tag]` / `oci-archive:FILE[:tag]`: an OCI layout or archive written by
 /// another tool (skopeo, buildah, oras) copied into the store with the checks a registry pull
 /// applies. `None` when `reference` names neither transport.
@@ -280,112 +261,36 @@ pub fn pull_local(
     quiet: bool,
     json: bool,
 ) -> Option<CliResult> {
-    let (is_archive, rest) = if let Some(r) = reference.strip_prefix("oci-archive:") {
-        (true, r)
-    } else {
-        (false, reference.strip_prefix("oci:")?)
-    };
-    // As skopeo splits it: the path ends at the first `:` (paths with `:` are not supported).
-    let (path, want) = match rest.split_once(':') {
-        Some((p, t)) => (PathBuf::from(p), Some(t.to_owned())),
-        None => (PathBuf::from(rest), None),
-    };
-    Some(pull_local_from(
-        &path,
-        want.as_deref(),
-        is_archive,
-        tag,
-        quiet,
-        json,
-    ))
+    let src = LocalSource::parse(reference)?;
+    Some(pull_local_from(&src, tag, quiet, json))
 }
 
-/// What `otters pull oci:…` reads: the images of the layout or archive at `path` (an archive's
-/// blobs are in the store once read).
-fn local_entries(
-    store: &otters_oci::Store,
-    path: &Path,
-    is_archive: bool,
-) -> Result<Vec<otters_oci::Descriptor>, archive::ArchiveError> {
-    if is_archive {
-        Ok(archive::load(store, path)?
-            .into_iter()
-            .map(|(_, d)| d)
-            .collect())
-    } else {
-        archive::layout_entries(path)
-    }
-}
-
-/// The one image `want` (or, without it, the only image) names among `entries`.
-fn pick_local(
-    path: &Path,
-    entries: &[otters_oci::Descriptor],
-    want: Option<&str>,
-) -> miette::Result<otters_oci::Descriptor> {
-    let names = || {
-        entries
-            .iter()
-            .map(|d| d.ref_name().unwrap_or("<none>"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let picked: Vec<&otters_oci::Descriptor> = match want {
-        Some(w) => entries.iter().filter(|d| d.ref_name() == Some(w)).collect(),
-        None => entries.iter().collect(),
-    };
-    match (picked.as_slice(), want) {
-        ([one], _) => Ok((*one).clone()),
-        ([], Some(w)) => Err(miette!(
-            help = format!("it holds: {}", names()),
-            "{} has no image named `{w}`",
-            path.display()
-        )),
-        _ => Err(miette!(
-            help = format!("name one after a `:` (it holds: {})", names()),
-            "{} holds {} images",
-            path.display(),
-            picked.len()
-        )),
-    }
-}
-
-fn pull_local_from(
-    path: &Path,
-    want: Option<&str>,
-    is_archive: bool,
-    tag: Option<&str>,
-    quiet: bool,
-    json: bool,
-) -> CliResult {
+fn pull_local_from(src: &LocalSource, tag: Option<&str>, quiet: bool, json: bool) -> CliResult {
     if let Some(t) = tag {
         new_tag_name(t).map_err(fail)?;
     }
     let store = open_store()?;
-    let cannot = |e| fail_in("cannot pull", e);
-    let entries = local_entries(&store, path, is_archive).map_err(cannot)?;
-    let mut root = pick_local(path, &entries, want)?;
-    if !is_archive {
-        archive::import_layout(&store, path, &root).map_err(cannot)?;
-    }
-    let inner = root
-        .annotations
-        .remove(otters_oci::spec::descriptor::ANN_REF_NAME);
-    // A local name: `-t`, else the name inside when it is a whole reference (`meteo:1`, as
-    // `otters save` writes), else none (skopeo writes bare tags such as `1.0`).
-    let local = tag.map(str::to_owned).or_else(|| {
-        inner
-            .filter(|n| n.contains(':') || n.contains('/'))
-            .filter(|n| new_tag_name(n).is_ok())
-    });
-    let name = if let Some(t) = &local {
-        Some(store.tag(t, &root).into_diagnostic()?)
+    let imported = local::import(&store, src).map_err(|e| match e {
+        LocalError::Archive(e) => fail_in("cannot pull", e),
+        LocalError::NoSuchImage { ref holds, .. } => {
+            miette!(help = format!("it holds: {holds}"), "{e}")
+        }
+        LocalError::Several { ref holds, .. } => {
+            miette!(
+                help = format!("name one after a `:` (it holds: {holds})"),
+                "{e}"
+            )
+        }
+    })?;
+    let root = &imported.root;
+    let name = if let Some(t) = imported.local_name(tag) {
+        Some(store.tag(&t, root).into_diagnostic()?)
     } else {
-        store.add_untagged(&root).into_diagnostic()?;
+        store.add_untagged(root).into_diagnostic()?;
         None
     };
     if json {
-        let v = serde_json::json!({"source": path.display().to_string(), "digest": root.digest, "tag": name});
+        let v = serde_json::json!({"source": src.path.display().to_string(), "digest": root.digest, "tag": name});
         outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
         return Ok(ExitCode::SUCCESS);
     }
