@@ -136,10 +136,15 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(report) => {
-            eprintln!("{:?}", miette::Report::new(Clean::of(report.as_ref())));
+            eprintln!("{}", render(&report));
             ExitCode::FAILURE
         }
     }
+}
+
+/// How an error report reads on the terminal: escaped, each cause once (see [`Clean`]).
+pub(crate) fn render(report: &miette::Report) -> String {
+    format!("{:?}", miette::Report::new(Clean::of(report.as_ref())))
 }
 
 /// An error report with every text escaped (see [`otters_core::escape`]): registry error

@@ -113,11 +113,12 @@ pub fn run_rm(a: RmArgs) -> CliResult {
         match store.untag(r) {
             Ok(true) => outln!("untagged {}", tag_name(r).unwrap_or_else(|_| r.clone())),
             Ok(false) => {
-                eprintln!("{:?}", not_found(r));
+                eprintln!("{}", super::render(&not_found(r)));
                 failed = true;
             }
             Err(e) => {
-                eprintln!("{:?}", fail_in(format!("cannot remove `{r}`"), e));
+                let report = fail_in(format!("cannot remove `{r}`"), e);
+                eprintln!("{}", super::render(&report));
                 failed = true;
             }
         }
