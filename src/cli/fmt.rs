@@ -6,12 +6,13 @@
 //! Files are found as `otters lint -r` finds them (a directory means every Agentfile below it)
 //! and written atomically: a temporary file beside the real one, synced, given the file's mode,
 //! renamed over it. `-` reads standard input and writes the result to standard output.
-use super::lint::{collect_inputs, read_input, stderr_colour, Input};
+use super::stderr_colour;
 use super::CliResult;
 use otters_agentfile::diagnostic::codes;
 use otters_agentfile::diagnostic::render::Human;
 use otters_agentfile::fmt;
 use otters_core::escape::escape;
+use otters_pipeline::project::{self, Input};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,9 +42,9 @@ enum Outcome {
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.
 #[allow(clippy::unnecessary_wraps)]
 pub fn run(a: Args) -> CliResult {
-    let inputs = match collect_inputs(&a.paths, true, None) {
+    let inputs = match project::agentfiles(&a.paths, true, None) {
         Ok(i) => i,
-        Err(e) => return Ok(fatal(&e.0)),
+        Err(e) => return Ok(fatal(&e.to_string())),
     };
     let mut human = Human::new(codes::RULES, stderr_colour());
     let mut worst = Outcome::Unchanged;
@@ -65,10 +66,11 @@ fn fatal(message: &str) -> ExitCode {
 
 /// Formats one input: writes it back, or prints it (stdin), or shows its diff.
 fn one(a: &Args, input: &Input, human: &mut Human<'_>) -> Outcome {
-    let (name, bytes, _) = match read_input(input) {
-        Ok(r) => r,
+    let name = input.name();
+    let bytes = match input.read(std::io::stdin().lock()) {
+        Ok(b) => b,
         Err(e) => {
-            fatal(&e.0);
+            fatal(&e.to_string());
             return Outcome::Failed;
         }
     };

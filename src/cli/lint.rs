@@ -6,12 +6,11 @@
 use super::CliResult;
 use otters_agentfile::check::{self, config, Options};
 use otters_agentfile::diagnostic::codes;
-use otters_agentfile::diagnostic::render::{self, ColorChoice, FileReport};
+use otters_agentfile::diagnostic::render::{self, FileReport};
 use otters_agentfile::diagnostic::Severity;
-use otters_core::files;
-use std::collections::BTreeMap;
-use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use otters_pipeline::project::{self, ConfigFinder, Input, ProjectError};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -88,29 +87,9 @@ fn parse_build_arg(s: &str) -> Result<(String, String), String> {
 /// A usage or I/O problem: printed to stderr, exit 2.
 pub(super) struct Fatal(pub(super) String);
 
-/// One input to lint: where to read it and the name to show.
-pub(super) enum Input {
-    /// Standard input, read as if it were the named file (`--stdin-filename`), if any.
-    Stdin(Option<PathBuf>),
-    /// `root/rel`: a symlinked Agentfile is followed only while it stays inside `root`, the
-    /// directory the user named (for a file, its own directory), so a repository cannot make
-    /// `otters lint` print `/proc/self/environ` or a key file in its snippets.
-    File {
-        path: PathBuf,
-        root: PathBuf,
-        rel: PathBuf,
-        name: String,
-    },
-}
-
-impl Input {
-    fn file(path: PathBuf, root: PathBuf, rel: PathBuf) -> Input {
-        Input::File {
-            name: display(&path),
-            path,
-            root,
-            rel,
-        }
+impl From<ProjectError> for Fatal {
+    fn from(e: ProjectError) -> Fatal {
+        Fatal(e.to_string())
     }
 }
 
@@ -126,22 +105,46 @@ pub fn run(a: Args) -> CliResult {
     }
 }
 
+/// One Agentfile read, with what checking it needs.
+struct Loaded {
+    name: String,
+    bytes: Vec<u8>,
+    config: config::LintConfig,
+    sources: Option<std::sync::Arc<dyn check::SourceKinds>>,
+    locked: BTreeSet<String>,
+}
+
+/// The flags that apply to every file.
+struct Settings {
+    catalogue: Option<Vec<String>>,
+    config: Option<config::LintConfig>,
+    targets: Option<Vec<check::Target>>,
+}
+
 fn lint(a: &Args) -> Result<ExitCode, Fatal> {
     if a.stdin_filename.is_some() && !a.paths.iter().any(|p| p.as_os_str() == "-") {
         return Err(Fatal(
             "--stdin-filename names standard input: pass `-` to read it".to_owned(),
         ));
     }
-    let inputs = collect_inputs(&a.paths, a.recursive, a.stdin_filename.as_deref())?;
-    let catalogue = match &a.capabilities {
-        Some(p) => Some(read_capabilities(p)?),
-        None => None,
-    };
-    let fixed_config = match &a.config {
-        Some(p) => Some(load_config(p, false)?),
-        None => None,
-    };
-    let flag_targets = if a.targets.is_empty() {
+    let inputs = project::agentfiles(&a.paths, a.recursive, a.stdin_filename.as_deref())?;
+    let settings = settings(a)?;
+    let loaded = load(&inputs, &settings)?;
+    Ok(check_and_print(a, &settings, loaded))
+}
+
+fn settings(a: &Args) -> Result<Settings, Fatal> {
+    let catalogue = a
+        .capabilities
+        .as_deref()
+        .map(project::read_capabilities)
+        .transpose()?;
+    let config = a
+        .config
+        .as_deref()
+        .map(|p| project::load_config(p, false))
+        .transpose()?;
+    let targets = if a.targets.is_empty() {
         None
     } else {
         Some(config::parse_targets(&a.targets).map_err(|t| {
@@ -150,47 +153,63 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
             ))
         })?)
     };
-    let mut found_configs: BTreeMap<PathBuf, Option<config::LintConfig>> = BTreeMap::new();
-    // Every input is read (and its config found) before anything is printed, so a file that
-    // cannot be read stops the run with no partial output; then each file is checked, printed
-    // and dropped in turn, so memory holds one file's findings, not every file's (json and sarif
-    // are one document and keep them all).
+    Ok(Settings {
+        catalogue,
+        config,
+        targets,
+    })
+}
+
+/// Every input is read (and its config found) before anything is printed, so a file that cannot
+/// be read stops the run with no partial output.
+fn load(inputs: &[Input], settings: &Settings) -> Result<Vec<Loaded>, Fatal> {
+    let mut configs = ConfigFinder::default();
     let mut loaded = Vec::with_capacity(inputs.len());
-    for input in &inputs {
-        let (name, bytes, dir) = read_input(input)?;
-        let cfg = match &fixed_config {
+    for input in inputs {
+        let bytes = input
+            .read(std::io::stdin().lock())
+            .map_err(|e| Fatal(e.to_string()))?;
+        let config = match &settings.config {
             Some(c) => c.clone(),
-            None => find_config(&dir, &mut found_configs)?.unwrap_or_default(),
+            None => configs.find(&input.dir())?.unwrap_or_default(),
         };
-        let sources: Option<std::sync::Arc<dyn check::SourceKinds>> = match input {
-            Input::File { .. } | Input::Stdin(Some(_)) => {
-                Some(std::sync::Arc::new(ContextDir(dir.clone())))
-            }
-            Input::Stdin(None) => None,
-        };
-        let locked = locked_references(input);
-        loaded.push((name, bytes, cfg, sources, locked));
+        loaded.push(Loaded {
+            name: input.name(),
+            bytes,
+            config,
+            sources: input.sources(),
+            locked: input.locked_references(),
+        });
     }
+    Ok(loaded)
+}
+
+/// Each file is checked, printed and dropped in turn, so memory holds one file's findings, not
+/// every file's (json and sarif are one document and keep them all).
+fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCode {
     let rules = codes::RULES;
-    let mut human = render::Human::new(rules, stderr_colour());
+    let mut human = render::Human::new(rules, super::stderr_colour());
     let mut counts = Counts::default();
     let mut documents: Vec<FileReport> = Vec::new();
     let mut failed = false;
-    for (name, bytes, cfg, sources, locked) in loaded {
+    for f in loaded {
         let opts = Options {
             build_args: a.build_arg.iter().cloned().collect(),
-            capability_catalogue: catalogue.clone(),
-            severity_overrides: cfg.severity.clone(),
-            locked,
-            portability: flag_targets.clone().or_else(|| cfg.portability.clone()),
-            sources,
+            capability_catalogue: settings.catalogue.clone(),
+            severity_overrides: f.config.severity.clone(),
+            locked: f.locked,
+            portability: settings
+                .targets
+                .clone()
+                .or_else(|| f.config.portability.clone()),
+            sources: f.sources,
         };
-        let (file, analysis) = check::analyze_bytes(&name, &bytes, &opts);
-        drop(bytes);
+        let (file, analysis) = check::analyze_bytes(&f.name, &f.bytes, &opts);
+        drop(f.bytes);
         let threshold = a
             .fail_on
             .map(FailOn::severity)
-            .or(cfg.fail_on)
+            .or(f.config.fail_on)
             .unwrap_or(Severity::Error);
         let diags = analysis.diagnostics;
         failed |= diags.iter().any(|d| d.severity >= threshold);
@@ -213,40 +232,10 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
         Format::Sarif => out!("{}", render::sarif(&documents, rules)),
         Format::Concise | Format::Github => {}
     }
-    Ok(if failed {
+    if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    })
-}
-
-/// Colour for reports on stderr: only on a terminal, and never when `NO_COLOR` is set.
-pub(super) fn stderr_colour() -> ColorChoice {
-    if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-    {
-        ColorChoice::Always
-    } else {
-        ColorChoice::Never
-    }
-}
-
-/// The Agentfile's directory, standing for the build context of `otters build DIR`: AF230 asks it
-/// whether an ADD source is a directory. Sources that are absolute or climb out with `..` are
-/// not looked up (the build refuses them with AF302), and a symlink named as the source is not
-/// followed (the build refuses that too).
-#[derive(Debug)]
-struct ContextDir(PathBuf);
-
-impl check::SourceKinds for ContextDir {
-    fn is_dir(&self, src: &str) -> bool {
-        let rel = Path::new(src);
-        let inside = rel.components().all(|c| {
-            matches!(
-                c,
-                std::path::Component::Normal(_) | std::path::Component::CurDir
-            )
-        });
-        inside && std::fs::symlink_metadata(self.0.join(rel)).is_ok_and(|m| m.file_type().is_dir())
     }
 }
 
@@ -294,182 +283,4 @@ impl Counts {
 
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// Shows `./x` as `x`, as people type it.
-fn display(p: &Path) -> String {
-    let s = p.to_string_lossy().into_owned();
-    s.strip_prefix("./").map(str::to_owned).unwrap_or(s)
-}
-
-/// The inputs named on the command line: `-` is standard input (read as `stdin_name` when
-/// given); a directory is its Agentfile, or with `recursive` every Agentfile below it.
-pub(super) fn collect_inputs(
-    paths: &[PathBuf],
-    recursive: bool,
-    stdin_name: Option<&Path>,
-) -> Result<Vec<Input>, Fatal> {
-    let mut inputs = Vec::new();
-    for p in paths {
-        if p.as_os_str() == "-" {
-            inputs.push(Input::Stdin(stdin_name.map(Path::to_path_buf)));
-        } else if p.is_dir() && recursive {
-            let mut found = Vec::new();
-            walk(p, &mut found)?;
-            if found.is_empty() {
-                return Err(Fatal(format!(
-                    "no file named Agentfile under {}",
-                    p.display()
-                )));
-            }
-            found.sort();
-            inputs.extend(found.into_iter().map(|path| {
-                let rel = path.strip_prefix(p).unwrap_or(&path).to_owned();
-                Input::file(path, p.clone(), rel)
-            }));
-        } else if p.is_dir() {
-            inputs.push(Input::file(
-                p.join("Agentfile"),
-                p.clone(),
-                PathBuf::from("Agentfile"),
-            ));
-        } else {
-            let (root, rel) = files::parent_and_name(p);
-            inputs.push(Input::file(p.clone(), root, rel));
-        }
-    }
-    Ok(inputs)
-}
-
-/// Every file named `Agentfile` below `dir`, skipping hidden directories and `target`.
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), Fatal> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| Fatal(format!("cannot read {}: {e}", dir.display())))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Fatal(format!("cannot read {}: {e}", dir.display())))?;
-        let path = entry.path();
-        let name = entry.file_name();
-        let hidden = name.to_string_lossy().starts_with('.');
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            if !hidden && name != "target" {
-                walk(&path, found)?;
-            }
-        } else if name == "Agentfile" {
-            found.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// The display name, bytes, and the directory to look for otters.toml from.
-/// The references `Agentfile.lock` beside a file input pins (none for standard input).
-fn locked_references(input: &Input) -> std::collections::BTreeSet<String> {
-    match input {
-        Input::File { path, .. } | Input::Stdin(Some(path)) => {
-            otters_pipeline::resolve::lockfile::pinned_beside(path)
-        }
-        Input::Stdin(None) => std::collections::BTreeSet::new(),
-    }
-}
-
-pub(super) fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
-    match input {
-        Input::Stdin(as_path) => {
-            let bytes = files::read_stream(
-                std::io::stdin().lock(),
-                Path::new("standard input"),
-                "Agentfile",
-                files::MAX_AGENTFILE,
-            )
-            .map_err(|e| Fatal(e.to_string()))?;
-            Ok(match as_path {
-                Some(p) => (display(p), bytes, parent_dir(p)),
-                None => ("<stdin>".to_owned(), bytes, PathBuf::from(".")),
-            })
-        }
-        Input::File {
-            path,
-            root,
-            rel,
-            name,
-        } => {
-            let bytes = files::read_confined(
-                root,
-                rel,
-                Path::new(name),
-                "Agentfile",
-                files::MAX_AGENTFILE,
-            )
-            .map_err(|e| Fatal(e.to_string()))?;
-            Ok((name.clone(), bytes, parent_dir(path)))
-        }
-    }
-}
-
-/// The directory a file is in (`.` for a bare name).
-fn parent_dir(path: &Path) -> PathBuf {
-    path.parent().map_or_else(
-        || PathBuf::from("."),
-        |d| {
-            if d.as_os_str().is_empty() {
-                PathBuf::from(".")
-            } else {
-                d.to_path_buf()
-            }
-        },
-    )
-}
-
-/// Reads a config file: one named with `--config` as given, one found by the search only inside
-/// its own directory (a repository's `otters.toml` linked elsewhere is refused, since a parse
-/// error would quote the file it points to).
-fn load_config(path: &Path, found: bool) -> Result<config::LintConfig, Fatal> {
-    let what = "config file";
-    let bytes = if found {
-        let (root, rel) = files::parent_and_name(path);
-        files::read_confined(&root, &rel, path, what, files::MAX_SMALL_FILE)
-    } else {
-        files::read_named(path, what, files::MAX_SMALL_FILE)
-    }
-    .map_err(|e| Fatal(e.to_string()))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Fatal(format!("invalid config {}: not UTF-8", path.display())))?;
-    config::parse(&text).map_err(|e| Fatal(format!("invalid config {}: {e}", path.display())))
-}
-
-/// The nearest otters.toml (or .otters.toml) in `dir` or above it, memoised per directory.
-fn find_config(
-    dir: &Path,
-    cache: &mut BTreeMap<PathBuf, Option<config::LintConfig>>,
-) -> Result<Option<config::LintConfig>, Fatal> {
-    let start = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    if let Some(hit) = cache.get(&start) {
-        return Ok(hit.clone());
-    }
-    let mut result = None;
-    'up: for d in start.ancestors() {
-        for name in config::FILE_NAMES {
-            let candidate = d.join(name);
-            if candidate.is_file() {
-                result = Some(load_config(&candidate, true)?);
-                break 'up;
-            }
-        }
-    }
-    cache.insert(start, result.clone());
-    Ok(result)
-}
-
-fn read_capabilities(path: &Path) -> Result<Vec<String>, Fatal> {
-    let bytes = files::read_named(path, "capability list", files::MAX_SMALL_FILE)
-        .map_err(|e| Fatal(e.to_string()))?;
-    Ok(String::from_utf8_lossy(&bytes)
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect())
 }

@@ -6,6 +6,7 @@
 //! the destination in place (temp + fsync + rename), or load a blob whose bytes do not match its
 //! name. Archives are deterministic: entries sorted, mode 0644/0755, uid/gid 0, mtime 0.
 
+pub mod local;
 pub mod tar_reader;
 
 use crate::archive::tar_reader::{Kind as EntryKind, TarError, TarReader};

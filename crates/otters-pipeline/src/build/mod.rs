@@ -233,41 +233,14 @@ impl From<ErrorKind> for BuildError {
     }
 }
 
-/// The context and Agentfile for `otters build CONTEXT [-f FILE]`: `CONTEXT` may be a directory
-/// (its `Agentfile` is built) or an Agentfile (its directory is the context). A relative `-f` is
-/// taken relative to the context, or, when no such file exists there, as written (relative to the
-/// working directory, as `docker build -f` does).
-pub fn locate(context: &Path, file: Option<&Path>) -> (PathBuf, PathBuf) {
-    match file {
-        Some(f) => {
-            let in_context = context.join(f);
-            if f.is_relative() && !in_context.exists() && f.exists() {
-                (context.to_owned(), f.to_owned())
-            } else {
-                (context.to_owned(), in_context)
-            }
-        }
-        None if context.is_file() => (
-            context
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .to_owned(),
-            context.to_owned(),
-        ),
-        None => (context.to_owned(), context.join("Agentfile")),
-    }
-}
+pub use crate::project::locate;
 
 /// Reads the Agentfile: at most [`files::MAX_AGENTFILE`] bytes of a regular file. Inside
 /// the context, a symlink is followed only while it stays inside the context (a repository's
 /// `Agentfile -> /etc/shadow` must not become the Agentfile layer); a file named outside the
 /// context with `-f` is confined to its own directory.
 fn read_agentfile(context: &Path, path: &Path) -> Result<Vec<u8>, ErrorKind> {
-    let (root, rel) = match files::split_inside(context, path) {
-        Some(rel) => (context.to_owned(), rel),
-        None => files::parent_and_name(path),
-    };
+    let (root, rel) = crate::project::confinement(context, path);
     files::read_confined(&root, &rel, path, "Agentfile", files::MAX_AGENTFILE).map_err(
         |e| match e {
             ReadError::Io { path, source } => ErrorKind::ReadAgentfile { path, source },
