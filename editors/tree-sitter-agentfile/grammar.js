@@ -34,6 +34,8 @@ const WORD_CHARS = /[^ \t\r\n"=!$]+/;
 const EXPANSION = /\$\{[A-Za-z0-9_.\-]+\}/;
 // A `$` that starts no complete `${NAME}`: an ordinary character.
 const DOLLAR = /\$\{?/;
+// A carriage return not followed by a line feed is an ordinary character too (within a word).
+const LONE_CR = /\r+[^ \t\r\n"=!$]/;
 
 module.exports = grammar({
   name: 'agentfile',
@@ -56,7 +58,7 @@ module.exports = grammar({
   rules: {
     source_file: ($) => seq(repeat(seq(optional($._line), $._newline)), optional($._line)),
 
-    _line: ($) => choice($.directive, $.comment, $._instruction),
+    _line: ($) => choice($.directive, $.comment, $._instruction, $.heredoc_rest),
 
     _newline: (_) => /\r?\n/,
 
@@ -185,6 +187,12 @@ module.exports = grammar({
     heredoc: ($) =>
       seq($.heredoc_start, $._newline, optional($.heredoc_body), $.heredoc_end),
 
+    // The body and terminator of a heredoc whose opener ended a line that is not an instruction
+    // (`CONTXT SOUL <<EOF`): the opener is inside an ERROR node, and the body is still consumed
+    // as a whole, as otters does, instead of being read as instructions. It only follows an error:
+    // without a pending opener the scanner never produces a body or a terminator.
+    heredoc_rest: ($) => seq(optional($.heredoc_body), $.heredoc_end),
+
     // ── Tokens ────────────────────────────────────────────────────────────────────────────
     // A bare word, in pieces so that `${NAME}` references are nodes of their own.
     word: ($) =>
@@ -193,6 +201,7 @@ module.exports = grammar({
         repeat(
           choice(
             token.immediate(WORD_CHARS),
+            token.immediate(LONE_CR),
             token.immediate(DOLLAR),
             alias(token.immediate(EXPANSION), $.expansion),
           ),

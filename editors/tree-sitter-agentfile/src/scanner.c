@@ -217,6 +217,17 @@ bool tree_sitter_agentfile_external_scanner_scan(void *payload, TSLexer *lexer,
     if (recovering && lexer->get_column(lexer) != 0) {
       return false;
     }
+    /* After an opener that ended a bad line, the parser may ask for the body before the line
+     * break that ends the opener's line: the body starts on the next line. */
+    if (is_line_end(lexer->lookahead) && lexer->get_column(lexer) != 0) {
+      if (lexer->lookahead == '\r') {
+        lexer->advance(lexer, true);
+      }
+      if (lexer->lookahead != '\n') {
+        return false;
+      }
+      lexer->advance(lexer, true);
+    }
     if (lexer->eof(lexer)) {
       return false;
     }

@@ -17,7 +17,7 @@
   "MOUNT"
 ] @keyword
 
-(comment) @comment @spell
+(comment) @comment
 
 (directive) @keyword.directive
 
