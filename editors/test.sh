@@ -77,6 +77,17 @@ echo "ok src/ is up to date"
 step "tree-sitter test (corpus, highlight tests)"
 (cd "$grammar" && "$ts" test)
 
+step "tree-sitter fuzz: random edits of the corpus, incremental and fresh parses agree"
+# The CLI exits 0 even when a case fails, so anything but its list of cases is a failure.
+# A fixed seed keeps the run reproducible; set TREE_SITTER_SEED to explore others.
+seed="${TREE_SITTER_SEED:-20261124}"
+(cd "$grammar" && TREE_SITTER_SEED="$seed" "$ts" fuzz --iterations 100 --edits 5) >"$work/fuzz.out" 2>&1 || { cat "$work/fuzz.out"; fail "tree-sitter fuzz"; }
+if grep -vE '^  [0-9]+\. agentfile - |^fuzz seed: [0-9]+$|^$' "$work/fuzz.out" >/dev/null; then
+  cat "$work/fuzz.out"
+  fail "tree-sitter fuzz found a difference (the scanner's state, or error recovery)"
+fi
+echo "ok $(grep -cE '^  [0-9]+\. agentfile - ' "$work/fuzz.out") corpus cases fuzzed, 100 times each (seed $seed)"
+
 step "tree-sitter parse: the conformance corpus and the repository's valid samples"
 [ -d "$corpus" ] || fail "no conformance corpus at $corpus"
 mapfile -t good < <(
