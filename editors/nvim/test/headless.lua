@@ -122,6 +122,18 @@ local function run()
     end
     local corpus = vim.split(os.getenv('AGENTFILE_FILES') or '', '\n', { trimempty = true })
     check('files to parse were given', #corpus > 0)
+    -- How many captures named `name` (any name when nil) `query` makes on a tree.
+    local function count(query, root, text, name)
+      local n = 0
+      if query and root then
+        for id in query:iter_captures(root, text, 0, -1) do
+          if name == nil or query.captures[id] == name then
+            n = n + 1
+          end
+        end
+      end
+      return n
+    end
     local keywords, injected, folds = 0, 0, 0
     for _, path in ipairs(corpus) do
       local text = table.concat(vim.fn.readfile(path, 'b'), '\n')
@@ -129,25 +141,9 @@ local function run()
       local tree = ok and p:parse()[1]
       local root = tree and tree:root()
       check('parses without error: ' .. path, root ~= nil and not root:has_error())
-      if root and queries.highlights then
-        for id in queries.highlights:iter_captures(root, text, 0, -1) do
-          if queries.highlights.captures[id] == 'keyword' then
-            keywords = keywords + 1
-          end
-        end
-      end
-      if root and queries.injections then
-        for id in queries.injections:iter_captures(root, text, 0, -1) do
-          if queries.injections.captures[id] == 'injection.content' then
-            injected = injected + 1
-          end
-        end
-      end
-      if root and queries.folds then
-        for _ in queries.folds:iter_captures(root, text, 0, -1) do
-          folds = folds + 1
-        end
-      end
+      keywords = keywords + count(queries.highlights, root, text, 'keyword')
+      injected = injected + count(queries.injections, root, text, 'injection.content')
+      folds = folds + count(queries.folds, root, text, nil)
     end
     check('highlights capture keywords', keywords > 0, tostring(keywords))
     check('injections capture heredoc bodies', injected > 0, tostring(injected))
