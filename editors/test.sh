@@ -26,7 +26,8 @@ step() { printf '== %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
 for tool in node npm cc; do
-  command -v "$tool" >/dev/null 2>&1 || fail "$tool is required (Debian: apt-get install nodejs npm gcc)"
+  command -v "$tool" >/dev/null 2>&1 ||
+    fail "$tool is required (Debian: apt-get install nodejs npm gcc)"
 done
 mkdir -p "$cache"
 work="$(mktemp -d)"
@@ -51,7 +52,8 @@ printf '{ "parser-directories": ["%s"] }\n' "$here" >"$XDG_CONFIG_HOME/tree-sitt
 npm_ci() {
   local dir="$1" stamp want
   stamp="$dir/node_modules/.otters-installed"
-  want="$(cd "$dir" && cat package.json package-lock.json | sha256sum | cut -d' ' -f1) node $(node --version)"
+  want="$(cd "$dir" && cat package.json package-lock.json | sha256sum | cut -d' ' -f1)"
+  want="$want node $(node --version)"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     return 0
   fi
@@ -68,9 +70,10 @@ mkdir -p "$work/gen"
 cp -r "$grammar/grammar.js" "$grammar/tree-sitter.json" "$grammar/package.json" "$work/gen/"
 mkdir -p "$work/gen/src" && cp "$grammar/src/scanner.c" "$work/gen/src/"
 (cd "$work/gen" && "$ts" generate --abi "$ts_abi")
-for f in parser.c grammar.json node-types.json tree_sitter/parser.h tree_sitter/alloc.h tree_sitter/array.h; do
+for f in parser.c grammar.json node-types.json tree_sitter/{parser,alloc,array}.h; do
   cmp -s "$work/gen/src/$f" "$grammar/src/$f" ||
-    fail "src/$f differs from what grammar.js generates: run \`tree-sitter generate --abi $ts_abi\` in editors/tree-sitter-agentfile (tree-sitter-cli $ts_version)"
+    fail "src/$f differs from what grammar.js generates: run \`tree-sitter generate --abi $ts_abi\`" \
+      "in editors/tree-sitter-agentfile (tree-sitter-cli $ts_version)"
 done
 echo "ok src/ is up to date"
 
@@ -81,22 +84,26 @@ step "tree-sitter fuzz: random edits of the corpus, incremental and fresh parses
 # The CLI exits 0 even when a case fails, so anything but its list of cases is a failure.
 # A fixed seed keeps the run reproducible; set TREE_SITTER_SEED to explore others.
 seed="${TREE_SITTER_SEED:-20261124}"
-(cd "$grammar" && TREE_SITTER_SEED="$seed" "$ts" fuzz --iterations 100 --edits 5) >"$work/fuzz.out" 2>&1 || { cat "$work/fuzz.out"; fail "tree-sitter fuzz"; }
+(cd "$grammar" && TREE_SITTER_SEED="$seed" "$ts" fuzz --iterations 100 --edits 5) \
+  >"$work/fuzz.out" 2>&1 || { cat "$work/fuzz.out"; fail "tree-sitter fuzz"; }
 if grep -vE '^  [0-9]+\. agentfile - |^fuzz seed: [0-9]+$|^$' "$work/fuzz.out" >/dev/null; then
   cat "$work/fuzz.out"
   fail "tree-sitter fuzz found a difference (the scanner's state, or error recovery)"
 fi
-echo "ok $(grep -cE '^  [0-9]+\. agentfile - ' "$work/fuzz.out") corpus cases fuzzed, 100 times each (seed $seed)"
+cases="$(grep -cE '^  [0-9]+\. agentfile - ' "$work/fuzz.out")"
+echo "ok $cases corpus cases fuzzed, 100 times each (seed $seed)"
 
 step "tree-sitter parse: the conformance corpus and the repository's valid samples"
 [ -d "$corpus" ] || fail "no conformance corpus at $corpus"
 mapfile -t good < <(
   {
     find "$corpus" -name Agentfile
-    find "$repo/testdata/syntax/ok" "$repo/testdata/build" "$repo/examples" \( -name Agentfile -o -name '*.agentfile' \)
+    find "$repo/testdata/syntax/ok" "$repo/testdata/build" "$repo/examples" \
+      \( -name Agentfile -o -name '*.agentfile' \)
   } | sort
 )
-[ "$(printf '%s\n' "${good[@]}" | grep -c "^$corpus")" -ge 14 ] || fail "fewer than 14 Agentfiles under $corpus"
+[ "$(printf '%s\n' "${good[@]}" | grep -c "^$corpus")" -ge 14 ] ||
+  fail "fewer than 14 Agentfiles under $corpus"
 # Prints the ERROR and MISSING nodes of one file's tree (nothing when it parses cleanly).
 syntax_errors() {
   (cd "$grammar" && "$ts" parse "$1" 2>&1 || true) | grep -E '\((ERROR|MISSING)' || true
@@ -121,9 +128,11 @@ for f in "$repo"/testdata/check/*.agentfile "$repo"/testdata/syntax/*/*.agentfil
   [ -f "$snap" ] || fail "no snapshot $snap for $f"
   errors="$(syntax_errors "$f")"
   if grep -qE 'AF00[346]' "$snap"; then
-    [ -n "$errors" ] || fail "${f#"$repo"/}: otters reports a syntax error, tree-sitter parses it cleanly"
+    [ -n "$errors" ] ||
+      fail "${f#"$repo"/}: otters reports a syntax error, tree-sitter parses it cleanly"
   else
-    [ -z "$errors" ] || fail "${f#"$repo"/}: tree-sitter finds a syntax error otters does not report:"$'\n'"$errors"
+    [ -z "$errors" ] ||
+      fail "${f#"$repo"/}: tree-sitter finds a syntax error otters does not report:"$'\n'"$errors"
   fi
   agree=$((agree + 1))
 done
@@ -136,7 +145,8 @@ echo "ok TextMate scopes and the language client"
 
 step "vscode: package the .vsix"
 (cd "$vscode" && ./node_modules/.bin/vsce package --allow-missing-repository --skip-license \
-  --out "$work/otters-agentfile.vsix") >"$work/vsce.out" 2>&1 || { cat "$work/vsce.out"; fail "vsce package"; }
+  --out "$work/otters-agentfile.vsix") >"$work/vsce.out" 2>&1 ||
+  { cat "$work/vsce.out"; fail "vsce package"; }
 python3 - "$work/otters-agentfile.vsix" <<'PY'
 import sys, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
@@ -156,14 +166,15 @@ banned = ("extension/test/", "extension/package-lock.json", "extension/node_modu
 extra = sorted(n for n in names if n.startswith(banned) or n.endswith(".vsix"))
 if missing or extra:
     sys.exit(f"vsix contents: missing {missing}, unexpected {extra[:10]}")
-print(f"ok the .vsix holds {len(names)} files: the extension, its grammar and vscode-languageclient")
+print(f"ok the .vsix holds {len(names)} files: the extension, its grammar, vscode-languageclient")
 PY
 
 # ── Neovim ─────────────────────────────────────────────────────────────────────────────────
 step "nvim: queries/agentfile/ are the grammar's queries"
 for q in highlights injections folds; do
   cmp -s "$here/nvim/queries/agentfile/$q.scm" "$grammar/queries/$q.scm" ||
-    fail "editors/nvim/queries/agentfile/$q.scm differs from editors/tree-sitter-agentfile/queries/$q.scm"
+    fail "editors/nvim/queries/agentfile/$q.scm differs from" \
+      "editors/tree-sitter-agentfile/queries/$q.scm"
 done
 echo "ok queries are the same"
 if command -v nvim >/dev/null 2>&1; then
@@ -171,7 +182,8 @@ if command -v nvim >/dev/null 2>&1; then
   (cd "$grammar" && "$ts" build --output "$work/agentfile.so" .) >/dev/null
   AGENTFILE_PARSER="$work/agentfile.so" AGENTFILE_FILES="$(printf '%s\n' "${good[@]}")" \
     nvim --headless -u NONE -i NONE --cmd "set rtp^=$here/nvim" --cmd 'filetype plugin on' \
-    -c "luafile $here/nvim/test/headless.lua" </dev/null >"$work/nvim.out" 2>&1 || { cat "$work/nvim.out"; fail "nvim headless test"; }
+    -c "luafile $here/nvim/test/headless.lua" </dev/null >"$work/nvim.out" 2>&1 ||
+    { cat "$work/nvim.out"; fail "nvim headless test"; }
   grep -v '^ok ' "$work/nvim.out" || true
 elif [ -n "${CI:-}" ]; then
   fail "nvim is not installed (.ci/install installs Debian's neovim)"

@@ -1,8 +1,8 @@
 //! The editor support of issue 10, through `editors/test.sh` as CI runs it: the tree-sitter
 //! grammar (its generated parser up to date with grammar.js, its corpus and highlight tests, every
 //! Agentfile of `../shared/conformance` parsed with no ERROR or MISSING node, syntax errors exactly
-//! where `otters lint` reports them), the VS Code extension (TextMate scopes, the `otters lsp`
-//! client, the `.vsix`) and the Neovim package (headless).
+//! where `otters lint` reports them), the VS Code extension (its `TextMate` scopes, its
+//! `otters lsp` client, the `.vsix`) and the Neovim package (headless).
 //!
 //! Takes: node and npm (the script installs tree-sitter-cli with cargo into a cache and the
 //! pinned npm packages into `editors/vscode/node_modules`). Must never: pass without running the
