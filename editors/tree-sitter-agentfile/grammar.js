@@ -49,6 +49,9 @@ module.exports = grammar({
     $.heredoc_end,
     // Never produced: lets the scanner know the parser is recovering from an error.
     $._error_sentinel,
+    // Never produced: makes the scanner look at the start of every word, where a heredoc opener
+    // (`BIN tool <<EOF`, the image forgotten) is an error whose body must still be consumed.
+    $._word_guard,
   ],
 
   // Keywords are lexed as this identifier first, so `FROMAGE x` is an unknown keyword, not
@@ -197,6 +200,7 @@ module.exports = grammar({
     // A bare word, in pieces so that `${NAME}` references are nodes of their own.
     word: ($) =>
       seq(
+        optional($._word_guard),
         choice(WORD_CHARS, DOLLAR, $.expansion),
         repeat(
           choice(

@@ -23,6 +23,7 @@ enum TokenType {
   HEREDOC_BODY,
   HEREDOC_END,
   ERROR_SENTINEL,
+  WORD_GUARD,
 };
 
 /* Markers longer than this are still recognised as openers but cannot be terminated. */
@@ -234,7 +235,10 @@ bool tree_sitter_agentfile_external_scanner_scan(void *payload, TSLexer *lexer,
     return scan_body_or_end(scanner, lexer, valid_symbols);
   }
 
-  if (valid_symbols[HEREDOC_START]) {
+  /* A word never starts with a heredoc opener: where only a word may come, an opener that ends
+   * the line is still read as one. The parser finds it out of place (a syntax error, as otters
+   * reports) and its body is consumed whole afterwards (`heredoc_rest`). */
+  if (valid_symbols[HEREDOC_START] || (valid_symbols[WORD_GUARD] && !recovering)) {
     while (is_blank(lexer->lookahead)) {
       lexer->advance(lexer, true);
     }
