@@ -11,3 +11,6 @@ pub mod keys;
 pub mod provenance;
 pub mod sbom;
 pub mod statement;
+
+#[cfg(test)]
+mod tests;
