@@ -128,9 +128,19 @@ pub fn verify(bundle: &[u8], key: &PublicKey, expected_hex: &str) -> Result<Veri
     if bundle.len() > MAX_BUNDLE {
         return Err(VerifyError::TooLarge(bundle.len()));
     }
-    let root: J = serde_json::from_slice(bundle).map_err(|e| VerifyError::NotJson(e.to_string()))?;
+    let root: J =
+        serde_json::from_slice(bundle).map_err(|e| VerifyError::NotJson(e.to_string()))?;
     let top = object(&root, "bundle")?;
-    only(top, "", &["mediaType", "verificationMaterial", "dsseEnvelope", "messageSignature"])?;
+    only(
+        top,
+        "",
+        &[
+            "mediaType",
+            "verificationMaterial",
+            "dsseEnvelope",
+            "messageSignature",
+        ],
+    )?;
     let media = string(top, "mediaType")?;
     if !READABLE.contains(&media) {
         return Err(VerifyError::MediaType(format!("`{media}`")));
@@ -146,7 +156,17 @@ pub fn verify(bundle: &[u8], key: &PublicKey, expected_hex: &str) -> Result<Veri
             return Err(VerifyError::NotKeyBased(what.to_owned()));
         }
     }
-    only(material, "verificationMaterial.", &["publicKey", "tlogEntries", "certificate", "x509CertificateChain", "timestampVerificationData"])?;
+    only(
+        material,
+        "verificationMaterial.",
+        &[
+            "publicKey",
+            "tlogEntries",
+            "certificate",
+            "x509CertificateChain",
+            "timestampVerificationData",
+        ],
+    )?;
     match material.get("tlogEntries") {
         None => {}
         Some(J::Array(a)) if a.is_empty() => {}
@@ -157,7 +177,10 @@ pub fn verify(bundle: &[u8], key: &PublicKey, expected_hex: &str) -> Result<Veri
         }
         Some(_) => return Err(bad("verificationMaterial.tlogEntries", "not a list")),
     }
-    let public = object(field(material, "publicKey")?, "verificationMaterial.publicKey")?;
+    let public = object(
+        field(material, "publicKey")?,
+        "verificationMaterial.publicKey",
+    )?;
     only(public, "verificationMaterial.publicKey.", &["hint"])?;
     let hint = match public.get("hint") {
         None => String::new(),
@@ -171,7 +194,11 @@ pub fn verify(bundle: &[u8], key: &PublicKey, expected_hex: &str) -> Result<Veri
         ));
     }
     let envelope = object(field(top, "dsseEnvelope")?, "dsseEnvelope")?;
-    only(envelope, "dsseEnvelope.", &["payload", "payloadType", "signatures"])?;
+    only(
+        envelope,
+        "dsseEnvelope.",
+        &["payload", "payloadType", "signatures"],
+    )?;
     let payload_type = string(envelope, "payloadType")?;
     if payload_type != PAYLOAD_TYPE {
         return Err(VerifyError::PayloadType(format!("`{payload_type}`")));
@@ -195,9 +222,10 @@ pub fn verify(bundle: &[u8], key: &PublicKey, expected_hex: &str) -> Result<Veri
     }
 
     // Only now is the payload trusted enough to read.
-    let statement: J =
-        serde_json::from_slice(&payload).map_err(|e| VerifyError::NotStatement(format!("not JSON ({e})")))?;
-    let st = object(&statement, "statement").map_err(|_| VerifyError::NotStatement("not an object".into()))?;
+    let statement: J = serde_json::from_slice(&payload)
+        .map_err(|e| VerifyError::NotStatement(format!("not JSON ({e})")))?;
+    let st = object(&statement, "statement")
+        .map_err(|_| VerifyError::NotStatement("not an object".into()))?;
     let ty = st.get("_type").and_then(J::as_str).unwrap_or("");
     if ty != STATEMENT_V1 {
         return Err(VerifyError::NotStatement(format!(
@@ -253,7 +281,8 @@ fn object<'a>(v: &'a J, name: &str) -> Result<&'a Obj, VerifyError> {
 }
 
 fn field<'a>(o: &'a Obj, key: &str) -> Result<&'a J, VerifyError> {
-    o.get(key).ok_or_else(|| VerifyError::Missing(key.to_owned()))
+    o.get(key)
+        .ok_or_else(|| VerifyError::Missing(key.to_owned()))
 }
 
 fn string<'a>(o: &'a Obj, key: &str) -> Result<&'a str, VerifyError> {

@@ -98,7 +98,10 @@ impl ImageInput {
     /// The package URL: `pkg:oci/NAME@sha256:HEX?repository_url=REPOSITORY[&tag=TAG]`.
     pub fn purl(&self) -> String {
         oci_purl(
-            self.repository.rsplit('/').next().unwrap_or(&self.repository),
+            self.repository
+                .rsplit('/')
+                .next()
+                .unwrap_or(&self.repository),
             Some(&self.repository),
             self.tag.as_deref(),
             &self.digest,
@@ -172,7 +175,10 @@ mod tests {
         };
         assert_eq!(
             img.purl(),
-            format!("pkg:oci/curl@sha256:{}?repository_url=127.0.0.1:5000/tools/Curl&tag=v1%2Bx", "a".repeat(64))
+            format!(
+                "pkg:oci/curl@sha256:{}?repository_url=127.0.0.1:5000/tools/Curl&tag=v1%2Bx",
+                "a".repeat(64)
+            )
         );
         assert_eq!(
             img.reference(),
@@ -188,7 +194,10 @@ mod tests {
             tag: None,
             manifest_digest: d('b'),
         };
-        assert_eq!(a.purl(), format!("pkg:oci/ledger%20bot@sha256:{}", "b".repeat(64)));
+        assert_eq!(
+            a.purl(),
+            format!("pkg:oci/ledger%20bot@sha256:{}", "b".repeat(64))
+        );
         assert_eq!(a.subject_name(), "Ledger Bot");
     }
 }

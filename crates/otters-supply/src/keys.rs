@@ -9,7 +9,9 @@
 use base64::Engine as _;
 use p256::ecdsa::{SigningKey, VerifyingKey};
 use p256::pkcs8::der::pem;
-use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey, LineEnding};
+use p256::pkcs8::{
+    DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey, LineEnding,
+};
 use sha2::{Digest as _, Sha256};
 use std::io::{Read as _, Write as _};
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -31,8 +33,12 @@ pub enum KeyError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path} is not a key: {what}")]
-    Wrong { path: String, what: String },
+    #[error("{path} is not {expected} otters can use: {what}")]
+    Wrong {
+        path: String,
+        expected: &'static str,
+        what: String,
+    },
     #[error("{path} already exists: otters never overwrites a key file; choose another --out prefix or move the old key away")]
     Exists { path: String },
     #[error("cannot write {path}: {source}")]
@@ -89,28 +95,47 @@ impl KeyPair {
 
     /// Reads a PKCS#8 PEM private key from PEM text; `path` names it in errors.
     pub fn from_pem(text: &[u8], path: &str) -> Result<Self, KeyError> {
-        let (label, der) = pem_block(text, path)?;
+        let (label, der) = pem_block(Want::Private, text, path)?;
         match label.as_str() {
             "PRIVATE KEY" => {}
             "PUBLIC KEY" => {
                 return Err(wrong(
+                    Want::Private,
                     path,
                     "it is a public key (PKIX PEM); signing needs the private key, the PREFIX.key file `otters key generate` wrote beside it",
                 ))
             }
-            other => return Err(wrong(path, &unsupported_label(other))),
+            other => return Err(wrong(Want::Private, path, &unsupported_label(other))),
         }
-        let info = p256::pkcs8::PrivateKeyInfo::try_from(der.as_slice())
-            .map_err(|e| wrong(path, &format!("its PKCS#8 structure does not parse ({e})")))?;
-        check_algorithm(path, info.algorithm.oid.to_string(), info.algorithm.parameters_oid().ok().map(|o| o.to_string()))?;
-        let signing = SigningKey::from_pkcs8_der(&der)
-            .map_err(|e| wrong(path, &format!("its ECDSA P-256 key does not parse ({e})")))?;
+        let info = p256::pkcs8::PrivateKeyInfo::try_from(der.as_slice()).map_err(|e| {
+            wrong(
+                Want::Private,
+                path,
+                &format!("its PKCS#8 structure does not parse ({e})"),
+            )
+        })?;
+        check_algorithm(
+            Want::Private,
+            path,
+            info.algorithm.oid.to_string(),
+            info.algorithm.parameters_oid().ok().map(|o| o.to_string()),
+        )?;
+        let signing = SigningKey::from_pkcs8_der(&der).map_err(|e| {
+            wrong(
+                Want::Private,
+                path,
+                &format!("its ECDSA P-256 key does not parse ({e})"),
+            )
+        })?;
         Ok(Self { signing })
     }
 
     /// Reads the private key file at `path`.
     pub fn read(path: &Path) -> Result<Self, KeyError> {
-        Self::from_pem(&read_bounded(path)?, &path.display().to_string())
+        Self::from_pem(
+            &read_bounded(Want::Private, path)?,
+            &path.display().to_string(),
+        )
     }
 
     /// Signs `message` (hashed with SHA-256): an ASN.1 DER ECDSA signature. The nonce is derived
@@ -149,28 +174,47 @@ impl KeyPair {
 impl PublicKey {
     /// Reads a PKIX (SubjectPublicKeyInfo) PEM public key from PEM text; `path` names it in errors.
     pub fn from_pem(text: &[u8], path: &str) -> Result<Self, KeyError> {
-        let (label, der) = pem_block(text, path)?;
+        let (label, der) = pem_block(Want::Public, text, path)?;
         match label.as_str() {
             "PUBLIC KEY" => {}
             "PRIVATE KEY" | "EC PRIVATE KEY" | "ENCRYPTED PRIVATE KEY" => {
                 return Err(wrong(
+                    Want::Public,
                     path,
                     "it is a private key; verifying needs the public key (the PREFIX.pub file `otters key generate` wrote beside it); never hand a private key to a verifier",
                 ))
             }
-            other => return Err(wrong(path, &unsupported_label(other))),
+            other => return Err(wrong(Want::Public, path, &unsupported_label(other))),
         }
-        let info = p256::pkcs8::SubjectPublicKeyInfoRef::try_from(der.as_slice())
-            .map_err(|e| wrong(path, &format!("its SubjectPublicKeyInfo does not parse ({e})")))?;
-        check_algorithm(path, info.algorithm.oid.to_string(), info.algorithm.parameters_oid().ok().map(|o| o.to_string()))?;
-        let verifying = VerifyingKey::from_public_key_der(&der)
-            .map_err(|e| wrong(path, &format!("its ECDSA P-256 point does not parse ({e})")))?;
+        let info = p256::pkcs8::SubjectPublicKeyInfoRef::try_from(der.as_slice()).map_err(|e| {
+            wrong(
+                Want::Public,
+                path,
+                &format!("its SubjectPublicKeyInfo does not parse ({e})"),
+            )
+        })?;
+        check_algorithm(
+            Want::Public,
+            path,
+            info.algorithm.oid.to_string(),
+            info.algorithm.parameters_oid().ok().map(|o| o.to_string()),
+        )?;
+        let verifying = VerifyingKey::from_public_key_der(&der).map_err(|e| {
+            wrong(
+                Want::Public,
+                path,
+                &format!("its ECDSA P-256 point does not parse ({e})"),
+            )
+        })?;
         Ok(Self { verifying })
     }
 
     /// Reads the public key file at `path`.
     pub fn read(path: &Path) -> Result<Self, KeyError> {
-        Self::from_pem(&read_bounded(path)?, &path.display().to_string())
+        Self::from_pem(
+            &read_bounded(Want::Public, path)?,
+            &path.display().to_string(),
+        )
     }
 
     /// PKIX PEM (`-----BEGIN PUBLIC KEY-----`).
@@ -202,9 +246,26 @@ impl PublicKey {
     }
 }
 
-fn wrong(path: &str, what: &str) -> KeyError {
+/// The kind of key a file was read as, for [`KeyError::Wrong`].
+#[derive(Clone, Copy)]
+enum Want {
+    Private,
+    Public,
+}
+
+impl Want {
+    fn text(self) -> &'static str {
+        match self {
+            Want::Private => "a private key (PKCS#8 PEM, ECDSA P-256)",
+            Want::Public => "a public key (PKIX PEM, ECDSA P-256)",
+        }
+    }
+}
+
+fn wrong(want: Want, path: &str, what: &str) -> KeyError {
     KeyError::Wrong {
         path: path.to_owned(),
+        expected: want.text(),
         what: what.to_owned(),
     }
 }
@@ -225,32 +286,39 @@ fn unsupported_label(label: &str) -> String {
 }
 
 /// Refuses any algorithm but ECDSA on P-256, naming the one found.
-fn check_algorithm(path: &str, oid: String, curve: Option<String>) -> Result<(), KeyError> {
+fn check_algorithm(
+    want: Want,
+    path: &str,
+    oid: String,
+    curve: Option<String>,
+) -> Result<(), KeyError> {
     let name = match oid.as_str() {
         OID_EC => {
             return match curve.as_deref() {
                 Some(OID_P256) => Ok(()),
-                Some("1.3.132.0.34") => Err(wrong(path, "it is an ECDSA P-384 key; otters signs with ECDSA P-256 only: make a key with `otters key generate --out PREFIX`")),
-                Some("1.3.132.0.35") => Err(wrong(path, "it is an ECDSA P-521 key; otters signs with ECDSA P-256 only: make a key with `otters key generate --out PREFIX`")),
-                other => Err(wrong(path, &format!("it is an EC key on curve {}, not P-256 (1.2.840.10045.3.1.7); make a key with `otters key generate --out PREFIX`", other.unwrap_or("(none named)")))),
+                Some("1.3.132.0.34") => Err(wrong(want, path, "it is an ECDSA P-384 key; otters signs with ECDSA P-256 only: make a key with `otters key generate --out PREFIX`")),
+                Some("1.3.132.0.35") => Err(wrong(want, path, "it is an ECDSA P-521 key; otters signs with ECDSA P-256 only: make a key with `otters key generate --out PREFIX`")),
+                other => Err(wrong(want, path, &format!("it is an EC key on curve {}, not P-256 (1.2.840.10045.3.1.7); make a key with `otters key generate --out PREFIX`", other.unwrap_or("(none named)")))),
             };
         }
         "1.2.840.113549.1.1.1" | "1.2.840.113549.1.1.10" => "an RSA key",
         "1.3.101.112" => "an Ed25519 key",
         "1.3.101.113" => "an Ed448 key",
         "1.2.840.10040.4.1" => "a DSA key",
-        other => return Err(wrong(path, &format!("its algorithm is {other}, not ECDSA P-256; make a key with `otters key generate --out PREFIX`"))),
+        other => return Err(wrong(want, path, &format!("its algorithm is {other}, not ECDSA P-256; make a key with `otters key generate --out PREFIX`"))),
     };
     Err(wrong(
+        want,
         path,
         &format!("it is {name}; otters signs with ECDSA P-256 only: make a key with `otters key generate --out PREFIX`"),
     ))
 }
 
 /// The one PEM block of a file: its label and DER bytes.
-fn pem_block(text: &[u8], path: &str) -> Result<(String, Vec<u8>), KeyError> {
+fn pem_block(want: Want, text: &[u8], path: &str) -> Result<(String, Vec<u8>), KeyError> {
     let start = find(text, b"-----BEGIN ").ok_or_else(|| {
         wrong(
+            want,
             path,
             "it holds no PEM block (`-----BEGIN …-----`); otters reads PEM keys as `otters key generate` writes them",
         )
@@ -258,13 +326,14 @@ fn pem_block(text: &[u8], path: &str) -> Result<(String, Vec<u8>), KeyError> {
     // Comments before the block (as `openssl` writes with -text) are allowed; the block is decoded alone.
     let block = &text[start..];
     let label = pem::decode_label(block)
-        .map_err(|e| wrong(path, &format!("its PEM block is malformed ({e})")))?
+        .map_err(|e| wrong(want, path, &format!("its PEM block is malformed ({e})")))?
         .to_owned();
     let (_, der) = pem::decode_vec(block).map_err(|e| {
         if label.contains("ENCRYPTED") || block.windows(9).any(|w| w == b"Proc-Type") {
-            wrong(path, &unsupported_label("ENCRYPTED PRIVATE KEY"))
+            wrong(want, path, &unsupported_label("ENCRYPTED PRIVATE KEY"))
         } else {
             wrong(
+                want,
                 path,
                 &format!("its `{label}` PEM block is malformed ({e})"),
             )
@@ -277,14 +346,18 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-fn read_bounded(path: &Path) -> Result<Vec<u8>, KeyError> {
+fn read_bounded(want: Want, path: &Path) -> Result<Vec<u8>, KeyError> {
     let err = |source| KeyError::Read {
         path: path.display().to_string(),
         source,
     };
     let file = std::fs::File::open(path).map_err(err)?;
     if !file.metadata().map_err(err)?.is_file() {
-        return Err(wrong(&path.display().to_string(), "it is not a regular file"));
+        return Err(wrong(
+            want,
+            &path.display().to_string(),
+            "it is not a regular file",
+        ));
     }
     let mut buf = Vec::new();
     file.take(MAX_KEY_FILE + 1)
@@ -292,6 +365,7 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, KeyError> {
         .map_err(err)?;
     if buf.len() as u64 > MAX_KEY_FILE {
         return Err(wrong(
+            want,
             &path.display().to_string(),
             &format!("it is larger than {MAX_KEY_FILE} bytes, far more than any PEM key"),
         ));

@@ -43,7 +43,10 @@ pub fn to_value(inputs: &BuildInputs) -> Value {
     if let Some(t) = &agent.tag {
         subject.push("version", t.as_str());
     }
-    subject.push("description", "AI agent image built by otters from an Agentfile");
+    subject.push(
+        "description",
+        "AI agent image built by otters from an Agentfile",
+    );
     subject.push("hashes", sha256(agent.manifest_digest.hex()));
     subject.push("purl", agent.purl());
     metadata.push("component", subject);
@@ -61,18 +64,40 @@ pub fn to_value(inputs: &BuildInputs) -> Value {
         None,
     )];
     if let Some(img) = &inputs.runtime {
-        components.push(image("runtime", "runtime", img, "RUNTIME: the agent runtime image"));
+        components.push(image(
+            "runtime",
+            "runtime",
+            img,
+            "RUNTIME: the agent runtime image",
+        ));
     }
     for b in &inputs.bins {
         let r = format!("bin:{}", b.name);
-        components.push(image(&r, "bin", &b.image, &format!("BIN {}: a tool image", b.name)));
+        components.push(image(
+            &r,
+            "bin",
+            &b.image,
+            &format!("BIN {}: a tool image", b.name),
+        ));
     }
     if let Some(img) = &inputs.parent {
-        components.push(image("parent", "parent", img, "FROM: the parent agent image"));
+        components.push(image(
+            "parent",
+            "parent",
+            img,
+            "FROM: the parent agent image",
+        ));
     }
     for (i, f) in inputs.adds.iter().enumerate() {
         let r = format!("add:{i}:{}", f.path);
-        components.push(file(&r, &f.path, f, "add", "ADD: a file from the build context", None));
+        components.push(file(
+            &r,
+            &f.path,
+            f,
+            "add",
+            "ADD: a file from the build context",
+            None,
+        ));
     }
     for c in &inputs.contexts {
         let r = format!("context:{}", c.name);
@@ -112,15 +137,19 @@ pub fn to_value(inputs: &BuildInputs) -> Value {
             "description",
             format!("MODEL {model}: the hosted language model the agent calls at run time; not part of the image"),
         );
-        svc.push("properties", vec![property("otters:role", "model"), property("otters:model", model)]);
+        svc.push(
+            "properties",
+            vec![
+                property("otters:role", "model"),
+                property("otters:model", model),
+            ],
+        );
         bom.push("services", vec![svc]);
         refs.push(Value::String("model".into()));
     }
     bom.push(
         "dependencies",
-        vec![Value::object()
-            .with("ref", "agent")
-            .with("dependsOn", refs)],
+        vec![Value::object().with("ref", "agent").with("dependsOn", refs)],
     );
     bom
 }

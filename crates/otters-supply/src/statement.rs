@@ -79,10 +79,8 @@ pub fn from_serde(v: &serde_json::Value) -> Value {
             .unwrap_or_else(|| Value::Float(n.as_f64().unwrap_or(0.0))),
         serde_json::Value::String(s) => Value::String(s.clone()),
         serde_json::Value::Array(a) => Value::Array(a.iter().map(from_serde).collect()),
-        serde_json::Value::Object(o) => Value::Object(
-            o.iter()
-                .map(|(k, v)| (k.clone(), from_serde(v)))
-                .collect(),
-        ),
+        serde_json::Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), from_serde(v))).collect())
+        }
     }
 }
