@@ -97,7 +97,12 @@ fn wrong_key_files_are_refused_with_what_they_are_and_the_path() {
     for (pem, want) in cases {
         let e = KeyPair::from_pem(pem, "/keys/x.pem").unwrap_err();
         let text = e.to_string();
-        assert!(text.starts_with("/keys/x.pem is not a private key (PKCS#8 PEM, ECDSA P-256) otters can use: "), "{text}");
+        assert!(
+            text.starts_with(
+                "/keys/x.pem is not a private key (PKCS#8 PEM, ECDSA P-256) otters can use: "
+            ),
+            "{text}"
+        );
         assert!(wrong_text(e).contains(want), "{want}: {text}");
     }
     let e = KeyPair::from_pem(b"just text", "t").unwrap_err();
