@@ -1,6 +1,6 @@
 //! Supply-chain output checked by independent verifiers (../shared/supply): keys from `otters key
 //! generate` and bundles from `otters sign-blob` verified by npm `@sigstore/verify`; bundles made by
-//! Python's `cryptography` verified by `otters verify-blob`; SBOMs validated by CycloneDX's own
+//! Python's `cryptography` verified by `otters verify-blob`; SBOMs validated by `CycloneDX`'s own
 //! schema validator; everything reproducible byte for byte.
 //!
 //! The verifiers are installed by `../shared/supply/install.sh` (see `.ci/install`). A test skips
@@ -12,6 +12,7 @@ use base64::Engine as _;
 use otters_oci::spec::digest::Digest;
 use otters_supply::inputs::{Agent, BinInput, BuildInputs, ContextInput, FileInput, ImageInput};
 use otters_supply::{bundle, keys, provenance, sbom};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -75,7 +76,6 @@ fn generated_keys_and_sign_blob_bundles_verify_with_sigstore_verify() {
     assert!(out.contains("ci.key (mode 0600"), "{out}");
     let key = dir.join("ci.key");
     let public = dir.join("ci.pub");
-    use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(
         std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
         0o600

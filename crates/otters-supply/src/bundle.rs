@@ -9,7 +9,7 @@
 //! subject with the expected digest.
 //!
 //! The shape is the one `@sigstore/verify` and `cosign verify-blob-attestation --key` accept
-//! (see /work/shared/supply/make_fixtures.py): protobuf-JSON lowerCamelCase keys, standard base64,
+//! (see `/work/shared/supply/make_fixtures.py`): protobuf-JSON `lowerCamelCase` keys, standard base64,
 //! `verificationMaterial.publicKey.hint`, `tlogEntries: []`, one DSSE signature with `keyid: ""`.
 
 use crate::keys::{KeyPair, PublicKey};
@@ -204,9 +204,8 @@ pub fn verify(bundle: &[u8], key: &PublicKey, expected_hex: &str) -> Result<Veri
         return Err(VerifyError::PayloadType(format!("`{payload_type}`")));
     }
     let payload = base64_field(string(envelope, "payload")?, "dsseEnvelope.payload")?;
-    let signatures = match field(envelope, "signatures")? {
-        J::Array(a) => a,
-        _ => return Err(bad("dsseEnvelope.signatures", "not a list")),
+    let J::Array(signatures) = field(envelope, "signatures")? else {
+        return Err(bad("dsseEnvelope.signatures", "not a list"));
     };
     if signatures.len() != 1 {
         return Err(VerifyError::SignatureCount(signatures.len()));

@@ -6,6 +6,7 @@
 //! time read from the wall clock (`created` is `SOURCE_DATE_EPOCH` or the image's own `created`).
 
 use otters_oci::spec::digest::Digest;
+use std::fmt::Write as _;
 
 /// Everything one build of one agent consumed and produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,11 +137,11 @@ fn oci_purl(name: &str, repository: Option<&str>, tag: Option<&str>, digest: &Di
     let mut out = format!("pkg:oci/{}@{digest}", encode(&name.to_lowercase()));
     let mut sep = '?';
     if let Some(r) = repository {
-        out.push_str(&format!("{sep}repository_url={}", encode(r)));
+        let _ = write!(out, "{sep}repository_url={}", encode(r));
         sep = '&';
     }
     if let Some(t) = tag {
-        out.push_str(&format!("{sep}tag={}", encode(t)));
+        let _ = write!(out, "{sep}tag={}", encode(t));
     }
     out
 }
@@ -152,7 +153,7 @@ fn encode(s: &str) -> String {
         if b.is_ascii_alphanumeric() || b"-._~/:".contains(&b) {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            let _ = write!(out, "%{b:02X}");
         }
     }
     out

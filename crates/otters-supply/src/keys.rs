@@ -1,5 +1,5 @@
 //! Signing keys: ECDSA P-256, the private key as unencrypted PKCS#8 PEM, the public key as PKIX
-//! (SubjectPublicKeyInfo) PEM — what `cosign`, `openssl` and Sigstore's verifiers read.
+//! (`SubjectPublicKeyInfo`) PEM — what `cosign`, `openssl` and Sigstore's verifiers read.
 //!
 //! Takes: a path prefix to write a new pair under, or a key file to read. Returns: keys, or a
 //! [`KeyError`] that names the file and says what it holds instead and how to convert it. Must
@@ -172,7 +172,7 @@ impl KeyPair {
 }
 
 impl PublicKey {
-    /// Reads a PKIX (SubjectPublicKeyInfo) PEM public key from PEM text; `path` names it in errors.
+    /// Reads a PKIX (`SubjectPublicKeyInfo`) PEM public key from PEM text; `path` names it in errors.
     pub fn from_pem(text: &[u8], path: &str) -> Result<Self, KeyError> {
         let (label, der) = pem_block(Want::Public, text, path)?;
         match label.as_str() {
@@ -224,7 +224,7 @@ impl PublicKey {
             .map_err(|e| KeyError::Encode(e.to_string()))
     }
 
-    /// The DER SubjectPublicKeyInfo.
+    /// The DER `SubjectPublicKeyInfo`.
     pub fn spki_der(&self) -> Vec<u8> {
         self.verifying
             .to_public_key_der()

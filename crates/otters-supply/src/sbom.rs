@@ -1,9 +1,9 @@
-//! The SBOM of an agent image: CycloneDX 1.6 JSON written from [`BuildInputs`].
+//! The SBOM of an agent image: `CycloneDX` 1.6 JSON written from [`BuildInputs`].
 //!
 //! The agent is the BOM's subject (`metadata.component`); the runtime, every BIN and the FROM
 //! parent are components with `pkg:oci` purls and their manifest digests; the Agentfile, every ADD
 //! file and every CONTEXT are `file` components with SHA-256 hashes; the MODEL is a `service` (a
-//! hosted model the agent calls, not a component in the image). Why CycloneDX rather than SPDX 2.3:
+//! hosted model the agent calls, not a component in the image). Why `CycloneDX` rather than SPDX 2.3:
 //! docs/supply-chain.md.
 //!
 //! Takes: build inputs. Returns: canonical JSON bytes. Must never: read the wall clock or write
@@ -14,7 +14,7 @@ use crate::inputs::{BuildInputs, FileInput, ImageInput};
 use crate::statement::{Statement, Subject};
 use otters_core::json::{self, Value};
 
-/// `predicateType` of an in-toto statement carrying a CycloneDX BOM.
+/// `predicateType` of an in-toto statement carrying a `CycloneDX` BOM.
 pub const CYCLONEDX_PREDICATE: &str = "https://cyclonedx.org/bom";
 /// Media type of the standalone document.
 pub const CYCLONEDX_MEDIA_TYPE: &str = "application/vnd.cyclonedx+json";

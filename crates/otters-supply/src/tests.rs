@@ -9,6 +9,7 @@ use crate::{provenance, sbom};
 use base64::Engine as _;
 use otters_oci::spec::digest::Digest;
 use serde_json::Value as J;
+use std::os::unix::fs::PermissionsExt as _;
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -37,7 +38,6 @@ fn a_generated_key_round_trips_through_its_pem_files() {
     assert!(std::fs::read_to_string(&pp)
         .unwrap()
         .starts_with("-----BEGIN PUBLIC KEY-----\n"));
-    use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(
         std::fs::metadata(&kp).unwrap().permissions().mode() & 0o777,
         0o600
@@ -230,7 +230,7 @@ fn the_verifier_refuses_a_wrong_key_digest_or_a_tampered_payload() {
         Err(VerifyError::BadSignature)
     );
     let retyped = edit(&b, |v| {
-        v["dsseEnvelope"]["payloadType"] = J::String("text/plain".into())
+        v["dsseEnvelope"]["payloadType"] = J::String("text/plain".into());
     });
     assert!(matches!(
         bundle::verify(&retyped, &key.public(), d.hex()),
@@ -255,21 +255,21 @@ fn the_verifier_wants_exactly_one_signature() {
         Err(VerifyError::SignatureCount(2))
     );
     let none = edit(&b, |v| {
-        v["dsseEnvelope"]["signatures"] = serde_json::json!([])
+        v["dsseEnvelope"]["signatures"] = serde_json::json!([]);
     });
     assert_eq!(
         bundle::verify(&none, &key.public(), d.hex()),
         Err(VerifyError::SignatureCount(0))
     );
     let garbage = edit(&b, |v| {
-        v["dsseEnvelope"]["signatures"][0]["sig"] = J::String("AAAA".into())
+        v["dsseEnvelope"]["signatures"][0]["sig"] = J::String("AAAA".into());
     });
     assert_eq!(
         bundle::verify(&garbage, &key.public(), d.hex()),
         Err(VerifyError::BadSignature)
     );
     let not_b64 = edit(&b, |v| {
-        v["dsseEnvelope"]["signatures"][0]["sig"] = J::String("%%".into())
+        v["dsseEnvelope"]["signatures"][0]["sig"] = J::String("%%".into());
     });
     assert!(matches!(
         bundle::verify(&not_b64, &key.public(), d.hex()),
@@ -292,26 +292,26 @@ fn the_verifier_refuses_other_bundle_shapes() {
     check(b"not json".to_vec(), "not JSON");
     check(
         edit(&b, |v| {
-            v["mediaType"] = J::String("application/json".into())
+            v["mediaType"] = J::String("application/json".into());
         }),
         "mediaType",
     );
     check(edit(&b, |v| v["extra"] = J::Bool(true)), "field `extra`");
     check(
         edit(&b, |v| {
-            v["verificationMaterial"]["publicKeyHint"] = J::String("x".into())
+            v["verificationMaterial"]["publicKeyHint"] = J::String("x".into());
         }),
         "verificationMaterial.publicKeyHint",
     );
     check(
         edit(&b, |v| {
-            v["verificationMaterial"]["certificate"] = serde_json::json!({"rawBytes": "AAAA"})
+            v["verificationMaterial"]["certificate"] = serde_json::json!({"rawBytes": "AAAA"});
         }),
         "a certificate",
     );
     check(
         edit(&b, |v| {
-            v["verificationMaterial"]["tlogEntries"] = serde_json::json!([{"logIndex": "1"}])
+            v["verificationMaterial"]["tlogEntries"] = serde_json::json!([{"logIndex": "1"}]);
         }),
         "Rekor",
     );
