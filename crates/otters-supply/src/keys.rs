@@ -95,36 +95,12 @@ impl KeyPair {
 
     /// Reads a PKCS#8 PEM private key from PEM text; `path` names it in errors.
     pub fn from_pem(text: &[u8], path: &str) -> Result<Self, KeyError> {
-        let (label, der) = pem_block(Want::Private, text, path)?;
-        match label.as_str() {
-            "PRIVATE KEY" => {}
-            "PUBLIC KEY" => {
-                return Err(wrong(
-                    Want::Private,
-                    path,
-                    "it is a public key (PKIX PEM); signing needs the private key, the PREFIX.key file `otters key generate` wrote beside it",
-                ))
-            }
-            other => return Err(wrong(Want::Private, path, &unsupported_label(other))),
-        }
-        let info = p256::pkcs8::PrivateKeyInfo::try_from(der.as_slice()).map_err(|e| {
-            wrong(
-                Want::Private,
-                path,
-                &format!("its PKCS#8 structure does not parse ({e})"),
-            )
-        })?;
-        check_algorithm(
-            Want::Private,
-            path,
-            info.algorithm.oid.to_string(),
-            info.algorithm.parameters_oid().ok().map(|o| o.to_string()),
-        )?;
+        let der = key_der(Want::Private, text, path)?;
         let signing = SigningKey::from_pkcs8_der(&der).map_err(|e| {
             wrong(
                 Want::Private,
                 path,
-                &format!("its ECDSA P-256 key does not parse ({e})"),
+                &format!("its P-256 key does not parse ({e})"),
             )
         })?;
         Ok(Self { signing })
@@ -174,36 +150,12 @@ impl KeyPair {
 impl PublicKey {
     /// Reads a PKIX (`SubjectPublicKeyInfo`) PEM public key from PEM text; `path` names it in errors.
     pub fn from_pem(text: &[u8], path: &str) -> Result<Self, KeyError> {
-        let (label, der) = pem_block(Want::Public, text, path)?;
-        match label.as_str() {
-            "PUBLIC KEY" => {}
-            "PRIVATE KEY" | "EC PRIVATE KEY" | "ENCRYPTED PRIVATE KEY" => {
-                return Err(wrong(
-                    Want::Public,
-                    path,
-                    "it is a private key; verifying needs the public key (the PREFIX.pub file `otters key generate` wrote beside it); never hand a private key to a verifier",
-                ))
-            }
-            other => return Err(wrong(Want::Public, path, &unsupported_label(other))),
-        }
-        let info = p256::pkcs8::SubjectPublicKeyInfoRef::try_from(der.as_slice()).map_err(|e| {
-            wrong(
-                Want::Public,
-                path,
-                &format!("its SubjectPublicKeyInfo does not parse ({e})"),
-            )
-        })?;
-        check_algorithm(
-            Want::Public,
-            path,
-            info.algorithm.oid.to_string(),
-            info.algorithm.parameters_oid().ok().map(|o| o.to_string()),
-        )?;
+        let der = key_der(Want::Public, text, path)?;
         let verifying = VerifyingKey::from_public_key_der(&der).map_err(|e| {
             wrong(
                 Want::Public,
                 path,
-                &format!("its ECDSA P-256 point does not parse ({e})"),
+                &format!("its P-256 point does not parse ({e})"),
             )
         })?;
         Ok(Self { verifying })
@@ -268,6 +220,44 @@ fn wrong(want: Want, path: &str, what: &str) -> KeyError {
         expected: want.text(),
         what: what.to_owned(),
     }
+}
+
+/// The DER of the one PEM block of `text`, once its label is the kind `want`s and its algorithm is
+/// ECDSA on P-256.
+fn key_der(want: Want, text: &[u8], path: &str) -> Result<Vec<u8>, KeyError> {
+    let (label, der) = pem_block(want, text, path)?;
+    let (algorithm, curve) = match (want, label.as_str()) {
+        (Want::Private, "PRIVATE KEY") => {
+            let info = p256::pkcs8::PrivateKeyInfo::try_from(der.as_slice()).map_err(|e| {
+                wrong(want, path, &format!("its PKCS#8 structure does not parse ({e})"))
+            })?;
+            (info.algorithm.oid, info.algorithm.parameters_oid().ok())
+        }
+        (Want::Public, "PUBLIC KEY") => {
+            let info = p256::pkcs8::SubjectPublicKeyInfoRef::try_from(der.as_slice()).map_err(|e| {
+                wrong(want, path, &format!("its `SubjectPublicKeyInfo` does not parse ({e})"))
+            })?;
+            (info.algorithm.oid, info.algorithm.parameters_oid().ok())
+        }
+        (Want::Private, "PUBLIC KEY") => return Err(wrong(
+            want,
+            path,
+            "it is a public key (PKIX PEM); signing needs the private key, the PREFIX.key file `otters key generate` wrote beside it",
+        )),
+        (Want::Public, "PRIVATE KEY" | "EC PRIVATE KEY" | "ENCRYPTED PRIVATE KEY") => return Err(wrong(
+            want,
+            path,
+            "it is a private key; verifying needs the public key (the PREFIX.pub file `otters key generate` wrote beside it); never hand a private key to a verifier",
+        )),
+        (_, other) => return Err(wrong(want, path, &unsupported_label(other))),
+    };
+    check_algorithm(
+        want,
+        path,
+        algorithm.to_string(),
+        curve.map(|o| o.to_string()),
+    )?;
+    Ok(der)
 }
 
 /// What a PEM block of another kind is, and what to do about it.
