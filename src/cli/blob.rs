@@ -1,5 +1,6 @@
 //! `otters sign-blob` and `otters verify-blob`: a key-based Sigstore bundle (DSSE over an in-toto
-//! statement) for a file or a digest, and its verification, with no registry. `cosign
+//! statement: a plain signature, or with `--predicate-type/--predicate` an attestation) for a file
+//! or a digest, and its verification, with no registry. `cosign
 //! verify-blob-attestation --key` and `@sigstore/verify` read the same bundles.
 //!
 //! Takes: a key, a FILE or `--digest sha256:…`, a bundle path. Returns: the bundle (a file or
@@ -10,7 +11,7 @@ use miette::{miette, IntoDiagnostic};
 use otters_oci::spec::digest::{Digest, HashingWriter};
 use otters_supply::bundle;
 use otters_supply::keys::{KeyPair, PublicKey};
-use otters_supply::statement::{Statement, Subject};
+use otters_supply::statement::{from_serde, Statement, Subject};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -28,6 +29,12 @@ pub struct SignBlobArgs {
     /// The subject's name in the statement (default: the file's name, or the digest)
     #[arg(long)]
     pub name: Option<String>,
+    /// Attest instead of sign: the in-toto predicate type (a URI, e.g. https://slsa.dev/provenance/v1)
+    #[arg(long, value_name = "URI", requires = "predicate")]
+    pub predicate_type: Option<String>,
+    /// Attest instead of sign: a JSON file, the statement's predicate
+    #[arg(long, value_name = "FILE", requires = "predicate_type")]
+    pub predicate: Option<PathBuf>,
     /// Where to write the bundle (default: standard output)
     #[arg(short = 'o', long = "output", value_name = "BUNDLE")]
     pub output: Option<PathBuf>,
@@ -71,10 +78,23 @@ fn subject_digest(file: Option<&Path>, digest: Option<&str>) -> miette::Result<(
 pub fn run_sign(a: SignBlobArgs) -> CliResult {
     let key = KeyPair::read(&a.key).map_err(|e| miette!("{e}"))?;
     let (digest, default_name) = subject_digest(a.file.as_deref(), a.digest.as_deref())?;
-    let statement = Statement::signature(Subject {
+    let mut statement = Statement::signature(Subject {
         name: a.name.unwrap_or(default_name),
         digest,
     });
+    if let (Some(ty), Some(path)) = (a.predicate_type, a.predicate) {
+        let text = read_bounded(&path)?;
+        let value: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| miette!("--predicate {} is not JSON: {e}", path.display()))?;
+        if !value.is_object() {
+            return Err(miette!(
+                "--predicate {} is not a JSON object",
+                path.display()
+            ));
+        }
+        statement.predicate_type = ty;
+        statement.predicate = from_serde(&value);
+    }
     let bytes = bundle::sign(&statement, &key);
     match a.output {
         Some(p) if p.as_os_str() != "-" => {
@@ -88,7 +108,7 @@ pub fn run_sign(a: SignBlobArgs) -> CliResult {
 pub fn run_verify(a: VerifyBlobArgs) -> CliResult {
     let key = PublicKey::read(&a.key).map_err(|e| miette!("{e}"))?;
     let (digest, _) = subject_digest(a.file.as_deref(), a.digest.as_deref())?;
-    let bytes = read_bundle(&a.bundle)?;
+    let bytes = read_bounded(&a.bundle)?;
     let v = bundle::verify(&bytes, &key, digest.hex())
         .map_err(|e| miette!("{} does not verify: {e}", a.bundle.display()))?;
     outln!(
@@ -100,7 +120,8 @@ pub fn run_verify(a: VerifyBlobArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn read_bundle(path: &Path) -> miette::Result<Vec<u8>> {
+/// A bundle or predicate file, at most [`bundle::MAX_BUNDLE`] bytes (the verifier refuses more).
+fn read_bounded(path: &Path) -> miette::Result<Vec<u8>> {
     use std::io::Read as _;
     let f =
         std::fs::File::open(path).map_err(|e| miette!("cannot read {}: {e}", path.display()))?;
@@ -108,5 +129,12 @@ fn read_bundle(path: &Path) -> miette::Result<Vec<u8>> {
     f.take(bundle::MAX_BUNDLE as u64 + 1)
         .read_to_end(&mut buf)
         .map_err(|e| miette!("cannot read {}: {e}", path.display()))?;
+    if buf.len() > bundle::MAX_BUNDLE {
+        return Err(miette!(
+            "{} is larger than {} bytes, more than a bundle or predicate may be",
+            path.display(),
+            bundle::MAX_BUNDLE
+        ));
+    }
     Ok(buf)
 }

@@ -493,3 +493,56 @@ fn signed_sbom_and_provenance_attestations_verify_with_sigstore_verify() {
     let (code, text) = validate_sbom(TEST, &path).unwrap_or((0, String::new()));
     assert_eq!(code, 0, "{text}");
 }
+
+#[test]
+fn sign_blob_attests_a_predicate_file() {
+    const TEST: &str = "sign_blob_attests_a_predicate_file";
+    let env = Env::new();
+    let dir = env.dir.path();
+    env.ok(&["key", "generate", "--out", &dir.join("k").to_string_lossy()]);
+    let predicate = dir.join("predicate.json");
+    std::fs::write(&predicate, br#"{"buildDefinition":{"buildType":"https://example.invalid/t","externalParameters":{"n":1.5}},"runDetails":{"builder":{"id":"https://example.invalid/b"}}}"#).unwrap();
+    let d = Digest::of(b"artifact");
+    let key = dir.join("k.key").to_string_lossy().into_owned();
+    let attest = |extra: &[&str]| {
+        let mut args = vec!["sign-blob", "--key", &key, "--digest", d.as_str()];
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    let (ok, bundle_text, err) = attest(&[
+        "--predicate-type",
+        "https://slsa.dev/provenance/v1",
+        "--predicate",
+        &predicate.to_string_lossy(),
+    ]);
+    assert!(ok, "{err}");
+    let path = dir.join("att.json");
+    std::fs::write(&path, &bundle_text).unwrap();
+    let out = env.ok(&[
+        "verify-blob",
+        "--key",
+        &dir.join("k.pub").to_string_lossy(),
+        "--bundle",
+        &path.to_string_lossy(),
+        "--digest",
+        d.as_str(),
+    ]);
+    assert!(out.contains("(https://slsa.dev/provenance/v1)"), "{out}");
+    std::fs::write(&predicate, b"[1]").unwrap();
+    let (ok, _, err) = attest(&[
+        "--predicate-type",
+        "x",
+        "--predicate",
+        &predicate.to_string_lossy(),
+    ]);
+    assert!(!ok && flat(&err).contains("is not a JSON object"), "{err}");
+    let (ok, _, err) = attest(&["--predicate-type", "x"]);
+    assert!(!ok && err.contains("--predicate <FILE>"), "{err}");
+    if let Some((code, text)) = node_verify(TEST, &path, &dir.join("k.pub"), d.as_str()) {
+        assert_eq!(code, 0, "{text}");
+        assert!(
+            text.contains("predicateType=https://slsa.dev/provenance/v1"),
+            "{text}"
+        );
+    }
+}

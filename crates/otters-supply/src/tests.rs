@@ -556,3 +556,16 @@ fn a_signed_provenance_verifies() {
         provenance::BUILD_TYPE
     );
 }
+
+#[test]
+fn a_predicate_read_as_json_keeps_its_key_order_and_numbers() {
+    let v: J = serde_json::from_str(
+        r#"{"z":1,"a":[-2,1.5,18446744073709551615],"m":{"k":null,"b":true}}"#,
+    )
+    .unwrap();
+    let bytes = otters_core::json::to_compact(&crate::statement::from_serde(&v)).unwrap();
+    assert_eq!(
+        String::from_utf8(bytes).unwrap(),
+        r#"{"z":1,"a":[-2,1.5,18446744073709552000],"m":{"k":null,"b":true}}"#
+    );
+}
