@@ -29,7 +29,7 @@ pub struct SignBlobArgs {
     /// The subject's name in the statement (default: the file's name, or the digest)
     #[arg(long)]
     pub name: Option<String>,
-    /// Attest instead of sign: the in-toto predicate type (a URI, e.g. https://slsa.dev/provenance/v1)
+    /// Attest instead of sign: the in-toto predicate type (a URI such as `https://slsa.dev/provenance/v1`)
     #[arg(long, value_name = "URI", requires = "predicate")]
     pub predicate_type: Option<String>,
     /// Attest instead of sign: a JSON file, the statement's predicate
