@@ -21,10 +21,12 @@ macro_rules! out {
     };
 }
 
+mod blob;
 mod build;
 mod explain;
 mod fmt;
 mod images;
+mod key;
 mod lint;
 mod login;
 mod meta;
@@ -86,6 +88,13 @@ pub enum Command {
     Logout(login::LogoutArgs),
     /// Materialise an agent and run it, on the host or in a container
     Run(run::Args),
+    /// Make signing keys (`otters key generate --out PREFIX`)
+    #[command(subcommand)]
+    Key(key::KeyCommand),
+    /// Sign a file or a digest with a key: a Sigstore bundle, no registry involved
+    SignBlob(blob::SignBlobArgs),
+    /// Verify a Sigstore bundle against a public key and a file or digest
+    VerifyBlob(blob::VerifyBlobArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     Completion(meta::CompletionArgs),
     /// Show the version of otters and the platform it runs on
@@ -133,6 +142,9 @@ pub fn main() -> ExitCode {
         Command::Login(a) => login::run_login(a),
         Command::Logout(a) => login::run_logout(a),
         Command::Run(a) => run::run(a),
+        Command::Key(c) => key::run(c),
+        Command::SignBlob(a) => blob::run_sign(a),
+        Command::VerifyBlob(a) => blob::run_verify(a),
         Command::Completion(a) => meta::run_completion(a),
         Command::Version(a) => meta::run_version(a),
         Command::Manpages(a) => meta::run_manpages(a),

@@ -30,6 +30,7 @@ mod security_store;
 mod store;
 mod store_hygiene;
 mod streams;
+mod supply;
 mod syntax_fixtures;
 mod tidy;
 mod umask;
