@@ -21,7 +21,7 @@ pub mod write;
 
 use crate::build::hash_cache::HashCache;
 use crate::build::ignore::Ignore;
-use crate::build::inputs::FsInputs;
+use crate::build::inputs::{AgentignoreError, FsInputs};
 use crate::lower::{self, plan, Pins};
 use crate::resolve::{self, LockError};
 use otters_agentfile::check;
@@ -29,7 +29,7 @@ use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
 use otters_agentfile::ir::Agentfile;
 use otters_core::files::{self, ReadError};
 use otters_oci::archive::{self, ArchiveError};
-use otters_oci::reference::Reference;
+use otters_oci::reference::{Reference, ReferenceError};
 use otters_oci::registry::platform::BadPlatform;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{self, Event, TransferReport};
@@ -189,10 +189,16 @@ pub enum ErrorKind {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: {reason}", path.display())]
-    Ignore { path: PathBuf, reason: String },
-    #[error("cannot lower {name}: {reason}")]
-    Lower { name: String, reason: String },
+    #[error("{}: {source}", path.display())]
+    Ignore {
+        path: PathBuf,
+        source: AgentignoreError,
+    },
+    #[error("cannot lower {name}: {source}")]
+    Lower {
+        name: String,
+        source: lower::LowerError,
+    },
     #[error("cannot write the image into {}: {source}", store.display())]
     Write { store: PathBuf, source: WriteError },
     #[error("cannot tag the image: {0}")]
@@ -207,11 +213,11 @@ pub enum ErrorKind {
         reference: String,
         source: RegistryError,
     },
-    #[error("the image was built ({digest}) but cannot be pushed as {reference}: {reason}")]
+    #[error("the image was built ({digest}) but cannot be pushed as {reference}: {source}")]
     PushReference {
         digest: String,
         reference: String,
-        reason: String,
+        source: ReferenceError,
     },
 }
 
@@ -548,9 +554,9 @@ fn lower_plan(
         lower::LowerError::Inputs(diags) => {
             Failed::with(ErrorKind::Inputs(agentfile.name.clone()), diags)
         }
-        e => ErrorKind::Lower {
+        source @ lower::LowerError::Config(_) => ErrorKind::Lower {
             name: agentfile.name.clone(),
-            reason: e.to_string(),
+            source,
         }
         .into(),
     })
@@ -559,16 +565,18 @@ fn lower_plan(
 /// The context's `.agentignore` rules (none when it has no such file).
 fn read_ignore(inputs: &FsInputs) -> Result<Ignore, ErrorKind> {
     let ignore_path = inputs.root().join(".agentignore");
-    match inputs.read_agentignore() {
-        Ok(Some(text)) => Ignore::parse(&text).map_err(|e| ErrorKind::Ignore {
+    let text = inputs
+        .read_agentignore()
+        .map_err(|source| ErrorKind::Ignore {
+            path: ignore_path.clone(),
+            source,
+        })?;
+    match text {
+        Some(text) => Ignore::parse(&text).map_err(|e| ErrorKind::Ignore {
             path: ignore_path,
-            reason: e.to_string(),
+            source: e.into(),
         }),
-        Ok(None) => Ok(Ignore::default()),
-        Err(reason) => Err(ErrorKind::Ignore {
-            path: ignore_path,
-            reason,
-        }),
+        None => Ok(Ignore::default()),
     }
 }
 
@@ -732,10 +740,10 @@ fn push_tags(
     let mut sources = Sources::load(store.root());
     let mut reports = Vec::new();
     for tag in tags {
-        let mut dest = Reference::parse(tag).map_err(|e| ErrorKind::PushReference {
+        let mut dest = Reference::parse(tag).map_err(|source| ErrorKind::PushReference {
             digest: descriptor.digest.clone(),
             reference: tag.clone(),
-            reason: e.to_string(),
+            source,
         })?;
         if dest.tag.is_none() && dest.digest.is_none() {
             dest.tag = Some("latest".into());
