@@ -44,10 +44,13 @@ fn parse_timeout(value: Option<String>) -> Result<Duration, RegistryError> {
         Some(v) if v.trim().is_empty() => Ok(DEFAULT_TIMEOUT),
         Some(v) => match v.trim().parse::<f64>() {
             Ok(s) if s > 0.0 && s <= 3600.0 => Ok(Duration::from_secs_f64(s)),
-            _ => Err(RegistryError::Client(format!(
-                "{TIMEOUT_ENV}={} is not a number of seconds between 0 and 3600",
-                escape_text(&v, 40)
-            ))),
+            _ => Err(RegistryError::Client(
+                format!(
+                    "{TIMEOUT_ENV}={} is not a number of seconds between 0 and 3600",
+                    escape_text(&v, 40)
+                )
+                .into(),
+            )),
         },
     }
 }
@@ -181,11 +184,11 @@ impl Clients {
             .read_timeout(timeout)
             .redirect(policy)
             .build()
-            .map_err(|e| RegistryError::Client(e.to_string()))?;
+            .map_err(|e| RegistryError::Client(e.into()))?;
         let nofollow = builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| RegistryError::Client(e.to_string()))?;
+            .map_err(|e| RegistryError::Client(e.into()))?;
         Ok(Clients {
             http,
             nofollow,
@@ -377,7 +380,7 @@ impl Transport {
         F: Fn(&reqwest::Client, &str) -> Result<RequestBuilder, RegistryError>,
     {
         let base = self.base(registry, api_host).await?;
-        let base_url = Url::parse(&base).map_err(|e| RegistryError::Client(e.to_string()))?;
+        let base_url = Url::parse(&base).map_err(|e| RegistryError::Client(e.into()))?;
         let registry_loopback = is_loopback_host(registry);
         let clients = self.clients(registry)?;
         let client = match call {
