@@ -242,6 +242,13 @@ fn text(o: &Object, k: &str) -> Option<String> {
     o.get(k).and_then(|x| x.as_str()).map(str::to_owned)
 }
 
+/// The boolean at `k`; false when absent or not a boolean.
+fn flag(o: &Object, k: &str) -> bool {
+    o.get(k)
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
 /// A non-empty string as a node without a span.
 fn node(x: Option<String>) -> Option<Node<String>> {
     x.filter(|x| !x.is_empty())
@@ -319,10 +326,7 @@ fn config(o: &Object) -> Config {
         key: text(o, "key").unwrap_or_default(),
         value: o.get("value").and_then(json_config_value),
         description: text(o, "description"),
-        required: o
-            .get("required")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false),
+        required: flag(o, "required"),
         span: d,
         key_span: d,
     }
@@ -371,10 +375,7 @@ fn env(o: &Object) -> Env {
 fn mount(o: &Object) -> Mount {
     Mount {
         target: text(o, "target").unwrap_or_default(),
-        read_only: o
-            .get("read_only")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false),
+        read_only: flag(o, "read_only"),
         description: text(o, "description"),
         span: Span::default(),
     }

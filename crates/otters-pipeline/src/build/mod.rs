@@ -355,7 +355,7 @@ pub fn build(
         });
     }
     let unused_build_args = unused_build_args(opts, &analysis.model);
-    let mut shown = analysis.diagnostics.clone();
+    let mut shown = analysis.diagnostics;
     match resolve_and_store(
         opts,
         store,
