@@ -12,7 +12,9 @@ use super::overrides::{self, OverrideError, Overrides};
 use super::source::{AgentImage, Platform};
 use crate::lower::agent_yaml::{self, Executor as YamlExecutor, ImageRef};
 use otters_agentfile::ir::{ConfigValue, Mount};
-use otters_oci::spec::descriptor::{AGENTFILE_LAYER, ANN_UNPACK, CONTEXT_LAYER, FILE_LAYER};
+use otters_oci::spec::descriptor::{
+    Descriptor, AGENTFILE_LAYER, ANN_UNPACK, CONTEXT_LAYER, FILE_LAYER,
+};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -402,7 +404,7 @@ impl Draft {
         // Where each data file was put, to keep the last of two layers that write the same path.
         let mut written: Vec<(String, usize)> = Vec::new();
         for (index, l) in image.layers.iter().enumerate() {
-            let Some(entry) = layer_entry(image, index, &names)? else {
+            let Some(entry) = layer_entry(image, index, l, &names)? else {
                 continue;
             };
             if matches!(l.media_type.as_str(), FILE_LAYER) {
@@ -486,14 +488,14 @@ impl Draft {
     }
 }
 
-/// Where `image.layers[index]` goes in the tree; `None` for a layer the tree does not hold
-/// (untitled, or of another media type).
+/// Where `l`, `image.layers[index]`, goes in the tree; `None` for a layer the tree does not
+/// hold (untitled, or of another media type).
 fn layer_entry(
     image: &AgentImage,
     index: usize,
+    l: &Descriptor,
     names: &[&str],
 ) -> Result<Option<TreeEntry>, PlanError> {
-    let l = &image.layers[index];
     let title = l.title().unwrap_or_default();
     let bad = || PlanError::BadTitle {
         reference: image.reference.clone(),
