@@ -16,7 +16,7 @@
 
 use crate::reference::is_loopback_host;
 use crate::registry::auth::{Challenge, Credential};
-use crate::registry::config::{RegistryConfig, RegistryConfigError};
+use crate::registry::config::{CaError, RegistryConfig, RegistryConfigError};
 use crate::registry::{RegistryError, Retry};
 use crate::validate::{escape_text, read_capped, MAX_TOKEN_BODY};
 use reqwest::header::{HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
@@ -234,15 +234,15 @@ impl Transport {
         } else {
             let mut roots = Vec::new();
             for f in files {
-                let bad = |reason: String| RegistryConfigError::Ca {
+                let bad = |source: CaError| RegistryConfigError::Ca {
                     path: f.path.clone(),
                     registry: registry.to_owned(),
-                    reason,
+                    source,
                 };
                 let certs = reqwest::Certificate::from_pem_bundle(&f.pem)
-                    .map_err(|e| bad(error_chain(&e)))?;
+                    .map_err(|e| bad(CaError::Pem(e)))?;
                 if certs.is_empty() {
-                    return Err(bad("it holds no PEM certificate".into()).into());
+                    return Err(bad(CaError::Empty).into());
                 }
                 roots.extend(certs);
             }
