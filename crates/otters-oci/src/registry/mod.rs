@@ -12,7 +12,7 @@
 
 pub mod auth;
 pub mod config;
-pub mod http;
+pub(crate) mod http;
 pub mod sources;
 pub mod transfer;
 

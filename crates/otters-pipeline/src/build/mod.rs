@@ -12,11 +12,11 @@
 // build returns it once, so its size costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
 
-pub mod hash_cache;
-pub mod ignore;
-pub mod inputs;
-pub mod nofollow;
-pub mod tarball;
+pub(crate) mod hash_cache;
+pub(crate) mod ignore;
+pub(crate) mod inputs;
+pub(crate) mod nofollow;
+pub(crate) mod tarball;
 pub mod write;
 
 use crate::build::hash_cache::HashCache;

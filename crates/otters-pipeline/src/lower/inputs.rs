@@ -51,7 +51,7 @@ pub enum Use {
 impl InputError {
     /// The same error, naming the source as the Agentfile wrote it.
     #[must_use]
-    pub fn as_written(self, written: &str) -> Self {
+    pub fn named_as_written(self, written: &str) -> Self {
         let src = written.to_owned();
         match self {
             InputError::NotFound { context, .. } => InputError::NotFound { src, context },

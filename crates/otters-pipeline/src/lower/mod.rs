@@ -7,7 +7,7 @@
 
 pub mod agent_yaml;
 pub mod epoch;
-pub mod inputs;
+pub(crate) mod inputs;
 pub mod pins;
 pub mod plan;
 

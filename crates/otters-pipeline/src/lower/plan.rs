@@ -150,7 +150,7 @@ pub fn lower(
                 let span = c.file_span.or(c.span);
                 let found = context_file_path(&opts.agentfile_dir, file)
                     .and_then(|p| inputs.resolve(&p))
-                    .map_err(|e| e.as_written(file));
+                    .map_err(|e| e.named_as_written(file));
                 match found {
                     Ok(r) if r.kind == InputKind::File => {
                         let mut layer = titled(CONTEXT_LAYER, &title, Source::File(r.path));

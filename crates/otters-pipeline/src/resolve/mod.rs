@@ -11,13 +11,13 @@
 // so the size of the `Err` variant costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
 
-pub mod diags;
+pub(crate) mod diags;
 #[cfg(test)]
 mod fake;
-pub mod images;
+pub(crate) mod images;
 pub mod lockfile;
-pub mod merge;
-pub mod parent;
+pub(crate) mod merge;
+pub(crate) mod parent;
 pub mod registry;
 
 pub use lockfile::{lock_path_for, Entry, LockError, Lockfile, Role, LOCK_NAME};

@@ -8,8 +8,8 @@
 //! outside the agent root and its sibling temp dir, write a credential to disk, or inherit the
 //! host environment into the runtime.
 
-pub mod bins;
-pub mod context_docs;
+pub(crate) mod bins;
+pub(crate) mod context_docs;
 pub mod env;
 pub mod exec;
 pub mod extract;
@@ -20,4 +20,4 @@ pub mod overrides;
 pub mod plan;
 pub mod prepare;
 pub mod source;
-pub mod tree;
+pub(crate) mod tree;
