@@ -5,7 +5,7 @@
 //! pass the host environment to the runtime (system: the environment is cleared first), or put a
 //! secret in argv (docker: secrets travel through the CLI's environment as `--env KEY`).
 
-use super::plan::{Executor, RunPlan};
+use super::plan::{Launcher, RunPlan};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
@@ -27,12 +27,12 @@ pub fn command(plan: &RunPlan) -> Result<Command, ExecError> {
     let mut cmd = Command::new(program);
     cmd.args(args);
     match plan.executor {
-        Executor::System => {
+        Launcher::System => {
             cmd.env_clear();
             cmd.envs(plan.env.iter().map(|e| (&e.key, &e.value)));
             cmd.current_dir(&plan.cwd);
         }
-        Executor::Docker { .. } => {
+        Launcher::Docker { .. } => {
             // The CLI keeps the host environment it needs (DOCKER_HOST, DOCKER_CONFIG …); the
             // container gets only the `--env` entries of argv, whose secret values come from here.
             cmd.envs(
@@ -54,10 +54,10 @@ pub fn exec(plan: &RunPlan) -> ExecError {
     };
     let source = cmd.exec();
     let hint = match (&plan.executor, source.kind()) {
-        (Executor::Docker { .. }, std::io::ErrorKind::NotFound) => {
+        (Launcher::Docker { .. }, std::io::ErrorKind::NotFound) => {
             "; install the docker CLI or pass --docker PATH (e.g. --docker podman)"
         }
-        (Executor::System, std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound) => {
+        (Launcher::System, std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound) => {
             "; the runtime may not be built for this host (try --platform or --executor docker)"
         }
         _ => "",

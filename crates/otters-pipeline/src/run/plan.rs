@@ -19,10 +19,11 @@ use otters_oci::{Digest, MediaType};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// Which executor runs the agent.
+/// How the chosen executor launches the agent: on the host, or through a docker-compatible CLI
+/// with its settings (the kind alone is [`crate::lower::agent_yaml::Executor`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Executor {
+pub enum Launcher {
     /// Replace otters with the runtime on the host.
     System,
     /// Exec a docker-compatible CLI (`docker`, `podman`) with `docker run`.
@@ -45,7 +46,7 @@ pub struct RunOptions {
     pub root: PathBuf,
     pub name: String,
     pub id: String,
-    pub executor: Executor,
+    pub executor: Launcher,
     pub overrides: Overrides,
     pub mounts: Vec<UserMount>,
     pub allow_missing_mounts: bool,
@@ -118,7 +119,7 @@ pub struct RunPlan {
     pub id: String,
     pub image: ImageInfo,
     pub platform: Platform,
-    pub executor: Executor,
+    pub executor: Launcher,
     pub root: PathBuf,
     pub tree: Vec<TreeEntry>,
     /// The program otters execs (the runtime, or the docker CLI) and its arguments.
@@ -219,7 +220,7 @@ pub fn plan(
     let missing =
         mounts::merge_declared(&mut user_mounts, &agent.mounts, opts.allow_missing_mounts)?;
     draft.warn_missing_mounts(&missing);
-    let docker = matches!(opts.executor, Executor::Docker { .. });
+    let docker = matches!(opts.executor, Launcher::Docker { .. });
     let layout = if docker {
         Layout::Container
     } else {
@@ -582,7 +583,7 @@ fn command(
         .filter(|e| !e.is_empty())
         .unwrap_or_else(|| vec!["serve".to_owned()]);
     match &opts.executor {
-        Executor::System => {
+        Launcher::System => {
             let mut argv = vec![opts
                 .root
                 .join("usr/local/bin/runtime")
@@ -595,7 +596,7 @@ fn command(
             }
             (argv, opts.root.join("workspace"))
         }
-        Executor::Docker {
+        Launcher::Docker {
             cli,
             base_image,
             user,

@@ -11,7 +11,7 @@ use super::env::{provider_prefix, EnvEntry};
 use super::fetch::RegistryFetcher;
 use super::mounts::UserMount;
 use super::overrides::Overrides;
-use super::plan::{is_path_safe, Executor, RunOptions, CONTAINER_USER};
+use super::plan::{is_path_safe, Launcher, RunOptions, CONTAINER_USER};
 use super::source::{self, AgentImage, Platform, SourceError};
 use crate::lower::agent_yaml::Executor as ExecutorKind;
 use otters_oci::{Digest, Store, StoreError};
@@ -215,16 +215,16 @@ fn executor(
     cli: PathBuf,
     base_image: String,
     (uid, gid): (u32, u32),
-) -> (Executor, Option<(u32, u32)>) {
+) -> (Launcher, Option<(u32, u32)>) {
     match kind {
-        ExecutorKind::System => (Executor::System, None),
+        ExecutorKind::System => (Launcher::System, None),
         ExecutorKind::Docker => {
             let (user, owner) = if uid == 0 {
                 (CONTAINER_USER.to_owned(), Some((65532, 65532)))
             } else {
                 (format!("{uid}:{gid}"), None)
             };
-            let executor = Executor::Docker {
+            let executor = Launcher::Docker {
                 cli,
                 base_image,
                 user,
@@ -316,12 +316,12 @@ mod tests {
         let docker = |ids| executor(ExecutorKind::Docker, "podman".into(), "img".into(), ids);
         let (e, owner) = docker((0, 0));
         assert_eq!(owner, Some((65532, 65532)));
-        assert!(matches!(e, Executor::Docker { user, .. } if user == CONTAINER_USER));
+        assert!(matches!(e, Launcher::Docker { user, .. } if user == CONTAINER_USER));
         let (e, owner) = docker((1000, 100));
         assert_eq!(owner, None);
-        assert!(matches!(e, Executor::Docker { user, .. } if user == "1000:100"));
+        assert!(matches!(e, Launcher::Docker { user, .. } if user == "1000:100"));
         let (e, owner) = executor(ExecutorKind::System, "docker".into(), "img".into(), (0, 0));
-        assert_eq!((e, owner), (Executor::System, None));
+        assert_eq!((e, owner), (Launcher::System, None));
     }
 
     #[test]
