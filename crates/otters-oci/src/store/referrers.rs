@@ -8,15 +8,36 @@
 //! its subject lives and drops the file of a subject that is gone.
 
 use crate::path_io::io_err;
-use crate::referrers::{index_bytes, merge, parse_index};
-use crate::spec::descriptor::Descriptor;
+use crate::referrers::{
+    artifact_manifest, descriptor_of, index_bytes, merge, parse_index, EMPTY_JSON,
+};
+use crate::spec::descriptor::{Descriptor, MANIFEST_V1};
 use crate::spec::digest::Digest;
 use crate::store::layout::{Store, StoreError};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::PathBuf;
 
 impl Store {
+    /// Stores an artifact manifest of `artifact_type` whose layers (already stored) are `layers`,
+    /// referring to `subject`, and records it as a referrer of `subject`. Returns its descriptor
+    /// (with `artifactType` and annotations, as a referrers index lists it).
+    pub fn attach(
+        &self,
+        subject: &Descriptor,
+        artifact_type: &str,
+        layers: &[Descriptor],
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<Descriptor, StoreError> {
+        self.put_blob_bytes(EMPTY_JSON)?;
+        let bytes = artifact_manifest(subject, artifact_type, layers, annotations);
+        let stored = self.put_manifest(&bytes, MANIFEST_V1)?;
+        let d = descriptor_of(&bytes, &stored.media_type);
+        self.add_referrer(&subject.digest, &d)?;
+        Ok(d)
+    }
+
     fn referrers_path(&self, subject: &Digest) -> PathBuf {
         self.root().join("referrers/sha256").join(subject.hex())
     }
