@@ -39,6 +39,9 @@ pub struct AttachArgs {
     /// Files to attach, one layer each (media type application/octet-stream, named by title)
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Media type of the attached files' layers
+    #[arg(long, value_name = "TYPE", default_value = otters_oci::spec::descriptor::FILE_LAYER)]
+    pub layer_media_type: String,
     /// Annotation of the referrer manifest (repeatable)
     #[arg(long = "annotation", value_name = "KEY=VALUE")]
     pub annotations: Vec<String>,
@@ -186,11 +189,16 @@ impl Target {
 }
 
 pub fn run_attach(a: AttachArgs) -> CliResult {
-    if !otters_oci::referrers::plain_media_type(&a.artifact_type) {
-        return Err(miette!(
-            "--artifact-type {}: write a media type, e.g. application/vnd.example.report+json",
-            otters_core::escape::escape(&a.artifact_type)
-        ));
+    for (flag, value) in [
+        ("--artifact-type", &a.artifact_type),
+        ("--layer-media-type", &a.layer_media_type),
+    ] {
+        if !otters_oci::referrers::plain_media_type(value) {
+            return Err(miette!(
+                "{flag} {}: write a media type, e.g. application/vnd.example.report+json",
+                esc(value)
+            ));
+        }
     }
     let mut annotations = BTreeMap::new();
     for kv in &a.annotations {
@@ -213,7 +221,7 @@ pub fn run_attach(a: AttachArgs) -> CliResult {
             |n| n.to_string_lossy().into_owned(),
         );
         layers.push(
-            Descriptor::new(otters_oci::spec::descriptor::FILE_LAYER, digest, size)
+            Descriptor::new(a.layer_media_type.as_str(), digest, size)
                 .with_annotation(otters_oci::spec::descriptor::ANN_TITLE, title),
         );
     }

@@ -159,3 +159,45 @@ fn check_one(
 fn esc(s: &str) -> String {
     otters_core::escape::escape(s).into_owned()
 }
+
+/// `otters run --verify-key`: the image `digest` (what `reference` resolved to for this run) must
+/// carry a signature by `key_path`, found in the local store or, when the run may contact a
+/// registry and `reference` names one, in that registry.
+pub(super) fn verify_for_run(
+    store: &otters_oci::Store,
+    reference: &str,
+    digest: &Digest,
+    key_path: &Path,
+    insecure: bool,
+    may_contact: bool,
+) -> miette::Result<()> {
+    let key = PublicKey::read(key_path).map_err(|e| miette!("{e}"))?;
+    let bytes = store.read_blob(digest).map_err(super::fail)?;
+    let media_type = otters_oci::MediaType::parse(
+        &serde_json::from_slice::<ManifestDoc>(&bytes)
+            .ok()
+            .and_then(|m| m.media_type)
+            .map_or_else(
+                || otters_oci::spec::descriptor::MANIFEST_V1.to_owned(),
+                |m| m.as_str().to_owned(),
+            ),
+    );
+    let d = Descriptor::new(media_type, digest.clone(), bytes.len() as u64);
+    let local = Target::Local(store.clone(), d.clone());
+    let err = match verify_target(&local, digest, &key, key_path, reference) {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    let remote = otters_oci::reference::Reference::parse(reference)
+        .ok()
+        // Only a reference that names its registry (never an implied Docker Hub for a local tag).
+        .filter(|r| may_contact && reference.starts_with(&format!("{}/", r.registry)));
+    let Some(r) = remote else {
+        return Err(err.wrap_err("refusing to run an unverified image"));
+    };
+    let client = super::pushpull::client(insecure)?;
+    let remote = Target::Remote(store.clone(), client, r.with_digest(digest), d);
+    verify_target(&remote, digest, &key, key_path, reference)
+        .map(|_| ())
+        .map_err(|e| e.wrap_err("refusing to run an unverified image"))
+}
