@@ -355,3 +355,61 @@ fn hostile_referrers_lists_are_refused() {
         assert!(!err.contains('\u{1b}'), "escaped: {err}");
     }
 }
+
+#[test]
+fn a_concurrent_tag_schema_update_is_merged_not_lost() {
+    // A registry without the referrers API where another writer's update lands right after
+    // otters' first write of the `sha256-<hex>` index, replacing it with their own entry only.
+    let content = Arc::new(Content::new());
+    let foreign = serde_json::json!({
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": hostile_registry::digest(b"someone else's referrer"),
+        "size": 23,
+        "artifactType": "application/vnd.example.foreign",
+    });
+    let raced = Arc::new(Mutex::new(false));
+    let c = content.clone();
+    let server = Hostile::start(move |req: &Req| {
+        let path = req.path().to_owned();
+        if path.contains("/referrers/") {
+            return Reply::new(404);
+        }
+        if req.method == "PUT" && path.contains("/manifests/sha256-") {
+            let mut done = raced.lock().expect("raced");
+            if !*done {
+                *done = true;
+                let (repo, tag) = path
+                    .trim_start_matches("/v2/")
+                    .rsplit_once("/manifests/")
+                    .expect("path");
+                let theirs = serde_json::json!({
+                    "schemaVersion": 2,
+                    "mediaType": "application/vnd.oci.image.index.v1+json",
+                    "manifests": [foreign.clone()],
+                });
+                c.put_manifest(
+                    repo,
+                    tag,
+                    "application/vnd.oci.image.index.v1+json",
+                    &serde_json::to_vec(&theirs).expect("json"),
+                );
+                return Reply::new(201);
+            }
+        }
+        c.serve(req)
+    });
+    let env = Env::new();
+    let tag = format!("{}/agents/race:1", server.addr);
+    build(&env, &tag, "race");
+    let (key, _) = keys(&env, "ci");
+    env.ok(&["sign", &tag, "--key", &key]);
+    env.ok(&["push", "-q", &tag]);
+    let types = discovered(&env, &["--remote", &tag]);
+    assert_eq!(types, [BUNDLE, "application/vnd.example.foreign"], "both entries kept");
+    let puts = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PUT" && r.path().contains("/manifests/sha256-"))
+        .count();
+    assert_eq!(puts, 2, "written, found replaced, merged and written again");
+}
