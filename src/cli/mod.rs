@@ -21,6 +21,7 @@ macro_rules! out {
     };
 }
 
+mod attest;
 mod blob;
 mod build;
 mod explain;

@@ -8,9 +8,9 @@ use crate::support::cli::{json, Env};
 #[path = "support/hostile_registry.rs"]
 mod hostile_registry;
 
-use hostile_registry::{Content, Hostile, Reply, Req};
 use crate::support::registry::Registry;
 use crate::support::tools::{skip, works};
+use hostile_registry::{Content, Hostile, Reply, Req};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -59,7 +59,10 @@ fn discovered(env: &Env, args: &[&str]) -> Vec<String> {
 /// The bundle bytes of the signature referrer `sig` in `env`'s store.
 fn bundle_of(env: &Env, sig: &str) -> Vec<u8> {
     let m = json(&std::fs::read_to_string(env.store_blob(sig)).expect("referrer manifest"));
-    assert_eq!(m["subject"]["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+    assert_eq!(
+        m["subject"]["mediaType"],
+        "application/vnd.oci.image.manifest.v1+json"
+    );
     assert_eq!(m["artifactType"], BUNDLE);
     let layer = m["layers"][0]["digest"].as_str().expect("layer").to_owned();
     std::fs::read(env.store_blob(&layer)).expect("bundle blob")
@@ -67,10 +70,14 @@ fn bundle_of(env: &Env, sig: &str) -> Vec<u8> {
 
 fn node_verify(test: &str, bundle: &Path, key: &str, digest: &str) -> Option<(bool, String)> {
     if !works("node", &["--version"]) {
-        skip(test, "node is not installed (apt-get install nodejs npm; then ../shared/supply/install.sh)");
+        skip(
+            test,
+            "node is not installed (apt-get install nodejs npm; then ../shared/supply/install.sh)",
+        );
         return None;
     }
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/supply/verify_bundle.mjs");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/supply/verify_bundle.mjs");
     let out = std::process::Command::new("node")
         .arg(script)
         .arg(bundle)
@@ -83,7 +90,10 @@ fn node_verify(test: &str, bundle: &Path, key: &str, digest: &str) -> Option<(bo
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!text.contains("Cannot find module"), "run ../shared/supply/install.sh\n{text}");
+    assert!(
+        !text.contains("Cannot find module"),
+        "run ../shared/supply/install.sh\n{text}"
+    );
     Some((out.status.success(), text))
 }
 
@@ -97,11 +107,19 @@ fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
     let (key, public) = keys(&env, "ci");
     let report = env.dir.path().join("report.json");
     crate::support::write(&report, br#"{"ok":true}"#);
-    let attached = env.ok(&["attach", &tag, "--artifact-type", REPORT, &report.to_string_lossy()]);
+    let attached = env.ok(&[
+        "attach",
+        &tag,
+        "--artifact-type",
+        REPORT,
+        &report.to_string_lossy(),
+    ]);
     let sig = env.ok(&["sign", &tag, "--key", &key]).trim().to_owned();
     assert!(sig.starts_with("sha256:"), "{sig}");
     assert_eq!(discovered(&env, &[&tag]), [BUNDLE, REPORT]);
-    assert!(env.ok(&["verify", &tag, "--key", &public]).contains("Verified OK"));
+    assert!(env
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
 
     // The bundle verifies independently with @sigstore/verify.
     let bundle_path = env.dir.path().join("sig.json");
@@ -112,7 +130,10 @@ fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
 
     // inspect shows the referrer's subject.
     let shown = env.ok(&["inspect", &sig]);
-    assert!(shown.contains(&format!("Subject:        {digest}")), "{shown}");
+    assert!(
+        shown.contains(&format!("Subject:        {digest}")),
+        "{shown}"
+    );
 
     // push: the registry has no referrers API, so the tag schema index carries them.
     let pushed = env.ok(&["push", &tag]);
@@ -123,10 +144,21 @@ fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
         .arg(format!("docker://{}/agents/demo:sha256-{hex}", reg.addr))
         .output()
         .expect("skopeo");
-    assert!(raw.status.success(), "{}", String::from_utf8_lossy(&raw.stderr));
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
     let index = json(&String::from_utf8_lossy(&raw.stdout));
-    assert_eq!(index["mediaType"], "application/vnd.oci.image.index.v1+json");
-    assert_eq!(index["manifests"].as_array().map(Vec::len), Some(2), "{index}");
+    assert_eq!(
+        index["mediaType"],
+        "application/vnd.oci.image.index.v1+json"
+    );
+    assert_eq!(
+        index["manifests"].as_array().map(Vec::len),
+        Some(2),
+        "{index}"
+    );
     assert_eq!(discovered(&env, &["--remote", &tag]).len(), 2);
     assert_eq!(
         discovered(&env, &["--remote", &tag, "--artifact-type", BUNDLE]),
@@ -153,7 +185,9 @@ fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
     let puller = Env::new();
     puller.ok(&["pull", "-q", "--referrers", &tag]);
     assert_eq!(discovered(&puller, &[&tag]).len(), 3);
-    assert!(puller.ok(&["verify", &tag, "--key", &public]).contains("Verified OK"));
+    assert!(puller
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
     // Without --referrers, a pull brings the image only.
     let plain = Env::new();
     plain.ok(&["pull", "-q", &tag]);
@@ -165,9 +199,15 @@ fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
     let loader = Env::new();
     loader.ok(&["load", "-i", &archive.to_string_lossy()]);
     assert_eq!(discovered(&loader, &[&tag]).len(), 3);
-    assert!(loader.ok(&["verify", &tag, "--key", &public]).contains("Verified OK"));
+    assert!(loader
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
     let images = loader.ok(&["images", "-q"]);
-    assert_eq!(images.lines().count(), 1, "referrers are not listed as images: {images}");
+    assert_eq!(
+        images.lines().count(),
+        1,
+        "referrers are not listed as images: {images}"
+    );
     assert!(attached.trim().starts_with("sha256:"));
 
     // skopeo still copies the image that has referrers.
@@ -178,7 +218,11 @@ fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
         .arg(format!("oci:{}:x", out.path().display()))
         .output()
         .expect("skopeo");
-    assert!(copy.status.success(), "{}", String::from_utf8_lossy(&copy.stderr));
+    assert!(
+        copy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copy.stderr)
+    );
 }
 
 #[test]
@@ -191,17 +235,25 @@ fn verify_and_run_refuse_unsigned_retagged_wrong_key_and_tampered_images() {
     let (_, other_pub) = keys(&env, "other");
     let sig = env.ok(&["sign", &tag, "--key", &key]).trim().to_owned();
     env.ok(&["push", "-q", &tag]);
-    assert!(env.ok(&["verify", &tag, "--key", &public]).contains("Verified OK"));
+    assert!(env
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
 
     // Wrong key.
     let err = env.fails(&["verify", &tag, "--key", &other_pub]);
-    assert!(err.contains("none verifies") && err.contains("another key"), "{err}");
+    assert!(
+        err.contains("none verifies") && err.contains("another key"),
+        "{err}"
+    );
     let err = env.fails(&["run", "--dry-run", &tag, "--verify-key", &other_pub]);
     assert!(err.contains("refusing to run an unverified image"), "{err}");
 
     // Tampered: the bundle with one byte of its signature changed, attached as a bundle.
     let mut bundle = json(&String::from_utf8(bundle_of(&env, &sig)).expect("utf8"));
-    let s = bundle["dsseEnvelope"]["signatures"][0]["sig"].as_str().expect("sig").to_owned();
+    let s = bundle["dsseEnvelope"]["signatures"][0]["sig"]
+        .as_str()
+        .expect("sig")
+        .to_owned();
     let flipped = format!("{}{}", if s.starts_with('M') { "N" } else { "M" }, &s[1..]);
     bundle["dsseEnvelope"]["signatures"][0]["sig"] = flipped.into();
     let tampered = env.dir.path().join("tampered.json");
@@ -233,7 +285,10 @@ fn verify_and_run_refuse_unsigned_retagged_wrong_key_and_tampered_images() {
     // run pulls the re-tagged image and refuses it before anything is materialised.
     let err = fresh.fails(&["run", &tag, "--verify-key", &public]);
     assert!(err.contains("refusing to run an unverified image"), "{err}");
-    assert!(!fresh.home().join("agents").exists(), "nothing materialised");
+    assert!(
+        !fresh.home().join("agents").exists(),
+        "nothing materialised"
+    );
 
     // The config default applies when no flag is given.
     std::fs::write(
@@ -255,7 +310,12 @@ fn referrers_registry() -> (Hostile, Arc<Mutex<Vec<String>>>) {
     let server = Hostile::start(move |req: &Req| {
         let path = req.path().to_owned();
         if let Some((_, subject)) = path.split_once("/referrers/") {
-            let list = index.lock().expect("index").get(subject).cloned().unwrap_or_default();
+            let list = index
+                .lock()
+                .expect("index")
+                .get(subject)
+                .cloned()
+                .unwrap_or_default();
             let wanted = req.query("artifactType");
             let list: Vec<_> = list
                 .into_iter()
@@ -271,7 +331,10 @@ fn referrers_registry() -> (Hostile, Arc<Mutex<Vec<String>>>) {
         }
         let reply = content.serve(req);
         if req.method == "PUT" && path.contains("/manifests/") {
-            tags2.lock().expect("tags").push(path.rsplit('/').next().unwrap_or_default().to_owned());
+            tags2
+                .lock()
+                .expect("tags")
+                .push(path.rsplit('/').next().unwrap_or_default().to_owned());
             let m: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
             if let Some(subject) = m["subject"]["digest"].as_str() {
                 let d = serde_json::json!({
@@ -280,7 +343,12 @@ fn referrers_registry() -> (Hostile, Arc<Mutex<Vec<String>>>) {
                     "size": req.body.len(),
                     "artifactType": m["artifactType"],
                 });
-                index.lock().expect("index").entry(subject.to_owned()).or_default().push(d);
+                index
+                    .lock()
+                    .expect("index")
+                    .entry(subject.to_owned())
+                    .or_default()
+                    .push(d);
                 return reply.header("OCI-Subject", subject);
             }
         }
@@ -298,7 +366,13 @@ fn referrers_api_registry_lists_filters_and_serves_referrers() {
     let (key, public) = keys(&env, "ci");
     let report = env.dir.path().join("r.json");
     crate::support::write(&report, b"{}");
-    env.ok(&["attach", &tag, "--artifact-type", REPORT, &report.to_string_lossy()]);
+    env.ok(&[
+        "attach",
+        &tag,
+        "--artifact-type",
+        REPORT,
+        &report.to_string_lossy(),
+    ]);
     env.ok(&["sign", &tag, "--key", &key]);
     env.ok(&["push", "-q", &tag]);
     let put = tags.lock().expect("tags").clone();
@@ -322,9 +396,14 @@ fn referrers_api_registry_lists_filters_and_serves_referrers() {
     let puller = Env::new();
     puller.ok(&["pull", "-q", "--referrers", &tag]);
     assert_eq!(discovered(&puller, &[&tag]).len(), 2);
-    assert!(puller.ok(&["verify", &tag, "--key", &public]).contains("Verified OK"));
+    assert!(puller
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
     let text = puller.ok(&["discover", &tag]);
-    assert!(text.contains(&format!("@{digest}")) && text.contains(BUNDLE), "{text}");
+    assert!(
+        text.contains(&format!("@{digest}")) && text.contains(BUNDLE),
+        "{text}"
+    );
 }
 
 #[test]
@@ -333,13 +412,20 @@ fn hostile_referrers_lists_are_refused() {
     let content = Arc::new(Content::new());
     let manifest = content.image("x/y", "1", b"{}", &[("application/octet-stream", b"l")]);
     let subject = hostile_registry::digest(&manifest);
-    let entry = |at: &str| {
-        serde_json::json!({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest": subject, "size": 1, "artifactType": at})
-    };
+    let entry = |at: &str| serde_json::json!({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest": subject, "size": 1, "artifactType": at});
     for (what, body) in [
-        ("limit", serde_json::json!({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests": vec![entry("a/b"); 1025]})),
-        ("not a media type", serde_json::json!({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests": [entry("a/\u{1b}[31m")]})),
-        ("no `manifests` list", serde_json::json!({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json"})),
+        (
+            "limit",
+            serde_json::json!({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests": vec![entry("a/b"); 1025]}),
+        ),
+        (
+            "not a media type",
+            serde_json::json!({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests": [entry("a/\u{1b}[31m")]}),
+        ),
+        (
+            "no `manifests` list",
+            serde_json::json!({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json"}),
+        ),
     ] {
         let c = content.clone();
         let bytes = serde_json::to_vec(&body).expect("json");
@@ -405,7 +491,11 @@ fn a_concurrent_tag_schema_update_is_merged_not_lost() {
     env.ok(&["sign", &tag, "--key", &key]);
     env.ok(&["push", "-q", &tag]);
     let types = discovered(&env, &["--remote", &tag]);
-    assert_eq!(types, [BUNDLE, "application/vnd.example.foreign"], "both entries kept");
+    assert_eq!(
+        types,
+        [BUNDLE, "application/vnd.example.foreign"],
+        "both entries kept"
+    );
     let puts = server
         .requests()
         .iter()

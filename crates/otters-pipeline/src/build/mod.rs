@@ -12,6 +12,7 @@
 // build returns it once, so its size costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
 
+pub mod facts;
 pub mod hash_cache;
 pub mod ignore;
 pub mod inputs;
@@ -84,6 +85,8 @@ pub struct BuildOptions {
     pub source_date_epoch: Option<u64>,
     /// Where registry credentials are read from; default `$DOCKER_CONFIG` or `~/.docker`.
     pub docker_config: Option<PathBuf>,
+    /// Describe the build's inputs for an SBOM and provenance ([`BuildOutput::supply`]).
+    pub supply_inputs: bool,
 }
 
 impl BuildOptions {
@@ -106,6 +109,7 @@ impl BuildOptions {
             hash_cache: None,
             source_date_epoch: None,
             docker_config: None,
+            supply_inputs: false,
         }
     }
 }
@@ -156,6 +160,8 @@ pub struct BuildOutput {
     pub pushed: Vec<TransferReport>,
     /// `build_args` keys no ARG of the Agentfile declares (the CLI warns, as docker does).
     pub unused_build_args: Vec<String>,
+    /// With [`BuildOptions::supply_inputs`]: what the build consumed, for its SBOM and provenance.
+    pub supply: Option<otters_supply::inputs::BuildInputs>,
 }
 
 /// Why a build failed.
@@ -204,6 +210,11 @@ pub enum ErrorKind {
         digest: Digest,
         reference: String,
         source: RegistryError,
+    },
+    #[error("the image was built ({digest}) but its inputs cannot be read again for its SBOM and provenance: {source}")]
+    Supply {
+        digest: Digest,
+        source: std::io::Error,
     },
     #[error("the image was built ({digest}) but cannot be pushed as {reference}: {reason}")]
     PushReference {
@@ -326,7 +337,7 @@ pub fn build(
             offline: opts.offline,
             locked: opts.locked,
             allow_unpinned: opts.allow_unpinned,
-            platform,
+            platform: platform.clone(),
             insecure: opts.insecure,
             lock_path,
             store: store.clone(),
@@ -474,6 +485,19 @@ pub fn build(
             .tag(t, &descriptor)
             .map_err(|e| fail(e.into(), shown.clone()))?;
     }
+    let supply = supply_phase(&SupplyPhase {
+        opts,
+        model,
+        pins: &pins,
+        parent: resolution.as_ref().and_then(|r| r.parent.as_ref()),
+        plan: &plan,
+        root: inputs.root(),
+        agentfile: (agentfile_path.as_deref(), &bytes),
+        tags: &tags,
+        platform: &platform,
+        descriptor: &descriptor,
+    })
+    .map_err(|k| fail(k, shown.clone()))?;
     if let Some(dest) = &opts.archive {
         archive::save(store, &descriptor, &tags, dest)
             .map_err(|e| fail(e.into(), shown.clone()))?;
@@ -512,6 +536,47 @@ pub fn build(
         lock,
         pushed,
         unused_build_args,
+        supply,
+    })
+}
+
+/// What [`supply_phase`] reads.
+struct SupplyPhase<'a> {
+    opts: &'a BuildOptions,
+    model: &'a otters_agentfile::ir::Agentfile,
+    pins: &'a Pins,
+    parent: Option<&'a resolve::lockfile::Entry>,
+    plan: &'a plan::Plan,
+    root: &'a Path,
+    agentfile: (Option<&'a Path>, &'a [u8]),
+    tags: &'a [String],
+    platform: &'a Platform,
+    descriptor: &'a Descriptor,
+}
+
+/// With `supply_inputs`: the build's inputs for its SBOM and provenance (see [`facts`]).
+fn supply_phase(
+    p: &SupplyPhase<'_>,
+) -> Result<Option<otters_supply::inputs::BuildInputs>, ErrorKind> {
+    if !p.opts.supply_inputs {
+        return Ok(None);
+    }
+    facts::collect(&facts::Facts {
+        model: p.model,
+        pins: p.pins,
+        parent: p.parent,
+        plan: p.plan,
+        root: p.root,
+        agentfile: p.agentfile,
+        tags: p.tags,
+        build_args: &p.opts.build_args,
+        platform: p.platform,
+        manifest: &p.descriptor.digest,
+    })
+    .map(Some)
+    .map_err(|source| ErrorKind::Supply {
+        digest: p.descriptor.digest.clone(),
+        source,
     })
 }
 
