@@ -503,3 +503,173 @@ fn a_concurrent_tag_schema_update_is_merged_not_lost() {
         .count();
     assert_eq!(puts, 2, "written, found replaced, merged and written again");
 }
+
+/// Writes the same build context (files, a directory ADD, a `file://` CONTEXT) under `dir`.
+fn attested_context(dir: &Path) {
+    crate::support::write(&dir.join("notes.txt"), b"same notes\n");
+    crate::support::write(&dir.join("data/a.csv"), b"a,b\n1,2\n");
+    crate::support::write(&dir.join("data/sub/b.txt"), b"bee\n");
+    crate::support::write(&dir.join("style.md"), b"# Style\nShort.\n");
+    crate::support::write(
+        &dir.join("Agentfile"),
+        "FROM scratch\nARG REGION=eu\nNAME ledger\nMODEL anthropic/claude-sonnet-4-5\nCONTEXT STYLE file://style.md\nADD notes.txt\nADD data /data\n",
+    );
+}
+
+/// `discover --format json` of `reference` in `env`: artifactType → referrer digest.
+fn referrer_digests(env: &Env, reference: &str) -> HashMap<String, String> {
+    let v = json(&env.ok(&["discover", "--format", "json", reference]));
+    v["referrers"]
+        .as_array()
+        .expect("referrers")
+        .iter()
+        .map(|r| {
+            (
+                r["artifactType"].as_str().unwrap_or_default().to_owned(),
+                r["digest"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The single layer of referrer manifest `digest` in `env`'s store.
+fn only_layer(env: &Env, digest: &str) -> Vec<u8> {
+    let m = json(&std::fs::read_to_string(env.store_blob(digest)).expect("manifest"));
+    let layer = m["layers"][0]["digest"].as_str().expect("layer").to_owned();
+    std::fs::read(env.store_blob(&layer)).expect("layer blob")
+}
+
+#[test]
+fn build_attestations_are_reproducible_across_directories_and_valid() {
+    const TEST: &str = "build_attestations_are_reproducible_across_directories_and_valid";
+    let mut seen = Vec::new();
+    for place in ["first/ctx", "elsewhere/deeper/ctx"] {
+        let env = Env::new();
+        let ctx = env.dir.path().join(place);
+        attested_context(&ctx);
+        let out = env.run(&[
+            "build",
+            "--sbom",
+            "--provenance",
+            "--build-arg",
+            "REGION=us",
+            "-t",
+            "ledger:1",
+            ctx.to_str().expect("utf8"),
+        ]);
+        assert!(out.0, "{}", out.2);
+        assert!(out.2.contains("attached sbom sha256:"), "{}", out.2);
+        let digests = referrer_digests(&env, "ledger:1");
+        let sbom = digests["application/vnd.cyclonedx+json"].clone();
+        let prov = digests["application/vnd.in-toto+json"].clone();
+        let image = out.1.trim().to_owned();
+        let statement = json(&String::from_utf8(only_layer(&env, &prov)).expect("utf8"));
+        assert_eq!(
+            statement["subject"][0]["digest"]["sha256"],
+            image.trim_start_matches("sha256:")
+        );
+        let deps = statement["predicate"]["buildDefinition"]["resolvedDependencies"].to_string();
+        for f in [
+            "file:notes.txt",
+            "file:data/a.csv",
+            "file:data/sub/b.txt",
+            "file:style.md",
+            "file:Agentfile",
+        ] {
+            assert!(deps.contains(f), "{f} in {deps}");
+        }
+        assert_eq!(
+            statement["predicate"]["buildDefinition"]["externalParameters"]["buildArgs"]["REGION"],
+            "us"
+        );
+        let bom = only_layer(&env, &sbom);
+        let bom_path = env.dir.path().join("sbom.cdx.json");
+        std::fs::write(&bom_path, &bom).expect("write");
+        if works("python3", &["--version"]) {
+            let script =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/supply/validate_sbom.py");
+            let v = std::process::Command::new("python3")
+                .arg(script)
+                .arg(&bom_path)
+                .output()
+                .expect("python3");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&v.stdout),
+                String::from_utf8_lossy(&v.stderr)
+            );
+            assert!(
+                !text.contains("missing: run install.sh"),
+                "run ../shared/supply/install.sh\n{text}"
+            );
+            assert!(v.status.success(), "{text}");
+        } else {
+            skip(TEST, "python3 is not installed");
+        }
+        seen.push((image, sbom, prov));
+    }
+    assert_eq!(
+        seen[0], seen[1],
+        "same inputs, same image, SBOM and provenance digests"
+    );
+}
+
+#[test]
+fn signed_build_pushes_verifiable_attestations() {
+    const TEST: &str = "signed_build_pushes_verifiable_attestations";
+    let reg = Registry::start();
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    attested_context(&ctx);
+    let (key, public) = keys(&env, "ci");
+    let tag = format!("{}/agents/ledger:1", reg.addr);
+    let image = env
+        .ok(&[
+            "build",
+            "-q",
+            "--sbom",
+            "--provenance",
+            "--sign-key",
+            &key,
+            "--push",
+            "-t",
+            &tag,
+            ctx.to_str().expect("utf8"),
+        ])
+        .trim()
+        .to_owned();
+    let fresh = Env::new();
+    let v = json(&fresh.ok(&["discover", "--remote", "--format", "json", &tag]));
+    let entries = v["referrers"].as_array().expect("referrers");
+    assert_eq!(entries.len(), 3, "{v}");
+    assert!(entries.iter().all(|e| e["artifactType"] == BUNDLE), "{v}");
+    let predicates: std::collections::BTreeSet<String> = entries
+        .iter()
+        .map(|e| {
+            e["annotations"]["dev.sigstore.bundle.predicateType"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        predicates.into_iter().collect::<Vec<_>>(),
+        [
+            "https://cyclonedx.org/bom",
+            "https://sigstore.dev/cosign/sign/v1",
+            "https://slsa.dev/provenance/v1"
+        ]
+    );
+    assert!(fresh
+        .ok(&["verify", "--remote", &tag, "--key", &public])
+        .contains("Verified OK"));
+    // Each bundle verifies independently against the image digest.
+    for e in entries {
+        let sig = e["digest"].as_str().expect("digest");
+        let bundle_path = env.dir.path().join(format!("{}.json", &sig[7..19]));
+        std::fs::write(&bundle_path, only_layer(&env, sig)).expect("write");
+        if let Some((ok, text)) = node_verify(TEST, &bundle_path, &public, &image) {
+            assert!(ok, "{text}");
+        }
+    }
+}
