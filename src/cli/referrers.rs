@@ -66,7 +66,7 @@ pub struct DiscoverArgs {
 /// An image named on the command line, resolved to its manifest descriptor now.
 pub(super) enum Target {
     Local(Store, Descriptor),
-    Remote(Store, RegistryClient, Reference, Descriptor),
+    Remote(Store, Box<RegistryClient>, Reference, Descriptor),
 }
 
 impl Target {
@@ -85,7 +85,7 @@ impl Target {
             .subject_descriptor(&r)
             .map_err(|e| fail_in(format!("cannot read {}", r.familiar()), e))?;
         let pinned = r.with_digest(&d.digest);
-        Ok(Target::Remote(store, client, pinned, d))
+        Ok(Target::Remote(store, Box::new(client), pinned, d))
     }
 
     pub(super) fn descriptor(&self) -> &Descriptor {

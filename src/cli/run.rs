@@ -76,7 +76,7 @@ pub struct Args {
     #[arg(long)]
     pub locked: bool,
     /// Refuse the image unless a signature by this public key covers its digest (default: `key`
-    /// under `[verify]` in $OTTERS_HOME/config.toml)
+    /// under `[verify]` in `$OTTERS_HOME/config.toml`)
     #[arg(long, value_name = "PUB")]
     pub verify_key: Option<PathBuf>,
 }

@@ -184,9 +184,8 @@ pub(super) fn verify_for_run(
     );
     let d = Descriptor::new(media_type, digest.clone(), bytes.len() as u64);
     let local = Target::Local(store.clone(), d.clone());
-    let err = match verify_target(&local, digest, &key, key_path, reference) {
-        Ok(_) => return Ok(()),
-        Err(e) => e,
+    let Err(err) = verify_target(&local, digest, &key, key_path, reference) else {
+        return Ok(());
     };
     let remote = otters_oci::reference::Reference::parse(reference)
         .ok()
@@ -196,7 +195,7 @@ pub(super) fn verify_for_run(
         return Err(err.wrap_err("refusing to run an unverified image"));
     };
     let client = super::pushpull::client(insecure)?;
-    let remote = Target::Remote(store.clone(), client, r.with_digest(digest), d);
+    let remote = Target::Remote(store.clone(), Box::new(client), r.with_digest(digest), d);
     verify_target(&remote, digest, &key, key_path, reference)
         .map(|_| ())
         .map_err(|e| e.wrap_err("refusing to run an unverified image"))

@@ -4,13 +4,10 @@
 //! implements `GET /v2/<name>/referrers/<digest>`. Bundles are checked by npm `@sigstore/verify`.
 
 use crate::support::cli::{json, Env};
-#[allow(dead_code)]
-#[path = "support/hostile_registry.rs"]
-mod hostile_registry;
 
+use crate::security_registry::hostile_registry::{self, Content, Hostile, Reply, Req};
 use crate::support::registry::Registry;
 use crate::support::tools::{skip, works};
-use hostile_registry::{Content, Hostile, Reply, Req};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -85,16 +82,16 @@ fn node_verify(test: &str, bundle: &Path, key: &str, digest: &str) -> Option<(bo
         .arg(digest)
         .output()
         .expect("node");
-    let text = format!(
+    let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        !text.contains("Cannot find module"),
-        "run ../shared/supply/install.sh\n{text}"
+        !said.contains("Cannot find module"),
+        "run ../shared/supply/install.sh\n{said}"
     );
-    Some((out.status.success(), text))
+    Some((out.status.success(), said))
 }
 
 #[test]

@@ -205,7 +205,7 @@ mod tests {
         let b = Descriptor::new(MANIFEST_V1, Digest::of(b"b"), 1);
         let mut list = vec![a.clone()];
         assert!(merge(&mut list, &[b.clone(), a.clone()]));
-        assert!(!merge(&mut list, &[b.clone()]));
+        assert!(!merge(&mut list, std::slice::from_ref(&b)));
         assert_eq!(list.len(), 2);
         let back = parse_index(&index_bytes(&list), None).unwrap();
         assert_eq!(back, list);
