@@ -199,6 +199,21 @@ fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
     assert!(loader
         .ok(&["verify", &tag, "--key", &public])
         .contains("Verified OK"));
+    // The same archive unpacked as an OCI layout directory (`load -i DIR`).
+    let dir = puller.dir.path().join("layout");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let untar = std::process::Command::new("tar")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&dir)
+        .status()
+        .expect("tar");
+    assert!(untar.success());
+    let from_dir = Env::new();
+    from_dir.ok(&["load", "-i", &dir.to_string_lossy()]);
+    assert_eq!(discovered(&from_dir, &[&tag]).len(), 3);
+    assert_eq!(from_dir.ok(&["images", "-q"]).lines().count(), 1);
     let images = loader.ok(&["images", "-q"]);
     assert_eq!(
         images.lines().count(),

@@ -335,16 +335,24 @@ pub fn load_stream(
     let mut out = Vec::new();
     for d in doc.manifests {
         check_graph(store, &d, src)?;
-        // A referrer (it names a subject) is recorded as one, not loaded as an image.
-        let bytes = store.read_blob(&d.digest)?;
-        if let Some(subject) = crate::referrers::subject_of(&bytes) {
-            let r = crate::referrers::descriptor_of(&bytes, &d.media_type);
-            store.add_referrer(&subject.digest, &r)?;
+        if record_referrer(store, &d)? {
             continue;
         }
         out.push((d.ref_name().unwrap_or_default().to_owned(), d));
     }
     Ok(out)
+}
+
+/// A loaded `index.json` entry that is a referrer (its manifest names a `subject`) is recorded as
+/// a referrer of that subject, not loaded as an image; returns whether it was one.
+pub fn record_referrer(store: &Store, d: &Descriptor) -> Result<bool, StoreError> {
+    let bytes = store.read_blob(&d.digest)?;
+    let Some(subject) = crate::referrers::subject_of(&bytes) else {
+        return Ok(false);
+    };
+    let r = crate::referrers::descriptor_of(&bytes, &d.media_type);
+    store.add_referrer(&subject.digest, &r)?;
+    Ok(true)
 }
 
 /// Checks the image graph from `root`, already in `store`, as a registry pull checks what a
