@@ -251,6 +251,14 @@ fn verify_and_run_refuse_unsigned_retagged_wrong_key_and_tampered_images() {
         .ok(&["verify", &tag, "--key", &public])
         .contains("Verified OK"));
 
+    // The right key lets the run through to planning (this agent has no RUNTIME to run); from a
+    // fresh store, the signature is found in the registry the image is pulled from.
+    let err = env.fails(&["run", "--dry-run", &tag, "--verify-key", &public]);
+    assert!(err.contains("no RUNTIME") && !err.contains("unverified"), "{err}");
+    let elsewhere = Env::new();
+    let err = elsewhere.fails(&["run", "--dry-run", &tag, "--verify-key", &public]);
+    assert!(err.contains("no RUNTIME") && !err.contains("unverified"), "{err}");
+
     // Wrong key.
     let err = env.fails(&["verify", &tag, "--key", &other_pub]);
     assert!(
