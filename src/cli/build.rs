@@ -357,6 +357,11 @@ pub fn run(mut a: Args) -> CliResult {
         print_layers(&store, &out);
     }
     let attached = super::attest::attach(&store, &out, &a.attest, key.as_ref(), a.insecure)?;
+    if let (false, Some(Output::Archive(dest))) = (attached.is_empty(), &output) {
+        // Written by the build before the referrers existed: again, with them.
+        otters_oci::archive::save(&store, &out.descriptor, &out.tags, dest)
+            .map_err(|e| fail_in(format!("cannot write {}", dest.display()), e))?;
+    }
     if !a.quiet && a.format == Format::Text {
         for (what, d) in &attached {
             eprintln!("attached {what} {d}");

@@ -117,6 +117,12 @@ fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
     assert!(env
         .ok(&["verify", &tag, "--key", &public])
         .contains("Verified OK"));
+    // The report is signed too: a referrer of a referrer.
+    let report_digest = attached.trim().to_owned();
+    env.ok(&["sign", &report_digest, "--key", &key]);
+    assert!(env
+        .ok(&["verify", &report_digest, "--key", &public])
+        .contains("Verified OK"));
 
     // The bundle verifies independently with @sigstore/verify.
     let bundle_path = env.dir.path().join("sig.json");
@@ -182,6 +188,17 @@ fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
     let puller = Env::new();
     puller.ok(&["pull", "-q", "--referrers", &tag]);
     assert_eq!(discovered(&puller, &[&tag]).len(), 3);
+    let tree = json(&puller.ok(&["discover", "--format", "json", &tag]));
+    let nested: usize = tree["referrers"]
+        .as_array()
+        .expect("referrers")
+        .iter()
+        .map(|r| r["referrers"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(nested, 1, "the report's signature came along: {tree}");
+    assert!(puller
+        .ok(&["verify", &report_digest, "--key", &public])
+        .contains("Verified OK"));
     assert!(puller
         .ok(&["verify", &tag, "--key", &public])
         .contains("Verified OK"));
@@ -254,10 +271,16 @@ fn verify_and_run_refuse_unsigned_retagged_wrong_key_and_tampered_images() {
     // The right key lets the run through to planning (this agent has no RUNTIME to run); from a
     // fresh store, the signature is found in the registry the image is pulled from.
     let err = env.fails(&["run", "--dry-run", &tag, "--verify-key", &public]);
-    assert!(err.contains("no RUNTIME") && !err.contains("unverified"), "{err}");
+    assert!(
+        err.contains("no RUNTIME") && !err.contains("unverified"),
+        "{err}"
+    );
     let elsewhere = Env::new();
     let err = elsewhere.fails(&["run", "--dry-run", &tag, "--verify-key", &public]);
-    assert!(err.contains("no RUNTIME") && !err.contains("unverified"), "{err}");
+    assert!(
+        err.contains("no RUNTIME") && !err.contains("unverified"),
+        "{err}"
+    );
 
     // Wrong key.
     let err = env.fails(&["verify", &tag, "--key", &other_pub]);
@@ -394,6 +417,8 @@ fn referrers_api_registry_lists_filters_and_serves_referrers() {
         &report.to_string_lossy(),
     ]);
     env.ok(&["sign", &tag, "--key", &key]);
+    env.ok(&["push", "-q", "--no-referrers", &tag]);
+    assert!(discovered(&env, &["--remote", &tag]).is_empty());
     env.ok(&["push", "-q", &tag]);
     let put = tags.lock().expect("tags").clone();
     assert!(
@@ -642,6 +667,7 @@ fn signed_build_pushes_verifiable_attestations() {
     let ctx = env.dir.path().join("ctx");
     attested_context(&ctx);
     let (key, public) = keys(&env, "ci");
+    let archive = env.dir.path().join("ledger.tar");
     let tag = format!("{}/agents/ledger:1", reg.addr);
     let image = env
         .ok(&[
@@ -652,12 +678,18 @@ fn signed_build_pushes_verifiable_attestations() {
             "--sign-key",
             &key,
             "--push",
+            "-o",
+            &format!("type=oci,dest={}", archive.display()),
             "-t",
             &tag,
             ctx.to_str().expect("utf8"),
         ])
         .trim()
         .to_owned();
+    // The archive written with the build holds the attestations too.
+    let loaded = Env::new();
+    loaded.ok(&["load", "-i", &archive.to_string_lossy()]);
+    assert_eq!(discovered(&loaded, &[&tag]).len(), 3);
     let fresh = Env::new();
     let v = json(&fresh.ok(&["discover", "--remote", "--format", "json", &tag]));
     let entries = v["referrers"].as_array().expect("referrers");
