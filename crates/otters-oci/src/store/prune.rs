@@ -3,8 +3,8 @@
 //! Takes: a [`Store`] and [`PruneOptions`]. Returns: a [`PruneReport`] (what went, what was kept
 //! because it is recent). Must never: remove a blob reachable from any `index.json` entry, tagged
 //! or not (manifests, the manifests of an index, configs, layers, and the referrers of any of
-//! those manifests); run without holding the store's
-//! index lock; or remove a blob whose mtime is within the grace period.
+//! those manifests); run without holding the store's index lock; or remove a blob whose mtime is
+//! within the grace period. A subject's referrers file goes when the subject is no longer reached.
 //!
 //! Why that is safe against a concurrent build: a build writes (or finds and reuses) every blob
 //! first and tags its manifest last, under the same lock. Every blob a writer writes gets a fresh
