@@ -61,6 +61,8 @@ pub struct Args {
     /// Push the tags to their registries after building
     #[arg(long)]
     pub push: bool,
+    #[command(flatten)]
+    pub attest: super::attest::AttestFlags,
     /// Platform to resolve RUNTIME and BIN images for (e.g. linux/amd64)
     #[arg(long)]
     pub platform: Option<String>,
@@ -344,13 +346,26 @@ pub fn run(mut a: Args) -> CliResult {
         push: a.push,
         hash_cache: (!a.no_cache).then(|| home.join("cache/blobs.json")),
         source_date_epoch: epoch,
+        supply_inputs: a.attest.wanted(),
         ..BuildOptions::new(context, agentfile)
     };
+    let key = a.attest.key()?;
     remove_result_files(&a)?;
     let mut bars = progress(&a);
     let out = lib::build(&opts, &store, &mut bars).map_err(|e| fail(failure(e)))?;
     if bars.3.is_some() {
         print_layers(&store, &out);
+    }
+    let attached = super::attest::attach(&store, &out, &a.attest, key.as_ref(), a.insecure)?;
+    if let (false, Some(Output::Archive(dest))) = (attached.is_empty(), &output) {
+        // Written by the build before the referrers existed: again, with them.
+        otters_oci::archive::save(&store, &out.descriptor, &out.tags, dest)
+            .map_err(|e| fail_in(format!("cannot write {}", dest.display()), e))?;
+    }
+    if !a.quiet && a.format == Format::Text {
+        for (what, d) in &attached {
+            eprintln!("attached {what} {d}");
+        }
     }
     write_result_files(&a, &out)?;
     report(&a, &out)?;

@@ -397,7 +397,7 @@ fn print_inspect_json(reference: &str, shown: Shown) -> miette::Result<()> {
         .iter()
         .map(|l| json!({"mediaType": l.media_type, "digest": l.digest, "size": l.size, "title": l.title()}))
         .collect();
-    let v = json!({
+    let mut v = json!({
         "reference": reference,
         "digest": shown.digest,
         "mediaType": shown.media_type,
@@ -406,6 +406,9 @@ fn print_inspect_json(reference: &str, shown: Shown) -> miette::Result<()> {
         "config": shown.config,
         "layers": layers,
     });
+    if let Some(s) = &shown.manifest.subject {
+        v["subject"] = json!({"mediaType": s.media_type, "digest": s.digest, "size": s.size});
+    }
     outln!(
         "{}",
         json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
@@ -427,6 +430,14 @@ fn print_inspect_text(reference: &str, shown: Shown) {
     outln!("Media type:     {}", esc(media_type.as_str()));
     if let Some(at) = &artifact_type {
         outln!("Artifact type:  {}", esc(at));
+    }
+    if let Some(s) = &m.subject {
+        outln!(
+            "Subject:        {} ({}, {} bytes)",
+            esc(s.digest.as_str()),
+            esc(s.media_type.as_str()),
+            s.size
+        );
     }
     if !m.annotations.is_empty() {
         outln!("Annotations:");

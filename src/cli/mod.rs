@@ -21,6 +21,7 @@ macro_rules! out {
     };
 }
 
+mod attest;
 mod blob;
 mod build;
 mod explain;
@@ -31,7 +32,9 @@ mod lint;
 mod login;
 mod meta;
 mod pushpull;
+mod referrers;
 mod run;
+mod sign;
 mod store_cmds;
 
 use clap::{Parser, Subcommand};
@@ -95,6 +98,14 @@ pub enum Command {
     SignBlob(blob::SignBlobArgs),
     /// Verify a Sigstore bundle against a public key and a file or digest
     VerifyBlob(blob::VerifyBlobArgs),
+    /// Attach files to an image as an OCI 1.1 referrer of the given artifact type
+    Attach(referrers::AttachArgs),
+    /// List an image's referrers (signatures, SBOMs, attestations) as a tree
+    Discover(referrers::DiscoverArgs),
+    /// Sign an image: attach a key-based Sigstore bundle over its manifest digest
+    Sign(sign::SignArgs),
+    /// Check that an image, as its reference resolves now, is signed by a key
+    Verify(sign::VerifyArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     Completion(meta::CompletionArgs),
     /// Show the version of otters and the platform it runs on
@@ -145,6 +156,10 @@ pub fn main() -> ExitCode {
         Command::Key(c) => key::run(c),
         Command::SignBlob(a) => blob::run_sign(a),
         Command::VerifyBlob(a) => blob::run_verify(a),
+        Command::Attach(a) => referrers::run_attach(a),
+        Command::Discover(a) => referrers::run_discover(a),
+        Command::Sign(a) => sign::run_sign(a),
+        Command::Verify(a) => sign::run_verify(a),
         Command::Completion(a) => meta::run_completion(a),
         Command::Version(a) => meta::run_version(a),
         Command::Manpages(a) => meta::run_manpages(a),

@@ -6,6 +6,7 @@ use super::build::print_diagnostics;
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
 use otters_oci::reference::Reference;
+use otters_oci::registry::referrers;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{self, Event, Outcome, TransferReport};
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
@@ -36,6 +37,9 @@ pub struct PushArgs {
     pub reference: String,
     /// Push to this reference instead of REFERENCE
     pub destination: Option<String>,
+    /// Push the image only, not its referrers (signatures, SBOMs, attestations), which go by default
+    #[arg(long)]
+    pub no_referrers: bool,
     #[command(flatten)]
     pub flags: TransferFlags,
 }
@@ -51,6 +55,9 @@ pub struct PullArgs {
     /// Pull only this platform's manifest of an index (e.g. linux/arm64)
     #[arg(long)]
     pub platform: Option<String>,
+    /// Also pull the image's referrers (signatures, SBOMs, attestations)
+    #[arg(long)]
+    pub referrers: bool,
     #[command(flatten)]
     pub flags: TransferFlags,
 }
@@ -116,6 +123,21 @@ pub fn run_push(a: PushArgs) -> CliResult {
     let mut ui = Bars::new(!a.flags.quiet && std::io::stderr().is_terminal());
     let result = transfer::push_image(&client, &store, &local, &dest, &mut sources, &mut |e| {
         ui.event(&e);
+    })
+    .and_then(|mut report| {
+        if !a.no_referrers {
+            let pinned = dest.with_digest(&local.digest);
+            referrers::push_referrers(
+                &client,
+                &store,
+                &local.digest,
+                &pinned,
+                &mut sources,
+                &mut |e| ui.event(&e),
+                &mut report,
+            )?;
+        }
+        Ok(report)
     });
     ui.finish();
     let _ = sources.save();
@@ -145,7 +167,22 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     }
     let mut sources = Sources::load(store.root());
     let mut ui = Bars::new(!a.flags.quiet && std::io::stderr().is_terminal());
-    let result = transfer::pull_image(&client, &store, &r, &mut sources, &mut |e| ui.event(&e));
+    let result = transfer::pull_image(&client, &store, &r, &mut sources, &mut |e| ui.event(&e))
+        .and_then(|(desc, mut report)| {
+            if a.referrers {
+                let pinned = r.with_digest(&desc.digest);
+                referrers::pull_referrers(
+                    &client,
+                    &store,
+                    &pinned,
+                    &desc.digest,
+                    &mut sources,
+                    &mut |e| ui.event(&e),
+                    &mut report,
+                )?;
+            }
+            Ok((desc, report))
+        });
     ui.finish();
     let _ = sources.save();
     let (desc, report) = result.map_err(|e| fail_in(format!("cannot pull {}", r.familiar()), e))?;
@@ -242,6 +279,9 @@ fn print_report(
             report.skipped.len(),
             report.mounted.len()
         );
+        if !report.referrers.is_empty() {
+            eprintln!("{verb} {} referrer(s)", report.referrers.len());
+        }
     }
     outln!("{}", report.digest);
     Ok(())

@@ -75,6 +75,10 @@ pub struct Args {
     /// When REFERENCE is a path: fail if Agentfile.lock is missing or out of date
     #[arg(long)]
     pub locked: bool,
+    /// Refuse the image unless a signature by this public key covers its digest (default: `key`
+    /// under `[verify]` in `$OTTERS_HOME/config.toml`)
+    #[arg(long, value_name = "PUB")]
+    pub verify_key: Option<PathBuf>,
 }
 
 /// `--executor`: the pipeline's executor kind as a flag value.
@@ -126,6 +130,17 @@ pub fn run(a: Args) -> CliResult {
     });
     let reference = reference(&a, pull, &store)?;
     let image = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;
+    // Before anything of the image is read for the run, let alone extracted.
+    if let Some(key) = verify_key(&a)? {
+        super::sign::verify_for_run(
+            &store,
+            &reference,
+            &image.digest,
+            &key,
+            a.insecure,
+            pull != Pull::Never,
+        )?;
+    }
     if image.pulled && a.dry_run {
         // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
         // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
@@ -161,6 +176,16 @@ pub fn run(a: Args) -> CliResult {
     materialise::materialise(&plan, &store, fetcher, &Limits::default(), prepared.owner)
         .map_err(fail)?;
     Err(fail(exec::exec(&plan)))
+}
+
+/// `--verify-key`, else `[verify] key` of `$OTTERS_HOME/config.toml`.
+fn verify_key(a: &Args) -> miette::Result<Option<PathBuf>> {
+    if let Some(k) = &a.verify_key {
+        return Ok(Some(k.clone()));
+    }
+    let path = otters_oci::registry::config::RegistryConfig::default_path();
+    let config = otters_oci::registry::config::RegistryConfig::load(&path).map_err(fail)?;
+    Ok(config.verify_key())
 }
 
 /// `-e`, `--config`, `--model` and `-v`, checked before anything is read.

@@ -15,6 +15,7 @@ mod interop;
 mod lint_cli;
 mod pipeline;
 mod readme_tour;
+mod referrers;
 mod registry;
 mod registry_config;
 mod registry_ux;

@@ -8,6 +8,7 @@
 pub mod archive;
 pub mod path_io;
 pub mod reference;
+pub mod referrers;
 pub mod registry;
 pub mod spec;
 pub mod store;

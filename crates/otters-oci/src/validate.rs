@@ -188,6 +188,14 @@ pub fn validate_manifest(
             kind.name()
         ));
     }
+    // OCI 1.1: any manifest or index may name the manifest it refers to.
+    if let Some(subject) = obj.get("subject") {
+        check_descriptor(subject, "the subject")?;
+    }
+    match obj.get("artifactType") {
+        None | Some(serde_json::Value::String(_)) => {}
+        Some(_) => return Err("its artifactType is not a string".into()),
+    }
     match kind {
         Kind::Manifest => {
             if obj.contains_key("manifests") {
@@ -311,6 +319,17 @@ mod tests {
         assert!(err(b"{", None, None).contains("not valid JSON"));
         assert!(err(br#"{"schemaVersion":1}"#, None, None).contains("schemaVersion"));
         assert!(err(br#"{"schemaVersion":2,"layers":[]}"#, None, None).contains("no config"));
+        let bad_subject = format!(
+            r#"{{"schemaVersion":2,"config":{},"layers":[],"subject":{{"digest":"md5:x"}}}}"#,
+            d("1")
+        );
+        assert!(err(bad_subject.as_bytes(), None, None).contains("the subject"));
+        let subject = format!(
+            r#"{{"schemaVersion":2,"artifactType":"a/b","config":{},"layers":[],"subject":{}}}"#,
+            d("1"),
+            d("9")
+        );
+        assert!(validate_manifest(subject.as_bytes(), None, None).is_ok());
     }
 
     #[test]

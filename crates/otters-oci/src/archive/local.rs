@@ -137,6 +137,9 @@ pub fn load_layout(store: &Store, dir: &Path) -> Result<Vec<(String, Descriptor)
     let mut out = Vec::new();
     for mut d in layout_entries(dir)? {
         import_layout(store, dir, &d)?;
+        if super::record_referrer(store, &d)? {
+            continue;
+        }
         let name = d
             .annotations
             .remove(ANN_REF_NAME)

@@ -164,7 +164,7 @@ pub fn save_stream<W: Write>(
     Ok(())
 }
 
-/// Every blob the images reach, each once, in a stable order.
+/// Every blob the images and their referrers reach, each once, in a stable order.
 fn all_blobs(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
@@ -173,12 +173,39 @@ fn all_blobs(
     for (root, _) in images {
         blobs.extend(reachable(store, root)?);
     }
+    for r in referrers_of(store, images)? {
+        blobs.extend(reachable(store, &r)?);
+    }
     Ok(blobs)
 }
 
+/// The referrers the store has for the images (and theirs, as deep as a registry transfer
+/// follows), each once, in digest order: saved as untagged `index.json` entries, which `load`
+/// recognises by their `subject`.
+fn referrers_of(
+    store: &Store,
+    images: &[(Descriptor, Vec<String>)],
+) -> Result<Vec<Descriptor>, StoreError> {
+    let mut out: Vec<Descriptor> = Vec::new();
+    let mut todo: Vec<(Digest, usize)> =
+        images.iter().map(|(d, _)| (d.digest.clone(), 0)).collect();
+    while let Some((subject, depth)) = todo.pop() {
+        for r in store.referrers(&subject)? {
+            if depth + 1 < crate::referrers::MAX_DEPTH {
+                todo.push((r.digest.clone(), depth + 1));
+            }
+            crate::referrers::merge(&mut out, &[r]);
+        }
+    }
+    Ok(out)
+}
+
 /// The archive's `index.json`: one entry per tag of each image (with its ref name annotation),
-/// or one entry without a ref name for an image saved untagged.
-fn archive_index(images: &[(Descriptor, Vec<String>)]) -> Vec<u8> {
+/// or one entry without a ref name for an image saved untagged; then the images' referrers.
+fn archive_index(
+    store: &Store,
+    images: &[(Descriptor, Vec<String>)],
+) -> Result<Vec<u8>, StoreError> {
     let mut entries = Vec::new();
     for (root, tags) in images {
         for t in tags {
@@ -192,7 +219,8 @@ fn archive_index(images: &[(Descriptor, Vec<String>)]) -> Vec<u8> {
             entries.push(d);
         }
     }
-    to_compact(&index_json(&entries)).unwrap_or_default()
+    entries.extend(referrers_of(store, images)?);
+    Ok(to_compact(&index_json(&entries)).unwrap_or_default())
 }
 
 fn write_archive<W: Write>(
@@ -202,7 +230,7 @@ fn write_archive<W: Write>(
     out: W,
     dest: &Path,
 ) -> Result<W, ArchiveError> {
-    let index = archive_index(images);
+    let index = archive_index(store, images)?;
     let mut b = tar::Builder::new(out);
     let w = |r: io::Result<()>| r.map_err(io_err("write", dest));
     let layout = br#"{"imageLayoutVersion":"1.0.0"}"#;
@@ -307,9 +335,24 @@ pub fn load_stream(
     let mut out = Vec::new();
     for d in doc.manifests {
         check_graph(store, &d, src)?;
+        if record_referrer(store, &d)? {
+            continue;
+        }
         out.push((d.ref_name().unwrap_or_default().to_owned(), d));
     }
     Ok(out)
+}
+
+/// A loaded `index.json` entry that is a referrer (its manifest names a `subject`) is recorded as
+/// a referrer of that subject, not loaded as an image; returns whether it was one.
+pub fn record_referrer(store: &Store, d: &Descriptor) -> Result<bool, StoreError> {
+    let bytes = store.read_blob(&d.digest)?;
+    let Some(subject) = crate::referrers::subject_of(&bytes) else {
+        return Ok(false);
+    };
+    let r = crate::referrers::descriptor_of(&bytes, &d.media_type);
+    store.add_referrer(&subject.digest, &r)?;
+    Ok(true)
 }
 
 /// Checks the image graph from `root`, already in `store`, as a registry pull checks what a

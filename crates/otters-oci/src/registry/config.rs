@@ -9,6 +9,9 @@
 //! [registry."reg.internal:5000"]
 //! insecure = true   # plain HTTP and unverified TLS for this registry only
 //! ca = "/etc/ssl/internal-ca.pem"   # also trusted, for this registry only
+//!
+//! [verify]
+//! key = "ci.pub"   # `otters run` materialises only images signed by this key
 //! ```
 //!
 //! Extra CA certificates also come from Docker's layout, `certs.d/HOST:PORT/*.crt` under
@@ -43,12 +46,25 @@ pub struct RegistrySettings {
 struct FileShape {
     #[serde(default)]
     registry: BTreeMap<String, RegistrySettings>,
+    #[serde(default)]
+    verify: VerifySettings,
+}
+
+/// `[verify]`: the signature policy of `otters run`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifySettings {
+    /// A public key (PKIX PEM) whose signature every image `otters run` materialises must carry
+    /// (relative: to the file's directory).
+    #[serde(default)]
+    pub key: Option<PathBuf>,
 }
 
 /// What `config.toml` says about registries; empty when there is no file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RegistryConfig {
     registries: BTreeMap<String, RegistrySettings>,
+    verify: VerifySettings,
     /// The directory relative `ca` paths are taken from.
     base: PathBuf,
     /// Docker-style `certs.d` directories, searched in order.
@@ -186,6 +202,7 @@ impl RegistryConfig {
         }
         Ok(RegistryConfig {
             registries: shape.registry,
+            verify: shape.verify,
             base: path.parent().map(Path::to_owned).unwrap_or_default(),
             certs_d: Vec::new(),
         })
@@ -200,6 +217,11 @@ impl RegistryConfig {
                 .find(|(k, _)| k.eq_ignore_ascii_case(registry))
                 .map(|(_, v)| v)
         })
+    }
+
+    /// `[verify] key`: the public key `otters run` requires a signature by (absolute).
+    pub fn verify_key(&self) -> Option<PathBuf> {
+        self.verify.key.as_ref().map(|k| self.base.join(k))
     }
 
     /// Whether `registry` may use plain HTTP and unverified TLS by configuration.

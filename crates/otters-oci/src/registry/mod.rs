@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod config;
 pub(crate) mod http;
+pub mod referrers;
 pub mod sources;
 pub mod transfer;
 
@@ -687,14 +688,16 @@ impl RegistryClient {
         Ok(())
     }
 
-    /// Uploads a manifest or index under `selector` (a tag, or its digest).
+    /// Uploads a manifest or index under `selector` (a tag, or its digest). Returns whether the
+    /// registry answered with an `OCI-Subject` header: it indexed the manifest's `subject` itself
+    /// (OCI 1.1 referrers API), so no tag-schema index is needed.
     pub(crate) async fn put_manifest_async(
         &self,
         r: &Reference,
         selector: &str,
         media_type: &str,
         bytes: &[u8],
-    ) -> Result<(), RegistryError> {
+    ) -> Result<bool, RegistryError> {
         let path = format!("/v2/{}/manifests/{selector}", r.repository);
         let body = bytes.to_vec();
         let resp = self
@@ -716,7 +719,7 @@ impl RegistryClient {
         if !status.is_success() {
             return Err(http_error(&r.registry, &format!("PUT {path}"), status, resp).await);
         }
-        Ok(())
+        Ok(resp.headers().contains_key("oci-subject"))
     }
 
     /// Turns 401/403 into errors that name the registry, repository and user.

@@ -67,6 +67,9 @@ pub struct TransferReport {
     pub downloaded: Vec<Digest>,
     /// Bytes sent or received for blobs (not manifests).
     pub bytes: u64,
+    /// Referrers (signatures, SBOMs, attestations) pushed or pulled with the image.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub referrers: Vec<Digest>,
     /// Manifests and indexes fetched so far by a pull, and their bytes (see [`MAX_DOCUMENTS`]).
     #[serde(skip)]
     documents: (usize, usize),
@@ -77,7 +80,7 @@ pub struct TransferReport {
 pub const MAX_DOCUMENTS: (usize, usize) = (1024, 64 << 20);
 
 impl TransferReport {
-    fn new(reference: String, digest: Digest, media_type: MediaType) -> Self {
+    pub fn new(reference: String, digest: Digest, media_type: MediaType) -> Self {
         Self {
             reference,
             digest,
@@ -87,8 +90,18 @@ impl TransferReport {
             mounted: Vec::new(),
             downloaded: Vec::new(),
             bytes: 0,
+            referrers: Vec::new(),
             documents: (0, 0),
         }
+    }
+
+    /// Adds what another transfer (a referrer's) did to this report.
+    pub(crate) fn absorb(&mut self, other: TransferReport) {
+        self.uploaded.extend(other.uploaded);
+        self.skipped.extend(other.skipped);
+        self.mounted.extend(other.mounted);
+        self.downloaded.extend(other.downloaded);
+        self.bytes += other.bytes;
     }
 
     fn record(&mut self, digest: &Digest, outcome: Outcome) {
@@ -185,7 +198,7 @@ pub fn push_image(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn push_node(
+pub(crate) fn push_node(
     client: &RegistryClient,
     store: &Store,
     node: &Descriptor,
@@ -588,7 +601,7 @@ async fn download<'s>(
     Ok(())
 }
 
-fn read_doc(store: &Store, digest: &Digest) -> Result<Vec<u8>, RegistryError> {
+pub(crate) fn read_doc(store: &Store, digest: &Digest) -> Result<Vec<u8>, RegistryError> {
     let bytes = store.read_blob(digest)?;
     if bytes.len() > MAX_MANIFEST {
         return Err(RegistryError::BadDocument {

@@ -20,6 +20,8 @@ pub const CONTEXT_LAYER: &str = "application/vnd.openotters.context.v1";
 pub const FILE_LAYER: &str = "application/octet-stream";
 pub const TAR_GZIP_LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 pub const AGENT_YAML_LAYER: &str = "application/vnd.openotters.agent.resolved.v1+yaml";
+/// The empty JSON blob `{}` an artifact manifest without a config names as its config.
+pub const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
 
 pub const ANN_TITLE: &str = "org.opencontainers.image.title";
 pub const ANN_CREATED: &str = "org.opencontainers.image.created";
@@ -102,6 +104,11 @@ pub struct ManifestDoc {
     pub manifests: Vec<Descriptor>,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// The manifest this one refers to (OCI 1.1 `subject`): a signature, SBOM or attestation.
+    #[serde(default)]
+    pub subject: Option<Descriptor>,
+    #[serde(default)]
+    pub artifact_type: Option<String>,
 }
 
 /// A sorted string map as a JSON object.

@@ -59,6 +59,8 @@ pub enum StoreError {
     RefName(#[from] RefNameError),
     #[error("digest prefix `{0}` matches more than one image; give more digits")]
     Ambiguous(String),
+    #[error("{} is not a valid referrers index: {why}; remove it (the referrers it listed can be pulled or attached again)", path.display())]
+    BadReferrers { path: PathBuf, why: String },
 }
 
 /// An OCI image layout directory used as otters' image store.

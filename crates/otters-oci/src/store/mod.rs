@@ -12,6 +12,8 @@
 //!   `list()` → `(ref name, Descriptor)` in ref-name order.
 //! - [`query`]: the images with their sizes, one image's manifest and config, the images a list
 //!   of names selects (read-only; what `images`, `inspect` and `save` show).
+//! - [`referrers`]: `add_referrer(&subject, &descriptor)`, `referrers(&subject)` — the manifests
+//!   that refer to a subject (OCI 1.1), kept while the subject lives.
 //! - Tag names are the user's reference text with `:latest` added when untagged ([`refname`]).
 //!
 //! Must never: print, or write a file in place (every write is temp file + fsync + rename).
@@ -19,5 +21,6 @@
 pub mod layout;
 pub mod prune;
 pub mod query;
+pub mod referrers;
 pub mod refname;
 pub mod verify;

@@ -2,8 +2,9 @@
 //!
 //! Takes: a [`Store`] and [`PruneOptions`]. Returns: a [`PruneReport`] (what went, what was kept
 //! because it is recent). Must never: remove a blob reachable from any `index.json` entry, tagged
-//! or not (manifests, the manifests of an index, configs, layers); run without holding the store's
-//! index lock; or remove a blob whose mtime is within the grace period.
+//! or not (manifests, the manifests of an index, configs, layers, and the referrers of any of
+//! those manifests); run without holding the store's index lock; or remove a blob whose mtime is
+//! within the grace period. A subject's referrers file goes when the subject is no longer reached.
 //!
 //! Why that is safe against a concurrent build: a build writes (or finds and reuses) every blob
 //! first and tags its manifest last, under the same lock. Every blob a writer writes gets a fresh
@@ -124,6 +125,15 @@ pub fn prune(store: &Store, opts: PruneOptions) -> Result<PruneReport, PruneErro
             report.kept_recent.push(blob);
         }
     }
+    if !opts.dry_run {
+        // A subject that is gone takes its referrers file with it (its referrers' blobs went above,
+        // or go once they are older than the grace period).
+        for subject in store.referrer_subjects() {
+            if !keep.contains(&subject) {
+                store.drop_referrers(&subject)?;
+            }
+        }
+    }
     Ok(report)
 }
 
@@ -152,6 +162,8 @@ fn reachable(store: &Store) -> Result<HashSet<Digest>, PruneError> {
         todo.extend(doc.config.into_iter().map(|c| (c, false)));
         todo.extend(doc.layers.into_iter().map(|l| (l, false)));
         todo.extend(doc.manifests.into_iter().map(|m| (m, true)));
+        // A referrer (signature, SBOM) lives as long as its subject.
+        todo.extend(store.referrers(&d.digest)?.into_iter().map(|r| (r, true)));
     }
     Ok(keep)
 }
@@ -259,6 +271,52 @@ mod tests {
                 .is_none(),
             "no trash left"
         );
+    }
+
+    #[test]
+    fn referrers_live_as_long_as_their_subject() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (a, _) = image(&store, b"subject layer");
+        store.tag("a:1", &a).unwrap();
+        let (sig_layer, n) = store.put_blob_bytes(b"signature").unwrap();
+        let layer = Descriptor::new("application/x.sig", sig_layer.clone(), n);
+        let bytes = crate::referrers::artifact_manifest(
+            &a,
+            "application/x.sig",
+            &[layer],
+            &std::collections::BTreeMap::new(),
+        );
+        store.put_blob_bytes(crate::referrers::EMPTY_JSON).unwrap();
+        let r = store.put_manifest(&bytes, MANIFEST_V1).unwrap();
+        store.add_referrer(&a.digest, &r).unwrap();
+        for d in [&sig_layer, &r.digest] {
+            age(&store, d);
+        }
+        let opts = PruneOptions {
+            dry_run: false,
+            grace: DEFAULT_GRACE,
+        };
+        let report = prune(&store, opts).unwrap();
+        assert!(report.removed.is_empty(), "{:?}", report.removed);
+        assert!(store.has_blob(&sig_layer) && store.has_blob(&r.digest));
+        // The subject goes: so do its referrers and their file.
+        store.untag("a:1").unwrap();
+        for d in [&sig_layer, &r.digest, &a.digest] {
+            age(&store, d);
+        }
+        let report = prune(&store, opts).unwrap();
+        let gone: Vec<&Digest> = report.removed.iter().map(|b| &b.digest).collect();
+        assert!(
+            gone.contains(&&sig_layer) && gone.contains(&&r.digest),
+            "{gone:?}"
+        );
+        assert!(store.referrers(&a.digest).unwrap().is_empty());
+        assert!(!dir
+            .path()
+            .join("referrers/sha256")
+            .join(a.digest.hex())
+            .exists());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 // build returns it once, so its size costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
 
+pub mod facts;
 pub(crate) mod hash_cache;
 pub(crate) mod ignore;
 pub(crate) mod inputs;
@@ -86,6 +87,8 @@ pub struct BuildOptions {
     pub source_date_epoch: Option<u64>,
     /// Where registry credentials are read from; default `$DOCKER_CONFIG` or `~/.docker`.
     pub docker_config: Option<PathBuf>,
+    /// Describe the build's inputs for an SBOM and provenance ([`BuildOutput::supply`]).
+    pub supply_inputs: bool,
 }
 
 impl BuildOptions {
@@ -108,6 +111,7 @@ impl BuildOptions {
             hash_cache: None,
             source_date_epoch: None,
             docker_config: None,
+            supply_inputs: false,
         }
     }
 }
@@ -158,6 +162,8 @@ pub struct BuildOutput {
     pub pushed: Vec<TransferReport>,
     /// `build_args` keys no ARG of the Agentfile declares (the CLI warns, as docker does).
     pub unused_build_args: Vec<String>,
+    /// With [`BuildOptions::supply_inputs`]: what the build consumed, for its SBOM and provenance.
+    pub supply: Option<otters_supply::inputs::BuildInputs>,
 }
 
 /// Why a build failed.
@@ -212,6 +218,11 @@ pub enum ErrorKind {
         digest: Digest,
         reference: String,
         source: RegistryError,
+    },
+    #[error("the image was built ({digest}) but its inputs cannot be read again for its SBOM and provenance: {source}")]
+    Supply {
+        digest: Digest,
+        source: std::io::Error,
     },
     #[error("the image was built ({digest}) but cannot be pushed as {reference}: {source}")]
     PushReference {
@@ -306,6 +317,7 @@ struct Stored {
     tags: Vec<String>,
     lock: Option<LockWrite>,
     pushed: Vec<TransferReport>,
+    supply: Option<otters_supply::inputs::BuildInputs>,
 }
 
 /// Builds (see the module docs).
@@ -345,6 +357,7 @@ pub fn build(
             lock: stored.lock,
             pushed: stored.pushed,
             unused_build_args,
+            supply: stored.supply,
         }),
         Err(failed) => Err(failed.into_error(file, shown)),
     }
@@ -409,7 +422,7 @@ fn resolve_and_store(
         Some(p) => Platform::parse(p).map_err(ErrorKind::from)?,
         None => Platform::host(),
     };
-    let resolution = resolve_images(opts, store, agentfile, analyzed, platform)?;
+    let resolution = resolve_images(opts, store, agentfile, analyzed, platform.clone())?;
     let (model, pins, inherited_adds) = match &resolution {
         Some(r) => {
             shown.extend(r.warnings.iter().cloned());
@@ -430,6 +443,18 @@ fn resolve_and_store(
     for t in &tags {
         store.tag(t, &descriptor).map_err(ErrorKind::from)?;
     }
+    let supply = supply_phase(&SupplyPhase {
+        opts,
+        model: &model,
+        pins: &pins,
+        parent: resolution.as_ref().and_then(|r| r.parent.as_ref()),
+        plan: &plan,
+        root: inputs.root(),
+        agentfile: (agentfile.path.as_deref(), &agentfile.bytes),
+        tags: &tags,
+        platform: &platform,
+        descriptor: &descriptor,
+    })?;
     if let Some(dest) = &opts.archive {
         archive::save(store, &descriptor, &tags, dest).map_err(ErrorKind::from)?;
     }
@@ -444,6 +469,47 @@ fn resolve_and_store(
         tags,
         lock,
         pushed,
+        supply,
+    })
+}
+
+/// What [`supply_phase`] reads.
+struct SupplyPhase<'a> {
+    opts: &'a BuildOptions,
+    model: &'a otters_agentfile::ir::Agentfile,
+    pins: &'a Pins,
+    parent: Option<&'a resolve::lockfile::Entry>,
+    plan: &'a plan::Plan,
+    root: &'a Path,
+    agentfile: (Option<&'a Path>, &'a [u8]),
+    tags: &'a [String],
+    platform: &'a Platform,
+    descriptor: &'a Descriptor,
+}
+
+/// With `supply_inputs`: the build's inputs for its SBOM and provenance (see [`facts`]).
+fn supply_phase(
+    p: &SupplyPhase<'_>,
+) -> Result<Option<otters_supply::inputs::BuildInputs>, ErrorKind> {
+    if !p.opts.supply_inputs {
+        return Ok(None);
+    }
+    facts::collect(&facts::Facts {
+        model: p.model,
+        pins: p.pins,
+        parent: p.parent,
+        plan: p.plan,
+        root: p.root,
+        agentfile: p.agentfile,
+        tags: p.tags,
+        build_args: &p.opts.build_args,
+        platform: p.platform,
+        manifest: &p.descriptor.digest,
+    })
+    .map(Some)
+    .map_err(|source| ErrorKind::Supply {
+        digest: p.descriptor.digest.clone(),
+        source,
     })
 }
 
@@ -493,10 +559,9 @@ fn with_labels<'m>(model: &'m Agentfile, labels: &BTreeMap<String, String>) -> C
     }
     let mut m = model.clone();
     for (k, v) in labels {
-        m.agent.labels.insert(
-            k.clone(),
-            otters_agentfile::ir::Node::new(v.clone(), None),
-        );
+        m.agent
+            .labels
+            .insert(k.clone(), otters_agentfile::ir::Node::new(v.clone(), None));
     }
     Cow::Owned(m)
 }

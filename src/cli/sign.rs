@@ -1,0 +1,202 @@
+//! `otters sign` and `otters verify`: a key-based Sigstore bundle over an image's manifest digest,
+//! attached as an OCI 1.1 referrer (artifactType `application/vnd.dev.sigstore.bundle.v0.3+json`,
+//! as cosign 3 stores bundles), and its verification against the digest the reference names now.
+//!
+//! Takes: an image (local store, or `--remote` its registry) and a key. Returns: the signature
+//! referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must never: accept a bundle
+//! about another digest than the one the reference resolves to at verification time, or one whose
+//! signature does not verify with the given key.
+use super::referrers::{Target, WhereFlags};
+use super::{fail_in, CliResult};
+use miette::miette;
+use otters_oci::spec::descriptor::ManifestDoc;
+use otters_oci::{Descriptor, Digest};
+use otters_supply::bundle::{self, BUNDLE_V03, MAX_BUNDLE};
+use otters_supply::keys::{KeyPair, PublicKey};
+use otters_supply::statement::{Statement, Subject};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Annotation cosign puts on a bundle layer and manifest: what the bundle holds.
+pub const ANN_BUNDLE_CONTENT: &str = "dev.sigstore.bundle.content";
+/// Annotation cosign puts on a bundle layer and manifest: the statement's predicate type.
+pub const ANN_BUNDLE_PREDICATE: &str = "dev.sigstore.bundle.predicateType";
+
+#[derive(Debug, clap::Args)]
+pub struct SignArgs {
+    /// The image to sign: a local tag or digest (with --remote: a registry reference)
+    pub reference: String,
+    /// Private key (PKCS#8 PEM, as `otters key generate` writes it)
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    pub place: WhereFlags,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// The image to verify: a local tag or digest (with --remote: a registry reference)
+    pub reference: String,
+    /// Public key (PKIX PEM, as `otters key generate` writes it)
+    #[arg(long, value_name = "PUB")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    pub place: WhereFlags,
+}
+
+/// Signs `subject` (named `name`) with `key` and records the bundle as its referrer in the store.
+pub(super) fn attach_bundle(
+    store: &otters_oci::Store,
+    subject: &Descriptor,
+    statement: &Statement,
+    key: &KeyPair,
+) -> miette::Result<Descriptor> {
+    let bytes = bundle::sign(statement, key);
+    let (digest, size) = store
+        .put_blob_bytes(&bytes)
+        .map_err(|e| fail_in("cannot store the signature", e))?;
+    let notes = BTreeMap::from([
+        (ANN_BUNDLE_CONTENT.to_owned(), "dsse-envelope".to_owned()),
+        (
+            ANN_BUNDLE_PREDICATE.to_owned(),
+            statement.predicate_type.clone(),
+        ),
+    ]);
+    let mut layer = Descriptor::new(BUNDLE_V03, digest, size);
+    layer.annotations = notes.clone();
+    store
+        .attach(subject, BUNDLE_V03, &[layer], &notes)
+        .map_err(|e| fail_in("cannot store the signature", e))
+}
+
+pub fn run_sign(a: SignArgs) -> CliResult {
+    let key = KeyPair::read(&a.key).map_err(|e| miette!("{e}"))?;
+    let target = Target::resolve(&a.reference, &a.place)?;
+    let subject = target.descriptor().clone();
+    let statement = Statement::signature(Subject {
+        name: target.subject_name(&a.reference),
+        digest: subject.digest.clone(),
+    });
+    let d = attach_bundle(target.store(), &subject, &statement, &key)?;
+    target.publish(&d)?;
+    eprintln!("signed {}@{}", esc(&a.reference), subject.digest);
+    outln!("{}", d.digest);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_verify(a: VerifyArgs) -> CliResult {
+    let key = PublicKey::read(&a.key).map_err(|e| miette!("{e}"))?;
+    let target = Target::resolve(&a.reference, &a.place)?;
+    let digest = target.descriptor().digest.clone();
+    let ok = verify_target(&target, &digest, &key, &a.key, &a.reference)?;
+    outln!(
+        "Verified OK: {} signs {}@{digest} ({})",
+        a.key.display(),
+        esc(&a.reference),
+        ok.predicate_type
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Checks that a bundle referrer of `digest` verifies with `key` and is about `digest`; the
+/// error says what was found and why none held.
+pub(super) fn verify_target(
+    target: &Target,
+    digest: &Digest,
+    key: &PublicKey,
+    key_path: &Path,
+    reference: &str,
+) -> miette::Result<bundle::Verified> {
+    let found = target.referrers(digest, Some(BUNDLE_V03))?;
+    let mut reasons = Vec::new();
+    for r in &found {
+        match check_one(target, r, digest, key) {
+            Ok(v) => return Ok(v),
+            Err(why) => reasons.push(format!("{}: {why}", r.digest)),
+        }
+    }
+    let who = format!("{}@{digest}", esc(reference));
+    if found.is_empty() {
+        return Err(miette!(
+            "{who} is not signed: it has no Sigstore bundle referrer (sign it with `otters sign {} --key KEY`)",
+            esc(reference)
+        ));
+    }
+    Err(miette!(
+        "{who} has no valid signature by {}: {} bundle(s) found, none verifies ({})",
+        key_path.display(),
+        found.len(),
+        reasons.join("; ")
+    ))
+}
+
+/// One bundle referrer: its manifest must name `digest` as subject, and its bundle layer must
+/// verify with `key` and be about `digest`.
+fn check_one(
+    target: &Target,
+    r: &Descriptor,
+    digest: &Digest,
+    key: &PublicKey,
+) -> Result<bundle::Verified, String> {
+    let bytes = target.manifest(r).map_err(|e| e.to_string())?;
+    let doc: ManifestDoc =
+        serde_json::from_slice(&bytes).map_err(|e| format!("not a manifest: {e}"))?;
+    if doc.subject.as_ref().map(|s| &s.digest) != Some(digest) {
+        return Err("its manifest does not name this image as subject".into());
+    }
+    let layer = doc
+        .layers
+        .iter()
+        .find(|l| l.media_type.as_str() == BUNDLE_V03)
+        .ok_or("it has no bundle layer")?;
+    let blob = target
+        .blob(layer, MAX_BUNDLE as u64)
+        .map_err(|e| e.to_string())?;
+    bundle::verify(&blob, key, digest.hex()).map_err(|e| e.to_string())
+}
+
+fn esc(s: &str) -> String {
+    otters_core::escape::escape(s).into_owned()
+}
+
+/// `otters run --verify-key`: the image `digest` (what `reference` resolved to for this run) must
+/// carry a signature by `key_path`, found in the local store or, when the run may contact a
+/// registry and `reference` names one, in that registry.
+pub(super) fn verify_for_run(
+    store: &otters_oci::Store,
+    reference: &str,
+    digest: &Digest,
+    key_path: &Path,
+    insecure: bool,
+    may_contact: bool,
+) -> miette::Result<()> {
+    let key = PublicKey::read(key_path).map_err(|e| miette!("{e}"))?;
+    let bytes = store.read_blob(digest).map_err(super::fail)?;
+    let media_type = otters_oci::MediaType::parse(
+        &serde_json::from_slice::<ManifestDoc>(&bytes)
+            .ok()
+            .and_then(|m| m.media_type)
+            .map_or_else(
+                || otters_oci::spec::descriptor::MANIFEST_V1.to_owned(),
+                |m| m.as_str().to_owned(),
+            ),
+    );
+    let d = Descriptor::new(media_type, digest.clone(), bytes.len() as u64);
+    let local = Target::Local(store.clone(), d.clone());
+    let Err(err) = verify_target(&local, digest, &key, key_path, reference) else {
+        return Ok(());
+    };
+    let remote = otters_oci::reference::Reference::parse(reference)
+        .ok()
+        // Only a reference that names its registry (never an implied Docker Hub for a local tag).
+        .filter(|r| may_contact && reference.starts_with(&format!("{}/", r.registry)));
+    let Some(r) = remote else {
+        return Err(err.wrap_err("refusing to run an unverified image"));
+    };
+    let client = super::pushpull::client(insecure)?;
+    let remote = Target::Remote(store.clone(), Box::new(client), r.with_digest(digest), d);
+    verify_target(&remote, digest, &key, key_path, reference)
+        .map(|_| ())
+        .map_err(|e| e.wrap_err("refusing to run an unverified image"))
+}

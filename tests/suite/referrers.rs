@@ -1,0 +1,731 @@
+//! OCI 1.1 referrers through the `otters` binary: `attach`, `sign`, `discover`, `verify`, `push`
+//! and `pull --referrers`, `save`/`load`, `run --verify-key`; against a real `docker-registry`
+//! (no referrers API: the `sha256-<hex>` tag schema) and against an in-test registry that
+//! implements `GET /v2/<name>/referrers/<digest>`. Bundles are checked by npm `@sigstore/verify`.
+
+use crate::support::cli::{json, Env};
+
+use crate::security_registry::hostile_registry::{self, Content, Hostile, Reply, Req};
+use crate::support::registry::Registry;
+use crate::support::tools::{skip, works};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+const BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+const REPORT: &str = "application/vnd.example.report+json";
+
+/// Builds a small agent tagged `tag` (its bytes depend on `salt`).
+fn build(env: &Env, tag: &str, salt: &str) -> String {
+    let ctx = env.dir.path().join(format!("ctx-{salt}"));
+    crate::support::write(&ctx.join("notes.txt"), format!("notes {salt}\n"));
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nCONTEXT SOUL <<EOF\nBe brief.\nEOF\nADD notes.txt\n",
+    );
+    env.ok(&["build", "-q", "-t", tag, ctx.to_str().expect("utf8")])
+        .trim()
+        .to_owned()
+}
+
+/// `otters key generate` into `env`'s directory; returns (private, public) paths.
+fn keys(env: &Env, name: &str) -> (String, String) {
+    let prefix = env.dir.path().join(name);
+    env.ok(&["key", "generate", "--out", &prefix.to_string_lossy()]);
+    (
+        format!("{}.key", prefix.display()),
+        format!("{}.pub", prefix.display()),
+    )
+}
+
+/// The artifact types of the first level of `discover --format json`, sorted.
+fn discovered(env: &Env, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["discover", "--format", "json"];
+    all.extend_from_slice(args);
+    let v = json(&env.ok(&all));
+    let mut types: Vec<String> = v["referrers"]
+        .as_array()
+        .expect("referrers")
+        .iter()
+        .map(|r| r["artifactType"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    types.sort();
+    types
+}
+
+/// The bundle bytes of the signature referrer `sig` in `env`'s store.
+fn bundle_of(env: &Env, sig: &str) -> Vec<u8> {
+    let m = json(&std::fs::read_to_string(env.store_blob(sig)).expect("referrer manifest"));
+    assert_eq!(
+        m["subject"]["mediaType"],
+        "application/vnd.oci.image.manifest.v1+json"
+    );
+    assert_eq!(m["artifactType"], BUNDLE);
+    let layer = m["layers"][0]["digest"].as_str().expect("layer").to_owned();
+    std::fs::read(env.store_blob(&layer)).expect("bundle blob")
+}
+
+fn node_verify(test: &str, bundle: &Path, key: &str, digest: &str) -> Option<(bool, String)> {
+    if !works("node", &["--version"]) {
+        skip(
+            test,
+            "node is not installed (apt-get install nodejs npm; then ../shared/supply/install.sh)",
+        );
+        return None;
+    }
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/supply/verify_bundle.mjs");
+    let out = std::process::Command::new("node")
+        .arg(script)
+        .arg(bundle)
+        .arg(key)
+        .arg(digest)
+        .output()
+        .expect("node");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !said.contains("Cannot find module"),
+        "run ../shared/supply/install.sh\n{said}"
+    );
+    Some((out.status.success(), said))
+}
+
+#[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: each step reads the registry and store state the step before left"
+)]
+fn docker_registry_tag_schema_carries_referrers_through_push_pull_save_load() {
+    const TEST: &str = "docker_registry_tag_schema_carries_referrers_through_push_pull_save_load";
+    let reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/agents/demo:1", reg.addr);
+    let digest = build(&env, &tag, "a");
+    let (key, public) = keys(&env, "ci");
+    let report = env.dir.path().join("report.json");
+    crate::support::write(&report, br#"{"ok":true}"#);
+    let attached = env.ok(&[
+        "attach",
+        &tag,
+        "--artifact-type",
+        REPORT,
+        &report.to_string_lossy(),
+    ]);
+    let sig = env.ok(&["sign", &tag, "--key", &key]).trim().to_owned();
+    assert!(sig.starts_with("sha256:"), "{sig}");
+    assert_eq!(discovered(&env, &[&tag]), [BUNDLE, REPORT]);
+    assert!(env
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
+    // The report is signed too: a referrer of a referrer.
+    let report_digest = attached.trim().to_owned();
+    env.ok(&["sign", &report_digest, "--key", &key]);
+    assert!(env
+        .ok(&["verify", &report_digest, "--key", &public])
+        .contains("Verified OK"));
+
+    // The bundle verifies independently with @sigstore/verify.
+    let bundle_path = env.dir.path().join("sig.json");
+    std::fs::write(&bundle_path, bundle_of(&env, &sig)).expect("write");
+    if let Some((ok, text)) = node_verify(TEST, &bundle_path, &public, &digest) {
+        assert!(ok, "{text}");
+    }
+
+    // inspect shows the referrer's subject.
+    let shown = env.ok(&["inspect", &sig]);
+    assert!(
+        shown.contains(&format!("Subject:        {digest}")),
+        "{shown}"
+    );
+
+    // push: the registry has no referrers API, so the tag schema index carries them.
+    let pushed = env.ok(&["push", &tag]);
+    assert!(pushed.contains(&digest), "{pushed}");
+    let hex = digest.trim_start_matches("sha256:");
+    let raw = std::process::Command::new("skopeo")
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{}/agents/demo:sha256-{hex}", reg.addr))
+        .output()
+        .expect("skopeo");
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+    let index = json(&String::from_utf8_lossy(&raw.stdout));
+    assert_eq!(
+        index["mediaType"],
+        "application/vnd.oci.image.index.v1+json"
+    );
+    assert_eq!(
+        index["manifests"].as_array().map(Vec::len),
+        Some(2),
+        "{index}"
+    );
+    assert_eq!(discovered(&env, &["--remote", &tag]).len(), 2);
+    assert_eq!(
+        discovered(&env, &["--remote", &tag, "--artifact-type", BUNDLE]),
+        [BUNDLE]
+    );
+    assert!(env
+        .ok(&["verify", "--remote", &tag, "--key", &public])
+        .contains("Verified OK"));
+
+    // A second attach from elsewhere merges into the tag-schema index, keeping both entries.
+    let other = Env::new();
+    crate::support::write(&other.dir.path().join("r2.json"), b"{}");
+    other.ok(&[
+        "attach",
+        "--remote",
+        &tag,
+        "--artifact-type",
+        "application/vnd.example.other",
+        &other.dir.path().join("r2.json").to_string_lossy(),
+    ]);
+    assert_eq!(discovered(&env, &["--remote", &tag]).len(), 3);
+
+    // pull --referrers into a fresh store; verify there, offline.
+    let puller = Env::new();
+    puller.ok(&["pull", "-q", "--referrers", &tag]);
+    assert_eq!(discovered(&puller, &[&tag]).len(), 3);
+    let tree = json(&puller.ok(&["discover", "--format", "json", &tag]));
+    let nested: usize = tree["referrers"]
+        .as_array()
+        .expect("referrers")
+        .iter()
+        .map(|r| r["referrers"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(nested, 1, "the report's signature came along: {tree}");
+    assert!(puller
+        .ok(&["verify", &report_digest, "--key", &public])
+        .contains("Verified OK"));
+    assert!(puller
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
+    // Without --referrers, a pull brings the image only.
+    let plain = Env::new();
+    plain.ok(&["pull", "-q", &tag]);
+    assert!(discovered(&plain, &[&tag]).is_empty());
+
+    // save / load keep them.
+    let archive = puller.dir.path().join("demo.tar");
+    puller.ok(&["save", "-o", &archive.to_string_lossy(), &tag]);
+    let loader = Env::new();
+    loader.ok(&["load", "-i", &archive.to_string_lossy()]);
+    assert_eq!(discovered(&loader, &[&tag]).len(), 3);
+    assert!(loader
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
+    // The same archive unpacked as an OCI layout directory (`load -i DIR`).
+    let dir = puller.dir.path().join("layout");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let untar = std::process::Command::new("tar")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&dir)
+        .status()
+        .expect("tar");
+    assert!(untar.success());
+    let from_dir = Env::new();
+    from_dir.ok(&["load", "-i", &dir.to_string_lossy()]);
+    assert_eq!(discovered(&from_dir, &[&tag]).len(), 3);
+    assert_eq!(from_dir.ok(&["images", "-q"]).lines().count(), 1);
+    let images = loader.ok(&["images", "-q"]);
+    assert_eq!(
+        images.lines().count(),
+        1,
+        "referrers are not listed as images: {images}"
+    );
+    assert!(attached.trim().starts_with("sha256:"));
+
+    // skopeo still copies the image that has referrers.
+    let out = tempfile::tempdir().expect("tmp");
+    let copy = std::process::Command::new("skopeo")
+        .args(["copy", "--src-tls-verify=false"])
+        .arg(format!("docker://{tag}"))
+        .arg(format!("oci:{}:x", out.path().display()))
+        .output()
+        .expect("skopeo");
+    assert!(
+        copy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copy.stderr)
+    );
+}
+
+#[test]
+fn verify_and_run_refuse_unsigned_retagged_wrong_key_and_tampered_images() {
+    let reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/agents/sec:1", reg.addr);
+    build(&env, &tag, "signed");
+    let (key, public) = keys(&env, "good");
+    let (_, other_pub) = keys(&env, "other");
+    let sig = env.ok(&["sign", &tag, "--key", &key]).trim().to_owned();
+    env.ok(&["push", "-q", &tag]);
+    assert!(env
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
+
+    // The right key lets the run through to planning (this agent has no RUNTIME to run); from a
+    // fresh store, the signature is found in the registry the image is pulled from.
+    let err = env.fails(&["run", "--dry-run", &tag, "--verify-key", &public]);
+    assert!(
+        err.contains("no RUNTIME") && !err.contains("unverified"),
+        "{err}"
+    );
+    let elsewhere = Env::new();
+    let err = elsewhere.fails(&["run", "--dry-run", &tag, "--verify-key", &public]);
+    assert!(
+        err.contains("no RUNTIME") && !err.contains("unverified"),
+        "{err}"
+    );
+
+    // Wrong key.
+    let err = env.fails(&["verify", &tag, "--key", &other_pub]);
+    assert!(
+        err.contains("none verifies") && err.contains("another key"),
+        "{err}"
+    );
+    let err = env.fails(&["run", "--dry-run", &tag, "--verify-key", &other_pub]);
+    assert!(err.contains("refusing to run an unverified image"), "{err}");
+
+    // Tampered: the bundle with one byte of its signature changed, attached as a bundle.
+    let mut bundle = json(&String::from_utf8(bundle_of(&env, &sig)).expect("utf8"));
+    let s = bundle["dsseEnvelope"]["signatures"][0]["sig"]
+        .as_str()
+        .expect("sig")
+        .to_owned();
+    let flipped = format!("{}{}", if s.starts_with('M') { "N" } else { "M" }, &s[1..]);
+    bundle["dsseEnvelope"]["signatures"][0]["sig"] = flipped.into();
+    let tampered = env.dir.path().join("tampered.json");
+    std::fs::write(&tampered, serde_json::to_vec(&bundle).expect("json")).expect("write");
+    let unsigned = format!("{}/agents/sec:unsigned", reg.addr);
+    build(&env, &unsigned, "unsigned");
+    let err = env.fails(&["verify", &unsigned, "--key", &public]);
+    assert!(err.contains("is not signed"), "{err}");
+    env.ok(&[
+        "attach",
+        &unsigned,
+        "--artifact-type",
+        BUNDLE,
+        "--layer-media-type",
+        BUNDLE,
+        &tampered.to_string_lossy(),
+    ]);
+    let err = env.fails(&["verify", &unsigned, "--key", &public]);
+    assert!(err.contains("none verifies"), "{err}");
+
+    // Re-tagged: the tag now names another image, pushed without a signature.
+    build(&env, &tag, "retagged");
+    let err = env.fails(&["verify", &tag, "--key", &public]);
+    assert!(err.contains("is not signed"), "{err}");
+    env.ok(&["push", "-q", &tag]);
+    let fresh = Env::new();
+    let err = fresh.fails(&["verify", "--remote", &tag, "--key", &public]);
+    assert!(err.contains("is not signed"), "{err}");
+    // run pulls the re-tagged image and refuses it before anything is materialised.
+    let err = fresh.fails(&["run", &tag, "--verify-key", &public]);
+    assert!(err.contains("refusing to run an unverified image"), "{err}");
+    assert!(
+        !fresh.home().join("agents").exists(),
+        "nothing materialised"
+    );
+
+    // The config default applies when no flag is given.
+    std::fs::write(
+        fresh.home().join("config.toml"),
+        format!("[verify]\nkey = \"{other_pub}\"\n"),
+    )
+    .expect("config");
+    let err = fresh.fails(&["run", "--dry-run", &tag]);
+    assert!(err.contains("refusing to run an unverified image"), "{err}");
+}
+
+/// An in-test registry with the OCI 1.1 referrers API: manifests with a `subject` are indexed
+/// (and acknowledged with `OCI-Subject`), `GET /v2/<name>/referrers/<digest>` lists them.
+fn referrers_registry() -> (Hostile, Arc<Mutex<Vec<String>>>) {
+    let content = Arc::new(Content::new());
+    let index: Arc<Mutex<HashMap<String, Vec<serde_json::Value>>>> = Arc::default();
+    let tags = Arc::new(Mutex::new(Vec::new()));
+    let tags2 = tags.clone();
+    let server = Hostile::start(move |req: &Req| {
+        let path = req.path().to_owned();
+        if let Some((_, subject)) = path.split_once("/referrers/") {
+            let list = index
+                .lock()
+                .expect("index")
+                .get(subject)
+                .cloned()
+                .unwrap_or_default();
+            let wanted = req.query("artifactType");
+            let list: Vec<_> = list
+                .into_iter()
+                .filter(|d| wanted.as_deref().is_none_or(|w| d["artifactType"] == w))
+                .collect();
+            let body = serde_json::json!({
+                "schemaVersion": 2,
+                "mediaType": "application/vnd.oci.image.index.v1+json",
+                "manifests": list,
+            });
+            return Reply::bytes(200, serde_json::to_vec(&body).expect("json"))
+                .header("Content-Type", "application/vnd.oci.image.index.v1+json");
+        }
+        let reply = content.serve(req);
+        if req.method == "PUT" && path.contains("/manifests/") {
+            tags2
+                .lock()
+                .expect("tags")
+                .push(path.rsplit('/').next().unwrap_or_default().to_owned());
+            let m: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+            if let Some(subject) = m["subject"]["digest"].as_str() {
+                let d = serde_json::json!({
+                    "mediaType": m["mediaType"],
+                    "digest": hostile_registry::digest(&req.body),
+                    "size": req.body.len(),
+                    "artifactType": m["artifactType"],
+                });
+                index
+                    .lock()
+                    .expect("index")
+                    .entry(subject.to_owned())
+                    .or_default()
+                    .push(d);
+                return reply.header("OCI-Subject", subject);
+            }
+        }
+        reply
+    });
+    (server, tags)
+}
+
+#[test]
+fn referrers_api_registry_lists_filters_and_serves_referrers() {
+    let (server, tags) = referrers_registry();
+    let env = Env::new();
+    let tag = format!("{}/agents/api:1", server.addr);
+    let digest = build(&env, &tag, "api");
+    let (key, public) = keys(&env, "ci");
+    let report = env.dir.path().join("r.json");
+    crate::support::write(&report, b"{}");
+    env.ok(&[
+        "attach",
+        &tag,
+        "--artifact-type",
+        REPORT,
+        &report.to_string_lossy(),
+    ]);
+    env.ok(&["sign", &tag, "--key", &key]);
+    env.ok(&["push", "-q", "--no-referrers", &tag]);
+    assert!(discovered(&env, &["--remote", &tag]).is_empty());
+    env.ok(&["push", "-q", &tag]);
+    let put = tags.lock().expect("tags").clone();
+    assert!(
+        !put.iter().any(|t| t.starts_with("sha256-")),
+        "a registry with the referrers API needs no tag-schema index: {put:?}"
+    );
+    assert_eq!(discovered(&env, &["--remote", &tag]).len(), 2);
+    assert_eq!(
+        discovered(&env, &["--remote", &tag, "--artifact-type", REPORT]),
+        [REPORT]
+    );
+    let asked: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path().contains("/referrers/"))
+        .map(|r| r.path().to_owned())
+        .collect();
+    assert!(asked.iter().any(|p| p.ends_with(&digest)), "{asked:?}");
+
+    let puller = Env::new();
+    puller.ok(&["pull", "-q", "--referrers", &tag]);
+    assert_eq!(discovered(&puller, &[&tag]).len(), 2);
+    assert!(puller
+        .ok(&["verify", &tag, "--key", &public])
+        .contains("Verified OK"));
+    let text = puller.ok(&["discover", &tag]);
+    assert!(
+        text.contains(&format!("@{digest}")) && text.contains(BUNDLE),
+        "{text}"
+    );
+}
+
+#[test]
+fn hostile_referrers_lists_are_refused() {
+    let env = Env::new();
+    let content = Arc::new(Content::new());
+    let manifest = content.image("x/y", "1", b"{}", &[("application/octet-stream", b"l")]);
+    let subject = hostile_registry::digest(&manifest);
+    let entry = |at: &str| serde_json::json!({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest": subject, "size": 1, "artifactType": at});
+    for (what, body) in [
+        (
+            "limit",
+            serde_json::json!({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests": vec![entry("a/b"); 1025]}),
+        ),
+        (
+            "not a media type",
+            serde_json::json!({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests": [entry("a/\u{1b}[31m")]}),
+        ),
+        (
+            "no `manifests` list",
+            serde_json::json!({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json"}),
+        ),
+    ] {
+        let c = content.clone();
+        let bytes = serde_json::to_vec(&body).expect("json");
+        let server = Hostile::start(move |req: &Req| {
+            if req.path().contains("/referrers/") {
+                return Reply::bytes(200, bytes.clone())
+                    .header("Content-Type", "application/vnd.oci.image.index.v1+json");
+            }
+            c.serve(req)
+        });
+        let err = env.fails(&["discover", "--remote", &format!("{}/x/y:1", server.addr)]);
+        assert!(err.contains(what), "{what}: {err}");
+        assert!(!err.contains('\u{1b}'), "escaped: {err}");
+    }
+}
+
+#[test]
+fn a_concurrent_tag_schema_update_is_merged_not_lost() {
+    // A registry without the referrers API where another writer's update lands right after
+    // otters' first write of the `sha256-<hex>` index, replacing it with their own entry only.
+    let content = Arc::new(Content::new());
+    let foreign = serde_json::json!({
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": hostile_registry::digest(b"someone else's referrer"),
+        "size": 23,
+        "artifactType": "application/vnd.example.foreign",
+    });
+    let raced = Arc::new(Mutex::new(false));
+    let c = content.clone();
+    let server = Hostile::start(move |req: &Req| {
+        let path = req.path().to_owned();
+        if path.contains("/referrers/") {
+            return Reply::new(404);
+        }
+        if req.method == "PUT" && path.contains("/manifests/sha256-") {
+            let mut done = raced.lock().expect("raced");
+            if !*done {
+                *done = true;
+                let (repo, tag) = path
+                    .trim_start_matches("/v2/")
+                    .rsplit_once("/manifests/")
+                    .expect("path");
+                let theirs = serde_json::json!({
+                    "schemaVersion": 2,
+                    "mediaType": "application/vnd.oci.image.index.v1+json",
+                    "manifests": [foreign.clone()],
+                });
+                c.put_manifest(
+                    repo,
+                    tag,
+                    "application/vnd.oci.image.index.v1+json",
+                    &serde_json::to_vec(&theirs).expect("json"),
+                );
+                return Reply::new(201);
+            }
+        }
+        c.serve(req)
+    });
+    let env = Env::new();
+    let tag = format!("{}/agents/race:1", server.addr);
+    build(&env, &tag, "race");
+    let (key, _) = keys(&env, "ci");
+    env.ok(&["sign", &tag, "--key", &key]);
+    env.ok(&["push", "-q", &tag]);
+    let types = discovered(&env, &["--remote", &tag]);
+    assert_eq!(
+        types,
+        [BUNDLE, "application/vnd.example.foreign"],
+        "both entries kept"
+    );
+    let puts = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PUT" && r.path().contains("/manifests/sha256-"))
+        .count();
+    assert_eq!(puts, 2, "written, found replaced, merged and written again");
+}
+
+/// Writes the same build context (files, a directory ADD, a `file://` CONTEXT) under `dir`.
+fn attested_context(dir: &Path) {
+    crate::support::write(&dir.join("notes.txt"), b"same notes\n");
+    crate::support::write(&dir.join("data/a.csv"), b"a,b\n1,2\n");
+    crate::support::write(&dir.join("data/sub/b.txt"), b"bee\n");
+    crate::support::write(&dir.join("style.md"), b"# Style\nShort.\n");
+    crate::support::write(
+        &dir.join("Agentfile"),
+        "FROM scratch\nARG REGION=eu\nNAME ledger\nMODEL anthropic/claude-sonnet-4-5\nCONTEXT STYLE file://style.md\nADD notes.txt\nADD data /data\n",
+    );
+}
+
+/// `discover --format json` of `reference` in `env`: artifactType → referrer digest.
+fn referrer_digests(env: &Env, reference: &str) -> HashMap<String, String> {
+    let v = json(&env.ok(&["discover", "--format", "json", reference]));
+    v["referrers"]
+        .as_array()
+        .expect("referrers")
+        .iter()
+        .map(|r| {
+            (
+                r["artifactType"].as_str().unwrap_or_default().to_owned(),
+                r["digest"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The single layer of referrer manifest `digest` in `env`'s store.
+fn only_layer(env: &Env, digest: &str) -> Vec<u8> {
+    let m = json(&std::fs::read_to_string(env.store_blob(digest)).expect("manifest"));
+    let layer = m["layers"][0]["digest"].as_str().expect("layer").to_owned();
+    std::fs::read(env.store_blob(&layer)).expect("layer blob")
+}
+
+#[test]
+fn build_attestations_are_reproducible_across_directories_and_valid() {
+    const TEST: &str = "build_attestations_are_reproducible_across_directories_and_valid";
+    let mut seen = Vec::new();
+    for place in ["first/ctx", "elsewhere/deeper/ctx"] {
+        let env = Env::new();
+        let ctx = env.dir.path().join(place);
+        attested_context(&ctx);
+        let out = env.run(&[
+            "build",
+            "--sbom",
+            "--provenance",
+            "--build-arg",
+            "REGION=us",
+            "-t",
+            "ledger:1",
+            ctx.to_str().expect("utf8"),
+        ]);
+        assert!(out.0, "{}", out.2);
+        assert!(out.2.contains("attached sbom sha256:"), "{}", out.2);
+        let digests = referrer_digests(&env, "ledger:1");
+        let sbom = digests["application/vnd.cyclonedx+json"].clone();
+        let prov = digests["application/vnd.in-toto+json"].clone();
+        let image = out.1.trim().to_owned();
+        let statement = json(&String::from_utf8(only_layer(&env, &prov)).expect("utf8"));
+        assert_eq!(
+            statement["subject"][0]["digest"]["sha256"],
+            image.trim_start_matches("sha256:")
+        );
+        let deps = statement["predicate"]["buildDefinition"]["resolvedDependencies"].to_string();
+        for f in [
+            "file:notes.txt",
+            "file:data/a.csv",
+            "file:data/sub/b.txt",
+            "file:style.md",
+            "file:Agentfile",
+        ] {
+            assert!(deps.contains(f), "{f} in {deps}");
+        }
+        assert_eq!(
+            statement["predicate"]["buildDefinition"]["externalParameters"]["buildArgs"]["REGION"],
+            "us"
+        );
+        let bom = only_layer(&env, &sbom);
+        let bom_path = env.dir.path().join("sbom.cdx.json");
+        std::fs::write(&bom_path, &bom).expect("write");
+        if works("python3", &["--version"]) {
+            let script =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/supply/validate_sbom.py");
+            let v = std::process::Command::new("python3")
+                .arg(script)
+                .arg(&bom_path)
+                .output()
+                .expect("python3");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&v.stdout),
+                String::from_utf8_lossy(&v.stderr)
+            );
+            assert!(
+                !text.contains("missing: run install.sh"),
+                "run ../shared/supply/install.sh\n{text}"
+            );
+            assert!(v.status.success(), "{text}");
+        } else {
+            skip(TEST, "python3 is not installed");
+        }
+        seen.push((image, sbom, prov));
+    }
+    assert_eq!(
+        seen[0], seen[1],
+        "same inputs, same image, SBOM and provenance digests"
+    );
+}
+
+#[test]
+fn signed_build_pushes_verifiable_attestations() {
+    const TEST: &str = "signed_build_pushes_verifiable_attestations";
+    let reg = Registry::start();
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    attested_context(&ctx);
+    let (key, public) = keys(&env, "ci");
+    let archive = env.dir.path().join("ledger.tar");
+    let tag = format!("{}/agents/ledger:1", reg.addr);
+    let image = env
+        .ok(&[
+            "build",
+            "-q",
+            "--sbom",
+            "--provenance",
+            "--sign-key",
+            &key,
+            "--push",
+            "-o",
+            &format!("type=oci,dest={}", archive.display()),
+            "-t",
+            &tag,
+            ctx.to_str().expect("utf8"),
+        ])
+        .trim()
+        .to_owned();
+    // The archive written with the build holds the attestations too.
+    let loaded = Env::new();
+    loaded.ok(&["load", "-i", &archive.to_string_lossy()]);
+    assert_eq!(discovered(&loaded, &[&tag]).len(), 3);
+    let fresh = Env::new();
+    let v = json(&fresh.ok(&["discover", "--remote", "--format", "json", &tag]));
+    let entries = v["referrers"].as_array().expect("referrers");
+    assert_eq!(entries.len(), 3, "{v}");
+    assert!(entries.iter().all(|e| e["artifactType"] == BUNDLE), "{v}");
+    let predicates: std::collections::BTreeSet<String> = entries
+        .iter()
+        .map(|e| {
+            e["annotations"]["dev.sigstore.bundle.predicateType"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        predicates.into_iter().collect::<Vec<_>>(),
+        [
+            "https://cyclonedx.org/bom",
+            "https://sigstore.dev/cosign/sign/v1",
+            "https://slsa.dev/provenance/v1"
+        ]
+    );
+    assert!(fresh
+        .ok(&["verify", "--remote", &tag, "--key", &public])
+        .contains("Verified OK"));
+    // Each bundle verifies independently against the image digest.
+    for e in entries {
+        let sig = e["digest"].as_str().expect("digest");
+        let bundle_path = env.dir.path().join(format!("{}.json", &sig[7..19]));
+        std::fs::write(&bundle_path, only_layer(&env, sig)).expect("write");
+        if let Some((ok, text)) = node_verify(TEST, &bundle_path, &public, &image) {
+            assert!(ok, "{text}");
+        }
+    }
+}
