@@ -6,10 +6,12 @@
 //! first problem.
 
 pub mod config;
+mod fixes;
 pub mod registry;
 pub(crate) mod rules;
 mod suppress;
 
+pub use fixes::REASON_PLACEHOLDER;
 pub use rules::portability::Target;
 pub use rules::BUILTIN_CATALOGUE;
 
@@ -105,6 +107,7 @@ pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
     let mut diagnostics = suppress::apply(file, &ast, diagnostics);
     apply_overrides(&mut diagnostics, &opts.severity_overrides);
     diagnostics.sort_by(|a, b| (a.span.start, a.code).cmp(&(b.span.start, b.code)));
+    fixes::offer_suppressions(file, &ast, &mut diagnostics);
     Analysis { model, diagnostics }
 }
 

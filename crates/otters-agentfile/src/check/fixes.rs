@@ -1,0 +1,119 @@
+//! Fixes every finding can have whatever its rule: a `# otters:ignore CODE <reason>` comment above
+//! the line, for the findings a suppression can silence.
+//!
+//! Takes: the file, its AST and the final diagnostics. Returns: the same diagnostics, the
+//! suppressible ones with one more (unsafe) [`Fix`]. Must never: offer a suppression that would
+//! not work (an error code, a finding inside a heredoc body, where a comment line would become
+//! part of the body).
+
+use super::registry;
+use crate::diagnostic::{Diagnostic, Fix, Severity, SourceFile, Span};
+use crate::syntax::Ast;
+
+/// The placeholder the user replaces with the reason (AF214 wants one).
+pub const REASON_PLACEHOLDER: &str = "<reason>";
+
+/// Adds a suppression fix to every finding whose code may be suppressed.
+pub(crate) fn offer_suppressions(file: &SourceFile, ast: &Ast, diags: &mut [Diagnostic]) {
+    if diags.is_empty() {
+        return;
+    }
+    // The byte where each logical line starts: a suppression comment applies to the line after
+    // it, and only a logical line's first physical line can have one above.
+    let starts: Vec<usize> = ast.lines.iter().map(|l| l.span.start).collect();
+    let crlf = file.text.contains("\r\n");
+    for d in diags.iter_mut() {
+        // AF214/AF215 are about suppression comments themselves.
+        if matches!(d.code, "AF214" | "AF215")
+            || !registry::lookup(d.code).is_some_and(|r| r.severity != Severity::Error)
+        {
+            continue;
+        }
+        let line = file.line_index(d.span.start);
+        let start = file.line_start(line);
+        if starts.binary_search(&start).is_err() {
+            continue;
+        }
+        let indent: String = file.text[start..]
+            .chars()
+            .take_while(|c| *c == ' ' || *c == '\t')
+            .collect();
+        let newline = if crlf { "\r\n" } else { "\n" };
+        let comment = format!(
+            "{indent}# otters:ignore {} {REASON_PLACEHOLDER}{newline}",
+            d.code
+        );
+        d.fixes.push(Fix::replace(
+            format!("Suppress {} on this line", d.code),
+            Span::point(start),
+            comment,
+            false,
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::check::{analyze, Options};
+    use crate::diagnostic::SourceFile;
+
+    fn fixed(text: &str, code: &str) -> Option<String> {
+        let file = SourceFile::new("Agentfile", text);
+        let a = analyze(&file, &Options::default());
+        let d = a.diagnostics.iter().find(|d| d.code == code)?;
+        let fix = d.fixes.iter().find(|f| f.title.starts_with("Suppress"))?;
+        let (span, with) = &fix.edits[0];
+        Some(format!(
+            "{}{with}{}",
+            &text[..span.start],
+            &text[span.end..]
+        ))
+    }
+
+    #[test]
+    fn the_suppression_silences_the_finding_and_asks_for_a_reason() {
+        let text = "FROM scratch\nRUNTIME r:latest\nNAME a\nMODEL m/x\n";
+        let new = fixed(text, "AF201").unwrap();
+        assert_eq!(
+            new,
+            "FROM scratch\n# otters:ignore AF201 <reason>\nRUNTIME r:latest\nNAME a\nMODEL m/x\n"
+        );
+        let after = analyze(&SourceFile::new("A", new.as_str()), &Options::default());
+        assert!(
+            after.diagnostics.iter().all(|d| d.code != "AF201"),
+            "{:?}",
+            after.diagnostics
+        );
+    }
+
+    #[test]
+    fn no_suppression_for_errors_or_inside_a_heredoc_body() {
+        assert_eq!(fixed("NAME a\n", "AF101"), None);
+        // AF219 (a hidden character) on a body line: a comment there would join the body.
+        let text = "FROM scratch\nCONTEXT A <<E\nx\u{1b}y\nE\n";
+        let file = SourceFile::new("A", text);
+        let a = analyze(&file, &Options::default());
+        let body: Vec<_> = a.diagnostics.iter().filter(|d| d.span.start > 27).collect();
+        assert!(!body.is_empty(), "{:?}", a.diagnostics);
+        assert!(body.iter().all(|d| d.fixes.is_empty()), "{body:?}");
+    }
+
+    #[test]
+    fn typos_and_keyword_case_have_safe_fixes_only_when_unambiguous() {
+        let text = "from scratch\nNAEM a\nMODLE m/x\nRUNTIMEXX r:1\n";
+        let a = analyze(&SourceFile::new("A", text), &Options::default());
+        let fixed = crate::diagnostic::apply_safe_fixes(text, &a.diagnostics)
+            .unwrap_or_else(|| panic!("{:#?}", a.diagnostics));
+        // NAEM and MODLE are one edit from one keyword; RUNTIMEXX is two, a guess left to review.
+        assert_eq!(fixed, "FROM scratch\nNAME a\nMODEL m/x\nRUNTIMEXX r:1\n");
+        let at = text.find("RUNTIMEXX").unwrap_or_default();
+        let guess = a.diagnostics.iter().find(|d| d.span.start == at);
+        let fix = &guess
+            .unwrap_or_else(|| panic!("{:#?}", a.diagnostics))
+            .fixes[0];
+        assert_eq!(
+            (fix.title.as_str(), fix.safe),
+            ("Replace with `RUNTIME`", false)
+        );
+    }
+}
