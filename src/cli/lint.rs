@@ -6,7 +6,7 @@
 use super::CliResult;
 use otters_agentfile::check::{self, config, registry, Options};
 use otters_agentfile::diagnostic::render::{self, ColorChoice, FileReport};
-use otters_agentfile::diagnostic::Severity;
+use otters_agentfile::diagnostic::{apply_safe_fixes, Severity};
 use otters_core::files;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -69,6 +69,9 @@ pub struct Args {
     /// Do not print the summary line
     #[arg(short, long)]
     pub quiet: bool,
+    /// Apply the safe fixes to the files (each rewritten atomically), then report what is left
+    #[arg(long)]
+    pub fix: bool,
 }
 
 fn parse_build_arg(s: &str) -> Result<(String, String), String> {
@@ -81,7 +84,7 @@ fn parse_build_arg(s: &str) -> Result<(String, String), String> {
 }
 
 /// A usage or I/O problem: printed to stderr, exit 2.
-struct Fatal(String);
+pub(super) struct Fatal(pub(super) String);
 
 /// One input to lint: where to read it and the name to show.
 enum Input {
@@ -122,6 +125,9 @@ pub fn run(a: Args) -> CliResult {
 
 fn lint(a: &Args) -> Result<ExitCode, Fatal> {
     let inputs = collect_inputs(&a.paths, a.recursive)?;
+    if a.fix && inputs.iter().any(|i| matches!(i, Input::Stdin)) {
+        return Err(Fatal("--fix rewrites files; it cannot fix standard input".to_owned()));
+    }
     let catalogue = match &a.capabilities {
         Some(p) => Some(read_capabilities(p)?),
         None => None,
@@ -156,7 +162,11 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
             Input::Stdin => None,
         };
         let locked = locked_references(input);
-        loaded.push((name, bytes, cfg, sources, locked));
+        let path = match input {
+            Input::File { path, .. } if a.fix => Some(path.clone()),
+            _ => None,
+        };
+        loaded.push((name, bytes, cfg, sources, locked, path));
     }
     let rules = registry::RULES;
     let stderr = std::io::stderr();
@@ -170,7 +180,7 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
     let mut counts = Counts::default();
     let mut documents: Vec<FileReport> = Vec::new();
     let mut failed = false;
-    for (name, bytes, cfg, sources, locked) in loaded {
+    for (name, bytes, cfg, sources, locked, fix_path) in loaded {
         let opts = Options {
             build_args: a.build_arg.iter().cloned().collect(),
             capability_catalogue: catalogue.clone(),
@@ -179,8 +189,14 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
             portability: flag_targets.clone().or_else(|| cfg.portability.clone()),
             sources,
         };
-        let (file, analysis) = check::analyze_bytes(&name, &bytes, &opts);
+        let (mut file, mut analysis) = check::analyze_bytes(&name, &bytes, &opts);
         drop(bytes);
+        if let Some(path) = fix_path {
+            if let Some(fixed) = apply_safe_fixes(&file.text, &analysis.diagnostics) {
+                write_fixed(&path, &fixed)?;
+                (file, analysis) = check::analyze_bytes(&name, fixed.as_bytes(), &opts);
+            }
+        }
         let threshold = a
             .fail_on
             .map(FailOn::severity)
@@ -214,12 +230,40 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
     })
 }
 
+/// Replaces the file at `path` with `text`: a temporary file beside it, synced, with the old
+/// file's permissions, renamed over it. A symbolic link is not rewritten (the rename would
+/// replace the link, not the file it points to).
+fn write_fixed(path: &Path, text: &str) -> Result<(), Fatal> {
+    use std::io::Write as _;
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        Fatal(format!("cannot {what} {}: {e}", path.display()))
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(|e| fail("fix", &e))?;
+    if meta.file_type().is_symlink() {
+        return Err(fail("fix", &"it is a symbolic link; fix the file it points to"));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".Agentfile.fix.")
+        .tempfile_in(dir)
+        .map_err(|e| fail("write a temporary file beside", &e))?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|()| tmp.as_file().set_permissions(meta.permissions()))
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| fail("write a temporary file beside", &e))?;
+    tmp.persist(path).map_err(|e| fail("replace", &e.error))?;
+    Ok(())
+}
+
 /// The Agentfile's directory, standing for the build context of `otters build DIR`: AF230 asks it
 /// whether an ADD source is a directory. Sources that are absolute or climb out with `..` are
 /// not looked up (the build refuses them with AF302), and a symlink named as the source is not
 /// followed (the build refuses that too).
 #[derive(Debug)]
-struct ContextDir(PathBuf);
+pub(super) struct ContextDir(pub(super) PathBuf);
 
 impl check::SourceKinds for ContextDir {
     fn is_dir(&self, src: &str) -> bool {
@@ -410,7 +454,7 @@ fn load_config(path: &Path, found: bool) -> Result<config::LintConfig, Fatal> {
 }
 
 /// The nearest otters.toml (or .otters.toml) in `dir` or above it, memoised per directory.
-fn find_config(
+pub(super) fn find_config(
     dir: &Path,
     cache: &mut BTreeMap<PathBuf, Option<config::LintConfig>>,
 ) -> Result<Option<config::LintConfig>, Fatal> {

@@ -26,6 +26,7 @@ mod explain;
 mod images;
 mod lint;
 mod login;
+mod lsp;
 mod meta;
 mod pushpull;
 mod run;
@@ -50,6 +51,8 @@ pub struct Cli {
 pub enum Command {
     /// Check Agentfiles for errors and lints, as an editor or CI would
     Lint(lint::Args),
+    /// Serve the Agentfile language server over standard input and output (for editors)
+    Lsp(lsp::Args),
     /// Print the documentation of a diagnostic code (e.g. `otters explain AF101`)
     Explain(explain::Args),
     /// Build an Agentfile into an OCI artifact in the local store
@@ -114,6 +117,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Lint(a) => lint::run(a),
+        Command::Lsp(a) => lsp::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),

@@ -1,0 +1,107 @@
+//! Hover: an instruction keyword's reference text (docs/reference.md, compiled in), the
+//! explanation of each finding under the cursor (the rule pages the check registry compiles in),
+//! and for a RUNTIME, BIN or FROM image the digest `Agentfile.lock` pins it to.
+
+use crate::document::Document;
+use crate::lock;
+use otters_agentfile::check::registry;
+use otters_agentfile::syntax::{Keyword, Line, LineKind};
+use std::fmt::Write as _;
+
+/// The language reference, one `### KEYWORD` section per instruction.
+const REFERENCE: &str = include_str!("../../../docs/reference.md");
+
+/// The reference section of an instruction (its text below the `### KEYWORD` heading).
+pub fn reference(keyword: Keyword) -> &'static str {
+    let heading = format!("\n### {}\n", keyword.as_str());
+    let Some(at) = REFERENCE.find(&heading) else {
+        return keyword.usage();
+    };
+    let body = &REFERENCE[at + heading.len()..];
+    let end = body.find("\n#").unwrap_or(body.len());
+    body[..end].trim()
+}
+
+/// The logical line (an instruction with its heredoc, or one physical line) holding `offset`.
+pub fn line_at(doc: &Document, offset: usize) -> Option<&Line> {
+    let lines = &doc.ast().lines;
+    let i = lines.partition_point(|l| l.span.start <= offset).checked_sub(1)?;
+    lines.get(i).filter(|l| offset <= l.span.end)
+}
+
+/// The markdown shown at `offset`, or `None` when there is nothing to say.
+pub fn hover(doc: &Document, offset: usize) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(LineKind::Instruction(ins)) = line_at(doc, offset).map(|l| &l.kind) {
+        let k = &ins.keyword_token.span;
+        if k.start <= offset && offset <= k.end {
+            parts.push(format!(
+                "**{}** — `{}`\n\n{}",
+                ins.keyword.as_str(),
+                ins.keyword.usage(),
+                reference(ins.keyword)
+            ));
+        }
+    }
+    let refs = lock::image_refs(doc);
+    let here: Vec<_> = refs
+        .iter()
+        .filter(|r| r.span.start <= offset && offset <= r.span.end)
+        .collect();
+    if !here.is_empty() {
+        let locked = lock::read(doc);
+        for r in here {
+            let text = match locked.as_ref().and_then(|l| lock::entry(l, r)) {
+                Some(e) => {
+                    let mut s = format!("`{}` is pinned in Agentfile.lock to `{}`", r.reference, e.digest);
+                    if let (Some(i), Some(p)) = (&e.index, &e.platform) {
+                        let _ = write!(s, " ({p}, from the index `{i}`)");
+                    }
+                    if let Some(d) = &e.description {
+                        let _ = write!(s, "\n\n{d}");
+                    }
+                    s
+                }
+                None if doc.path.is_some() => format!(
+                    "`{}` is not pinned in Agentfile.lock (`otters lock` resolves and pins it)",
+                    r.reference
+                ),
+                None => continue,
+            };
+            parts.push(text);
+        }
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for d in &doc.diagnostics {
+        let code = d.code.to_string();
+        if !(d.span.start <= offset && offset <= d.span.end) || seen.contains(&code) {
+            continue;
+        }
+        if let Some(rule) = registry::lookup(&code) {
+            parts.push(format!(
+                "**{}** {} ({})\n\n{}\n\n`otters explain {}` shows the whole page.",
+                rule.code,
+                rule.name,
+                rule.severity,
+                rule.what_it_does(),
+                rule.code
+            ));
+        }
+        seen.push(code);
+    }
+    (!parts.is_empty()).then(|| parts.join("\n\n---\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_keyword_has_its_own_reference_section() {
+        for k in Keyword::ALL {
+            let text = reference(k);
+            assert!(text.len() > 40 && !text.contains("\n### "), "{k:?}: {text}");
+        }
+        assert!(reference(Keyword::Runtime).contains("clears every CONFIG"));
+    }
+}
