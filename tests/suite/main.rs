@@ -11,6 +11,7 @@ mod emitted_codes;
 mod habits;
 mod interop;
 mod lint_cli;
+mod lsp;
 mod pipeline;
 mod readme_tour;
 mod registry;

@@ -25,7 +25,9 @@ pub fn reference(keyword: Keyword) -> &'static str {
 /// The logical line (an instruction with its heredoc, or one physical line) holding `offset`.
 pub fn line_at(doc: &Document, offset: usize) -> Option<&Line> {
     let lines = &doc.ast().lines;
-    let i = lines.partition_point(|l| l.span.start <= offset).checked_sub(1)?;
+    let i = lines
+        .partition_point(|l| l.span.start <= offset)
+        .checked_sub(1)?;
     lines.get(i).filter(|l| offset <= l.span.end)
 }
 
@@ -53,7 +55,10 @@ pub fn hover(doc: &Document, offset: usize) -> Option<String> {
         for r in here {
             let text = match locked.as_ref().and_then(|l| lock::entry(l, r)) {
                 Some(e) => {
-                    let mut s = format!("`{}` is pinned in Agentfile.lock to `{}`", r.reference, e.digest);
+                    let mut s = format!(
+                        "`{}` is pinned in Agentfile.lock to `{}`",
+                        r.reference, e.digest
+                    );
                     if let (Some(i), Some(p)) = (&e.index, &e.platform) {
                         let _ = write!(s, " ({p}, from the index `{i}`)");
                     }

@@ -52,7 +52,8 @@ pub fn read(doc: &Document) -> Option<Lockfile> {
 
 /// The lock's entry for a reference.
 pub fn entry<'l>(lock: &'l Lockfile, r: &ImageRef<'_>) -> Option<&'l Entry> {
-    lock.get(r.role, r.reference).filter(|e| !e.digest.is_empty())
+    lock.get(r.role, r.reference)
+        .filter(|e| !e.digest.is_empty())
 }
 
 /// Writes the locked digest into a reference that has none (`r:1` → `r:1@sha256:…`): the build

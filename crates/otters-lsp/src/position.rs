@@ -85,7 +85,10 @@ mod tests {
         // Inside the emoji: its start. Past the line: before the CRLF. Past the file: its end.
         assert_eq!(offset(&f, Position::new(1, 2), Encoding::Utf16), 5);
         assert_eq!(offset(&f, Position::new(1, 99), Encoding::Utf16), x + 1);
-        assert_eq!(offset(&f, Position::new(9, 0), Encoding::Utf16), f.text.len());
+        assert_eq!(
+            offset(&f, Position::new(9, 0), Encoding::Utf16),
+            f.text.len()
+        );
         assert_eq!(position(&f, 4, Encoding::Utf8), Position::new(1, 0));
         assert_eq!(position(&f, 999, Encoding::Utf8), Position::new(2, 1));
     }

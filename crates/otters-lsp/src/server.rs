@@ -116,8 +116,7 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
                         Response::new_err(
                             id,
                             ErrorCode::InternalError as i32,
-                            "the request failed inside otters (a bug: please report it)"
-                                .to_owned(),
+                            "the request failed inside otters (a bug: please report it)".to_owned(),
                         )
                     });
                 respond(connection, response);
@@ -126,9 +125,8 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
                 if n.method == "exit" {
                     return Ok(shut_down);
                 }
-                let published =
-                    catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
-                        .unwrap_or_default();
+                let published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
+                    .unwrap_or_default();
                 for p in published {
                     let n = Notification::new(PublishDiagnostics::METHOD.to_owned(), p);
                     if connection.sender.send(Message::Notification(n)).is_err() {
@@ -181,7 +179,8 @@ pub fn request(state: &State, req: Request) -> Response {
         CodeActionRequest::METHOD => handle!(CodeActionRequest, |p| state
             .code_actions(&p.text_document.uri, p.range)),
         DocumentSymbolRequest::METHOD => {
-            handle!(DocumentSymbolRequest, |p| state.symbols(&p.text_document.uri))
+            handle!(DocumentSymbolRequest, |p| state
+                .symbols(&p.text_document.uri))
         }
         FoldingRangeRequest::METHOD => {
             handle!(FoldingRangeRequest, |p| state.folding(&p.text_document.uri))

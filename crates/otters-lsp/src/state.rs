@@ -114,14 +114,16 @@ impl State {
             .unwrap_or_default()
     }
 
-    /// Quick fixes of the findings that touch `range`, and pins of the image references in it
+    /// Quick fixes of the findings on the lines of `range`, and pins of the image references in it
     /// that `Agentfile.lock` has a digest for.
     pub fn code_actions(&self, uri: &Url, range: Range) -> Vec<CodeActionOrCommand> {
         let Some(doc) = self.docs.get(uri) else {
             return Vec::new();
         };
-        let start = position::offset(&doc.file, range.start, self.encoding);
-        let end = position::offset(&doc.file, range.end, self.encoding).max(start);
+        // The whole lines of the range: a cursor anywhere on a line sees that line's fixes.
+        let start = position::offset(&doc.file, Position::new(range.start.line, 0), self.encoding);
+        let end_line = Position::new(range.end.line, u32::MAX);
+        let end = position::offset(&doc.file, end_line, self.encoding).max(start);
         let touches = |s: otters_agentfile::Span| s.start <= end && start <= s.end;
         let mut out = Vec::new();
         for d in doc.diagnostics.iter().filter(|d| touches(d.span)) {
