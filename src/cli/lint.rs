@@ -126,7 +126,9 @@ pub fn run(a: Args) -> CliResult {
 fn lint(a: &Args) -> Result<ExitCode, Fatal> {
     let inputs = collect_inputs(&a.paths, a.recursive)?;
     if a.fix && inputs.iter().any(|i| matches!(i, Input::Stdin)) {
-        return Err(Fatal("--fix rewrites files; it cannot fix standard input".to_owned()));
+        return Err(Fatal(
+            "--fix rewrites files; it cannot fix standard input".to_owned(),
+        ));
     }
     let catalogue = match &a.capabilities {
         Some(p) => Some(read_capabilities(p)?),
@@ -240,7 +242,10 @@ fn write_fixed(path: &Path, text: &str) -> Result<(), Fatal> {
     };
     let meta = std::fs::symlink_metadata(path).map_err(|e| fail("fix", &e))?;
     if meta.file_type().is_symlink() {
-        return Err(fail("fix", &"it is a symbolic link; fix the file it points to"));
+        return Err(fail(
+            "fix",
+            &"it is a symbolic link; fix the file it points to",
+        ));
     }
     let dir = path
         .parent()
