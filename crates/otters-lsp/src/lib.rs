@@ -27,6 +27,8 @@ mod outline;
 pub mod position;
 mod server;
 mod state;
+#[cfg(test)]
+mod tests;
 
 pub use position::Encoding;
 pub use server::{run, run_stdio};
