@@ -207,7 +207,7 @@ fn char_column(text: &str, line: u64, col: u64, unit: &str) -> u64 {
     chars + 1
 }
 
-/// (code, message, line, column, end_line, end_column) as `otters lint --format json` has them.
+/// `(code, message, line, column, end_line, end_column)` as `otters lint --format json` has them.
 type Finding = (String, String, u64, u64, u64, u64);
 
 fn from_lsp(diags: &Value, text: &str, unit: &str) -> Vec<Finding> {
@@ -322,23 +322,26 @@ fn hover_completion_actions_outline_definition_and_formatting() {
     let env = Env::new();
     let dir = project(&env);
     let uri = uri_of(&dir.join("Agentfile"));
-    let (mut c, _) = Client::start(&env, None);
-    c.open(&uri, BROKEN);
+    let (mut client, _) = Client::start(&env, None);
+    client.open(&uri, BROKEN);
     let text = |v: &Value| v["contents"]["value"].as_str().unwrap_or("").to_owned();
 
     // Hover: the keyword's reference, the finding's explanation, the locked digest.
-    let h = text(&c.at("textDocument/hover", &uri, 2, 2));
-    assert!(h.contains("clears every CONFIG"), "{h}");
-    let h = text(&c.at("textDocument/hover", &uri, 1, 1));
+    let shown = text(&client.at("textDocument/hover", &uri, 2, 2));
+    assert!(shown.contains("clears every CONFIG"), "{shown}");
+    let shown = text(&client.at("textDocument/hover", &uri, 1, 1));
     assert!(
-        h.contains("AF003") && h.contains("unknown-instruction"),
-        "{h}"
+        shown.contains("AF003") && shown.contains("unknown-instruction"),
+        "{shown}"
     );
-    let h = text(&c.at("textDocument/hover", &uri, 2, 12));
-    assert!(h.contains(DIGEST) && h.contains("Agentfile.lock"), "{h}");
-    let h = text(&c.at("textDocument/hover", &uri, 9, 10));
-    assert!(h.contains("not pinned in Agentfile.lock"), "{h}");
-    assert!(c.at("textDocument/hover", &uri, 13, 2).is_null());
+    let shown = text(&client.at("textDocument/hover", &uri, 2, 12));
+    assert!(
+        shown.contains(DIGEST) && shown.contains("Agentfile.lock"),
+        "{shown}"
+    );
+    let shown = text(&client.at("textDocument/hover", &uri, 9, 10));
+    assert!(shown.contains("not pinned in Agentfile.lock"), "{shown}");
+    assert!(client.at("textDocument/hover", &uri, 13, 2).is_null());
 
     // Completion: keywords at a line start, ARGs in `${`, capabilities on CAPABILITY.
     let labels = |v: Value| -> Vec<String> {
@@ -348,40 +351,43 @@ fn hover_completion_actions_outline_definition_and_formatting() {
             .map(|i| i["label"].as_str().unwrap().to_owned())
             .collect()
     };
-    let k = labels(c.at("textDocument/completion", &uri, 3, 0));
-    assert!(k.contains(&"RUNTIME".to_owned()) && k.len() == 14, "{k:?}");
-    let a = labels(c.at("textDocument/completion", &uri, 8, 23));
-    assert_eq!(a, ["VERSION"]);
-    let caps = labels(c.at("textDocument/completion", &uri, 11, 13));
+    let keywords = labels(client.at("textDocument/completion", &uri, 3, 0));
+    assert!(
+        keywords.contains(&"RUNTIME".to_owned()) && keywords.len() == 14,
+        "{keywords:?}"
+    );
+    let args = labels(client.at("textDocument/completion", &uri, 8, 23));
+    assert_eq!(args, ["VERSION"]);
+    let caps = labels(client.at("textDocument/completion", &uri, 11, 13));
     assert!(caps.contains(&"note_save".to_owned()), "{caps:?}");
-    assert!(labels(c.at("textDocument/completion", &uri, 13, 3)).is_empty());
+    assert!(labels(client.at("textDocument/completion", &uri, 13, 3)).is_empty());
 
     // Code actions: the typo's fix, a suppression, the pin from the lock.
-    let actions = |c: &mut Client, line: usize| -> Vec<Value> {
-        let r =
+    let actions = |client: &mut Client, line: usize| -> Vec<Value> {
+        let range =
             json!({"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}});
-        c.request(
+        client.request(
             "textDocument/codeAction",
-            json!({"textDocument": {"uri": uri}, "range": r, "context": {"diagnostics": []}}),
+            json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": []}}),
         )
         .as_array()
         .unwrap()
         .clone()
     };
-    let typo = actions(&mut c, 1);
+    let typo = actions(&mut client, 1);
     assert_eq!(typo[0]["title"], "Replace with `FROM`");
     assert_eq!(typo[0]["isPreferred"], true);
     let edit = &typo[0]["edit"]["changes"][&uri][0];
     assert_eq!(edit["newText"], "FROM");
     assert_eq!(edit["range"]["end"], json!({"line": 1, "character": 4}));
-    let yq = actions(&mut c, 9);
+    let yq = actions(&mut client, 9);
     let titles: Vec<&str> = yq.iter().map(|a| a["title"].as_str().unwrap()).collect();
     assert_eq!(titles, ["Suppress AF201 on this line"], "{yq:?}");
     assert_eq!(
         yq[0]["edit"]["changes"][&uri][0]["newText"],
         "# otters:ignore AF201 <reason>\n"
     );
-    let runtime = actions(&mut c, 2);
+    let runtime = actions(&mut client, 2);
     let pin = runtime
         .iter()
         .find(|a| a["title"].as_str().unwrap().starts_with("Pin"))
@@ -392,7 +398,7 @@ fn hover_completion_actions_outline_definition_and_formatting() {
     );
 
     // Outline and folding.
-    let symbols = c.request(
+    let symbols = client.request(
         "textDocument/documentSymbol",
         json!({"textDocument": {"uri": uri}}),
     );
@@ -406,7 +412,7 @@ fn hover_completion_actions_outline_definition_and_formatting() {
         names.contains(&"BIN jq") && names.contains(&"CONTEXT P") && names.contains(&"ARG VERSION"),
         "{names:?}"
     );
-    let folds = c.request(
+    let folds = client.request(
         "textDocument/foldingRange",
         json!({"textDocument": {"uri": uri}}),
     );
@@ -414,24 +420,24 @@ fn hover_completion_actions_outline_definition_and_formatting() {
     assert_eq!(folds[0]["endLine"], 14);
 
     // Definitions: `${VERSION}` → its ARG; `file://ctx.md` → the file.
-    let d = c.at("textDocument/definition", &uri, 8, 24);
-    assert_eq!(d["uri"], uri.as_str());
-    assert_eq!(d["range"]["start"], json!({"line": 7, "character": 4}));
-    let d = c.at("textDocument/definition", &uri, 6, 20);
-    assert_eq!(d["uri"], uri_of(&dir.join("ctx.md")));
+    let def = client.at("textDocument/definition", &uri, 8, 24);
+    assert_eq!(def["uri"], uri.as_str());
+    assert_eq!(def["range"]["start"], json!({"line": 7, "character": 4}));
+    let def = client.at("textDocument/definition", &uri, 6, 20);
+    assert_eq!(def["uri"], uri_of(&dir.join("ctx.md")));
 
     // Formatting answers with a list of edits (a file with syntax errors is never reformatted).
-    let f = c.request(
+    let formatted = client.request(
         "textDocument/formatting",
         json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
     );
-    assert_eq!(f, json!([]));
+    assert_eq!(formatted, json!([]));
 
     // An unknown request is refused, and the session goes on.
-    c.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "otters/nothing", "params": {}}));
-    let r = c.wait("an error", |v| v["id"] == 99);
-    assert_eq!(r["error"]["code"], -32601);
-    assert_eq!(c.finish(), 0);
+    client.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "otters/nothing", "params": {}}));
+    let refused = client.wait("an error", |v| v["id"] == 99);
+    assert_eq!(refused["error"]["code"], -32601);
+    assert_eq!(client.finish(), 0);
 }
 
 #[test]

@@ -31,7 +31,8 @@ impl Project for LockBeside {
 
 fn change_to_publish(c: &mut Criterion) {
     let path = kubectl();
-    let text = std::fs::read_to_string(&path).expect("the conformance corpus beside the repository");
+    let text =
+        std::fs::read_to_string(&path).expect("the conformance corpus beside the repository");
     assert!(text.lines().count() > 400);
     let uri = Url::from_file_path(&path).expect("absolute path");
     let edited = text.replacen("FROM ", "FORM ", 1);

@@ -146,11 +146,17 @@ fn respond(connection: &Connection, r: Response) {
     let _ = connection.sender.send(Message::Response(r));
 }
 
-fn parse<P: DeserializeOwned>(req: Request) -> Result<(lsp_server::RequestId, P), Response> {
+fn parse<P: DeserializeOwned>(req: Request) -> Result<(lsp_server::RequestId, P), Box<Response>> {
     let id = req.id.clone();
     serde_json::from_value(req.params)
         .map(|p| (req.id, p))
-        .map_err(|e| Response::new_err(id, ErrorCode::InvalidParams as i32, e.to_string()))
+        .map_err(|e| {
+            Box::new(Response::new_err(
+                id,
+                ErrorCode::InvalidParams as i32,
+                e.to_string(),
+            ))
+        })
 }
 
 fn ok<R: Serialize>(id: lsp_server::RequestId, r: R) -> Response {
@@ -163,7 +169,7 @@ pub fn request(state: &State, req: Request) -> Response {
         ($kind:ty, |$p:ident| $body:expr) => {
             match parse::<<$kind as lsp_types::request::Request>::Params>(req) {
                 Ok((id, $p)) => ok(id, $body),
-                Err(e) => e,
+                Err(e) => *e,
             }
         };
     }

@@ -131,6 +131,10 @@ fn inside(r: &Range, lines: u32) {
     assert!(r.end.line < lines, "{r:?} past {lines} lines");
 }
 
+fn pos_junk() -> serde_json::Value {
+    serde_json::json!({"line": -1, "character": "x"})
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -169,7 +173,7 @@ proptest! {
             }
             for a in state.code_actions(&uri, Range::new(pos, pos)) {
                 if let lsp_types::CodeActionOrCommand::CodeAction(a) = a {
-                    for edits in a.edit.and_then(|e| e.changes).into_iter().flat_map(|c| c.into_values()) {
+                    for edits in a.edit.and_then(|e| e.changes).into_iter().flat_map(std::collections::HashMap::into_values) {
                         for e in edits {
                             inside(&e.range, n);
                         }
@@ -186,6 +190,11 @@ proptest! {
             assert!(f.start_line < f.end_line && f.end_line < n, "{f:?}");
         }
         let _ = state.formatting(&uri);
+        // The same requests through the dispatcher, with parameters that do not fit.
+        let bad = lsp_server::Request::new(1.into(), "textDocument/hover".to_owned(), serde_json::json!({"x": pos_junk()}));
+        prop_assert!(crate::server::request(&state, bad).error.is_some());
+        let junk = lsp_server::Notification::new("textDocument/didChange".to_owned(), serde_json::json!([1, 2]));
+        prop_assert!(crate::server::notification(&mut state, junk).is_empty());
         // An incremental edit at a random place, as a client that ignores full sync sends.
         let r = Range::new(Position::new(0, 3), Position::new(n / 2, 9));
         let edit = TextDocumentContentChangeEvent { range: Some(r), range_length: None, text: "x${".to_owned() };

@@ -25,7 +25,7 @@ pub(crate) fn offer_suppressions(file: &SourceFile, ast: &Ast, diags: &mut [Diag
     for d in diags.iter_mut() {
         // AF214/AF215 are about suppression comments themselves.
         if matches!(d.code, "AF214" | "AF215")
-            || !registry::lookup(d.code).is_some_and(|r| r.severity != Severity::Error)
+            || registry::lookup(d.code).is_none_or(|r| r.severity == Severity::Error)
         {
             continue;
         }
