@@ -131,6 +131,31 @@ fn inside(r: &Range, lines: u32) {
     assert!(r.end.line < lines, "{r:?} past {lines} lines");
 }
 
+/// A directory with an `Agentfile.lock` pinning references the corpus uses, and files a
+/// CONTEXT or ADD may name.
+fn project_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // One fixed place, rewritten by every run (not one directory per run left behind).
+        let dir = std::env::temp_dir().join("otters-lsp-proptest");
+        let _ = std::fs::create_dir_all(dir.join("data"));
+        let digest = format!("sha256:{}", "b".repeat(64));
+        let mut images = Vec::new();
+        for (role, reference) in [
+            ("runtime", "ghcr.io/openotters/runtime:latest"),
+            ("bin", "ghcr.io/openotters/tools/sh:latest"),
+            ("from", "ghcr.io/openotters/agents/base:latest"),
+        ] {
+            images
+                .push(serde_json::json!({"role": role, "reference": reference, "digest": digest}));
+        }
+        let lock = serde_json::json!({"version": 1, "platform": "linux/amd64", "images": images});
+        let _ = std::fs::write(dir.join("Agentfile.lock"), lock.to_string());
+        let _ = std::fs::write(dir.join("SOUL.md"), "soul\n");
+        dir
+    })
+}
+
 fn pos_junk() -> serde_json::Value {
     serde_json::json!({"line": -1, "character": "x"})
 }
@@ -150,7 +175,13 @@ proptest! {
         let base = &docs[pick % docs.len()];
         let enc = if utf8 { Encoding::Utf8 } else { Encoding::Utf16 };
         let mut state = State::new(Box::new(NoProject), enc);
-        let uri = Url::parse("untitled:Agentfile").unwrap();
+        // Half the documents are files beside a lock, a CONTEXT file and a directory, so hover,
+        // code actions and definitions read them; the rest are unsaved buffers.
+        let uri = if pick % 2 == 0 {
+            Url::from_file_path(project_dir().join("Agentfile")).unwrap()
+        } else {
+            Url::parse("untitled:Agentfile").unwrap()
+        };
         let text = first.iter().fold(base.clone(), |t, m| apply(&t, m));
         let published = state.open(uri.clone(), 1, text.clone());
         let lines = |t: &str| u32::try_from(t.split('\n').count()).unwrap_or(u32::MAX);
