@@ -31,6 +31,23 @@ pub fn line_at(doc: &Document, offset: usize) -> Option<&Line> {
     lines.get(i).filter(|l| offset <= l.span.end)
 }
 
+/// The run of letters and digits around `offset`, when it is shaped like a code (`AF201`).
+fn word_at(text: &str, offset: usize) -> Option<&str> {
+    let is_word = |b: &u8| b.is_ascii_alphanumeric();
+    let bytes = text.as_bytes();
+    let offset = offset.min(bytes.len());
+    let start = bytes[..offset]
+        .iter()
+        .rposition(|b| !is_word(b))
+        .map_or(0, |i| i + 1);
+    let end = bytes[offset..]
+        .iter()
+        .position(|b| !is_word(b))
+        .map_or(bytes.len(), |i| offset + i);
+    let word = text.get(start..end)?;
+    registry::is_code_shaped(&word.to_ascii_uppercase()).then_some(word)
+}
+
 /// The markdown shown at `offset`, or `None` when there is nothing to say.
 pub fn hover(doc: &Document, offset: usize) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
@@ -76,10 +93,17 @@ pub fn hover(doc: &Document, offset: usize) -> Option<String> {
             parts.push(text);
         }
     }
+    // The findings under the cursor, and a code written there (`# otters:ignore AF201 …`).
+    let mut codes: Vec<String> = doc
+        .diagnostics
+        .iter()
+        .filter(|d| d.span.start <= offset && offset <= d.span.end)
+        .map(|d| d.code.to_string())
+        .collect();
+    codes.extend(word_at(doc.text(), offset).map(str::to_ascii_uppercase));
     let mut seen: Vec<String> = Vec::new();
-    for d in &doc.diagnostics {
-        let code = d.code.to_string();
-        if !(d.span.start <= offset && offset <= d.span.end) || seen.contains(&code) {
+    for code in codes {
+        if seen.contains(&code) {
             continue;
         }
         if let Some(rule) = registry::lookup(&code) {
@@ -108,5 +132,15 @@ mod tests {
             assert!(text.len() > 40 && !text.contains("\n### "), "{k:?}: {text}");
         }
         assert!(reference(Keyword::Runtime).contains("clears every CONFIG"));
+    }
+
+    #[test]
+    fn codes_are_found_in_comments() {
+        let text = "# otters:ignore af201, AF2 x\n";
+        assert_eq!(word_at(text, 17), Some("af201"));
+        assert_eq!(word_at(text, 21), Some("af201"));
+        assert_eq!(word_at(text, 24), None);
+        assert_eq!(word_at(text, 0), None);
+        assert_eq!(word_at("AF201", 99), Some("AF201"));
     }
 }
