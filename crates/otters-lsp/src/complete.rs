@@ -6,6 +6,7 @@
 
 use crate::document::Document;
 use crate::hover::{line_at, reference};
+use crate::outline::clip;
 use lsp_types::{
     CompletionItem, CompletionItemKind, Documentation, InsertTextFormat, MarkupContent, MarkupKind,
 };
@@ -82,7 +83,7 @@ fn arg_names(doc: &Document) -> Vec<CompletionItem> {
                 label: key.text.clone(),
                 kind: Some(CompletionItemKind::VARIABLE),
                 detail: Some(match value {
-                    Some(v) => format!("ARG {}={}", key.text, v.token().text),
+                    Some(v) => format!("ARG {}={}", key.text, clip(&v.token().text)),
                     None => format!("ARG {}", key.text),
                 }),
                 ..CompletionItem::default()

@@ -10,7 +10,7 @@ use otters_agentfile::Span;
 /// The most characters of a value a symbol name shows.
 const MAX_NAME: usize = 60;
 
-fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     match s.char_indices().nth(MAX_NAME) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_owned(),

@@ -234,3 +234,41 @@ proptest! {
         prop_assert!(state.symbols(&uri).is_empty());
     }
 }
+
+#[test]
+fn a_document_over_the_lint_limit_is_not_checked_and_says_so() {
+    let mut state = State::new(Box::new(NoProject), Encoding::Utf16);
+    let uri = Url::parse("untitled:big").unwrap();
+    let big = "NAEM x\n".repeat(200_000);
+    let published = state.open(uri.clone(), 1, big);
+    assert_eq!(
+        published.diagnostics.len(),
+        1,
+        "{:?}",
+        published.diagnostics
+    );
+    assert!(published.diagnostics[0].message.contains("not checked"));
+    assert!(state.symbols(&uri).is_empty());
+}
+
+#[test]
+fn an_invalid_config_is_shown_and_the_file_still_checked() {
+    struct Broken;
+    impl crate::Project for Broken {
+        fn options(&self, _: Option<&Path>) -> Result<otters_agentfile::check::Options, String> {
+            Err("invalid config otters.toml: bad".to_owned())
+        }
+    }
+    let mut state = State::new(Box::new(Broken), Encoding::Utf16);
+    let published = state.open(Url::parse("untitled:a").unwrap(), 1, "NAEM x\n".to_owned());
+    let messages: Vec<&str> = published
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(messages[0], "invalid config otters.toml: bad");
+    assert!(
+        messages.contains(&"unknown instruction `NAEM`"),
+        "{messages:?}"
+    );
+}
