@@ -309,6 +309,23 @@ fn a_change_is_checked_on_the_unsaved_text() {
         std::fs::read_to_string(dir.join("Agentfile")).unwrap(),
         BROKEN
     );
+    // A lower-case keyword is AF208 (info) until otters.toml turns it off; a save re-reads it.
+    let lower = fixed.replace("NAME", "name");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": lower}]}),
+    );
+    assert_eq!(c.diagnostics(&uri)["diagnostics"][0]["code"], "AF208");
+    std::fs::write(
+        env.dir.path().join("otters.toml"),
+        "[lint.severity]\nAF208 = \"off\"\n",
+    )
+    .unwrap();
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    assert_eq!(c.diagnostics(&uri)["diagnostics"], json!([]));
     c.notify(
         "textDocument/didClose",
         json!({"textDocument": {"uri": uri}}),
