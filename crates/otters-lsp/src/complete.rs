@@ -1,5 +1,6 @@
 //! Completion: instruction keywords at the start of a line, ARG names inside `${`, capability
-//! names on a CAPABILITY line (the catalogue the checks use: built in, or the project's).
+//! names on a CAPABILITY line (the catalogue the checks use: built in, or the project's), and
+//! the codes a `# otters:ignore` comment may name.
 //!
 //! CONFIG keys are not offered: the keys a runtime reads are known only to that runtime image,
 //! and the checks have no catalogue of them.
@@ -10,7 +11,9 @@ use crate::outline::clip;
 use lsp_types::{
     CompletionItem, CompletionItemKind, Documentation, InsertTextFormat, MarkupContent, MarkupKind,
 };
+use otters_agentfile::check::registry;
 use otters_agentfile::syntax::{Args, Keyword, LineKind};
+use otters_agentfile::Severity;
 
 /// The completions at byte `offset`.
 pub fn complete(doc: &Document, offset: usize) -> Vec<CompletionItem> {
@@ -40,6 +43,9 @@ pub fn complete(doc: &Document, offset: usize) -> Vec<CompletionItem> {
         if !before[open..].contains('}') {
             return arg_names(doc);
         }
+    }
+    if let Some(rest) = before.trim_start().strip_prefix("# otters:ignore ") {
+        return suppressible_codes(rest);
     }
     let word = before.trim_start();
     if word.bytes().all(|b| b.is_ascii_alphabetic()) && !word.starts_with('#') {
@@ -93,6 +99,31 @@ fn arg_names(doc: &Document) -> Vec<CompletionItem> {
     out
 }
 
+/// The codes a suppression may name (those whose default severity is not error), after
+/// `# otters:ignore `; none once the reason has begun.
+fn suppressible_codes(rest: &str) -> Vec<CompletionItem> {
+    let words: Vec<&str> = rest.split([' ', ',']).filter(|w| !w.is_empty()).collect();
+    let typing = !rest.ends_with([' ', ',']);
+    let done = words.len() - usize::from(typing && !words.is_empty());
+    if words[..done]
+        .iter()
+        .any(|w| !registry::is_code_shaped(&w.to_ascii_uppercase()))
+    {
+        return Vec::new();
+    }
+    registry::RULES
+        .iter()
+        .filter(|r| r.severity != Severity::Error)
+        .map(|r| CompletionItem {
+            label: r.code.to_owned(),
+            kind: Some(CompletionItemKind::CONSTANT),
+            detail: Some(format!("{} ({})", r.name, r.severity)),
+            documentation: Some(Documentation::String(r.summary.to_owned())),
+            ..CompletionItem::default()
+        })
+        .collect()
+}
+
 fn capabilities(doc: &Document) -> Vec<CompletionItem> {
     doc.capabilities
         .iter()
@@ -103,4 +134,31 @@ fn capabilities(doc: &Document) -> Vec<CompletionItem> {
             ..CompletionItem::default()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Encoding, NoProject, State};
+    use lsp_types::{Position, Url};
+
+    fn labels(text: &str, line: u32, character: u32) -> Vec<String> {
+        let mut state = State::new(Box::new(NoProject), Encoding::Utf8);
+        let uri = Url::parse("untitled:a").unwrap();
+        state.open(uri.clone(), 1, text.to_owned());
+        let items = state.completion(&uri, Position::new(line, character));
+        items.into_iter().map(|i| i.label).collect()
+    }
+
+    #[test]
+    fn codes_after_a_suppression_until_the_reason() {
+        let codes = labels("# otters:ignore AF2", 0, 19);
+        assert!(codes.contains(&"AF201".to_owned()), "{codes:?}");
+        assert!(
+            !codes.contains(&"AF101".to_owned()),
+            "errors cannot be suppressed"
+        );
+        assert!(!labels("# otters:ignore AF201, ", 0, 23).is_empty());
+        assert!(labels("# otters:ignore AF201 dev ", 0, 26).is_empty());
+        assert!(labels("# a comment", 0, 5).is_empty());
+    }
 }
