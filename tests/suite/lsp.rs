@@ -358,6 +358,8 @@ fn hover_completion_actions_outline_definition_and_formatting() {
     );
     let shown = text(&client.at("textDocument/hover", &uri, 9, 10));
     assert!(shown.contains("not pinned in Agentfile.lock"), "{shown}");
+    let shown = text(&client.at("textDocument/hover", &uri, 8, 24));
+    assert!(shown.contains("`ARG VERSION` = `1`"), "{shown}");
     assert!(client.at("textDocument/hover", &uri, 13, 2).is_null());
 
     // Completion: keywords at a line start, ARGs in `${`, capabilities on CAPABILITY.

@@ -1,4 +1,5 @@
-//! Hover: an instruction keyword's reference text (docs/reference.md, compiled in), the
+//! Hover: an instruction keyword's reference text (docs/reference.md, compiled in), an ARG's
+//! value on `${NAME}`, the
 //! explanation of each finding under the cursor (the rule pages the check registry compiles in),
 //! and for a RUNTIME, BIN or FROM image the digest `Agentfile.lock` pins it to.
 
@@ -52,6 +53,15 @@ fn word_at(text: &str, offset: usize) -> Option<&str> {
 pub fn hover(doc: &Document, offset: usize) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     if let Some(LineKind::Instruction(ins)) = line_at(doc, offset).map(|l| &l.kind) {
+        let arg = (offset <= ins.span.end)
+            .then(|| crate::navigate::arg_reference(doc.text(), ins.span, offset))
+            .flatten();
+        if let Some(name) = arg {
+            parts.push(match doc.model.agent.args.get(name) {
+                Some(v) => format!("`ARG {name}` = `{}`", crate::outline::clip(&v.value)),
+                None => format!("`{name}` is not declared by an ARG above (AF203)"),
+            });
+        }
         let k = &ins.keyword_token.span;
         if k.start <= offset && offset <= k.end {
             parts.push(format!(

@@ -40,7 +40,7 @@ pub fn definition(doc: &Document, offset: usize) -> Option<Target> {
 }
 
 /// The NAME of the `${NAME}` around `offset` on the instruction line `span`.
-fn arg_reference(text: &str, span: Span, offset: usize) -> Option<&str> {
+pub(crate) fn arg_reference(text: &str, span: Span, offset: usize) -> Option<&str> {
     let line = text.get(span.start..span.end)?;
     let mut from = 0;
     while let Some(open) = line[from..].find("${").map(|i| from + i) {
