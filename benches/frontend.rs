@@ -64,7 +64,7 @@ fn bench(c: &mut Criterion) {
         let file = SourceFile::new("big", big.clone());
         b.iter(|| {
             let ast = otters_agentfile::syntax::parse(&file);
-            otters_agentfile::ir::lower(&ast, &file, &BTreeMap::new())
+            otters_agentfile::ir::from_ast(&ast, &file, &BTreeMap::new())
         });
     });
     g.bench_function("analyze 4MiB", |b| {
@@ -121,7 +121,7 @@ fn bench(c: &mut Criterion) {
             otters_agentfile::check::analyze(&file, &otters_agentfile::check::Options::default())
                 .diagnostics
                 .into_iter()
-                .filter(|d| d.code == "AF204")
+                .filter(|d| d.code == otters_agentfile::diagnostic::Code::UnusedArg)
                 .collect();
         assert!(diags.len() >= 200);
         let reports = vec![(file, diags)];
@@ -129,7 +129,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 otters_agentfile::diagnostic::render::human(
                     &reports,
-                    otters_agentfile::check::registry::RULES,
+                    otters_agentfile::diagnostic::codes::RULES,
                     otters_agentfile::diagnostic::render::ColorChoice::Never,
                 )
             });

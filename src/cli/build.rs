@@ -3,10 +3,10 @@
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
 use super::pushpull::Bars as PushBars;
-use super::CliResult;
-use miette::{miette, IntoDiagnostic};
-use otters_agentfile::check;
-use otters_agentfile::diagnostic::render::{human, ColorChoice};
+use super::{fail, fail_in, CliResult, Format};
+use miette::miette;
+use otters_agentfile::diagnostic::codes;
+use otters_agentfile::diagnostic::render::human;
 use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
 use otters_oci::registry::transfer::Event;
 use otters_oci::Store;
@@ -44,11 +44,11 @@ pub struct Args {
     /// Progress output on stderr: `auto` (bars on a terminal, nothing elsewhere), `plain` (one
     /// line per large input written and per blob pushed, with size and time, then one per layer:
     /// for CI logs), `tty` (bars even when stderr is not a terminal), `quiet` (same as `-q`)
-    #[arg(long, value_parser = ["auto", "plain", "tty", "quiet"], default_value = "auto")]
-    pub progress: String,
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
     /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Take every pin from Agentfile.lock; never contact a registry
     #[arg(long)]
     pub offline: bool,
@@ -82,6 +82,15 @@ pub struct Args {
     /// Write build results as JSON to FILE (buildx's keys, plus otters.*)
     #[arg(long, value_name = "FILE")]
     pub metadata_file: Option<PathBuf>,
+}
+
+/// `--progress`: how progress shows on stderr (see the flag's help).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    Auto,
+    Plain,
+    Tty,
+    Quiet,
 }
 
 /// `--build-arg K=V`, or `--build-arg K` taking the value of the environment variable `K` (as
@@ -200,22 +209,14 @@ fn parse_output(spec: &str) -> miette::Result<Output> {
     }
 }
 
-fn color() -> ColorChoice {
-    if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
-        ColorChoice::Always
-    } else {
-        ColorChoice::Never
-    }
-}
-
 pub(super) fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
     if !diags.is_empty() {
         eprint!(
             "{}",
             human(
                 &[(file.clone(), diags.to_vec())],
-                check::registry::RULES,
-                color()
+                codes::RULES,
+                super::stderr_colour()
             )
         );
     }
@@ -233,7 +234,7 @@ struct Bars(
 #[derive(Default)]
 struct Plain {
     input: Option<(String, u64, std::time::Instant)>,
-    blobs: std::collections::HashMap<String, (u64, std::time::Instant)>,
+    blobs: std::collections::HashMap<otters_oci::Digest, (u64, std::time::Instant)>,
 }
 
 impl Progress for Bars {
@@ -278,7 +279,7 @@ impl lib::Progress for Bars {
         match event {
             Event::Start { digest, size, .. } => {
                 p.blobs
-                    .insert((*digest).to_owned(), (*size, std::time::Instant::now()));
+                    .insert((*digest).clone(), (*size, std::time::Instant::now()));
             }
             Event::Done { digest, outcome } => {
                 if let Some((size, t)) = p.blobs.remove(*digest) {
@@ -298,52 +299,34 @@ impl lib::Progress for Bars {
 }
 
 fn read_stdin() -> miette::Result<Vec<u8>> {
-    otters_core::files::read_stream(
-        std::io::stdin().lock(),
-        Path::new("standard input"),
-        "Agentfile",
-        otters_core::files::MAX_AGENTFILE,
-    )
-    .map_err(|e| miette!("{e}"))
+    otters_pipeline::project::read_agentfile_stream(std::io::stdin().lock()).map_err(fail)
 }
 
-/// Shows a failed build's diagnostics on stderr and turns it into a report.
-pub(super) fn failure(e: &BuildError) -> miette::Report {
+/// Shows a failed build's diagnostics on stderr and returns what failed, to report.
+pub(super) fn failure(e: BuildError) -> lib::ErrorKind {
     if let Some(file) = &e.file {
         print_diagnostics(file, &e.diagnostics);
     }
-    miette!("{}", e.kind)
+    e.kind
 }
 
 pub fn run(mut a: Args) -> CliResult {
-    a.quiet |= a.progress == "quiet";
+    a.quiet |= a.progress == ProgressMode::Quiet;
     // Before anything is read or written (not even the store directory).
-    lib::check_tags(&a.tags).map_err(|e| miette!("{e}"))?;
+    lib::check_tags(&a.tags).map_err(fail)?;
     let output = a.output.as_deref().map(parse_output).transpose()?;
     let build_args = parse_build_args(&a.build_args, a.quiet)?;
     let labels = parse_pairs("--label", &a.labels)?;
     let annotations = parse_pairs("--annotation", &a.annotations)?;
-    let epoch =
-        epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).into_diagnostic()?;
-    let (context, agentfile) = if a.context == "-" {
-        (PathBuf::from("."), AgentfileSource::Stdin(read_stdin()?))
-    } else if a.file.as_deref().is_some_and(|f| f.as_os_str() == "-") {
-        (
-            PathBuf::from(&a.context),
-            AgentfileSource::Stdin(read_stdin()?),
-        )
-    } else {
-        let (context, path) = lib::locate(Path::new(&a.context), a.file.as_deref());
-        (context, AgentfileSource::Path(path))
-    };
-
+    let epoch = epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).map_err(fail)?;
+    let (context, agentfile) = agentfile(&a)?;
     let home = super::otters_home();
     let store_root = match &output {
         Some(Output::Layout(dir)) => dir.clone(),
         _ => home.join("store"),
     };
     let store = Store::open(&store_root)
-        .map_err(|e| miette!("cannot open the store {}: {e}", store_root.display()))?;
+        .map_err(|e| fail_in(format!("cannot open the store {}", store_root.display()), e))?;
     let opts = BuildOptions {
         tags: a.tags.clone(),
         build_args,
@@ -363,29 +346,56 @@ pub fn run(mut a: Args) -> CliResult {
         source_date_epoch: epoch,
         ..BuildOptions::new(context, agentfile)
     };
-    // As docker does: a stale file from an earlier build must not pass for this one's result.
-    for f in [&a.iidfile, &a.metadata_file].into_iter().flatten() {
-        match std::fs::remove_file(f) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(miette!("cannot remove the old {}: {e}", f.display()));
-            }
-            _ => {}
-        }
-    }
-    let tty = match a.progress.as_str() {
-        "tty" => !a.quiet,
-        "auto" => !a.quiet && std::io::stderr().is_terminal(),
-        _ => false,
-    };
-    let plain = (a.progress == "plain" && !a.quiet).then(Plain::default);
-    let mut bars = Bars(None, tty, PushBars::new(tty), plain);
-    let out = lib::build(&opts, &store, &mut bars).map_err(|e| failure(&e))?;
+    remove_result_files(&a)?;
+    let mut bars = progress(&a);
+    let out = lib::build(&opts, &store, &mut bars).map_err(|e| fail(failure(e)))?;
     if bars.3.is_some() {
         print_layers(&store, &out);
     }
     write_result_files(&a, &out)?;
     report(&a, &out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The context and where the Agentfile comes from: standard input for `-` (as the context or
+/// `-f -`), else the one rule of [`lib::locate`].
+fn agentfile(a: &Args) -> miette::Result<(PathBuf, AgentfileSource)> {
+    Ok(if a.context == "-" {
+        (PathBuf::from("."), AgentfileSource::Stdin(read_stdin()?))
+    } else if a.file.as_deref().is_some_and(|f| f.as_os_str() == "-") {
+        (
+            PathBuf::from(&a.context),
+            AgentfileSource::Stdin(read_stdin()?),
+        )
+    } else {
+        let (context, path) = lib::locate(Path::new(&a.context), a.file.as_deref());
+        (context, AgentfileSource::Path(path))
+    })
+}
+
+/// As docker does: a stale `--iidfile` or `--metadata-file` from an earlier build must not pass
+/// for this one's result.
+fn remove_result_files(a: &Args) -> miette::Result<()> {
+    for f in [&a.iidfile, &a.metadata_file].into_iter().flatten() {
+        match std::fs::remove_file(f) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(fail_in(format!("cannot remove the old {}", f.display()), e));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The progress display `--progress` and `-q` ask for.
+fn progress(a: &Args) -> Bars {
+    let tty = match a.progress {
+        ProgressMode::Tty => !a.quiet,
+        ProgressMode::Auto => !a.quiet && std::io::stderr().is_terminal(),
+        ProgressMode::Plain | ProgressMode::Quiet => false,
+    };
+    let plain = (a.progress == ProgressMode::Plain && !a.quiet).then(Plain::default);
+    Bars(None, tty, PushBars::new(tty), plain)
 }
 
 /// `--progress plain`: one line per layer of the built manifest (title, digest, size).
@@ -395,9 +405,9 @@ fn print_layers(store: &Store, out: &BuildOutput) {
         #[serde(default)]
         layers: Vec<otters_oci::Descriptor>,
     }
-    let Some(doc) = otters_oci::Digest::parse(&out.descriptor.digest)
+    let Some(doc) = store
+        .read_blob(&out.descriptor.digest)
         .ok()
-        .and_then(|d| store.read_blob(&d).ok())
         .and_then(|b| serde_json::from_slice::<Layers>(&b).ok())
     else {
         return;
@@ -419,15 +429,16 @@ fn write_result_files(a: &Args, out: &BuildOutput) -> miette::Result<()> {
     use otters_core::json::Value;
     let write = |path: &Path, bytes: &[u8]| {
         std::fs::write(path, bytes).map_err(|e| {
-            miette!(
-                "the image was built ({}) but {} cannot be written: {e}",
+            let context = format!(
+                "the image was built ({}) but {} cannot be written",
                 out.descriptor.digest,
                 path.display()
-            )
+            );
+            fail_in(context, e)
         })
     };
     if let Some(path) = &a.iidfile {
-        write(path, out.descriptor.digest.as_bytes())?;
+        write(path, out.descriptor.digest.as_str().as_bytes())?;
     }
     if let Some(path) = &a.metadata_file {
         let d = &out.descriptor;
@@ -453,7 +464,7 @@ fn write_result_files(a: &Args, out: &BuildOutput) -> miette::Result<()> {
                         .map(|r| format!("{}@{}", r.reference, r.digest)),
                 ),
             );
-        let mut bytes = otters_core::json::to_indented(&v).map_err(|e| miette!("{e}"))?;
+        let mut bytes = otters_core::json::to_indented(&v).map_err(fail)?;
         bytes.push(b'\n');
         write(path, &bytes)?;
     }
@@ -461,7 +472,7 @@ fn write_result_files(a: &Args, out: &BuildOutput) -> miette::Result<()> {
 }
 
 fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
-    let text = !a.quiet && a.format == "text";
+    let text = !a.quiet && a.format == Format::Text;
     if !a.quiet {
         print_diagnostics(&out.file, &out.diagnostics);
         for k in &out.unused_build_args {
@@ -482,7 +493,7 @@ fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
             eprintln!("pushed {}@{}", r.reference, r.digest);
         }
     }
-    if a.format == "json" {
+    if a.format == Format::Json {
         use otters_core::json::Value;
         let mut v = Value::object()
             .with("digest", out.descriptor.digest.as_str())

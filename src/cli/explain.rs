@@ -1,7 +1,7 @@
 //! `otters explain CODE` prints a code's documentation page (exactly `docs/rules/CODE.md`);
 //! `otters explain --list` prints the table of every code.
 use super::CliResult;
-use otters_agentfile::check::registry::{self, RULES};
+use otters_agentfile::diagnostic::codes::{self, RULES};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -32,12 +32,12 @@ pub fn run(a: Args) -> CliResult {
         return Ok(ExitCode::SUCCESS);
     }
     let query = a.code.unwrap_or_default();
-    if let Some(rule) = registry::lookup(&query).or_else(|| registry::by_name(&query)) {
+    if let Some(rule) = codes::lookup(&query).or_else(|| codes::by_name(&query)) {
         out!("{}", rule.doc);
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!("error: unknown code `{query}`");
-    let near = registry::suggestions(&query);
+    let near = codes::suggestions(&query);
     if near.is_empty() {
         eprintln!("help: run `otters explain --list` to see every code");
     } else {

@@ -1,12 +1,13 @@
 //! `otters images` and `otters inspect`: read-only views of the local store, and of a registry
 //! with `inspect --remote` (manifest and config blob only: no layer is downloaded, nothing is
 //! written to the store).
-use super::CliResult;
+use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
 use otters_core::escape::{escape, json_controls};
-use otters_oci::registry::{is_index, TargetPlatform};
-use otters_oci::spec::descriptor::{Descriptor, ManifestDoc, ANN_CREATED};
-use otters_oci::{Digest, Store};
+use otters_oci::spec::descriptor::ManifestDoc;
+use otters_oci::store::query::{self, ImageEntry};
+use otters_oci::Store;
+use otters_oci::{Digest, MediaType, Platform};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -133,18 +134,6 @@ fn parse_template(t: &str) -> miette::Result<Vec<Piece>> {
     Ok(out)
 }
 
-/// `repository` and `tag` of a stored reference name (`<none>` for an untagged image).
-fn repository_and_tag(name: &str) -> (String, String) {
-    if name.is_empty() {
-        return ("<none>".into(), "<none>".into());
-    }
-    let base = name.split('@').next().unwrap_or(name);
-    match base.rsplit_once(':').filter(|(_, t)| !t.contains('/')) {
-        Some((r, t)) => (r.to_owned(), t.to_owned()),
-        None => (base.to_owned(), "<none>".into()),
-    }
-}
-
 #[derive(Debug, clap::Args)]
 pub struct InspectArgs {
     /// Image reference: a tag, a digest or a digest prefix (with --remote: a registry reference)
@@ -159,21 +148,13 @@ pub struct InspectArgs {
     #[arg(long, requires = "remote")]
     pub platform: Option<String>,
     /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 pub(super) fn open_store() -> miette::Result<Store> {
     let root = super::otters_home().join("store");
     Store::open(&root).into_diagnostic()
-}
-
-fn read_manifest(store: &Store, d: &Descriptor) -> miette::Result<(Vec<u8>, ManifestDoc)> {
-    let digest = Digest::parse(&d.digest).into_diagnostic()?;
-    let bytes = store.read_blob(&digest).into_diagnostic()?;
-    let m = serde_json::from_slice(&bytes)
-        .map_err(|e| miette!("manifest {} is not valid JSON: {e}", d.digest))?;
-    Ok((bytes, m))
 }
 
 /// Decimal units, as `docker images` shows sizes.
@@ -192,130 +173,139 @@ pub(super) fn human_size(n: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
+/// What `images --format` asks for: a table, JSON, or a line per image from a template.
+enum Shape {
+    Table,
+    Json,
+    Template(Vec<Piece>),
+}
+
+fn shape(format: &str) -> miette::Result<Shape> {
+    match format {
+        "text" => Ok(Shape::Table),
+        "json" => Ok(Shape::Json),
+        t if t.contains("{{") => Ok(Shape::Template(parse_template(t)?)),
+        other => Err(miette!(
+            "--format `{}`: use text, json, or a template such as '{{{{.Reference}}}} {{{{.Digest}}}}'",
+            esc(other)
+        )),
+    }
+}
+
 pub fn run_images(a: ImagesArgs) -> CliResult {
     let filter = Filter::parse(&a.filters)?;
-    let template = match a.format.as_str() {
-        "text" | "json" => None,
-        t if t.contains("{{") => Some(parse_template(t)?),
-        other => {
-            return Err(miette!(
-                "--format `{}`: use text, json, or a template such as '{{{{.Reference}}}} {{{{.Digest}}}}'",
-                esc(other)
-            ))
-        }
-    };
+    let shape = shape(&a.format)?;
     let store = open_store()?;
     if a.quiet {
-        let mut seen = std::collections::HashSet::new();
-        for (name, d) in store.list().into_diagnostic()? {
-            if filter.keeps(&name) && seen.insert(d.digest.clone()) {
-                outln!("{}", esc(&d.digest));
+        for digest in query::digests(&store, |name| filter.keeps(name)).map_err(fail)? {
+            outln!("{}", esc(digest.as_str()));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut rows = query::images(&store, |name| filter.keeps(name)).map_err(fail)?;
+    if let Shape::Json = shape {
+        return print_json(&rows);
+    }
+    // Tag names and annotations come from images (`otters load`, pulls): never let them drive
+    // the terminal.
+    for row in &mut rows {
+        row.name = esc(&row.name);
+        row.created = row.created.as_deref().map(esc);
+    }
+    match shape {
+        Shape::Template(pieces) => print_template(&rows, &pieces),
+        _ => print_table(&rows, a.digests),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_json(rows: &[ImageEntry]) -> CliResult {
+    let v: Vec<_> = rows
+        .iter()
+        .map(|row| {
+            let d = &row.descriptor;
+            let mut o = json!({"reference": row.name, "digest": d.digest, "size": row.size});
+            if let Some(at) = &d.artifact_type {
+                o["artifactType"] = json!(at);
+            }
+            if let Some(c) = &row.created {
+                o["created"] = json!(c);
+            }
+            o
+        })
+        .collect();
+    outln!(
+        "{}",
+        json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_template(rows: &[ImageEntry], pieces: &[Piece]) {
+    for row in rows {
+        let (name, digest) = (&row.name, &row.descriptor.digest);
+        let (repository, tag) = query::repository_and_tag(name);
+        let mut line = String::new();
+        for p in pieces {
+            match p {
+                Piece::Text(t) => line.push_str(t),
+                Piece::Field(f) => line.push_str(&match *f {
+                    "Reference" if name.is_empty() => "<none>".to_owned(),
+                    "Reference" => name.clone(),
+                    "Repository" => repository.clone(),
+                    "Tag" => tag.clone(),
+                    "Digest" => digest.to_string(),
+                    "ShortDigest" => digest.hex().chars().take(12).collect(),
+                    "Size" => row.size.to_string(),
+                    _ => row.created.clone().unwrap_or_default(),
+                }),
             }
         }
-        return Ok(ExitCode::SUCCESS);
+        // The template's own text is the user's; field values were escaped above, and the
+        // digest is escaped here (it comes from index.json).
+        outln!("{}", esc(&line));
     }
-    let mut rows = Vec::new();
-    for (name, d) in store.list().into_diagnostic()? {
-        if !filter.keeps(&name) {
-            continue;
-        }
-        let (_, m) = read_manifest(&store, &d).unwrap_or_default();
-        let size = d.size
-            + m.config.as_ref().map_or(0, |c| c.size)
-            + m.layers.iter().map(|l| l.size).sum::<u64>();
-        rows.push((name, d, size, m.annotations.get(ANN_CREATED).cloned()));
-    }
-    if a.format != "json" {
-        // Tag names and annotations come from images (`otters load`, pulls): never let them drive
-        // the terminal.
-        for row in &mut rows {
-            row.0 = esc(&row.0);
-            row.3 = row.3.as_deref().map(esc);
-        }
-    }
-    if a.format == "json" {
-        let v: Vec<_> = rows
-            .iter()
-            .map(|(name, d, size, created)| {
-                let mut o = json!({"reference": name, "digest": d.digest, "size": size});
-                if let Some(at) = &d.artifact_type {
-                    o["artifactType"] = json!(at);
-                }
-                if let Some(c) = created {
-                    o["created"] = json!(c);
-                }
-                o
-            })
-            .collect();
-        outln!(
-            "{}",
-            json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(pieces) = template {
-        for (name, d, size, created) in &rows {
-            let (repository, tag) = repository_and_tag(name);
-            let mut line = String::new();
-            for p in &pieces {
-                match p {
-                    Piece::Text(t) => line.push_str(t),
-                    Piece::Field(f) => line.push_str(&match *f {
-                        "Reference" if name.is_empty() => "<none>".to_owned(),
-                        "Reference" => name.clone(),
-                        "Repository" => repository.clone(),
-                        "Tag" => tag.clone(),
-                        "Digest" => d.digest.clone(),
-                        "ShortDigest" => {
-                            let hex = d.digest.strip_prefix("sha256:").unwrap_or(&d.digest);
-                            hex.chars().take(12).collect()
-                        }
-                        "Size" => size.to_string(),
-                        _ => created.clone().unwrap_or_default(),
-                    }),
-                }
-            }
-            // The template's own text is the user's; field values were escaped above, and the
-            // digest is escaped here (it comes from index.json).
-            outln!("{}", esc(&line));
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
+}
+
+fn print_table(rows: &[ImageEntry], full_digests: bool) {
     let width = rows
         .iter()
-        .map(|r| r.0.len())
+        .map(|r| r.name.len())
         .max()
         .unwrap_or(0)
         .max("REFERENCE".len());
-    let dw = if a.digests { 71 } else { 12 };
+    let dw = if full_digests { 71 } else { 12 };
     outln!(
         "{:width$}  {:dw$}  {:>9}  CREATED",
         "REFERENCE",
         "DIGEST",
         "SIZE"
     );
-    for (name, d, size, created) in &rows {
-        let digest = esc(&d.digest);
+    for row in rows {
+        let digest = esc(row.descriptor.digest.as_str());
         let short = digest.strip_prefix("sha256:").unwrap_or(&digest);
         outln!(
             "{:width$}  {:dw$}  {:>9}  {}",
-            if name.is_empty() { "<none>" } else { name },
-            if a.digests {
+            if row.name.is_empty() {
+                "<none>"
+            } else {
+                &row.name
+            },
+            if full_digests {
                 digest.clone()
             } else {
                 short.chars().take(12).collect()
             },
-            human_size(*size),
-            escape(created.as_deref().unwrap_or("-"))
+            human_size(row.size),
+            escape(row.created.as_deref().unwrap_or("-"))
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// What `inspect` shows, from the store or a registry.
 struct Shown {
-    digest: String,
-    media_type: String,
+    digest: Digest,
+    media_type: MediaType,
     artifact_type: Option<String>,
     size: u64,
     bytes: Vec<u8>,
@@ -325,28 +315,22 @@ struct Shown {
 
 fn inspect_local(reference: &str) -> miette::Result<Shown> {
     let store = open_store()?;
-    let d = store.resolve(reference).into_diagnostic()?.ok_or_else(|| {
-        miette!(
-            help = "list local images with `otters images`, fetch it with `otters pull`, or read it from its registry with `otters inspect --remote`",
-            "image `{reference}` is not in the local store"
-        )
-    })?;
-    let (bytes, m) = read_manifest(&store, &d)?;
-    let config = match &m.config {
-        Some(c) => Digest::parse(&c.digest)
-            .ok()
-            .and_then(|cd| store.read_blob(&cd).ok())
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()),
-        None => None,
-    };
+    let d = query::details(&store, reference)
+        .map_err(fail)?
+        .ok_or_else(|| {
+            miette!(
+                help = "list local images with `otters images`, fetch it with `otters pull`, or read it from its registry with `otters inspect --remote`",
+                "image `{reference}` is not in the local store"
+            )
+        })?;
     Ok(Shown {
-        digest: d.digest,
-        media_type: d.media_type,
-        artifact_type: d.artifact_type,
-        size: d.size,
-        bytes,
-        manifest: m,
-        config,
+        digest: d.descriptor.digest,
+        media_type: d.descriptor.media_type,
+        artifact_type: d.descriptor.artifact_type,
+        size: d.descriptor.size,
+        bytes: d.bytes,
+        manifest: d.manifest,
+        config: d.config,
     })
 }
 
@@ -356,13 +340,13 @@ fn inspect_remote(a: &InspectArgs) -> miette::Result<Shown> {
     let client = super::pushpull::client(a.insecure)?;
     let top = client
         .fetch_manifest(&r)
-        .map_err(|e| miette!("cannot inspect {}: {e}", r.familiar()))?;
+        .map_err(|e| fail_in(format!("cannot inspect {}", r.familiar()), e))?;
     let fetched = match &a.platform {
-        Some(p) if is_index(&top.media_type) => {
-            let platform = TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?;
+        Some(p) if top.media_type.is_index() => {
+            let platform = Platform::parse(p).map_err(|e| fail_in("--platform", e))?;
             client
                 .resolve(&r, &platform)
-                .map_err(|e| miette!("cannot inspect {}: {e}", r.familiar()))?
+                .map_err(|e| fail_in(format!("cannot inspect {}", r.familiar()), e))?
                 .manifest
         }
         _ => top,
@@ -373,7 +357,7 @@ fn inspect_remote(a: &InspectArgs) -> miette::Result<Shown> {
         Some(c) => {
             let bytes = client
                 .fetch_blob(&r, &c.digest, 64 << 20)
-                .map_err(|e| miette!("cannot read the config of {}: {e}", r.familiar()))?;
+                .map_err(|e| fail_in(format!("cannot read the config of {}", r.familiar()), e))?;
             serde_json::from_slice::<serde_json::Value>(&bytes).ok()
         }
         None => None,
@@ -398,41 +382,49 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
     } else {
         inspect_local(&a.reference)?
     };
+    match a.format {
+        Format::Json => print_inspect_json(&a.reference, shown)?,
+        Format::Text => print_inspect_text(&a.reference, shown),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_inspect_json(reference: &str, shown: Shown) -> miette::Result<()> {
+    let manifest: serde_json::Value = serde_json::from_slice(&shown.bytes).into_diagnostic()?;
+    let layers: Vec<_> = shown
+        .manifest
+        .layers
+        .iter()
+        .map(|l| json!({"mediaType": l.media_type, "digest": l.digest, "size": l.size, "title": l.title()}))
+        .collect();
+    let v = json!({
+        "reference": reference,
+        "digest": shown.digest,
+        "mediaType": shown.media_type,
+        "size": shown.size,
+        "manifest": manifest,
+        "config": shown.config,
+        "layers": layers,
+    });
+    outln!(
+        "{}",
+        json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
+    );
+    Ok(())
+}
+
+fn print_inspect_text(reference: &str, shown: Shown) {
     let Shown {
         digest,
         media_type,
         artifact_type,
-        size,
-        bytes,
         manifest: m,
-        config,
+        ..
     } = shown;
-    if a.format == "json" {
-        let manifest: serde_json::Value = serde_json::from_slice(&bytes).into_diagnostic()?;
-        let layers: Vec<_> = m
-            .layers
-            .iter()
-            .map(|l| json!({"mediaType": l.media_type, "digest": l.digest, "size": l.size, "title": l.title()}))
-            .collect();
-        let v = json!({
-            "reference": a.reference,
-            "digest": digest,
-            "mediaType": media_type,
-            "size": size,
-            "manifest": manifest,
-            "config": config,
-            "layers": layers,
-        });
-        outln!(
-            "{}",
-            json_controls(serde_json::to_string_pretty(&v).into_diagnostic()?)
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
     // Everything below but sizes comes from the image or its registry: escaped for the terminal.
-    outln!("Reference:      {}", esc(&a.reference));
-    outln!("Digest:         {}", esc(&digest));
-    outln!("Media type:     {}", esc(&media_type));
+    outln!("Reference:      {}", esc(reference));
+    outln!("Digest:         {}", esc(digest.as_str()));
+    outln!("Media type:     {}", esc(media_type.as_str()));
     if let Some(at) = &artifact_type {
         outln!("Artifact type:  {}", esc(at));
     }
@@ -445,8 +437,8 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
     if let Some(c) = &m.config {
         outln!(
             "Config:         {} ({}, {})",
-            esc(&c.digest),
-            esc(&c.media_type),
+            esc(c.digest.as_str()),
+            esc(c.media_type.as_str()),
             human_size(c.size)
         );
     }
@@ -458,9 +450,9 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             .map(|l| {
                 (
                     esc(l.title().unwrap_or("-")),
-                    esc(&l.media_type),
+                    esc(l.media_type.as_str()),
                     l.size,
-                    esc(&l.digest),
+                    esc(l.digest.as_str()),
                 )
             })
             .collect();
@@ -480,11 +472,10 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
             .map(|p| format!("{}/{}", p.os, p.architecture));
         outln!(
             "  manifest {} {}",
-            esc(&child.digest),
+            esc(child.digest.as_str()),
             esc(&platform.unwrap_or_default())
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Text from an image or a registry, made safe for a terminal (controls and bidi overrides shown

@@ -4,12 +4,12 @@
 //! Machine formats (concise, json, sarif, github) go to stdout; the human format and the summary
 //! line go to stderr.
 use super::CliResult;
-use otters_agentfile::check::{self, config, registry, Options};
-use otters_agentfile::diagnostic::render::{self, ColorChoice, FileReport};
+use otters_agentfile::check::{self, config, Options};
+use otters_agentfile::diagnostic::codes;
+use otters_agentfile::diagnostic::render::{self, FileReport};
 use otters_agentfile::diagnostic::{apply_safe_fixes, Severity};
-use otters_core::files;
-use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use otters_pipeline::project::{self, ConfigFinder, Input, ProjectError};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -69,6 +69,10 @@ pub struct Args {
     /// Do not print the summary line
     #[arg(short, long)]
     pub quiet: bool,
+    /// Lint standard input (`-`) as if it were this file: otters.toml is looked for from its
+    /// directory (as are Agentfile.lock and ADD sources), and findings name it
+    #[arg(long, value_name = "PATH")]
+    pub stdin_filename: Option<PathBuf>,
     /// Apply the safe fixes to the files (each rewritten atomically), then report what is left
     #[arg(long)]
     pub fix: bool,
@@ -86,28 +90,9 @@ fn parse_build_arg(s: &str) -> Result<(String, String), String> {
 /// A usage or I/O problem: printed to stderr, exit 2.
 pub(super) struct Fatal(pub(super) String);
 
-/// One input to lint: where to read it and the name to show.
-enum Input {
-    Stdin,
-    /// `root/rel`: a symlinked Agentfile is followed only while it stays inside `root`, the
-    /// directory the user named (for a file, its own directory), so a repository cannot make
-    /// `otters lint` print `/proc/self/environ` or a key file in its snippets.
-    File {
-        path: PathBuf,
-        root: PathBuf,
-        rel: PathBuf,
-        name: String,
-    },
-}
-
-impl Input {
-    fn file(path: PathBuf, root: PathBuf, rel: PathBuf) -> Input {
-        Input::File {
-            name: display(&path),
-            path,
-            root,
-            rel,
-        }
+impl From<ProjectError> for Fatal {
+    fn from(e: ProjectError) -> Fatal {
+        Fatal(e.to_string())
     }
 }
 
@@ -123,22 +108,54 @@ pub fn run(a: Args) -> CliResult {
     }
 }
 
+/// One Agentfile read, with what checking it needs.
+struct Loaded {
+    name: String,
+    bytes: Vec<u8>,
+    config: config::LintConfig,
+    sources: Option<std::sync::Arc<dyn check::SourceKinds>>,
+    locked: BTreeSet<String>,
+    /// The file to rewrite with the safe fixes (`--fix`).
+    fix: Option<PathBuf>,
+}
+
+/// The flags that apply to every file.
+struct Settings {
+    catalogue: Option<Vec<String>>,
+    config: Option<config::LintConfig>,
+    targets: Option<Vec<check::Target>>,
+    fix: bool,
+}
+
 fn lint(a: &Args) -> Result<ExitCode, Fatal> {
-    let inputs = collect_inputs(&a.paths, a.recursive)?;
-    if a.fix && inputs.iter().any(|i| matches!(i, Input::Stdin)) {
+    if a.stdin_filename.is_some() && !a.paths.iter().any(|p| p.as_os_str() == "-") {
+        return Err(Fatal(
+            "--stdin-filename names standard input: pass `-` to read it".to_owned(),
+        ));
+    }
+    let inputs = project::agentfiles(&a.paths, a.recursive, a.stdin_filename.as_deref())?;
+    if a.fix && inputs.iter().any(|i| matches!(i, Input::Stdin(_))) {
         return Err(Fatal(
             "--fix rewrites files; it cannot fix standard input".to_owned(),
         ));
     }
-    let catalogue = match &a.capabilities {
-        Some(p) => Some(read_capabilities(p)?),
-        None => None,
-    };
-    let fixed_config = match &a.config {
-        Some(p) => Some(load_config(p, false)?),
-        None => None,
-    };
-    let flag_targets = if a.targets.is_empty() {
+    let settings = settings(a)?;
+    let loaded = load(&inputs, &settings)?;
+    Ok(check_and_print(a, &settings, loaded))
+}
+
+fn settings(a: &Args) -> Result<Settings, Fatal> {
+    let catalogue = a
+        .capabilities
+        .as_deref()
+        .map(project::read_capabilities)
+        .transpose()?;
+    let config = a
+        .config
+        .as_deref()
+        .map(|p| project::load_config(p, false))
+        .transpose()?;
+    let targets = if a.targets.is_empty() {
         None
     } else {
         Some(config::parse_targets(&a.targets).map_err(|t| {
@@ -147,62 +164,80 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
             ))
         })?)
     };
-    let mut found_configs: BTreeMap<PathBuf, Option<config::LintConfig>> = BTreeMap::new();
-    // Every input is read (and its config found) before anything is printed, so a file that
-    // cannot be read stops the run with no partial output; then each file is checked, printed
-    // and dropped in turn, so memory holds one file's findings, not every file's (json and sarif
-    // are one document and keep them all).
+    Ok(Settings {
+        catalogue,
+        config,
+        targets,
+        fix: a.fix,
+    })
+}
+
+/// Every input is read (and its config found) before anything is printed, so a file that cannot
+/// be read stops the run with no partial output.
+fn load(inputs: &[Input], settings: &Settings) -> Result<Vec<Loaded>, Fatal> {
+    let mut configs = ConfigFinder::default();
     let mut loaded = Vec::with_capacity(inputs.len());
-    for input in &inputs {
-        let (name, bytes, dir) = read_input(input)?;
-        let cfg = match &fixed_config {
+    for input in inputs {
+        let bytes = input
+            .read(std::io::stdin().lock())
+            .map_err(|e| Fatal(e.to_string()))?;
+        let config = match &settings.config {
             Some(c) => c.clone(),
-            None => find_config(&dir, &mut found_configs)?.unwrap_or_default(),
+            None => configs.find(&input.dir())?.unwrap_or_default(),
         };
-        let sources: Option<std::sync::Arc<dyn check::SourceKinds>> = match input {
-            Input::File { .. } => Some(std::sync::Arc::new(ContextDir(dir.clone()))),
-            Input::Stdin => None,
-        };
-        let locked = locked_references(input);
-        let path = match input {
-            Input::File { path, .. } if a.fix => Some(path.clone()),
-            _ => None,
-        };
-        loaded.push((name, bytes, cfg, sources, locked, path));
+        loaded.push(Loaded {
+            name: input.name(),
+            bytes,
+            config,
+            sources: input.sources(),
+            locked: input.locked_references(),
+            fix: match input {
+                Input::File { path, .. } if settings.fix => Some(path.clone()),
+                _ => None,
+            },
+        });
     }
-    let rules = registry::RULES;
-    let stderr = std::io::stderr();
-    let colour =
-        if stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) {
-            ColorChoice::Always
-        } else {
-            ColorChoice::Never
-        };
-    let mut human = render::Human::new(rules, colour);
+    Ok(loaded)
+}
+
+/// Each file is checked, printed and dropped in turn, so memory holds one file's findings, not
+/// every file's (json and sarif are one document and keep them all).
+fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCode {
+    let rules = codes::RULES;
+    let mut human = render::Human::new(rules, super::stderr_colour());
     let mut counts = Counts::default();
     let mut documents: Vec<FileReport> = Vec::new();
     let mut failed = false;
-    for (name, bytes, cfg, sources, locked, fix_path) in loaded {
+    // A fixed file that could not be written: exit 2, as for any I/O error.
+    let mut unwritten = false;
+    for f in loaded {
         let opts = Options {
             build_args: a.build_arg.iter().cloned().collect(),
-            capability_catalogue: catalogue.clone(),
-            severity_overrides: cfg.severity.clone(),
-            locked,
-            portability: flag_targets.clone().or_else(|| cfg.portability.clone()),
-            sources,
+            capability_catalogue: settings.catalogue.clone(),
+            severity_overrides: f.config.severity.clone(),
+            locked: f.locked,
+            portability: settings
+                .targets
+                .clone()
+                .or_else(|| f.config.portability.clone()),
+            sources: f.sources,
         };
-        let (mut file, mut analysis) = check::analyze_bytes(&name, &bytes, &opts);
-        drop(bytes);
-        if let Some(path) = fix_path {
+        let (mut file, mut analysis) = check::analyze_bytes(&f.name, &f.bytes, &opts);
+        drop(f.bytes);
+        if let Some(path) = &f.fix {
             if let Some(fixed) = apply_safe_fixes(&file.text, &analysis.diagnostics) {
-                write_fixed(&path, &fixed)?;
-                (file, analysis) = check::analyze_bytes(&name, fixed.as_bytes(), &opts);
+                if let Err(Fatal(e)) = write_fixed(path, &fixed) {
+                    eprintln!("error: {}", otters_core::escape::escape(&e));
+                    unwritten = true;
+                } else {
+                    (file, analysis) = check::analyze_bytes(&f.name, fixed.as_bytes(), &opts);
+                }
             }
         }
         let threshold = a
             .fail_on
             .map(FailOn::severity)
-            .or(cfg.fail_on)
+            .or(f.config.fail_on)
             .unwrap_or(Severity::Error);
         let diags = analysis.diagnostics;
         failed |= diags.iter().any(|d| d.severity >= threshold);
@@ -225,11 +260,13 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
         Format::Sarif => out!("{}", render::sarif(&documents, rules)),
         Format::Concise | Format::Github => {}
     }
-    Ok(if failed {
+    if unwritten {
+        ExitCode::from(2)
+    } else if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 /// Replaces the file at `path` with `text`: a temporary file beside it, synced, with the old
@@ -261,26 +298,6 @@ fn write_fixed(path: &Path, text: &str) -> Result<(), Fatal> {
         .map_err(|e| fail("write a temporary file beside", &e))?;
     tmp.persist(path).map_err(|e| fail("replace", &e.error))?;
     Ok(())
-}
-
-/// The Agentfile's directory, standing for the build context of `otters build DIR`: AF230 asks it
-/// whether an ADD source is a directory. Sources that are absolute or climb out with `..` are
-/// not looked up (the build refuses them with AF302), and a symlink named as the source is not
-/// followed (the build refuses that too).
-#[derive(Debug)]
-pub(super) struct ContextDir(pub(super) PathBuf);
-
-impl check::SourceKinds for ContextDir {
-    fn is_dir(&self, src: &str) -> bool {
-        let rel = Path::new(src);
-        let inside = rel.components().all(|c| {
-            matches!(
-                c,
-                std::path::Component::Normal(_) | std::path::Component::CurDir
-            )
-        });
-        inside && std::fs::symlink_metadata(self.0.join(rel)).is_ok_and(|m| m.file_type().is_dir())
-    }
 }
 
 /// Findings by severity, and files checked, for the summary line.
@@ -327,167 +344,4 @@ impl Counts {
 
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// Shows `./x` as `x`, as people type it.
-fn display(p: &Path) -> String {
-    let s = p.to_string_lossy().into_owned();
-    s.strip_prefix("./").map(str::to_owned).unwrap_or(s)
-}
-
-fn collect_inputs(paths: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Fatal> {
-    let mut inputs = Vec::new();
-    for p in paths {
-        if p.as_os_str() == "-" {
-            inputs.push(Input::Stdin);
-        } else if p.is_dir() && recursive {
-            let mut found = Vec::new();
-            walk(p, &mut found)?;
-            if found.is_empty() {
-                return Err(Fatal(format!(
-                    "no file named Agentfile under {}",
-                    p.display()
-                )));
-            }
-            found.sort();
-            inputs.extend(found.into_iter().map(|path| {
-                let rel = path.strip_prefix(p).unwrap_or(&path).to_owned();
-                Input::file(path, p.clone(), rel)
-            }));
-        } else if p.is_dir() {
-            inputs.push(Input::file(
-                p.join("Agentfile"),
-                p.clone(),
-                PathBuf::from("Agentfile"),
-            ));
-        } else {
-            let (root, rel) = files::parent_and_name(p);
-            inputs.push(Input::file(p.clone(), root, rel));
-        }
-    }
-    Ok(inputs)
-}
-
-/// Every file named `Agentfile` below `dir`, skipping hidden directories and `target`.
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), Fatal> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| Fatal(format!("cannot read {}: {e}", dir.display())))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Fatal(format!("cannot read {}: {e}", dir.display())))?;
-        let path = entry.path();
-        let name = entry.file_name();
-        let hidden = name.to_string_lossy().starts_with('.');
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            if !hidden && name != "target" {
-                walk(&path, found)?;
-            }
-        } else if name == "Agentfile" {
-            found.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// The display name, bytes, and the directory to look for otters.toml from.
-/// The references `Agentfile.lock` beside a file input pins (none for standard input).
-fn locked_references(input: &Input) -> std::collections::BTreeSet<String> {
-    match input {
-        Input::File { path, .. } => otters_pipeline::resolve::lockfile::pinned_beside(path),
-        Input::Stdin => std::collections::BTreeSet::new(),
-    }
-}
-
-fn read_input(input: &Input) -> Result<(String, Vec<u8>, PathBuf), Fatal> {
-    match input {
-        Input::Stdin => {
-            let bytes = files::read_stream(
-                std::io::stdin().lock(),
-                Path::new("standard input"),
-                "Agentfile",
-                files::MAX_AGENTFILE,
-            )
-            .map_err(|e| Fatal(e.to_string()))?;
-            Ok(("<stdin>".to_owned(), bytes, PathBuf::from(".")))
-        }
-        Input::File {
-            path,
-            root,
-            rel,
-            name,
-        } => {
-            let bytes = files::read_confined(
-                root,
-                rel,
-                Path::new(name),
-                "Agentfile",
-                files::MAX_AGENTFILE,
-            )
-            .map_err(|e| Fatal(e.to_string()))?;
-            let dir = path.parent().map_or_else(
-                || PathBuf::from("."),
-                |d| {
-                    if d.as_os_str().is_empty() {
-                        PathBuf::from(".")
-                    } else {
-                        d.to_path_buf()
-                    }
-                },
-            );
-            Ok((name.clone(), bytes, dir))
-        }
-    }
-}
-
-/// Reads a config file: one named with `--config` as given, one found by the search only inside
-/// its own directory (a repository's `otters.toml` linked elsewhere is refused, since a parse
-/// error would quote the file it points to).
-fn load_config(path: &Path, found: bool) -> Result<config::LintConfig, Fatal> {
-    let what = "config file";
-    let bytes = if found {
-        let (root, rel) = files::parent_and_name(path);
-        files::read_confined(&root, &rel, path, what, files::MAX_SMALL_FILE)
-    } else {
-        files::read_named(path, what, files::MAX_SMALL_FILE)
-    }
-    .map_err(|e| Fatal(e.to_string()))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Fatal(format!("invalid config {}: not UTF-8", path.display())))?;
-    config::parse(&text).map_err(|e| Fatal(format!("invalid config {}: {e}", path.display())))
-}
-
-/// The nearest otters.toml (or .otters.toml) in `dir` or above it, memoised per directory.
-pub(super) fn find_config(
-    dir: &Path,
-    cache: &mut BTreeMap<PathBuf, Option<config::LintConfig>>,
-) -> Result<Option<config::LintConfig>, Fatal> {
-    let start = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    if let Some(hit) = cache.get(&start) {
-        return Ok(hit.clone());
-    }
-    let mut result = None;
-    'up: for d in start.ancestors() {
-        for name in config::FILE_NAMES {
-            let candidate = d.join(name);
-            if candidate.is_file() {
-                result = Some(load_config(&candidate, true)?);
-                break 'up;
-            }
-        }
-    }
-    cache.insert(start, result.clone());
-    Ok(result)
-}
-
-fn read_capabilities(path: &Path) -> Result<Vec<String>, Fatal> {
-    let bytes = files::read_named(path, "capability list", files::MAX_SMALL_FILE)
-        .map_err(|e| Fatal(e.to_string()))?;
-    Ok(String::from_utf8_lossy(&bytes)
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect())
 }

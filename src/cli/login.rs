@@ -2,7 +2,7 @@
 //! `~/.docker`) or the credential helper it names, verified against the registry before they are
 //! written. Without `-p`/`--password-stdin`, the user name and password are asked for on the
 //! terminal (the password without echo).
-use super::CliResult;
+use super::{fail, fail_in, CliResult};
 use miette::miette;
 use otters_oci::reference::{Reference, DOCKER_HUB};
 use otters_oci::registry::auth::{self, Credential, Stored};
@@ -111,12 +111,12 @@ pub fn run_login(a: LoginArgs) -> CliResult {
         credentials: Some(cred),
         ..ClientOptions::default()
     })
-    .map_err(|e| miette!("{e}"))?;
+    .map_err(fail)?;
     client
         .check_login(&r)
-        .map_err(|e| miette!("login to {} failed: {e}", r.registry))?;
+        .map_err(|e| fail_in(format!("login to {} failed", r.registry), e))?;
     let dir = auth::docker_config_dir();
-    match auth::save_login(&dir, &r.registry, &user, &pass).map_err(|e| miette!("{e}"))? {
+    match auth::save_login(&dir, &r.registry, &user, &pass).map_err(fail)? {
         Stored::File(path) => eprintln!(
             "login succeeded: credentials for {} stored in {}",
             r.registry,
@@ -134,7 +134,7 @@ pub fn run_login(a: LoginArgs) -> CliResult {
 pub fn run_logout(a: LogoutArgs) -> CliResult {
     let r = registry_of(a.registry.as_deref())?;
     let dir = auth::docker_config_dir();
-    if auth::logout(&dir, &r.registry).map_err(|e| miette!("{e}"))? {
+    if auth::logout(&dir, &r.registry).map_err(fail)? {
         eprintln!("removed credentials for {}", r.registry);
     } else {
         eprintln!(

@@ -3,9 +3,9 @@
 //! The server checks each open document with the options `otters lint FILE` would use: the
 //! `otters.toml` found from the file's directory (lint's own search), the references the
 //! `Agentfile.lock` beside it pins, and its directory as the build context.
-use super::lint;
 use super::CliResult;
 use otters_agentfile::check::Options;
+use otters_pipeline::project::{self, ConfigFinder};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -24,19 +24,21 @@ impl otters_lsp::Project for LintProject {
         let Some(path) = path else {
             return Ok(Options::default());
         };
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        // TODO(h-entry): `otters_pipeline::project::ConfigFinder` once lint's search moves there.
-        let cfg = lint::find_config(dir, &mut std::collections::BTreeMap::new())
-            .map_err(|lint::Fatal(m)| m)?
+        // The same steps as `otters lint FILE`: the file as an input, its otters.toml, the
+        // references its lock pins, its directory as the build context.
+        let input = project::agentfiles(&[path.to_path_buf()], false, None)
+            .map_err(|e| e.to_string())?
+            .pop()
+            .ok_or_else(|| format!("{} names no Agentfile", path.display()))?;
+        let config = ConfigFinder::default()
+            .find(&input.dir())
+            .map_err(|e| e.to_string())?
             .unwrap_or_default();
         Ok(Options {
-            severity_overrides: cfg.severity,
-            portability: cfg.portability,
-            locked: otters_pipeline::resolve::lockfile::pinned_beside(path),
-            sources: Some(std::sync::Arc::new(lint::ContextDir(dir.to_path_buf()))),
+            severity_overrides: config.severity,
+            portability: config.portability,
+            locked: input.locked_references(),
+            sources: input.sources(),
             ..Options::default()
         })
     }

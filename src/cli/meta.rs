@@ -5,10 +5,10 @@
 //! stdout; one roff man page per command written into DIR (`otters.1`, `otters-build.1`, …, the
 //! naming `docker` and `podman` pages use). Must never: write anywhere but DIR, or print a page
 //! for a hidden command.
-use super::{Cli, CliResult};
+use super::{Cli, CliResult, Format};
 use clap::CommandFactory;
 use miette::{miette, IntoDiagnostic};
-use otters_oci::registry::platform::TargetPlatform;
+use otters_oci::Platform;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,8 +22,8 @@ pub struct CompletionArgs {
 #[derive(Debug, clap::Args)]
 pub struct VersionArgs {
     /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 #[derive(Debug, clap::Args)]
@@ -49,8 +49,8 @@ const FEATURES: &[&str] = &[];
 #[allow(clippy::unnecessary_wraps)]
 pub fn run_version(a: VersionArgs) -> CliResult {
     let version = env!("CARGO_PKG_VERSION");
-    let platform = TargetPlatform::host().to_string();
-    if a.format == "json" {
+    let platform = Platform::host().to_string();
+    if a.format == Format::Json {
         use otters_core::json::Value;
         let v = Value::object()
             .with("version", version)

@@ -21,9 +21,12 @@ macro_rules! out {
     };
 }
 
+mod blob;
 mod build;
 mod explain;
+mod fmt;
 mod images;
+mod key;
 mod lint;
 mod login;
 mod lsp;
@@ -53,6 +56,8 @@ pub enum Command {
     Lint(lint::Args),
     /// Serve the Agentfile language server over standard input and output (for editors)
     Lsp(lsp::Args),
+    /// Rewrite Agentfiles in the canonical layout (`--check` in CI)
+    Fmt(fmt::Args),
     /// Print the documentation of a diagnostic code (e.g. `otters explain AF101`)
     Explain(explain::Args),
     /// Build an Agentfile into an OCI artifact in the local store
@@ -86,6 +91,13 @@ pub enum Command {
     Logout(login::LogoutArgs),
     /// Materialise an agent and run it, on the host or in a container
     Run(run::Args),
+    /// Make signing keys (`otters key generate --out PREFIX`)
+    #[command(subcommand)]
+    Key(key::KeyCommand),
+    /// Sign a file or a digest with a key: a Sigstore bundle, no registry involved
+    SignBlob(blob::SignBlobArgs),
+    /// Verify a Sigstore bundle against a public key and a file or digest
+    VerifyBlob(blob::VerifyBlobArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     Completion(meta::CompletionArgs),
     /// Show the version of otters and the platform it runs on
@@ -118,6 +130,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Lint(a) => lint::run(a),
         Command::Lsp(a) => lsp::run(a),
+        Command::Fmt(a) => fmt::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),
@@ -133,6 +146,9 @@ pub fn main() -> ExitCode {
         Command::Login(a) => login::run_login(a),
         Command::Logout(a) => login::run_logout(a),
         Command::Run(a) => run::run(a),
+        Command::Key(c) => key::run(c),
+        Command::SignBlob(a) => blob::run_sign(a),
+        Command::VerifyBlob(a) => blob::run_verify(a),
         Command::Completion(a) => meta::run_completion(a),
         Command::Version(a) => meta::run_version(a),
         Command::Manpages(a) => meta::run_manpages(a),
@@ -140,10 +156,15 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(report) => {
-            eprintln!("{:?}", miette::Report::new(Clean::of(report.as_ref())));
+            eprintln!("{}", render(&report));
             ExitCode::FAILURE
         }
     }
+}
+
+/// How an error report reads on the terminal: escaped, each cause once (see [`Clean`]).
+pub(crate) fn render(report: &miette::Report) -> String {
+    format!("{:?}", miette::Report::new(Clean::of(report.as_ref())))
 }
 
 /// An error report with every text escaped (see [`otters_core::escape`]): registry error
@@ -161,24 +182,39 @@ struct Clean {
 impl Clean {
     fn of(d: &dyn miette::Diagnostic) -> Clean {
         let text = |s: &dyn std::fmt::Display| escape(&s.to_string()).into_owned();
+        let message = d.to_string();
+        let mut said = message.to_lowercase();
         Clean {
-            message: text(&d),
+            message: text(&message),
             help: d.help().map(|h| text(&h)),
             code: d.code().map(|c| text(&c)),
             severity: d.severity(),
-            cause: d.source().map(|e| Box::new(Clean::of_error(e))),
+            cause: d.source().and_then(|e| Clean::chain(e, &mut said)),
         }
     }
 
-    fn of_error(e: &dyn std::error::Error) -> Clean {
-        Clean {
-            message: escape(&e.to_string()).into_owned(),
+    /// The causes below an error, each shown once: a cause whose text the messages above already
+    /// hold (an error that quotes its source, as most here do) is skipped, its own causes not.
+    fn chain(e: &dyn std::error::Error, said: &mut String) -> Option<Box<Clean>> {
+        let message = e.to_string();
+        if already_said(said, &message) {
+            return e.source().and_then(|e| Clean::chain(e, said));
+        }
+        said.push_str(&message.to_lowercase());
+        Some(Box::new(Clean {
+            message: escape(&message).into_owned(),
             help: None,
             code: None,
             severity: None,
-            cause: e.source().map(|e| Box::new(Clean::of_error(e))),
-        }
+            cause: e.source().and_then(|e| Clean::chain(e, said)),
+        }))
     }
+}
+
+/// True when `message` (case aside, and without an I/O error's `(os error N)`) is part of `said`.
+fn already_said(said: &str, message: &str) -> bool {
+    let core = message.split(" (os error").next().unwrap_or(message);
+    said.contains(&core.trim().to_lowercase())
 }
 
 impl std::fmt::Display for Clean {
@@ -213,6 +249,69 @@ impl miette::Diagnostic for Clean {
     }
 }
 
+/// A library error as a report that keeps it as its source, so the cause chain survives to the
+/// renderer (see [`Clean::chain`]), where `miette!("{e}")` would flatten it into a string.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    message: String,
+    source: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.source.as_ref())
+    }
+}
+
+impl miette::Diagnostic for Failure {}
+
+impl Failure {
+    /// `e`'s text, `e` as the source.
+    pub(crate) fn of(e: impl std::error::Error + Send + Sync + 'static) -> Failure {
+        Failure {
+            message: e.to_string(),
+            source: Box::new(e),
+        }
+    }
+
+    /// `context: e`, `e` as the source.
+    pub(crate) fn during(
+        context: impl std::fmt::Display,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Failure {
+        Failure {
+            message: format!("{context}: {e}"),
+            source: Box::new(e),
+        }
+    }
+}
+
+/// A report of a library error, keeping it as the source (see [`Failure`]).
+pub(crate) fn fail(e: impl std::error::Error + Send + Sync + 'static) -> miette::Report {
+    miette::Report::new(Failure::of(e))
+}
+
+/// `context: e` as a report, keeping `e` as the source (see [`Failure`]).
+pub(crate) fn fail_in(
+    context: impl std::fmt::Display,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> miette::Report {
+    miette::Report::new(Failure::during(context, e))
+}
+
+/// `--format` of the commands whose output is text for people or JSON for programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
 /// The result every dispatcher returns: an exit code, or a report rendered by miette.
 pub type CliResult = miette::Result<ExitCode>;
 
@@ -229,5 +328,74 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
         }
         eprintln!("otters: cannot write to standard output: {e}");
         std::process::exit(1);
+    }
+}
+
+/// Colour for reports on stderr: only on a terminal, and never when `NO_COLOR` is set to
+/// anything but the empty string (no-color.org).
+pub(crate) fn stderr_colour() -> otters_agentfile::diagnostic::render::ColorChoice {
+    use otters_agentfile::diagnostic::render::ColorChoice;
+    use std::io::IsTerminal as _;
+    if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    {
+        ColorChoice::Always
+    } else {
+        ColorChoice::Never
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with a message and an optional cause, as library errors are.
+    #[derive(Debug)]
+    struct E(&'static str, Option<Box<E>>);
+
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for E {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1
+                .as_deref()
+                .map(|e| e as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    fn causes(c: &Clean) -> Vec<String> {
+        let mut out = vec![c.message.clone()];
+        let mut next = c.cause.as_deref();
+        while let Some(c) = next {
+            out.push(c.message.clone());
+            next = c.cause.as_deref();
+        }
+        out
+    }
+
+    #[test]
+    fn every_cause_is_shown_once() {
+        // The middle error quotes the I/O error (as `files::reason` does: lower case, no
+        // "(os error N)"); the innermost says something new.
+        let inner = E("the disk said \u{1b}[31mno", None);
+        let io = E("Permission denied (os error 13)", Some(Box::new(inner)));
+        let read = E("cannot read x: permission denied", Some(Box::new(io)));
+        let report = fail_in("cannot lock", read);
+        let c = Clean::of(report.as_ref());
+        assert_eq!(
+            causes(&c),
+            [
+                "cannot lock: cannot read x: permission denied",
+                // Escaped for the terminal.
+                "the disk said \\u{1b}[31mno",
+            ]
+        );
+        assert_eq!(
+            causes(&Clean::of(fail(E("alone", None)).as_ref())),
+            ["alone"]
+        );
     }
 }

@@ -2,13 +2,16 @@
 //!
 //! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
 //! and progress bars go to stderr, bars only on a TTY.
-use super::CliResult;
+use super::build::print_diagnostics;
+use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
 use otters_oci::reference::Reference;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{self, Event, Outcome, TransferReport};
-use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
+use otters_oci::Platform;
 use otters_oci::Store;
+use otters_pipeline::lock;
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -20,8 +23,8 @@ pub struct TransferFlags {
     #[arg(long)]
     pub insecure: bool,
     /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// No progress bars or status lines
     #[arg(short, long)]
     pub quiet: bool,
@@ -73,11 +76,12 @@ pub struct LockArgs {
 
 pub(super) fn open_store() -> miette::Result<Store> {
     let root = super::otters_home().join("store");
-    Store::open(&root).map_err(|e| miette!("cannot open the local store {}: {e}", root.display()))
+    Store::open(&root)
+        .map_err(|e| fail_in(format!("cannot open the local store {}", root.display()), e))
 }
 
 pub(super) fn parse_reference(text: &str) -> miette::Result<Reference> {
-    Reference::parse(text).map_err(|e| miette!("{e}"))
+    Reference::parse(text).map_err(fail)
 }
 
 pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
@@ -85,7 +89,7 @@ pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
         insecure,
         ..ClientOptions::default()
     })
-    .map_err(|e| miette!("{e}"))
+    .map_err(fail)
 }
 
 pub fn run_push(a: PushArgs) -> CliResult {
@@ -100,7 +104,7 @@ pub fn run_push(a: PushArgs) -> CliResult {
         dest.tag = Some("latest".into());
     }
     if let Some(d) = &dest.digest {
-        if *d != local.digest {
+        if *d != local.digest.as_str() {
             return Err(miette!(
                 "{dest_text} names digest {d}, but the local image is {}; push by tag instead",
                 local.digest
@@ -115,8 +119,8 @@ pub fn run_push(a: PushArgs) -> CliResult {
     });
     ui.finish();
     let _ = sources.save();
-    let report = result.map_err(|e| push_error(&e, &dest))?;
-    print_report(&report, &a.flags.format, a.flags.quiet, "pushed")?;
+    let report = result.map_err(|e| push_error(e, &dest))?;
+    print_report(&report, a.flags.format, a.flags.quiet, "pushed")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -125,7 +129,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
         &a.reference,
         a.tag.as_deref(),
         a.flags.quiet,
-        a.flags.format == "json",
+        a.flags.format == Format::Json,
     ) {
         return done;
     }
@@ -133,10 +137,10 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     let mut r = parse_reference(&a.reference)?;
     let client = client(a.flags.insecure)?;
     if let Some(p) = &a.platform {
-        let platform = TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?;
+        let platform = Platform::parse(p).map_err(|e| fail_in("--platform", e))?;
         let resolved = client
             .resolve(&r, &platform)
-            .map_err(|e| miette!("cannot pull {}: {e}", r.familiar()))?;
+            .map_err(|e| fail_in(format!("cannot pull {}", r.familiar()), e))?;
         r = r.with_digest(&resolved.manifest.digest);
     }
     let mut sources = Sources::load(store.root());
@@ -144,7 +148,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     let result = transfer::pull_image(&client, &store, &r, &mut sources, &mut |e| ui.event(&e));
     ui.finish();
     let _ = sources.save();
-    let (desc, report) = result.map_err(|e| miette!("cannot pull {}: {e}", r.familiar()))?;
+    let (desc, report) = result.map_err(|e| fail_in(format!("cannot pull {}", r.familiar()), e))?;
     let local_tag = match (&a.tag, Reference::parse(&a.reference)) {
         (Some(t), _) => Some(t.clone()),
         (None, Ok(orig)) if orig.digest.is_none() => Some(a.reference.clone()),
@@ -153,43 +157,21 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     if let Some(t) = local_tag {
         let name = store
             .tag(&t, &desc)
-            .map_err(|e| miette!("cannot tag the pulled image as {t}: {e}"))?;
-        if !a.flags.quiet && a.flags.format == "text" {
+            .map_err(|e| fail_in(format!("cannot tag the pulled image as {t}"), e))?;
+        if !a.flags.quiet && a.flags.format == Format::Text {
             eprintln!("tagged {name}");
         }
     } else {
         store
             .add_untagged(&desc)
-            .map_err(|e| miette!("cannot record the pulled image in the store: {e}"))?;
+            .map_err(|e| fail_in("cannot record the pulled image in the store", e))?;
     }
-    print_report(&report, &a.flags.format, a.flags.quiet, "pulled")?;
+    print_report(&report, a.flags.format, a.flags.quiet, "pulled")?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_lock(a: LockArgs) -> CliResult {
-    let path = match &a.file {
-        Some(f) => a.path.join(f),
-        None if a.path.is_file() => a.path.clone(),
-        None => a.path.join("Agentfile"),
-    };
-    // Confined like `otters lint`: a symlinked Agentfile is followed only inside the directory
-    // named (for a file, its own directory), since diagnostics quote the file.
-    let (root, rel) = if a.path.is_file() {
-        otters_core::files::parent_and_name(&path)
-    } else {
-        otters_core::files::split_inside(&a.path, &path).map_or_else(
-            || otters_core::files::parent_and_name(&path),
-            |rel| (a.path.clone(), rel),
-        )
-    };
-    let bytes = otters_core::files::read_confined(
-        &root,
-        &rel,
-        &path,
-        "Agentfile",
-        otters_core::files::MAX_AGENTFILE,
-    )
-    .map_err(|e| miette!("{e}"))?;
+    let (context, agentfile) = otters_pipeline::project::locate(&a.path, a.file.as_deref());
     let mut build_args = std::collections::BTreeMap::new();
     for kv in &a.build_args {
         let (k, v) = kv
@@ -197,100 +179,57 @@ pub fn run_lock(a: LockArgs) -> CliResult {
             .ok_or_else(|| miette!("--build-arg {kv}: write K=V"))?;
         build_args.insert(k.to_owned(), v.to_owned());
     }
-    let opts = otters_agentfile::check::Options {
-        build_args,
-        ..otters_agentfile::check::Options::default()
-    };
-    let (file, analysis) =
-        otters_agentfile::check::analyze_bytes(&path.display().to_string(), &bytes, &opts);
-    if analysis.has_errors() {
-        print_diagnostics(&file, &analysis.diagnostics);
-        return Err(miette!(
-            "{} has errors; Agentfile.lock was not written",
-            path.display()
-        ));
-    }
     let platform = match &a.platform {
-        Some(p) => TargetPlatform::parse(p).map_err(|e| miette!("--platform: {e}"))?,
-        None => TargetPlatform::host(),
+        Some(p) => Platform::parse(p).map_err(|e| fail_in("--platform", e))?,
+        None => Platform::host(),
     };
-    let lock_path = otters_pipeline::resolve::lock_path_for(&path);
-    let ropts = otters_pipeline::resolve::Options {
-        offline: false,
-        locked: false,
-        allow_unpinned: false,
+    let request = lock::LockRequest {
+        context,
+        agentfile,
+        build_args,
         platform,
         insecure: a.insecure,
-        lock_path: lock_path.clone(),
-        store: open_store()?,
         docker_config: None,
+        store: super::otters_home().join("store"),
     };
-    let resolution = match otters_pipeline::resolve::resolve(&analysis.model, &ropts) {
-        Ok(r) => r,
-        Err(diags) => {
-            print_diagnostics(&file, &diags);
-            return Err(miette!(
-                "cannot resolve the images {} names; Agentfile.lock was not written",
-                path.display()
-            ));
+    let locked = lock::lock(&request).map_err(|e| {
+        if let Some((file, diags)) = e.diagnostics() {
+            print_diagnostics(file, diags);
         }
-    };
-    print_diagnostics(&file, &resolution.warnings);
-    let changed = resolution
-        .lock
-        .write_if_changed(&lock_path)
-        .map_err(|e| miette!("{e}"))?;
+        fail(e)
+    })?;
+    print_diagnostics(&locked.file, &locked.warnings);
     eprintln!(
         "{} {} ({} image(s) pinned)",
-        if changed { "wrote" } else { "unchanged:" },
-        lock_path.display(),
-        resolution.lock.images.len()
+        if locked.changed {
+            "wrote"
+        } else {
+            "unchanged:"
+        },
+        locked.lock_path.display(),
+        locked.lock.images.len()
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// Renders diagnostics to stderr (colour only on a TTY without `NO_COLOR`).
-pub(super) fn print_diagnostics(
-    file: &otters_agentfile::diagnostic::SourceFile,
-    diags: &[otters_agentfile::diagnostic::Diagnostic],
-) {
-    use otters_agentfile::diagnostic::render::{human, ColorChoice};
-    if diags.is_empty() {
-        return;
-    }
-    let color = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
-        ColorChoice::Always
-    } else {
-        ColorChoice::Never
-    };
-    eprint!(
-        "{}",
-        human(
-            &[(file.clone(), diags.to_vec())],
-            otters_agentfile::check::registry::RULES,
-            color
-        )
-    );
-}
-
-fn push_error(e: &RegistryError, dest: &Reference) -> miette::Report {
+fn push_error(e: RegistryError, dest: &Reference) -> miette::Report {
     match e {
         RegistryError::Interrupted { .. } | RegistryError::Unreachable { .. } => {
-            miette!("push to {} did not finish: {e}", dest.familiar())
+            fail_in(format!("push to {} did not finish", dest.familiar()), e)
         }
-        _ => miette!("cannot push to {}: {e}", dest.familiar()),
+        _ => fail_in(format!("cannot push to {}", dest.familiar()), e),
     }
 }
 
 fn print_report(
     report: &TransferReport,
-    format: &str,
+    format: Format,
     quiet: bool,
     verb: &str,
 ) -> miette::Result<()> {
-    if format == "json" {
+    if format == Format::Json {
         let text = serde_json::to_string_pretty(report)
-            .map_err(|e| miette!("cannot write the report: {e}"))?;
+            .map_err(|e| fail_in("cannot write the report", e))?;
         outln!("{text}");
         return Ok(());
     }
@@ -322,7 +261,7 @@ fn human_bytes(n: u64) -> String {
 /// Progress bars per blob on a TTY; nothing otherwise.
 pub(super) struct Bars {
     multi: Option<indicatif::MultiProgress>,
-    bars: HashMap<String, indicatif::ProgressBar>,
+    bars: HashMap<otters_oci::Digest, indicatif::ProgressBar>,
 }
 
 impl Bars {
@@ -348,17 +287,11 @@ impl Bars {
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
                 .progress_chars("=> ");
                 bar.set_style(style);
-                bar.set_prefix(
-                    digest
-                        .trim_start_matches("sha256:")
-                        .chars()
-                        .take(12)
-                        .collect::<String>(),
-                );
+                bar.set_prefix(digest.hex().chars().take(12).collect::<String>());
                 // A layer's title comes from the image: escaped before it reaches the terminal.
                 let title = otters_core::escape::escape(title.unwrap_or(""));
                 bar.set_message(title.chars().take(24).collect::<String>());
-                self.bars.insert((*digest).to_owned(), bar);
+                self.bars.insert((*digest).clone(), bar);
             }
             Event::Bytes { digest, n } => {
                 if let Some(b) = self.bars.get(*digest) {

@@ -1,20 +1,19 @@
 //! `otters run`: materialise an agent from an image (or an Agentfile, built first) and exec its
 //! runtime on the host or through a docker-compatible CLI.
-use super::CliResult;
-use miette::{miette, IntoDiagnostic};
+use super::{fail, fail_in, CliResult};
+use miette::miette;
 use otters_oci::registry::ClientOptions;
 use otters_oci::Store;
+use otters_pipeline::lower::agent_yaml::Executor as ExecutorKind;
 use otters_pipeline::run::env::parse_override;
 use otters_pipeline::run::extract::Limits;
 use otters_pipeline::run::fetch::RegistryFetcher;
-use otters_pipeline::run::mounts::{self, RealHost};
+use otters_pipeline::run::mounts::{self, RealHost, UserMount};
 use otters_pipeline::run::overrides::{parse_config, Overrides};
-use otters_pipeline::run::plan::{
-    self, is_path_safe, Executor, RunOptions, CONTAINER_USER, DEFAULT_BASE_IMAGE,
-};
-use otters_pipeline::run::source::{self, Fetcher, LocalOnly, Platform};
+use otters_pipeline::run::plan::{self, RunPlan, DEFAULT_BASE_IMAGE};
+use otters_pipeline::run::prepare::{self, Prepared, Pull, Target};
+use otters_pipeline::run::source::{Fetcher, LocalOnly, Platform};
 use otters_pipeline::run::{exec, materialise};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -31,8 +30,8 @@ pub struct Args {
     #[arg(long)]
     pub name: Option<String>,
     /// Where the runtime runs: on this host, or in a container
-    #[arg(long, value_parser = ["system", "docker"], default_value = "system")]
-    pub executor: String,
+    #[arg(long, value_enum, default_value = "system")]
+    pub executor: ExecutorArg,
     /// Docker-compatible CLI for --executor docker (e.g. podman)
     #[arg(long, value_name = "PATH", default_value = "docker")]
     pub docker: PathBuf,
@@ -64,8 +63,8 @@ pub struct Args {
     #[arg(long)]
     pub insecure: bool,
     /// Pull missing images from their registry, or never contact one
-    #[arg(long, value_parser = ["never", "missing"], default_value = "missing")]
-    pub pull: String,
+    #[arg(long, value_enum, default_value = "missing")]
+    pub pull: PullArg,
     /// Never contact a registry (same as `--pull never`); when REFERENCE is a path, build from
     /// Agentfile.lock and the local store only, as `otters build --offline` does
     #[arg(long)]
@@ -78,257 +77,197 @@ pub struct Args {
     pub locked: bool,
 }
 
-/// True when the user wrote a path, not an image reference: `./x`, `../x`, `/x`, `~/x`, `.`, `..`.
-/// Such an argument is never parsed as a reference, so a typo reads as a missing path.
-fn written_as_path(s: &str) -> bool {
-    s == "." || s == ".." || ["./", "../", "/", "~/"].iter().any(|p| s.starts_with(p))
+/// `--executor`: the pipeline's executor kind as a flag value.
+#[derive(Clone, Copy, Debug)]
+pub struct ExecutorArg(ExecutorKind);
+
+impl clap::ValueEnum for ExecutorArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            ExecutorArg(ExecutorKind::System),
+            ExecutorArg(ExecutorKind::Docker),
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self.0 {
+            ExecutorKind::System => "system",
+            ExecutorKind::Docker => "docker",
+        }))
+    }
 }
 
-pub fn run(mut a: Args) -> CliResult {
-    if a.offline {
-        a.pull = "never".into();
-    }
-    let envs: Vec<(String, String)> = a
-        .envs
-        .iter()
-        .map(|e| parse_override(e))
-        .collect::<Result<_, _>>()
-        .map_err(|e| miette!("{e}"))?;
-    let configs: Vec<(String, String)> = a
-        .configs
-        .iter()
-        .map(|c| parse_config(c))
-        .collect::<Result<_, _>>()
-        .map_err(|e| miette!("{e}"))?;
-    let user_mounts = mounts::parse_all(&a.mounts, &RealHost).map_err(|e| miette!("{e}"))?;
-    let platform = match &a.platform {
-        Some(p) => Platform::parse(p)
-            .ok_or_else(|| miette!("--platform {p}: must be OS/ARCH, e.g. linux/amd64"))?,
-        None if a.executor == "docker" => Platform {
-            os: "linux".into(),
-            ..Platform::host()
-        },
-        None => Platform::host(),
-    };
+/// `--pull`: the pipeline's pull policy as a flag value.
+#[derive(Clone, Copy, Debug)]
+pub struct PullArg(Pull);
 
+impl clap::ValueEnum for PullArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[PullArg(Pull::Never), PullArg(Pull::Missing)]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self.0 {
+            Pull::Never => "never",
+            Pull::Missing => "missing",
+        }))
+    }
+}
+
+pub fn run(a: Args) -> CliResult {
+    let pull = if a.offline { Pull::Never } else { a.pull.0 };
+    let (overrides, user_mounts) = overrides(&a)?;
+    let platform = platform(&a)?;
     let home = super::otters_home();
-    let store = Store::open(home.join("store")).into_diagnostic()?;
+    let store = Store::open(home.join("store")).map_err(fail)?;
     let registry = RegistryFetcher::new(ClientOptions {
         insecure: a.insecure,
         ..ClientOptions::default()
     });
-    let fetcher: &dyn Fetcher = if a.pull == "never" {
-        &LocalOnly
-    } else {
-        &registry
-    };
-
-    let reference = if Path::new(&a.reference).exists() {
-        build_first(&a.reference, &a, &store)?
-    } else if written_as_path(&a.reference) {
-        return Err(miette!(
-            help = "give an existing Agentfile or build-context directory, or an image reference such as registry.example/agents/name:tag",
-            "{}: no such file or directory (nothing to build or run)",
-            a.reference
-        ));
-    } else {
-        a.reference.clone()
-    };
-    let digest = match store.resolve(&reference).into_diagnostic()? {
-        Some(d) => d.digest,
-        None if a.pull == "never" => {
-            return Err(miette!("{}", source::SourceError::NotLocal { reference }))
-        }
-        None => {
-            let d = registry
-                .pull(&store, &reference, None)
-                .map_err(|e| miette!("{e}"))?;
-            if let Some(desc) = store.resolve(&d).into_diagnostic()? {
-                store.tag(&reference, &desc).into_diagnostic()?;
-            }
-            if a.dry_run {
-                // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
-                // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
-                eprintln!(
-                    "note: {reference} was pulled into the local store to plan the run (`otters rm {reference}` removes the tag)"
-                );
-            }
-            d
-        }
-    };
-    let image = source::load_agent(&store, &reference, &digest).map_err(|e| miette!("{e}"))?;
-
-    let name = a
-        .name
-        .clone()
-        .or_else(|| {
-            image
-                .model
-                .agent
-                .name_str()
-                .filter(|n| !n.is_empty())
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| "agent".into());
-    if !is_path_safe(&name) {
-        return Err(miette!(
-            "agent name {name:?} must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}; pass --name"
-        ));
+    let reference = reference(&a, pull, &store)?;
+    let image = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;
+    if image.pulled && a.dry_run {
+        // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
+        // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
+        eprintln!(
+            "note: {reference} was pulled into the local store to plan the run (`otters rm {reference}` removes the tag)"
+        );
     }
-    let cwd = std::env::current_dir().into_diagnostic()?;
-    let root = a
-        .root
-        .clone()
-        .map_or_else(|| home.join("agents").join(&name), |r| cwd.join(r));
-    let id = previous_id(&root).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-
-    let (executor, owner) = if a.executor == "docker" {
-        let (uid, gid) = std::fs::metadata("/proc/self").map_or((0, 0), |m| (m.uid(), m.gid()));
-        let (user, owner) = if uid == 0 {
-            (CONTAINER_USER.to_owned(), Some((65532, 65532)))
-        } else {
-            (format!("{uid}:{gid}"), None)
-        };
-        (
-            Executor::Docker {
-                cli: a.docker.clone(),
-                base_image: a.base_image.clone(),
-                user,
-            },
-            owner,
-        )
-    } else {
-        (Executor::System, None)
-    };
-    let opts = RunOptions {
-        root,
-        name,
-        id,
-        executor,
-        overrides: Overrides {
-            model: a.model.clone(),
-            envs,
-            configs,
-        },
+    let request = prepare::Request {
+        name: a.name.clone(),
+        root: a.root.clone(),
+        cwd: std::env::current_dir().map_err(fail)?,
+        agents: home.join("agents"),
+        executor: a.executor.0,
+        docker: a.docker.clone(),
+        base_image: a.base_image.clone(),
+        overrides,
         mounts: user_mounts,
         // A dry run shows the whole plan, missing mounts listed, and says what a run would do.
         allow_missing_mounts: a.allow_missing_mounts || a.dry_run,
         platform,
     };
+    let prepared = prepare::prepare(&store, &reference, &image.digest, request).map_err(fail)?;
     let host_env = |k: &str| std::env::var(k).ok();
-    let plan = plan::plan(&image, &opts, &host_env).map_err(|e| miette!("{e}"))?;
-    // A dry run that a real run would refuse says so once, below, instead of "left unmounted".
-    let refused_mounts = a.dry_run && !a.allow_missing_mounts && !plan.missing_mounts.is_empty();
+    let plan = plan::plan(&prepared.image, &prepared.options, &host_env).map_err(fail)?;
+    warn(&a, &prepared, &plan);
+    if a.dry_run {
+        return dry_run(&a, &plan);
+    }
+    let fetcher: &dyn Fetcher = match pull {
+        Pull::Never => &LocalOnly,
+        Pull::Missing => &registry,
+    };
+    materialise::materialise(&plan, &store, fetcher, &Limits::default(), prepared.owner)
+        .map_err(fail)?;
+    Err(fail(exec::exec(&plan)))
+}
+
+/// `-e`, `--config`, `--model` and `-v`, checked before anything is read.
+fn overrides(a: &Args) -> miette::Result<(Overrides, Vec<UserMount>)> {
+    let envs = a
+        .envs
+        .iter()
+        .map(|e| parse_override(e))
+        .collect::<Result<_, _>>()
+        .map_err(fail)?;
+    let configs = a
+        .configs
+        .iter()
+        .map(|c| parse_config(c))
+        .collect::<Result<_, _>>()
+        .map_err(fail)?;
+    let user_mounts = mounts::parse_all(&a.mounts, &RealHost).map_err(fail)?;
+    let overrides = Overrides {
+        model: a.model.clone(),
+        envs,
+        configs,
+    };
+    Ok((overrides, user_mounts))
+}
+
+fn platform(a: &Args) -> miette::Result<Platform> {
+    match &a.platform {
+        Some(p) => Platform::parse(p).map_err(|e| miette!("--platform: {e}")),
+        None => Ok(prepare::default_platform(a.executor.0)),
+    }
+}
+
+/// The image to run: REFERENCE, or the tag an Agentfile REFERENCE names was built into.
+fn reference(a: &Args, pull: Pull, store: &Store) -> miette::Result<String> {
+    match Target::of(&a.reference) {
+        Target::Path => build_first(&a.reference, a, pull, store),
+        Target::MissingPath => Err(miette!(
+            help = "give an existing Agentfile or build-context directory, or an image reference such as registry.example/agents/name:tag",
+            "{}: no such file or directory (nothing to build or run)",
+            a.reference
+        )),
+        Target::Image => Ok(a.reference.clone()),
+    }
+}
+
+/// The plan's warnings, and one when MODEL's provider key is missing. A dry run that a real run
+/// would refuse says so once (see [`dry_run`]) instead of "left unmounted".
+fn warn(a: &Args, prepared: &Prepared, plan: &RunPlan) {
+    let refused_mounts = refused_mounts(a, plan);
     for w in &plan.warnings {
         if refused_mounts && w.starts_with("declared mount(s) left unmounted") {
             continue;
         }
         eprintln!("warning: {w}");
     }
-    let model = a
+    let model = a.model.as_deref().or(prepared
+        .image
         .model
-        .as_deref()
-        .or(image.model.agent.model.as_ref().map(|m| m.value.as_str()));
-    if let Some(w) = missing_provider_key(model, &plan.env) {
+        .agent
+        .model
+        .as_ref()
+        .map(|m| m.value.as_str()));
+    if let Some(w) = prepare::missing_provider_key(model, &plan.env) {
         eprintln!("warning: {w}");
     }
-    if a.dry_run {
-        outln!("{}", serde_json::to_string_pretty(&plan).into_diagnostic()?);
-        if refused_mounts {
-            eprintln!(
-                "warning: a run would stop here: declared mount(s) missing: {}; supply them with -v HOST:TARGET or pass --allow-missing-mounts",
-                plan.missing_mounts.join(", ")
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    materialise::materialise(&plan, &store, fetcher, &Limits::default(), owner)
-        .map_err(|e| miette!("{e}"))?;
-    Err(miette!("{}", exec::exec(&plan)))
 }
 
-/// Providers whose models run locally and need no API key.
-const KEYLESS_PROVIDERS: [&str; 5] = ["ollama", "lmstudio", "llamacpp", "vllm", "local"];
-
-/// A warning when MODEL's provider key (`anthropic/…` → `ANTHROPIC_API_KEY`) is not among the
-/// variables the runtime gets, i.e. unset or empty where otters runs: the agent would start and
-/// fail on its first model call.
-fn missing_provider_key(
-    model: Option<&str>,
-    env: &[otters_pipeline::run::env::EnvEntry],
-) -> Option<String> {
-    let model = model.filter(|m| !m.is_empty())?;
-    let provider = model.split_once('/')?.0;
-    if KEYLESS_PROVIDERS.contains(&provider.to_ascii_lowercase().as_str()) {
-        return None;
-    }
-    let key = format!(
-        "{}_API_KEY",
-        otters_pipeline::run::env::provider_prefix(model)?
-    );
-    if env.iter().any(|e| e.key == key) {
-        return None;
-    }
-    // MODEL comes from the image: shown escaped and bounded.
-    let model = otters_oci::validate::escape_text(model, 120);
-    let key = otters_oci::validate::escape_text(&key, 80);
-    Some(format!(
-        "MODEL {model} needs {key}, which is not set in this environment: the runtime starts without it and its first model call will fail; export {key} before `otters run`"
-    ))
+fn refused_mounts(a: &Args, plan: &RunPlan) -> bool {
+    a.dry_run && !a.allow_missing_mounts && !plan.missing_mounts.is_empty()
 }
 
-/// The id recorded by a previous run of the same agent, so it keeps its identity.
-fn previous_id(root: &Path) -> Option<String> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    // The old tree is the agent's: a runtime may have replaced the file with a link, a FIFO or a
-    // huge file. Read at most 64 KiB of a regular file, never through a final symlink.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(
-            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK)
-                .bits()
-                .cast_signed(),
-        )
-        .open(root.join("etc/agent.yaml"))
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
+/// `--dry-run`: the plan as JSON on stdout.
+fn dry_run(a: &Args, plan: &RunPlan) -> CliResult {
+    outln!("{}", serde_json::to_string_pretty(plan).map_err(fail)?);
+    if refused_mounts(a, plan) {
+        eprintln!(
+            "warning: a run would stop here: declared mount(s) missing: {}; supply them with -v HOST:TARGET or pass --allow-missing-mounts",
+            plan.missing_mounts.join(", ")
+        );
     }
-    let mut text = String::new();
-    file.take(64 << 10).read_to_string(&mut text).ok()?;
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
-    let id = doc.get("id")?.as_str()?;
-    uuid::Uuid::parse_str(id).ok().map(|u| u.to_string())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `otters run PATH`: build the Agentfile into the local store under a tag derived from its path.
 /// Prints nothing on stdout (so `--dry-run` output stays one JSON document); warnings and errors
 /// go to stderr.
-fn build_first(path: &str, a: &Args, store: &Store) -> miette::Result<String> {
+fn build_first(path: &str, a: &Args, pull: Pull, store: &Store) -> miette::Result<String> {
     use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, NoProgress};
-    use sha2::Digest as _;
-    let abs = std::fs::canonicalize(path).into_diagnostic()?;
-    let slug = hex::encode(&sha2::Sha256::digest(abs.as_os_str().as_encoded_bytes())[..6]);
-    let tag = format!("localhost/otters-run/{slug}:latest");
+    let tag = prepare::build_tag(Path::new(path)).map_err(fail)?;
     let (context, agentfile) = lib::locate(Path::new(path), None);
     let opts = BuildOptions {
         tags: vec![tag.clone()],
         platform: a.platform.clone(),
         insecure: a.insecure,
-        offline: a.pull == "never",
+        offline: pull == Pull::Never,
         allow_unpinned: a.allow_unpinned,
         locked: a.locked,
         hash_cache: Some(super::otters_home().join("cache/blobs.json")),
         source_date_epoch: otters_pipeline::lower::epoch::parse(
             std::env::var("SOURCE_DATE_EPOCH").ok().as_deref(),
         )
-        .into_diagnostic()?,
+        .map_err(fail)?,
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
     let out = lib::build(&opts, store, &mut NoProgress).map_err(|e| {
-        let report = super::build::failure(&e);
-        miette!("building {path} failed; nothing was run: {report}")
+        let kind = super::build::failure(e);
+        fail_in(format!("building {path} failed; nothing was run"), kind)
     })?;
     let warnings: Vec<_> = out
         .diagnostics

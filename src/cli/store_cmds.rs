@@ -1,10 +1,11 @@
 //! `otters rm`, `tag`, `prune`, `save`, `load`: local store maintenance and oci-archive
 //! transport.
 use super::images::{human_size, open_store};
-use super::CliResult;
+use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
-use otters_oci::archive;
+use otters_oci::archive::{self, local, local::LocalError, local::LocalSource};
 use otters_oci::store::prune::{prune, PruneOptions, PruneReport};
+use otters_oci::store::query::{self, QueryError};
 use otters_oci::store::refname::{new_tag_name, tag_name};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -35,8 +36,8 @@ pub struct PruneArgs {
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_age)]
     pub min_age: std::time::Duration,
     /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 /// `90s`, `30m`, `1h`, `2d`, or a plain number of seconds.
@@ -112,11 +113,12 @@ pub fn run_rm(a: RmArgs) -> CliResult {
         match store.untag(r) {
             Ok(true) => outln!("untagged {}", tag_name(r).unwrap_or_else(|_| r.clone())),
             Ok(false) => {
-                eprintln!("{:?}", not_found(r));
+                eprintln!("{}", super::render(&not_found(r)));
                 failed = true;
             }
             Err(e) => {
-                eprintln!("{:?}", miette!("cannot remove `{r}`: {e}"));
+                let report = fail_in(format!("cannot remove `{r}`"), e);
+                eprintln!("{}", super::render(&report));
                 failed = true;
             }
         }
@@ -129,7 +131,7 @@ pub fn run_rm(a: RmArgs) -> CliResult {
 }
 
 pub fn run_tag(a: TagArgs) -> CliResult {
-    new_tag_name(&a.target).map_err(|e| miette!("{e}"))?;
+    new_tag_name(&a.target).map_err(fail)?;
     let store = open_store()?;
     let d = store
         .resolve(&a.source)
@@ -146,8 +148,8 @@ pub fn run_prune(a: PruneArgs) -> CliResult {
         dry_run: a.dry_run,
         grace: a.min_age,
     };
-    let report = prune(&store, opts).map_err(|e| miette!("cannot prune the store: {e}"))?;
-    if a.format == "json" {
+    let report = prune(&store, opts).map_err(|e| fail_in("cannot prune the store", e))?;
+    if a.format == Format::Json {
         let blobs = |v: &[otters_oci::store::prune::PrunedBlob]| -> Vec<serde_json::Value> {
             v.iter()
                 .map(|b| serde_json::json!({"digest": b.digest, "size": b.size}))
@@ -204,33 +206,10 @@ pub fn run_save(a: SaveArgs) -> CliResult {
         ));
     }
     let store = open_store()?;
-    let listed = store.list().into_diagnostic()?;
-    let mut images: Vec<(otters_oci::Descriptor, Vec<String>)> = Vec::new();
-    for r in &a.references {
-        let d = store
-            .resolve(r)
-            .into_diagnostic()?
-            .ok_or_else(|| not_found(r))?;
-        // Keep the tag inside the archive when the image was named by one.
-        let tag = tag_name(r).ok();
-        let tags: Vec<String> = listed
-            .iter()
-            .filter(|(n, e)| !n.is_empty() && e.digest == d.digest)
-            .map(|(n, _)| n.clone())
-            .filter(|n| Some(n) == tag.as_ref() || n == r)
-            .collect();
-        // One entry per (image, tag): naming the same image twice adds its tags, not a copy.
-        match images.iter_mut().find(|(e, _)| e.digest == d.digest) {
-            Some((_, have)) => {
-                for t in tags {
-                    if !have.contains(&t) {
-                        have.push(t);
-                    }
-                }
-            }
-            None => images.push((d, tags)),
-        }
-    }
+    let images = query::select(&store, &a.references).map_err(|e| match e {
+        QueryError::NotFound(r) => not_found(&r),
+        e => fail(e),
+    })?;
     if let Some(path) = dest {
         archive::save_many(&store, &images, path).into_diagnostic()?;
     } else {
@@ -249,7 +228,7 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     let store = open_store()?;
     let (loaded, from) = if let Some(path) = file_arg(a.input.as_ref()) {
         let loaded = if path.is_dir() {
-            load_layout(&store, path).into_diagnostic()?
+            local::load_layout(&store, path).into_diagnostic()?
         } else {
             archive::load(&store, path).into_diagnostic()?
         };
@@ -274,25 +253,6 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every image of the OCI layout at `dir` (`otters load -i DIR`), tagged with its ref name there
-/// as an archive's images are (none when the name is not a valid tag).
-fn load_layout(
-    store: &otters_oci::Store,
-    dir: &Path,
-) -> Result<Vec<(String, otters_oci::Descriptor)>, archive::ArchiveError> {
-    let mut out = Vec::new();
-    for mut d in archive::layout_entries(dir)? {
-        archive::import_layout(store, dir, &d)?;
-        let name = d
-            .annotations
-            .remove(otters_oci::spec::descriptor::ANN_REF_NAME)
-            .filter(|n| new_tag_name(n).is_ok())
-            .unwrap_or_default();
-        out.push((name, d));
-    }
-    Ok(out)
-}
-
 /// `otters pull oci:DIR[:tag]` / `oci-archive:FILE[:tag]`: an OCI layout or archive written by
 /// another tool (skopeo, buildah, oras) copied into the store with the checks a registry pull
 /// applies. `None` when `reference` names neither transport.
@@ -302,99 +262,36 @@ pub fn pull_local(
     quiet: bool,
     json: bool,
 ) -> Option<CliResult> {
-    let (is_archive, rest) = if let Some(r) = reference.strip_prefix("oci-archive:") {
-        (true, r)
-    } else {
-        (false, reference.strip_prefix("oci:")?)
-    };
-    // As skopeo splits it: the path ends at the first `:` (paths with `:` are not supported).
-    let (path, want) = match rest.split_once(':') {
-        Some((p, t)) => (PathBuf::from(p), Some(t.to_owned())),
-        None => (PathBuf::from(rest), None),
-    };
-    Some(pull_local_from(
-        &path,
-        want.as_deref(),
-        is_archive,
-        tag,
-        quiet,
-        json,
-    ))
+    let src = LocalSource::parse(reference)?;
+    Some(pull_local_from(&src, tag, quiet, json))
 }
 
-fn pull_local_from(
-    path: &Path,
-    want: Option<&str>,
-    is_archive: bool,
-    tag: Option<&str>,
-    quiet: bool,
-    json: bool,
-) -> CliResult {
+fn pull_local_from(src: &LocalSource, tag: Option<&str>, quiet: bool, json: bool) -> CliResult {
     if let Some(t) = tag {
-        new_tag_name(t).map_err(|e| miette!("{e}"))?;
+        new_tag_name(t).map_err(fail)?;
     }
     let store = open_store()?;
-    let cannot = |e: archive::ArchiveError| miette!("cannot pull: {e}");
-    let entries: Vec<otters_oci::Descriptor> = if is_archive {
-        archive::load(&store, path)
-            .map_err(cannot)?
-            .into_iter()
-            .map(|(_, d)| d)
-            .collect()
-    } else {
-        archive::layout_entries(path).map_err(cannot)?
-    };
-    let names = || {
-        entries
-            .iter()
-            .map(|d| d.ref_name().unwrap_or("<none>"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let picked: Vec<&otters_oci::Descriptor> = match want {
-        Some(w) => entries.iter().filter(|d| d.ref_name() == Some(w)).collect(),
-        None => entries.iter().collect(),
-    };
-    let root = match (picked.as_slice(), want) {
-        ([one], _) => (*one).clone(),
-        ([], Some(w)) => {
-            return Err(miette!(
-                help = format!("it holds: {}", names()),
-                "{} has no image named `{w}`",
-                path.display()
-            ))
+    let imported = local::import(&store, src).map_err(|e| match e {
+        LocalError::Archive(e) => fail_in("cannot pull", e),
+        LocalError::NoSuchImage { ref holds, .. } => {
+            miette!(help = format!("it holds: {holds}"), "{e}")
         }
-        _ => {
-            return Err(miette!(
-                help = format!("name one after a `:` (it holds: {})", names()),
-                "{} holds {} images",
-                path.display(),
-                picked.len()
-            ))
+        LocalError::Several { ref holds, .. } => {
+            miette!(
+                help = format!("name one after a `:` (it holds: {holds})"),
+                "{e}"
+            )
         }
-    };
-    if !is_archive {
-        archive::import_layout(&store, path, &root).map_err(cannot)?;
-    }
-    let mut root = root;
-    let inner = root
-        .annotations
-        .remove(otters_oci::spec::descriptor::ANN_REF_NAME);
-    // A local name: `-t`, else the name inside when it is a whole reference (`meteo:1`, as
-    // `otters save` writes), else none (skopeo writes bare tags such as `1.0`).
-    let local = tag.map(str::to_owned).or_else(|| {
-        inner
-            .filter(|n| n.contains(':') || n.contains('/'))
-            .filter(|n| new_tag_name(n).is_ok())
-    });
-    let name = if let Some(t) = &local {
-        Some(store.tag(t, &root).into_diagnostic()?)
+    })?;
+    let root = &imported.root;
+    let name = if let Some(t) = imported.local_name(tag) {
+        Some(store.tag(&t, root).into_diagnostic()?)
     } else {
-        store.add_untagged(&root).into_diagnostic()?;
+        store.add_untagged(root).into_diagnostic()?;
         None
     };
     if json {
-        let v = serde_json::json!({"source": path.display().to_string(), "digest": root.digest, "tag": name});
+        let v = serde_json::json!({"source": src.path.display().to_string(), "digest": root.digest, "tag": name});
         outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -403,7 +300,7 @@ fn pull_local_from(
             Some(n) => eprintln!("tagged {n}"),
             None => eprintln!(
                 "stored untagged; name it with `otters tag {} NAME:TAG` (or pull with -t)",
-                &root.digest[7..19]
+                root.digest.short()
             ),
         }
     }

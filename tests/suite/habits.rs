@@ -556,3 +556,39 @@ fn images_filter_and_format_templates() {
         );
     }
 }
+
+/// `otters lock` finds the Agentfile by the rule `otters build` uses (one rule, in
+/// `otters_pipeline::project::locate`): `-f FILE` relative to the context, or as written (from the
+/// working directory) when only that exists; an Agentfile with errors writes no lock.
+#[test]
+fn lock_locates_the_agentfile_as_build_does() {
+    let env = Env::new();
+    let root = env.dir.path();
+    fs::create_dir_all(root.join("ctx")).unwrap();
+    fs::create_dir_all(root.join("other")).unwrap();
+    fs::write(
+        root.join("other/Agentfile.dev"),
+        "FROM scratch\nNAME tiny\n",
+    )
+    .unwrap();
+    let lock = |args: &[&str]| {
+        let out = env.otters().current_dir(root).args(args).output().unwrap();
+        let err = flat(&String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), err)
+    };
+
+    let (ok, err) = lock(&["lock", "ctx", "-f", "other/Agentfile.dev"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("(0 image(s) pinned)"), "{err}");
+    assert!(root.join("other/Agentfile.lock").is_file());
+
+    // Relative to the context first, as `build -f` takes it.
+    fs::write(root.join("ctx/Agentfile.dev"), "FROM scratch\nFROBNICATE\n").unwrap();
+    let (ok, err) = lock(&["lock", "ctx", "-f", "Agentfile.dev"]);
+    assert!(!ok);
+    assert!(
+        err.contains("has errors; Agentfile.lock was not written"),
+        "{err}"
+    );
+    assert!(!root.join("ctx/Agentfile.lock").exists());
+}

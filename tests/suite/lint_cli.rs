@@ -190,13 +190,15 @@ fn sarif_format_has_the_2_1_0_structure() {
     let driver = &run["tool"]["driver"];
     assert_eq!(driver["name"], "otters");
     assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
-    // No home page is invented: informationUri appears only when Cargo.toml names a repository.
-    assert_eq!(
-        driver["informationUri"].as_str(),
-        Some(env!("CARGO_PKG_REPOSITORY")).filter(|r| !r.is_empty())
-    );
+    // The repository Cargo.toml names, and per rule its page there (docs/lint.md says so).
+    let home = env!("CARGO_PKG_REPOSITORY");
+    assert!(home.starts_with("https://"), "{home}");
+    assert_eq!(driver["informationUri"].as_str(), Some(home));
     let rules = driver["rules"].as_array().unwrap();
-    assert_eq!(rules.len(), otters_agentfile::check::registry::RULES.len());
+    assert_eq!(
+        rules.len(),
+        otters_agentfile::diagnostic::codes::RULES.len()
+    );
     for r in rules {
         assert!(r["id"].as_str().unwrap().starts_with("AF"));
         for key in [
@@ -208,10 +210,16 @@ fn sarif_format_has_the_2_1_0_structure() {
         ] {
             assert!(!r[key].is_null(), "rule {} lacks {key}", r["id"]);
         }
+        let id = r["id"].as_str().unwrap();
         assert!(r["help"]["text"]
             .as_str()
             .unwrap()
-            .ends_with(&format!("docs/rules/{}.md)", r["id"].as_str().unwrap())));
+            .ends_with(&format!("docs/rules/{id}.md)")));
+        assert_eq!(
+            r["helpUri"].as_str(),
+            Some(format!("{home}/blob/main/docs/rules/{id}.md").as_str())
+        );
+        assert!(root().join(format!("docs/rules/{id}.md")).is_file(), "{id}");
         assert!(["error", "warning", "note"]
             .contains(&r["defaultConfiguration"]["level"].as_str().unwrap()));
     }
@@ -497,10 +505,10 @@ fn count_agentfiles(dir: &Path) -> usize {
 
 #[test]
 fn explain_prints_exactly_the_docs_page_for_every_code() {
-    for r in otters_agentfile::check::registry::RULES {
+    for r in otters_agentfile::diagnostic::codes::RULES {
         let page =
             std::fs::read_to_string(root().join(format!("docs/rules/{}.md", r.code))).unwrap();
-        let o = run(otters().args(["explain", r.code]));
+        let o = run(otters().args(["explain", r.code.as_str()]));
         assert_eq!(o.code, 0);
         assert_eq!(
             o.stdout, page,
@@ -529,7 +537,7 @@ fn explain_unknown_code_and_list() {
     assert_eq!(o.code, 0);
     assert_eq!(
         o.stdout.lines().count(),
-        otters_agentfile::check::registry::RULES.len()
+        otters_agentfile::diagnostic::codes::RULES.len()
     );
     assert!(o.stdout.contains("AF104  error    name-not-path-safe"));
     let o = run(otters().args(["explain", "--list", "--format", "json"]));
@@ -540,11 +548,27 @@ fn explain_unknown_code_and_list() {
     );
 }
 
+/// An Agentfile.lock that pins `reference` as the RUNTIME.
+fn lock_pinning_runtime(reference: &str) -> otters_pipeline::resolve::lockfile::Lockfile {
+    use otters_pipeline::resolve::lockfile::{Entry, Lockfile, Role};
+    let mut lock = Lockfile::new("linux/amd64");
+    lock.insert(Entry {
+        role: Role::Runtime,
+        reference: reference.into(),
+        digest: otters_oci::Digest::from_hex(&"a".repeat(64)).unwrap(),
+        index: None,
+        platform: None,
+        bin: None,
+        description: None,
+        usage: None,
+    });
+    lock
+}
+
 /// AF201 is about references that move: one that `Agentfile.lock` pins to a digest does not, so it
 /// is not reported; with the lock gone it is again.
 #[test]
 fn a_reference_the_lock_pins_is_not_af201() {
-    use otters_pipeline::resolve::lockfile::{Entry, Lockfile, Role};
     let dir = tempfile::tempdir().unwrap();
     let agentfile = dir.path().join("Agentfile");
     std::fs::write(
@@ -563,19 +587,81 @@ fn a_reference_the_lock_pins_is_not_af201() {
             .collect::<Vec<_>>()
     };
     assert_eq!(af201(), vec![3, 5]);
-    let mut lock = Lockfile::new("linux/amd64");
-    lock.insert(Entry {
-        role: Role::Runtime,
-        reference: "ghcr.io/o/runtime:latest".into(),
-        digest: format!("sha256:{}", "a".repeat(64)),
-        index: None,
-        platform: None,
-        bin: None,
-        description: None,
-        usage: None,
-    });
+    let lock = lock_pinning_runtime("ghcr.io/o/runtime:latest");
     std::fs::write(dir.path().join("Agentfile.lock"), lock.to_bytes()).unwrap();
     assert_eq!(af201(), vec![5], "the pinned RUNTIME is still reported");
     std::fs::remove_file(dir.path().join("Agentfile.lock")).unwrap();
     assert_eq!(af201(), vec![3, 5]);
+}
+
+/// `--stdin-filename PATH` lints standard input as if it were PATH: the findings name PATH,
+/// otters.toml is found from PATH's directory, and Agentfile.lock beside PATH counts.
+#[test]
+fn stdin_filename_finds_the_config_and_names_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "agents/otters.toml",
+        "[lint.severity]\nAF201 = \"error\"\n",
+    );
+    let path = tmp.path().join("agents/a/Agentfile");
+    let path_s = path.to_str().unwrap();
+    let text = CLEAN.replace("v1.2.0", "latest");
+    let stdin = |extra: &[&str]| {
+        run(otters()
+            .args(["lint", "--target", "none", "--format", "json"])
+            .args(extra)
+            .arg("-")
+            .write_stdin(text.clone()))
+    };
+    // Without it: `<stdin>`, and the config of the current directory (none).
+    let o = stdin(&[]);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        (v[0]["file"].as_str(), v[0]["severity"].as_str()),
+        (Some("<stdin>"), Some("warning"))
+    );
+    assert_eq!(o.code, 0);
+    // With it: PATH (which need not exist), and agents/otters.toml above it.
+    let o = stdin(&["--stdin-filename", path_s]);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(json_codes(&o), ["AF201"]);
+    assert_eq!(
+        (v[0]["file"].as_str(), v[0]["severity"].as_str()),
+        (Some(path_s), Some("error"))
+    );
+    assert_eq!(o.code, 1);
+    let o = run(otters()
+        .args([
+            "lint",
+            "--target",
+            "none",
+            "--format",
+            "concise",
+            "--stdin-filename",
+            path_s,
+            "-",
+        ])
+        .write_stdin(text.clone()));
+    assert!(
+        o.stdout.starts_with(&format!("{path_s}:2:9: error[AF201]")),
+        "{}",
+        o.stdout
+    );
+    // Agentfile.lock beside PATH pins the runtime: no AF201.
+    let lock = lock_pinning_runtime("ghcr.io/openotters/runtime:latest");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(tmp.path().join("agents/a/Agentfile.lock"), lock.to_bytes()).unwrap();
+    assert_eq!(
+        json_codes(&stdin(&["--stdin-filename", path_s])),
+        Vec::<String>::new()
+    );
+    // It names standard input: without `-` it is a usage error.
+    let o = lint(&["--stdin-filename", path_s, path_s]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("--stdin-filename names standard input"),
+        "{}",
+        o.stderr
+    );
 }

@@ -445,12 +445,34 @@ fn hover_completion_actions_outline_definition_and_formatting() {
     let def = client.at("textDocument/definition", &uri, 6, 20);
     assert_eq!(def["uri"], uri_of(&dir.join("ctx.md")));
 
-    // Formatting answers with a list of edits (a file with syntax errors is never reformatted).
+    // Formatting: a file with syntax errors is never reformatted.
     let formatted = client.request(
         "textDocument/formatting",
         json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
     );
     assert_eq!(formatted, json!([]));
+    // A clean but untidy file: one edit, the whole text as `otters fmt -` writes it.
+    let messy = "from scratch\nNAME   a\nMODEL m/x\n\n\n\nLABEL k=\"v\"";
+    let tidy_uri = uri_of(&dir.join("Tidy.agentfile"));
+    client.open(&tidy_uri, messy);
+    let edits = client.request(
+        "textDocument/formatting",
+        json!({"textDocument": {"uri": tidy_uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
+    );
+    let mut fmt = env.otters();
+    fmt.args(["fmt", "-"]).write_stdin(messy);
+    let want = crate::support::cli::ok(&mut fmt);
+    assert_ne!(want, messy);
+    assert_eq!(edits.as_array().map(Vec::len), Some(1), "{edits}");
+    assert_eq!(edits[0]["newText"], want.as_str());
+    assert_eq!(
+        edits[0]["range"]["start"],
+        json!({"line": 0, "character": 0})
+    );
+    assert_eq!(
+        edits[0]["range"]["end"],
+        json!({"line": 6, "character": 11})
+    );
 
     // An unknown request is refused, and the session goes on.
     client.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "otters/nothing", "params": {}}));

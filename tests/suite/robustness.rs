@@ -10,24 +10,23 @@ fn front_end(bytes: &[u8]) -> usize {
     let text = match otters_agentfile::syntax::decode(bytes) {
         Ok(t) => t.to_owned(),
         Err(d) => {
-            assert_eq!(d.code, "AF001");
+            assert_eq!(d.code, otters_agentfile::diagnostic::Code::InvalidUtf8);
             return 1;
         }
     };
     let file = SourceFile::new("fuzz", text);
     let ast = otters_agentfile::syntax::parse(&file);
-    let (model, diags) = otters_agentfile::ir::lower(&ast, &file, &BTreeMap::new());
-    // Every span must lie inside the text and on char boundaries, or rendering would panic.
+    let (model, diags) = otters_agentfile::ir::from_ast(&ast, &file, &BTreeMap::new());
+    // Every finding of a source file has a span, inside the text and on char boundaries, or
+    // rendering would panic.
     for d in ast.diagnostics.iter().chain(&diags) {
+        let s = d.span.unwrap_or_else(|| panic!("no span: {d:?}"));
+        assert!(s.start <= s.end && s.end <= file.text.len(), "{d:?}");
         assert!(
-            d.span.start <= d.span.end && d.span.end <= file.text.len(),
+            file.text.is_char_boundary(s.start) && file.text.is_char_boundary(s.end),
             "{d:?}"
         );
-        assert!(
-            file.text.is_char_boundary(d.span.start) && file.text.is_char_boundary(d.span.end),
-            "{d:?}"
-        );
-        let _ = file.line_col(d.span.end);
+        let _ = file.line_col(s.end);
     }
     // The blob writer may refuse only non-finite floats, which `ir` never produces. The reader
     // checks every name as the parser does, so it reads back exactly the blobs of files the

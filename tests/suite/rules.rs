@@ -5,8 +5,9 @@
 //! snapshot can never silently lose (or gain) the finding it is about. Every code the syntax,
 //! ir and check stages emit has at least one positive fixture.
 
-use otters_agentfile::check::{self, registry, Options};
+use otters_agentfile::check::{self, Options};
 use otters_agentfile::diagnostic::render::{concise, human, ColorChoice};
+use otters_agentfile::diagnostic::{codes, Code};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -38,17 +39,16 @@ fn fixtures() -> Vec<std::path::PathBuf> {
 
 #[test]
 fn fixtures_produce_their_code_and_match_snapshots() {
-    let mut positive: BTreeSet<String> = BTreeSet::new();
+    let mut positive: BTreeSet<Code> = BTreeSet::new();
     let mut failures = Vec::new();
     for path in fixtures() {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let (code, rest) = stem
+        let (written, rest) = stem
             .split_once('_')
             .expect("fixture name is CODE_description");
-        assert!(
-            registry::lookup(code).is_some(),
-            "{stem}: {code} is not a known code"
-        );
+        let code: Code = written
+            .parse()
+            .unwrap_or_else(|_| panic!("{stem}: {written} is not a known code"));
         let bytes = std::fs::read(&path).unwrap();
         let name = format!("{stem}.agentfile");
         let opts = Options {
@@ -70,13 +70,13 @@ fn fixtures_produce_their_code_and_match_snapshots() {
             ));
         }
         if !expect_absent {
-            positive.insert(code.to_owned());
+            positive.insert(code);
         }
         let reports = vec![(file, analysis.diagnostics)];
         let rendered = format!(
             "{}---\n{}",
             concise(&reports),
-            human(&reports, registry::RULES, ColorChoice::Never)
+            human(&reports, codes::RULES, ColorChoice::Never)
         );
         insta::with_settings!({
             snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/check"),
@@ -87,10 +87,10 @@ fn fixtures_produce_their_code_and_match_snapshots() {
         });
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    let missing: Vec<&str> = registry::RULES
+    let missing: Vec<Code> = codes::RULES
         .iter()
         .map(|r| r.code)
-        .filter(|c| c.as_bytes()[2] <= b'2' && !positive.contains(*c))
+        .filter(|c| c.as_str().as_bytes()[2] <= b'2' && !positive.contains(c))
         .collect();
     assert!(
         missing.is_empty(),

@@ -581,21 +581,19 @@ fn fuzz_cases() -> u32 {
 /// Checks and renders `text` in every format: nothing may panic, and the terminal formats may hold
 /// no raw control character.
 fn render_all(text: &str) {
-    use otters_agentfile::check::{analyze, registry, Options};
+    use otters_agentfile::check::{analyze, Options};
+    use otters_agentfile::diagnostic::codes;
     use otters_agentfile::diagnostic::render::{concise, github, human, json, sarif, ColorChoice};
     use otters_agentfile::diagnostic::SourceFile;
     let file = SourceFile::new("fuzz\u{1b}", text);
     let analysis = analyze(&file, &Options::default());
     let reports = vec![(file, analysis.diagnostics)];
     for (what, out) in [
-        (
-            "human",
-            human(&reports, registry::RULES, ColorChoice::Never),
-        ),
+        ("human", human(&reports, codes::RULES, ColorChoice::Never)),
         ("concise", concise(&reports)),
-        ("github", github(&reports, registry::RULES)),
+        ("github", github(&reports, codes::RULES)),
         ("json", json(&reports)),
-        ("sarif", sarif(&reports, registry::RULES)),
+        ("sarif", sarif(&reports, codes::RULES)),
     ] {
         assert_no_raw_controls(what, &out);
     }

@@ -153,8 +153,9 @@ fn render_ast(file: &SourceFile, ast: &Ast) -> String {
 fn render_diags(file: &SourceFile, diags: &[Diagnostic]) -> String {
     let mut out = String::new();
     for d in diags {
-        let a = file.line_col(d.span.start);
-        let b = file.line_col(d.span.end);
+        let s = d.span_or_start();
+        let a = file.line_col(s.start);
+        let b = file.line_col(s.end);
         let _ = writeln!(
             out,
             "{}:{}-{}:{} {}[{}] {}",
@@ -196,9 +197,9 @@ fn run_dir(kind: &str) -> usize {
         };
         let file = SourceFile::new(format!("{stem}.agentfile"), text);
         let ast = otters_agentfile::syntax::parse(&file);
-        let (model, ir_diags) = otters_agentfile::ir::lower(&ast, &file, &BTreeMap::new());
+        let (model, ir_diags) = otters_agentfile::ir::from_ast(&ast, &file, &BTreeMap::new());
         let mut diags: Vec<Diagnostic> = ast.diagnostics.iter().chain(&ir_diags).cloned().collect();
-        diags.sort_by_key(|d| (d.span.start, d.code));
+        diags.sort_by_key(|d| (d.start(), d.code));
         let errors = diags.iter().filter(|d| d.is_error()).count();
         match kind {
             "ok" => assert_eq!(errors, 0, "{stem}: {}", render_diags(&file, &diags)),

@@ -5,6 +5,7 @@
 //!   └─ syntax   pest grammar → lossless AST with byte spans + diagnostics   never fails
 //!   └─ ir       AST → typed model (ARG expansion, CONFIG typing)            never fails
 //!   └─ check    validation errors + lints, each with a stable code          pure
+//!   └─ fmt      lossless AST → canonical text (otters fmt)                   pure
 //! ```
 //!
 //! No module here does I/O of its own: they take bytes (and, where files are named, a reading
@@ -13,7 +14,8 @@
 
 pub mod check;
 pub mod diagnostic;
+pub mod fmt;
 pub mod ir;
 pub mod syntax;
 
-pub use diagnostic::{Diagnostic, Severity, Span};
+pub use diagnostic::{Code, Diagnostic, Severity, Span};

@@ -11,7 +11,7 @@ use crate::outline::clip;
 use lsp_types::{
     CompletionItem, CompletionItemKind, Documentation, InsertTextFormat, MarkupContent, MarkupKind,
 };
-use otters_agentfile::check::registry;
+use otters_agentfile::diagnostic::codes as registry;
 use otters_agentfile::syntax::{Args, Keyword, LineKind};
 use otters_agentfile::Severity;
 
@@ -115,7 +115,7 @@ fn suppressible_codes(rest: &str) -> Vec<CompletionItem> {
         .iter()
         .filter(|r| r.severity != Severity::Error)
         .map(|r| CompletionItem {
-            label: r.code.to_owned(),
+            label: r.code.to_string(),
             kind: Some(CompletionItemKind::CONSTANT),
             detail: Some(format!("{} ({})", r.name, r.severity)),
             documentation: Some(Documentation::String(r.summary.to_owned())),

@@ -29,12 +29,12 @@ pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> lsp_types::D
         .collect();
     if let Some(help) = &d.help {
         related.push(DiagnosticRelatedInformation {
-            location: Location::new(doc.uri.clone(), range(&doc.file, d.span, enc)),
+            location: Location::new(doc.uri.clone(), range(&doc.file, d.span_or_start(), enc)),
             message: format!("help: {help}"),
         });
     }
     lsp_types::Diagnostic {
-        range: range(&doc.file, d.span, enc),
+        range: range(&doc.file, d.span_or_start(), enc),
         severity: Some(match d.severity {
             Severity::Error => DiagnosticSeverity::ERROR,
             Severity::Warning => DiagnosticSeverity::WARNING,

@@ -1,12 +1,7 @@
-//! Formatting: the whole document as `otters fmt` would write it, or no edit.
-//!
-//! TODO(h-fmt): `otters fmt` (`otters_agentfile::fmt`, branch h-fmt) is not merged yet; once it
-//! is, `formatted` returns `otters_agentfile::fmt::format_str(text).ok()`. Until then formatting
-//! answers "no edits", which every client accepts.
+//! Formatting: the whole document as `otters fmt` writes it (`otters_agentfile::fmt`), or no
+//! edit when the text has syntax errors (which `otters fmt` refuses too).
 
-/// The formatted text, or `None` when the text cannot be formatted (syntax errors) or there is
-/// no formatter.
+/// The formatted text, or `None` when the text cannot be formatted.
 pub fn formatted(text: &str) -> Option<String> {
-    let _ = text;
-    None
+    otters_agentfile::fmt::format_str(text).ok()
 }

@@ -5,7 +5,7 @@
 
 use crate::document::Document;
 use crate::lock;
-use otters_agentfile::check::registry;
+use otters_agentfile::diagnostic::codes as registry;
 use otters_agentfile::syntax::{Keyword, Line, LineKind};
 use std::fmt::Write as _;
 
@@ -107,7 +107,7 @@ pub fn hover(doc: &Document, offset: usize) -> Option<String> {
     let mut codes: Vec<String> = doc
         .diagnostics
         .iter()
-        .filter(|d| d.span.start <= offset && offset <= d.span.end)
+        .filter(|d| d.span.is_some_and(|s| s.start <= offset && offset <= s.end))
         .map(|d| d.code.to_string())
         .collect();
     codes.extend(word_at(doc.text(), offset).map(str::to_ascii_uppercase));

@@ -16,29 +16,27 @@ pub struct ImageRef<'a> {
 }
 
 /// Every image reference of the document (FROM scratch is none).
-pub fn image_refs(doc: &Document) -> Vec<ImageRef<'_>> {
+pub fn image_refs<'a>(doc: &'a Document) -> Vec<ImageRef<'a>> {
     let a = &doc.model.agent;
     let mut out = Vec::new();
+    // Items without a span were not written in this file (inherited): nothing to point at.
+    let mut push = |role, reference: &'a str, span: Option<Span>| {
+        if let Some(span) = span {
+            out.push(ImageRef {
+                role,
+                reference,
+                span,
+            });
+        }
+    };
     if let Some(f) = a.from.as_ref().filter(|f| f.value != "scratch") {
-        out.push(ImageRef {
-            role: Role::From,
-            reference: &f.value,
-            span: f.span,
-        });
+        push(Role::From, &f.value, f.span);
     }
     if let Some(r) = &a.runtime {
-        out.push(ImageRef {
-            role: Role::Runtime,
-            reference: &r.value,
-            span: r.span,
-        });
+        push(Role::Runtime, &r.value, r.span);
     }
     for b in &a.bins {
-        out.push(ImageRef {
-            role: Role::Bin,
-            reference: &b.image,
-            span: b.image_span,
-        });
+        push(Role::Bin, &b.image, b.image_span);
     }
     out
 }
@@ -53,7 +51,6 @@ pub fn read(doc: &Document) -> Option<Lockfile> {
 /// The lock's entry for a reference.
 pub fn entry<'l>(lock: &'l Lockfile, r: &ImageRef<'_>) -> Option<&'l Entry> {
     lock.get(r.role, r.reference)
-        .filter(|e| !e.digest.is_empty())
 }
 
 /// Writes the locked digest into a reference that has none (`r:1` → `r:1@sha256:…`): the build
@@ -64,7 +61,7 @@ pub fn pin_fix(doc: &Document, r: &ImageRef<'_>, e: &Entry) -> Option<Fix> {
     if written != r.reference || r.reference.contains('@') {
         return None;
     }
-    let digest = e.index.as_deref().unwrap_or(&e.digest);
+    let digest = e.index.as_ref().unwrap_or(&e.digest);
     Some(Fix::replace(
         format!("Pin `{}` to {digest} (Agentfile.lock)", r.reference),
         r.span,

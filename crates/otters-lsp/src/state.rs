@@ -126,7 +126,11 @@ impl State {
         let end = position::offset(&doc.file, end_line, self.encoding).max(start);
         let touches = |s: otters_agentfile::Span| s.start <= end && start <= s.end;
         let mut out = Vec::new();
-        for d in doc.diagnostics.iter().filter(|d| touches(d.span)) {
+        for d in doc
+            .diagnostics
+            .iter()
+            .filter(|d| d.span.is_some_and(touches))
+        {
             let lsp = convert::diagnostic(doc, d, self.encoding);
             for fix in &d.fixes {
                 out.push(CodeActionOrCommand::CodeAction(convert::action(

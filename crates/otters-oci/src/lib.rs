@@ -15,4 +15,6 @@ pub mod validate;
 
 pub use spec::descriptor::Descriptor;
 pub use spec::digest::Digest;
+pub use spec::media_type::MediaType;
+pub use spec::platform::Platform;
 pub use store::layout::{Store, StoreError};

@@ -187,9 +187,9 @@ impl Reference {
 
     /// A copy with the digest set (tag kept, for readability).
     #[must_use]
-    pub fn with_digest(&self, digest: &str) -> Reference {
+    pub fn with_digest(&self, digest: &crate::Digest) -> Reference {
         Reference {
-            digest: Some(digest.to_owned()),
+            digest: Some(digest.to_string()),
             ..self.clone()
         }
     }

@@ -22,8 +22,7 @@ pub const MAX_BLOB_SIZE: u64 = 1 << 40;
 /// Most layers in a manifest, and most entries in an index.
 pub const MAX_DESCRIPTORS: usize = 4096;
 
-pub const DOCKER_MANIFEST_V2: &str = "application/vnd.docker.distribution.manifest.v2+json";
-pub const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+pub use crate::spec::media_type::{DOCKER_MANIFEST_LIST, DOCKER_MANIFEST_V2};
 
 /// An image manifest or an image index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,9 +7,14 @@
 //!   └─ run      image → materialised agent tree → exec runtime              I/O, exec
 //! ```
 //!
+//! Beside the stages, `project` finds a project's files (the Agentfile a path names, `otters.toml`)
+//! and `lock` writes `Agentfile.lock`: entry points every front end shares.
+//!
 //! Nothing here prints: progress goes through callbacks, results and errors are values.
 
 pub mod build;
+pub mod lock;
 pub mod lower;
+pub mod project;
 pub mod resolve;
 pub mod run;

@@ -13,8 +13,9 @@
 //! targets = ["alpha.50", "L"]   # the openotters versions AF230–AF235 check; [] turns them off
 //! ```
 
-use super::{registry, SeverityOverride, Target};
-use crate::diagnostic::Severity;
+use super::{SeverityOverride, Target};
+use crate::diagnostic::codes::suggestions;
+use crate::diagnostic::{Code, Severity};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -24,7 +25,7 @@ pub const FILE_NAMES: [&str; 2] = ["otters.toml", ".otters.toml"];
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LintConfig {
     pub fail_on: Option<Severity>,
-    pub severity: BTreeMap<String, SeverityOverride>,
+    pub severity: BTreeMap<Code, SeverityOverride>,
     /// `[portability] targets`; `None` when the file does not say (the default targets apply).
     pub portability: Option<Vec<Target>>,
 }
@@ -86,8 +87,8 @@ pub fn parse(text: &str) -> Result<LintConfig, ConfigError> {
     };
     let mut severity = BTreeMap::new();
     for (code, value) in lint.severity {
-        let Some(rule) = registry::lookup(&code) else {
-            let hint = match registry::suggestions(&code).first() {
+        let Ok(known) = code.parse::<Code>() else {
+            let hint = match suggestions(&code).first() {
                 Some(r) => format!("; did you mean {}?", r.code),
                 None => "; run `otters explain --list` for every code".to_owned(),
             };
@@ -102,10 +103,10 @@ pub fn parse(text: &str) -> Result<LintConfig, ConfigError> {
                 value: clip(&value),
             });
         };
-        if rule.severity == Severity::Error && level != SeverityOverride::Error {
+        if known.default_severity() == Severity::Error && level != SeverityOverride::Error {
             return Err(ConfigError::ErrorCode { code });
         }
-        severity.insert(rule.code.to_owned(), level);
+        severity.insert(known, level);
     }
     Ok(LintConfig {
         fail_on,
@@ -171,8 +172,14 @@ mod tests {
     fn parses_the_documented_example() {
         let c = parse("[lint]\nfail-on = \"warning\"\n[lint.severity]\nAF201 = \"off\"\naf216 = \"warning\"\n").unwrap();
         assert_eq!(c.fail_on, Some(Severity::Warning));
-        assert_eq!(c.severity.get("AF201"), Some(&SeverityOverride::Off));
-        assert_eq!(c.severity.get("AF216"), Some(&SeverityOverride::Warning));
+        assert_eq!(
+            c.severity.get(&Code::UnpinnedImageReference),
+            Some(&SeverityOverride::Off)
+        );
+        assert_eq!(
+            c.severity.get(&Code::EmptyContext),
+            Some(&SeverityOverride::Warning)
+        );
     }
 
     #[test]

@@ -6,8 +6,7 @@
 //! not work (an error code, a finding inside a heredoc body, where a comment line would become
 //! part of the body).
 
-use super::registry;
-use crate::diagnostic::{Diagnostic, Fix, Severity, SourceFile, Span};
+use crate::diagnostic::{Code, Diagnostic, Fix, Severity, SourceFile, Span};
 use crate::syntax::Ast;
 
 /// The placeholder the user replaces with the reason (AF214 wants one).
@@ -24,12 +23,15 @@ pub(crate) fn offer_suppressions(file: &SourceFile, ast: &Ast, diags: &mut [Diag
     let crlf = file.text.contains("\r\n");
     for d in diags.iter_mut() {
         // AF214/AF215 are about suppression comments themselves.
-        if matches!(d.code, "AF214" | "AF215")
-            || registry::lookup(d.code).is_none_or(|r| r.severity == Severity::Error)
+        if matches!(
+            d.code,
+            Code::SuppressionWithoutReason | Code::UnusedSuppression
+        ) || d.code.default_severity() == Severity::Error
+            || d.span.is_none()
         {
             continue;
         }
-        let line = file.line_index(d.span.start);
+        let line = file.line_index(d.start());
         let start = file.line_start(line);
         if starts.binary_search(&start).is_err() {
             continue;
@@ -55,9 +57,9 @@ pub(crate) fn offer_suppressions(file: &SourceFile, ast: &Ast, diags: &mut [Diag
 #[cfg(test)]
 mod tests {
     use crate::check::{analyze, Options};
-    use crate::diagnostic::SourceFile;
+    use crate::diagnostic::{Code, SourceFile};
 
-    fn fixed(text: &str, code: &str) -> Option<String> {
+    fn fixed(text: &str, code: Code) -> Option<String> {
         let file = SourceFile::new("Agentfile", text);
         let a = analyze(&file, &Options::default());
         let d = a.diagnostics.iter().find(|d| d.code == code)?;
@@ -73,14 +75,17 @@ mod tests {
     #[test]
     fn the_suppression_silences_the_finding_and_asks_for_a_reason() {
         let text = "FROM scratch\nRUNTIME r:latest\nNAME a\nMODEL m/x\n";
-        let new = fixed(text, "AF201").unwrap();
+        let new = fixed(text, Code::UnpinnedImageReference).unwrap();
         assert_eq!(
             new,
             "FROM scratch\n# otters:ignore AF201 <reason>\nRUNTIME r:latest\nNAME a\nMODEL m/x\n"
         );
         let after = analyze(&SourceFile::new("A", new.as_str()), &Options::default());
         assert!(
-            after.diagnostics.iter().all(|d| d.code != "AF201"),
+            after
+                .diagnostics
+                .iter()
+                .all(|d| d.code != Code::UnpinnedImageReference),
             "{:?}",
             after.diagnostics
         );
@@ -88,12 +93,12 @@ mod tests {
 
     #[test]
     fn no_suppression_for_errors_or_inside_a_heredoc_body() {
-        assert_eq!(fixed("NAME a\n", "AF101"), None);
+        assert_eq!(fixed("NAME a\n", Code::MissingFrom), None);
         // AF219 (a hidden character) on a body line: a comment there would join the body.
         let text = "FROM scratch\nCONTEXT A <<E\nx\u{1b}y\nE\n";
         let file = SourceFile::new("A", text);
         let a = analyze(&file, &Options::default());
-        let body: Vec<_> = a.diagnostics.iter().filter(|d| d.span.start > 27).collect();
+        let body: Vec<_> = a.diagnostics.iter().filter(|d| d.start() > 27).collect();
         assert!(!body.is_empty(), "{:?}", a.diagnostics);
         assert!(body.iter().all(|d| d.fixes.is_empty()), "{body:?}");
     }
@@ -107,7 +112,7 @@ mod tests {
         // NAEM and MODLE are one edit from one keyword; RUNTIMEXX is two, a guess left to review.
         assert_eq!(fixed, "FROM scratch\nNAME a\nMODEL m/x\nRUNTIMEXX r:1\n");
         let at = text.find("RUNTIMEXX").unwrap_or_default();
-        let guess = a.diagnostics.iter().find(|d| d.span.start == at);
+        let guess = a.diagnostics.iter().find(|d| d.start() == at);
         let fix = &guess
             .unwrap_or_else(|| panic!("{:#?}", a.diagnostics))
             .fixes[0];

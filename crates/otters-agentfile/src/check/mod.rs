@@ -7,7 +7,6 @@
 
 pub mod config;
 mod fixes;
-pub mod registry;
 pub(crate) mod rules;
 mod suppress;
 
@@ -15,7 +14,7 @@ pub use fixes::REASON_PLACEHOLDER;
 pub use rules::portability::Target;
 pub use rules::BUILTIN_CATALOGUE;
 
-use crate::diagnostic::{Diagnostic, Severity, SourceFile};
+use crate::diagnostic::{Code, Diagnostic, Severity, SourceFile};
 use crate::ir;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -57,7 +56,7 @@ pub struct Options {
     pub capability_catalogue: Option<Vec<String>>,
     /// Per-code overrides. Codes whose default severity is `error` cannot be lowered (see
     /// [`config`]); the config loader refuses such entries.
-    pub severity_overrides: BTreeMap<String, SeverityOverride>,
+    pub severity_overrides: BTreeMap<Code, SeverityOverride>,
     /// Image references `Agentfile.lock` pins to a digest (as written in the Agentfile). AF201
     /// does not report them: the build uses the locked digest, not the moving tag.
     pub locked: std::collections::BTreeSet<String>,
@@ -92,7 +91,7 @@ impl Analysis {
 /// Parses, lowers and checks one Agentfile.
 pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
     let mut ast = crate::syntax::parse(file);
-    let (model, lowered) = ir::lower(&ast, file, &opts.build_args);
+    let (model, lowered) = ir::from_ast(&ast, file, &opts.build_args);
     let cx = rules::Ctx {
         file,
         ast: &ast,
@@ -106,7 +105,7 @@ pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
     diagnostics.extend(found);
     let mut diagnostics = suppress::apply(file, &ast, diagnostics);
     apply_overrides(&mut diagnostics, &opts.severity_overrides);
-    diagnostics.sort_by(|a, b| (a.span.start, a.code).cmp(&(b.span.start, b.code)));
+    diagnostics.sort_by_key(|d| (d.start(), d.code));
     fixes::offer_suppressions(file, &ast, &mut diagnostics);
     Analysis { model, diagnostics }
 }
@@ -121,7 +120,7 @@ pub fn analyze_bytes(name: &str, bytes: &[u8], opts: &Options) -> (SourceFile, A
             (file, analysis)
         }
         Err(d) => {
-            let valid = d.span.start.min(bytes.len());
+            let valid = d.start().min(bytes.len());
             let prefix = String::from_utf8_lossy(&bytes[..valid]).into_owned();
             let analysis = Analysis {
                 model: ir::Agentfile::default(),
@@ -134,15 +133,15 @@ pub fn analyze_bytes(name: &str, bytes: &[u8], opts: &Options) -> (SourceFile, A
 
 /// Drops findings turned `off` and changes the severity of the rest. Findings whose code is an
 /// error by default are never lowered: the build would reject the file anyway.
-fn apply_overrides(diags: &mut Vec<Diagnostic>, overrides: &BTreeMap<String, SeverityOverride>) {
+fn apply_overrides(diags: &mut Vec<Diagnostic>, overrides: &BTreeMap<Code, SeverityOverride>) {
     if overrides.is_empty() {
         return;
     }
     diags.retain_mut(|d| {
-        let Some(o) = overrides.get(d.code) else {
+        let Some(o) = overrides.get(&d.code) else {
             return true;
         };
-        if registry::lookup(d.code).is_some_and(|r| r.severity == Severity::Error) {
+        if d.code.default_severity() == Severity::Error {
             return true;
         }
         match o {
@@ -163,8 +162,8 @@ mod tests {
     fn non_utf8_reports_offset() {
         let (file, a) = analyze_bytes("x", b"FROM scratch\nNAME caf\xe9\n", &Options::default());
         assert_eq!(a.diagnostics.len(), 1);
-        assert_eq!(a.diagnostics[0].code, "AF001");
-        assert_eq!(a.diagnostics[0].span.start, 21);
+        assert_eq!(a.diagnostics[0].code, Code::InvalidUtf8);
+        assert_eq!(a.diagnostics[0].start(), 21);
         assert!(a.diagnostics[0].message.contains("offset 21"));
         assert_eq!(file.text, "FROM scratch\nNAME caf");
     }
@@ -175,33 +174,29 @@ mod tests {
         let file = SourceFile::new("Agentfile", text);
         let mut opts = Options::default();
         opts.severity_overrides
-            .insert("AF201".into(), SeverityOverride::Off);
+            .insert(Code::UnpinnedImageReference, SeverityOverride::Off);
         opts.severity_overrides
-            .insert("AF106".into(), SeverityOverride::Off);
+            .insert(Code::ConfigKeyNotDns1123, SeverityOverride::Off);
         let codes: Vec<_> = analyze(&file, &opts)
             .diagnostics
             .iter()
             .map(|d| d.code)
             .collect();
-        assert_eq!(codes, ["AF106"]);
+        assert_eq!(codes, [Code::ConfigKeyNotDns1123]);
         opts.severity_overrides
-            .insert("AF201".into(), SeverityOverride::Error);
+            .insert(Code::UnpinnedImageReference, SeverityOverride::Error);
         let a = analyze(&file, &opts);
         assert!(a
             .diagnostics
             .iter()
-            .any(|d| d.code == "AF201" && d.severity == Severity::Error));
+            .any(|d| d.code == Code::UnpinnedImageReference && d.severity == Severity::Error));
     }
 
     #[test]
     fn diagnostics_are_sorted_by_position_then_code() {
         let file = SourceFile::new("A", "NAME x\nFROM scratch\nENV path=1\n");
         let a = analyze(&file, &Options::default());
-        let keys: Vec<_> = a
-            .diagnostics
-            .iter()
-            .map(|d| (d.span.start, d.code))
-            .collect();
+        let keys: Vec<_> = a.diagnostics.iter().map(|d| (d.start(), d.code)).collect();
         let mut sorted = keys.clone();
         sorted.sort_unstable();
         assert_eq!(keys, sorted);

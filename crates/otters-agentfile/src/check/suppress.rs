@@ -7,8 +7,8 @@
 //! an error code, which cannot be suppressed). Must never: suppress a code whose default
 //! severity is `error`, since the build would reject the file anyway.
 
-use super::registry;
-use crate::diagnostic::{Diagnostic, Severity, SourceFile, Span};
+use crate::diagnostic::codes::suggestions;
+use crate::diagnostic::{Code, Diagnostic, Severity, SourceFile, Span};
 use crate::syntax::{Ast, LineKind};
 use std::collections::HashMap;
 
@@ -17,7 +17,10 @@ const DIRECTIVE: &str = "otters:ignore";
 /// One code named by a suppression, with where it was written.
 #[derive(Debug)]
 struct Named {
-    code: String,
+    /// As written, upper-cased (`AF201`), for messages.
+    written: String,
+    /// The code it names, if it names one.
+    code: Option<Code>,
     span: Span,
     used: bool,
 }
@@ -64,7 +67,8 @@ fn parse(text: &str, at: usize) -> Option<(Vec<Named>, bool)> {
         for p in parts {
             if !p.is_empty() {
                 codes.push(Named {
-                    code: p.to_ascii_uppercase(),
+                    written: p.to_ascii_uppercase(),
+                    code: p.parse().ok(),
                     span: Span::new(part_at, part_at + p.len()),
                     used: false,
                 });
@@ -108,14 +112,18 @@ fn collect(file: &SourceFile, ast: &Ast) -> Vec<Suppression> {
 }
 
 fn without_reason(span: Span) -> Diagnostic {
-    Diagnostic::warning("AF214", span, "this suppression gives no reason")
-        .with_label("no reason after the codes")
-        .with_help("say why the finding is acceptable: `# otters:ignore AF201 <reason>`")
+    Diagnostic::new(
+        Code::SuppressionWithoutReason,
+        span,
+        "this suppression gives no reason",
+    )
+    .with_label("no reason after the codes")
+    .with_help("say why the finding is acceptable: `# otters:ignore AF201 <reason>`")
 }
 
 fn unused(span: Span, code: &str, why: &str) -> Diagnostic {
     let help = match why {
-        "unknown" => match registry::suggestions(code).first() {
+        "unknown" => match suggestions(code).first() {
             Some(r) => format!(
                 "did you mean {}? (`otters explain --list` shows every code)",
                 r.code
@@ -130,12 +138,16 @@ fn unused(span: Span, code: &str, why: &str) -> Diagnostic {
         "error" => format!("{code} is an error and cannot be suppressed"),
         _ => format!("no {code} finding on the next line to suppress"),
     };
-    Diagnostic::warning("AF215", span, message).with_help(help)
+    Diagnostic::new(Code::UnusedSuppression, span, message).with_help(help)
 }
 
 fn empty(span: Span) -> Diagnostic {
-    Diagnostic::warning("AF215", span, "this suppression names no code")
-        .with_help("name the codes to silence: `# otters:ignore AF201 <reason>`")
+    Diagnostic::new(
+        Code::UnusedSuppression,
+        span,
+        "this suppression names no code",
+    )
+    .with_help("name the codes to silence: `# otters:ignore AF201 <reason>`")
 }
 
 /// Applies every suppression of the file to `diags`.
@@ -152,13 +164,13 @@ pub(crate) fn apply(file: &SourceFile, ast: &Ast, diags: Vec<Diagnostic>) -> Vec
     }
     let mut kept = Vec::with_capacity(diags.len());
     for d in diags {
-        let line = file.line_of(d.span.start);
-        let suppressible = registry::lookup(d.code).is_some_and(|r| r.severity != Severity::Error);
+        let line = file.line_of(d.start());
+        let suppressible = d.code.default_severity() != Severity::Error;
         let aimed = by_line.get(&line).map_or(&[][..], Vec::as_slice);
         let hit = suppressible
             && aimed.iter().any(|&i| {
                 let mut any = false;
-                for n in sups[i].codes.iter_mut().filter(|n| n.code == d.code) {
+                for n in sups[i].codes.iter_mut().filter(|n| n.code == Some(d.code)) {
                     n.used = true;
                     any = true;
                 }
@@ -176,12 +188,12 @@ pub(crate) fn apply(file: &SourceFile, ast: &Ast, diags: Vec<Diagnostic>) -> Vec
             kept.push(empty(s.span));
         }
         for n in s.codes.iter().filter(|n| !n.used) {
-            let why = match registry::lookup(&n.code) {
+            let why = match n.code {
                 None => "unknown",
-                Some(r) if r.severity == Severity::Error => "error",
+                Some(c) if c.default_severity() == Severity::Error => "error",
                 Some(_) => "unused",
             };
-            kept.push(unused(n.span, &n.code, why));
+            kept.push(unused(n.span, &n.written, why));
         }
     }
     kept
@@ -192,7 +204,7 @@ mod tests {
     use super::*;
 
     fn parsed(text: &str) -> Option<(Vec<(String, Span)>, bool)> {
-        parse(text, 100).map(|(c, r)| (c.into_iter().map(|n| (n.code, n.span)).collect(), r))
+        parse(text, 100).map(|(c, r)| (c.into_iter().map(|n| (n.written, n.span)).collect(), r))
     }
 
     #[test]

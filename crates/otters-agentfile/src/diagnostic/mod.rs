@@ -3,9 +3,11 @@
 //! Takes: nothing but values. Returns: [`Diagnostic`] values that the CLI renders (see
 //! [`render`]). Must never: print, or depend on any later pipeline stage.
 
+pub mod codes;
 pub mod render;
 mod source;
 
+pub use codes::{Code, RuleMeta};
 pub use source::{LineCol, SourceFile};
 
 use serde::Serialize;
@@ -92,17 +94,22 @@ pub struct Label {
 
 /// One finding: a stable code, a severity, what is wrong, where, and how to fix it.
 ///
-/// Built through the constructor functions of each stage (see `check::rules`), never as inline
-/// strings scattered through the code.
+/// Built through the constructor functions of each stage (see `check::rules`). The severity
+/// starts as the code's default (the table in [`codes`]); only `otters.toml` overrides change it.
+///
+/// `#[non_exhaustive]`: other crates build one only with [`Diagnostic::new`], never with a literal
+/// whose severity could contradict the table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Diagnostic {
-    /// `AF` + three digits; the first digit says the stage (0 syntax, 1 validation, 2 lints,
-    /// 3 build inputs, 4 resolution).
-    pub code: &'static str,
+    /// Serialised as the code string (`AF201`).
+    pub code: Code,
     pub severity: Severity,
     pub message: String,
-    /// The primary location; its label is `label` when given.
-    pub span: Span,
+    /// The primary location; its label is `label` when given. `None` when the finding is about
+    /// something that was not written in the file (an item inherited from a parent image or read
+    /// from a config blob); renderers then point at the start of the file.
+    pub span: Option<Span>,
     pub label: Option<String>,
     pub labels: Vec<Label>,
     pub help: Option<String>,
@@ -159,34 +166,19 @@ fn bounded(s: String) -> String {
 }
 
 impl Diagnostic {
-    pub fn new(
-        code: &'static str,
-        severity: Severity,
-        span: Span,
-        message: impl Into<String>,
-    ) -> Self {
+    /// A finding of `code` at `span` (a [`Span`], or `None` when there is none), with the code's
+    /// default severity.
+    pub fn new(code: Code, span: impl Into<Option<Span>>, message: impl Into<String>) -> Self {
         Self {
             code,
-            severity,
+            severity: code.default_severity(),
             message: bounded(message.into()),
-            span,
+            span: span.into(),
             label: None,
             labels: Vec::new(),
             help: None,
             fixes: Vec::new(),
         }
-    }
-
-    pub fn error(code: &'static str, span: Span, message: impl Into<String>) -> Self {
-        Self::new(code, Severity::Error, span, message)
-    }
-
-    pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Self {
-        Self::new(code, Severity::Warning, span, message)
-    }
-
-    pub fn info(code: &'static str, span: Span, message: impl Into<String>) -> Self {
-        Self::new(code, Severity::Info, span, message)
     }
 
     #[must_use]
@@ -195,13 +187,33 @@ impl Diagnostic {
         self
     }
 
+    /// Adds a secondary label at `span`; without a span (an item not written in the file) there
+    /// is nothing to point at and no label is added.
     #[must_use]
-    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
-        self.labels.push(Label {
-            span,
-            message: bounded(message.into()),
-        });
+    pub fn with_secondary(
+        mut self,
+        span: impl Into<Option<Span>>,
+        message: impl Into<String>,
+    ) -> Self {
+        if let Some(span) = span.into() {
+            self.labels.push(Label {
+                span,
+                message: bounded(message.into()),
+            });
+        }
         self
+    }
+
+    /// Where the finding starts: the primary span's start, or 0 (the start of the file) without
+    /// one. Findings are sorted by it.
+    pub fn start(&self) -> usize {
+        self.span.map_or(0, |s| s.start)
+    }
+
+    /// The primary span, or the empty span at the start of the file without one: where
+    /// renderers and suppression comments place a finding.
+    pub fn span_or_start(&self) -> Span {
+        self.span.unwrap_or(Span::point(0))
     }
 
     #[must_use]
@@ -268,7 +280,7 @@ mod tests {
 
     #[test]
     fn long_texts_are_cut_on_a_char_boundary() {
-        let d = Diagnostic::error("AF003", Span::default(), "é".repeat(2000))
+        let d = Diagnostic::new(Code::UnknownInstruction, Span::default(), "é".repeat(2000))
             .with_label("x".repeat(5000))
             .with_help("short");
         assert!(d.message.len() <= MAX_TEXT + 3 && d.message.ends_with('…'));
@@ -280,7 +292,8 @@ mod tests {
     fn safe_fixes_apply_in_order_and_skip_overlaps_and_unsafe_ones() {
         let text = "from scratch\nNAEM a\n";
         let d = |span: Span, to: &str, safe: bool| {
-            Diagnostic::info("AF208", span, "m").with_fix(Fix::replace("t", span, to, safe))
+            Diagnostic::new(Code::KeywordCase, span, "m")
+                .with_fix(Fix::replace("t", span, to, safe))
         };
         let diags = [
             d(Span::new(13, 17), "NAME", true),
@@ -294,5 +307,19 @@ mod tests {
             Some("FROM scratch\nNAME a\n")
         );
         assert_eq!(apply_safe_fixes(text, &diags[3..]), None);
+    }
+
+    #[test]
+    fn severity_comes_from_the_code() {
+        for &c in Code::ALL {
+            assert_eq!(
+                Diagnostic::new(c, Span::default(), "m").severity,
+                c.default_severity()
+            );
+        }
+        let d = Diagnostic::new(Code::KeywordCase, Span::new(0, 4), "m");
+        assert_eq!(d.severity, Severity::Info);
+        assert!(!d.is_error());
+        assert!(Diagnostic::new(Code::MissingFrom, Span::default(), "m").is_error());
     }
 }

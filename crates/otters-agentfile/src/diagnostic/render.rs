@@ -20,33 +20,8 @@ pub use human::{human, ColorChoice, Human, MAX_SHOWN};
 pub use json::json;
 pub use sarif::sarif;
 
-use super::{Diagnostic, Severity, SourceFile};
-
-/// What the renderers need to know about a code. The table itself lives in
-/// `check::registry`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RuleMeta {
-    pub code: &'static str,
-    /// Kebab-case "what is wrong" (`name-not-path-safe`).
-    pub name: &'static str,
-    pub severity: Severity,
-    /// One line, lower case, no period.
-    pub summary: &'static str,
-    /// The whole `docs/rules/<CODE>.md` page.
-    pub doc: &'static str,
-}
-
-impl RuleMeta {
-    /// The text of the page's "What it does" section, one paragraph.
-    pub fn what_it_does(&self) -> &'static str {
-        let Some(start) = self.doc.find("## What it does") else {
-            return self.summary;
-        };
-        let rest = &self.doc[start + "## What it does".len()..];
-        let end = rest.find("\n## ").unwrap_or(rest.len());
-        rest[..end].trim()
-    }
-}
+pub use super::codes::RuleMeta;
+use super::{Code, Diagnostic, SourceFile};
 
 /// One file's diagnostics, as every renderer takes them.
 pub type FileReport = (SourceFile, Vec<Diagnostic>);
@@ -60,8 +35,9 @@ pub(crate) struct Position {
 }
 
 pub(crate) fn position(file: &SourceFile, d: &Diagnostic) -> Position {
-    let s = file.line_col(d.span.start);
-    let e = file.line_col(d.span.end.max(d.span.start));
+    let span = d.span_or_start();
+    let s = file.line_col(span.start);
+    let e = file.line_col(span.end.max(span.start));
     Position {
         line: s.line,
         column: s.column,
@@ -70,6 +46,38 @@ pub(crate) fn position(file: &SourceFile, d: &Diagnostic) -> Position {
     }
 }
 
-pub(crate) fn find_rule<'r>(rules: &'r [RuleMeta], code: &str) -> Option<&'r RuleMeta> {
+pub(crate) fn find_rule(rules: &[RuleMeta], code: Code) -> Option<&RuleMeta> {
     rules.iter().find(|r| r.code == code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Span;
+
+    /// A finding without a span renders exactly as one at the start of the file, in every format.
+    #[test]
+    fn no_span_renders_at_the_start_of_the_file() {
+        let file = SourceFile::new("Agentfile", "FROM scratch\nNAME a\n");
+        let at = |span: Option<Span>| {
+            let d = Diagnostic::new(Code::IncompleteScratchAgent, span, "m")
+                .with_label("l")
+                .with_help("h")
+                .with_secondary(span, "s");
+            vec![(file.clone(), vec![d])]
+        };
+        let (none, start) = (at(None), at(Some(Span::point(0))));
+        assert_eq!(none[0].1[0].labels.len(), 0, "no label without a span");
+        let rules = super::super::codes::RULES;
+        let plain = |r: &[FileReport]| [concise(r), json(r), sarif(r, rules), github(r, rules)];
+        assert_eq!(plain(&none), plain(&start));
+        assert!(concise(&none).starts_with("Agentfile:1:1: warning[AF209] m"));
+        // The human view draws the secondary label of the spanned one; the rest is the same.
+        let human_none = human(&none, rules, ColorChoice::Never);
+        assert!(human_none.contains("Agentfile:1:1"), "{human_none}");
+        let start_primary = at(Some(Span::point(0)));
+        let mut only_primary = start_primary;
+        only_primary[0].1[0].labels.clear();
+        assert_eq!(human_none, human(&only_primary, rules, ColorChoice::Never));
+    }
 }

@@ -191,7 +191,7 @@ pub enum BlobError {
 
 /// Reads a config blob written by otters or openotters, and checks every name in it as the parser
 /// checks an Agentfile's ([`super::names::check_artifact`]): a blob is untrusted input, and its
-/// names become paths. Items carry `Span::default()`.
+/// names become paths. Items have no span.
 pub fn from_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
     let model = read_config_blob(bytes)?;
     super::names::check_artifact(&model.agent)?;
@@ -212,10 +212,7 @@ fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
     let s = |o: &serde_json::Map<String, serde_json::Value>, k: &str| {
         o.get(k).and_then(|x| x.as_str()).map(str::to_owned)
     };
-    let node = |x: Option<String>| {
-        x.filter(|x| !x.is_empty())
-            .map(|x| Node::new(x, Span::default()))
-    };
+    let node = |x: Option<String>| x.filter(|x| !x.is_empty()).map(|x| Node::new(x, None));
     let objs =
         |k: &'static str| -> Result<Vec<&serde_json::Map<String, serde_json::Value>>, BlobError> {
             match a.get(k) {
@@ -254,14 +251,14 @@ fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
                     .iter()
                     .map(|(k2, v)| {
                         v.as_str()
-                            .map(|v| (k2.clone(), Node::new(v.to_owned(), Span::default())))
+                            .map(|v| (k2.clone(), Node::new(v.to_owned(), None)))
                             .ok_or(BlobError::Field(k))
                     })
                     .collect(),
                 Some(_) => Err(BlobError::Field(k)),
             }
         };
-    let d = Span::default();
+    let d: Option<Span> = None;
     let agent = Agent {
         from: node(s(a, "from")),
         runtime: node(s(a, "runtime")),

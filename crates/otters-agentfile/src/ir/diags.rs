@@ -1,38 +1,42 @@
 //! Constructors for the diagnostics the `ir` stage raises while it builds the model.
 
-use crate::diagnostic::{Diagnostic, Fix, Span};
+use crate::diagnostic::{Code, Diagnostic, Fix, Span};
 use crate::syntax::Keyword;
 
 pub fn unsupported_syntax(span: Span, value: &str) -> Diagnostic {
-    Diagnostic::error("AF007", span, format!("unsupported syntax `{value}`"))
-        .with_label("not a supported grammar")
-        .with_help(format!(
-            "use `# syntax={}` or remove the line",
-            super::DEFAULT_SYNTAX
-        ))
+    Diagnostic::new(
+        Code::UnsupportedSyntax,
+        span,
+        format!("unsupported syntax `{value}`"),
+    )
+    .with_label("not a supported grammar")
+    .with_help(format!(
+        "use `# syntax={}` or remove the line",
+        super::DEFAULT_SYNTAX
+    ))
 }
 
 pub fn missing_from(span: Span) -> Diagnostic {
-    Diagnostic::error("AF101", span, "the Agentfile has no FROM instruction")
+    Diagnostic::new(Code::MissingFrom, span, "the Agentfile has no FROM instruction")
         .with_help("start the file with `FROM scratch`, or `FROM <agent-image>` to inherit from a parent agent")
 }
 
 pub fn from_not_first(span: Span, keyword: Keyword) -> Diagnostic {
-    Diagnostic::error("AF102", span, format!("{} comes before FROM", keyword.as_str()))
+    Diagnostic::new(Code::FromNotFirst, span, format!("{} comes before FROM", keyword.as_str()))
         .with_label("FROM must be the first instruction")
         .with_help("move the FROM line above every other instruction (comments and blank lines may precede it)")
 }
 
 pub fn duplicate_from(span: Span, first: Span) -> Diagnostic {
-    Diagnostic::error("AF103", span, "FROM appears more than once")
+    Diagnostic::new(Code::DuplicateFrom, span, "FROM appears more than once")
         .with_label("second FROM")
         .with_secondary(first, "first FROM here")
         .with_help("an Agentfile has exactly one FROM; delete one of them")
 }
 
 pub fn context_file_and_heredoc(file: Span, opener: Span, name: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF111",
+    Diagnostic::new(
+        Code::ContextFileAndHeredoc,
         file,
         format!("CONTEXT {name} has both a file:// reference and a heredoc"),
     )
@@ -42,14 +46,14 @@ pub fn context_file_and_heredoc(file: Span, opener: Span, name: &str) -> Diagnos
 }
 
 pub fn empty_exec(span: Span) -> Diagnostic {
-    Diagnostic::error("AF112", span, "EXEC needs at least one argument")
+    Diagnostic::new(Code::EmptyExec, span, "EXEC needs at least one argument")
         .with_label("empty list")
         .with_help("write `EXEC [\"serve\"]`, or delete the line to use the runtime's default")
 }
 
 pub fn non_finite_config(span: Span, key: &str, value: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF113",
+    Diagnostic::new(
+        Code::NonFiniteConfigValue,
         span,
         format!("CONFIG {key}: `{value}` is not a finite number"),
     )
@@ -60,8 +64,8 @@ pub fn non_finite_config(span: Span, key: &str, value: &str) -> Diagnostic {
 }
 
 pub fn undefined_arg(span: Span, name: &str) -> Diagnostic {
-    Diagnostic::warning(
-        "AF203",
+    Diagnostic::new(
+        Code::UndefinedArg,
         span,
         format!("`${{{name}}}` refers to no ARG declared above"),
     )
@@ -72,8 +76,8 @@ pub fn undefined_arg(span: Span, name: &str) -> Diagnostic {
 }
 
 pub fn shadowed_context(span: Span, first: Span, name: &str) -> Diagnostic {
-    Diagnostic::warning(
-        "AF205",
+    Diagnostic::new(
+        Code::ShadowedDeclaration,
         span,
         format!("CONTEXT {name} replaces an earlier CONTEXT {name}"),
     )
@@ -83,8 +87,8 @@ pub fn shadowed_context(span: Span, first: Span, name: &str) -> Diagnostic {
 }
 
 pub fn config_cleared(span: Span, runtime: Span, key: &str) -> Diagnostic {
-    Diagnostic::warning(
-        "AF206",
+    Diagnostic::new(
+        Code::ConfigClearedByRuntime,
         span,
         format!("CONFIG {key} is discarded by a later RUNTIME"),
     )
@@ -94,8 +98,8 @@ pub fn config_cleared(span: Span, runtime: Span, key: &str) -> Diagnostic {
 }
 
 pub fn deprecated_add(span: Span, written: &str, normalised: &str) -> Diagnostic {
-    Diagnostic::warning(
-        "AF207",
+    Diagnostic::new(
+        Code::DeprecatedAddForm,
         span,
         format!("ADD destination `{written}` uses the old absolute form"),
     )
@@ -106,8 +110,8 @@ pub fn deprecated_add(span: Span, written: &str, normalised: &str) -> Diagnostic
 }
 
 pub fn keyword_case(span: Span, written: &str, keyword: Keyword) -> Diagnostic {
-    Diagnostic::info(
-        "AF208",
+    Diagnostic::new(
+        Code::KeywordCase,
         span,
         format!("keyword `{written}` is not upper-case"),
     )
@@ -121,14 +125,14 @@ pub fn keyword_case(span: Span, written: &str, keyword: Keyword) -> Diagnostic {
 }
 
 pub fn heredoc_marker_in_body(span: Span, marker: &str) -> Diagnostic {
-    Diagnostic::warning("AF210", span, format!("the heredoc body contains its own marker `{marker}`"))
+    Diagnostic::new(Code::HeredocMarkerInBody, span, format!("the heredoc body contains its own marker `{marker}`"))
         .with_label("this line is body text, not the terminator")
         .with_help(format!("the body ends only at a line holding exactly `{marker}`; pick a marker that does not occur in the text"))
 }
 
 pub fn misplaced_directive(span: Span) -> Diagnostic {
-    Diagnostic::warning(
-        "AF212",
+    Diagnostic::new(
+        Code::MisplacedSyntaxDirective,
         span,
         "`# syntax=` only counts on the first line; here it is a comment",
     )
@@ -136,8 +140,8 @@ pub fn misplaced_directive(span: Span) -> Diagnostic {
 }
 
 pub fn ignored_heredoc(span: Span, keyword: Keyword) -> Diagnostic {
-    Diagnostic::warning(
-        "AF213",
+    Diagnostic::new(
+        Code::IgnoredHeredoc,
         span,
         format!("{} takes no heredoc; its body is ignored", keyword.as_str()),
     )
@@ -146,8 +150,8 @@ pub fn ignored_heredoc(span: Span, keyword: Keyword) -> Diagnostic {
 }
 
 pub fn duplicate_capability(span: Span, first: Span, name: &str) -> Diagnostic {
-    Diagnostic::info(
-        "AF217",
+    Diagnostic::new(
+        Code::DuplicateCapability,
         span,
         format!("capability `{name}` is already listed"),
     )
@@ -167,8 +171,8 @@ fn size(bytes: usize) -> String {
 }
 
 pub fn expansion_too_long_value(span: Span, name: &str, limit: usize) -> Diagnostic {
-    Diagnostic::error(
-        "AF117",
+    Diagnostic::new(
+        Code::ArgExpansionTooLong,
         span,
         format!(
             "expanding `${{{name}}}` here would make a value longer than {}",
@@ -183,8 +187,8 @@ pub fn expansion_too_long_value(span: Span, name: &str, limit: usize) -> Diagnos
 }
 
 pub fn expansion_too_long_total(span: Span, name: &str, limit: usize) -> Diagnostic {
-    Diagnostic::error(
-        "AF117",
+    Diagnostic::new(
+        Code::ArgExpansionTooLong,
         span,
         format!(
             "expanding `${{{name}}}` here would make ARG references substitute more than {} in this file",

@@ -6,12 +6,12 @@
 
 mod blob;
 mod diags;
-mod lower;
+mod from_ast;
 pub mod model;
 pub mod names;
 
 pub use blob::{config_blob, from_config_blob, to_json, BlobError, CONFIG_MEDIA_TYPE};
-pub use lower::{lower, type_config_value, MAX_EXPANDED_TOTAL, MAX_EXPANDED_VALUE};
+pub use from_ast::{from_ast, type_config_value, MAX_EXPANDED_TOTAL, MAX_EXPANDED_VALUE};
 pub use model::*;
 
 #[cfg(test)]

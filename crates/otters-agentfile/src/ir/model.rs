@@ -1,7 +1,7 @@
 //! The typed model of one Agentfile (spec §d), with a span on every item.
 //!
-//! Spans point into the Agentfile the item came from; items inherited from a parent image or read
-//! back from a config blob carry `Span::default()` and `origin` says so.
+//! Spans point into the Agentfile the item came from; items inherited from a parent image, read
+//! back from a config blob or added by a command-line override have no span (`None`).
 
 use crate::diagnostic::Span;
 use std::collections::BTreeMap;
@@ -9,16 +9,20 @@ use std::collections::BTreeMap;
 /// The default (and only supported) grammar major.
 pub const DEFAULT_SYNTAX: &str = "openotters/agentfile:1";
 
-/// A value with the span it was written at.
+/// A value with the span it was written at (`None` when it was not written in this Agentfile).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node<T> {
     pub value: T,
-    pub span: Span,
+    pub span: Option<Span>,
 }
 
 impl<T> Node<T> {
-    pub fn new(value: T, span: Span) -> Self {
-        Self { value, span }
+    /// `span` is a [`Span`] for a value written in the Agentfile, or `None`.
+    pub fn new(value: T, span: impl Into<Option<Span>>) -> Self {
+        Self {
+            value,
+            span: span.into(),
+        }
     }
 }
 
@@ -75,8 +79,8 @@ pub struct Context {
     pub content: Option<String>,
     /// `file://` path, relative to the Agentfile's directory.
     pub file: Option<String>,
-    pub span: Span,
-    pub name_span: Span,
+    pub span: Option<Span>,
+    pub name_span: Option<Span>,
     /// Span of the `file://` token, when there is one.
     pub file_span: Option<Span>,
 }
@@ -113,8 +117,8 @@ pub struct Config {
     pub value: Option<ConfigValue>,
     pub description: Option<String>,
     pub required: bool,
-    pub span: Span,
-    pub key_span: Span,
+    pub span: Option<Span>,
+    pub key_span: Option<Span>,
 }
 
 /// `BIN name image ["desc"] [<<USAGE]`.
@@ -124,9 +128,9 @@ pub struct Bin {
     pub image: String,
     pub description: Option<String>,
     pub usage: Option<String>,
-    pub span: Span,
-    pub name_span: Span,
-    pub image_span: Span,
+    pub span: Option<Span>,
+    pub name_span: Option<Span>,
+    pub image_span: Option<Span>,
 }
 
 /// `ADD src [dst] ["desc"]`. `name` is the normalised destination under `etc/data/`
@@ -136,10 +140,10 @@ pub struct Add {
     pub src: String,
     pub name: String,
     pub description: Option<String>,
-    pub span: Span,
-    pub src_span: Span,
+    pub span: Option<Span>,
+    pub src_span: Option<Span>,
     /// Span of the destination token, or of `src` when the name was derived from it.
-    pub name_span: Span,
+    pub name_span: Option<Span>,
 }
 
 /// `ENV KEY=value ["desc"]`.
@@ -148,8 +152,8 @@ pub struct Env {
     pub key: String,
     pub value: String,
     pub description: Option<String>,
-    pub span: Span,
-    pub key_span: Span,
+    pub span: Option<Span>,
+    pub key_span: Option<Span>,
 }
 
 /// `MOUNT /target [ro|rw] ["desc"]` (otters' addition).
@@ -158,5 +162,5 @@ pub struct Mount {
     pub target: String,
     pub read_only: bool,
     pub description: Option<String>,
-    pub span: Span,
+    pub span: Option<Span>,
 }

@@ -1,18 +1,18 @@
 //! Unit tests of the `ir` stage: typing, overrides, ARG expansion and the config blob.
 
 use super::*;
-use crate::diagnostic::SourceFile;
+use crate::diagnostic::{Code, Diagnostic, SourceFile};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-fn model(text: &str) -> (Agentfile, Vec<&'static str>) {
+fn model(text: &str) -> (Agentfile, Vec<Code>) {
     model_with(text, &BTreeMap::new())
 }
 
-fn model_with(text: &str, args: &BTreeMap<String, String>) -> (Agentfile, Vec<&'static str>) {
+fn model_with(text: &str, args: &BTreeMap<String, String>) -> (Agentfile, Vec<Code>) {
     let f = SourceFile::new("Agentfile", text);
     let ast = crate::syntax::parse(&f);
-    let (m, d) = lower(&ast, &f, args);
+    let (m, d) = from_ast(&ast, &f, args);
     (
         m,
         ast.diagnostics.iter().chain(&d).map(|d| d.code).collect(),
@@ -46,7 +46,7 @@ fn runtime_clears_earlier_configs_and_warns() {
     let (m, codes) = model("FROM scratch\nCONFIG a=1\nRUNTIME r\nCONFIG b=2\n");
     let keys: Vec<_> = m.agent.configs.iter().map(|c| c.key.as_str()).collect();
     assert_eq!(keys, ["b"]);
-    assert_eq!(codes, ["AF206"]);
+    assert_eq!(codes, [Code::ConfigClearedByRuntime]);
 }
 
 #[test]
@@ -60,7 +60,7 @@ fn context_override_keeps_first_position() {
         .map(|c| (c.name.as_str(), c.content.as_deref()))
         .collect();
     assert_eq!(names, [("A", Some("two")), ("B", None)]);
-    assert_eq!(codes, ["AF205"]);
+    assert_eq!(codes, [Code::ShadowedDeclaration]);
 }
 
 #[test]
@@ -68,14 +68,14 @@ fn args_expand_in_order_and_build_args_override() {
     let text = "FROM scratch\nARG V=1\nARG W\nNAME a-${V}-${W}-${U}\n";
     let (m, codes) = model(text);
     assert_eq!(m.agent.name_str(), Some("a-1-${W}-${U}"));
-    assert_eq!(codes, ["AF203", "AF203"]);
+    assert_eq!(codes, [Code::UndefinedArg, Code::UndefinedArg]);
     let args = BTreeMap::from([
         ("V".to_owned(), "2".to_owned()),
         ("W".to_owned(), "x".to_owned()),
     ]);
     let (m, codes) = model_with(text, &args);
     assert_eq!(m.agent.name_str(), Some("a-2-x-${U}"));
-    assert_eq!(codes, ["AF203"]);
+    assert_eq!(codes, [Code::UndefinedArg]);
 }
 
 #[test]
@@ -89,28 +89,43 @@ fn add_destinations_normalise() {
     let (m, codes) = model("FROM scratch\nADD data/a.json\nADD b.json /data/x/b.json\nADD c.txt sub/\nADD d.txt ./e.txt \"desc\"\n");
     let names: Vec<_> = m.agent.adds.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["a.json", "x/b.json", "sub/c.txt", "e.txt"]);
-    assert_eq!(codes, ["AF207"]);
+    assert_eq!(codes, [Code::DeprecatedAddForm]);
 }
 
 #[test]
 fn structural_errors() {
-    assert_eq!(model("NAME a\nFROM scratch\n").1, ["AF102"]);
-    assert_eq!(model("FROM scratch\nFROM scratch\n").1, ["AF103"]);
-    assert_eq!(model("# just a comment\n").1, ["AF101"]);
-    assert_eq!(model("FROM scratch\nEXEC []\n").1, ["AF112"]);
-    assert_eq!(model("FROM scratch\nCONFIG x=nan\n").1, ["AF113"]);
+    assert_eq!(model("NAME a\nFROM scratch\n").1, [Code::FromNotFirst]);
+    assert_eq!(
+        model("FROM scratch\nFROM scratch\n").1,
+        [Code::DuplicateFrom]
+    );
+    assert_eq!(model("# just a comment\n").1, [Code::MissingFrom]);
+    assert_eq!(model("FROM scratch\nEXEC []\n").1, [Code::EmptyExec]);
+    assert_eq!(
+        model("FROM scratch\nCONFIG x=nan\n").1,
+        [Code::NonFiniteConfigValue]
+    );
     assert_eq!(
         model("FROM scratch\nCONTEXT A file://a.md <<E\nx\nE\n").1,
-        ["AF111"]
+        [Code::ContextFileAndHeredoc]
     );
     assert_eq!(
         model("FROM scratch\n# syntax=openotters/agentfile:1\n").1,
-        ["AF212"]
+        [Code::MisplacedSyntaxDirective]
     );
-    assert_eq!(model("# syntax=other:2\nFROM scratch\n").1, ["AF007"]);
-    assert_eq!(model("from scratch\n").1, ["AF208"]);
-    assert_eq!(model("FROM scratch\nLABEL a=b <<E\nx\nE\n").1, ["AF213"]);
-    assert_eq!(model("FROM scratch\nCAPABILITY a b a\n").1, ["AF217"]);
+    assert_eq!(
+        model("# syntax=other:2\nFROM scratch\n").1,
+        [Code::UnsupportedSyntax]
+    );
+    assert_eq!(model("from scratch\n").1, [Code::KeywordCase]);
+    assert_eq!(
+        model("FROM scratch\nLABEL a=b <<E\nx\nE\n").1,
+        [Code::IgnoredHeredoc]
+    );
+    assert_eq!(
+        model("FROM scratch\nCAPABILITY a b a\n").1,
+        [Code::DuplicateCapability]
+    );
 }
 
 #[test]
@@ -194,6 +209,45 @@ fn config_blob_round_trips() {
     let bytes = config_blob(&m).unwrap();
     let back = from_config_blob(&bytes).unwrap();
     assert_eq!(config_blob(&back).unwrap(), bytes);
+    // Written in the Agentfile: a span. Read from the blob: none.
+    let a = &m.agent;
+    assert!(a.from.as_ref().is_some_and(|n| n.span.is_some()));
+    assert!(a
+        .contexts
+        .iter()
+        .all(|c| c.span.is_some() && c.name_span.is_some()));
+    assert!(a
+        .envs
+        .iter()
+        .all(|e| e.span.is_some() && e.key_span.is_some()));
+    let b = &back.agent;
+    let nodes = [&b.from, &b.runtime, &b.model, &b.name];
+    assert!(nodes
+        .iter()
+        .all(|n| n.as_ref().is_some_and(|n| n.span.is_none())));
+    assert!(b
+        .contexts
+        .iter()
+        .all(|c| c.span.is_none() && c.name_span.is_none()));
+    assert!(b
+        .configs
+        .iter()
+        .all(|c| c.span.is_none() && c.key_span.is_none()));
+    assert!(b
+        .bins
+        .iter()
+        .all(|x| x.span.is_none() && x.image_span.is_none()));
+    assert!(b
+        .adds
+        .iter()
+        .all(|x| x.span.is_none() && x.src_span.is_none()));
+    assert!(b
+        .envs
+        .iter()
+        .all(|e| e.span.is_none() && e.key_span.is_none()));
+    assert!(b.mounts.iter().all(|x| x.span.is_none()));
+    assert!(b.capabilities.iter().all(|n| n.span.is_none()));
+    assert!(!b.bins.is_empty() && !b.adds.is_empty() && !b.mounts.is_empty());
 }
 
 #[test]
@@ -236,12 +290,16 @@ fn expansion_stops_at_the_value_limit_and_marks_the_reference() {
     let text = doubling(40);
     let f = SourceFile::new("Agentfile", text.as_str());
     let ast = crate::syntax::parse(&f);
-    let (m, d) = lower(&ast, &f, &BTreeMap::new());
-    let af117: Vec<_> = d.iter().filter(|d| d.code == "AF117").collect();
+    let (m, d) = from_ast(&ast, &f, &BTreeMap::new());
+    let af117: Vec<_> = d
+        .iter()
+        .filter(|d| d.code == Code::ArgExpansionTooLong)
+        .collect();
     assert!(!af117.is_empty());
     // Each finding points at the `${aN}` that would have overflowed.
     for d in &af117 {
-        let written = &text[d.span.start..d.span.end];
+        let s = d.span.expect("AF117 points into the file");
+        let written = &text[s.start..s.end];
         assert!(
             written.starts_with("${a") && written.ends_with('}'),
             "{written}"
@@ -273,7 +331,10 @@ fn expansion_stops_at_the_file_limit_once() {
     }
     let (m, codes) = model(&text);
     assert_eq!(
-        codes.iter().filter(|c| **c == "AF117").count(),
+        codes
+            .iter()
+            .filter(|c| **c == Code::ArgExpansionTooLong)
+            .count(),
         1,
         "{codes:?}"
     );
@@ -296,11 +357,11 @@ fn many_references_in_one_token_are_each_located() {
     text.push('\n');
     let f = SourceFile::new("Agentfile", text.as_str());
     let ast = crate::syntax::parse(&f);
-    let (_, d) = lower(&ast, &f, &BTreeMap::new());
+    let (_, d) = from_ast(&ast, &f, &BTreeMap::new());
     let starts: Vec<_> = d
         .iter()
-        .filter(|d| d.code == "AF203")
-        .map(|d| d.span.start)
+        .filter(|d| d.code == Code::UndefinedArg)
+        .map(Diagnostic::start)
         .collect();
     assert_eq!(starts, [21, 29, 37]);
 }

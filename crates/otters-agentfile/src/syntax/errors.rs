@@ -1,11 +1,11 @@
 //! Constructors for the syntax stage's diagnostics (`AF0xx`).
 
 use super::ast::Keyword;
-use crate::diagnostic::{Diagnostic, Fix, Span};
+use crate::diagnostic::{Code, Diagnostic, Fix, Span};
 
 pub fn invalid_utf8(offset: usize) -> Diagnostic {
-    Diagnostic::error(
-        "AF001",
+    Diagnostic::new(
+        Code::InvalidUtf8,
         Span::point(offset),
         format!("the file is not valid UTF-8 (first bad byte at offset {offset})"),
     )
@@ -13,9 +13,13 @@ pub fn invalid_utf8(offset: usize) -> Diagnostic {
 }
 
 pub fn byte_order_mark(span: Span) -> Diagnostic {
-    Diagnostic::error("AF002", span, "the file starts with a byte-order mark")
-        .with_label("U+FEFF here")
-        .with_help("save the file as UTF-8 without a BOM")
+    Diagnostic::new(
+        Code::ByteOrderMark,
+        span,
+        "the file starts with a byte-order mark",
+    )
+    .with_label("U+FEFF here")
+    .with_help("save the file as UTF-8 without a BOM")
 }
 
 pub fn unknown_instruction(span: Span, word: &str) -> Diagnostic {
@@ -34,9 +38,13 @@ pub fn unknown_instruction(span: Span, word: &str) -> Diagnostic {
         Some(k) => format!("did you mean `{k}`?"),
         None => "instructions are FROM, RUNTIME, MODEL, NAME, CONTEXT, CONFIG, ENV, BIN, EXEC, ADD, LABEL, ARG, CAPABILITY and MOUNT; a `#` starts a comment line".to_owned(),
     };
-    let d = Diagnostic::error("AF003", span, format!("unknown instruction `{word}`"))
-        .with_label("not an instruction")
-        .with_help(help);
+    let d = Diagnostic::new(
+        Code::UnknownInstruction,
+        span,
+        format!("unknown instruction `{word}`"),
+    )
+    .with_label("not an instruction")
+    .with_help(help);
     match guess {
         Some(k) => {
             // Safe when one edit away from this keyword and from no other: a typo, not a guess.
@@ -49,8 +57,8 @@ pub fn unknown_instruction(span: Span, word: &str) -> Diagnostic {
 }
 
 pub fn malformed(span: Span, keyword: Keyword, expected: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF004",
+    Diagnostic::new(
+        Code::MalformedInstruction,
         span,
         format!("malformed {} instruction: {expected}", keyword.as_str()),
     )
@@ -59,14 +67,14 @@ pub fn malformed(span: Span, keyword: Keyword, expected: &str) -> Diagnostic {
 }
 
 pub fn invalid_escape(span: Span, message: &str) -> Diagnostic {
-    Diagnostic::error("AF005", span, format!("invalid string: {message}"))
+    Diagnostic::new(Code::InvalidStringEscape, span, format!("invalid string: {message}"))
         .with_label("here")
         .with_help("allowed escapes are \\\" \\\\ \\n \\t \\r \\a \\b \\f \\v \\xHH \\NNN \\uHHHH \\UHHHHHHHH; write a `$` or `'` without a backslash")
 }
 
 pub fn unterminated_heredoc(opener: Span, marker: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF006",
+    Diagnostic::new(
+        Code::UnterminatedHeredoc,
         opener,
         format!("unterminated heredoc: no line `{marker}` closes it"),
     )

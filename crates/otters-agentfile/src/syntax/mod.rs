@@ -5,7 +5,7 @@
 //! I/O.
 
 pub mod ast;
-mod build;
+mod builder;
 mod errors;
 mod unquote;
 
@@ -21,7 +21,7 @@ pub(crate) struct AgentfileParser;
 
 /// Parses a whole Agentfile. Never fails; see [`Ast::diagnostics`].
 pub fn parse(file: &SourceFile) -> Ast {
-    build::parse(&file.text)
+    builder::parse(&file.text)
 }
 
 /// Checks that Agentfile bytes are UTF-8, returning the text or an AF001 diagnostic with the
@@ -34,14 +34,16 @@ pub fn decode(bytes: &[u8]) -> Result<&str, crate::diagnostic::Diagnostic> {
 
 /// Parses text directly (tests, fuzzing).
 pub fn parse_str(text: &str) -> Ast {
-    build::parse(text)
+    builder::parse(text)
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     use super::*;
 
-    fn codes(text: &str) -> Vec<&'static str> {
+    fn codes(text: &str) -> Vec<Code> {
         parse_str(text).diagnostics.iter().map(|d| d.code).collect()
     }
 
@@ -94,12 +96,20 @@ mod tests {
     #[test]
     fn every_bad_line_is_reported() {
         let c = codes("FORM scratch\nNAME a b\nENV X\nCONTEXT S <<E\nbody\n");
-        assert_eq!(c, vec!["AF003", "AF004", "AF004", "AF006"]);
+        assert_eq!(
+            c,
+            vec![
+                Code::UnknownInstruction,
+                Code::MalformedInstruction,
+                Code::MalformedInstruction,
+                Code::UnterminatedHeredoc
+            ]
+        );
     }
 
     #[test]
     fn bad_line_with_heredoc_consumes_its_body() {
         let c = codes("FROM scratch\nBIN x \"d\" <<E\nNOT AN INSTRUCTION\nE\nNAME ok\n");
-        assert_eq!(c, vec!["AF004"]);
+        assert_eq!(c, vec![Code::MalformedInstruction]);
     }
 }

@@ -6,6 +6,7 @@
 //! the destination in place (temp + fsync + rename), or load a blob whose bytes do not match its
 //! name. Archives are deterministic: entries sorted, mode 0644/0755, uid/gid 0, mtime 0.
 
+pub mod local;
 pub mod tar_reader;
 
 use crate::archive::tar_reader::{Kind as EntryKind, TarError, TarReader};
@@ -13,7 +14,7 @@ use crate::path_io::{io_err, PathIoError};
 use crate::spec::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1};
 use crate::store::layout::{index_json, Store, StoreError, COPY_BUFFER, MAX_JSON_BLOB};
 use crate::validate::{validate_manifest, Kind as DocKind, MAX_MANIFEST};
-use crate::Digest;
+use crate::{Digest, MediaType};
 use otters_core::json::to_compact;
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -47,19 +48,19 @@ struct Doc {
 
 /// Every blob reachable from `root` (the manifest itself, its config and layers, and for an
 /// index every child manifest), in a stable order.
-pub fn reachable(store: &Store, root: &Descriptor) -> Result<BTreeSet<(String, u64)>, StoreError> {
+pub fn reachable(store: &Store, root: &Descriptor) -> Result<BTreeSet<(Digest, u64)>, StoreError> {
     let mut seen = BTreeSet::new();
     let mut todo = vec![root.clone()];
     while let Some(d) = todo.pop() {
         if !seen.insert((d.digest.clone(), d.size)) {
             continue;
         }
-        let digest =
-            Digest::parse(&d.digest).map_err(|_| StoreError::MissingBlob(d.digest.clone()))?;
-        let is_doc = d.media_type.ends_with("manifest.v1+json")
-            || d.media_type.ends_with("image.index.v1+json")
-            || d.media_type.ends_with("manifest.list.v2+json")
-            || d.media_type == "application/vnd.docker.distribution.manifest.v2+json";
+        let digest = d.digest.clone();
+        let mt = d.media_type.as_str();
+        let is_doc = mt.ends_with("manifest.v1+json")
+            || mt.ends_with("image.index.v1+json")
+            || mt.ends_with("manifest.list.v2+json")
+            || d.media_type == MediaType::DockerManifest;
         if !is_doc {
             if !store.has_blob(&digest) {
                 return Err(StoreError::MissingBlob(d.digest.clone()));
@@ -74,9 +75,7 @@ pub fn reachable(store: &Store, root: &Descriptor) -> Result<BTreeSet<(String, u
         todo.extend(doc.manifests);
         if let Some(c) = doc.config {
             seen.insert((c.digest.clone(), c.size));
-            let cd =
-                Digest::parse(&c.digest).map_err(|_| StoreError::MissingBlob(c.digest.clone()))?;
-            if !store.has_blob(&cd) {
+            if !store.has_blob(&c.digest) {
                 return Err(StoreError::MissingBlob(c.digest));
             }
         }
@@ -169,7 +168,7 @@ pub fn save_stream<W: Write>(
 fn all_blobs(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
-) -> Result<BTreeSet<(String, u64)>, StoreError> {
+) -> Result<BTreeSet<(Digest, u64)>, StoreError> {
     let mut blobs = BTreeSet::new();
     for (root, _) in images {
         blobs.extend(reachable(store, root)?);
@@ -199,7 +198,7 @@ fn archive_index(images: &[(Descriptor, Vec<String>)]) -> Vec<u8> {
 fn write_archive<W: Write>(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
-    blobs: &BTreeSet<(String, u64)>,
+    blobs: &BTreeSet<(Digest, u64)>,
     out: W,
     dest: &Path,
 ) -> Result<W, ArchiveError> {
@@ -210,9 +209,8 @@ fn write_archive<W: Write>(
     w(b.append(&tar_header("blobs/", 0, true), io::empty()))?;
     w(b.append(&tar_header("blobs/sha256/", 0, true), io::empty()))?;
     for (digest, _) in blobs {
-        let digest = Digest::parse(digest).map_err(|_| StoreError::MissingBlob(digest.clone()))?;
         // Checked while copied: a blob damaged in the store is never exported under its name.
-        let mut blob = store.open_verified(&digest)?;
+        let mut blob = store.open_verified(digest)?;
         let size = blob.size();
         let appended = b.append(
             &tar_header(&format!("blobs/sha256/{}", digest.hex()), size, false),
@@ -277,7 +275,7 @@ pub fn load_stream(
                 .map_err(read_err)?;
             index = Some(bytes);
         } else if let Some(hex) = path.strip_prefix("blobs/sha256/").filter(|h| !h.is_empty()) {
-            let expected = Digest::parse(&format!("sha256:{hex}"))
+            let expected = Digest::from_hex(hex)
                 .map_err(|_| malformed(format!("`{path}` is not named by a sha256 digest")))?;
             if store.has_blob(&expected) {
                 continue;
@@ -329,8 +327,7 @@ pub fn check_graph(store: &Store, root: &Descriptor, src: &Path) -> Result<(), A
         if !seen.insert(d.digest.clone()) {
             continue;
         }
-        let digest = Digest::parse(&d.digest)
-            .map_err(|_| malformed(format!("`{}` is not a sha256 digest", d.digest)))?;
+        let digest = d.digest.clone();
         match store.stored_size(&digest) {
             None => {
                 return Err(malformed(format!(
@@ -346,7 +343,7 @@ pub fn check_graph(store: &Store, root: &Descriptor, src: &Path) -> Result<(), A
             }
             Some(_) => {}
         }
-        let Some(kind) = DocKind::of(&d.media_type) else {
+        let Some(kind) = DocKind::of(d.media_type.as_str()) else {
             continue;
         };
         if d.size > MAX_MANIFEST as u64 {
@@ -356,7 +353,7 @@ pub fn check_graph(store: &Store, root: &Descriptor, src: &Path) -> Result<(), A
             )));
         }
         let bytes = store.read_blob(&digest)?;
-        validate_manifest(&bytes, Some(&d.media_type), Some(kind))
+        validate_manifest(&bytes, Some(d.media_type.as_str()), Some(kind))
             .map_err(|why| malformed(format!("manifest {} is refused: {why}", d.digest)))?;
         let doc: Doc = serde_json::from_slice(&bytes)
             .map_err(|e| malformed(format!("manifest {}: {e}", d.digest)))?;
@@ -422,10 +419,9 @@ pub fn import_layout(store: &Store, dir: &Path, root: &Descriptor) -> Result<(),
         if !seen.insert(d.digest.clone()) {
             continue;
         }
-        let digest = Digest::parse(&d.digest)
-            .map_err(|_| malformed(format!("`{}` is not a sha256 digest", d.digest)))?;
+        let digest = d.digest.clone();
         let path = dir.join("blobs/sha256").join(digest.hex());
-        if let Some(kind) = DocKind::of(&d.media_type) {
+        if let Some(kind) = DocKind::of(d.media_type.as_str()) {
             if d.size > MAX_MANIFEST as u64 {
                 return Err(malformed(format!(
                     "manifest {} is {} bytes, more than the {MAX_MANIFEST}-byte limit",
@@ -441,7 +437,7 @@ pub fn import_layout(store: &Store, dir: &Path, root: &Descriptor) -> Result<(),
                     d.size
                 )));
             }
-            validate_manifest(&bytes, Some(&d.media_type), Some(kind))
+            validate_manifest(&bytes, Some(d.media_type.as_str()), Some(kind))
                 .map_err(|why| malformed(format!("manifest {} is refused: {why}", d.digest)))?;
             let doc: Doc = serde_json::from_slice(&bytes)
                 .map_err(|e| malformed(format!("manifest {}: {e}", d.digest)))?;

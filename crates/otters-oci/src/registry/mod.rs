@@ -13,24 +13,24 @@
 pub mod auth;
 pub mod config;
 pub mod http;
-pub mod platform;
 pub mod sources;
 pub mod transfer;
 
 use crate::reference::Reference;
 use crate::registry::config::RegistryConfig;
 use crate::registry::http::{error_chain, url_with_query, Call, CredentialSource, Transport};
+use crate::spec::digest::Digest;
+use crate::spec::media_type::MediaType;
+use crate::spec::platform::Platform;
 use crate::validate::{
     escape_text, read_capped, validate_manifest, Kind, MAX_ERROR_BODY, MAX_ERROR_TEXT,
 };
 use auth::Credential;
 use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RANGE};
 use reqwest::{StatusCode, Url};
-use sha2::{Digest as _, Sha256};
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use crate::registry::platform::TargetPlatform;
 pub use crate::validate::MAX_MANIFEST;
 
 /// The media types a manifest request accepts, OCI first.
@@ -100,7 +100,7 @@ pub enum RegistryError {
     #[error("image {reference} not found: check the name and tag, or push it first")]
     NotFound { reference: String },
     #[error("blob {digest} of {reference} not found in the registry: the image is incomplete; push it again")]
-    BlobNotFound { reference: String, digest: String },
+    BlobNotFound { reference: String, digest: Digest },
     #[error("digest mismatch: {what} {expected} from {registry} has digest {actual}; the registry sent corrupt or different content and nothing was stored")]
     DigestMismatch {
         registry: String,
@@ -136,7 +136,7 @@ pub enum RegistryError {
     #[error("connection to {registry} lost while transferring blob {digest}: {reason}; run the command again to transfer only what is missing")]
     Interrupted {
         registry: String,
-        digest: String,
+        digest: Digest,
         reason: String,
     },
 }
@@ -151,8 +151,8 @@ fn denied_message(registry: &str, user: Option<&str>) -> String {
 /// A manifest or index as fetched, with its verified digest.
 #[derive(Clone, Debug)]
 pub struct Fetched {
-    pub digest: String,
-    pub media_type: String,
+    pub digest: Digest,
+    pub media_type: MediaType,
     pub bytes: Vec<u8>,
 }
 
@@ -164,7 +164,7 @@ pub struct Resolved {
     /// The image manifest for the platform (the same as `top` when `top` is a manifest).
     pub manifest: Fetched,
     /// The index entry's platform, when `top` was an index.
-    pub platform: Option<TargetPlatform>,
+    pub platform: Option<Platform>,
 }
 
 /// The synchronous registry client.
@@ -288,13 +288,13 @@ impl RegistryClient {
                 })
             }
         };
-        let digest = sha256(&bytes);
+        let digest = Digest::of(&bytes);
         if pinned && digest != selector {
             return Err(RegistryError::DigestMismatch {
                 registry: r.registry.clone(),
                 what: "manifest",
                 expected: selector.to_owned(),
-                actual: digest,
+                actual: digest.to_string(),
             });
         }
         let media_type =
@@ -308,20 +308,16 @@ impl RegistryClient {
             })?;
         Ok(Fetched {
             digest,
-            media_type,
+            media_type: MediaType::parse(&media_type),
             bytes,
         })
     }
 
     /// Resolves `r` for `platform`: an index is followed to the matching manifest.
-    pub fn resolve(
-        &self,
-        r: &Reference,
-        platform: &TargetPlatform,
-    ) -> Result<Resolved, RegistryError> {
+    pub fn resolve(&self, r: &Reference, platform: &Platform) -> Result<Resolved, RegistryError> {
         self.block_on(async {
             let top = self.fetch_manifest_async(r, r.selector(), None).await?;
-            if !is_index(&top.media_type) {
+            if !top.media_type.is_index() {
                 return Ok(Resolved {
                     manifest: top.clone(),
                     top,
@@ -333,7 +329,7 @@ impl RegistryClient {
                     reference: r.to_string(),
                     reason: format!("the index is not valid JSON: {e}"),
                 })?;
-            let candidates = TargetPlatform::candidates(&index.manifests);
+            let candidates = Platform::candidates(&index.manifests);
             let Some((p, digest)) = platform.pick(&candidates) else {
                 // Platform names come from the registry: escaped, and the list bounded.
                 let available = candidates
@@ -353,7 +349,7 @@ impl RegistryClient {
                 });
             };
             let manifest = self
-                .fetch_manifest_async(r, &digest, Some(Kind::Manifest))
+                .fetch_manifest_async(r, digest.as_str(), Some(Kind::Manifest))
                 .await?;
             Ok(Resolved {
                 top,
@@ -367,14 +363,10 @@ impl RegistryClient {
     pub fn fetch_blob(
         &self,
         r: &Reference,
-        digest: &str,
+        digest: &Digest,
         max: u64,
     ) -> Result<Vec<u8>, RegistryError> {
         self.block_on(async {
-            crate::spec::digest::Digest::parse(digest).map_err(|e| RegistryError::BadDocument {
-                reference: r.familiar(),
-                reason: e.to_string(),
-            })?;
             let resp = self.get_blob(r, digest, 0).await?;
             let cap = usize::try_from(max).unwrap_or(usize::MAX);
             let bytes = match read_capped(resp, cap).await {
@@ -388,18 +380,18 @@ impl RegistryClient {
                 Err(e) => {
                     return Err(RegistryError::Interrupted {
                         registry: r.registry.clone(),
-                        digest: digest.to_owned(),
+                        digest: digest.clone(),
                         reason: error_chain(&e),
                     })
                 }
             };
-            let actual = sha256(&bytes);
-            if actual != digest {
+            let actual = Digest::of(&bytes);
+            if actual != *digest {
                 return Err(RegistryError::DigestMismatch {
                     registry: r.registry.clone(),
                     what: "blob",
-                    expected: digest.to_owned(),
-                    actual,
+                    expected: digest.to_string(),
+                    actual: actual.to_string(),
                 });
             }
             Ok(bytes)
@@ -411,7 +403,7 @@ impl RegistryClient {
     pub(crate) async fn get_blob(
         &self,
         r: &Reference,
-        digest: &str,
+        digest: &Digest,
         from: u64,
     ) -> Result<reqwest::Response, RegistryError> {
         let path = format!("/v2/{}/blobs/{digest}", r.repository);
@@ -419,7 +411,7 @@ impl RegistryClient {
         self.pull_get(r, &path, None, Call::Download, range.as_deref(), || {
             RegistryError::BlobNotFound {
                 reference: r.to_string(),
-                digest: digest.to_owned(),
+                digest: digest.clone(),
             }
         })
         .await
@@ -467,14 +459,14 @@ impl RegistryClient {
     }
 
     /// True when the repository already has the blob (`HEAD`).
-    pub fn blob_exists(&self, r: &Reference, digest: &str) -> Result<bool, RegistryError> {
+    pub fn blob_exists(&self, r: &Reference, digest: &Digest) -> Result<bool, RegistryError> {
         self.block_on(self.blob_exists_async(r, digest))
     }
 
     pub(crate) async fn blob_exists_async(
         &self,
         r: &Reference,
-        digest: &str,
+        digest: &Digest,
     ) -> Result<bool, RegistryError> {
         let path = format!("/v2/{}/blobs/{digest}", r.repository);
         let resp = self
@@ -502,7 +494,7 @@ impl RegistryClient {
     pub(crate) async fn mount_async(
         &self,
         r: &Reference,
-        digest: &str,
+        digest: &Digest,
         from: &str,
     ) -> Result<bool, RegistryError> {
         let path = format!("/v2/{}/blobs/uploads/", r.repository);
@@ -517,7 +509,7 @@ impl RegistryClient {
                 |c, base| {
                     Ok(c.post(url_with_query(
                         &format!("{base}{path}"),
-                        &[("mount", digest), ("from", from)],
+                        &[("mount", digest.as_str()), ("from", from)],
                     ))
                     .header(CONTENT_LENGTH, 0))
                 },
@@ -531,7 +523,7 @@ impl RegistryClient {
     pub(crate) async fn upload_async(
         &self,
         r: &Reference,
-        digest: &str,
+        digest: &Digest,
         size: u64,
         open: &OpenBlob<'_>,
     ) -> Result<(), RegistryError> {
@@ -579,7 +571,7 @@ impl RegistryClient {
         &self,
         r: &Reference,
         location: &str,
-        digest: &str,
+        digest: &Digest,
         size: u64,
         scopes: &[String],
         open: &OpenBlob<'_>,
@@ -588,7 +580,7 @@ impl RegistryClient {
         use std::sync::atomic::{AtomicU64, Ordering};
         let interrupted = |reason: String| RegistryError::Interrupted {
             registry: r.registry.clone(),
-            digest: digest.to_owned(),
+            digest: digest.clone(),
             reason,
         };
         // The PATCH body is a one-shot stream, so a failed PATCH restarts the whole upload (see
@@ -658,7 +650,7 @@ impl RegistryClient {
             }));
         }
         let put_loc = location_of(&resp, &r.registry).unwrap_or_else(|_| location.to_owned());
-        let put_url = url_with_query(&put_loc, &[("digest", digest)]);
+        let put_url = url_with_query(&put_loc, &[("digest", digest.as_str())]);
         let resp = self
             .t
             .send(&r.registry, r.api_host(), scopes, Call::Write, |c, _| {
@@ -677,7 +669,7 @@ impl RegistryClient {
                 return Err(RegistryError::DigestMismatch {
                     registry: r.registry.clone(),
                     what: "uploaded blob",
-                    expected: digest.to_owned(),
+                    expected: digest.to_string(),
                     actual: "something else (the local file changed while it was sent)".into(),
                 });
             }
@@ -767,16 +759,6 @@ impl RegistryClient {
 /// `repository:NAME:ACTIONS`.
 pub fn scope(repository: &str, actions: &str) -> String {
     format!("repository:{repository}:{actions}")
-}
-
-/// `sha256:<hex>` of bytes.
-pub fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
-}
-
-pub fn is_index(media_type: &str) -> bool {
-    media_type == crate::spec::descriptor::INDEX_V1
-        || media_type == "application/vnd.docker.distribution.manifest.list.v2+json"
 }
 
 fn display_at(r: &Reference, selector: &str) -> String {

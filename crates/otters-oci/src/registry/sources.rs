@@ -6,6 +6,7 @@
 //! correctness — a lost or unreadable record only costs uploads — or be written in place.
 
 use crate::reference::Reference;
+use crate::spec::digest::Digest;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -40,18 +41,18 @@ impl Sources {
     }
 
     /// Notes that `r`'s repository holds `digest`.
-    pub fn add(&mut self, digest: &str, r: &Reference) {
-        let set = self.map.entry(digest.to_owned()).or_default();
+    pub fn add(&mut self, digest: &Digest, r: &Reference) {
+        let set = self.map.entry(digest.to_string()).or_default();
         if set.len() < MAX_PER_BLOB && set.insert(r.name()) {
             self.dirty = true;
         }
     }
 
     /// Repositories on `registry` known to hold `digest`.
-    pub fn repositories_on(&self, digest: &str, registry: &str) -> Vec<String> {
+    pub fn repositories_on(&self, digest: &Digest, registry: &str) -> Vec<String> {
         let prefix = format!("{registry}/");
         self.map
-            .get(digest)
+            .get(digest.as_str())
             .into_iter()
             .flatten()
             .filter_map(|n| n.strip_prefix(&prefix).map(str::to_owned))
@@ -88,13 +89,14 @@ mod tests {
         let store = dir.path().join("store");
         let mut s = Sources::load(&store);
         let r = Reference::parse("127.0.0.1:5000/a/parent:1").unwrap_or_else(|e| panic!("{e}"));
-        s.add("sha256:aa", &r);
+        let aa = Digest::of(b"aa");
+        s.add(&aa, &r);
         s.save().unwrap_or_else(|e| panic!("{e}"));
         let s = Sources::load(&store);
         assert_eq!(
-            s.repositories_on("sha256:aa", "127.0.0.1:5000"),
+            s.repositories_on(&aa, "127.0.0.1:5000"),
             vec!["a/parent".to_owned()]
         );
-        assert!(s.repositories_on("sha256:aa", "127.0.0.1:5001").is_empty());
+        assert!(s.repositories_on(&aa, "127.0.0.1:5001").is_empty());
     }
 }

@@ -13,16 +13,14 @@ use crate::path_io::io_err;
 use crate::reference::Reference;
 use crate::registry::http::error_chain;
 use crate::registry::sources::Sources;
-use crate::registry::{
-    is_index, sha256, BlobStream, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST,
-};
+use crate::registry::{BlobStream, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST};
 use crate::spec::descriptor::Descriptor;
-use crate::spec::digest::Digest;
+use crate::spec::digest::{Digest, Hasher};
+use crate::spec::media_type::MediaType;
 use crate::store::layout::{Store, StoreError};
 use crate::validate::Kind;
 use futures_util::StreamExt as _;
 use serde::Serialize;
-use sha2::{Digest as _, Sha256};
 use std::io::{Read as _, Write as _};
 
 /// What happened to one blob.
@@ -40,16 +38,16 @@ pub enum Outcome {
 #[derive(Clone, Debug)]
 pub enum Event<'a> {
     Start {
-        digest: &'a str,
+        digest: &'a Digest,
         size: u64,
         title: Option<&'a str>,
     },
     Bytes {
-        digest: &'a str,
+        digest: &'a Digest,
         n: u64,
     },
     Done {
-        digest: &'a str,
+        digest: &'a Digest,
         outcome: Outcome,
     },
 }
@@ -57,16 +55,16 @@ pub enum Event<'a> {
 pub type Progress<'p> = &'p mut dyn FnMut(Event<'_>);
 
 /// The result of a push or pull.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct TransferReport {
     pub reference: String,
     /// Digest of the top manifest (or index).
-    pub digest: String,
-    pub media_type: String,
-    pub uploaded: Vec<String>,
-    pub skipped: Vec<String>,
-    pub mounted: Vec<String>,
-    pub downloaded: Vec<String>,
+    pub digest: Digest,
+    pub media_type: MediaType,
+    pub uploaded: Vec<Digest>,
+    pub skipped: Vec<Digest>,
+    pub mounted: Vec<Digest>,
+    pub downloaded: Vec<Digest>,
     /// Bytes sent or received for blobs (not manifests).
     pub bytes: u64,
     /// Manifests and indexes fetched so far by a pull, and their bytes (see [`MAX_DOCUMENTS`]).
@@ -79,14 +77,28 @@ pub struct TransferReport {
 pub const MAX_DOCUMENTS: (usize, usize) = (1024, 64 << 20);
 
 impl TransferReport {
-    fn record(&mut self, digest: &str, outcome: Outcome) {
+    fn new(reference: String, digest: Digest, media_type: MediaType) -> Self {
+        Self {
+            reference,
+            digest,
+            media_type,
+            uploaded: Vec::new(),
+            skipped: Vec::new(),
+            mounted: Vec::new(),
+            downloaded: Vec::new(),
+            bytes: 0,
+            documents: (0, 0),
+        }
+    }
+
+    fn record(&mut self, digest: &Digest, outcome: Outcome) {
         let list = match outcome {
             Outcome::Uploaded => &mut self.uploaded,
             Outcome::Skipped => &mut self.skipped,
             Outcome::Mounted => &mut self.mounted,
             Outcome::Downloaded => &mut self.downloaded,
         };
-        list.push(digest.to_owned());
+        list.push(digest.clone());
     }
 }
 
@@ -135,14 +147,6 @@ fn blob_done(
     });
 }
 
-/// Parses a descriptor's digest; a bad one is a `BadDocument` of `r`.
-fn parse_digest(digest: &str, r: &impl std::fmt::Display) -> Result<Digest, RegistryError> {
-    Digest::parse(digest).map_err(|e| RegistryError::BadDocument {
-        reference: r.to_string(),
-        reason: e.to_string(),
-    })
-}
-
 /// Uploads the image `local` (a store descriptor) to `dest` (its tag, or its digest when `dest`
 /// has none). `sources` tells where blobs were pulled from, for cross-repository mounts.
 pub fn push_image(
@@ -153,12 +157,11 @@ pub fn push_image(
     sources: &mut Sources,
     progress: Progress<'_>,
 ) -> Result<TransferReport, RegistryError> {
-    let mut report = TransferReport {
-        reference: dest.to_string(),
-        digest: local.digest.clone(),
-        media_type: local.media_type.clone(),
-        ..TransferReport::default()
-    };
+    let mut report = TransferReport::new(
+        dest.to_string(),
+        local.digest.clone(),
+        local.media_type.clone(),
+    );
     push_node(
         client,
         store,
@@ -170,8 +173,13 @@ pub fn push_image(
         0,
     )?;
     let bytes = read_doc(store, &local.digest)?;
-    let selector = dest.tag.clone().unwrap_or_else(|| local.digest.clone());
-    client.block_on(client.put_manifest_async(dest, &selector, &local.media_type, &bytes))?;
+    let selector = dest.tag.clone().unwrap_or_else(|| local.digest.to_string());
+    client.block_on(client.put_manifest_async(
+        dest,
+        &selector,
+        local.media_type.as_str(),
+        &bytes,
+    ))?;
     sources.add(&local.digest, dest);
     Ok(report)
 }
@@ -189,7 +197,7 @@ fn push_node(
 ) -> Result<(), RegistryError> {
     check_depth(depth, dest)?;
     let bytes = read_doc(store, &node.digest)?;
-    if is_index(&node.media_type) {
+    if node.media_type.is_index() {
         let index: IndexDoc = parse(&bytes, dest)?;
         for child in &index.manifests {
             push_node(
@@ -205,8 +213,8 @@ fn push_node(
             let child_bytes = read_doc(store, &child.digest)?;
             client.block_on(client.put_manifest_async(
                 dest,
-                &child.digest,
-                &child.media_type,
+                child.digest.as_str(),
+                child.media_type.as_str(),
                 &child_bytes,
             ))?;
         }
@@ -244,7 +252,7 @@ fn push_blob(
             return Ok(Outcome::Mounted);
         }
     }
-    let digest = parse_digest(&blob.digest, dest)?;
+    let digest = blob.digest.clone();
     let path = store.blob_path(&digest);
     let size = std::fs::metadata(&path)
         .map_err(io_err("read", &path))?
@@ -321,12 +329,7 @@ pub fn pull_image(
     progress: Progress<'_>,
 ) -> Result<(Descriptor, TransferReport), RegistryError> {
     let top = client.fetch_manifest(r)?;
-    let mut report = TransferReport {
-        reference: r.to_string(),
-        digest: top.digest.clone(),
-        media_type: top.media_type.clone(),
-        ..TransferReport::default()
-    };
+    let mut report = TransferReport::new(r.to_string(), top.digest.clone(), top.media_type.clone());
     pull_node(
         client,
         store,
@@ -349,19 +352,19 @@ fn pull_node(
     store: &Store,
     r: &Reference,
     bytes: &[u8],
-    media_type: &str,
+    media_type: &MediaType,
     sources: &mut Sources,
     progress: Progress<'_>,
     report: &mut TransferReport,
     depth: usize,
 ) -> Result<(), RegistryError> {
     check_depth(depth, r)?;
-    if is_index(media_type) {
+    if media_type.is_index() {
         let index: IndexDoc = parse(bytes, r)?;
         for child in &index.manifests {
             // The entry's media type is a claim; the fetched document is validated against it
             // and its own (checked) media type is what gets stored.
-            let expected = Kind::of(&child.media_type);
+            let expected = Kind::of(child.media_type.as_str());
             report.documents.0 += 1;
             if report.documents.0 > MAX_DOCUMENTS.0 {
                 return Err(RegistryError::BadDocument {
@@ -373,7 +376,7 @@ fn pull_node(
                 });
             }
             let fetched =
-                client.block_on(client.fetch_manifest_async(r, &child.digest, expected))?;
+                client.block_on(client.fetch_manifest_async(r, child.digest.as_str(), expected))?;
             report.documents.1 += fetched.bytes.len();
             if report.documents.1 > MAX_DOCUMENTS.1 {
                 return Err(RegistryError::BadDocument {
@@ -431,18 +434,18 @@ pub fn pull_blob(
     progress: Progress<'_>,
     report: &mut TransferReport,
 ) -> Result<Outcome, RegistryError> {
-    let digest = parse_digest(&blob.digest, r)?;
+    let digest = &blob.digest;
     progress(Event::Start {
         digest: &blob.digest,
         size: blob.size,
         title: blob.title(),
     });
-    if store.has_blob(&digest) {
+    if store.has_blob(digest) {
         return Ok(Outcome::Skipped);
     }
     let mut part = Partial {
         writer: store.blob_writer()?,
-        hasher: Sha256::new(),
+        hasher: Hasher::new(),
         got: 0,
     };
     let retry = client.retry();
@@ -469,15 +472,15 @@ pub fn pull_blob(
         hasher,
         got,
     } = part;
-    let actual = format!("sha256:{}", hex::encode(hasher.finalize()));
+    let actual = hasher.finish();
     if actual != blob.digest {
         // Dropping the writer removes the temp file: nothing corrupt reaches the store.
         drop(writer);
         return Err(RegistryError::DigestMismatch {
             registry: r.registry.clone(),
             what: "blob",
-            expected: blob.digest.clone(),
-            actual,
+            expected: blob.digest.to_string(),
+            actual: actual.to_string(),
         });
     }
     writer.commit()?;
@@ -488,7 +491,7 @@ pub fn pull_blob(
 /// A blob download in progress.
 struct Partial<'s> {
     writer: crate::store::layout::BlobWriter<'s>,
-    hasher: Sha256,
+    hasher: Hasher,
     got: u64,
 }
 
@@ -530,7 +533,7 @@ async fn download<'s>(
         // goes with the old writer).
         *part = Partial {
             writer: store.blob_writer().map_err(|e| Step::Fail(e.into()))?,
-            hasher: Sha256::new(),
+            hasher: Hasher::new(),
             got: 0,
         };
     }
@@ -585,16 +588,15 @@ async fn download<'s>(
     Ok(())
 }
 
-fn read_doc(store: &Store, digest: &str) -> Result<Vec<u8>, RegistryError> {
-    let d = parse_digest(digest, &digest)?;
-    let bytes = store.read_blob(&d)?;
+fn read_doc(store: &Store, digest: &Digest) -> Result<Vec<u8>, RegistryError> {
+    let bytes = store.read_blob(digest)?;
     if bytes.len() > MAX_MANIFEST {
         return Err(RegistryError::BadDocument {
-            reference: digest.to_owned(),
+            reference: digest.to_string(),
             reason: "manifest too large".into(),
         });
     }
-    debug_assert_eq!(sha256(&bytes), digest);
+    debug_assert_eq!(&Digest::of(&bytes), digest);
     Ok(bytes)
 }
 

@@ -4,6 +4,9 @@
 //! mediaType, digest, size, annotations, platform, artifactType; annotation keys sorted) and serde
 //! in, and [`ManifestDoc`], the read side of a manifest or index. Must never: serialise through `serde_json`'s printer for anything that gets hashed.
 
+use crate::spec::digest::Digest;
+use crate::spec::media_type::MediaType;
+use crate::spec::platform::Platform;
 use otters_core::json::Value;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -23,23 +26,12 @@ pub const ANN_CREATED: &str = "org.opencontainers.image.created";
 pub const ANN_REF_NAME: &str = "org.opencontainers.image.ref.name";
 pub const ANN_UNPACK: &str = "io.deis.oras.content.unpack";
 
-/// The platform of an image manifest inside an index.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-pub struct Platform {
-    pub architecture: String,
-    pub os: String,
-    #[serde(rename = "os.version", default)]
-    pub os_version: Option<String>,
-    #[serde(default)]
-    pub variant: Option<String>,
-}
-
 /// A content descriptor (OCI image spec `descriptor.md`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
-    pub media_type: String,
-    pub digest: String,
+    pub media_type: MediaType,
+    pub digest: Digest,
     pub size: u64,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
@@ -50,10 +42,10 @@ pub struct Descriptor {
 }
 
 impl Descriptor {
-    pub fn new(media_type: impl Into<String>, digest: impl Into<String>, size: u64) -> Self {
+    pub fn new(media_type: impl Into<MediaType>, digest: Digest, size: u64) -> Self {
         Self {
             media_type: media_type.into(),
-            digest: digest.into(),
+            digest,
             size,
             annotations: BTreeMap::new(),
             platform: None,
@@ -81,22 +73,13 @@ impl Descriptor {
     pub fn to_json(&self) -> Value {
         let mut v = Value::object()
             .with("mediaType", self.media_type.as_str())
-            .with("digest", self.digest.as_str())
+            .with("digest", &self.digest)
             .with("size", self.size);
         if !self.annotations.is_empty() {
             v.push("annotations", string_map(&self.annotations));
         }
         if let Some(p) = &self.platform {
-            let mut pv = Value::object()
-                .with("architecture", p.architecture.as_str())
-                .with("os", p.os.as_str());
-            if let Some(ov) = &p.os_version {
-                pv.push("os.version", ov.as_str());
-            }
-            if let Some(var) = &p.variant {
-                pv.push("variant", var.as_str());
-            }
-            v.push("platform", pv);
+            v.push("platform", p.to_json());
         }
         if let Some(at) = &self.artifact_type {
             v.push("artifactType", at.as_str());
@@ -110,7 +93,7 @@ impl Descriptor {
 #[serde(rename_all = "camelCase")]
 pub struct ManifestDoc {
     #[serde(default)]
-    pub media_type: Option<String>,
+    pub media_type: Option<MediaType>,
     #[serde(default)]
     pub config: Option<Descriptor>,
     #[serde(default)]
@@ -133,7 +116,7 @@ mod tests {
 
     #[test]
     fn canonical_json_round_trips_through_serde() {
-        let d = Descriptor::new(FILE_LAYER, format!("sha256:{}", "a".repeat(64)), 3)
+        let d = Descriptor::new(FILE_LAYER, Digest::of(b"abc"), 3)
             .with_annotation("z", "1")
             .with_annotation("a", "<2>");
         let bytes = to_compact(&d.to_json()).unwrap();

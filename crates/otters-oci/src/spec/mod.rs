@@ -2,3 +2,5 @@
 
 pub mod descriptor;
 pub mod digest;
+pub mod media_type;
+pub mod platform;

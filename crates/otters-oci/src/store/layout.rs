@@ -11,12 +11,12 @@
 
 use crate::path_io::{io_err, PathIoError};
 use crate::spec::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1, MANIFEST_V1};
-use crate::spec::digest::{Digest, HashingWriter};
+use crate::spec::digest::{Digest, Hasher, HashingWriter};
+use crate::spec::media_type::MediaType;
 use crate::store::refname::{tag_name, RefNameError};
 use crate::store::verify::VerifiedBlob;
 use otters_core::json::{to_compact, Value};
 use serde::Deserialize;
-use sha2::{Digest as _, Sha256};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -46,7 +46,7 @@ pub enum StoreError {
         source: serde_json::Error,
     },
     #[error("blob {0} is not in the store; rebuild or pull the image again")]
-    MissingBlob(String),
+    MissingBlob(Digest),
     #[error("blob {expected} in the store is corrupt: {path} holds content with digest {actual}; remove that file, then run `otters pull` (or rebuild the image) to fetch it again", path = path.display())]
     Corrupt {
         path: PathBuf,
@@ -54,7 +54,7 @@ pub enum StoreError {
         actual: String,
     },
     #[error("blob {digest} is {size} bytes, more than the {MAX_JSON_BLOB} bytes allowed for a JSON document")]
-    TooLarge { digest: String, size: u64 },
+    TooLarge { digest: Digest, size: u64 },
     #[error(transparent)]
     RefName(#[from] RefNameError),
     #[error("digest prefix `{0}` matches more than one image; give more digits")]
@@ -133,7 +133,7 @@ impl Store {
         let path = self.blob_path(digest);
         File::open(&path).map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
-                StoreError::MissingBlob(digest.to_string())
+                StoreError::MissingBlob(digest.clone())
             } else {
                 io_err("open", &path)(e).into()
             }
@@ -158,7 +158,7 @@ impl Store {
         let size = file.metadata().map_err(io_err("stat", &path))?.len();
         if size > MAX_JSON_BLOB {
             return Err(StoreError::TooLarge {
-                digest: digest.to_string(),
+                digest: digest.clone(),
                 size,
             });
         }
@@ -226,7 +226,7 @@ impl Store {
         for _ in 0..PIPELINE_BUFFERS {
             let _ = empty_tx.send(vec![0u8; COPY_BUFFER]);
         }
-        let mut hasher = Sha256::new();
+        let mut hasher = Hasher::new();
         let mut total = 0u64;
         let (read_result, write_result) = std::thread::scope(|s| {
             let writer = s.spawn(move || -> io::Result<()> {
@@ -265,7 +265,7 @@ impl Store {
         });
         read_result.map_err(io_err("read input for", &self.root))?;
         write_result.map_err(io_err("write", tmp.path()))?;
-        let digest = Digest::from_sha256(hasher);
+        let digest = hasher.finish();
         if let Some(expected) = expected.filter(|e| **e != digest) {
             return Err(StoreError::Corrupt {
                 path: tmp.path().to_owned(),
@@ -292,9 +292,13 @@ impl Store {
 
     /// Stores a manifest (or index) and returns its descriptor (with `artifactType` copied from
     /// the document when it has one).
-    pub fn put_manifest(&self, bytes: &[u8], media_type: &str) -> Result<Descriptor, StoreError> {
+    pub fn put_manifest(
+        &self,
+        bytes: &[u8],
+        media_type: impl Into<MediaType>,
+    ) -> Result<Descriptor, StoreError> {
         let (digest, size) = self.put_blob_bytes(bytes)?;
-        let mut d = Descriptor::new(media_type, digest.to_string(), size);
+        let mut d = Descriptor::new(media_type, digest, size);
         d.artifact_type = artifact_type_of(bytes);
         Ok(d)
     }
@@ -365,7 +369,7 @@ impl Store {
         }
         let digest_part = reference.rsplit_once('@').map_or(reference, |(_, d)| d);
         if let Ok(digest) = Digest::parse(digest_part) {
-            if let Some(d) = entries.iter().find(|e| e.digest == digest.as_str()) {
+            if let Some(d) = entries.iter().find(|e| e.digest == digest) {
                 let mut d = d.clone();
                 d.annotations.remove(ANN_REF_NAME);
                 return Ok(Some(d));
@@ -381,11 +385,7 @@ impl Store {
         if prefix.len() >= 4 && prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
             let mut hits: Vec<&Descriptor> = entries
                 .iter()
-                .filter(|e| {
-                    e.digest
-                        .strip_prefix("sha256:")
-                        .is_some_and(|h| h.starts_with(prefix))
-                })
+                .filter(|e| e.digest.hex().starts_with(prefix))
                 .collect();
             hits.dedup_by(|a, b| a.digest == b.digest);
             hits.sort_by(|a, b| a.digest.cmp(&b.digest));
@@ -653,11 +653,15 @@ mod tests {
             desc.digest
         );
         assert_eq!(
-            store.resolve(&desc.digest).unwrap().unwrap().digest,
+            store.resolve(desc.digest.as_str()).unwrap().unwrap().digest,
             desc.digest
         );
         assert_eq!(
-            store.resolve(&desc.digest[7..14]).unwrap().unwrap().digest,
+            store
+                .resolve(&desc.digest.as_str()[7..14])
+                .unwrap()
+                .unwrap()
+                .digest,
             desc.digest
         );
         assert!(store.resolve("nope").unwrap().is_none());

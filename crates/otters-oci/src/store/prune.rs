@@ -38,7 +38,7 @@ pub struct PruneOptions {
 /// One blob removed (or, with `dry_run`, to be removed) or kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrunedBlob {
-    pub digest: String,
+    pub digest: Digest,
     pub size: u64,
 }
 
@@ -72,7 +72,7 @@ pub enum PruneError {
     Io(#[from] PathIoError),
     #[error("manifest {digest} in the store is not a valid manifest or index ({source}), so what it references is unknown; nothing was removed: remove its tag with `otters rm` or pull the image again")]
     BadManifest {
-        digest: String,
+        digest: Digest,
         source: serde_json::Error,
     },
 }
@@ -99,7 +99,9 @@ pub fn prune(store: &Store, opts: PruneOptions) -> Result<PruneReport, PruneErro
         .collect();
     names.sort();
     for name in names {
-        let digest = format!("sha256:{name}");
+        let Ok(digest) = Digest::from_hex(&name) else {
+            continue;
+        };
         if keep.contains(&digest) {
             continue;
         }
@@ -128,7 +130,7 @@ pub fn prune(store: &Store, opts: PruneOptions) -> Result<PruneReport, PruneErro
 /// The digests reachable from the entries of `index.json`. A manifest that is not stored (an index
 /// of which only one platform was pulled) reaches nothing; one that cannot be read is an error,
 /// since what it references is then unknown.
-fn reachable(store: &Store) -> Result<HashSet<String>, PruneError> {
+fn reachable(store: &Store) -> Result<HashSet<Digest>, PruneError> {
     let mut keep = HashSet::new();
     // (descriptor, whether it is a manifest or index to look into)
     let mut todo: Vec<(Descriptor, bool)> =
@@ -137,10 +139,7 @@ fn reachable(store: &Store) -> Result<HashSet<String>, PruneError> {
         if !keep.insert(d.digest.clone()) || !is_manifest {
             continue;
         }
-        let Ok(digest) = Digest::parse(&d.digest) else {
-            continue;
-        };
-        let bytes = match store.read_blob(&digest) {
+        let bytes = match store.read_blob(&d.digest) {
             Ok(b) => b,
             Err(StoreError::MissingBlob(_)) => continue,
             Err(e) => return Err(e.into()),
@@ -212,7 +211,7 @@ mod tests {
             r#"{{"schemaVersion":2,"config":{{"mediaType":"x","digest":"{c}","size":{cn}}},"layers":[{{"mediaType":"y","digest":"{l}","size":{ln}}}]}}"#
         );
         let d = store.put_manifest(m.as_bytes(), MANIFEST_V1).unwrap();
-        let md = Digest::parse(&d.digest).unwrap();
+        let md = d.digest.clone();
         (d, vec![l, c, md])
     }
 

@@ -6,9 +6,8 @@
 //! readers that stop early). Must never: let a reader reach end of file on a corrupt blob without
 //! an error, or hold more than one copy buffer in memory.
 
-use crate::spec::digest::Digest;
+use crate::spec::digest::{Digest, Hasher};
 use crate::store::layout::StoreError;
-use sha2::{Digest as _, Sha256};
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::PathBuf;
@@ -16,7 +15,7 @@ use std::path::PathBuf;
 /// A store blob being read; every byte is hashed, and reaching end of file checks the digest.
 pub struct VerifiedBlob {
     inner: BufReader<File>,
-    hasher: Sha256,
+    hasher: Hasher,
     expected: Digest,
     path: PathBuf,
     read: u64,
@@ -31,7 +30,7 @@ impl VerifiedBlob {
         Self {
             size,
             inner: BufReader::with_capacity(64 << 10, file),
-            hasher: Sha256::new(),
+            hasher: Hasher::new(),
             expected,
             path,
             read: 0,
@@ -118,7 +117,7 @@ impl Read for VerifiedBlob {
         }
         let n = self.inner.read(buf)?;
         if n == 0 {
-            let actual = Digest::from_sha256(std::mem::take(&mut self.hasher));
+            let actual = std::mem::take(&mut self.hasher).finish();
             let bad = actual != self.expected;
             self.outcome = Some(actual);
             if bad {

@@ -9,6 +9,7 @@
 //! `touch -d` that puts it back moves the ctime, which is part of the key. The file lives at `$OTTERS_HOME/cache/blobs.json`; a missing or unreadable cache is
 //! an empty one, and concurrent writers simply replace each other's file atomically.
 
+use otters_oci::Digest;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
@@ -26,7 +27,7 @@ const FORMAT: u32 = 1;
 /// A remembered blob.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CachedBlob {
-    pub digest: String,
+    pub digest: Digest,
     pub size: u64,
 }
 
@@ -162,13 +163,13 @@ mod tests {
         c.insert(
             key.clone(),
             CachedBlob {
-                digest: "d".into(),
+                digest: Digest::of(b"x"),
                 size: 1,
             },
         );
         c.save().unwrap();
         let c2 = HashCache::load(dir.path().join("cache/blobs.json"));
-        assert_eq!(c2.get(&key).unwrap().digest, "d");
+        assert_eq!(c2.get(&key).unwrap().digest, Digest::of(b"x"));
         fs::write(dir.path().join("cache/blobs.json"), "garbage").unwrap();
         assert!(HashCache::load(dir.path().join("cache/blobs.json"))
             .get(&key)

@@ -25,17 +25,17 @@ use crate::build::inputs::FsInputs;
 use crate::lower::{self, plan, Pins};
 use crate::resolve::{self, LockError};
 use otters_agentfile::check;
-use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
+use otters_agentfile::diagnostic::{Code, Diagnostic, SourceFile};
 use otters_core::files::{self, ReadError};
 use otters_oci::archive::{self, ArchiveError};
 use otters_oci::reference::Reference;
-use otters_oci::registry::platform::BadPlatform;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{self, Event, TransferReport};
-use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
 use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::spec::platform::BadPlatform;
 use otters_oci::store::refname::{new_tag_name, tag_name, RefNameError};
-use otters_oci::{Store, StoreError};
+use otters_oci::{Digest, Platform, Store, StoreError};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use write::{write_plan, WriteError, WriteOptions};
@@ -198,16 +198,16 @@ pub enum ErrorKind {
     #[error(transparent)]
     Archive(#[from] ArchiveError),
     #[error("the image was built ({digest}) but {source}")]
-    Lock { digest: String, source: LockError },
+    Lock { digest: Digest, source: LockError },
     #[error("the image was built ({digest}) but the push to {reference} failed: {source}")]
     Push {
-        digest: String,
+        digest: Digest,
         reference: String,
         source: RegistryError,
     },
     #[error("the image was built ({digest}) but cannot be pushed as {reference}: {reason}")]
     PushReference {
-        digest: String,
+        digest: Digest,
         reference: String,
         reason: String,
     },
@@ -233,41 +233,14 @@ impl From<ErrorKind> for BuildError {
     }
 }
 
-/// The context and Agentfile for `otters build CONTEXT [-f FILE]`: `CONTEXT` may be a directory
-/// (its `Agentfile` is built) or an Agentfile (its directory is the context). A relative `-f` is
-/// taken relative to the context, or, when no such file exists there, as written (relative to the
-/// working directory, as `docker build -f` does).
-pub fn locate(context: &Path, file: Option<&Path>) -> (PathBuf, PathBuf) {
-    match file {
-        Some(f) => {
-            let in_context = context.join(f);
-            if f.is_relative() && !in_context.exists() && f.exists() {
-                (context.to_owned(), f.to_owned())
-            } else {
-                (context.to_owned(), in_context)
-            }
-        }
-        None if context.is_file() => (
-            context
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .to_owned(),
-            context.to_owned(),
-        ),
-        None => (context.to_owned(), context.join("Agentfile")),
-    }
-}
+pub use crate::project::locate;
 
 /// Reads the Agentfile: at most [`files::MAX_AGENTFILE`] bytes of a regular file. Inside
 /// the context, a symlink is followed only while it stays inside the context (a repository's
 /// `Agentfile -> /etc/shadow` must not become the Agentfile layer); a file named outside the
 /// context with `-f` is confined to its own directory.
 fn read_agentfile(context: &Path, path: &Path) -> Result<Vec<u8>, ErrorKind> {
-    let (root, rel) = match files::split_inside(context, path) {
-        Some(rel) => (context.to_owned(), rel),
-        None => files::parent_and_name(path),
-    };
+    let (root, rel) = crate::project::confinement(context, path);
     files::read_confined(&root, &rel, path, "Agentfile", files::MAX_AGENTFILE).map_err(
         |e| match e {
             ReadError::Io { path, source } => ErrorKind::ReadAgentfile { path, source },
@@ -324,8 +297,8 @@ pub fn build(
         .collect();
     let mut shown = analysis.diagnostics.clone();
     let platform = match &opts.platform {
-        Some(p) => TargetPlatform::parse(p).map_err(|e| fail(e.into(), shown.clone()))?,
-        None => TargetPlatform::host(),
+        Some(p) => Platform::parse(p).map_err(|e| fail(e.into(), shown.clone()))?,
+        None => Platform::host(),
     };
 
     // Resolution: FROM parent, RUNTIME and BIN pins.
@@ -366,7 +339,7 @@ pub fn build(
             }
             Err(diags) => {
                 shown.extend(diags);
-                shown.sort_by_key(|d| d.span.start);
+                shown.sort_by_key(Diagnostic::start);
                 return Err(fail(ErrorKind::Unresolved(name), shown));
             }
         }
@@ -381,13 +354,9 @@ pub fn build(
     } else {
         let mut m = model.clone();
         for (k, v) in &opts.labels {
-            m.agent.labels.insert(
-                k.clone(),
-                otters_agentfile::ir::Node::new(
-                    v.clone(),
-                    otters_agentfile::diagnostic::Span::default(),
-                ),
-            );
+            m.agent
+                .labels
+                .insert(k.clone(), otters_agentfile::ir::Node::new(v.clone(), None));
         }
         labelled = m;
         &labelled
@@ -421,7 +390,7 @@ pub fn build(
         Ok(p) => p,
         Err(lower::LowerError::Inputs(diags)) => {
             shown.extend(diags);
-            shown.sort_by_key(|d| d.span.start);
+            shown.sort_by_key(Diagnostic::start);
             return Err(fail(ErrorKind::Inputs(name), shown));
         }
         Err(e) => {
@@ -476,14 +445,14 @@ pub fn build(
             },
         ) => {
             let d = if e.is_escape() {
-                Diagnostic::error("AF302", span, e.to_string())
+                Diagnostic::new(Code::BuildSourceEscapesContext, span, e.to_string())
             } else {
-                Diagnostic::error("AF303", span, e.to_string())
+                Diagnostic::new(Code::BuildSourceUnreadable, span, e.to_string())
             };
             shown.push(d.with_help(
                 "directory ADDs may hold only regular files, directories and symlinks that stay inside them",
             ));
-            shown.sort_by_key(|d| d.span.start);
+            shown.sort_by_key(Diagnostic::start);
             return Err(fail(ErrorKind::Inputs(name), shown));
         }
         Err(source) => {

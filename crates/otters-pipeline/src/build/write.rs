@@ -64,7 +64,7 @@ pub enum WriteError {
     },
     /// A layer reused by digest (a FROM parent's ADD) is not in the store.
     #[error("layer `{title}` reuses blob {digest}, which is not in the store (or has the wrong size); build again without --offline to fetch the parent image")]
-    MissingBlob { title: String, digest: String },
+    MissingBlob { title: String, digest: Digest },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -118,9 +118,8 @@ pub fn write_plan(
                     title: title.clone(),
                     digest: digest.clone(),
                 };
-                let d = Digest::parse(digest).map_err(|_| missing())?;
-                match store.stored_size(&d) {
-                    Some(n) if n == *size => Prepared::Stored(d),
+                match store.stored_size(digest) {
+                    Some(n) if n == *size => Prepared::Stored(digest.clone()),
                     _ => return Err(missing()),
                 }
             }
@@ -140,7 +139,7 @@ pub fn write_plan(
     }
 
     let (config_digest, config_size) = store.put_blob_bytes(&plan.config)?;
-    let config = Descriptor::new(AGENT_CONFIG, config_digest.to_string(), config_size);
+    let config = Descriptor::new(AGENT_CONFIG, config_digest, config_size);
     let mut layers = Vec::with_capacity(plan.layers.len());
     for (layer, prep) in plan.layers.iter().zip(prepared) {
         let title = title_of(layer);
@@ -161,7 +160,7 @@ pub fn write_plan(
                     if let Some(c) = cache.as_deref_mut() {
                         if c.settled(&stamp) {
                             let blob = CachedBlob {
-                                digest: digest.to_string(),
+                                digest: digest.clone(),
                                 size,
                             };
                             c.insert(key, blob);
@@ -184,7 +183,7 @@ pub fn write_plan(
                         let mut stamps = entries.iter().filter_map(|e| e.stamp.as_ref());
                         if stamps.all(|s| c.settled(s)) {
                             let blob = CachedBlob {
-                                digest: digest.to_string(),
+                                digest: digest.clone(),
                                 size,
                             };
                             c.insert(key, blob);
@@ -196,7 +195,7 @@ pub fn write_plan(
             // `prepared` was built from the same layers in the same order.
             _ => unreachable!("layer preparation out of step with its source"),
         };
-        let mut d = Descriptor::new(layer.media_type.clone(), digest.to_string(), size);
+        let mut d = Descriptor::new(layer.media_type.clone(), digest, size);
         d.annotations.clone_from(&layer.annotations);
         layers.push(d);
     }
@@ -210,12 +209,11 @@ pub fn write_plan(
 /// FROM parent's ADD layers carry over (the layers built here are titled from checked names).
 fn check_titles(plan: &Plan) -> Result<(), WriteError> {
     use otters_agentfile::ir::names::{is_context_title, is_safe_rel};
-    use otters_oci::spec::descriptor::CONTEXT_LAYER;
     for (index, layer) in plan.layers.iter().enumerate() {
         let title = title_of(layer);
-        let ok = match layer.media_type.as_str() {
+        let ok = match layer.media_type {
             _ if title.is_empty() => true,
-            CONTEXT_LAYER => is_context_title(&title),
+            otters_oci::MediaType::Context => is_context_title(&title),
             _ => is_safe_rel(&title),
         };
         if !ok {
@@ -328,9 +326,8 @@ fn store_dir(
 
 fn cached(cache: Option<&HashCache>, store: &Store, key: &str) -> Option<(Digest, u64)> {
     let hit = cache?.get(key)?;
-    let digest = Digest::parse(&hit.digest).ok()?;
-    let on_disk = store.stored_size(&digest)?;
-    (on_disk == hit.size).then_some((digest, hit.size))
+    let on_disk = store.stored_size(&hit.digest)?;
+    (on_disk == hit.size).then_some((hit.digest.clone(), hit.size))
 }
 
 /// A directory layer's cache key: every entry's name, kind and stamp, the mtime stamped into the

@@ -8,6 +8,7 @@
 
 use super::pins::Pins;
 use otters_agentfile::ir::Agentfile;
+use otters_oci::Digest;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -25,7 +26,7 @@ pub enum Executor {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImageRef {
     pub reference: String,
-    pub digest: Option<String>,
+    pub digest: Option<Digest>,
 }
 
 /// What varies between the build-time and run-time forms.
@@ -56,14 +57,14 @@ pub fn render(model: &Agentfile, pins: &Pins, opts: &Options<'_>) -> String {
         y.key(0, "image");
         y.scalar(1, "ref", &image.reference);
         if let Some(d) = &image.digest {
-            y.scalar(1, "digest", d);
+            y.scalar(1, "digest", d.as_str());
         }
     }
     if let Some(rt) = &a.runtime {
         y.key(0, "runtime");
         y.scalar(1, "ref", &rt.value);
         if let Some(d) = pins.runtime_digest(&rt.value) {
-            y.scalar(1, "digest", d);
+            y.scalar(1, "digest", d.as_str());
         }
         let binary = match opts.executor {
             Executor::System => "/usr/local/bin/runtime",
@@ -138,7 +139,11 @@ pub fn render(model: &Agentfile, pins: &Pins, opts: &Options<'_>) -> String {
             };
             y.scalar(2, "binary", &binary);
             y.scalar(2, "ref", &b.image);
-            y.opt(2, "digest", pins.bin_digest(&b.name, &b.image));
+            y.opt(
+                2,
+                "digest",
+                pins.bin_digest(&b.name, &b.image).map(Digest::as_str),
+            );
             if b.usage.is_some() {
                 y.scalar(2, "usage", &format!("/etc/data/bins/{}/USAGE.md", b.name));
             }
@@ -249,11 +254,10 @@ pub fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otters_agentfile::diagnostic::Span;
     use otters_agentfile::ir::{Agent, Bin, Config, ConfigValue, Context, Env, Mount, Node};
 
     fn n(s: &str) -> Node<String> {
-        Node::new(s.to_owned(), Span::default())
+        Node::new(s.to_owned(), None)
     }
 
     fn sample() -> Agentfile {
@@ -269,8 +273,8 @@ mod tests {
                     description: Some("core \"rules\"".into()),
                     content: Some("x".into()),
                     file: None,
-                    span: Span::default(),
-                    name_span: Span::default(),
+                    span: None,
+                    name_span: None,
                     file_span: None,
                 }],
                 configs: vec![
@@ -279,24 +283,24 @@ mod tests {
                         value: Some(ConfigValue::Int(1)),
                         description: None,
                         required: false,
-                        span: Span::default(),
-                        key_span: Span::default(),
+                        span: None,
+                        key_span: None,
                     },
                     Config {
                         key: "max-tokens".into(),
                         value: Some(ConfigValue::Float(0.5)),
                         description: None,
                         required: false,
-                        span: Span::default(),
-                        key_span: Span::default(),
+                        span: None,
+                        key_span: None,
                     },
                     Config {
                         key: "url".into(),
                         value: None,
                         description: None,
                         required: true,
-                        span: Span::default(),
-                        key_span: Span::default(),
+                        span: None,
+                        key_span: None,
                     },
                 ],
                 bins: vec![Bin {
@@ -304,24 +308,24 @@ mod tests {
                     image: "ghcr.io/openotters/tools/jq:latest".into(),
                     description: Some("json".into()),
                     usage: Some("use it".into()),
-                    span: Span::default(),
-                    name_span: Span::default(),
-                    image_span: Span::default(),
+                    span: None,
+                    name_span: None,
+                    image_span: None,
                 }],
                 envs: vec![Env {
                     key: "TOKEN".into(),
                     value: "secret".into(),
                     description: None,
-                    span: Span::default(),
-                    key_span: Span::default(),
+                    span: None,
+                    key_span: None,
                 }],
                 mounts: vec![Mount {
                     target: "/data".into(),
                     read_only: true,
                     description: None,
-                    span: Span::default(),
+                    span: None,
                 }],
-                exec: Some(Node::new(vec!["--x".into()], Span::default())),
+                exec: Some(Node::new(vec!["--x".into()], None)),
                 capabilities: vec![n("note_save"), n("note_save")],
                 ..Agent::default()
             },
@@ -335,7 +339,7 @@ mod tests {
             "jq".into(),
             super::super::pins::Pin {
                 reference: "ghcr.io/openotters/tools/jq:latest".into(),
-                digest: "sha256:abc".into(),
+                digest: otters_oci::Digest::of(b""),
             },
         );
         let y = render(&sample(), &pins, &Options::default());
@@ -370,14 +374,17 @@ tools:
     description: "json"
     binary: "usr/bin/jq"
     ref: "ghcr.io/openotters/tools/jq:latest"
-    digest: "sha256:abc"
+    digest: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     usage: "/etc/data/bins/jq/USAGE.md"
 exec:
   - "--x"
 "#;
         assert_eq!(y, expected);
         let parsed: serde_yaml_ng::Value = serde_yaml_ng::from_str(&y).unwrap();
-        assert_eq!(parsed["tools"][0]["digest"].as_str(), Some("sha256:abc"));
+        assert_eq!(
+            parsed["tools"][0]["digest"].as_str(),
+            Some(otters_oci::Digest::of(b"").as_str())
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! a file or a directory, or an [`InputError`] that becomes a diagnostic at the instruction's span.
 //! Must never: do I/O itself — the filesystem implementation lives in `oci::inputs`.
 
-use otters_agentfile::diagnostic::{Diagnostic, Span};
+use otters_agentfile::diagnostic::{Code, Diagnostic, Span};
 use std::path::PathBuf;
 
 /// What a source is.
@@ -61,13 +61,13 @@ impl InputError {
     }
 
     /// The diagnostic for this error at `span` (the source token of the instruction).
-    pub fn to_diagnostic(&self, span: Span, used_by: Use) -> Diagnostic {
+    pub fn to_diagnostic(&self, span: Option<Span>, used_by: Use) -> Diagnostic {
         let what = match used_by {
             Use::Add => "ADD source",
             Use::ContextFile => "CONTEXT file",
         };
         match self {
-            InputError::NotFound { context, .. } => Diagnostic::error("AF301", span, format!("{what} {self}"))
+            InputError::NotFound { context, .. } => Diagnostic::new(Code::BuildSourceNotFound, span, format!("{what} {self}"))
                 .with_label("not found")
                 .with_help(match used_by {
                     Use::Add => format!(
@@ -77,10 +77,10 @@ impl InputError {
                         "CONTEXT file:// paths are relative to the Agentfile's directory and must lie inside the build context `{context}`; fix the path"
                     ),
                 }),
-            InputError::Escapes { .. } => Diagnostic::error("AF302", span, format!("{what} {self}"))
+            InputError::Escapes { .. } => Diagnostic::new(Code::BuildSourceEscapesContext, span, format!("{what} {self}"))
                 .with_label("outside the build context")
                 .with_help("copy the file into the build context and name it by a relative path without `..`"),
-            InputError::Unreadable { .. } => Diagnostic::error("AF303", span, format!("{what} {self}"))
+            InputError::Unreadable { .. } => Diagnostic::new(Code::BuildSourceUnreadable, span, format!("{what} {self}"))
                 .with_label("unreadable")
                 .with_help("sources must be regular files or directories the build can read; check the type and permissions"),
         }

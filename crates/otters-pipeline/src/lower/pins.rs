@@ -3,14 +3,15 @@
 //! Takes: nothing (a plain value the `resolve` stage fills from registries or `Agentfile.lock`).
 //! Returns: lookups by BIN name. Must never: be filled by `lower` itself — lowering only reads pins.
 
+use otters_oci::Digest;
 use std::collections::BTreeMap;
 
 /// One resolved reference: the reference as written and the digest it pinned to.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pin {
     pub reference: String,
-    /// `sha256:…` of the manifest (or index) the reference resolved to.
-    pub digest: String,
+    /// The manifest (or index) the reference resolved to.
+    pub digest: Digest,
 }
 
 /// Every pin of one build. A reference with no pin is built unpinned (ref only, no digest).
@@ -23,18 +24,18 @@ pub struct Pins {
 
 impl Pins {
     /// The runtime digest, when the pin is for this reference.
-    pub fn runtime_digest(&self, reference: &str) -> Option<&str> {
+    pub fn runtime_digest(&self, reference: &str) -> Option<&Digest> {
         self.runtime
             .as_ref()
             .filter(|p| p.reference == reference)
-            .map(|p| p.digest.as_str())
+            .map(|p| &p.digest)
     }
 
     /// The digest of BIN `name`, when its pin is for this reference.
-    pub fn bin_digest(&self, name: &str, reference: &str) -> Option<&str> {
+    pub fn bin_digest(&self, name: &str, reference: &str) -> Option<&Digest> {
         self.bins
             .get(name)
             .filter(|p| p.reference == reference)
-            .map(|p| p.digest.as_str())
+            .map(|p| &p.digest)
     }
 }

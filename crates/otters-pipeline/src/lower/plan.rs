@@ -22,6 +22,7 @@ use otters_oci::spec::descriptor::{
     AGENTFILE_LAYER, AGENT_YAML_LAYER, ANN_CREATED, ANN_TITLE, ANN_UNPACK, CONTEXT_LAYER,
     FILE_LAYER, TAR_GZIP_LAYER,
 };
+use otters_oci::{Digest, MediaType};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -38,7 +39,7 @@ pub enum Source {
     },
     /// A blob already in the target store (a FROM parent's ADD layer), reused by digest.
     Stored {
-        digest: String,
+        digest: Digest,
         size: u64,
     },
 }
@@ -46,7 +47,7 @@ pub enum Source {
 /// One layer to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layer {
-    pub media_type: String,
+    pub media_type: MediaType,
     pub annotations: BTreeMap<String, String>,
     pub source: Source,
     /// The Agentfile span of the ADD / `file://` source, for errors found while streaming.
@@ -87,7 +88,7 @@ pub enum LowerError {
 
 fn titled(media_type: &str, title: &str, source: Source) -> Layer {
     Layer {
-        media_type: media_type.to_owned(),
+        media_type: media_type.into(),
         annotations: BTreeMap::from([(ANN_TITLE.to_owned(), title.to_owned())]),
         source,
         span: None,
@@ -146,14 +147,14 @@ pub fn lower(
         let source = match (&c.content, &c.file) {
             (Some(content), _) => Source::Bytes(content.clone().into_bytes()),
             (None, Some(file)) => {
-                let span = c.file_span.unwrap_or(c.span);
+                let span = c.file_span.or(c.span);
                 let found = context_file_path(&opts.agentfile_dir, file)
                     .and_then(|p| inputs.resolve(&p))
                     .map_err(|e| e.as_written(file));
                 match found {
                     Ok(r) if r.kind == InputKind::File => {
                         let mut layer = titled(CONTEXT_LAYER, &title, Source::File(r.path));
-                        layer.span = Some(span);
+                        layer.span = span;
                         layers.push(layer);
                         continue;
                     }
@@ -191,7 +192,7 @@ pub fn lower(
         match inputs.resolve(&add.src) {
             Ok(r) if r.kind == InputKind::File => {
                 let mut layer = titled(FILE_LAYER, &add.name, Source::File(r.path));
-                layer.span = Some(add.src_span);
+                layer.span = add.src_span;
                 layers.push(layer);
             }
             Ok(r) => {
@@ -206,14 +207,14 @@ pub fn lower(
                 layer
                     .annotations
                     .insert(ANN_UNPACK.to_owned(), "true".to_owned());
-                layer.span = Some(add.src_span);
+                layer.span = add.src_span;
                 layers.push(layer);
             }
             Err(e) => diags.push(e.to_diagnostic(add.src_span, Use::Add)),
         }
     }
     if !diags.is_empty() {
-        diags.sort_by_key(|d| d.span.start);
+        diags.sort_by_key(Diagnostic::start);
         return Err(LowerError::Inputs(diags));
     }
     let yaml = agent_yaml::render(

@@ -3,10 +3,10 @@
 //! Takes: spans and the facts of one failure. Returns: [`Diagnostic`] values with a help line.
 //! Must never: build diagnostic text anywhere else in `resolve`.
 
-use otters_agentfile::diagnostic::{Diagnostic, Span};
+use otters_agentfile::diagnostic::{Code, Diagnostic, Span};
 
 pub fn image_not_found(span: Span, reference: &str, why: &str) -> Diagnostic {
-    Diagnostic::error("AF401", span, format!("cannot resolve image `{reference}`: {why}"))
+    Diagnostic::new(Code::ImageNotFound, span, format!("cannot resolve image `{reference}`: {why}"))
         .with_label("this image")
         .with_help("check the name and tag (`otters inspect --remote REF` shows what the registry has), or push the image first")
 }
@@ -41,8 +41,8 @@ pub fn registry_unreachable(
         OfflineHint::LocalParent => "check the host name, the network and any proxy; this parent is in the local store, so `otters build --offline` builds from it without a registry".to_owned(),
         OfflineHint::None => "check the host name, the network and any proxy, then build again (Agentfile.lock has no pin for this image, so an --offline build cannot help yet)".to_owned(),
     };
-    Diagnostic::error(
-        "AF410",
+    Diagnostic::new(
+        Code::RegistryUnreachable,
         span,
         format!("cannot resolve image `{reference}`: {why}"),
     )
@@ -58,9 +58,13 @@ pub fn client_failed(span: Span, why: &str, has_lock: bool) -> Diagnostic {
     } else {
         "fix the setting the message names (e.g. OTTERS_REGISTRY_TIMEOUT), then build again"
     };
-    Diagnostic::error("AF410", span, format!("cannot contact any registry: {why}"))
-        .with_label("nothing was resolved")
-        .with_help(help)
+    Diagnostic::new(
+        Code::RegistryUnreachable,
+        span,
+        format!("cannot contact any registry: {why}"),
+    )
+    .with_label("nothing was resolved")
+    .with_help(help)
 }
 
 /// AF411: the image has no manifest for the target platform. `available` lists the platforms it
@@ -85,8 +89,8 @@ pub fn platform_unavailable(
             ),
         )
     };
-    Diagnostic::error(
-        "AF411",
+    Diagnostic::new(
+        Code::PlatformUnavailable,
         span,
         format!("image `{reference}` has no image for {wanted}: {has}"),
     )
@@ -96,7 +100,7 @@ pub fn platform_unavailable(
 
 /// The platform to suggest from a list: this machine's when the image has it, else the first.
 fn suggest_platform(available: &str) -> String {
-    let host = otters_oci::registry::TargetPlatform::host().to_string();
+    let host = otters_oci::Platform::host().to_string();
     let mut all = available.split(", ");
     if available.split(", ").any(|p| p == host) {
         host
@@ -107,8 +111,8 @@ fn suggest_platform(available: &str) -> String {
 
 /// AF412: the registry answered with an error, or content that does not verify.
 pub fn registry_error(span: Span, reference: &str, why: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF412",
+    Diagnostic::new(
+        Code::RegistryError,
         span,
         format!("cannot resolve image `{reference}`: {why}"),
     )
@@ -120,7 +124,7 @@ pub fn registry_error(span: Span, reference: &str, why: &str) -> Diagnostic {
 
 /// AF409: `Agentfile.lock` cannot be read or parsed.
 pub fn lock_unreadable(span: Span, why: &str) -> Diagnostic {
-    Diagnostic::error("AF409", span, why.to_owned())
+    Diagnostic::new(Code::LockUnreadable, span, why.to_owned())
         .with_label("Agentfile.lock is needed to resolve this")
         .with_help(
             "fix Agentfile.lock, or delete it and run `otters lock` with the registries in reach",
@@ -128,8 +132,8 @@ pub fn lock_unreadable(span: Span, why: &str) -> Diagnostic {
 }
 
 pub fn registry_denied(span: Span, reference: &str, why: &str, registry: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF402",
+    Diagnostic::new(
+        Code::RegistryDenied,
         span,
         format!("registry refused access to `{reference}`: {why}"),
     )
@@ -140,8 +144,8 @@ pub fn registry_denied(span: Span, reference: &str, why: &str, registry: &str) -
 }
 
 pub fn missing_bin_annotation(span: Span, reference: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF403",
+    Diagnostic::new(
+        Code::MissingBinAnnotation,
         span,
         format!("image `{reference}` is not a bin: it has no io.openotters.bin.name (or vnd.openotters.bin.name) annotation"),
     )
@@ -150,11 +154,12 @@ pub fn missing_bin_annotation(span: Span, reference: &str) -> Diagnostic {
 }
 
 pub fn malformed_reference(span: Span, why: &str) -> Diagnostic {
-    Diagnostic::error("AF404", span, why.to_owned()).with_label("malformed reference")
+    Diagnostic::new(Code::MalformedReference, span, why.to_owned())
+        .with_label("malformed reference")
 }
 
 pub fn unpinned_offline(span: Span, reference: &str) -> Diagnostic {
-    Diagnostic::error("AF405", span, format!("--offline, but Agentfile.lock has no pin for `{reference}`"))
+    Diagnostic::new(Code::UnpinnedOffline, span, format!("--offline, but Agentfile.lock has no pin for `{reference}`"))
         .with_label("no pin in the lock")
         .with_help("run `otters lock` (or a build without --offline) once with network access, or pass --allow-unpinned")
 }
@@ -167,8 +172,8 @@ pub fn parent_not_local(span: Span, reference: &str, allow_unpinned: bool) -> Di
     } else {
         ""
     };
-    Diagnostic::error(
-        "AF405",
+    Diagnostic::new(
+        Code::UnpinnedOffline,
         span,
         format!("--offline, but the parent `{reference}` is neither pinned in Agentfile.lock nor in the local store{also}"),
     )
@@ -180,8 +185,8 @@ pub fn parent_not_local(span: Span, reference: &str, allow_unpinned: bool) -> Di
 
 /// AF405: the lock was made for another platform than the offline build targets.
 pub fn lock_platform_offline(span: Span, lock_platform: &str, wanted: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF405",
+    Diagnostic::new(
+        Code::UnpinnedOffline,
         span,
         format!("--offline, but Agentfile.lock pins images for {lock_platform}, not {wanted}"),
     )
@@ -193,8 +198,8 @@ pub fn lock_platform_offline(span: Span, lock_platform: &str, wanted: &str) -> D
 
 /// With `--allow-unpinned`: the reference is built without a digest.
 pub fn built_unpinned(span: Span, reference: &str) -> Diagnostic {
-    Diagnostic::warning(
-        "AF201",
+    Diagnostic::new(
+        Code::UnpinnedImageReference,
         span,
         format!("`{reference}` is built without a digest (--offline --allow-unpinned)"),
     )
@@ -209,14 +214,14 @@ pub fn lock_out_of_date(span: Span, reference: &str, old: Option<&str>, new: &st
         ),
         None => format!("--locked, but Agentfile.lock has no entry for `{reference}`"),
     };
-    Diagnostic::error("AF406", span, msg)
+    Diagnostic::new(Code::LockOutOfDate, span, msg)
         .with_label("lock would change")
         .with_help("run `otters lock` to update Agentfile.lock, then review and commit it")
 }
 
 pub fn lock_has_extra(span: Span, reference: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF406",
+    Diagnostic::new(
+        Code::LockOutOfDate,
         span,
         format!(
             "--locked, but Agentfile.lock pins `{reference}`, which the Agentfile no longer uses"
@@ -226,8 +231,8 @@ pub fn lock_has_extra(span: Span, reference: &str) -> Diagnostic {
 }
 
 pub fn inheritance_cycle(span: Span, chain: &[String]) -> Diagnostic {
-    Diagnostic::error(
-        "AF407",
+    Diagnostic::new(
+        Code::InheritanceCycle,
         span,
         format!("inheritance cycle: {}", chain.join(" -> ")),
     )
@@ -236,8 +241,8 @@ pub fn inheritance_cycle(span: Span, chain: &[String]) -> Diagnostic {
 }
 
 pub fn inheritance_too_deep(span: Span, chain: &[String]) -> Diagnostic {
-    Diagnostic::error(
-        "AF408",
+    Diagnostic::new(
+        Code::InheritanceTooDeep,
         span,
         format!("FROM inheritance depth exceeds 10: {}", chain.join(" -> ")),
     )
@@ -247,8 +252,8 @@ pub fn inheritance_too_deep(span: Span, chain: &[String]) -> Diagnostic {
 
 /// A parent image that cannot be used as a FROM parent (not an agent, missing layers).
 pub fn bad_parent(span: Span, reference: &str, why: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF401",
+    Diagnostic::new(
+        Code::ImageNotFound,
         span,
         format!("`{reference}` cannot be used as a parent agent: {why}"),
     )

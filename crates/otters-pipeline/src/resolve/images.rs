@@ -1,8 +1,9 @@
 //! Resolving one RUNTIME or BIN reference against its registry: digest for the target platform,
 //! plus the bin annotations (both prefixes) and the image's usage document.
 //!
-//! Takes: a client, a parsed reference and the role. Returns: a lock [`Entry`] or a diagnostic on
-//! the reference's span. Must never: accept a BIN image without a bin name annotation.
+//! Takes: a [`Registry`], a parsed reference and the role. Returns: a lock [`Entry`] or a
+//! diagnostic on the reference's span. Must never: accept a BIN image without a bin name
+//! annotation.
 
 // Rationale: `Diagnostic` is this stage's error value; these functions run once per reference,
 // so the size of the `Err` variant costs nothing worth boxing for.
@@ -10,10 +11,12 @@
 
 use super::diags;
 use super::lockfile::{BinInfo, Entry, Role};
+use super::registry::Registry;
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_oci::reference::Reference;
-use otters_oci::registry::{RegistryClient, RegistryError, TargetPlatform};
+use otters_oci::registry::RegistryError;
 use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::Platform;
 use std::collections::BTreeMap;
 
 /// Largest usage document read into the lock.
@@ -77,11 +80,11 @@ pub fn registry_diagnostic(
 /// Resolves `written` (already parsed as `r`) for `platform`. `hint` says what `--offline` could
 /// do for this reference, for the message when its registry cannot be reached.
 pub fn resolve_image(
-    client: &RegistryClient,
+    client: &dyn Registry,
     written: &str,
     r: &Reference,
     role: Role,
-    platform: &TargetPlatform,
+    platform: &Platform,
     span: Span,
     hint: diags::OfflineHint,
 ) -> Result<Entry, Diagnostic> {
@@ -144,12 +147,6 @@ pub fn resolve_image(
     Ok(entry)
 }
 
-/// Media types of image configs that state the platform their binaries are for.
-const IMAGE_CONFIGS: [&str; 2] = [
-    "application/vnd.oci.image.config.v1+json",
-    "application/vnd.docker.container.image.v1+json",
-];
-
 /// Largest image config read to learn its platform.
 const MAX_CONFIG: u64 = 4 << 20;
 
@@ -157,11 +154,11 @@ const MAX_CONFIG: u64 = 4 << 20;
 /// and `architecture`, when it states them, must match; else AF411 naming what it is built for.
 /// Configs of other types (artifacts, agents) say nothing about a platform and pass.
 fn check_config_platform(
-    client: &RegistryClient,
+    client: &dyn Registry,
     written: &str,
     reference: &Reference,
     manifest: &[u8],
-    platform: &TargetPlatform,
+    platform: &Platform,
     span: Span,
     hint: diags::OfflineHint,
 ) -> Result<(), Diagnostic> {
@@ -181,7 +178,8 @@ fn check_config_platform(
     let Ok(doc) = serde_json::from_slice::<WithConfig>(manifest) else {
         return Ok(());
     };
-    if !IMAGE_CONFIGS.contains(&doc.config.media_type.as_str()) || doc.config.size > MAX_CONFIG {
+    // Only image configs (OCI or Docker) state the platform their binaries are for.
+    if !doc.config.media_type.is_image_config() || doc.config.size > MAX_CONFIG {
         return Ok(());
     }
     let bytes = client
@@ -201,11 +199,11 @@ fn check_config_platform(
     {
         return Ok(());
     }
-    let has = TargetPlatform {
-        os: config.os,
-        architecture: config.architecture,
-        variant: config.variant.filter(|v| !v.is_empty()),
-    };
+    let has = Platform::new(
+        &config.os,
+        &config.architecture,
+        config.variant.as_deref().filter(|v| !v.is_empty()),
+    );
     let has = otters_oci::validate::escape_text(&has.to_string(), 60);
     Err(diags::platform_unavailable(
         span,
@@ -218,14 +216,14 @@ fn check_config_platform(
 /// The usage document's text: the non-tar layer titled like the usage annotation. A missing or
 /// unreadable document is skipped silently, as openotters does.
 fn usage_text(
-    client: &RegistryClient,
+    client: &dyn Registry,
     r: &Reference,
     layers: &[Descriptor],
     usage_path: &str,
 ) -> Option<String> {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
     let layer = layers.iter().find(|l| {
-        !l.media_type.contains("tar")
+        !l.media_type.as_str().contains("tar")
             && l.size <= MAX_USAGE
             && l.title()
                 .is_some_and(|t| t == usage_path || base(t) == base(usage_path))

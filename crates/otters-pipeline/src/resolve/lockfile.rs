@@ -28,6 +28,7 @@
 
 use otters_core::json::{to_indented, Value};
 use otters_oci::path_io::{io_err, PathIoError};
+use otters_oci::Digest;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -63,15 +64,16 @@ pub struct BinInfo {
     pub usage_path: Option<String>,
 }
 
-/// One resolved reference.
+/// One resolved reference. `D` is the digest type: [`Digest`] once parsed (the text form, `String`,
+/// only while [`Lockfile::parse`] checks the pins).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-pub struct Entry {
+pub struct Entry<D = Digest> {
     pub role: Role,
     /// The reference as written in the Agentfile (or inherited from the parent).
     pub reference: String,
-    pub digest: String,
+    pub digest: D,
     #[serde(default)]
-    pub index: Option<String>,
+    pub index: Option<D>,
     #[serde(default)]
     pub platform: Option<String>,
     #[serde(default)]
@@ -84,12 +86,41 @@ pub struct Entry {
 
 /// The whole lock.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-pub struct Lockfile {
+pub struct Lockfile<D = Digest> {
     pub version: i64,
     #[serde(default)]
     pub platform: String,
     #[serde(default)]
-    pub images: Vec<Entry>,
+    pub images: Vec<Entry<D>>,
+}
+
+impl Entry<String> {
+    /// The entry with its pins parsed; a pin that is not a digest would be looked up as a tag, or
+    /// put in a URL path.
+    fn typed(self, path: &Path) -> Result<Entry, LockError> {
+        let parse = |d: &str| {
+            Digest::parse(d).map_err(|_| LockError::Invalid {
+                path: path.to_owned(),
+                reason: format!(
+                    "the pin of {} is \"{}\", not a sha256 digest",
+                    otters_oci::validate::escape_text(&self.reference, 200),
+                    otters_oci::validate::escape_text(d, 80)
+                ),
+            })
+        };
+        let digest = parse(&self.digest)?;
+        let index = self.index.as_deref().map(parse).transpose()?;
+        Ok(Entry {
+            role: self.role,
+            reference: self.reference,
+            digest,
+            index,
+            platform: self.platform,
+            bin: self.bin,
+            description: self.description,
+            usage: self.usage,
+        })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -146,9 +177,9 @@ impl Lockfile {
                 let mut v = Value::object()
                     .with("role", e.role.as_str())
                     .with("reference", e.reference.as_str())
-                    .with("digest", e.digest.as_str());
+                    .with("digest", &e.digest);
                 if let Some(i) = &e.index {
-                    v.push("index", i.as_str());
+                    v.push("index", i);
                 }
                 if let Some(p) = &e.platform {
                     v.push("platform", p.as_str());
@@ -183,32 +214,26 @@ impl Lockfile {
     }
 
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Self, LockError> {
-        let lock: Lockfile = serde_json::from_slice(bytes).map_err(|e| LockError::Invalid {
-            path: path.to_owned(),
-            reason: e.to_string(),
-        })?;
+        let lock: Lockfile<String> =
+            serde_json::from_slice(bytes).map_err(|e| LockError::Invalid {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?;
         if lock.version != LOCK_VERSION {
             return Err(LockError::Version {
                 path: path.to_owned(),
                 version: lock.version,
             });
         }
-        // A pin that is not a digest would be looked up as a tag, or put in a URL path.
-        for e in &lock.images {
-            for d in std::iter::once(&e.digest).chain(e.index.iter()) {
-                if otters_oci::Digest::parse(d).is_err() {
-                    return Err(LockError::Invalid {
-                        path: path.to_owned(),
-                        reason: format!(
-                            "the pin of {} is \"{}\", not a sha256 digest",
-                            otters_oci::validate::escape_text(&e.reference, 200),
-                            otters_oci::validate::escape_text(d, 80)
-                        ),
-                    });
-                }
-            }
-        }
-        Ok(lock)
+        Ok(Lockfile {
+            version: lock.version,
+            platform: lock.platform,
+            images: lock
+                .images
+                .into_iter()
+                .map(|e| e.typed(path))
+                .collect::<Result<_, _>>()?,
+        })
     }
 
     /// Reads the lock at `path`; `Ok(None)` when there is none.
@@ -257,12 +282,7 @@ pub fn lock_path_for(agentfile: &Path) -> PathBuf {
 /// AF201. Empty when there is no lock or it cannot be used: resolution reports that (AF409).
 pub fn pinned_beside(agentfile: &Path) -> std::collections::BTreeSet<String> {
     match Lockfile::read(&lock_path_for(agentfile)) {
-        Ok(Some(lock)) => lock
-            .images
-            .into_iter()
-            .filter(|e| !e.digest.is_empty())
-            .map(|e| e.reference)
-            .collect(),
+        Ok(Some(lock)) => lock.images.into_iter().map(|e| e.reference).collect(),
         _ => std::collections::BTreeSet::new(),
     }
 }
@@ -275,7 +295,7 @@ mod tests {
         Entry {
             role,
             reference: r.into(),
-            digest: format!("sha256:{}", "a".repeat(64)),
+            digest: Digest::of(b"a"),
             index: None,
             platform: None,
             bin: None,
@@ -311,10 +331,11 @@ mod tests {
     #[test]
     fn a_pin_that_is_not_a_digest_is_refused() {
         let mut l = Lockfile::new("linux/amd64");
-        let mut e = entry(Role::Runtime, "r:1");
-        e.digest = "sha256:../../x".into();
-        l.insert(e);
-        let err = Lockfile::parse(Path::new("Agentfile.lock"), &l.to_bytes())
+        l.insert(entry(Role::Runtime, "r:1"));
+        let text = String::from_utf8(l.to_bytes())
+            .unwrap()
+            .replace(Digest::of(b"a").as_str(), "sha256:../../x");
+        let err = Lockfile::parse(Path::new("Agentfile.lock"), text.as_bytes())
             .expect_err("a bad pin must be refused")
             .to_string();
         assert!(

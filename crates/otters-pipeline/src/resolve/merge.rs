@@ -1,7 +1,7 @@
 //! The FROM merge of spec §c: a child model over an already-resolved (flattened) parent.
 //!
 //! Takes: the parent and child models. Returns: the merged model. Must never: do I/O, or keep a
-//! parent item's span (inherited items carry `Span::default()`, as read from the config blob).
+//! parent item's span (inherited items have none, as read from the config blob).
 
 use otters_agentfile::ir::{Agent, Agentfile};
 
@@ -74,12 +74,11 @@ pub fn merge(parent: &Agentfile, child: &Agentfile) -> Agentfile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otters_agentfile::diagnostic::Span;
     use otters_agentfile::ir::{Bin, Config, Context, Node};
 
     #[allow(clippy::unnecessary_wraps)] // model fields are `Option<Node<_>>`
     fn node(s: &str) -> Option<Node<String>> {
-        Some(Node::new(s.to_owned(), Span::default()))
+        Some(Node::new(s.to_owned(), None))
     }
     fn ctx(name: &str, content: &str) -> Context {
         Context {
@@ -87,8 +86,8 @@ mod tests {
             description: None,
             content: Some(content.into()),
             file: None,
-            span: Span::default(),
-            name_span: Span::default(),
+            span: None,
+            name_span: None,
             file_span: None,
         }
     }
@@ -98,9 +97,9 @@ mod tests {
             image: format!("x/{name}:1"),
             description: None,
             usage: None,
-            span: Span::default(),
-            name_span: Span::default(),
-            image_span: Span::default(),
+            span: None,
+            name_span: None,
+            image_span: None,
         }
     }
     fn config(key: &str) -> Config {
@@ -109,8 +108,8 @@ mod tests {
             value: None,
             description: None,
             required: false,
-            span: Span::default(),
-            key_span: Span::default(),
+            span: None,
+            key_span: None,
         }
     }
 
@@ -128,9 +127,8 @@ mod tests {
         p.contexts = vec![ctx("SOUL", "p-soul"), ctx("RULES", "p-rules")];
         p.configs = vec![config("a")];
         p.bins = vec![bin("sh")];
-        p.capabilities = vec![Node::new("x".into(), Span::default())];
-        p.labels
-            .insert("k".into(), Node::new("p".into(), Span::default()));
+        p.capabilities = vec![Node::new("x".into(), None)];
+        p.labels.insert("k".into(), Node::new("p".into(), None));
 
         let mut child = Agentfile::default();
         let c = &mut child.agent;
@@ -139,12 +137,8 @@ mod tests {
         c.contexts = vec![ctx("RULES", "c-rules"), ctx("EXTRA", "c-extra")];
         c.configs = vec![config("b")];
         c.bins = vec![bin("jq")];
-        c.capabilities = vec![
-            Node::new("y".into(), Span::default()),
-            Node::new("x".into(), Span::default()),
-        ];
-        c.labels
-            .insert("k".into(), Node::new("c".into(), Span::default()));
+        c.capabilities = vec![Node::new("y".into(), None), Node::new("x".into(), None)];
+        c.labels.insert("k".into(), Node::new("c".into(), None));
 
         let m = merge(&parent, &child);
         assert_eq!(m.syntax, "openotters/agentfile:1");

@@ -12,19 +12,24 @@
 #![allow(clippy::result_large_err)]
 
 pub mod diags;
+#[cfg(test)]
+mod fake;
 pub mod images;
 pub mod lockfile;
 pub mod merge;
 pub mod parent;
+pub mod registry;
 
 pub use lockfile::{lock_path_for, Entry, LockError, Lockfile, Role, LOCK_NAME};
+pub use registry::Registry;
 
 use crate::lower::{Pin, Pins};
-use otters_agentfile::diagnostic::{Diagnostic, Span};
+use otters_agentfile::diagnostic::{Code, Diagnostic, Span};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::reference::Reference;
-use otters_oci::registry::{ClientOptions, RegistryClient, TargetPlatform};
+use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::Platform;
 use otters_oci::Store;
 use std::path::PathBuf;
 
@@ -39,7 +44,7 @@ pub struct Options {
     pub locked: bool,
     /// With `offline`: build references the lock does not pin without a digest (warning).
     pub allow_unpinned: bool,
-    pub platform: TargetPlatform,
+    pub platform: Platform,
     pub insecure: bool,
     /// `Agentfile.lock` (see [`lock_path_for`]).
     pub lock_path: PathBuf,
@@ -65,9 +70,9 @@ pub struct Resolution {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// Resolves `model` (see the module docs).
+/// Resolves `model` (see the module docs), asking the registries over HTTP.
 pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diagnostic>> {
-    let from_span = model.agent.from.as_ref().map_or(Span::point(0), |n| n.span);
+    let from_span = from_span(model);
     let old_lock = Lockfile::read(&opts.lock_path)
         .map_err(|e| vec![diags::lock_unreadable(from_span, &e.to_string())])?;
     let client = if opts.offline {
@@ -87,6 +92,34 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
         })?;
         Some(c)
     };
+    resolve_with(
+        model,
+        opts,
+        old_lock.as_ref(),
+        client.as_ref().map(|c| c as &dyn Registry),
+    )
+}
+
+/// Where a diagnostic with no line of its own points: the FROM line, else the file's start.
+fn from_span(model: &Agentfile) -> Span {
+    model
+        .agent
+        .from
+        .as_ref()
+        .and_then(|n| n.span)
+        .unwrap_or(Span::point(0))
+}
+
+/// [`resolve`] with the lock already read (`old_lock`, `None` when there is no file) and the
+/// [`Registry`] to ask. With `opts.offline` the registry is never asked, whatever is passed.
+pub fn resolve_with(
+    model: &Agentfile,
+    opts: &Options,
+    old_lock: Option<&Lockfile>,
+    registry: Option<&dyn Registry>,
+) -> Result<Resolution, Vec<Diagnostic>> {
+    let from_span = from_span(model);
+    let client = registry.filter(|_| !opts.offline);
     let mut lock = Lockfile::new(&opts.platform.to_string());
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
@@ -102,13 +135,13 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
         .filter(|_| !model.agent.is_scratch())
     {
         let cx = parent::Ctx {
-            client: client.as_ref(),
+            client,
             store: &opts.store,
             platform: &opts.platform,
-            old_lock: old_lock.as_ref(),
+            old_lock,
             allow_unpinned: opts.allow_unpinned,
         };
-        match parent::load_parent(&cx, &from.value, from.span) {
+        match parent::load_parent(&cx, &from.value, from_span) {
             Ok(p) => {
                 merged = merge::merge(&p.model, model);
                 inherited_adds = p.adds;
@@ -120,12 +153,12 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
     }
 
     // 2. RUNTIME and BINs (inherited ones point at the FROM line).
-    let at = |s: Span| if s == Span::default() { from_span } else { s };
+    let at = |s: Option<Span>| s.unwrap_or(from_span);
     let mut pins = Pins::default();
     if let Some(rt) = merged.agent.runtime.clone().filter(|n| !n.value.is_empty()) {
         match pin_one(
-            client.as_ref(),
-            old_lock.as_ref(),
+            client,
+            old_lock,
             opts,
             Role::Runtime,
             &rt.value,
@@ -145,8 +178,8 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
     }
     for bin in &mut merged.agent.bins {
         match pin_one(
-            client.as_ref(),
-            old_lock.as_ref(),
+            client,
+            old_lock,
             opts,
             Role::Bin,
             &bin.image,
@@ -176,10 +209,10 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
 
     // 3. --locked: the lock on disk must already say exactly this.
     if opts.locked && errors.is_empty() {
-        errors.extend(lock_drift(old_lock.as_ref(), &lock, &merged, from_span));
+        errors.extend(lock_drift(old_lock, &lock, &merged, from_span));
     }
     if !errors.is_empty() {
-        errors.sort_by_key(|d| d.span.start);
+        errors.sort_by_key(Diagnostic::start);
         return Err(errors);
     }
     Ok(Resolution {
@@ -194,7 +227,7 @@ pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diag
 
 /// Pins one reference, from the registry or (offline) from the lock. `Ok(None)`: built unpinned.
 fn pin_one(
-    client: Option<&RegistryClient>,
+    client: Option<&dyn Registry>,
     old_lock: Option<&Lockfile>,
     opts: &Options,
     role: Role,
@@ -255,7 +288,7 @@ fn lock_drift(
                 .find(|b| b.image == e.reference)
                 .map(|b| b.image_span),
         };
-        s.filter(|s| *s != Span::default()).unwrap_or(from_span)
+        s.flatten().unwrap_or(from_span)
     };
     let mut out = Vec::new();
     for e in &new.images {
@@ -265,7 +298,7 @@ fn lock_drift(
                 span_of(e),
                 &e.reference,
                 before.map(|b| b.digest.as_str()),
-                &e.digest,
+                e.digest.as_str(),
             ));
         }
     }
@@ -276,8 +309,8 @@ fn lock_drift(
             }
         }
         if old.platform != new.platform && out.is_empty() {
-            out.push(Diagnostic::error(
-                "AF406",
+            out.push(Diagnostic::new(
+                Code::LockOutOfDate,
                 from_span,
                 format!(
                     "--locked, but Agentfile.lock was made for {}, not {}",
@@ -288,3 +321,6 @@ fn lock_drift(
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
 //! `FROM <agent-ref>`: fetch the parent agent into the store, read its config blob, hydrate its
 //! contexts and ADDs from its layers (spec §c), and check the ancestor chain for cycles and depth.
 //!
-//! Takes: the reference as written, a client (none when offline), the store and the old lock.
+//! Takes: the reference as written, a [`Registry`] (none when offline), the store and the old lock.
 //! Returns: the hydrated parent model, the descriptors of its ADD layers (reused by digest, never
 //! re-read), and its lock entry. Must never: merge an ancestor twice — an agent image's config is
 //! already the flattened model of its whole chain, so ancestors are only walked, not merged.
@@ -13,16 +13,13 @@
 use super::diags::{self, OfflineHint};
 use super::images::registry_diagnostic;
 use super::lockfile::{Entry, Lockfile, Role};
+use super::registry::Registry;
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::reference::Reference;
-use otters_oci::registry::sources::Sources;
-use otters_oci::registry::transfer;
-use otters_oci::registry::{is_index, RegistryClient, RegistryError, TargetPlatform};
-use otters_oci::spec::descriptor::{
-    Descriptor, AGENT_CONFIG, ANN_TITLE, CONTEXT_LAYER, FILE_LAYER,
-};
-use otters_oci::{Digest, Store};
+use otters_oci::registry::RegistryError;
+use otters_oci::spec::descriptor::{Descriptor, AGENT_CONFIG, ANN_TITLE};
+use otters_oci::{Digest, MediaType, Platform, Store};
 
 /// Most FROM levels above an Agentfile (spec §c).
 pub const MAX_DEPTH: usize = 10;
@@ -44,9 +41,10 @@ struct ManifestDoc {
 }
 
 pub struct Ctx<'a> {
-    pub client: Option<&'a RegistryClient>,
+    /// The registry to ask; `None` offline.
+    pub client: Option<&'a dyn Registry>,
     pub store: &'a Store,
-    pub platform: &'a TargetPlatform,
+    pub platform: &'a Platform,
     pub old_lock: Option<&'a Lockfile>,
     /// `--allow-unpinned` was given (only for the message: it cannot stand in for a parent).
     pub allow_unpinned: bool,
@@ -95,11 +93,11 @@ pub fn local_parent(
     store: &Store,
     written: &str,
     r: &Reference,
-    platform: &TargetPlatform,
-) -> Option<String> {
+    platform: &Platform,
+) -> Option<Digest> {
     let top = if let Some(d) = &r.digest {
         let d = Digest::parse(d).ok()?;
-        store.has_blob(&d).then(|| d.to_string())?
+        store.has_blob(&d).then_some(d)?
     } else {
         let name = otters_oci::store::refname::tag_name(written).ok()?;
         store
@@ -109,12 +107,12 @@ pub fn local_parent(
             .find(|(n, _)| *n == name)
             .map(|(_, d)| d.digest)?
     };
-    let bytes = store.read_blob(&Digest::parse(&top).ok()?).ok()?;
+    let bytes = store.read_blob(&top).ok()?;
     let doc: otters_oci::spec::descriptor::ManifestDoc = serde_json::from_slice(&bytes).ok()?;
-    if !doc.media_type.as_deref().is_some_and(is_index) && doc.manifests.is_empty() {
+    if !doc.media_type.as_ref().is_some_and(MediaType::is_index) && doc.manifests.is_empty() {
         return Some(top);
     }
-    let candidates = TargetPlatform::candidates(&doc.manifests);
+    let candidates = Platform::candidates(&doc.manifests);
     match platform.pick(&candidates) {
         Some((_, d)) => Some(d),
         None if doc.manifests.len() == 1 => Some(doc.manifests[0].digest.clone()),
@@ -124,18 +122,17 @@ pub fn local_parent(
 
 /// Resolves the parent's manifest digest and pulls the image into the store.
 fn fetch_parent(
-    client: &RegistryClient,
+    client: &dyn Registry,
     cx: &Ctx<'_>,
     written: &str,
     r: &Reference,
     span: Span,
-) -> Result<String, Diagnostic> {
+) -> Result<Digest, Diagnostic> {
     let fail = |e: RegistryError| {
         let pinned_here = cx
             .old_lock
             .and_then(|l| l.get(Role::From, written))
-            .and_then(|e| Digest::parse(&e.digest).ok())
-            .is_some_and(|d| cx.store.has_blob(&d));
+            .is_some_and(|e| cx.store.has_blob(&e.digest));
         let hint = if pinned_here {
             OfflineHint::Pinned
         } else if local_parent(cx.store, written, r, cx.platform).is_some() {
@@ -146,7 +143,7 @@ fn fetch_parent(
         registry_diagnostic(span, written, r, &e, hint)
     };
     let top = client.fetch_manifest(r).map_err(fail)?;
-    let digest = if is_index(&top.media_type) {
+    let digest = if top.media_type.is_index() {
         client
             .resolve(r, cx.platform)
             .map_err(fail)?
@@ -155,41 +152,35 @@ fn fetch_parent(
     } else {
         top.digest
     };
-    let mut sources = Sources::load(cx.store.root());
-    let pulled = transfer::pull_image(
-        client,
-        cx.store,
-        &r.with_digest(&digest),
-        &mut sources,
-        &mut |_| {},
-    );
-    let _ = sources.save();
-    pulled.map_err(fail)?;
+    client
+        .pull(cx.store, &r.with_digest(&digest))
+        .map_err(fail)?;
     Ok(digest)
 }
 
 fn read_agent(
     store: &Store,
     written: &str,
-    digest: &str,
+    digest: &Digest,
     span: Span,
 ) -> Result<(ManifestDoc, Agentfile), Diagnostic> {
     let bad = |why: String| diags::bad_parent(span, written, &why);
-    let d = Digest::parse(digest).map_err(|e| bad(e.to_string()))?;
-    if !store.has_blob(&d) {
+    let d = digest;
+    if !store.has_blob(d) {
         return Err(bad(format!("its manifest {digest} is not in the local store; build once without --offline to fetch it")));
     }
-    let bytes = store.read_blob(&d).map_err(|e| bad(e.to_string()))?;
+    let bytes = store.read_blob(d).map_err(|e| bad(e.to_string()))?;
     let manifest: ManifestDoc = serde_json::from_slice(&bytes)
         .map_err(|e| bad(format!("its manifest is not valid: {e}")))?;
-    if manifest.config.media_type != AGENT_CONFIG {
+    if manifest.config.media_type != MediaType::AgentConfig {
         return Err(bad(format!(
             "its config is {}, not an agent config ({AGENT_CONFIG})",
-            otters_oci::validate::escape_text(&manifest.config.media_type, 120)
+            otters_oci::validate::escape_text(manifest.config.media_type.as_str(), 120)
         )));
     }
-    let cd = Digest::parse(&manifest.config.digest).map_err(|e| bad(e.to_string()))?;
-    let config = store.read_blob(&cd).map_err(|e| bad(e.to_string()))?;
+    let config = store
+        .read_blob(&manifest.config.digest)
+        .map_err(|e| bad(e.to_string()))?;
     let model = otters_agentfile::ir::from_config_blob(&config)
         .map_err(|e| bad(format!("invalid artifact: {e}")))?;
     Ok((manifest, model))
@@ -216,11 +207,12 @@ fn hydrate(
         match m
             .layers
             .iter()
-            .find(|l| l.media_type == CONTEXT_LAYER && l.title() == Some(title.as_str()))
+            .find(|l| l.media_type == MediaType::Context && l.title() == Some(title.as_str()))
         {
             Some(layer) => {
-                let d = Digest::parse(&layer.digest).map_err(|e| bad(e.to_string()))?;
-                let bytes = store.read_blob(&d).map_err(|e| bad(e.to_string()))?;
+                let bytes = store
+                    .read_blob(&layer.digest)
+                    .map_err(|e| bad(e.to_string()))?;
                 c.content = Some(String::from_utf8_lossy(&bytes).into_owned());
                 c.file = None;
                 c.file_span = None;
@@ -249,7 +241,7 @@ fn hydrate(
         // (`/data/x.json`); the child reuses the bytes under the name the ADD now has, which
         // is where both openotters versions and otters put it (and what the child's config
         // blob says).
-        if layer.media_type == FILE_LAYER && layer.title() != Some(a.name.as_str()) {
+        if layer.media_type == MediaType::OctetStream && layer.title() != Some(a.name.as_str()) {
             layer
                 .annotations
                 .insert(ANN_TITLE.to_owned(), a.name.clone());
@@ -262,8 +254,8 @@ fn hydrate(
 /// Walks the parent's own FROM chain: a reference seen twice is a cycle, more than
 /// [`MAX_DEPTH`] levels is too deep.
 fn walk_chain(
-    client: &RegistryClient,
-    platform: &TargetPlatform,
+    client: &dyn Registry,
+    platform: &Platform,
     parent: &Reference,
     model: &Agentfile,
     span: Span,

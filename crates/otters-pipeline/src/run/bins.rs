@@ -25,11 +25,9 @@ pub enum BinError {
     )]
     NotFound {
         reference: String,
-        digest: String,
+        digest: Digest,
         target: String,
     },
-    #[error("{reference}: bad layer digest {digest:?}")]
-    BadDigest { reference: String, digest: String },
 }
 
 /// Read a bin annotation under either prefix (`io.openotters.bin.*`, then `vnd.openotters.bin.*`).
@@ -39,13 +37,6 @@ pub fn annotation<'a>(img: &'a BinImage, key: &str) -> Option<&'a str> {
         .or_else(|| img.annotations.get(&format!("vnd.openotters.bin.{key}")))
         .map(String::as_str)
         .filter(|v| !v.is_empty())
-}
-
-fn digest(img: &BinImage, digest: &str) -> Result<Digest, BinError> {
-    Digest::parse(digest).map_err(|_| BinError::BadDigest {
-        reference: img.reference.clone(),
-        digest: digest.to_owned(),
-    })
 }
 
 /// Locate the binary (pass 1: tar layers; pass 2: titled raw layers) and write it to `out` in
@@ -62,11 +53,14 @@ pub fn install(
     let name = annotation(img, "name").unwrap_or(agentfile_name);
     let dir = annotation(img, "path").unwrap_or("/");
     let target = format!("{}/{}", dir.trim_end_matches('/'), name);
-    let layer_id = |d: &str| format!("{}@{d}", img.reference);
-    for l in img.layers.iter().filter(|l| extract::is_tar(&l.media_type)) {
-        let d = digest(img, &l.digest)?;
-        let found = with_verified(store, &d, |blob| {
-            let r = extract::decoder(&l.media_type, Box::new(blob));
+    let layer_id = |d: &Digest| format!("{}@{d}", img.reference);
+    for l in img
+        .layers
+        .iter()
+        .filter(|l| extract::is_tar(l.media_type.as_str()))
+    {
+        let found = with_verified(store, &l.digest, |blob| {
+            let r = extract::decoder(l.media_type.as_str(), Box::new(blob));
             extract::find_binary(&layer_id(&l.digest), r, &target, tree, out, limits, budget)
                 .map_err(BinError::from)
         })?;
@@ -78,12 +72,11 @@ pub fn install(
     for l in img
         .layers
         .iter()
-        .filter(|l| !extract::is_tar(&l.media_type))
+        .filter(|l| !extract::is_tar(l.media_type.as_str()))
     {
         let Some(title) = l.title() else { continue };
         if title == name || extract::normalise_name(title) == want || basename(title) == name {
-            let d = digest(img, &l.digest)?;
-            with_verified(store, &d, |blob| {
+            with_verified(store, &l.digest, |blob| {
                 budget.charge(&layer_id(&l.digest), 1, blob.size())?;
                 tree.write_file(out, blob, 0o755, limits.max_file)
                     .map_err(|source| ExtractError::Tree {
@@ -112,12 +105,11 @@ pub fn usage(store: &Store, img: &BinImage) -> Result<Option<Vec<u8>>, BinError>
     }) else {
         return Ok(None);
     };
-    let d = digest(img, &l.digest)?;
-    if !store.has_blob(&d) {
+    if !store.has_blob(&l.digest) {
         // As before: an image fetched without its usage doc falls back to the Agentfile's.
         return Ok(None);
     }
-    with_verified(store, &d, |blob| {
+    with_verified(store, &l.digest, |blob| {
         let mut bytes = Vec::new();
         blob.take(1 << 20)
             .read_to_end(&mut bytes)

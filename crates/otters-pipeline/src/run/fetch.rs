@@ -4,12 +4,12 @@
 //! Takes: client options and the store. Returns: the digest of the image's top document. Must
 //! never: re-resolve a pinned reference by tag, or contact a registry when the blobs are local.
 
-use super::source::{pinned_digest, Fetcher, LocalOnly, Platform, SourceError};
+use super::source::{Fetcher, LocalOnly, Platform, SourceError};
 use otters_oci::reference::Reference;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::pull_image;
 use otters_oci::registry::{ClientOptions, RegistryClient};
-use otters_oci::Store;
+use otters_oci::{Digest, Store};
 use std::cell::RefCell;
 
 /// Pulls what is missing from the image's registry.
@@ -31,8 +31,8 @@ impl RegistryFetcher {
         &self,
         store: &Store,
         reference: &str,
-        digest: Option<&str>,
-    ) -> Result<String, SourceError> {
+        digest: Option<&Digest>,
+    ) -> Result<Digest, SourceError> {
         let fail = |message: String| SourceError::Fetch {
             reference: reference.to_owned(),
             message,
@@ -61,14 +61,14 @@ impl Fetcher for RegistryFetcher {
         &self,
         store: &Store,
         reference: &str,
-        digest: Option<&str>,
+        digest: Option<&Digest>,
         platform: &Platform,
-    ) -> Result<String, SourceError> {
-        if let Some(d) = pinned_digest(reference, digest)? {
+    ) -> Result<Digest, SourceError> {
+        if let Some(d) = digest {
             // Pinned: the local copy if the store has it, else pull by digest.
             return LocalOnly
                 .ensure(store, reference, digest, platform)
-                .or_else(|_| self.pull(store, reference, Some(d.as_str())));
+                .or_else(|_| self.pull(store, reference, Some(d)));
         }
         // Unpinned: ask the registry what the tag means now; fall back to a local copy offline.
         match self.pull(store, reference, None) {

@@ -131,7 +131,7 @@ fn write_tree(
     fetcher: &dyn Fetcher,
     limits: &Limits,
 ) -> Result<(), MaterialiseError> {
-    let mut images: BTreeMap<(String, Option<String>), BinImage> = BTreeMap::new();
+    let mut images: BTreeMap<(String, Option<Digest>), BinImage> = BTreeMap::new();
     let mut budget = Budget::new(limits);
     for entry in &plan.tree {
         let out = Path::new(entry.path());
@@ -144,10 +144,8 @@ fn write_tree(
                 title,
                 ..
             } => {
-                let d =
-                    Digest::parse(digest).map_err(|_| StoreError::MissingBlob(digest.clone()))?;
                 let layer = format!("{}@{digest}", plan.image.reference);
-                with_verified(store, &d, |blob| {
+                with_verified(store, digest, |blob| {
                     if *unpack {
                         let dest = tree
                             .subdir(out, true)
@@ -157,7 +155,7 @@ fn write_tree(
                             })?;
                         extract::unpack_dir(
                             &layer,
-                            extract::decoder(media_type, Box::new(blob)),
+                            extract::decoder(media_type.as_str(), Box::new(blob)),
                             &dest,
                             title.as_deref().unwrap_or_default(),
                             limits,
@@ -186,7 +184,7 @@ fn write_tree(
                     fetcher,
                     plan,
                     reference,
-                    digest.as_deref(),
+                    digest.as_ref(),
                 )?;
                 bins::install(store, img, name, tree, out, limits, &mut budget)?;
             }
@@ -202,7 +200,7 @@ fn write_tree(
                     fetcher,
                     plan,
                     reference,
-                    digest.as_deref(),
+                    digest.as_ref(),
                 )?;
                 let bytes = bins::usage(store, img)?
                     .or_else(|| fallback.as_ref().map(|f| f.clone().into_bytes()));
@@ -221,14 +219,14 @@ fn write_tree(
 }
 
 fn bin_image<'a>(
-    cache: &'a mut BTreeMap<(String, Option<String>), BinImage>,
+    cache: &'a mut BTreeMap<(String, Option<Digest>), BinImage>,
     store: &Store,
     fetcher: &dyn Fetcher,
     plan: &RunPlan,
     reference: &str,
-    digest: Option<&str>,
+    digest: Option<&Digest>,
 ) -> Result<&'a BinImage, MaterialiseError> {
-    let key = (reference.to_owned(), digest.map(str::to_owned));
+    let key = (reference.to_owned(), digest.cloned());
     if !cache.contains_key(&key) {
         let top = fetcher.ensure(store, reference, digest, &plan.platform)?;
         let img = source::bin_image(store, reference, &top, &plan.platform)?;

@@ -18,5 +18,6 @@ pub mod materialise;
 pub mod mounts;
 pub mod overrides;
 pub mod plan;
+pub mod prepare;
 pub mod source;
 pub mod tree;

@@ -340,7 +340,6 @@ fn expand_vars(s: &str, host: &dyn HostLookup) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otters_agentfile::diagnostic::Span;
 
     struct FakeHost;
     impl HostLookup for FakeHost {
@@ -467,13 +466,13 @@ mod tests {
                 target: "/data".into(),
                 read_only: true,
                 description: Some("inputs".into()),
-                span: Span::default(),
+                span: None,
             },
             Mount {
                 target: "/out".into(),
                 read_only: false,
                 description: None,
-                span: Span::default(),
+                span: None,
             },
         ];
         let mut user = vec![p("/a:/data").unwrap()];

@@ -160,7 +160,6 @@ fn display(v: &ConfigValue) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use otters_agentfile::diagnostic::Span;
     use otters_agentfile::ir::{Config, Env, Node};
 
     fn cfg(key: &str, value: Option<ConfigValue>, required: bool) -> Config {
@@ -169,8 +168,8 @@ mod tests {
             value,
             description: None,
             required,
-            span: Span::default(),
-            key_span: Span::default(),
+            span: None,
+            key_span: None,
         }
     }
 
@@ -179,14 +178,14 @@ mod tests {
             key: key.into(),
             value: value.into(),
             description: Some("d".into()),
-            span: Span::default(),
-            key_span: Span::default(),
+            span: None,
+            key_span: None,
         }
     }
 
     fn agent() -> Agent {
         Agent {
-            model: Some(Node::new("anthropic/a".into(), Span::default())),
+            model: Some(Node::new("anthropic/a".into(), None)),
             configs: vec![
                 cfg("max-tokens", Some(ConfigValue::Int(1)), false),
                 cfg("max-tokens", Some(ConfigValue::Int(2)), false),

@@ -13,6 +13,7 @@ use super::source::{AgentImage, Platform};
 use crate::lower::agent_yaml::{self, Executor as YamlExecutor, ImageRef};
 use otters_agentfile::ir::{ConfigValue, Mount};
 use otters_oci::spec::descriptor::{AGENTFILE_LAYER, ANN_UNPACK, CONTEXT_LAYER, FILE_LAYER};
+use otters_oci::{Digest, MediaType};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -59,8 +60,8 @@ pub enum TreeEntry {
     /// A layer copied verbatim, or unpacked (tar layers of ADD directories).
     Layer {
         path: String,
-        digest: String,
-        media_type: String,
+        digest: Digest,
+        media_type: MediaType,
         unpack: bool,
         /// The title of an unpacked layer: its entries lie under `<title>/`, which is removed.
         #[serde(skip)]
@@ -77,14 +78,14 @@ pub enum TreeEntry {
     Binary {
         path: String,
         reference: String,
-        digest: Option<String>,
+        digest: Option<Digest>,
         name: String,
     },
     /// The usage doc of a BIN: from its image when it ships one, else the Agentfile's heredoc.
     Usage {
         path: String,
         reference: String,
-        digest: Option<String>,
+        digest: Option<Digest>,
         #[serde(skip)]
         fallback: Option<String>,
     },
@@ -133,7 +134,7 @@ pub struct RunPlan {
 #[derive(Clone, Debug, Serialize)]
 pub struct ImageInfo {
     pub reference: String,
-    pub digest: String,
+    pub digest: Digest,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +151,7 @@ pub enum PlanError {
     BadTitle {
         reference: String,
         index: usize,
-        digest: String,
+        digest: Digest,
         title: String,
     },
 }
@@ -248,10 +249,7 @@ pub fn plan(
     // The model after overrides, for agent.yaml and the context documents.
     let mut model = image.model.clone();
     if let Some(m) = &effective.model {
-        model.agent.model = Some(otters_agentfile::ir::Node::new(
-            m.clone(),
-            otters_agentfile::diagnostic::Span::default(),
-        ));
+        model.agent.model = Some(otters_agentfile::ir::Node::new(m.clone(), None));
     }
     for (k, v) in &opts.overrides.configs {
         let mut hit = false;
@@ -265,8 +263,8 @@ pub fn plan(
                 value: Some(ConfigValue::String(v.clone())),
                 description: None,
                 required: false,
-                span: otters_agentfile::diagnostic::Span::default(),
-                key_span: otters_agentfile::diagnostic::Span::default(),
+                span: None,
+                key_span: None,
             });
         }
     }
@@ -277,8 +275,8 @@ pub fn plan(
             key: e.key.clone(),
             value: e.value.clone(),
             description: e.description.clone(),
-            span: otters_agentfile::diagnostic::Span::default(),
-            key_span: otters_agentfile::diagnostic::Span::default(),
+            span: None,
+            key_span: None,
         })
         .collect();
     model.agent.mounts = user_mounts
@@ -287,7 +285,7 @@ pub fn plan(
             target: m.target.clone(),
             read_only: m.read_only,
             description: m.description.clone(),
-            span: otters_agentfile::diagnostic::Span::default(),
+            span: None,
         })
         .collect();
 
@@ -396,7 +394,7 @@ pub fn plan(
     );
     gen("etc/agent.yaml", yaml);
 
-    let runtime_digest = image.pins.runtime_digest(&runtime).map(str::to_owned);
+    let runtime_digest = image.pins.runtime_digest(&runtime).cloned();
     if runtime_digest.is_none() {
         warnings.push(format!(
             "runtime {runtime} has no pinned digest in the image; resolving the tag now"
@@ -409,7 +407,7 @@ pub fn plan(
         name: "runtime".into(),
     });
     for b in &agent.bins {
-        let digest = image.pins.bin_digest(&b.name, &b.image).map(str::to_owned);
+        let digest = image.pins.bin_digest(&b.name, &b.image).cloned();
         if digest.is_none() {
             warnings.push(format!(
                 "BIN {} ({}) has no pinned digest in the image; resolving the tag now",

@@ -7,50 +7,12 @@
 
 use crate::lower::{Pin, Pins};
 use otters_agentfile::ir::Agentfile;
-use otters_oci::spec::descriptor::{ManifestDoc, AGENT_YAML_LAYER, INDEX_V1};
-use otters_oci::{Descriptor, Digest, Store, StoreError};
+use otters_oci::spec::descriptor::ManifestDoc;
+/// The one platform type (`otters_oci::Platform`), named here for the run stage's callers.
+pub use otters_oci::Platform;
+use otters_oci::{Descriptor, Digest, MediaType, Store, StoreError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-
-/// An OCI platform as otters matches it (exact os and architecture).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Platform {
-    pub os: String,
-    pub architecture: String,
-}
-
-impl Platform {
-    /// The host in OCI spelling (`linux/amd64`, `linux/arm64`, …).
-    pub fn host() -> Self {
-        let architecture = match std::env::consts::ARCH {
-            "x86_64" => "amd64",
-            "aarch64" => "arm64",
-            "x86" => "386",
-            "powerpc64" => "ppc64le",
-            other => other,
-        };
-        Self {
-            os: std::env::consts::OS.to_owned(),
-            architecture: architecture.to_owned(),
-        }
-    }
-
-    /// Parse `os/arch`.
-    pub fn parse(s: &str) -> Option<Self> {
-        let (os, arch) = s.split_once('/')?;
-        let arch = arch.split('/').next().unwrap_or(arch);
-        (!os.is_empty() && !arch.is_empty()).then(|| Self {
-            os: os.to_owned(),
-            architecture: arch.to_owned(),
-        })
-    }
-}
-
-impl std::fmt::Display for Platform {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.os, self.architecture)
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -92,9 +54,9 @@ pub trait Fetcher {
         &self,
         store: &Store,
         reference: &str,
-        digest: Option<&str>,
+        digest: Option<&Digest>,
         platform: &Platform,
-    ) -> Result<String, SourceError>;
+    ) -> Result<Digest, SourceError>;
 }
 
 /// A fetcher that only looks in the local store (`--pull never`).
@@ -105,12 +67,12 @@ impl Fetcher for LocalOnly {
         &self,
         store: &Store,
         reference: &str,
-        digest: Option<&str>,
+        digest: Option<&Digest>,
         _: &Platform,
-    ) -> Result<String, SourceError> {
-        if let Some(d) = pinned_digest(reference, digest)? {
-            if store.has_blob(&d) {
-                return Ok(d.to_string());
+    ) -> Result<Digest, SourceError> {
+        if let Some(d) = digest {
+            if store.has_blob(d) {
+                return Ok(d.clone());
             }
             return Err(SourceError::NotLocal {
                 reference: format!("{reference}@{d}"),
@@ -129,7 +91,7 @@ impl Fetcher for LocalOnly {
 #[derive(Clone, Debug)]
 pub struct AgentImage {
     pub reference: String,
-    pub digest: String,
+    pub digest: Digest,
     pub layers: Vec<Descriptor>,
     pub model: Agentfile,
     pub pins: Pins,
@@ -139,52 +101,30 @@ pub struct AgentImage {
 #[derive(Clone, Debug)]
 pub struct BinImage {
     pub reference: String,
-    pub digest: String,
+    pub digest: Digest,
     pub layers: Vec<Descriptor>,
     /// Manifest annotations over the index entry's (the manifest wins).
     pub annotations: BTreeMap<String, String>,
 }
 
-/// The pinned digest, when there is one. A pin that is not a sha256 digest is an error naming the
-/// reference and the value: falling back to the tag would run whatever the tag means today.
-pub fn pinned_digest(reference: &str, digest: Option<&str>) -> Result<Option<Digest>, SourceError> {
-    digest
-        .map(|d| {
-            Digest::parse(d).map_err(|_| SourceError::BadArtifact {
-                reference: reference.to_owned(),
-                message: bad_pin(None, d),
-            })
-        })
-        .transpose()
-}
-
-/// Why a pin (of `pinned`, when the message is about another image) is refused.
-fn bad_pin(pinned: Option<&str>, d: &str) -> String {
+/// Why a pin of agent.yaml is refused: a pin that is not a sha256 digest is an error naming the
+/// reference and the value, since falling back to the tag would run whatever the tag means today.
+fn bad_pin(pinned: &str, d: &str) -> String {
     use otters_oci::validate::escape_text;
-    let what = pinned.map_or_else(
-        || "its pinned digest".to_owned(),
-        |r| format!("agent.yaml pins {} to", escape_text(r, 200)),
-    );
     format!(
-        "{what} \"{}\", which is not a sha256 digest (`sha256:` and 64 lower-case hex digits); otters does not fall back to the tag: rebuild the agent to pin it again",
+        "agent.yaml pins {} to \"{}\", which is not a sha256 digest (`sha256:` and 64 lower-case hex digits); otters does not fall back to the tag: rebuild the agent to pin it again",
+        escape_text(pinned, 200),
         escape_text(d, 80)
     )
-}
-
-fn digest_of(reference: &str, d: &str) -> Result<Digest, SourceError> {
-    Digest::parse(d).map_err(|_| SourceError::BadArtifact {
-        reference: reference.to_owned(),
-        message: format!("bad digest {d:?}"),
-    })
 }
 
 fn read_doc(
     store: &Store,
     reference: &str,
-    digest: &str,
+    digest: &Digest,
     what: &'static str,
 ) -> Result<ManifestDoc, SourceError> {
-    let bytes = store.read_blob(&digest_of(reference, digest)?)?;
+    let bytes = store.read_blob(digest)?;
     serde_json::from_slice(&bytes).map_err(|source| SourceError::BadJson {
         reference: reference.to_owned(),
         what,
@@ -193,41 +133,43 @@ fn read_doc(
 }
 
 /// Load an agent image: manifest, config blob (re-validated by decoding it) and pins.
-pub fn load_agent(store: &Store, reference: &str, digest: &str) -> Result<AgentImage, SourceError> {
+pub fn load_agent(
+    store: &Store,
+    reference: &str,
+    digest: &Digest,
+) -> Result<AgentImage, SourceError> {
     let bad = |message: String| SourceError::BadArtifact {
         reference: reference.to_owned(),
         message,
     };
     let doc = read_doc(store, reference, digest, "the manifest")?;
-    if doc.media_type.as_deref() == Some(INDEX_V1) || !doc.manifests.is_empty() {
+    if doc.media_type == Some(MediaType::OciIndex) || !doc.manifests.is_empty() {
         return Err(bad("it is an image index, not an agent image".into()));
     }
     let config = doc
         .config
         .ok_or_else(|| bad("the manifest has no config".into()))?;
-    let blob = store.read_blob(&digest_of(reference, &config.digest)?)?;
+    let blob = store.read_blob(&config.digest)?;
     let model = otters_agentfile::ir::from_config_blob(&blob).map_err(|e| bad(e.to_string()))?;
     let pins = match doc
         .layers
         .iter()
         .rev()
-        .find(|l| l.media_type == AGENT_YAML_LAYER)
+        .find(|l| l.media_type == MediaType::AgentYaml)
     {
         Some(l) => {
-            let yaml = store.read_blob(&digest_of(reference, &l.digest)?)?;
-            parse_pins(&yaml).map_err(|e| bad(format!("agent.yaml layer: {e}")))?
+            let yaml = store.read_blob(&l.digest)?;
+            // Every pin must be a digest now, before anything is fetched or written.
+            parse_pins(&yaml).map_err(|e| match e {
+                PinsError::Yaml(e) => bad(format!("agent.yaml layer: {e}")),
+                PinsError::NotADigest { reference, digest } => bad(bad_pin(&reference, &digest)),
+            })?
         }
         None => Pins::default(),
     };
-    // Every pin must be a digest now, before anything is fetched or written.
-    for pin in pins.runtime.iter().chain(pins.bins.values()) {
-        if Digest::parse(&pin.digest).is_err() {
-            return Err(bad(bad_pin(Some(&pin.reference), &pin.digest)));
-        }
-    }
     Ok(AgentImage {
         reference: reference.to_owned(),
-        digest: digest.to_owned(),
+        digest: digest.clone(),
         layers: doc.layers,
         model,
         pins,
@@ -259,21 +201,41 @@ struct YamlPins {
     tools: Vec<YamlTool>,
 }
 
+/// Why an `agent.yaml` gives no pins.
+#[derive(Debug)]
+pub enum PinsError {
+    Yaml(serde_yaml_ng::Error),
+    /// A pin (runtime first, then tools by name) that is not a sha256 digest.
+    NotADigest {
+        reference: String,
+        digest: String,
+    },
+}
+
 /// The runtime and tool digests pinned in an image's `agent.yaml`.
-pub fn parse_pins(yaml: &[u8]) -> Result<Pins, serde_yaml_ng::Error> {
-    let doc: YamlPins = serde_yaml_ng::from_slice(yaml)?;
+pub fn parse_pins(yaml: &[u8]) -> Result<Pins, PinsError> {
+    let doc: YamlPins = serde_yaml_ng::from_slice(yaml).map_err(PinsError::Yaml)?;
+    let pin = |reference: String, digest: String| match Digest::parse(&digest) {
+        Ok(digest) => Ok(Pin { reference, digest }),
+        Err(_) => Err(PinsError::NotADigest { reference, digest }),
+    };
     let mut pins = Pins::default();
     if let Some(YamlRef {
         reference: Some(reference),
         digest: Some(digest),
     }) = doc.runtime
     {
-        pins.runtime = Some(Pin { reference, digest });
+        pins.runtime = Some(pin(reference, digest)?);
     }
+    // A later tool of the same name replaces an earlier one before anything is checked.
+    let mut tools = BTreeMap::new();
     for t in doc.tools {
         if let (Some(reference), Some(digest)) = (t.reference, t.digest) {
-            pins.bins.insert(t.name, Pin { reference, digest });
+            tools.insert(t.name, (reference, digest));
         }
+    }
+    for (name, (reference, digest)) in tools {
+        pins.bins.insert(name, pin(reference, digest)?);
     }
     Ok(pins)
 }
@@ -296,7 +258,7 @@ fn check_platform(
     let Some(config) = config else {
         return Ok(());
     };
-    let Ok(bytes) = store.read_blob(&digest_of(reference, &config.digest)?) else {
+    let Ok(bytes) = store.read_blob(&config.digest) else {
         return Ok(());
     };
     let Ok(p) = serde_json::from_slice::<ConfigPlatform>(&bytes) else {
@@ -319,7 +281,7 @@ fn check_platform(
 pub fn bin_image(
     store: &Store,
     reference: &str,
-    digest: &str,
+    digest: &Digest,
     platform: &Platform,
 ) -> Result<BinImage, SourceError> {
     let doc = read_doc(store, reference, digest, "the manifest")?;
@@ -327,7 +289,7 @@ pub fn bin_image(
         check_platform(store, reference, doc.config.as_ref(), platform)?;
         return Ok(BinImage {
             reference: reference.to_owned(),
-            digest: digest.to_owned(),
+            digest: digest.clone(),
             layers: doc.layers,
             annotations: doc.annotations,
         });
@@ -380,50 +342,41 @@ pub fn bin_image(
 mod tests {
     use super::*;
 
+    const AA: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const BB: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    fn yaml(runtime: &str, tool: &str) -> String {
+        format!("name: \"x\"\nruntime:\n  ref: \"r:1\"\n  digest: \"{runtime}\"\n  binary: \"/usr/local/bin/runtime\"\ntools:\n  - name: \"t\"\n    binary: \"usr/bin/t\"\n    ref: \"t:1\"\n    digest: \"{tool}\"\n  - name: \"u\"\n    binary: \"usr/bin/u\"\n    ref: \"u:1\"\n")
+    }
+
     #[test]
     fn pins_from_agent_yaml() {
-        let y = b"name: \"x\"\nruntime:\n  ref: \"r:1\"\n  digest: \"sha256:aa\"\n  binary: \"/usr/local/bin/runtime\"\ntools:\n  - name: \"t\"\n    binary: \"usr/bin/t\"\n    ref: \"t:1\"\n    digest: \"sha256:bb\"\n  - name: \"u\"\n    binary: \"usr/bin/u\"\n    ref: \"u:1\"\n";
-        let p = parse_pins(y).unwrap();
-        assert_eq!(p.runtime_digest("r:1"), Some("sha256:aa"));
-        assert_eq!(p.bin_digest("t", "t:1"), Some("sha256:bb"));
+        let p = parse_pins(yaml(AA, BB).as_bytes()).unwrap();
+        assert_eq!(p.runtime_digest("r:1").map(Digest::as_str), Some(AA));
+        assert_eq!(p.bin_digest("t", "t:1").map(Digest::as_str), Some(BB));
         assert_eq!(p.bin_digest("u", "u:1"), None);
     }
 
     #[test]
     fn a_malformed_pin_is_an_error_not_a_tag_lookup() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path().join("store")).unwrap();
-        let host = Platform::host();
         for bad in ["latest", "sha256:abc", "sha256:../../etc"] {
-            let e = LocalOnly
-                .ensure(&store, "127.0.0.1:1/rt:1", Some(bad), &host)
-                .expect_err("must fail")
-                .to_string();
-            assert!(
-                e.starts_with("127.0.0.1:1/rt:1: invalid artifact: its pinned digest"),
-                "{e}"
-            );
-            assert!(e.contains(&format!("{bad:?}")), "{e}");
-            // The registry fetcher refuses before contacting anything (port 1 would fail
-            // differently, and only after a connection attempt).
-            let f = super::super::fetch::RegistryFetcher::new(
-                otters_oci::registry::ClientOptions::default(),
-            );
-            let e2 = f
-                .ensure(&store, "127.0.0.1:1/rt:1", Some(bad), &host)
-                .expect_err("must fail")
-                .to_string();
-            assert_eq!(e, e2);
+            for (y, reference) in [(yaml(bad, BB), "r:1"), (yaml(AA, bad), "t:1")] {
+                let Err(PinsError::NotADigest {
+                    reference: r,
+                    digest: d,
+                }) = parse_pins(y.as_bytes())
+                else {
+                    panic!("{bad} must be refused")
+                };
+                assert_eq!((r.as_str(), d.as_str()), (reference, bad));
+                let message = bad_pin(&r, &d);
+                assert!(
+                    message.starts_with(&format!(
+                        "agent.yaml pins {reference} to {bad:?}, which is not a sha256 digest"
+                    )),
+                    "{message}"
+                );
+            }
         }
-    }
-
-    #[test]
-    fn platforms() {
-        assert_eq!(
-            Platform::parse("linux/arm64/v8").unwrap().to_string(),
-            "linux/arm64"
-        );
-        assert!(Platform::parse("linux").is_none());
-        assert_eq!(Platform::host().os, std::env::consts::OS);
     }
 }

@@ -2,9 +2,9 @@
 
 use super::names::{is_label, to_label};
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn config_key_not_dns1123(span: Span, key: &str) -> Diagnostic {
+pub fn config_key_not_dns1123(span: Option<Span>, key: &str) -> Diagnostic {
     let help = match to_label(key) {
         Some(fixed) => {
             format!("write `{fixed}`: lower-case letters, digits and `-`, at most 63 characters")
@@ -14,8 +14,8 @@ pub fn config_key_not_dns1123(span: Span, key: &str) -> Diagnostic {
                 .to_owned()
         }
     };
-    Diagnostic::error(
-        "AF106",
+    Diagnostic::new(
+        Code::ConfigKeyNotDns1123,
         span,
         format!("CONFIG key `{key}` is not a DNS-1123 label"),
     )
@@ -37,10 +37,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF106",
+            Code::ConfigKeyNotDns1123,
             &[
                 ("CONFIG max-tokens=1", &[]),
                 ("CONFIG a1", &[]),

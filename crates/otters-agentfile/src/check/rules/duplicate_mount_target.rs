@@ -2,12 +2,12 @@
 
 use super::invalid_mount_target::normalise;
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use std::collections::BTreeMap;
 
-pub fn duplicate_mount_target(span: Span, first: Span, target: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF116",
+pub fn duplicate_mount_target(span: Option<Span>, first: Option<Span>, target: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::DuplicateMountTarget,
         span,
         format!("MOUNT target `{target}` is declared twice"),
     )
@@ -17,7 +17,7 @@ pub fn duplicate_mount_target(span: Span, first: Span, target: &str) -> Diagnost
 }
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
-    let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+    let mut seen: BTreeMap<String, Option<Span>> = BTreeMap::new();
     for m in &cx.model.agent.mounts {
         let Ok(norm) = normalise(&m.target) else {
             continue;
@@ -33,10 +33,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF116",
+            Code::DuplicateMountTarget,
             &[
                 ("MOUNT /srv/a\nMOUNT /srv/b", &[]),
                 ("MOUNT /srv/a ro\nMOUNT /srv/a/ rw", &[3]),

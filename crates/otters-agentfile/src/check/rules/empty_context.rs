@@ -1,15 +1,19 @@
 //! AF216 empty-context: a CONTEXT with neither a heredoc body nor a `file://` reference.
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn empty_context(span: Span, name: &str) -> Diagnostic {
-    Diagnostic::info("AF216", span, format!("CONTEXT {name} has no content"))
-        .with_label("builds an empty file")
-        .with_help(format!(
-            "add a heredoc (`CONTEXT {name} <<EOF`) or a file (`CONTEXT {name} file://{}.md`)",
-            name.to_ascii_lowercase()
-        ))
+pub fn empty_context(span: Option<Span>, name: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::EmptyContext,
+        span,
+        format!("CONTEXT {name} has no content"),
+    )
+    .with_label("builds an empty file")
+    .with_help(format!(
+        "add a heredoc (`CONTEXT {name} <<EOF`) or a file (`CONTEXT {name} file://{}.md`)",
+        name.to_ascii_lowercase()
+    ))
 }
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
@@ -22,10 +26,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF216",
+            Code::EmptyContext,
             &[
                 ("CONTEXT SOUL \"who\"", &[2]),
                 ("CONTEXT SOUL <<E\nE", &[2]),

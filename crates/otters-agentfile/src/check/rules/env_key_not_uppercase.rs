@@ -2,9 +2,9 @@
 
 use super::names::is_env_key;
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn env_key_not_uppercase(span: Span, key: &str) -> Diagnostic {
+pub fn env_key_not_uppercase(span: Option<Span>, key: &str) -> Diagnostic {
     let fixed: String = key
         .chars()
         .map(|c| {
@@ -20,8 +20,8 @@ pub fn env_key_not_uppercase(span: Span, key: &str) -> Diagnostic {
     } else {
         "use upper-case letters, digits and `_`, not starting with a digit".to_owned()
     };
-    Diagnostic::error(
-        "AF109",
+    Diagnostic::new(
+        Code::EnvKeyNotUppercase,
         span,
         format!("ENV key `{key}` is not an upper-case name"),
     )
@@ -36,10 +36,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF109",
+            Code::EnvKeyNotUppercase,
             &[
                 ("ENV LOG_LEVEL=1", &[]),
                 ("ENV _X=1", &[]),

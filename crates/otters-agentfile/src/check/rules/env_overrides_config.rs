@@ -2,7 +2,7 @@
 //! file would set (spec §g.4: user ENVs come last and win).
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use crate::ir::Config;
 use std::collections::HashMap;
 
@@ -19,13 +19,22 @@ pub fn runtime_var(key: &str) -> String {
     s
 }
 
-pub fn env_overrides_config(span: Span, config: Span, env: &str, key: &str) -> Diagnostic {
-    Diagnostic::info("AF218", span, format!("ENV {env} overrides CONFIG {key}"))
-        .with_label("this value reaches the runtime")
-        .with_secondary(config, "has no effect on the runtime")
-        .with_help(format!(
-            "set the value once: either `CONFIG {key}=...` or `ENV {env}=...`"
-        ))
+pub fn env_overrides_config(
+    span: Option<Span>,
+    config: Option<Span>,
+    env: &str,
+    key: &str,
+) -> Diagnostic {
+    Diagnostic::new(
+        Code::EnvOverridesConfig,
+        span,
+        format!("ENV {env} overrides CONFIG {key}"),
+    )
+    .with_label("this value reaches the runtime")
+    .with_secondary(config, "has no effect on the runtime")
+    .with_help(format!(
+        "set the value once: either `CONFIG {key}=...` or `ENV {env}=...`"
+    ))
 }
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
@@ -45,10 +54,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF218",
+            Code::EnvOverridesConfig,
             &[
                 ("CONFIG max-tokens=1\nENV RUNTIME_MAX_TOKENS=2", &[3]),
                 ("ENV RUNTIME_MAX_TOKENS=2\nCONFIG max-tokens=1", &[2]),

@@ -7,7 +7,7 @@
 //! holds it all the same (and becomes an annotation, an environment variable, a file).
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use otters_core::escape::escaped;
 
 pub fn hidden_control_character(span: Span, c: char, on_line: usize) -> Diagnostic {
@@ -16,8 +16,8 @@ pub fn hidden_control_character(span: Span, c: char, on_line: usize) -> Diagnost
     } else {
         String::new()
     };
-    Diagnostic::warning(
-        "AF219",
+    Diagnostic::new(
+        Code::HiddenControlCharacter,
         span,
         format!("the line holds {}{more}", describe(c)),
     )
@@ -64,8 +64,8 @@ fn describe(c: char) -> String {
 }
 
 pub fn escaped_control_character(span: Span, c: char) -> Diagnostic {
-    Diagnostic::warning(
-        "AF219",
+    Diagnostic::new(
+        Code::HiddenControlCharacter,
         span,
         format!("this string holds {} (written as an escape)", describe(c)),
     )
@@ -115,10 +115,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF219",
+            Code::HiddenControlCharacter,
             &[
                 ("NAME a\u{1b}[2Jb", &[2]),
                 ("CONTEXT S <<E\nsafe \u{202e}txt.exe\u{202c}\nE", &[3]),
@@ -140,7 +142,11 @@ mod tests {
             "FROM scratch\nNAME \u{202e}\u{202e}\u{202e}\n",
         );
         let a = crate::check::analyze(&file, &crate::check::Options::default());
-        let d: Vec<_> = a.diagnostics.iter().filter(|d| d.code == "AF219").collect();
+        let d: Vec<_> = a
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == Code::HiddenControlCharacter)
+            .collect();
         assert_eq!(d.len(), 1);
         assert!(
             d[0].message.contains("U+202E RIGHT-TO-LEFT OVERRIDE"),
@@ -148,6 +154,6 @@ mod tests {
             d[0].message
         );
         assert!(d[0].message.contains("2 more"), "{}", d[0].message);
-        assert_eq!(d[0].span, crate::diagnostic::Span::new(18, 21));
+        assert_eq!(d[0].span, Some(crate::diagnostic::Span::new(18, 21)));
     }
 }

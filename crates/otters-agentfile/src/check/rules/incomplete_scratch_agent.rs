@@ -1,14 +1,14 @@
 //! AF209 incomplete-scratch-agent: `FROM scratch` with no RUNTIME, MODEL or NAME.
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn incomplete_scratch_agent(span: Span, missing: &[&str]) -> Diagnostic {
+pub fn incomplete_scratch_agent(span: Option<Span>, missing: &[&str]) -> Diagnostic {
     let list = match missing.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => missing.join(""),
     };
-    Diagnostic::warning("AF209", span, format!("this scratch agent has no {list}"))
+    Diagnostic::new(Code::IncompleteScratchAgent, span, format!("this scratch agent has no {list}"))
         .with_label("nothing to inherit them from")
         .with_help(format!(
             "add {} (a base image meant for FROM may suppress this: `# otters:ignore AF209 base image`)",
@@ -38,10 +38,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF209",
+            Code::IncompleteScratchAgent,
             &[
                 ("RUNTIME r:v1\nMODEL a/b\nNAME n", &[]),
                 ("RUNTIME r:v1\nMODEL a/b", &[1]),
@@ -49,6 +51,8 @@ mod tests {
             ],
         );
         let opts = crate::check::Options::default();
-        assert!(super::super::lines_of("AF209", "FROM base:1\n", &opts).is_empty());
+        assert!(
+            super::super::lines_of(Code::IncompleteScratchAgent, "FROM base:1\n", &opts).is_empty()
+        );
     }
 }

@@ -2,17 +2,17 @@
 
 use super::names::is_label;
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn invalid_capability_name(span: Span, name: &str) -> Diagnostic {
+pub fn invalid_capability_name(span: Option<Span>, name: &str) -> Diagnostic {
     let help = if name.starts_with('#') {
         "comments are whole lines only: move the `#` text to its own line above".to_owned()
     } else {
         "use lower-case letters, digits, `_` and `-`, starting and ending with a letter or digit"
             .to_owned()
     };
-    Diagnostic::error(
-        "AF108",
+    Diagnostic::new(
+        Code::InvalidCapabilityName,
         span,
         format!("capability name `{name}` is not valid"),
     )
@@ -33,10 +33,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF108",
+            Code::InvalidCapabilityName,
             &[
                 ("CAPABILITY note_save note-list x", &[]),
                 ("CAPABILITY Note_Save", &[2]),

@@ -3,7 +3,7 @@
 //! syntax stage reports it as AF004.)
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use crate::syntax::Args;
 use std::collections::HashMap;
 
@@ -11,10 +11,14 @@ use std::collections::HashMap;
 /// in `ir::names`, which also checks targets read from images).
 pub use super::names::mount_target as normalise;
 
-pub fn invalid_mount_target(span: Span, target: &str, what: &str) -> Diagnostic {
-    Diagnostic::error("AF115", span, format!("MOUNT target `{target}` {what}"))
-        .with_label("where the host path would appear")
-        .with_help("mount at an absolute path of its own, such as `/srv/<name>` or `/mnt/<name>`")
+pub fn invalid_mount_target(span: Option<Span>, target: &str, what: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::InvalidMountTarget,
+        span,
+        format!("MOUNT target `{target}` {what}"),
+    )
+    .with_label("where the host path would appear")
+    .with_help("mount at an absolute path of its own, such as `/srv/<name>` or `/mnt/<name>`")
 }
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
@@ -30,7 +34,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         .collect();
     for m in &cx.model.agent.mounts {
         if let Err(what) = normalise(&m.target) {
-            let target_span = targets.get(&m.span).copied().unwrap_or(m.span);
+            let target_span = m.span.and_then(|s| targets.get(&s).copied()).or(m.span);
             out.push(invalid_mount_target(target_span, &m.target, &what));
         }
     }
@@ -38,10 +42,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF115",
+            Code::InvalidMountTarget,
             &[
                 ("MOUNT /srv/data ro \"docs\"", &[]),
                 ("MOUNT /otters.sock", &[]),

@@ -3,11 +3,11 @@
 
 use super::names::is_loader_key;
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn loader_env(span: Span, key: &str) -> Diagnostic {
-    Diagnostic::warning(
-        "AF223",
+pub fn loader_env(span: Option<Span>, key: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::LoaderEnv,
         span,
         format!("ENV {key} is a dynamic-loader variable"),
     )
@@ -25,10 +25,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF223",
+            Code::LoaderEnv,
             &[
                 ("ENV LD_PRELOAD=/etc/data/x.so", &[2]),
                 ("ENV LD_LIBRARY_PATH=/etc/data", &[2]),

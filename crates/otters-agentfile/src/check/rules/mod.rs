@@ -3,7 +3,7 @@
 //!
 //! Rules read the typed model (spans on every item) and, where the model has forgotten
 //! something (a MOUNT's mode word, which instruction referenced an ARG), the AST. Must never:
-//! do I/O, or report a code that is not in the registry.
+//! do I/O, or set a severity (it comes from the code, see `diagnostic::codes`).
 
 mod config_key_not_dns1123;
 mod duplicate_mount_target;
@@ -82,20 +82,20 @@ pub(crate) fn run(cx: &Ctx<'_>) -> Vec<Diagnostic> {
 /// Test helper: the 1-based lines at which `code` is reported for `text`, through the whole
 /// pipeline (parser, lowering, rules, suppressions).
 #[cfg(test)]
-pub(crate) fn lines_of(code: &str, text: &str, opts: &Options) -> Vec<usize> {
+pub(crate) fn lines_of(code: crate::diagnostic::Code, text: &str, opts: &Options) -> Vec<usize> {
     let file = SourceFile::new("Agentfile", text);
     super::analyze(&file, opts)
         .diagnostics
         .iter()
         .filter(|d| d.code == code)
-        .map(|d| file.line_of(d.span.start))
+        .map(|d| file.line_of(d.start()))
         .collect()
 }
 
 /// Test helper: asserts a pass/fail table for one code with default options. Each case is the
 /// text after `FROM scratch\n` and the lines (counting `FROM` as line 1) that must be reported.
 #[cfg(test)]
-pub(crate) fn assert_table(code: &str, cases: &[(&str, &[usize])]) {
+pub(crate) fn assert_table(code: crate::diagnostic::Code, cases: &[(&str, &[usize])]) {
     for (body, want) in cases {
         let text = format!("FROM scratch\n{body}\n");
         let got = lines_of(code, &text, &Options::default());

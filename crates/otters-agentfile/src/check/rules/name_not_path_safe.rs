@@ -3,15 +3,15 @@
 
 use super::names::is_path_safe;
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn name_not_path_safe(span: Span, kind: &str, name: &str) -> Diagnostic {
+pub fn name_not_path_safe(span: Option<Span>, kind: &str, name: &str) -> Diagnostic {
     let message = if name.is_empty() {
         format!("{kind} is empty")
     } else {
         format!("{kind} `{name}` is not path-safe")
     };
-    Diagnostic::error("AF104", span, message)
+    Diagnostic::new(Code::NameNotPathSafe, span, message)
         .with_label("becomes a file name when the agent is materialised")
         .with_help("use 1 to 63 letters, digits, `.`, `_` or `-`, starting with a letter or digit")
 }
@@ -51,10 +51,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF104",
+            Code::NameNotPathSafe,
             &[
                 ("NAME helper-1.0", &[]),
                 ("NAME my/agent", &[2]),

@@ -21,7 +21,7 @@
 
 use super::names::{basename, is_label, is_path_safe, is_safe_rel, mount_target};
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use std::fmt::Write as _;
 
 /// An openotters version a project targets.
@@ -86,7 +86,12 @@ const TARGETS_HELP: &str =
     "or drop the versions you do not deploy to from `[portability] targets` in otters.toml";
 
 /// AF230: ADD of a directory (a tar+gzip layer).
-pub fn directory_add(span: Span, src: &str, name: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn directory_add(
+    span: Option<Span>,
+    src: &str,
+    name: &str,
+    targets: &[Target],
+) -> Option<Diagnostic> {
     let missing = format!(
         "the tar layer is never extracted (only application/octet-stream layers are written), so the files of `{src}` are missing from etc/data"
     );
@@ -102,7 +107,7 @@ pub fn directory_add(span: Span, src: &str, name: &str, targets: &[Target]) -> O
     }
     Some(
         finding(
-            Diagnostic::warning("AF230", span, String::new()),
+            Diagnostic::new(Code::DirectoryAddNotPortable, span, String::new()),
             &format!("ADD of the directory `{src}`"),
             effect,
         )
@@ -114,7 +119,7 @@ pub fn directory_add(span: Span, src: &str, name: &str, targets: &[Target]) -> O
 }
 
 /// AF231: an ADD name with `/`.
-pub fn nested_add_name(span: Span, name: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn nested_add_name(span: Option<Span>, name: &str, targets: &[Target]) -> Option<Diagnostic> {
     let base = basename(name);
     let effect = effects(
         targets,
@@ -131,7 +136,7 @@ pub fn nested_add_name(span: Span, name: &str, targets: &[Target]) -> Option<Dia
     )?;
     Some(
         finding(
-            Diagnostic::warning("AF231", span, String::new()),
+            Diagnostic::new(Code::NestedAddNameNotPortable, span, String::new()),
             &format!("ADD name `{name}` holds `/`"),
             effect,
         )
@@ -141,7 +146,11 @@ pub fn nested_add_name(span: Span, name: &str, targets: &[Target]) -> Option<Dia
 }
 
 /// AF232: a CAPABILITY with `_`.
-pub fn capability_underscore(span: Span, name: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn capability_underscore(
+    span: Option<Span>,
+    name: &str,
+    targets: &[Target],
+) -> Option<Diagnostic> {
     let effect = effects(
         targets,
         &[(
@@ -150,7 +159,7 @@ pub fn capability_underscore(span: Span, name: &str, targets: &[Target]) -> Opti
         )],
     )?;
     Some(
-        finding(Diagnostic::warning("AF232", span, String::new()), &format!("CAPABILITY `{name}` holds `_`"), effect)
+        finding(Diagnostic::new(Code::CapabilityUnderscoreNotPortable, span, String::new()), &format!("CAPABILITY `{name}` holds `_`"), effect)
             .with_label("`_` is not allowed in L")
             .with_help(format!(
                 "openotters' daemon catalogue names its capabilities with `_` (`note_save`), so an image for L cannot grant them: drop the capability for L, {TARGETS_HELP}"
@@ -159,7 +168,7 @@ pub fn capability_underscore(span: Span, name: &str, targets: &[Target]) -> Opti
 }
 
 /// AF233: a MOUNT.
-pub fn mount(span: Span, target: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn mount(span: Option<Span>, target: &str, targets: &[Target]) -> Option<Diagnostic> {
     let dropped = "the mount is dropped (the config has no `mounts` field): the agent starts without it and without MOUNTS.md unless the operator passes `-v`";
     let mut effect = effects(
         targets,
@@ -172,7 +181,7 @@ pub fn mount(span: Span, target: &str, targets: &[Target]) -> Option<Diagnostic>
         effect.push_str(" (and alpha.50 cannot parse the Agentfile: MOUNT is not in its grammar)");
     }
     Some(
-        finding(Diagnostic::warning("AF233", span, String::new()), &format!("MOUNT {target}"), effect)
+        finding(Diagnostic::new(Code::MountNotPortable, span, String::new()), &format!("MOUNT {target}"), effect)
             .with_label("declared mounts stay with otters")
             .with_help(format!(
                 "tell operators to pass `-v HOST:{target}` (for example in a CONTEXT or a LABEL), {TARGETS_HELP}"
@@ -181,7 +190,7 @@ pub fn mount(span: Span, target: &str, targets: &[Target]) -> Option<Diagnostic>
 }
 
 /// AF234: a CONTEXT name whose layer title `<NAME>.md` is longer than 63 characters.
-pub fn long_context_name(span: Span, name: &str, targets: &[Target]) -> Option<Diagnostic> {
+pub fn long_context_name(span: Option<Span>, name: &str, targets: &[Target]) -> Option<Diagnostic> {
     let effect = effects(
         targets,
         &[(
@@ -194,7 +203,7 @@ pub fn long_context_name(span: Span, name: &str, targets: &[Target]) -> Option<D
     )?;
     Some(
         finding(
-            Diagnostic::warning("AF234", span, String::new()),
+            Diagnostic::new(Code::LongContextNameNotPortable, span, String::new()),
             &format!("CONTEXT name of {} characters", name.len()),
             effect,
         )
@@ -207,7 +216,7 @@ pub fn long_context_name(span: Span, name: &str, targets: &[Target]) -> Option<D
 
 /// AF235: an ADD without a destination.
 pub fn add_without_destination(
-    span: Span,
+    span: Option<Span>,
     src: &str,
     name: &str,
     targets: &[Target],
@@ -221,7 +230,7 @@ pub fn add_without_destination(
     )?;
     Some(
         finding(
-            Diagnostic::warning("AF235", span, String::new()),
+            Diagnostic::new(Code::AddWithoutDestinationNotPortable, span, String::new()),
             &format!("ADD `{src}` has no destination"),
             effect,
         )
@@ -302,63 +311,99 @@ mod tests {
     }
 
     /// code, body after `FROM scratch`, lines with both targets, alpha.50 only, L only
-    type Case = (&'static str, String, Vec<usize>, Vec<usize>, Vec<usize>);
+    type Case = (Code, String, Vec<usize>, Vec<usize>, Vec<usize>);
 
     #[test]
     fn table() {
         let long = "C".repeat(61);
         let max = "C".repeat(60);
         let cases: Vec<Case> = vec![
-            ("AF230", "ADD data d".into(), vec![2], vec![2], vec![2]),
             (
-                "AF230",
+                Code::DirectoryAddNotPortable,
+                "ADD data d".into(),
+                vec![2],
+                vec![2],
+                vec![2],
+            ),
+            (
+                Code::DirectoryAddNotPortable,
                 "ADD notes.txt n.txt".into(),
                 vec![],
                 vec![],
                 vec![],
             ),
             (
-                "AF231",
+                Code::NestedAddNameNotPortable,
                 "ADD a.md docs/a.md".into(),
                 vec![2],
                 vec![2],
                 vec![2],
             ),
-            ("AF231", "ADD a.md a.md".into(), vec![], vec![], vec![]),
             (
-                "AF232",
+                Code::NestedAddNameNotPortable,
+                "ADD a.md a.md".into(),
+                vec![],
+                vec![],
+                vec![],
+            ),
+            (
+                Code::CapabilityUnderscoreNotPortable,
                 "CAPABILITY note_save web-fetch".into(),
                 vec![2],
                 vec![],
                 vec![2],
             ),
-            ("AF233", "MOUNT /data ro".into(), vec![2], vec![2], vec![2]),
-            ("AF233", "MOUNT /etc/data/x".into(), vec![], vec![], vec![]),
             (
-                "AF234",
+                Code::MountNotPortable,
+                "MOUNT /data ro".into(),
+                vec![2],
+                vec![2],
+                vec![2],
+            ),
+            (
+                Code::MountNotPortable,
+                "MOUNT /etc/data/x".into(),
+                vec![],
+                vec![],
+                vec![],
+            ),
+            (
+                Code::LongContextNameNotPortable,
                 format!("CONTEXT {long} <<E\nx\nE"),
                 vec![2],
                 vec![],
                 vec![2],
             ),
             (
-                "AF234",
+                Code::LongContextNameNotPortable,
                 format!("CONTEXT {max} <<E\nx\nE"),
                 vec![],
                 vec![],
                 vec![],
             ),
-            ("AF235", "ADD notes.txt".into(), vec![2], vec![2], vec![]),
-            ("AF235", "ADD data/".into(), vec![2], vec![2], vec![]),
             (
-                "AF235",
+                Code::AddWithoutDestinationNotPortable,
+                "ADD notes.txt".into(),
+                vec![2],
+                vec![2],
+                vec![],
+            ),
+            (
+                Code::AddWithoutDestinationNotPortable,
+                "ADD data/".into(),
+                vec![2],
+                vec![2],
+                vec![],
+            ),
+            (
+                Code::AddWithoutDestinationNotPortable,
                 "ADD notes.txt notes.txt".into(),
                 vec![],
                 vec![],
                 vec![],
             ),
             (
-                "AF235",
+                Code::AddWithoutDestinationNotPortable,
                 "ADD notes.txt /data/".into(),
                 vec![],
                 vec![],
@@ -386,7 +431,7 @@ mod tests {
             crate::check::analyze(&file, &opts(targets))
                 .diagnostics
                 .into_iter()
-                .filter(|d| d.code.starts_with("AF23"))
+                .filter(|d| d.code.as_str().starts_with("AF23"))
                 .map(|d| d.message)
                 .collect::<Vec<_>>()
                 .join("\n")
@@ -422,7 +467,7 @@ mod tests {
         assert!(!crate::check::analyze(&file, &o)
             .diagnostics
             .iter()
-            .any(|d| d.code == "AF230"));
+            .any(|d| d.code == Code::DirectoryAddNotPortable));
         assert_eq!(Target::parse(" Alpha.50 "), Some(Target::Alpha50));
         assert_eq!(Target::parse("l"), Some(Target::L));
         assert_eq!(Target::parse("alpha.49"), None);

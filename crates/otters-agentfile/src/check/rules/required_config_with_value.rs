@@ -1,11 +1,11 @@
 //! AF107 required-config-with-value: `CONFIG key!=value` contradicts itself.
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn required_config_with_value(span: Span, key: &str) -> Diagnostic {
-    Diagnostic::error(
-        "AF107",
+pub fn required_config_with_value(span: Option<Span>, key: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::RequiredConfigWithValue,
         span,
         format!("CONFIG {key} is required (`!`) but also has a value"),
     )
@@ -29,10 +29,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF107",
+            Code::RequiredConfigWithValue,
             &[
                 ("CONFIG api-url!", &[]),
                 ("CONFIG api-url! \"where\"", &[]),

@@ -1,9 +1,9 @@
 //! AF110 reserved-env-key: keys the executor sets, and provider-credential suffixes.
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
-pub fn reserved_env_key(span: Span, key: &str) -> Diagnostic {
+pub fn reserved_env_key(span: Option<Span>, key: &str) -> Diagnostic {
     let (label, help) = if key.ends_with("_API_KEY") || key.ends_with("_API_BASE") {
         (
             "provider credentials are injected at run time",
@@ -15,9 +15,13 @@ pub fn reserved_env_key(span: Span, key: &str) -> Diagnostic {
             "remove it or use another name; the executor's value would win",
         )
     };
-    Diagnostic::error("AF110", span, format!("ENV key `{key}` is reserved"))
-        .with_label(label)
-        .with_help(help)
+    Diagnostic::new(
+        Code::ReservedEnvKey,
+        span,
+        format!("ENV key `{key}` is reserved"),
+    )
+    .with_label(label)
+    .with_help(help)
 }
 
 pub fn is_reserved(key: &str) -> bool {
@@ -32,10 +36,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF110",
+            Code::ReservedEnvKey,
             &[
                 ("ENV PATH=/bin", &[2]),
                 ("ENV OTTERS_AGENT_TOKEN=x", &[2]),

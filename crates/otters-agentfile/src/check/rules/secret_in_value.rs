@@ -4,7 +4,7 @@
 //! under a key that names a secret. The secret itself never appears in the message.
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use crate::ir::ConfigValue;
 
 /// A token prefix, what it is, and how many token characters must follow it.
@@ -118,19 +118,21 @@ pub fn secret_by_key(key: &str, value: &str) -> bool {
         && entropy(v) >= 3.0
 }
 
-pub fn secret_in_value(span: Span, kind: &str, key: &str, what: &str) -> Diagnostic {
-    Diagnostic::warning("AF202", span, format!("{kind} {key} looks like it holds {what}"))
+pub fn secret_in_value(span: Option<Span>, kind: &str, key: &str, what: &str) -> Diagnostic {
+    Diagnostic::new(Code::SecretInValue, span, format!("{kind} {key} looks like it holds {what}"))
         .with_label("stored in the image for anyone who can pull it")
         .with_help("supply secrets at run time (`otters run -e KEY=...`), and rotate this one: it is in the file's history")
 }
 
-/// The span of `needle` in the source at or after `from`, else `fallback`.
-fn locate(cx: &Ctx<'_>, from: usize, needle: &str, fallback: Span) -> Span {
+/// The span of `needle` in the source at or after the start of `item`, else `item` (`None` for an
+/// item not written in the file).
+fn locate(cx: &Ctx<'_>, item: Option<Span>, needle: &str) -> Option<Span> {
+    let from = item?.start;
     cx.file
         .text
         .get(from..)
         .and_then(|t| t.find(needle))
-        .map_or(fallback, |i| Span::new(from + i, from + i + needle.len()))
+        .map_or(item, |i| Some(Span::new(from + i, from + i + needle.len())))
 }
 
 fn check_value(
@@ -139,13 +141,13 @@ fn check_value(
     kind: &str,
     key: &str,
     value: &str,
-    span: Span,
+    span: Option<Span>,
 ) {
     if let Some((at, len, what)) = find_token(value) {
-        let found = locate(cx, span.start, &value[at..at + len], span);
+        let found = locate(cx, span, &value[at..at + len]);
         out.push(secret_in_value(found, kind, key, what));
     } else if secret_by_key(key, value) {
-        let found = locate(cx, span.start, value.trim(), span);
+        let found = locate(cx, span, value.trim());
         out.push(secret_in_value(found, kind, key, "a secret"));
     }
 }
@@ -166,7 +168,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     for c in &a.contexts {
         if let Some(content) = &c.content {
             if let Some((at, len, what)) = find_token(content) {
-                let found = locate(cx, c.span.start, &content[at..at + len], c.span);
+                let found = locate(cx, c.span, &content[at..at + len]);
                 out.push(secret_in_value(found, "CONTEXT", &c.name, what));
             }
         }
@@ -190,7 +192,7 @@ mod tests {
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF202",
+            Code::SecretInValue,
             &[
                 (
                     "ENV GH_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345",

@@ -3,12 +3,17 @@
 //! replaces the context in place and so is the only stage that sees both.)
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use std::collections::BTreeMap;
 
-pub fn shadowed_declaration(span: Span, first: Span, kind: &str, key: &str) -> Diagnostic {
-    Diagnostic::warning(
-        "AF205",
+pub fn shadowed_declaration(
+    span: Option<Span>,
+    first: Option<Span>,
+    kind: &str,
+    key: &str,
+) -> Diagnostic {
+    Diagnostic::new(
+        Code::ShadowedDeclaration,
         span,
         format!("{kind} {key} replaces an earlier {kind} {key}"),
     )
@@ -17,8 +22,12 @@ pub fn shadowed_declaration(span: Span, first: Span, kind: &str, key: &str) -> D
     .with_help("delete one of the two")
 }
 
-fn report<'a>(out: &mut Vec<Diagnostic>, kind: &str, items: impl Iterator<Item = (&'a str, Span)>) {
-    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
+fn report<'a>(
+    out: &mut Vec<Diagnostic>,
+    kind: &str,
+    items: impl Iterator<Item = (&'a str, Option<Span>)>,
+) {
+    let mut seen: BTreeMap<&str, Option<Span>> = BTreeMap::new();
     for (key, span) in items {
         if let Some(first) = seen.insert(key, span) {
             out.push(shadowed_declaration(span, first, kind, key));
@@ -39,10 +48,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF205",
+            Code::ShadowedDeclaration,
             &[
                 ("ENV A=1\nENV B=1", &[]),
                 ("ENV A=1\nENV A=2", &[3]),

@@ -4,7 +4,7 @@
 
 use super::names::is_label;
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
 /// openotters' capability catalogue (spec §g.7), including the daemon-callback `job_*` ones.
 pub const BUILTIN_CATALOGUE: &[&str] = &[
@@ -40,13 +40,13 @@ pub const BUILTIN_CATALOGUE: &[&str] = &[
     "job_watch",
 ];
 
-pub fn unknown_capability(span: Span, name: &str, suggestion: Option<&str>) -> Diagnostic {
+pub fn unknown_capability(span: Option<Span>, name: &str, suggestion: Option<&str>) -> Diagnostic {
     let help = match suggestion {
         Some(s) => format!("did you mean `{s}`?"),
         None => "check the spelling against the runtime's capability list (`otters lint --capabilities FILE` sets the list)".to_owned(),
     };
-    Diagnostic::warning(
-        "AF211",
+    Diagnostic::new(
+        Code::UnknownCapability,
         span,
         format!("capability `{name}` is not in the catalogue"),
     )
@@ -86,12 +86,14 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     use crate::check::Options;
 
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF211",
+            Code::UnknownCapability,
             &[
                 ("CAPABILITY note_save job_wait", &[]),
                 ("CAPABILITY note_sav", &[2]),
@@ -108,7 +110,10 @@ mod tests {
             ..Options::default()
         };
         let text = "FROM scratch\nCAPABILITY web_fetch note_save\n";
-        assert_eq!(super::super::lines_of("AF211", text, &opts), [2]);
+        assert_eq!(
+            super::super::lines_of(Code::UnknownCapability, text, &opts),
+            [2]
+        );
     }
 
     #[test]

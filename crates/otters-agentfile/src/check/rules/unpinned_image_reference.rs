@@ -2,7 +2,7 @@
 //! whose tag is `latest` or missing.
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 
 /// `Some(tag)` when the reference has a tag, `None` when it has none; digests are handled by the
 /// caller.
@@ -23,12 +23,17 @@ pub fn moving(reference: &str) -> Option<&'static str> {
     }
 }
 
-pub fn unpinned_image_reference(span: Span, kind: &str, reference: &str, why: &str) -> Diagnostic {
+pub fn unpinned_image_reference(
+    span: Option<Span>,
+    kind: &str,
+    reference: &str,
+    why: &str,
+) -> Diagnostic {
     let repo = reference
         .rsplit_once(':')
         .filter(|(_, t)| !t.contains('/'))
         .map_or(reference, |(r, _)| r);
-    Diagnostic::warning("AF201", span, format!("{kind} image `{reference}` {why}"))
+    Diagnostic::new(Code::UnpinnedImageReference, span, format!("{kind} image `{reference}` {why}"))
         .with_label("not pinned to a digest")
         .with_help(format!(
             "pin a version and digest, e.g. `{repo}:<version>@sha256:<digest>` (`otters lock` shows the digests it resolves)"
@@ -37,7 +42,7 @@ pub fn unpinned_image_reference(span: Span, kind: &str, reference: &str, why: &s
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     let a = &cx.model.agent;
-    let mut refs: Vec<(&str, &str, Span)> = Vec::new();
+    let mut refs: Vec<(&str, &str, Option<Span>)> = Vec::new();
     if let Some(f) = a.from.as_ref().filter(|f| f.value != "scratch") {
         refs.push(("FROM", &f.value, f.span));
     }
@@ -64,7 +69,7 @@ mod tests {
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF201",
+            Code::UnpinnedImageReference,
             &[
                 ("RUNTIME ghcr.io/o/runtime:latest", &[2]),
                 ("RUNTIME ghcr.io/o/runtime", &[2]),
@@ -78,7 +83,7 @@ mod tests {
         );
         assert_eq!(
             super::super::lines_of(
-                "AF201",
+                Code::UnpinnedImageReference,
                 "FROM base-agent\n",
                 &crate::check::Options::default()
             ),

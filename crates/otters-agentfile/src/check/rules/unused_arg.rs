@@ -4,12 +4,12 @@
 //! reference. Heredoc bodies are never expanded, so a `${NAME}` there is not a use.
 
 use super::Ctx;
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use crate::syntax::Args;
 use std::collections::HashMap;
 
 pub fn unused_arg(span: Span, name: &str) -> Diagnostic {
-    Diagnostic::warning("AF204", span, format!("ARG {name} is never used"))
+    Diagnostic::new(Code::UnusedArg, span, format!("ARG {name} is never used"))
         .with_label("no `${...}` below refers to it")
         .with_help(format!("refer to it as `${{{name}}}` on a later instruction line, or delete the ARG (heredoc bodies are never expanded)"))
 }
@@ -67,10 +67,12 @@ fn references(text: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnostic::Code;
+
     #[test]
     fn table() {
         super::super::assert_table(
-            "AF204",
+            Code::UnusedArg,
             &[
                 ("ARG V=1\nRUNTIME r:${V}", &[]),
                 ("ARG V\nRUNTIME r:${V}", &[]),

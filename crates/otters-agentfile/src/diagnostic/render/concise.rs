@@ -30,12 +30,16 @@ pub fn concise(reports: &[FileReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostic::{Diagnostic, SourceFile, Span};
+    use crate::diagnostic::{Code, Diagnostic, SourceFile, Span};
 
     #[test]
     fn one_line_per_finding() {
         let f = SourceFile::new("a/Agentfile", "FROM scratch\nNAME é x\n");
-        let d = Diagnostic::error("AF004", Span::new(21, 22), "unexpected `x`");
+        let d = Diagnostic::new(
+            Code::MalformedInstruction,
+            Span::new(21, 22),
+            "unexpected `x`",
+        );
         assert_eq!(
             concise(&[(f, vec![d])]),
             "a/Agentfile:2:8: error[AF004] unexpected `x`\n"
@@ -45,7 +49,11 @@ mod tests {
     #[test]
     fn controls_and_line_breaks_are_escaped() {
         let f = SourceFile::new("a\u{1b}[2J", "FROM scratch\n");
-        let d = Diagnostic::error("AF004", Span::new(0, 1), "bad `\r\u{202e}x\ny`");
+        let d = Diagnostic::new(
+            Code::MalformedInstruction,
+            Span::new(0, 1),
+            "bad `\r\u{202e}x\ny`",
+        );
         assert_eq!(
             concise(&[(f, vec![d])]),
             "a\\u{1b}[2J:1:1: error[AF004] bad `\\u{d}\\u{202e}x\\u{a}y`\n"

@@ -34,7 +34,7 @@ pub fn github(reports: &[FileReport], rules: &[RuleMeta]) -> String {
             };
             let title = match find_rule(rules, d.code) {
                 Some(r) => format!("{} {}", d.code, r.name),
-                None => d.code.to_owned(),
+                None => d.code.to_string(),
             };
             let mut message = d.message.clone();
             if let Some(help) = &d.help {
@@ -60,7 +60,7 @@ pub fn github(reports: &[FileReport], rules: &[RuleMeta]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostic::{Diagnostic, SourceFile, Span};
+    use crate::diagnostic::{Code, Diagnostic, SourceFile, Span};
 
     #[test]
     fn escapes_properties_and_data() {
@@ -72,10 +72,10 @@ mod tests {
     #[test]
     fn info_becomes_notice_with_help_line() {
         let f = SourceFile::new("dir,x/Agentfile", "FROM scratch\n");
-        let d =
-            Diagnostic::info("AF208", Span::new(0, 4), "keyword `from`").with_help("write `FROM`");
+        let d = Diagnostic::new(Code::KeywordCase, Span::new(0, 4), "keyword `from`")
+            .with_help("write `FROM`");
         let rules = [RuleMeta {
-            code: "AF208",
+            code: Code::KeywordCase,
             name: "keyword-case",
             severity: Severity::Info,
             summary: "s",

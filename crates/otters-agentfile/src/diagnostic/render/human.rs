@@ -49,14 +49,16 @@ impl std::error::Error for View<'_> {}
 
 impl<'a> View<'a> {
     fn new(file: &SourceFile, d: &'a Diagnostic, code: String) -> Self {
-        let spans: Vec<Span> = std::iter::once(d.span)
+        // Without a span the finding points at the start of the file.
+        let primary = d.span_or_start();
+        let spans: Vec<Span> = std::iter::once(primary)
             .chain(d.labels.iter().map(|l| l.span))
             .collect();
         let source = Snippet::new(file, escape(&file.name).into_owned(), &spans);
         let text = |s: &Option<String>| s.as_deref().map(|s| escape(s).into_owned());
         let mut labels = vec![LabeledSpan::new_primary_with_span(
             text(&d.label),
-            source.span(file, d.span),
+            source.span(file, primary),
         )];
         labels.extend(d.labels.iter().map(|l| {
             LabeledSpan::new_with_span(
@@ -124,7 +126,7 @@ fn render_one(
 ) {
     let code = match find_rule(rules, d.code) {
         Some(r) => format!("{}({})", d.code, r.name),
-        None => d.code.to_owned(),
+        None => d.code.to_string(),
     };
     let view = View::new(file, d, code);
     if h.render_report(out, &view).is_err() {
@@ -205,8 +207,8 @@ mod tests {
 
     fn sample() -> Vec<FileReport> {
         let f = SourceFile::new("Agentfile", "FROM scratch\nNAME \"my agent\"\n");
-        let d = Diagnostic::error(
-            "AF104",
+        let d = Diagnostic::new(
+            crate::diagnostic::Code::NameNotPathSafe,
             Span::new(18, 28),
             "NAME `my agent` is not path-safe",
         )

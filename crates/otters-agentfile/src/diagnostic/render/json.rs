@@ -25,7 +25,7 @@ pub fn json(reports: &[FileReport]) -> String {
             diags.iter().map(move |d| {
                 let p = position(file, d);
                 Finding {
-                    code: d.code,
+                    code: d.code.as_str(),
                     severity: d.severity.as_str(),
                     message: &d.message,
                     file: &file.name,
@@ -47,12 +47,12 @@ pub fn json(reports: &[FileReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostic::{Diagnostic, SourceFile, Span};
+    use crate::diagnostic::{Code, Diagnostic, SourceFile, Span};
 
     #[test]
     fn exact_fields_and_null_help() {
         let f = SourceFile::new("Agentfile", "FROM scratch\nNAME a b\n");
-        let d = Diagnostic::warning("AF999", Span::new(18, 21), "m");
+        let d = Diagnostic::new(Code::UnusedArg, Span::new(18, 21), "m");
         let v: serde_json::Value = serde_json::from_str(&json(&[(f, vec![d])])).unwrap();
         let o = v[0].as_object().unwrap();
         let keys: Vec<&str> = o.keys().map(String::as_str).collect();

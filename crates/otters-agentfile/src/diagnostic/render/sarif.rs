@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 use std::fmt::Write as _;
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
-/// The project's home page, when Cargo.toml names one; SARIF's URIs are optional and we invent none.
+/// The project's repository as Cargo.toml names it: the run's `informationUri`, and the base of
+/// each rule's `helpUri` (`<repository>/blob/main/docs/rules/<CODE>.md`, the page `otters explain`
+/// prints). Left out if Cargo.toml names none.
 fn home() -> Option<&'static str> {
     Some(env!("CARGO_PKG_REPOSITORY")).filter(|r| !r.is_empty())
 }

@@ -6,7 +6,7 @@ use super::model::{
     Add, Agent, Agentfile, Bin, Config, ConfigValue, Context, Env, Mount, Node, DEFAULT_SYNTAX,
 };
 use super::names::basename;
-use crate::diagnostic::{Diagnostic, SourceFile, Span};
+use crate::diagnostic::{Code, Diagnostic, SourceFile, Span};
 use crate::syntax::{Args, Ast, Instruction, Keyword, LineKind, Token, Value};
 use std::collections::BTreeMap;
 
@@ -19,7 +19,7 @@ pub const MAX_EXPANDED_VALUE: usize = 128 * 1024;
 pub const MAX_EXPANDED_TOTAL: usize = 1024 * 1024;
 
 /// Builds the model. Never fails: problems are returned as diagnostics beside a best-effort model.
-pub fn lower(
+pub fn from_ast(
     ast: &Ast,
     file: &SourceFile,
     build_args: &BTreeMap<String, String>,
@@ -118,8 +118,8 @@ pub fn lower(
                     key: l.expand(key),
                     value: l.expand(value.token()),
                     description: description.as_ref().map(|d| l.expand(d)),
-                    span: ins.span,
-                    key_span: key.span,
+                    span: Some(ins.span),
+                    key_span: Some(key.span),
                 };
                 l.agent.envs.push(env);
             }
@@ -137,9 +137,9 @@ pub fn lower(
                         .as_ref()
                         .map(|h| h.body.clone())
                         .filter(|b| !b.is_empty()),
-                    span: ins.span,
-                    name_span: name.span,
-                    image_span: image.span,
+                    span: Some(ins.span),
+                    name_span: Some(name.span),
+                    image_span: Some(image.span),
                 };
                 l.agent.bins.push(bin);
             }
@@ -195,22 +195,24 @@ pub fn lower(
                     target: l.expand(target),
                     read_only,
                     description: description.as_ref().map(|d| l.expand(d)),
-                    span: ins.span,
+                    span: Some(ins.span),
                 };
                 l.agent.mounts.push(mount);
             }
         }
     }
     if first_from.is_none()
-        && ast
-            .diagnostics
-            .iter()
-            .all(|d| d.code != "AF004" && d.code != "AF003")
+        && ast.diagnostics.iter().all(|d| {
+            !matches!(
+                d.code,
+                Code::MalformedInstruction | Code::UnknownInstruction
+            )
+        })
     {
         let span = ast
             .lines
             .first()
-            .map_or(Span::default(), |l| Span::point(l.span.start));
+            .map_or(Span::point(0), |l| Span::point(l.span.start));
         l.diags.push(diags::missing_from(span));
     }
     let model = Agentfile {
@@ -379,8 +381,8 @@ impl Lowerer<'_> {
             description: description.map(|d| self.expand(d)),
             content: if file_path.is_some() { None } else { body },
             file: file_path,
-            span: ins.span,
-            name_span: name.span,
+            span: Some(ins.span),
+            name_span: Some(name.span),
             file_span: file.map(|f| f.span),
         }
     }
@@ -414,8 +416,8 @@ impl Lowerer<'_> {
             value: typed,
             description: description.map(|d| self.expand(d)),
             required,
-            span,
-            key_span: key.span,
+            span: Some(span),
+            key_span: Some(key.span),
         }
     }
 
@@ -457,9 +459,9 @@ impl Lowerer<'_> {
             src: src_text,
             name,
             description: description.map(|d| self.expand(d)),
-            span,
-            src_span: src.span,
-            name_span: dst.map_or(src.span, |d| d.span),
+            span: Some(span),
+            src_span: Some(src.span),
+            name_span: Some(dst.map_or(src.span, |d| d.span)),
         }
     }
 }

@@ -4,7 +4,7 @@ use super::ast::{Args, Ast, Heredoc, Instruction, Keyword, Line, LineKind, Token
 use super::errors;
 use super::unquote::unquote;
 use super::{AgentfileParser, Rule};
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Span};
 use pest::iterators::{Pair, Pairs};
 use pest::Parser as _;
 
@@ -19,8 +19,8 @@ pub fn parse(text: &str) -> Ast {
                 pest::error::InputLocation::Pos(p) | pest::error::InputLocation::Span((p, _)) => p,
             };
             ast.diagnostics.push(
-                Diagnostic::error(
-                    "AF004",
+                Diagnostic::new(
+                    Code::MalformedInstruction,
                     Span::point(at),
                     "this text cannot be read as an Agentfile",
                 )

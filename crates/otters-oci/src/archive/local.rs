@@ -1,0 +1,224 @@
+//! Images another tool wrote on disk, brought into the store: `otters pull oci:DIR[:tag]` and
+//! `oci-archive:FILE[:tag]` (skopeo's transports), and `otters load -i DIR`.
+//!
+//! Takes: a store and a layout directory or archive file. Returns: the image(s) copied in, with
+//! the names they had inside. Must never: copy an image without the checks a registry pull
+//! applies (the archive and layout readers verify every blob), or tag anything (the caller chooses
+//! the local name).
+
+use super::{import_layout, layout_entries, load, ArchiveError};
+use crate::spec::descriptor::{Descriptor, ANN_REF_NAME};
+use crate::store::layout::Store;
+use crate::store::refname::new_tag_name;
+use std::path::{Path, PathBuf};
+
+/// `oci:DIR[:name]` or `oci-archive:FILE[:name]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalSource {
+    pub path: PathBuf,
+    /// The image's ref name inside, when one is named.
+    pub want: Option<String>,
+    /// An oci-archive file (else a layout directory).
+    pub is_archive: bool,
+}
+
+impl LocalSource {
+    /// `None` when `reference` names neither transport. As skopeo splits it, the path ends at the
+    /// first `:` (paths with `:` are not supported).
+    pub fn parse(reference: &str) -> Option<LocalSource> {
+        let (is_archive, rest) = if let Some(r) = reference.strip_prefix("oci-archive:") {
+            (true, r)
+        } else {
+            (false, reference.strip_prefix("oci:")?)
+        };
+        let (path, want) = match rest.split_once(':') {
+            Some((p, t)) => (PathBuf::from(p), Some(t.to_owned())),
+            None => (PathBuf::from(rest), None),
+        };
+        Some(LocalSource {
+            path,
+            want,
+            is_archive,
+        })
+    }
+}
+
+/// Why no image was copied.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    #[error("{} has no image named `{want}`", path.display())]
+    NoSuchImage {
+        path: PathBuf,
+        want: String,
+        /// The ref names it holds, joined by `, ` (`<none>` for an unnamed one).
+        holds: String,
+    },
+    #[error("{} holds {count} images", path.display())]
+    Several {
+        path: PathBuf,
+        count: usize,
+        holds: String,
+    },
+}
+
+/// An image copied into the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Imported {
+    /// Its descriptor, without the ref name it had inside.
+    pub root: Descriptor,
+    /// The ref name it had inside.
+    pub inner_name: Option<String>,
+}
+
+impl Imported {
+    /// The local name: `tag` when given, else the name inside when it is a whole reference
+    /// (`meteo:1`, as `otters save` writes), else none (skopeo writes bare tags such as `1.0`).
+    pub fn local_name(&self, tag: Option<&str>) -> Option<String> {
+        tag.map(str::to_owned).or_else(|| {
+            self.inner_name
+                .clone()
+                .filter(|n| n.contains(':') || n.contains('/'))
+                .filter(|n| new_tag_name(n).is_ok())
+        })
+    }
+}
+
+/// Copies the one image `src` names (or, without a name, its only image) into the store.
+pub fn import(store: &Store, src: &LocalSource) -> Result<Imported, LocalError> {
+    let entries: Vec<Descriptor> = if src.is_archive {
+        load(store, &src.path)?
+            .into_iter()
+            .map(|(_, d)| d)
+            .collect()
+    } else {
+        layout_entries(&src.path)?
+    };
+    let mut root = pick(&src.path, &entries, src.want.as_deref())?;
+    if !src.is_archive {
+        import_layout(store, &src.path, &root)?;
+    }
+    let inner_name = root.annotations.remove(ANN_REF_NAME);
+    Ok(Imported { root, inner_name })
+}
+
+/// The one image `want` (or, without it, the only image) names among `entries`.
+fn pick(path: &Path, entries: &[Descriptor], want: Option<&str>) -> Result<Descriptor, LocalError> {
+    let holds = || {
+        entries
+            .iter()
+            .map(|d| d.ref_name().unwrap_or("<none>"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let picked: Vec<&Descriptor> = match want {
+        Some(w) => entries.iter().filter(|d| d.ref_name() == Some(w)).collect(),
+        None => entries.iter().collect(),
+    };
+    match (picked.as_slice(), want) {
+        ([one], _) => Ok((*one).clone()),
+        ([], Some(w)) => Err(LocalError::NoSuchImage {
+            path: path.to_owned(),
+            want: w.to_owned(),
+            holds: holds(),
+        }),
+        _ => Err(LocalError::Several {
+            path: path.to_owned(),
+            count: picked.len(),
+            holds: holds(),
+        }),
+    }
+}
+
+/// Every image of the OCI layout at `dir` (`otters load -i DIR`), with its ref name there when
+/// that is a valid tag ("" otherwise), as an archive's images are loaded.
+pub fn load_layout(store: &Store, dir: &Path) -> Result<Vec<(String, Descriptor)>, ArchiveError> {
+    let mut out = Vec::new();
+    for mut d in layout_entries(dir)? {
+        import_layout(store, dir, &d)?;
+        let name = d
+            .annotations
+            .remove(ANN_REF_NAME)
+            .filter(|n| new_tag_name(n).is_ok())
+            .unwrap_or_default();
+        out.push((name, d));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transports_split_at_the_first_colon() {
+        assert_eq!(
+            LocalSource::parse("oci:/tmp/l:1.0"),
+            Some(LocalSource {
+                path: "/tmp/l".into(),
+                want: Some("1.0".into()),
+                is_archive: false
+            })
+        );
+        let a = LocalSource::parse("oci-archive:x.tar").unwrap();
+        assert!(a.is_archive && a.want.is_none() && a.path == Path::new("x.tar"));
+        assert_eq!(LocalSource::parse("ghcr.io/a/b:1"), None);
+    }
+
+    fn named(name: Option<&str>) -> Descriptor {
+        let mut d = Descriptor::new(
+            "application/vnd.oci.image.manifest.v1+json",
+            crate::Digest::of(b"x"),
+            1,
+        );
+        if let Some(n) = name {
+            d.annotations.insert(ANN_REF_NAME.into(), n.into());
+        }
+        d
+    }
+
+    #[test]
+    fn pick_wants_one_image() {
+        let p = Path::new("dir");
+        let two = [named(Some("1.0")), named(None)];
+        assert_eq!(pick(p, &two, Some("1.0")).unwrap(), two[0]);
+        match pick(p, &two, None).unwrap_err() {
+            LocalError::Several { count, holds, .. } => {
+                assert_eq!((count, holds.as_str()), (2, "1.0, <none>"));
+            }
+            e => panic!("{e}"),
+        }
+        let e = pick(p, &two, Some("2.0")).unwrap_err();
+        assert_eq!(e.to_string(), "dir has no image named `2.0`");
+        assert_eq!(pick(p, &two[1..], None).unwrap(), two[1]);
+    }
+
+    #[test]
+    fn the_local_name_is_the_tag_or_a_whole_reference_inside() {
+        let with = |inner: Option<&str>| Imported {
+            root: named(None),
+            inner_name: inner.map(str::to_owned),
+        };
+        assert_eq!(
+            with(Some("meteo:1")).local_name(None).as_deref(),
+            Some("meteo:1")
+        );
+        assert_eq!(with(Some("1.0")).local_name(None), None);
+        assert_eq!(with(Some("BAD NAME:1")).local_name(None), None);
+        assert_eq!(
+            with(Some("1.0")).local_name(Some("a:2")).as_deref(),
+            Some("a:2")
+        );
+    }
+
+    #[test]
+    fn a_missing_layout_is_an_archive_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("store")).unwrap();
+        let src =
+            LocalSource::parse(&format!("oci:{}", dir.path().join("none").display())).unwrap();
+        assert!(matches!(import(&store, &src), Err(LocalError::Archive(_))));
+        assert!(load_layout(&store, &dir.path().join("none")).is_err());
+    }
+}

@@ -1,0 +1,16 @@
+//! Supply-chain documents for otters images, with no network: ECDSA P-256 signing keys, in-toto
+//! statements signed in DSSE envelopes inside key-based Sigstore bundles (and their verification),
+//! a `CycloneDX` SBOM and SLSA provenance made from a build's pinned inputs.
+//!
+//! Depends on `otters-core` (canonical JSON) and `otters-oci`'s `spec` values only; attaching these
+//! documents to images as OCI referrers is the registry side's work.
+
+pub mod bundle;
+pub mod inputs;
+pub mod keys;
+pub mod provenance;
+pub mod sbom;
+pub mod statement;
+
+#[cfg(test)]
+mod tests;

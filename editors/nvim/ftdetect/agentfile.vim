@@ -1,0 +1,2 @@
+" Agentfiles: files named `Agentfile` and files ending in `.agentfile`.
+autocmd BufRead,BufNewFile Agentfile,*.agentfile set filetype=agentfile

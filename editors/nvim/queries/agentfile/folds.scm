@@ -1,0 +1,2 @@
+; A heredoc folds from its opener line to its terminator.
+(heredoc) @fold

@@ -1,0 +1,47 @@
+//! `otters key generate --out PREFIX`: a new ECDSA P-256 signing key pair, `PREFIX.key` (PKCS#8
+//! PEM, mode 0600) and `PREFIX.pub` (PKIX PEM), for `otters sign-blob` and the registry-side
+//! signing commands (docs/supply-chain.md).
+//!
+//! Takes: a path prefix. Returns: the two files and the key's hint on stdout. Must never: replace
+//! an existing file (both are created with `O_EXCL`).
+use super::CliResult;
+use miette::miette;
+use otters_supply::keys::KeyPair;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum KeyCommand {
+    /// Write a new ECDSA P-256 key pair: PREFIX.key (private, PKCS#8 PEM, mode 0600) and PREFIX.pub (public, PKIX PEM)
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// Path prefix of the two files (`--out ci/signing` writes ci/signing.key and ci/signing.pub)
+    #[arg(long, value_name = "PREFIX")]
+    pub out: PathBuf,
+}
+
+pub fn run(c: KeyCommand) -> CliResult {
+    match c {
+        KeyCommand::Generate(a) => generate(&a),
+    }
+}
+
+fn generate(a: &GenerateArgs) -> CliResult {
+    if a.out.as_os_str().is_empty() {
+        return Err(miette!(
+            "--out is empty: give a path prefix such as `ci/signing`"
+        ));
+    }
+    let key = KeyPair::generate();
+    let (private, public) = key.write_new(&a.out).map_err(|e| miette!("{e}"))?;
+    outln!(
+        "private key: {} (mode 0600; keep it secret)",
+        private.display()
+    );
+    outln!("public key:  {}", public.display());
+    outln!("key hint:    {}", key.public().hint());
+    Ok(ExitCode::SUCCESS)
+}
