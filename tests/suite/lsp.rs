@@ -2,7 +2,8 @@
 //! and UTF-8 when offered), open a broken file and compare the published diagnostics with
 //! `otters lint --format json` on the same file and `otters.toml`, change it, hover, complete,
 //! ask for code actions, the outline, folding, a definition and formatting, then shutdown and
-//! exit with status 0. Also `otters lint --fix`, which applies the same fixes the server offers.
+//! exit with status 0; Neovim (headless) sees the same diagnostics. Also `otters lint --fix`, which
+//! applies the same fixes the server offers.
 
 use crate::support::cli::Env;
 use serde_json::{json, Value};
@@ -519,4 +520,49 @@ fn lint_fix_applies_the_safe_fixes_and_reports_what_is_left() {
     );
     let err = env.fails(&["lint", "--fix", "-"]);
     assert!(err.contains("cannot fix standard input"), "{err}");
+}
+
+#[test]
+fn neovim_opens_a_broken_file_and_sees_the_diagnostics() {
+    const TEST: &str = "neovim_opens_a_broken_file_and_sees_the_diagnostics";
+    let install = "install Neovim (Debian: apt-get install neovim)";
+    if !crate::support::tools::require(TEST, "nvim", &["--version"], install) {
+        return;
+    }
+    let env = Env::new();
+    let dir = project(&env);
+    let file = dir.join("Agentfile");
+    let out = env.dir.path().join("nvim.out");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/lsp_nvim/diagnostics.lua");
+    let mut nvim = Command::new("nvim")
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("OTTERS_BIN", assert_cmd::cargo::cargo_bin("otters"))
+        .env("OTTERS_HOME", env.home())
+        .env("AGENTFILE", &file)
+        .env("OUT", &out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start nvim");
+    assert_eq!(wait_exit(&mut nvim), 0);
+    let seen = std::fs::read_to_string(&out).expect("nvim wrote what it saw");
+    // What Neovim shows is what `otters lint` reports: the same codes, lines and messages.
+    let want: Vec<String> = from_lint(&env, &file)
+        .into_iter()
+        .map(|(code, message, line, ..)| format!("{line} {code} {message}"))
+        .collect();
+    let got: Vec<String> = seen
+        .lines()
+        .map(|l| {
+            let (pos, rest) = l.split_once(' ').unwrap_or((l, ""));
+            format!("{} {rest}", pos.split(':').next().unwrap_or(""))
+        })
+        .collect();
+    assert!(got.iter().any(|l| l.contains("AF003")), "{seen}");
+    let mut sorted_want = want.clone();
+    sorted_want.sort();
+    let mut sorted_got = got;
+    sorted_got.sort();
+    assert_eq!(sorted_got, sorted_want);
 }

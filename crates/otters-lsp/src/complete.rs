@@ -6,7 +6,7 @@
 //! and the checks have no catalogue of them.
 
 use crate::document::Document;
-use crate::hover::{line_at, reference};
+use crate::hover::reference;
 use crate::outline::clip;
 use lsp_types::{
     CompletionItem, CompletionItemKind, Documentation, InsertTextFormat, MarkupContent, MarkupKind,
@@ -24,7 +24,7 @@ pub fn complete(doc: &Document, offset: usize) -> Vec<CompletionItem> {
     }
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let before = &text[line_start..offset];
-    let line = line_at(doc, offset);
+    let line = doc.line_at(offset);
     // Inside a heredoc body nothing is an instruction or expanded.
     let in_body = line.is_some_and(|l| match &l.kind {
         LineKind::Instruction(i) => i

@@ -3,22 +3,22 @@
 
 use crate::document::Document;
 use crate::position::{range, Encoding};
+use lsp_types::Diagnostic as LspFinding;
 use lsp_types::{
     CodeAction, CodeActionKind, DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag,
     Location, NumberOrString, Position, Range, TextEdit, WorkspaceEdit,
 };
 use otters_agentfile::diagnostic::Fix;
-use otters_agentfile::{Diagnostic, Severity};
+use otters_agentfile::{Code, Diagnostic, Severity};
 use std::collections::HashMap;
 
 /// What LSP clients show as the diagnostic's origin.
 pub const SOURCE: &str = "otters";
 
 /// Codes whose finding is about text that does nothing (editors grey it out).
-const UNNECESSARY: [&str; 2] = ["AF204", "AF215"];
+const UNNECESSARY: [Code; 2] = [Code::UnusedArg, Code::UnusedSuppression];
 
-pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> lsp_types::Diagnostic {
-    let code = d.code.to_string();
+pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> LspFinding {
     let mut related: Vec<DiagnosticRelatedInformation> = d
         .labels
         .iter()
@@ -33,43 +33,43 @@ pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> lsp_types::D
             message: format!("help: {help}"),
         });
     }
-    lsp_types::Diagnostic {
-        range: range(&doc.file, d.span_or_start(), enc),
-        severity: Some(match d.severity {
-            Severity::Error => DiagnosticSeverity::ERROR,
-            Severity::Warning => DiagnosticSeverity::WARNING,
-            Severity::Info => DiagnosticSeverity::INFORMATION,
-        }),
-        tags: UNNECESSARY
-            .contains(&code.as_str())
+    let severity = match d.severity {
+        Severity::Error => DiagnosticSeverity::ERROR,
+        Severity::Warning => DiagnosticSeverity::WARNING,
+        Severity::Info => DiagnosticSeverity::INFORMATION,
+    };
+    LspFinding::new(
+        range(&doc.file, d.span_or_start(), enc),
+        Some(severity),
+        Some(NumberOrString::String(d.code.to_string())),
+        Some(SOURCE.to_owned()),
+        d.message.clone(),
+        (!related.is_empty()).then_some(related),
+        UNNECESSARY
+            .contains(&d.code)
             .then(|| vec![DiagnosticTag::UNNECESSARY]),
-        code: Some(NumberOrString::String(code)),
-        code_description: None,
-        source: Some(SOURCE.to_owned()),
-        message: d.message.clone(),
-        related_information: (!related.is_empty()).then_some(related),
-        data: None,
-    }
+    )
 }
 
 /// Every diagnostic of the document, plus one for a problem with its project or size.
-pub fn diagnostics(doc: &Document, enc: Encoding) -> Vec<lsp_types::Diagnostic> {
+pub fn diagnostics(doc: &Document, enc: Encoding) -> Vec<LspFinding> {
     let mut out: Vec<_> = doc
         .diagnostics
         .iter()
         .map(|d| diagnostic(doc, d, enc))
         .collect();
     if let Some(problem) = &doc.problem {
-        out.insert(
-            0,
-            lsp_types::Diagnostic {
-                range: Range::new(Position::new(0, 0), Position::new(0, 0)),
-                severity: Some(DiagnosticSeverity::ERROR),
-                source: Some(SOURCE.to_owned()),
-                message: problem.clone(),
-                ..lsp_types::Diagnostic::default()
-            },
+        let start = Range::new(Position::new(0, 0), Position::new(0, 0));
+        let shown = LspFinding::new(
+            start,
+            Some(DiagnosticSeverity::ERROR),
+            None,
+            Some(SOURCE.to_owned()),
+            problem.clone(),
+            None,
+            None,
         );
+        out.insert(0, shown);
     }
     out
 }
@@ -85,7 +85,7 @@ pub fn edits(doc: &Document, fix: &Fix, enc: Encoding) -> Vec<TextEdit> {
 pub fn action(
     doc: &Document,
     fix: &Fix,
-    for_diagnostic: Option<lsp_types::Diagnostic>,
+    for_diagnostic: Option<LspFinding>,
     enc: Encoding,
 ) -> CodeAction {
     let changes = HashMap::from([(doc.uri.clone(), edits(doc, fix, enc))]);

@@ -9,7 +9,7 @@ use crate::Project;
 use lsp_types::Url;
 use otters_agentfile::check::{self, Options};
 use otters_agentfile::diagnostic::SourceFile;
-use otters_agentfile::syntax::{self, Ast};
+use otters_agentfile::syntax::{self, Ast, Line};
 use otters_agentfile::{ir, Diagnostic};
 use otters_core::files;
 use std::cell::OnceCell;
@@ -86,6 +86,15 @@ impl Document {
                 syntax::parse(&self.file)
             }
         })
+    }
+
+    /// The logical line (an instruction with its heredoc, or one physical line) holding `offset`.
+    pub fn line_at(&self, offset: usize) -> Option<&Line> {
+        let lines = &self.ast().lines;
+        let i = lines
+            .partition_point(|l| l.span.start <= offset)
+            .checked_sub(1)?;
+        lines.get(i).filter(|l| offset <= l.span.end)
     }
 
     /// The text.

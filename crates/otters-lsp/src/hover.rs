@@ -6,7 +6,7 @@
 use crate::document::Document;
 use crate::lock;
 use otters_agentfile::diagnostic::codes as registry;
-use otters_agentfile::syntax::{Keyword, Line, LineKind};
+use otters_agentfile::syntax::{Keyword, LineKind};
 use std::fmt::Write as _;
 
 /// The language reference, one `### KEYWORD` section per instruction.
@@ -21,15 +21,6 @@ pub fn reference(keyword: Keyword) -> &'static str {
     let body = &REFERENCE[at + heading.len()..];
     let end = body.find("\n#").unwrap_or(body.len());
     body[..end].trim()
-}
-
-/// The logical line (an instruction with its heredoc, or one physical line) holding `offset`.
-pub fn line_at(doc: &Document, offset: usize) -> Option<&Line> {
-    let lines = &doc.ast().lines;
-    let i = lines
-        .partition_point(|l| l.span.start <= offset)
-        .checked_sub(1)?;
-    lines.get(i).filter(|l| offset <= l.span.end)
 }
 
 /// The run of letters and digits around `offset`, when it is shaped like a code (`AF201`).
@@ -52,7 +43,7 @@ fn word_at(text: &str, offset: usize) -> Option<&str> {
 /// The markdown shown at `offset`, or `None` when there is nothing to say.
 pub fn hover(doc: &Document, offset: usize) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
-    if let Some(LineKind::Instruction(ins)) = line_at(doc, offset).map(|l| &l.kind) {
+    if let Some(LineKind::Instruction(ins)) = doc.line_at(offset).map(|l| &l.kind) {
         let arg = (offset <= ins.span.end)
             .then(|| crate::navigate::arg_reference(doc.text(), ins.span, offset))
             .flatten();

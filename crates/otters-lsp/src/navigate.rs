@@ -2,7 +2,6 @@
 //! or an ADD source to that file (relative to the document's directory, as the build reads it).
 
 use crate::document::Document;
-use crate::hover::line_at;
 use otters_agentfile::syntax::{Args, LineKind};
 use otters_agentfile::Span;
 use std::path::PathBuf;
@@ -16,7 +15,7 @@ pub enum Target {
 }
 
 pub fn definition(doc: &Document, offset: usize) -> Option<Target> {
-    let line = line_at(doc, offset)?;
+    let line = doc.line_at(offset)?;
     let LineKind::Instruction(ins) = &line.kind else {
         return None;
     };

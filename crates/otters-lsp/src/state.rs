@@ -132,7 +132,8 @@ impl State {
             .filter(|d| d.span.is_some_and(touches))
         {
             let lsp = convert::diagnostic(doc, d, self.encoding);
-            for fix in &d.fixes {
+            let suppress = otters_agentfile::check::fixes::suppression(&doc.file, doc.ast(), d);
+            for fix in d.fixes.iter().chain(suppress.as_ref()) {
                 out.push(CodeActionOrCommand::CodeAction(convert::action(
                     doc,
                     fix,

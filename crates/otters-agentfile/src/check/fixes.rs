@@ -1,9 +1,10 @@
-//! Fixes every finding can have whatever its rule: a `# otters:ignore CODE <reason>` comment above
-//! the line, for the findings a suppression can silence.
+//! The fix every finding can have whatever its rule: a `# otters:ignore CODE <reason>` comment
+//! above its line, for the findings a suppression can silence.
 //!
-//! Takes: the file, its AST and the final diagnostics. Returns: the same diagnostics, the
-//! suppressible ones with one more (unsafe) [`Fix`]. Must never: offer a suppression that would
-//! not work (an error code, a finding inside a heredoc body, where a comment line would become
+//! Takes: the file, its AST and one finding. Returns: the (unsafe) [`Fix`], made on demand (an
+//! editor asks for the fixes of the few findings under the cursor; a file with 50,000 findings
+//! does not carry 50,000 of them). Must never: offer a suppression that would not work (an error
+//! code, a finding with no span, one inside a heredoc body, where a comment line would become
 //! part of the body).
 
 use crate::diagnostic::{Code, Diagnostic, Fix, Severity, SourceFile, Span};
@@ -12,58 +13,55 @@ use crate::syntax::Ast;
 /// The placeholder the user replaces with the reason (AF214 wants one).
 pub const REASON_PLACEHOLDER: &str = "<reason>";
 
-/// Adds a suppression fix to every finding whose code may be suppressed.
-pub(crate) fn offer_suppressions(file: &SourceFile, ast: &Ast, diags: &mut [Diagnostic]) {
-    if diags.is_empty() {
-        return;
+/// A `# otters:ignore CODE <reason>` line above the finding's line, when that would silence it.
+pub fn suppression(file: &SourceFile, ast: &Ast, d: &Diagnostic) -> Option<Fix> {
+    // AF214/AF215 are about suppression comments themselves.
+    if matches!(
+        d.code,
+        Code::SuppressionWithoutReason | Code::UnusedSuppression
+    ) || d.code.default_severity() == Severity::Error
+    {
+        return None;
     }
-    // The byte where each logical line starts: a suppression comment applies to the line after
-    // it, and only a logical line's first physical line can have one above.
-    let starts: Vec<usize> = ast.lines.iter().map(|l| l.span.start).collect();
-    let crlf = file.text.contains("\r\n");
-    for d in diags.iter_mut() {
-        // AF214/AF215 are about suppression comments themselves.
-        if matches!(
-            d.code,
-            Code::SuppressionWithoutReason | Code::UnusedSuppression
-        ) || d.code.default_severity() == Severity::Error
-            || d.span.is_none()
-        {
-            continue;
-        }
-        let line = file.line_index(d.start());
-        let start = file.line_start(line);
-        if starts.binary_search(&start).is_err() {
-            continue;
-        }
-        let indent: String = file.text[start..]
-            .chars()
-            .take_while(|c| *c == ' ' || *c == '\t')
-            .collect();
-        let newline = if crlf { "\r\n" } else { "\n" };
-        let comment = format!(
+    let start = file.line_start(file.line_index(d.span?.start));
+    // A suppression applies to the logical line after it: only a logical line's first physical
+    // line can have one above.
+    let i = ast.lines.partition_point(|l| l.span.start < start);
+    if ast.lines.get(i).is_none_or(|l| l.span.start != start) {
+        return None;
+    }
+    let indent: String = file.text[start..]
+        .chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .collect();
+    let newline = if file.text.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    Some(Fix::replace(
+        format!("Suppress {} on this line", d.code),
+        Span::point(start),
+        format!(
             "{indent}# otters:ignore {} {REASON_PLACEHOLDER}{newline}",
             d.code
-        );
-        d.fixes.push(Fix::replace(
-            format!("Suppress {} on this line", d.code),
-            Span::point(start),
-            comment,
-            false,
-        ));
-    }
+        ),
+        false,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::suppression;
     use crate::check::{analyze, Options};
     use crate::diagnostic::{Code, SourceFile};
+    use crate::syntax::parse;
 
     fn fixed(text: &str, code: Code) -> Option<String> {
         let file = SourceFile::new("Agentfile", text);
         let a = analyze(&file, &Options::default());
         let d = a.diagnostics.iter().find(|d| d.code == code)?;
-        let fix = d.fixes.iter().find(|f| f.title.starts_with("Suppress"))?;
+        let fix = suppression(&file, &parse(&file), d)?;
         let (span, with) = &fix.edits[0];
         Some(format!(
             "{}{with}{}",
@@ -100,7 +98,11 @@ mod tests {
         let a = analyze(&file, &Options::default());
         let body: Vec<_> = a.diagnostics.iter().filter(|d| d.start() > 27).collect();
         assert!(!body.is_empty(), "{:?}", a.diagnostics);
-        assert!(body.iter().all(|d| d.fixes.is_empty()), "{body:?}");
+        let ast = parse(&file);
+        assert!(
+            body.iter().all(|d| suppression(&file, &ast, d).is_none()),
+            "{body:?}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! first problem.
 
 pub mod config;
-mod fixes;
+pub mod fixes;
 pub(crate) mod rules;
 mod suppress;
 
@@ -106,7 +106,6 @@ pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
     let mut diagnostics = suppress::apply(file, &ast, diagnostics);
     apply_overrides(&mut diagnostics, &opts.severity_overrides);
     diagnostics.sort_by_key(|d| (d.start(), d.code));
-    fixes::offer_suppressions(file, &ast, &mut diagnostics);
     Analysis { model, diagnostics }
 }
 
