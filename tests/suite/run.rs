@@ -126,6 +126,10 @@ fn grep_tree(dir: &Path, needle: &str) -> Vec<PathBuf> {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario in order: refusals, a dry run, the run, a rerun and a failed rerun share one agent tree"
+)]
 fn system_executor_end_to_end() {
     if !Path::new("/bin/busybox").exists() {
         skip(

@@ -44,91 +44,7 @@ fn render_ast(file: &SourceFile, ast: &Ast) -> String {
                 )
             }
             LineKind::Instruction(i) => {
-                let args = match &i.args {
-                    Args::From { image } | Args::Runtime { image } => tok(image),
-                    Args::Model { model } => tok(model),
-                    Args::Name { name } => tok(name),
-                    Args::Context {
-                        name,
-                        description,
-                        file,
-                    } => {
-                        format!(
-                            "{} desc={} file={}",
-                            tok(name),
-                            opt(description.as_ref()),
-                            opt(file.as_ref())
-                        )
-                    }
-                    Args::Config {
-                        key,
-                        required,
-                        value,
-                        description,
-                    } => format!(
-                        "{} required={} value={} desc={}",
-                        tok(key),
-                        required.is_some(),
-                        value.as_ref().map_or("-".into(), val),
-                        opt(description.as_ref())
-                    ),
-                    Args::Env {
-                        key,
-                        value,
-                        description,
-                    } => {
-                        format!(
-                            "{} value={} desc={}",
-                            tok(key),
-                            val(value),
-                            opt(description.as_ref())
-                        )
-                    }
-                    Args::Bin {
-                        name,
-                        image,
-                        description,
-                    } => {
-                        format!(
-                            "{} {} desc={}",
-                            tok(name),
-                            tok(image),
-                            opt(description.as_ref())
-                        )
-                    }
-                    Args::Exec { args } => args.iter().map(tok).collect::<Vec<_>>().join(", "),
-                    Args::Add {
-                        src,
-                        dst,
-                        description,
-                    } => {
-                        format!(
-                            "{} dst={} desc={}",
-                            tok(src),
-                            opt(dst.as_ref()),
-                            opt(description.as_ref())
-                        )
-                    }
-                    Args::Label { key, value } => format!("{} = {}", tok(key), val(value)),
-                    Args::Arg { key, value } => {
-                        format!("{} = {}", tok(key), value.as_ref().map_or("-".into(), val))
-                    }
-                    Args::Capability { names } => {
-                        names.iter().map(tok).collect::<Vec<_>>().join(" ")
-                    }
-                    Args::Mount {
-                        target,
-                        mode,
-                        description,
-                    } => {
-                        format!(
-                            "{} mode={} desc={}",
-                            tok(target),
-                            opt(mode.as_ref()),
-                            opt(description.as_ref())
-                        )
-                    }
-                };
+                let args = render_args(&i.args);
                 let heredoc = i.heredoc.as_ref().map_or(String::new(), |h| {
                     format!(
                         " <<{}{}{} body={:?}",
@@ -148,6 +64,93 @@ fn render_ast(file: &SourceFile, ast: &Ast) -> String {
         let _ = writeln!(out, "{n:>3} {what}");
     }
     out
+}
+
+/// One instruction's arguments, as [`render_ast`] shows them.
+fn render_args(args: &Args) -> String {
+    match args {
+        Args::From { image } | Args::Runtime { image } => tok(image),
+        Args::Model { model } => tok(model),
+        Args::Name { name } => tok(name),
+        Args::Context {
+            name,
+            description,
+            file,
+        } => {
+            format!(
+                "{} desc={} file={}",
+                tok(name),
+                opt(description.as_ref()),
+                opt(file.as_ref())
+            )
+        }
+        Args::Config {
+            key,
+            required,
+            value,
+            description,
+        } => format!(
+            "{} required={} value={} desc={}",
+            tok(key),
+            required.is_some(),
+            value.as_ref().map_or("-".into(), val),
+            opt(description.as_ref())
+        ),
+        Args::Env {
+            key,
+            value,
+            description,
+        } => {
+            format!(
+                "{} value={} desc={}",
+                tok(key),
+                val(value),
+                opt(description.as_ref())
+            )
+        }
+        Args::Bin {
+            name,
+            image,
+            description,
+        } => {
+            format!(
+                "{} {} desc={}",
+                tok(name),
+                tok(image),
+                opt(description.as_ref())
+            )
+        }
+        Args::Exec { args } => args.iter().map(tok).collect::<Vec<_>>().join(", "),
+        Args::Add {
+            src,
+            dst,
+            description,
+        } => {
+            format!(
+                "{} dst={} desc={}",
+                tok(src),
+                opt(dst.as_ref()),
+                opt(description.as_ref())
+            )
+        }
+        Args::Label { key, value } => format!("{} = {}", tok(key), val(value)),
+        Args::Arg { key, value } => {
+            format!("{} = {}", tok(key), value.as_ref().map_or("-".into(), val))
+        }
+        Args::Capability { names } => names.iter().map(tok).collect::<Vec<_>>().join(" "),
+        Args::Mount {
+            target,
+            mode,
+            description,
+        } => {
+            format!(
+                "{} mode={} desc={}",
+                tok(target),
+                opt(mode.as_ref()),
+                opt(description.as_ref())
+            )
+        }
+    }
 }
 
 fn render_diags(file: &SourceFile, diags: &[Diagnostic]) -> String {

@@ -146,6 +146,15 @@ pub fn verify(bundle: &[u8], key: &PublicKey, expected_hex: &str) -> Result<Veri
         return Err(VerifyError::MediaType(format!("`{media}`")));
     }
 
+    let hint = key_hint(top)?;
+    let payload = signed_payload(top, key)?;
+    // Only now is the payload trusted enough to read.
+    read_statement(&payload, expected_hex, hint)
+}
+
+/// The bundle's verification material: a public-key hint only (no certificate, no transparency
+/// log entry, no timestamp: otters' bundles are key-based).
+fn key_hint(top: &serde_json::Map<String, J>) -> Result<String, VerifyError> {
     let material = object(field(top, "verificationMaterial")?, "verificationMaterial")?;
     for (k, what) in [
         ("certificate", "a certificate (keyless signing)"),
@@ -182,12 +191,18 @@ pub fn verify(bundle: &[u8], key: &PublicKey, expected_hex: &str) -> Result<Veri
         "verificationMaterial.publicKey",
     )?;
     only(public, "verificationMaterial.publicKey.", &["hint"])?;
-    let hint = match public.get("hint") {
-        None => String::new(),
-        Some(J::String(s)) => s.clone(),
-        Some(_) => return Err(bad("verificationMaterial.publicKey.hint", "not a string")),
-    };
+    match public.get("hint") {
+        None => Ok(String::new()),
+        Some(J::String(s)) => Ok(s.clone()),
+        Some(_) => Err(bad("verificationMaterial.publicKey.hint", "not a string")),
+    }
+}
 
+/// The DSSE envelope's payload, once its one signature verifies with `key`.
+fn signed_payload(
+    top: &serde_json::Map<String, J>,
+    key: &PublicKey,
+) -> Result<Vec<u8>, VerifyError> {
     if top.contains_key("messageSignature") {
         return Err(VerifyError::NotKeyBased(
             "a messageSignature instead of a DSSE envelope".to_owned(),
@@ -219,9 +234,17 @@ pub fn verify(bundle: &[u8], key: &PublicKey, expected_hex: &str) -> Result<Veri
     if !key.verifies(&pae(payload_type, &payload), &sig) {
         return Err(VerifyError::BadSignature);
     }
+    Ok(payload)
+}
 
-    // Only now is the payload trusted enough to read.
-    let statement: J = serde_json::from_slice(&payload)
+/// The verified payload read as an in-toto Statement v1 that names `expected_hex` among its
+/// subjects.
+fn read_statement(
+    payload: &[u8],
+    expected_hex: &str,
+    hint: String,
+) -> Result<Verified, VerifyError> {
+    let statement: J = serde_json::from_slice(payload)
         .map_err(|e| VerifyError::NotStatement(format!("not JSON ({e})")))?;
     let st = object(&statement, "statement")
         .map_err(|_| VerifyError::NotStatement("not an object".into()))?;

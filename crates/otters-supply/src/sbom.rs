@@ -21,6 +21,37 @@ pub const CYCLONEDX_MEDIA_TYPE: &str = "application/vnd.cyclonedx+json";
 
 /// The BOM as a JSON value.
 pub fn to_value(inputs: &BuildInputs) -> Value {
+    let components = components(inputs);
+    let mut refs: Vec<Value> = components
+        .iter()
+        .filter_map(|c| match c {
+            Value::Object(fields) => fields
+                .iter()
+                .find(|(k, _)| k == "bom-ref")
+                .map(|(_, v)| v.clone()),
+            _ => None,
+        })
+        .collect();
+
+    let mut bom = Value::object()
+        .with("bomFormat", "CycloneDX")
+        .with("specVersion", "1.6")
+        .with("version", 1i64)
+        .with("metadata", metadata(inputs))
+        .with("components", components);
+    if let Some(model) = &inputs.model {
+        bom.push("services", vec![model_service(model)]);
+        refs.push(Value::String("model".into()));
+    }
+    bom.push(
+        "dependencies",
+        vec![Value::object().with("ref", "agent").with("dependsOn", refs)],
+    );
+    bom
+}
+
+/// `metadata`: the tool, the agent image itself as the BOM's subject, and the platform.
+fn metadata(inputs: &BuildInputs) -> Value {
     let mut metadata = Value::object();
     if let Some(t) = &inputs.created {
         metadata.push("timestamp", t.as_str());
@@ -55,6 +86,12 @@ pub fn to_value(inputs: &BuildInputs) -> Value {
         vec![property("otters:platform", &inputs.platform)],
     );
 
+    metadata
+}
+
+/// One component per input: the Agentfile, the runtime, every BIN, the parent, every ADD file and
+/// every CONTEXT.
+fn components(inputs: &BuildInputs) -> Vec<Value> {
     let mut components = vec![file(
         "agentfile",
         &inputs.agentfile.path,
@@ -108,50 +145,30 @@ pub fn to_value(inputs: &BuildInputs) -> Value {
         let what = format!("CONTEXT {}", c.name);
         components.push(file(&r, &f.path, &f, "context", &what, c.source.as_deref()));
     }
-    let mut refs: Vec<Value> = components
-        .iter()
-        .filter_map(|c| match c {
-            Value::Object(fields) => fields
-                .iter()
-                .find(|(k, _)| k == "bom-ref")
-                .map(|(_, v)| v.clone()),
-            _ => None,
-        })
-        .collect();
+    components
+}
 
-    let mut bom = Value::object()
-        .with("bomFormat", "CycloneDX")
-        .with("specVersion", "1.6")
-        .with("version", 1i64)
-        .with("metadata", metadata)
-        .with("components", components);
-    if let Some(model) = &inputs.model {
-        let (provider, name) = model.split_once('/').unwrap_or(("", model));
-        let mut svc = Value::object().with("bom-ref", "model");
-        if !provider.is_empty() {
-            svc.push("provider", Value::object().with("name", provider));
-            svc.push("group", provider);
-        }
-        svc.push("name", name);
-        svc.push(
-            "description",
-            format!("MODEL {model}: the hosted language model the agent calls at run time; not part of the image"),
-        );
-        svc.push(
-            "properties",
-            vec![
-                property("otters:role", "model"),
-                property("otters:model", model),
-            ],
-        );
-        bom.push("services", vec![svc]);
-        refs.push(Value::String("model".into()));
+/// The MODEL as what it is: a hosted service the agent calls, not a package in the image.
+fn model_service(model: &str) -> Value {
+    let (provider, name) = model.split_once('/').unwrap_or(("", model));
+    let mut svc = Value::object().with("bom-ref", "model");
+    if !provider.is_empty() {
+        svc.push("provider", Value::object().with("name", provider));
+        svc.push("group", provider);
     }
-    bom.push(
-        "dependencies",
-        vec![Value::object().with("ref", "agent").with("dependsOn", refs)],
+    svc.push("name", name);
+    svc.push(
+        "description",
+        format!("MODEL {model}: the hosted language model the agent calls at run time; not part of the image"),
     );
-    bom
+    svc.push(
+        "properties",
+        vec![
+            property("otters:role", "model"),
+            property("otters:model", model),
+        ],
+    );
+    svc
 }
 
 /// The BOM as indented canonical JSON with a final newline: the standalone `.cdx.json` file.

@@ -198,6 +198,8 @@ pub fn from_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
     Ok(model)
 }
 
+type Object = serde_json::Map<String, serde_json::Value>;
+
 fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
     let v: serde_json::Value = serde_json::from_slice(bytes)?;
     let syntax = v
@@ -209,147 +211,173 @@ fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
         .get("agent")
         .and_then(|a| a.as_object())
         .ok_or(BlobError::NoAgent)?;
-    let s = |o: &serde_json::Map<String, serde_json::Value>, k: &str| {
-        o.get(k).and_then(|x| x.as_str()).map(str::to_owned)
-    };
-    let node = |x: Option<String>| x.filter(|x| !x.is_empty()).map(|x| Node::new(x, None));
-    let objs =
-        |k: &'static str| -> Result<Vec<&serde_json::Map<String, serde_json::Value>>, BlobError> {
-            match a.get(k) {
-                None | Some(serde_json::Value::Null) => Ok(Vec::new()),
-                Some(serde_json::Value::Array(items)) => items
-                    .iter()
-                    .enumerate()
-                    .map(|(index, i)| {
-                        i.as_object()
-                            .ok_or_else(|| element(k, index, i, "an object"))
-                    })
-                    .collect(),
-                Some(_) => Err(BlobError::Field(k)),
-            }
-        };
-    let strings = |k: &'static str| -> Result<Vec<String>, BlobError> {
-        match a.get(k) {
-            None | Some(serde_json::Value::Null) => Ok(Vec::new()),
-            Some(serde_json::Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(index, i)| {
-                    i.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| element(k, index, i, "a string"))
-                })
-                .collect(),
-            Some(_) => Err(BlobError::Field(k)),
-        }
-    };
-    let string_map =
-        |k: &'static str| -> Result<std::collections::BTreeMap<String, Node<String>>, BlobError> {
-            match a.get(k) {
-                None | Some(serde_json::Value::Null) => Ok(std::collections::BTreeMap::new()),
-                Some(serde_json::Value::Object(m)) => m
-                    .iter()
-                    .map(|(k2, v)| {
-                        v.as_str()
-                            .map(|v| (k2.clone(), Node::new(v.to_owned(), None)))
-                            .ok_or(BlobError::Field(k))
-                    })
-                    .collect(),
-                Some(_) => Err(BlobError::Field(k)),
-            }
-        };
     let d: Option<Span> = None;
+    // Fields are read in this order, so the first bad one is the one reported.
     let agent = Agent {
-        from: node(s(a, "from")),
-        runtime: node(s(a, "runtime")),
-        model: node(s(a, "model")),
-        name: node(s(a, "name")),
-        contexts: objs("contexts")?
-            .into_iter()
-            .map(|o| Context {
-                name: s(o, "name").unwrap_or_default(),
-                description: s(o, "description"),
-                content: s(o, "content"),
-                file: s(o, "file"),
-                span: d,
-                name_span: d,
-                file_span: None,
-            })
-            .collect(),
-        configs: objs("configs")?
-            .into_iter()
-            .map(|o| Config {
-                key: s(o, "key").unwrap_or_default(),
-                value: o.get("value").and_then(json_config_value),
-                description: s(o, "description"),
-                required: o
-                    .get("required")
-                    .and_then(serde_json::Value::as_bool)
-                    .unwrap_or(false),
-                span: d,
-                key_span: d,
-            })
-            .collect(),
-        bins: objs("bins")?
-            .into_iter()
-            .map(|o| Bin {
-                name: s(o, "name").unwrap_or_default(),
-                image: s(o, "image").unwrap_or_default(),
-                description: s(o, "description"),
-                usage: s(o, "usage"),
-                span: d,
-                name_span: d,
-                image_span: d,
-            })
-            .collect(),
-        adds: objs("adds")?
-            .into_iter()
-            .map(|o| Add {
-                src: s(o, "src").unwrap_or_default(),
-                // openotters ≤ alpha.50 wrote `dst` (the layer title, `/data/<name>`) instead of
-                // `name`; it is read as alpha.50 materialises it (see `legacy_dst`).
-                name: s(o, "name")
-                    .or_else(|| s(o, "dst").map(|d| legacy_dst(&d)))
-                    .unwrap_or_default(),
-                description: s(o, "description"),
-                span: d,
-                src_span: d,
-                name_span: d,
-            })
-            .collect(),
-        exec: Some(strings("exec")?)
+        from: node(text(a, "from")),
+        runtime: node(text(a, "runtime")),
+        model: node(text(a, "model")),
+        name: node(text(a, "name")),
+        contexts: objects(a, "contexts")?.into_iter().map(context).collect(),
+        configs: objects(a, "configs")?.into_iter().map(config).collect(),
+        bins: objects(a, "bins")?.into_iter().map(bin).collect(),
+        adds: objects(a, "adds")?.into_iter().map(add).collect(),
+        exec: Some(strings(a, "exec")?)
             .filter(|e| !e.is_empty())
             .map(|e| Node::new(e, d)),
-        labels: string_map("labels")?,
-        args: string_map("args")?,
-        envs: objs("envs")?
-            .into_iter()
-            .map(|o| Env {
-                key: s(o, "key").unwrap_or_default(),
-                value: s(o, "value").unwrap_or_default(),
-                description: s(o, "description"),
-                span: d,
-                key_span: d,
-            })
-            .collect(),
-        capabilities: strings("capabilities")?
+        labels: string_map(a, "labels")?,
+        args: string_map(a, "args")?,
+        envs: objects(a, "envs")?.into_iter().map(env).collect(),
+        capabilities: strings(a, "capabilities")?
             .into_iter()
             .map(|c| Node::new(c, d))
             .collect(),
-        mounts: objs("mounts")?
-            .into_iter()
-            .map(|o| Mount {
-                target: s(o, "target").unwrap_or_default(),
-                read_only: o
-                    .get("read_only")
-                    .and_then(serde_json::Value::as_bool)
-                    .unwrap_or(false),
-                description: s(o, "description"),
-                span: d,
-            })
-            .collect(),
+        mounts: objects(a, "mounts")?.into_iter().map(mount).collect(),
     };
     Ok(Agentfile { syntax, agent })
+}
+
+/// The string at `k`, when there is one.
+fn text(o: &Object, k: &str) -> Option<String> {
+    o.get(k).and_then(|x| x.as_str()).map(str::to_owned)
+}
+
+/// The boolean at `k`; false when absent or not a boolean.
+fn flag(o: &Object, k: &str) -> bool {
+    o.get(k)
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// A non-empty string as a node without a span.
+fn node(x: Option<String>) -> Option<Node<String>> {
+    x.filter(|x| !x.is_empty()).map(|x| Node::new(x, None))
+}
+
+/// The objects of the array at `k` (none when absent or null).
+fn objects<'a>(a: &'a Object, k: &'static str) -> Result<Vec<&'a Object>, BlobError> {
+    match a.get(k) {
+        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(index, i)| {
+                i.as_object()
+                    .ok_or_else(|| element(k, index, i, "an object"))
+            })
+            .collect(),
+        Some(_) => Err(BlobError::Field(k)),
+    }
+}
+
+/// The strings of the array at `k` (none when absent or null).
+fn strings(a: &Object, k: &'static str) -> Result<Vec<String>, BlobError> {
+    match a.get(k) {
+        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(index, i)| {
+                i.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| element(k, index, i, "a string"))
+            })
+            .collect(),
+        Some(_) => Err(BlobError::Field(k)),
+    }
+}
+
+/// The string-valued object at `k` (empty when absent or null).
+fn string_map(
+    a: &Object,
+    k: &'static str,
+) -> Result<std::collections::BTreeMap<String, Node<String>>, BlobError> {
+    match a.get(k) {
+        None | Some(serde_json::Value::Null) => Ok(std::collections::BTreeMap::new()),
+        Some(serde_json::Value::Object(m)) => m
+            .iter()
+            .map(|(k2, v)| {
+                v.as_str()
+                    .map(|v| (k2.clone(), Node::new(v.to_owned(), None)))
+                    .ok_or(BlobError::Field(k))
+            })
+            .collect(),
+        Some(_) => Err(BlobError::Field(k)),
+    }
+}
+
+fn context(o: &Object) -> Context {
+    let d: Option<Span> = None;
+    Context {
+        name: text(o, "name").unwrap_or_default(),
+        description: text(o, "description"),
+        content: text(o, "content"),
+        file: text(o, "file"),
+        span: d,
+        name_span: d,
+        file_span: None,
+    }
+}
+
+fn config(o: &Object) -> Config {
+    let d: Option<Span> = None;
+    Config {
+        key: text(o, "key").unwrap_or_default(),
+        value: o.get("value").and_then(json_config_value),
+        description: text(o, "description"),
+        required: flag(o, "required"),
+        span: d,
+        key_span: d,
+    }
+}
+
+fn bin(o: &Object) -> Bin {
+    let d: Option<Span> = None;
+    Bin {
+        name: text(o, "name").unwrap_or_default(),
+        image: text(o, "image").unwrap_or_default(),
+        description: text(o, "description"),
+        usage: text(o, "usage"),
+        span: d,
+        name_span: d,
+        image_span: d,
+    }
+}
+
+fn add(o: &Object) -> Add {
+    let d: Option<Span> = None;
+    Add {
+        src: text(o, "src").unwrap_or_default(),
+        // openotters ≤ alpha.50 wrote `dst` (the layer title, `/data/<name>`) instead of
+        // `name`; it is read as alpha.50 materialises it (see `legacy_dst`).
+        name: text(o, "name")
+            .or_else(|| text(o, "dst").map(|d| legacy_dst(&d)))
+            .unwrap_or_default(),
+        description: text(o, "description"),
+        span: d,
+        src_span: d,
+        name_span: d,
+    }
+}
+
+fn env(o: &Object) -> Env {
+    let d: Option<Span> = None;
+    Env {
+        key: text(o, "key").unwrap_or_default(),
+        value: text(o, "value").unwrap_or_default(),
+        description: text(o, "description"),
+        span: d,
+        key_span: d,
+    }
+}
+
+fn mount(o: &Object) -> Mount {
+    Mount {
+        target: text(o, "target").unwrap_or_default(),
+        read_only: flag(o, "read_only"),
+        description: text(o, "description"),
+        span: None,
+    }
 }
 
 /// The name an openotters alpha.50 `dst` (`/data/x.json`) gives: `filepath.Base(dst)`, which is

@@ -26,195 +26,25 @@ pub fn from_ast(
 ) -> (Agentfile, Vec<Diagnostic>) {
     let mut l = Lowerer {
         src: &file.text,
+        build_args,
         diags: Vec::new(),
         args: BTreeMap::new(),
         agent: Agent::default(),
         syntax: None,
         expanded: 0,
         expansion_exhausted: false,
+        first_from: None,
+        seen_instruction: false,
+        config_spans: Vec::new(),
+        context_spans: BTreeMap::new(),
+        capability_spans: BTreeMap::new(),
     };
     l.directives(ast);
-    let mut first_from: Option<Span> = None;
-    let mut first_instruction = true;
-    let mut config_spans: Vec<Span> = Vec::new();
-    // Name → (index in `contexts`, span of the first declaration): replacing stays O(log n).
-    let mut context_spans: BTreeMap<String, (usize, Span)> = BTreeMap::new();
-    let mut capability_spans: BTreeMap<String, Span> = BTreeMap::new();
     for ins in ast.instructions() {
-        if ins.keyword_token.text != ins.keyword.as_str() {
-            l.diags.push(diags::keyword_case(
-                ins.keyword_token.span,
-                &ins.keyword_token.text,
-                ins.keyword,
-            ));
-        }
-        if let Some(h) = &ins.heredoc {
-            if !ins.keyword.takes_heredoc() && !h.body.is_empty() {
-                l.diags.push(diags::ignored_heredoc(h.opener, ins.keyword));
-            }
-            l.marker_in_body(h);
-        }
-        if first_instruction && ins.keyword != Keyword::From {
-            l.diags.push(diags::from_not_first(ins.span, ins.keyword));
-        }
-        first_instruction = false;
-        match &ins.args {
-            Args::From { image } => {
-                if let Some(first) = first_from {
-                    l.diags.push(diags::duplicate_from(ins.span, first));
-                } else {
-                    first_from = Some(ins.span);
-                    l.agent.from = Some(l.node(image));
-                }
-            }
-            Args::Runtime { image } => {
-                for (cfg, span) in l.agent.configs.iter().zip(&config_spans) {
-                    l.diags
-                        .push(diags::config_cleared(*span, ins.span, &cfg.key));
-                }
-                l.agent.configs.clear();
-                config_spans.clear();
-                l.agent.runtime = Some(l.node(image));
-            }
-            Args::Model { model } => l.agent.model = Some(l.node(model)),
-            Args::Name { name } => l.agent.name = Some(l.node(name)),
-            Args::Context {
-                name,
-                description,
-                file,
-            } => {
-                let ctx = l.context(ins, name, description.as_ref(), file.as_ref());
-                if let Some(&(i, first)) = context_spans.get(&ctx.name) {
-                    l.diags
-                        .push(diags::shadowed_context(ins.span, first, &ctx.name));
-                    l.agent.contexts[i] = ctx;
-                } else {
-                    context_spans.insert(ctx.name.clone(), (l.agent.contexts.len(), ins.span));
-                    l.agent.contexts.push(ctx);
-                }
-            }
-            Args::Config {
-                key,
-                required,
-                value,
-                description,
-            } => {
-                let cfg = l.config(
-                    ins.span,
-                    key,
-                    required.is_some(),
-                    value.as_ref(),
-                    description.as_ref(),
-                );
-                config_spans.push(ins.span);
-                l.agent.configs.push(cfg);
-            }
-            Args::Env {
-                key,
-                value,
-                description,
-            } => {
-                let env = Env {
-                    key: l.expand(key),
-                    value: l.expand(value.token()),
-                    description: description.as_ref().map(|d| l.expand(d)),
-                    span: Some(ins.span),
-                    key_span: Some(key.span),
-                };
-                l.agent.envs.push(env);
-            }
-            Args::Bin {
-                name,
-                image,
-                description,
-            } => {
-                let bin = Bin {
-                    name: l.expand(name),
-                    image: l.expand(image),
-                    description: description.as_ref().map(|d| l.expand(d)),
-                    usage: ins
-                        .heredoc
-                        .as_ref()
-                        .map(|h| h.body.clone())
-                        .filter(|b| !b.is_empty()),
-                    span: Some(ins.span),
-                    name_span: Some(name.span),
-                    image_span: Some(image.span),
-                };
-                l.agent.bins.push(bin);
-            }
-            Args::Exec { args } => {
-                if args.is_empty() {
-                    l.diags.push(diags::empty_exec(ins.span));
-                }
-                let values = args.iter().map(|a| l.expand(a)).collect();
-                l.agent.exec = Some(Node::new(values, ins.span));
-            }
-            Args::Add {
-                src,
-                dst,
-                description,
-            } => {
-                let add = l.add(ins.span, src, dst.as_ref(), description.as_ref());
-                l.agent.adds.push(add);
-            }
-            Args::Label { key, value } => {
-                let k = l.expand(key);
-                let v = l.expand(value.token());
-                l.agent.labels.insert(k, Node::new(v, ins.span));
-            }
-            Args::Arg { key, value } => {
-                let k = l.expand(key);
-                let default = value.as_ref().map(|v| l.expand(v.token()));
-                if let Some(v) = build_args.get(&k).cloned().or(default) {
-                    l.args.insert(k.clone(), v.clone());
-                    l.agent.args.insert(k, Node::new(v, ins.span));
-                }
-            }
-            Args::Capability { names } => {
-                for n in names {
-                    let name = l.expand(n);
-                    if let Some(first) = capability_spans.get(&name) {
-                        l.diags
-                            .push(diags::duplicate_capability(n.span, *first, &name));
-                    } else {
-                        capability_spans.insert(name.clone(), n.span);
-                        l.agent.capabilities.push(Node::new(name, n.span));
-                    }
-                }
-            }
-            Args::Mount {
-                target,
-                mode,
-                description,
-            } => {
-                let read_only = mode
-                    .as_ref()
-                    .is_some_and(|m| m.text.eq_ignore_ascii_case("ro"));
-                let mount = Mount {
-                    target: l.expand(target),
-                    read_only,
-                    description: description.as_ref().map(|d| l.expand(d)),
-                    span: Some(ins.span),
-                };
-                l.agent.mounts.push(mount);
-            }
-        }
+        l.check_written_form(ins);
+        l.instruction(ins);
     }
-    if first_from.is_none()
-        && ast.diagnostics.iter().all(|d| {
-            !matches!(
-                d.code,
-                Code::MalformedInstruction | Code::UnknownInstruction
-            )
-        })
-    {
-        let span = ast
-            .lines
-            .first()
-            .map_or(Span::point(0), |l| Span::point(l.span.start));
-        l.diags.push(diags::missing_from(span));
-    }
+    l.check_from(ast);
     let model = Agentfile {
         syntax: l.syntax.take().unwrap_or_else(|| DEFAULT_SYNTAX.to_owned()),
         agent: l.agent,
@@ -224,6 +54,8 @@ pub fn from_ast(
 
 struct Lowerer<'a> {
     src: &'a str,
+    /// `--build-arg` values: they override an ARG's default.
+    build_args: &'a BTreeMap<String, String>,
     diags: Vec<Diagnostic>,
     /// ARGs with a value, declared so far.
     args: BTreeMap<String, String>,
@@ -233,9 +65,252 @@ struct Lowerer<'a> {
     expanded: usize,
     /// Set once [`MAX_EXPANDED_TOTAL`] was reached: later references stay literal, unreported.
     expansion_exhausted: bool,
+    /// The first FROM's span.
+    first_from: Option<Span>,
+    /// True once an instruction was seen (FROM must come first).
+    seen_instruction: bool,
+    /// The span of each CONFIG in `agent.configs` (a RUNTIME clears both).
+    config_spans: Vec<Span>,
+    /// Name → (index in `contexts`, span of the first declaration): replacing stays O(log n).
+    context_spans: BTreeMap<String, (usize, Span)>,
+    capability_spans: BTreeMap<String, Span>,
 }
 
 impl Lowerer<'_> {
+    /// Checks of how an instruction is written, whatever it is: keyword case, a heredoc it
+    /// ignores or whose marker recurs in its body, and FROM first.
+    fn check_written_form(&mut self, ins: &Instruction) {
+        if ins.keyword_token.text != ins.keyword.as_str() {
+            self.diags.push(diags::keyword_case(
+                ins.keyword_token.span,
+                &ins.keyword_token.text,
+                ins.keyword,
+            ));
+        }
+        if let Some(h) = &ins.heredoc {
+            if !ins.keyword.takes_heredoc() && !h.body.is_empty() {
+                self.diags
+                    .push(diags::ignored_heredoc(h.opener, ins.keyword));
+            }
+            self.marker_in_body(h);
+        }
+        if !self.seen_instruction && ins.keyword != Keyword::From {
+            self.diags
+                .push(diags::from_not_first(ins.span, ins.keyword));
+        }
+        self.seen_instruction = true;
+    }
+
+    /// Adds one instruction to the model: one arm per instruction.
+    fn instruction(&mut self, ins: &Instruction) {
+        match &ins.args {
+            Args::From { image } => self.from(ins, image),
+            Args::Runtime { image } => self.runtime(ins, image),
+            Args::Model { model } => self.agent.model = Some(self.node(model)),
+            Args::Name { name } => self.agent.name = Some(self.node(name)),
+            Args::Context {
+                name,
+                description,
+                file,
+            } => {
+                let ctx = self.context(ins, name, description.as_ref(), file.as_ref());
+                self.declare_context(ins, ctx);
+            }
+            Args::Config {
+                key,
+                required,
+                value,
+                description,
+            } => {
+                let cfg = self.config(
+                    ins.span,
+                    key,
+                    required.is_some(),
+                    value.as_ref(),
+                    description.as_ref(),
+                );
+                self.config_spans.push(ins.span);
+                self.agent.configs.push(cfg);
+            }
+            Args::Env {
+                key,
+                value,
+                description,
+            } => {
+                let env = self.env(ins, key, value, description.as_ref());
+                self.agent.envs.push(env);
+            }
+            Args::Bin {
+                name,
+                image,
+                description,
+            } => {
+                let bin = self.bin(ins, name, image, description.as_ref());
+                self.agent.bins.push(bin);
+            }
+            Args::Exec { args } => {
+                if args.is_empty() {
+                    self.diags.push(diags::empty_exec(ins.span));
+                }
+                let values = args.iter().map(|a| self.expand(a)).collect();
+                self.agent.exec = Some(Node::new(values, ins.span));
+            }
+            Args::Add {
+                src,
+                dst,
+                description,
+            } => {
+                let add = self.add(ins.span, src, dst.as_ref(), description.as_ref());
+                self.agent.adds.push(add);
+            }
+            Args::Label { key, value } => {
+                let k = self.expand(key);
+                let v = self.expand(value.token());
+                self.agent.labels.insert(k, Node::new(v, ins.span));
+            }
+            Args::Arg { key, value } => self.arg(ins, key, value.as_ref()),
+            Args::Capability { names } => self.capabilities(names),
+            Args::Mount {
+                target,
+                mode,
+                description,
+            } => {
+                let mount = self.mount(ins, target, mode.as_ref(), description.as_ref());
+                self.agent.mounts.push(mount);
+            }
+        }
+    }
+
+    /// The first FROM names the parent; a later one is reported.
+    fn from(&mut self, ins: &Instruction, image: &Token) {
+        if let Some(first) = self.first_from {
+            self.diags.push(diags::duplicate_from(ins.span, first));
+        } else {
+            self.first_from = Some(ins.span);
+            self.agent.from = Some(self.node(image));
+        }
+    }
+
+    /// RUNTIME clears the CONFIGs above it (each reported).
+    fn runtime(&mut self, ins: &Instruction, image: &Token) {
+        for (cfg, span) in self.agent.configs.iter().zip(&self.config_spans) {
+            self.diags
+                .push(diags::config_cleared(*span, ins.span, &cfg.key));
+        }
+        self.agent.configs.clear();
+        self.config_spans.clear();
+        self.agent.runtime = Some(self.node(image));
+    }
+
+    /// A CONTEXT of a name declared above replaces it in place (reported).
+    fn declare_context(&mut self, ins: &Instruction, ctx: Context) {
+        if let Some(&(i, first)) = self.context_spans.get(&ctx.name) {
+            self.diags
+                .push(diags::shadowed_context(ins.span, first, &ctx.name));
+            self.agent.contexts[i] = ctx;
+        } else {
+            self.context_spans
+                .insert(ctx.name.clone(), (self.agent.contexts.len(), ins.span));
+            self.agent.contexts.push(ctx);
+        }
+    }
+
+    fn env(
+        &mut self,
+        ins: &Instruction,
+        key: &Token,
+        value: &Value,
+        description: Option<&Token>,
+    ) -> Env {
+        Env {
+            key: self.expand(key),
+            value: self.expand(value.token()),
+            description: description.map(|d| self.expand(d)),
+            span: Some(ins.span),
+            key_span: Some(key.span),
+        }
+    }
+
+    fn bin(
+        &mut self,
+        ins: &Instruction,
+        name: &Token,
+        image: &Token,
+        description: Option<&Token>,
+    ) -> Bin {
+        Bin {
+            name: self.expand(name),
+            image: self.expand(image),
+            description: description.map(|d| self.expand(d)),
+            usage: ins
+                .heredoc
+                .as_ref()
+                .map(|h| h.body.clone())
+                .filter(|b| !b.is_empty()),
+            span: Some(ins.span),
+            name_span: Some(name.span),
+            image_span: Some(image.span),
+        }
+    }
+
+    /// An ARG with a value (its `--build-arg`, else its default) is recorded and expands below.
+    fn arg(&mut self, ins: &Instruction, key: &Token, value: Option<&Value>) {
+        let k = self.expand(key);
+        let default = value.map(|v| self.expand(v.token()));
+        if let Some(v) = self.build_args.get(&k).cloned().or(default) {
+            self.args.insert(k.clone(), v.clone());
+            self.agent.args.insert(k, Node::new(v, ins.span));
+        }
+    }
+
+    /// CAPABILITY names, each kept once (a repeat is reported).
+    fn capabilities(&mut self, names: &[Token]) {
+        for n in names {
+            let name = self.expand(n);
+            if let Some(first) = self.capability_spans.get(&name) {
+                self.diags
+                    .push(diags::duplicate_capability(n.span, *first, &name));
+            } else {
+                self.capability_spans.insert(name.clone(), n.span);
+                self.agent.capabilities.push(Node::new(name, n.span));
+            }
+        }
+    }
+
+    fn mount(
+        &mut self,
+        ins: &Instruction,
+        target: &Token,
+        mode: Option<&Token>,
+        description: Option<&Token>,
+    ) -> Mount {
+        let read_only = mode.is_some_and(|m| m.text.eq_ignore_ascii_case("ro"));
+        Mount {
+            target: self.expand(target),
+            read_only,
+            description: description.map(|d| self.expand(d)),
+            span: Some(ins.span),
+        }
+    }
+
+    /// A file without FROM is reported, unless parsing already failed on the FROM line.
+    fn check_from(&mut self, ast: &Ast) {
+        if self.first_from.is_none()
+            && ast.diagnostics.iter().all(|d| {
+                !matches!(
+                    d.code,
+                    Code::MalformedInstruction | Code::UnknownInstruction
+                )
+            })
+        {
+            let span = ast
+                .lines
+                .first()
+                .map_or(Span::point(0), |l| Span::point(l.span.start));
+            self.diags.push(diags::missing_from(span));
+        }
+    }
+
     fn directives(&mut self, ast: &Ast) {
         for (i, line) in ast.lines.iter().enumerate() {
             if let LineKind::Directive { value } = &line.kind {

@@ -194,9 +194,24 @@ const PATH_SAFE_HELP: &str =
 /// AF105, AF106, AF108, AF109, AF110, AF114, AF115, AF116), plus what `otters run` cannot pass
 /// on (a NUL byte in an ENV value or EXEC argument). The first problem wins.
 pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
-    let bad = |field: &'static str, index: Option<usize>, what: String| {
-        Err(InvalidName { field, index, what })
-    };
+    check_name(a)?;
+    check_contexts(a)?;
+    check_configs(a)?;
+    check_bins(a)?;
+    check_adds(a)?;
+    check_exec(a)?;
+    check_envs(a)?;
+    check_capabilities(a)?;
+    check_mounts(a)
+}
+
+/// The first problem found, for [`check_artifact`].
+fn bad(field: &'static str, index: Option<usize>, what: String) -> Result<(), InvalidName> {
+    Err(InvalidName { field, index, what })
+}
+
+/// The NAME, a file name.
+fn check_name(a: &Agent) -> Result<(), InvalidName> {
     if let Some(n) = a.name.as_ref().filter(|n| !n.value.is_empty()) {
         if !is_path_safe(&n.value) {
             return bad(
@@ -209,6 +224,11 @@ pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
             );
         }
     }
+    Ok(())
+}
+
+/// CONTEXT names: file names, none reserved for a generated file.
+fn check_contexts(a: &Agent) -> Result<(), InvalidName> {
     for (i, c) in a.contexts.iter().enumerate() {
         if RESERVED_CONTEXT_NAMES.contains(&c.name.as_str()) {
             return bad(
@@ -228,6 +248,11 @@ pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
             );
         }
     }
+    Ok(())
+}
+
+/// CONFIG keys: DNS-1123 labels.
+fn check_configs(a: &Agent) -> Result<(), InvalidName> {
     for (i, c) in a.configs.iter().enumerate() {
         if !is_label(&c.key, false) {
             return bad(
@@ -237,6 +262,11 @@ pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
             );
         }
     }
+    Ok(())
+}
+
+/// BIN names: file names.
+fn check_bins(a: &Agent) -> Result<(), InvalidName> {
     for (i, b) in a.bins.iter().enumerate() {
         if !is_path_safe(&b.name) {
             return bad(
@@ -249,6 +279,11 @@ pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
             );
         }
     }
+    Ok(())
+}
+
+/// ADD names: relative paths of file names.
+fn check_adds(a: &Agent) -> Result<(), InvalidName> {
     for (i, d) in a.adds.iter().enumerate() {
         if let Some(what) = add_destination_shape(&d.name) {
             return bad("adds", Some(i), format!("name {} {what}", shown(&d.name)));
@@ -265,11 +300,21 @@ pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
             );
         }
     }
+    Ok(())
+}
+
+/// EXEC arguments: no NUL byte.
+fn check_exec(a: &Agent) -> Result<(), InvalidName> {
     if let Some(exec) = &a.exec {
         if let Some(i) = exec.value.iter().position(|s| s.contains('\0')) {
             return bad("exec", Some(i), "contains a NUL byte".to_owned());
         }
     }
+    Ok(())
+}
+
+/// ENV keys: upper-case names, neither reserved nor credentials; values without NUL.
+fn check_envs(a: &Agent) -> Result<(), InvalidName> {
     for (i, e) in a.envs.iter().enumerate() {
         if !is_env_key(&e.key) {
             return bad(
@@ -306,6 +351,11 @@ pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
             );
         }
     }
+    Ok(())
+}
+
+/// CAPABILITY names.
+fn check_capabilities(a: &Agent) -> Result<(), InvalidName> {
     for (i, c) in a.capabilities.iter().enumerate() {
         if !is_label(&c.value, true) {
             return bad(
@@ -315,6 +365,11 @@ pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
             );
         }
     }
+    Ok(())
+}
+
+/// MOUNT targets: absolute paths, each declared once.
+fn check_mounts(a: &Agent) -> Result<(), InvalidName> {
     let mut seen = std::collections::BTreeSet::new();
     for (i, m) in a.mounts.iter().enumerate() {
         match mount_target(&m.target) {
@@ -477,7 +532,10 @@ mod tests {
                 assert!(got.contains(want), "{agent}:\n got {got}\nwant {want}");
             }
         }
-        // A `null` (or mistyped) list entry is named with its field and index.
+    }
+
+    #[test]
+    fn null_or_mistyped_list_entries_are_named_with_their_field_and_index() {
         let nulls: &[(&str, &str)] = &[
             (r#""contexts":[{"name":"A"},null]"#, "contexts[1] is null"),
             (r#""configs":[null]"#, "configs[0] is null"),
@@ -502,6 +560,10 @@ mod tests {
         for (agent, want) in nulls {
             assert_eq!(problem(agent), *want, "{agent}");
         }
+    }
+
+    #[test]
+    fn long_names_are_cut_in_messages() {
         let long = format!(r#""name":"{}""#, "x".repeat(500));
         assert!(
             problem(&long).contains("…"),

@@ -55,11 +55,11 @@ impl Credential {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
-    #[error("cannot read registry credentials for {registry} from {}: {reason}; fix the file or run `otters login {registry}`", path.display())]
+    #[error("cannot read registry credentials for {registry} from {}: {source}; fix the file or run `otters login {registry}`", path.display())]
     Config {
         registry: String,
         path: PathBuf,
-        reason: String,
+        source: docker_credential::CredentialRetrievalError,
     },
     #[error(transparent)]
     Io(#[from] PathIoError),
@@ -114,10 +114,10 @@ pub fn credentials_in(dir: &Path, registry: &str) -> Result<Option<Credential>, 
         Err(E::HelperFailure { stdout, .. }) if stdout.contains("credentials not found") => {
             Ok(None)
         }
-        Err(e) => Err(AuthError::Config {
+        Err(source) => Err(AuthError::Config {
             registry: registry.to_owned(),
             path,
-            reason: e.to_string(),
+            source,
         }),
     }
 }

@@ -74,14 +74,26 @@ pub enum RegistryConfigError {
         key: Option<String>,
         message: String,
     },
-    #[error("cannot use CA certificate file {} for registry {registry}: {reason}; give a PEM file of CA certificates (`ca =` in {CONFIG_FILE}, or certs.d/{registry}/*.crt)", path.display())]
+    #[error("cannot use CA certificate file {} for registry {registry}: {source}; give a PEM file of CA certificates (`ca =` in {CONFIG_FILE}, or certs.d/{registry}/*.crt)", path.display())]
     Ca {
         path: PathBuf,
         registry: String,
-        reason: String,
+        source: CaError,
     },
     #[error("{}: registry \"{name}\" is not a HOST or HOST:PORT (no scheme, path or spaces); write it as it appears in image references, e.g. [registry.\"reg.example:5000\"]", path.display())]
     Name { path: PathBuf, name: String },
+}
+
+/// Why a CA certificate file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CaError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The PEM does not parse (the message is the escaped chain of causes).
+    #[error("{}", crate::registry::http::error_chain(.0))]
+    Pem(#[source] reqwest::Error),
+    #[error("it holds no PEM certificate")]
+    Empty,
 }
 
 impl RegistryConfig {
@@ -139,7 +151,7 @@ impl RegistryConfig {
                     Err(e) => Err(RegistryConfigError::Ca {
                         path,
                         registry: registry.to_owned(),
-                        reason: e.to_string(),
+                        source: e.into(),
                     }),
                 },
             )

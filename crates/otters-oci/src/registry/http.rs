@@ -16,7 +16,7 @@
 
 use crate::reference::is_loopback_host;
 use crate::registry::auth::{Challenge, Credential};
-use crate::registry::config::{RegistryConfig, RegistryConfigError};
+use crate::registry::config::{CaError, RegistryConfig, RegistryConfigError};
 use crate::registry::{RegistryError, Retry};
 use crate::validate::{escape_text, read_capped, MAX_TOKEN_BODY};
 use reqwest::header::{HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
@@ -44,10 +44,13 @@ fn parse_timeout(value: Option<String>) -> Result<Duration, RegistryError> {
         Some(v) if v.trim().is_empty() => Ok(DEFAULT_TIMEOUT),
         Some(v) => match v.trim().parse::<f64>() {
             Ok(s) if s > 0.0 && s <= 3600.0 => Ok(Duration::from_secs_f64(s)),
-            _ => Err(RegistryError::Client(format!(
-                "{TIMEOUT_ENV}={} is not a number of seconds between 0 and 3600",
-                escape_text(&v, 40)
-            ))),
+            _ => Err(RegistryError::Client(
+                format!(
+                    "{TIMEOUT_ENV}={} is not a number of seconds between 0 and 3600",
+                    escape_text(&v, 40)
+                )
+                .into(),
+            )),
         },
     }
 }
@@ -181,11 +184,11 @@ impl Clients {
             .read_timeout(timeout)
             .redirect(policy)
             .build()
-            .map_err(|e| RegistryError::Client(e.to_string()))?;
+            .map_err(|e| RegistryError::Client(e.into()))?;
         let nofollow = builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| RegistryError::Client(e.to_string()))?;
+            .map_err(|e| RegistryError::Client(e.into()))?;
         Ok(Clients {
             http,
             nofollow,
@@ -231,15 +234,15 @@ impl Transport {
         } else {
             let mut roots = Vec::new();
             for f in files {
-                let bad = |reason: String| RegistryConfigError::Ca {
+                let bad = |source: CaError| RegistryConfigError::Ca {
                     path: f.path.clone(),
                     registry: registry.to_owned(),
-                    reason,
+                    source,
                 };
                 let certs = reqwest::Certificate::from_pem_bundle(&f.pem)
-                    .map_err(|e| bad(error_chain(&e)))?;
+                    .map_err(|e| bad(CaError::Pem(e)))?;
                 if certs.is_empty() {
-                    return Err(bad("it holds no PEM certificate".into()).into());
+                    return Err(bad(CaError::Empty).into());
                 }
                 roots.extend(certs);
             }
@@ -377,7 +380,7 @@ impl Transport {
         F: Fn(&reqwest::Client, &str) -> Result<RequestBuilder, RegistryError>,
     {
         let base = self.base(registry, api_host).await?;
-        let base_url = Url::parse(&base).map_err(|e| RegistryError::Client(e.to_string()))?;
+        let base_url = Url::parse(&base).map_err(|e| RegistryError::Client(e.into()))?;
         let registry_loopback = is_loopback_host(registry);
         let clients = self.clients(registry)?;
         let client = match call {

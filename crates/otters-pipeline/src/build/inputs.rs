@@ -42,34 +42,55 @@ impl FsInputs {
     /// The text of `.agentignore` at the context root, `None` when there is none. Read like any
     /// other input (a symlink must stay inside the context, nothing is followed while reading, a
     /// FIFO or device is refused), and at most [`MAX_AGENTIGNORE`] bytes of UTF-8.
-    pub fn read_agentignore(&self) -> Result<Option<String>, String> {
+    pub fn read_agentignore(&self) -> Result<Option<String>, AgentignoreError> {
         use std::io::Read as _;
         match fs::symlink_metadata(self.root.join(".agentignore")) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read it: {e}")),
+            Err(e) => return Err(AgentignoreError::Read(e)),
             Ok(_) => {}
         }
         let r = self.resolve(".agentignore").map_err(|e| match e {
-            InputError::NotFound { .. } => "it is a dangling symlink".to_owned(),
-            InputError::Escapes { why, .. } | InputError::Unreadable { why, .. } => why,
+            InputError::NotFound { .. } => AgentignoreError::Dangling,
+            InputError::Escapes { why, .. } | InputError::Unreadable { why, .. } => {
+                AgentignoreError::Refused(why)
+            }
         })?;
         if r.kind != InputKind::File {
-            return Err("it is a directory, not a file".to_owned());
+            return Err(AgentignoreError::Directory);
         }
-        let (file, _) = nofollow::open_file(&r.path).map_err(|e| format!("cannot read it: {e}"))?;
+        let (file, _) = nofollow::open_file(&r.path).map_err(AgentignoreError::Read)?;
         let mut bytes = Vec::new();
         file.take(MAX_AGENTIGNORE + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read it: {e}"))?;
+            .map_err(AgentignoreError::Read)?;
         if bytes.len() as u64 > MAX_AGENTIGNORE {
-            return Err(format!(
-                "it is larger than {MAX_AGENTIGNORE} bytes; an ignore file holds patterns"
-            ));
+            return Err(AgentignoreError::TooLarge);
         }
         String::from_utf8(bytes)
             .map(Some)
-            .map_err(|e| format!("it is not UTF-8 (byte {})", e.utf8_error().valid_up_to()))
+            .map_err(AgentignoreError::NotUtf8)
     }
+}
+
+/// Why `.agentignore` cannot be used; shown after its path.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentignoreError {
+    #[error("cannot read it: {0}")]
+    Read(#[source] io::Error),
+    #[error("it is a dangling symlink")]
+    Dangling,
+    /// It leads outside the context, or is not a regular file (the reason as resolution gives it).
+    #[error("{0}")]
+    Refused(String),
+    #[error("it is a directory, not a file")]
+    Directory,
+    #[error("it is larger than {MAX_AGENTIGNORE} bytes; an ignore file holds patterns")]
+    TooLarge,
+    #[error("it is not UTF-8 (byte {})", .0.utf8_error().valid_up_to())]
+    NotUtf8(#[source] std::string::FromUtf8Error),
+    /// A pattern does not compile.
+    #[error(transparent)]
+    Pattern(#[from] crate::build::ignore::IgnoreError),
 }
 
 impl Inputs for FsInputs {
@@ -197,21 +218,25 @@ mod tests {
         let e = inputs.resolve("fifo").unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
 
-        assert_eq!(inputs.read_agentignore(), Ok(None));
+        assert!(matches!(inputs.read_agentignore(), Ok(None)));
         std::os::unix::fs::symlink("../secret", ctx.join(".agentignore")).unwrap();
-        let e = inputs.read_agentignore().unwrap_err();
+        let e = inputs.read_agentignore().unwrap_err().to_string();
         assert!(e.contains("leads outside the build context"), "{e}");
         fs::remove_file(ctx.join(".agentignore")).unwrap();
         std::os::unix::fs::symlink("fifo", ctx.join(".agentignore")).unwrap();
-        let e = inputs.read_agentignore().unwrap_err();
+        let e = inputs.read_agentignore().unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
         fs::remove_file(ctx.join(".agentignore")).unwrap();
         fs::write(ctx.join(".agentignore"), vec![b'#'; 2 << 20]).unwrap();
         assert!(inputs
             .read_agentignore()
             .unwrap_err()
+            .to_string()
             .contains("larger than"));
         fs::write(ctx.join(".agentignore"), "*.log\n").unwrap();
-        assert_eq!(inputs.read_agentignore(), Ok(Some("*.log\n".to_owned())));
+        assert_eq!(
+            inputs.read_agentignore().unwrap(),
+            Some("*.log\n".to_owned())
+        );
     }
 }

@@ -21,14 +21,15 @@ pub mod write;
 
 use crate::build::hash_cache::HashCache;
 use crate::build::ignore::Ignore;
-use crate::build::inputs::FsInputs;
+use crate::build::inputs::{AgentignoreError, FsInputs};
 use crate::lower::{self, plan, Pins};
 use crate::resolve::{self, LockError};
 use otters_agentfile::check;
 use otters_agentfile::diagnostic::{Code, Diagnostic, SourceFile};
+use otters_agentfile::ir::Agentfile;
 use otters_core::files::{self, ReadError};
 use otters_oci::archive::{self, ArchiveError};
-use otters_oci::reference::Reference;
+use otters_oci::reference::{Reference, ReferenceError};
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{self, Event, TransferReport};
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
@@ -36,6 +37,7 @@ use otters_oci::spec::descriptor::Descriptor;
 use otters_oci::spec::platform::BadPlatform;
 use otters_oci::store::refname::{new_tag_name, tag_name, RefNameError};
 use otters_oci::{Digest, Platform, Store, StoreError};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use write::{write_plan, WriteError, WriteOptions};
@@ -187,10 +189,16 @@ pub enum ErrorKind {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: {reason}", path.display())]
-    Ignore { path: PathBuf, reason: String },
-    #[error("cannot lower {name}: {reason}")]
-    Lower { name: String, reason: String },
+    #[error("{}: {source}", path.display())]
+    Ignore {
+        path: PathBuf,
+        source: AgentignoreError,
+    },
+    #[error("cannot lower {name}: {source}")]
+    Lower {
+        name: String,
+        source: lower::LowerError,
+    },
     #[error("cannot write the image into {}: {source}", store.display())]
     Write { store: PathBuf, source: WriteError },
     #[error("cannot tag the image: {0}")]
@@ -205,11 +213,11 @@ pub enum ErrorKind {
         reference: String,
         source: RegistryError,
     },
-    #[error("the image was built ({digest}) but cannot be pushed as {reference}: {reason}")]
+    #[error("the image was built ({digest}) but cannot be pushed as {reference}: {source}")]
     PushReference {
         digest: Digest,
         reference: String,
-        reason: String,
+        source: ReferenceError,
     },
 }
 
@@ -249,6 +257,57 @@ fn read_agentfile(context: &Path, path: &Path) -> Result<Vec<u8>, ErrorKind> {
     )
 }
 
+/// The Agentfile to build: its name in messages, its bytes, and its path (`None` from stdin).
+struct AgentfileText {
+    name: String,
+    bytes: Vec<u8>,
+    path: Option<PathBuf>,
+}
+
+/// A failed phase after analysis: what failed and, when the phase found diagnostics of its own,
+/// those (added to the diagnostics shown so far, which are then sorted by position).
+struct Failed {
+    kind: ErrorKind,
+    found: Option<Vec<Diagnostic>>,
+}
+
+impl From<ErrorKind> for Failed {
+    fn from(kind: ErrorKind) -> Self {
+        Failed { kind, found: None }
+    }
+}
+
+impl Failed {
+    /// A failure that found `diagnostics` to show.
+    fn with(kind: ErrorKind, diagnostics: Vec<Diagnostic>) -> Self {
+        Failed {
+            kind,
+            found: Some(diagnostics),
+        }
+    }
+
+    /// The build error: the diagnostics shown so far, with those this failure found.
+    fn into_error(self, file: SourceFile, mut shown: Vec<Diagnostic>) -> BuildError {
+        if let Some(found) = self.found {
+            shown.extend(found);
+            shown.sort_by_key(Diagnostic::start);
+        }
+        BuildError {
+            kind: self.kind,
+            file: Some(file),
+            diagnostics: shown,
+        }
+    }
+}
+
+/// What the phases after analysis produce.
+struct Stored {
+    descriptor: Descriptor,
+    tags: Vec<String>,
+    lock: Option<LockWrite>,
+    pushed: Vec<TransferReport>,
+}
+
 /// Builds (see the module docs).
 pub fn build(
     opts: &BuildOptions,
@@ -259,18 +318,62 @@ pub fn build(
     if !opts.context.is_dir() {
         return Err(ErrorKind::NotADirectory(opts.context.clone()).into());
     }
-    let (name, bytes, agentfile_path) = match &opts.agentfile {
-        AgentfileSource::Stdin(bytes) => ("<stdin>".to_owned(), bytes.clone(), None),
-        AgentfileSource::Path(p) => {
-            let bytes = read_agentfile(&opts.context, p)?;
-            (p.display().to_string(), bytes, Some(p.clone()))
-        }
-    };
+    let agentfile = read_source(opts)?;
+    let (file, analysis) = analyze(opts, &agentfile);
+    if analysis.has_errors() {
+        return Err(BuildError {
+            kind: ErrorKind::Invalid(agentfile.name),
+            file: Some(file),
+            diagnostics: analysis.diagnostics,
+        });
+    }
+    let unused_build_args = unused_build_args(opts, &analysis.model);
+    let mut shown = analysis.diagnostics;
+    match resolve_and_store(
+        opts,
+        store,
+        progress,
+        &agentfile,
+        &analysis.model,
+        &mut shown,
+    ) {
+        Ok(stored) => Ok(BuildOutput {
+            descriptor: stored.descriptor,
+            tags: stored.tags,
+            file,
+            diagnostics: shown,
+            lock: stored.lock,
+            pushed: stored.pushed,
+            unused_build_args,
+        }),
+        Err(failed) => Err(failed.into_error(file, shown)),
+    }
+}
+
+/// The Agentfile's bytes, from standard input or read from disk (see [`read_agentfile`]).
+fn read_source(opts: &BuildOptions) -> Result<AgentfileText, ErrorKind> {
+    Ok(match &opts.agentfile {
+        AgentfileSource::Stdin(bytes) => AgentfileText {
+            name: "<stdin>".to_owned(),
+            bytes: bytes.clone(),
+            path: None,
+        },
+        AgentfileSource::Path(p) => AgentfileText {
+            name: p.display().to_string(),
+            bytes: read_agentfile(&opts.context, p)?,
+            path: Some(p.clone()),
+        },
+    })
+}
+
+/// Parses and checks the Agentfile as the build sees it.
+fn analyze(opts: &BuildOptions, agentfile: &AgentfileText) -> (SourceFile, check::Analysis) {
     let check_opts = check::Options {
         build_args: opts.build_args.clone(),
         // As in `otters lint`: a moving tag the lock pins is not reported (AF201). An unreadable
         // lock is reported by resolution (AF409).
-        locked: agentfile_path
+        locked: agentfile
+            .path
             .as_deref()
             .map(resolve::lockfile::pinned_beside)
             .unwrap_or_default(),
@@ -279,160 +382,190 @@ pub fn build(
         portability: Some(Vec::new()),
         ..check::Options::default()
     };
-    let (file, analysis) = check::analyze_bytes(&name, &bytes, &check_opts);
-    let fail = |kind: ErrorKind, diagnostics: Vec<Diagnostic>| BuildError {
-        kind,
-        file: Some(file.clone()),
-        diagnostics,
-    };
-    if analysis.has_errors() {
-        return Err(fail(ErrorKind::Invalid(name), analysis.diagnostics));
-    }
-    // A build argument an ARG declares is recorded among the ARGs (the override wins).
-    let unused_build_args = opts
-        .build_args
+    check::analyze_bytes(&agentfile.name, &agentfile.bytes, &check_opts)
+}
+
+/// The `build_args` keys no ARG declares (a declared one is recorded among the ARGs, the
+/// override winning).
+fn unused_build_args(opts: &BuildOptions, model: &Agentfile) -> Vec<String> {
+    opts.build_args
         .keys()
-        .filter(|k| !analysis.model.agent.args.contains_key(*k))
+        .filter(|k| !model.agent.args.contains_key(*k))
         .cloned()
-        .collect();
-    let mut shown = analysis.diagnostics.clone();
+        .collect()
+}
+
+/// The phases after a clean analysis: resolve, label, lower, write the image, tag it, save the
+/// archive, write the lock, push. Warnings of resolution are added to `shown`.
+fn resolve_and_store(
+    opts: &BuildOptions,
+    store: &Store,
+    progress: &mut dyn Progress,
+    agentfile: &AgentfileText,
+    analyzed: &Agentfile,
+    shown: &mut Vec<Diagnostic>,
+) -> Result<Stored, Failed> {
     let platform = match &opts.platform {
-        Some(p) => Platform::parse(p).map_err(|e| fail(e.into(), shown.clone()))?,
+        Some(p) => Platform::parse(p).map_err(ErrorKind::from)?,
         None => Platform::host(),
     };
+    let resolution = resolve_images(opts, store, agentfile, analyzed, platform)?;
+    let (model, pins, inherited_adds) = match &resolution {
+        Some(r) => {
+            shown.extend(r.warnings.iter().cloned());
+            (&r.model, r.pins.clone(), r.inherited_adds.clone())
+        }
+        None => (analyzed, Pins::default(), Vec::new()),
+    };
+    let model = with_labels(model, &opts.labels);
+    let tags = tags_for(&opts.tags, model.agent.name_str())?;
+    let inputs = FsInputs::new(&opts.context).map_err(|source| ErrorKind::Context {
+        path: opts.context.clone(),
+        source,
+    })?;
+    let mut plan = lower_plan(opts, agentfile, &model, &pins, inherited_adds, &inputs)?;
+    plan.annotations.extend(opts.annotations.clone());
+    let ignore = read_ignore(&inputs)?;
+    let descriptor = write_image(opts, store, &plan, &ignore, progress, &agentfile.name)?;
+    for t in &tags {
+        store.tag(t, &descriptor).map_err(ErrorKind::from)?;
+    }
+    if let Some(dest) = &opts.archive {
+        archive::save(store, &descriptor, &tags, dest).map_err(ErrorKind::from)?;
+    }
+    let lock = write_lock(opts, resolution.as_ref(), agentfile, &descriptor)?;
+    let pushed = if opts.push {
+        push_tags(opts, store, &descriptor, &tags, progress)?
+    } else {
+        Vec::new()
+    };
+    Ok(Stored {
+        descriptor,
+        tags,
+        lock,
+        pushed,
+    })
+}
 
-    // Resolution: FROM parent, RUNTIME and BIN pins.
-    let a = &analysis.model.agent;
+/// Resolution: the FROM parent, RUNTIME and BIN pins; `None` when there is nothing to resolve.
+fn resolve_images(
+    opts: &BuildOptions,
+    store: &Store,
+    agentfile: &AgentfileText,
+    model: &Agentfile,
+    platform: Platform,
+) -> Result<Option<resolve::Resolution>, Failed> {
+    let a = &model.agent;
     let needs_resolution = !a.is_scratch()
         || a.runtime.as_ref().is_some_and(|r| !r.value.is_empty())
         || !a.bins.is_empty();
-    let mut resolution = None;
-    if needs_resolution {
-        // A stdin build has no lock: point resolution at a path that cannot exist.
-        let scratch = tempfile::tempdir().map_err(|source| {
-            fail(
-                ErrorKind::Context {
-                    path: std::env::temp_dir(),
-                    source,
-                },
-                shown.clone(),
-            )
-        })?;
-        let lock_path = agentfile_path.as_deref().map_or_else(
-            || scratch.path().join(resolve::LOCK_NAME),
-            resolve::lock_path_for,
-        );
-        let ropts = resolve::Options {
-            offline: opts.offline,
-            locked: opts.locked,
-            allow_unpinned: opts.allow_unpinned,
-            platform,
-            insecure: opts.insecure,
-            lock_path,
-            store: store.clone(),
-            docker_config: opts.docker_config.clone(),
-        };
-        match resolve::resolve(&analysis.model, &ropts) {
-            Ok(r) => {
-                shown.extend(r.warnings.iter().cloned());
-                resolution = Some(r);
-            }
-            Err(diags) => {
-                shown.extend(diags);
-                shown.sort_by_key(Diagnostic::start);
-                return Err(fail(ErrorKind::Unresolved(name), shown));
-            }
-        }
+    if !needs_resolution {
+        return Ok(None);
     }
-    let (model, pins, inherited_adds) = match &resolution {
-        Some(r) => (&r.model, r.pins.clone(), r.inherited_adds.clone()),
-        None => (&analysis.model, Pins::default(), Vec::new()),
-    };
-    let labelled;
-    let model = if opts.labels.is_empty() {
-        model
-    } else {
-        let mut m = model.clone();
-        for (k, v) in &opts.labels {
-            m.agent
-                .labels
-                .insert(k.clone(), otters_agentfile::ir::Node::new(v.clone(), None));
-        }
-        labelled = m;
-        &labelled
-    };
-
-    let tags = tags_for(&opts.tags, model.agent.name_str()).map_err(|k| fail(k, shown.clone()))?;
-    let inputs = FsInputs::new(&opts.context).map_err(|source| {
-        fail(
-            ErrorKind::Context {
-                path: opts.context.clone(),
-                source,
-            },
-            shown.clone(),
-        )
+    // A stdin build has no lock: point resolution at a path that cannot exist.
+    let scratch = tempfile::tempdir().map_err(|source| ErrorKind::Context {
+        path: std::env::temp_dir(),
+        source,
     })?;
-    let agentfile_dir = agentfile_path
+    let lock_path = agentfile.path.as_deref().map_or_else(
+        || scratch.path().join(resolve::LOCK_NAME),
+        resolve::lock_path_for,
+    );
+    let ropts = resolve::Options {
+        offline: opts.offline,
+        locked: opts.locked,
+        allow_unpinned: opts.allow_unpinned,
+        platform,
+        insecure: opts.insecure,
+        lock_path,
+        store: store.clone(),
+        docker_config: opts.docker_config.clone(),
+    };
+    resolve::resolve(model, &ropts)
+        .map(Some)
+        .map_err(|diags| Failed::with(ErrorKind::Unresolved(agentfile.name.clone()), diags))
+}
+
+/// The model with `--label`s added to its LABELs (borrowed as it is when there are none).
+fn with_labels<'m>(model: &'m Agentfile, labels: &BTreeMap<String, String>) -> Cow<'m, Agentfile> {
+    if labels.is_empty() {
+        return Cow::Borrowed(model);
+    }
+    let mut m = model.clone();
+    for (k, v) in labels {
+        m.agent.labels.insert(
+            k.clone(),
+            otters_agentfile::ir::Node::new(v.clone(), None),
+        );
+    }
+    Cow::Owned(m)
+}
+
+/// Lowers the model to a plan of layers over the build context.
+fn lower_plan(
+    opts: &BuildOptions,
+    agentfile: &AgentfileText,
+    model: &Agentfile,
+    pins: &Pins,
+    inherited_adds: Vec<Descriptor>,
+    inputs: &FsInputs,
+) -> Result<plan::Plan, Failed> {
+    let agentfile_dir = agentfile
+        .path
         .as_deref()
         .map(|p| agentfile_dir(inputs.root(), p))
         .unwrap_or_default();
-    let mut plan = match lower::lower(
-        model,
-        &bytes,
-        &pins,
-        &inputs,
-        &plan::Options {
-            source_date_epoch: opts.source_date_epoch,
-            agentfile_dir,
-            inherited_adds,
-        },
-    ) {
-        Ok(p) => p,
-        Err(lower::LowerError::Inputs(diags)) => {
-            shown.extend(diags);
-            shown.sort_by_key(Diagnostic::start);
-            return Err(fail(ErrorKind::Inputs(name), shown));
-        }
-        Err(e) => {
-            return Err(fail(
-                ErrorKind::Lower {
-                    name,
-                    reason: e.to_string(),
-                },
-                shown,
-            ))
-        }
+    let options = plan::Options {
+        source_date_epoch: opts.source_date_epoch,
+        agentfile_dir,
+        inherited_adds,
     };
-    plan.annotations.extend(opts.annotations.clone());
-    let ignore_path = inputs.root().join(".agentignore");
-    let ignore = match inputs.read_agentignore() {
-        Ok(Some(text)) => Ignore::parse(&text).map_err(|e| {
-            fail(
-                ErrorKind::Ignore {
-                    path: ignore_path.clone(),
-                    reason: e.to_string(),
-                },
-                shown.clone(),
-            )
-        })?,
-        Ok(None) => Ignore::default(),
-        Err(reason) => {
-            return Err(fail(
-                ErrorKind::Ignore {
-                    path: ignore_path,
-                    reason,
-                },
-                shown,
-            ))
+    lower::lower(model, &agentfile.bytes, pins, inputs, &options).map_err(|e| match e {
+        lower::LowerError::Inputs(diags) => {
+            Failed::with(ErrorKind::Inputs(agentfile.name.clone()), diags)
         }
-    };
+        source @ lower::LowerError::Config(_) => ErrorKind::Lower {
+            name: agentfile.name.clone(),
+            source,
+        }
+        .into(),
+    })
+}
 
+/// The context's `.agentignore` rules (none when it has no such file).
+fn read_ignore(inputs: &FsInputs) -> Result<Ignore, ErrorKind> {
+    let ignore_path = inputs.root().join(".agentignore");
+    let text = inputs
+        .read_agentignore()
+        .map_err(|source| ErrorKind::Ignore {
+            path: ignore_path.clone(),
+            source,
+        })?;
+    match text {
+        Some(text) => Ignore::parse(&text).map_err(|e| ErrorKind::Ignore {
+            path: ignore_path,
+            source: e.into(),
+        }),
+        None => Ok(Ignore::default()),
+    }
+}
+
+/// Writes the plan's blobs and manifest into the store, through the hash cache when there is
+/// one. An unusable input found while writing becomes a diagnostic at its ADD (AF302/AF303).
+fn write_image(
+    opts: &BuildOptions,
+    store: &Store,
+    plan: &plan::Plan,
+    ignore: &Ignore,
+    progress: &mut dyn Progress,
+    name: &str,
+) -> Result<Descriptor, Failed> {
     let mut cache = opts.hash_cache.as_ref().map(HashCache::load);
     let written = write_plan(
         store,
-        &plan,
+        plan,
         WriteOptions {
-            ignore: &ignore,
+            ignore,
             cache: cache.as_mut(),
             progress: &mut *progress,
         },
@@ -449,70 +582,53 @@ pub fn build(
             } else {
                 Diagnostic::new(Code::BuildSourceUnreadable, span, e.to_string())
             };
-            shown.push(d.with_help(
+            let d = d.with_help(
                 "directory ADDs may hold only regular files, directories and symlinks that stay inside them",
-            ));
-            shown.sort_by_key(Diagnostic::start);
-            return Err(fail(ErrorKind::Inputs(name), shown));
+            );
+            return Err(Failed::with(ErrorKind::Inputs(name.to_owned()), vec![d]));
         }
         Err(source) => {
-            return Err(fail(
-                ErrorKind::Write {
-                    store: store.root().to_owned(),
-                    source,
-                },
-                shown,
-            ))
+            return Err(ErrorKind::Write {
+                store: store.root().to_owned(),
+                source,
+            }
+            .into())
         }
     };
     if let Some(c) = &cache {
         // The cache only speeds builds up; failing to save it is not a build failure.
         let _ = c.save();
     }
-    for t in &tags {
-        store
-            .tag(t, &descriptor)
-            .map_err(|e| fail(e.into(), shown.clone()))?;
-    }
-    if let Some(dest) = &opts.archive {
-        archive::save(store, &descriptor, &tags, dest)
-            .map_err(|e| fail(e.into(), shown.clone()))?;
-    }
-    // `--offline` reads the lock and never writes it (an offline build learns nothing new).
-    let lock = match (&resolution, &agentfile_path) {
-        (Some(r), Some(p)) if !opts.offline => {
-            let path = resolve::lock_path_for(p);
-            let changed = r.lock.write_if_changed(&path).map_err(|source| {
-                fail(
-                    ErrorKind::Lock {
-                        digest: descriptor.digest.clone(),
-                        source,
-                    },
-                    shown.clone(),
-                )
-            })?;
-            Some(LockWrite {
-                path,
-                changed,
-                images: r.lock.images.len(),
-            })
-        }
-        _ => None,
+    Ok(descriptor)
+}
+
+/// Writes `Agentfile.lock` beside the Agentfile, when something was resolved. `--offline` reads
+/// the lock and never writes it (an offline build learns nothing new); stdin has no lock.
+fn write_lock(
+    opts: &BuildOptions,
+    resolution: Option<&resolve::Resolution>,
+    agentfile: &AgentfileText,
+    descriptor: &Descriptor,
+) -> Result<Option<LockWrite>, ErrorKind> {
+    let (Some(r), Some(p)) = (resolution, &agentfile.path) else {
+        return Ok(None);
     };
-    let pushed = if opts.push {
-        push_tags(opts, store, &descriptor, &tags, progress).map_err(|k| fail(k, shown.clone()))?
-    } else {
-        Vec::new()
-    };
-    Ok(BuildOutput {
-        descriptor,
-        tags,
-        file,
-        diagnostics: shown,
-        lock,
-        pushed,
-        unused_build_args,
-    })
+    if opts.offline {
+        return Ok(None);
+    }
+    let path = resolve::lock_path_for(p);
+    let changed = r
+        .lock
+        .write_if_changed(&path)
+        .map_err(|source| ErrorKind::Lock {
+            digest: descriptor.digest.clone(),
+            source,
+        })?;
+    Ok(Some(LockWrite {
+        path,
+        changed,
+        images: r.lock.images.len(),
+    }))
 }
 
 /// The tags to give: `wanted` as stored (each must follow the reference grammar, see
@@ -594,10 +710,10 @@ fn push_tags(
     let mut sources = Sources::load(store.root());
     let mut reports = Vec::new();
     for tag in tags {
-        let mut dest = Reference::parse(tag).map_err(|e| ErrorKind::PushReference {
+        let mut dest = Reference::parse(tag).map_err(|source| ErrorKind::PushReference {
             digest: descriptor.digest.clone(),
             reference: tag.clone(),
-            reason: e.to_string(),
+            source,
         })?;
         if dest.tag.is_none() && dest.digest.is_none() {
             dest.tag = Some("latest".into());

@@ -21,6 +21,7 @@ use otters_oci::store::layout::{Store, StoreError};
 use otters_oci::Digest;
 use sha2::Digest as _;
 use std::io;
+use std::path::Path;
 
 /// Inputs at least this large get a progress bar.
 pub const PROGRESS_THRESHOLD: u64 = 32 << 20;
@@ -88,10 +89,15 @@ pub struct WriteOptions<'a> {
     pub progress: &'a mut dyn Progress,
 }
 
-enum Prepared {
-    Bytes,
-    Stored(Digest),
-    File(Stamp),
+/// A layer's input after the checking pass: what the storing pass will write, carrying the
+/// source it came from, so the storing pass needs nothing else from the layer's [`Source`].
+enum Prepared<'p> {
+    Bytes(&'p [u8]),
+    /// A blob already in the store, checked to be there with its size.
+    Stored(Digest, u64),
+    /// A regular file, with the stamp it was checked with.
+    File(&'p Path, Stamp),
+    /// A directory, walked and checked.
     Dir(Vec<Entry>),
 }
 
@@ -107,100 +113,132 @@ pub fn write_plan(
         progress,
     } = opts;
     check_titles(plan)?;
-    let mut prepared = Vec::with_capacity(plan.layers.len());
-    for layer in &plan.layers {
-        let title = title_of(layer);
-        let fail = |failure| input_error(layer, &title, failure);
-        prepared.push(match &layer.source {
-            Source::Bytes(_) => Prepared::Bytes,
-            Source::Stored { digest, size } => {
-                let missing = || WriteError::MissingBlob {
-                    title: title.clone(),
-                    digest: digest.clone(),
-                };
-                match store.stored_size(digest) {
-                    Some(n) if n == *size => Prepared::Stored(digest.clone()),
-                    _ => return Err(missing()),
-                }
-            }
-            Source::File(path) => {
-                let (_, meta) = nofollow::open_file(path).map_err(|source| {
-                    fail(InputFailure::Read {
-                        path: path.display().to_string(),
-                        source,
-                    })
-                })?;
-                Prepared::File(Stamp::of(&meta))
-            }
-            Source::Dir { path, rel } => {
-                Prepared::Dir(tarball::walk(path, rel, &title, ignore).map_err(|e| fail(e.into()))?)
-            }
-        });
-    }
-
-    let (config_digest, config_size) = store.put_blob_bytes(&plan.config)?;
-    let config = Descriptor::new(AGENT_CONFIG, config_digest, config_size);
+    // Every input is checked before anything is written (see the module docs).
+    let prepared = plan
+        .layers
+        .iter()
+        .map(|layer| prepare_layer(store, layer, ignore))
+        .collect::<Result<Vec<_>, _>>()?;
+    let config = store_config(store, plan)?;
     let mut layers = Vec::with_capacity(plan.layers.len());
     for (layer, prep) in plan.layers.iter().zip(prepared) {
-        let title = title_of(layer);
-        let fail = |failure| input_error(layer, &title, failure);
-        let (digest, size) = match (&layer.source, prep) {
-            (Source::Bytes(bytes), _) => store.put_blob_bytes(bytes)?,
-            (Source::Stored { size, .. }, Prepared::Stored(digest)) => (digest, *size),
-            (Source::File(path), Prepared::File(stamp)) => {
-                let key = HashCache::file_key(path, &stamp);
-                if let Some(hit) = cached(cache.as_deref(), store, &key) {
-                    hit
-                } else {
-                    let (digest, size) =
-                        store_file(store, path, &title, stamp, progress).map_err(|e| match e {
-                            WriteError::Input { failure, .. } => fail(failure),
-                            other => other,
-                        })?;
-                    if let Some(c) = cache.as_deref_mut() {
-                        if c.settled(&stamp) {
-                            let blob = CachedBlob {
-                                digest: digest.clone(),
-                                size,
-                            };
-                            c.insert(key, blob);
-                        }
-                    }
-                    (digest, size)
-                }
-            }
-            (Source::Dir { .. }, Prepared::Dir(entries)) => {
-                let key = tree_key(&entries, plan.mtime);
-                if let Some(hit) = cached(cache.as_deref(), store, &key) {
-                    hit
-                } else {
-                    let (digest, size) = store_dir(store, &entries, plan.mtime, &title, progress)
-                        .map_err(|e| match e {
-                        WriteError::Input { failure, .. } => fail(failure),
-                        other => other,
-                    })?;
-                    if let Some(c) = cache.as_deref_mut() {
-                        let mut stamps = entries.iter().filter_map(|e| e.stamp.as_ref());
-                        if stamps.all(|s| c.settled(s)) {
-                            let blob = CachedBlob {
-                                digest: digest.clone(),
-                                size,
-                            };
-                            c.insert(key, blob);
-                        }
-                    }
-                    (digest, size)
-                }
-            }
-            // `prepared` was built from the same layers in the same order.
-            _ => unreachable!("layer preparation out of step with its source"),
-        };
+        let (digest, size) = store_layer(store, plan, layer, prep, cache.as_deref_mut(), progress)?;
         let mut d = Descriptor::new(layer.media_type.clone(), digest, size);
         d.annotations.clone_from(&layer.annotations);
         layers.push(d);
     }
+    store_manifest(store, &config, &layers, plan)
+}
 
-    let manifest = manifest_json(&config, &layers, &plan.annotations);
+/// The checking pass over one layer: a reused blob must be in the store with its size, a file
+/// must open without following links, a directory must walk cleanly. Writes nothing.
+fn prepare_layer<'p>(
+    store: &Store,
+    layer: &'p Layer,
+    ignore: &Ignore,
+) -> Result<Prepared<'p>, WriteError> {
+    let title = title_of(layer);
+    let fail = |failure| input_error(layer, &title, failure);
+    Ok(match &layer.source {
+        Source::Bytes(bytes) => Prepared::Bytes(bytes),
+        Source::Stored { digest, size } => {
+            let missing = || WriteError::MissingBlob {
+                title: title.clone(),
+                digest: digest.clone(),
+            };
+            match store.stored_size(digest) {
+                Some(n) if n == *size => Prepared::Stored(digest.clone(), *size),
+                _ => return Err(missing()),
+            }
+        }
+        Source::File(path) => {
+            let (_, meta) = nofollow::open_file(path).map_err(|source| {
+                fail(InputFailure::Read {
+                    path: path.display().to_string(),
+                    source,
+                })
+            })?;
+            Prepared::File(path, Stamp::of(&meta))
+        }
+        Source::Dir { path, rel } => {
+            Prepared::Dir(tarball::walk(path, rel, &title, ignore).map_err(|e| fail(e.into()))?)
+        }
+    })
+}
+
+/// Stores the config blob; returns its descriptor.
+fn store_config(store: &Store, plan: &Plan) -> Result<Descriptor, WriteError> {
+    let (config_digest, config_size) = store.put_blob_bytes(&plan.config)?;
+    Ok(Descriptor::new(AGENT_CONFIG, config_digest, config_size))
+}
+
+/// The storing pass over one checked layer: its blob from the hash cache when the cache knows it
+/// and the store still holds it, else streamed into the store (and remembered when settled).
+fn store_layer(
+    store: &Store,
+    plan: &Plan,
+    layer: &Layer,
+    prep: Prepared<'_>,
+    cache: Option<&mut HashCache>,
+    progress: &mut dyn Progress,
+) -> Result<(Digest, u64), WriteError> {
+    let title = title_of(layer);
+    // `store_file` and `store_dir` name no layer; name it here.
+    let named = |e| match e {
+        WriteError::Input { failure, .. } => input_error(layer, &title, failure),
+        other => other,
+    };
+    match prep {
+        Prepared::Bytes(bytes) => Ok(store.put_blob_bytes(bytes)?),
+        Prepared::Stored(digest, size) => Ok((digest, size)),
+        Prepared::File(path, stamp) => {
+            let key = HashCache::file_key(path, &stamp);
+            if let Some(hit) = cached(cache.as_deref(), store, &key) {
+                return Ok(hit);
+            }
+            let (digest, size) = store_file(store, path, &title, stamp, progress).map_err(named)?;
+            if let Some(c) = cache {
+                if c.settled(&stamp) {
+                    remember(c, key, &digest, size);
+                }
+            }
+            Ok((digest, size))
+        }
+        Prepared::Dir(entries) => {
+            let key = tree_key(&entries, plan.mtime);
+            if let Some(hit) = cached(cache.as_deref(), store, &key) {
+                return Ok(hit);
+            }
+            let (digest, size) =
+                store_dir(store, &entries, plan.mtime, &title, progress).map_err(named)?;
+            if let Some(c) = cache {
+                let mut stamps = entries.iter().filter_map(|e| e.stamp.as_ref());
+                if stamps.all(|s| c.settled(s)) {
+                    remember(c, key, &digest, size);
+                }
+            }
+            Ok((digest, size))
+        }
+    }
+}
+
+/// Records a stored blob in the hash cache under `key`.
+fn remember(cache: &mut HashCache, key: String, digest: &Digest, size: u64) {
+    let blob = CachedBlob {
+        digest: digest.clone(),
+        size,
+    };
+    cache.insert(key, blob);
+}
+
+/// Writes the manifest over the stored config and layers; returns its descriptor.
+fn store_manifest(
+    store: &Store,
+    config: &Descriptor,
+    layers: &[Descriptor],
+    plan: &Plan,
+) -> Result<Descriptor, WriteError> {
+    let manifest = manifest_json(config, layers, &plan.annotations);
     let bytes = to_compact(&manifest)?;
     Ok(store.put_manifest(&bytes, MANIFEST_V1)?)
 }
@@ -254,7 +292,7 @@ fn input_err(failure: InputFailure) -> WriteError {
 /// it is read; otherwise nothing is stored and the input "changed while being read".
 fn store_file(
     store: &Store,
-    path: &std::path::Path,
+    path: &Path,
     title: &str,
     stamp: Stamp,
     progress: &mut dyn Progress,

@@ -127,6 +127,11 @@ impl Entry<String> {
 pub enum LockError {
     #[error("{} is not a valid lock file: {reason}; delete it and run `otters lock`", path.display())]
     Invalid { path: PathBuf, reason: String },
+    #[error("{} is not a valid lock file: {source}; delete it and run `otters lock`", path.display())]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
     #[error("{} has lock format version {version}, but this otters reads version {LOCK_VERSION}; run `otters lock` to rewrite it", path.display())]
     Version { path: PathBuf, version: i64 },
     #[error(transparent)]
@@ -215,9 +220,9 @@ impl Lockfile {
 
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Self, LockError> {
         let lock: Lockfile<String> =
-            serde_json::from_slice(bytes).map_err(|e| LockError::Invalid {
+            serde_json::from_slice(bytes).map_err(|source| LockError::Json {
                 path: path.to_owned(),
-                reason: e.to_string(),
+                source,
             })?;
         if lock.version != LOCK_VERSION {
             return Err(LockError::Version {

@@ -305,7 +305,7 @@ fn swap(
             let e = MaterialiseError::from(PathIoError {
                 action: "carry over",
                 path: root.join(d),
-                source: io::Error::other(e.to_string()),
+                source: io::Error::other(e),
             });
             return Err(failed(e, &stranded, tmp));
         }

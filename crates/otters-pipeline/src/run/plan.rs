@@ -12,7 +12,9 @@ use super::overrides::{self, OverrideError, Overrides};
 use super::source::{AgentImage, Platform};
 use crate::lower::agent_yaml::{self, Executor as YamlExecutor, ImageRef};
 use otters_agentfile::ir::{ConfigValue, Mount};
-use otters_oci::spec::descriptor::{AGENTFILE_LAYER, ANN_UNPACK, CONTEXT_LAYER, FILE_LAYER};
+use otters_oci::spec::descriptor::{
+    Descriptor, AGENTFILE_LAYER, ANN_UNPACK, CONTEXT_LAYER, FILE_LAYER,
+};
 use otters_oci::{Digest, MediaType};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -208,50 +210,102 @@ pub fn plan(
     opts: &RunOptions,
     host_env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<RunPlan, PlanError> {
-    let mut warnings = Vec::new();
     let agent = &image.model.agent;
-    let runtime = agent
-        .runtime
-        .as_ref()
-        .map(|r| r.value.clone())
-        .filter(|r| !r.is_empty())
-        .ok_or_else(|| PlanError::NoRuntime {
-            reference: image.reference.clone(),
-        })?;
+    let runtime = runtime_of(image)?;
     let effective = overrides::apply(agent, &opts.overrides)?;
-    for e in effective.envs.iter().filter(|e| is_loader_key(&e.key)) {
-        let from = if opts.overrides.envs.iter().any(|(k, _)| *k == e.key) {
-            "-e"
-        } else {
-            "the image"
-        };
-        warnings.push(format!(
-            "{} (from {from}) is a dynamic-loader variable: the runtime and every BIN will load code as it says",
-            e.key
-        ));
-    }
+    let mut draft = Draft::new();
+    draft.warn_loader_envs(&effective, &opts.overrides);
     let mut user_mounts = opts.mounts.clone();
     let missing =
         mounts::merge_declared(&mut user_mounts, &agent.mounts, opts.allow_missing_mounts)?;
-    if !missing.is_empty() {
-        warnings.push(format!(
-            "declared mount(s) left unmounted: {}",
-            missing.join(", ")
-        ));
-    }
+    draft.warn_missing_mounts(&missing);
     let docker = matches!(opts.executor, Executor::Docker { .. });
     let layout = if docker {
         Layout::Container
     } else {
         Layout::Host(&opts.root)
     };
+    let model = effective_model(image, &opts.overrides, &effective, &user_mounts);
 
-    // The model after overrides, for agent.yaml and the context documents.
+    draft.place_layers(image)?;
+    let docs = DocInputs {
+        agent: &model.agent,
+        id: &opts.id,
+        envs: &effective.envs,
+        mounts: &user_mounts,
+        layout,
+    };
+    draft.generate_docs(&docs);
+    draft.generate(
+        "etc/agent.yaml",
+        agent_yaml_of(&model, image, &opts.id, docker),
+    );
+    draft.place_binaries(image, &runtime);
+    if !docker {
+        draft.link_mounts(&user_mounts);
+    }
+
+    let env = env::spawn_env(
+        layout,
+        effective.model.as_deref(),
+        host_env,
+        &effective.configs,
+        &effective
+            .envs
+            .iter()
+            .map(|e| (e.key.clone(), e.value.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let (argv, cwd) = command(opts, image, &effective, &env, &user_mounts);
+    let Draft { tree, warnings } = draft;
+    check_inside(image, &tree)?;
+    Ok(RunPlan {
+        name: opts.name.clone(),
+        id: opts.id.clone(),
+        image: ImageInfo {
+            reference: image.reference.clone(),
+            digest: image.digest.clone(),
+        },
+        platform: opts.platform.clone(),
+        executor: opts.executor.clone(),
+        root: opts.root.clone(),
+        tree,
+        argv,
+        cwd,
+        env,
+        mounts: user_mounts,
+        missing_mounts: missing,
+        warnings,
+    })
+}
+
+/// The image's RUNTIME reference; an agent without one cannot run.
+fn runtime_of(image: &AgentImage) -> Result<String, PlanError> {
+    image
+        .model
+        .agent
+        .runtime
+        .as_ref()
+        .map(|r| r.value.clone())
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| PlanError::NoRuntime {
+            reference: image.reference.clone(),
+        })
+}
+
+/// The model after overrides (`--model`, `--config`, `-e`, mounts), for `agent.yaml` and the
+/// context documents.
+fn effective_model(
+    image: &AgentImage,
+    overrides: &Overrides,
+    effective: &overrides::Effective,
+    user_mounts: &[UserMount],
+) -> otters_agentfile::ir::Agentfile {
     let mut model = image.model.clone();
     if let Some(m) = &effective.model {
         model.agent.model = Some(otters_agentfile::ir::Node::new(m.clone(), None));
     }
-    for (k, v) in &opts.overrides.configs {
+    for (k, v) in &overrides.configs {
         let mut hit = false;
         for c in model.agent.configs.iter_mut().filter(|c| c.key == *k) {
             c.value = Some(ConfigValue::String(v.clone()));
@@ -288,101 +342,216 @@ pub fn plan(
             span: None,
         })
         .collect();
+    model
+}
 
-    let mut tree: Vec<TreeEntry> = DIRS
-        .iter()
-        .map(|d| TreeEntry::Dir {
-            path: (*d).to_owned(),
-        })
-        .collect();
-    let names: Vec<&str> = agent.adds.iter().map(|a| a.name.as_str()).collect();
-    // Where each data file was put, to keep the last of two layers that write the same path.
-    let mut written: Vec<(String, usize)> = Vec::new();
-    for (index, l) in image.layers.iter().enumerate() {
-        let title = l.title().unwrap_or_default();
-        let bad = || PlanError::BadTitle {
-            reference: image.reference.clone(),
-            index,
-            digest: l.digest.clone(),
-            title: title.to_owned(),
-        };
-        let layer = |path: String, unpack: Option<String>| TreeEntry::Layer {
-            path,
-            digest: l.digest.clone(),
-            media_type: l.media_type.clone(),
-            unpack: unpack.is_some(),
-            title: unpack,
-        };
-        let entry = match l.media_type.as_str() {
-            AGENTFILE_LAYER => layer("etc/Agentfile".into(), None),
-            CONTEXT_LAYER | FILE_LAYER if title.is_empty() => continue,
-            CONTEXT_LAYER => {
-                let reserved = title
-                    .strip_suffix(".md")
-                    .is_some_and(|n| RESERVED_CONTEXT_NAMES.contains(&n));
-                if !is_context_title(title) || reserved {
-                    return Err(bad());
-                }
-                layer(format!("etc/context/{title}"), None)
-            }
-            FILE_LAYER => {
-                let path = data_path(title, &names).ok_or_else(bad)?;
-                layer(format!("etc/data/{path}"), None)
-            }
-            mt if super::extract::is_tar(mt)
-                && l.annotations.get(ANN_UNPACK).is_some_and(|v| v == "true") =>
-            {
-                if !is_safe_rel(title) {
-                    return Err(bad());
-                }
-                layer(format!("etc/data/{title}"), Some(title.to_owned()))
-            }
-            _ => continue,
-        };
-        if matches!(l.media_type.as_str(), FILE_LAYER) {
-            if let Some(pos) = written.iter().position(|(p, _)| p == entry.path()) {
-                let (path, earlier) = written.remove(pos);
-                tree.retain(|e| e.path() != path);
-                warnings.push(format!(
-                    "layers[{earlier}] and layers[{index}] both write {path} (openotters alpha.50 writes each `dst` as its base name); the later one is kept, as openotters keeps it"
-                ));
-            }
-            written.push((entry.path().to_owned(), index));
+/// The tree and the warnings, as the phases of [`plan`] add to them.
+struct Draft {
+    tree: Vec<TreeEntry>,
+    warnings: Vec<String>,
+}
+
+impl Draft {
+    /// The fixed directories of every agent tree, and no warning yet.
+    fn new() -> Self {
+        Draft {
+            tree: DIRS
+                .iter()
+                .map(|d| TreeEntry::Dir {
+                    path: (*d).to_owned(),
+                })
+                .collect(),
+            warnings: Vec::new(),
         }
-        tree.push(entry);
     }
 
-    let docs = DocInputs {
-        agent: &model.agent,
-        id: &opts.id,
-        envs: &effective.envs,
-        mounts: &user_mounts,
-        layout,
-    };
-    let mut gen = |path: &str, content: String| {
-        tree.push(TreeEntry::Generated {
+    /// Warns of every dynamic-loader variable in the environment, saying where it came from.
+    fn warn_loader_envs(&mut self, effective: &overrides::Effective, overrides: &Overrides) {
+        for e in effective.envs.iter().filter(|e| is_loader_key(&e.key)) {
+            let from = if overrides.envs.iter().any(|(k, _)| *k == e.key) {
+                "-e"
+            } else {
+                "the image"
+            };
+            self.warnings.push(format!(
+                "{} (from {from}) is a dynamic-loader variable: the runtime and every BIN will load code as it says",
+                e.key
+            ));
+        }
+    }
+
+    fn warn_missing_mounts(&mut self, missing: &[String]) {
+        if !missing.is_empty() {
+            self.warnings.push(format!(
+                "declared mount(s) left unmounted: {}",
+                missing.join(", ")
+            ));
+        }
+    }
+
+    /// The image's layers: the Agentfile, context documents, data files and unpacked
+    /// directories, each at the path its media type and title give it.
+    fn place_layers(&mut self, image: &AgentImage) -> Result<(), PlanError> {
+        let names: Vec<&str> = image
+            .model
+            .agent
+            .adds
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        // Where each data file was put, to keep the last of two layers that write the same path.
+        let mut written: Vec<(String, usize)> = Vec::new();
+        for (index, l) in image.layers.iter().enumerate() {
+            let Some(entry) = layer_entry(image, index, l, &names)? else {
+                continue;
+            };
+            if matches!(l.media_type.as_str(), FILE_LAYER) {
+                if let Some(pos) = written.iter().position(|(p, _)| p == entry.path()) {
+                    let (path, earlier) = written.remove(pos);
+                    self.tree.retain(|e| e.path() != path);
+                    self.warnings.push(format!(
+                        "layers[{earlier}] and layers[{index}] both write {path} (openotters alpha.50 writes each `dst` as its base name); the later one is kept, as openotters keeps it"
+                    ));
+                }
+                written.push((entry.path().to_owned(), index));
+            }
+            self.tree.push(entry);
+        }
+        Ok(())
+    }
+
+    /// A file otters writes into the tree.
+    fn generate(&mut self, path: &str, content: String) {
+        self.tree.push(TreeEntry::Generated {
             path: path.to_owned(),
             bytes: content.len(),
             content,
         });
-    };
-    gen("etc/context/AGENT.md", context_docs::agent_md(&docs));
-    gen(
-        "etc/context/WORKSPACE.md",
-        context_docs::workspace_md(&docs),
-    );
-    if let Some(m) = context_docs::mounts_md(&user_mounts) {
-        gen("etc/context/MOUNTS.md", m);
     }
+
+    /// The context documents otters writes: AGENT.md, WORKSPACE.md and, with mounts, MOUNTS.md.
+    fn generate_docs(&mut self, docs: &DocInputs<'_>) {
+        self.generate("etc/context/AGENT.md", context_docs::agent_md(docs));
+        self.generate("etc/context/WORKSPACE.md", context_docs::workspace_md(docs));
+        if let Some(m) = context_docs::mounts_md(docs.mounts) {
+            self.generate("etc/context/MOUNTS.md", m);
+        }
+    }
+
+    /// The runtime and every BIN (with its usage doc), pinned by the image when it can be.
+    fn place_binaries(&mut self, image: &AgentImage, runtime: &str) {
+        let runtime_digest = image.pins.runtime_digest(runtime).cloned();
+        if runtime_digest.is_none() {
+            self.warnings.push(format!(
+                "runtime {runtime} has no pinned digest in the image; resolving the tag now"
+            ));
+        }
+        self.tree.push(TreeEntry::Binary {
+            path: "usr/local/bin/runtime".into(),
+            reference: runtime.to_owned(),
+            digest: runtime_digest,
+            name: "runtime".into(),
+        });
+        for b in &image.model.agent.bins {
+            let digest = image.pins.bin_digest(&b.name, &b.image).cloned();
+            if digest.is_none() {
+                self.warnings.push(format!(
+                    "BIN {} ({}) has no pinned digest in the image; resolving the tag now",
+                    b.name, b.image
+                ));
+            }
+            self.tree.push(TreeEntry::Binary {
+                path: format!("usr/bin/{}", b.name),
+                reference: b.image.clone(),
+                digest: digest.clone(),
+                name: b.name.clone(),
+            });
+            self.tree.push(TreeEntry::Usage {
+                path: format!("etc/data/bins/{}/USAGE.md", b.name),
+                reference: b.image.clone(),
+                digest,
+                fallback: b.usage.clone(),
+            });
+        }
+    }
+
+    /// Host mounts shown inside the tree (system executor).
+    fn link_mounts(&mut self, user_mounts: &[UserMount]) {
+        for m in user_mounts {
+            self.tree.push(TreeEntry::Symlink {
+                path: m.target.trim_start_matches('/').to_owned(),
+                target: m.host.clone(),
+            });
+        }
+    }
+}
+
+/// Where `l`, `image.layers[index]`, goes in the tree; `None` for a layer the tree does not
+/// hold (untitled, or of another media type).
+fn layer_entry(
+    image: &AgentImage,
+    index: usize,
+    l: &Descriptor,
+    names: &[&str],
+) -> Result<Option<TreeEntry>, PlanError> {
+    let title = l.title().unwrap_or_default();
+    let bad = || PlanError::BadTitle {
+        reference: image.reference.clone(),
+        index,
+        digest: l.digest.clone(),
+        title: title.to_owned(),
+    };
+    let layer = |path: String, unpack: Option<String>| TreeEntry::Layer {
+        path,
+        digest: l.digest.clone(),
+        media_type: l.media_type.clone(),
+        unpack: unpack.is_some(),
+        title: unpack,
+    };
+    Ok(Some(match l.media_type.as_str() {
+        AGENTFILE_LAYER => layer("etc/Agentfile".into(), None),
+        CONTEXT_LAYER | FILE_LAYER if title.is_empty() => return Ok(None),
+        CONTEXT_LAYER => {
+            let reserved = title
+                .strip_suffix(".md")
+                .is_some_and(|n| RESERVED_CONTEXT_NAMES.contains(&n));
+            if !is_context_title(title) || reserved {
+                return Err(bad());
+            }
+            layer(format!("etc/context/{title}"), None)
+        }
+        FILE_LAYER => {
+            let path = data_path(title, names).ok_or_else(bad)?;
+            layer(format!("etc/data/{path}"), None)
+        }
+        mt if super::extract::is_tar(mt)
+            && l.annotations.get(ANN_UNPACK).is_some_and(|v| v == "true") =>
+        {
+            if !is_safe_rel(title) {
+                return Err(bad());
+            }
+            layer(format!("etc/data/{title}"), Some(title.to_owned()))
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// The `agent.yaml` written into the tree: the model after overrides, pinned to the image.
+fn agent_yaml_of(
+    model: &otters_agentfile::ir::Agentfile,
+    image: &AgentImage,
+    id: &str,
+    docker: bool,
+) -> String {
     let image_ref = ImageRef {
         reference: image.reference.clone(),
         digest: Some(image.digest.clone()),
     };
-    let yaml = agent_yaml::render(
-        &model,
+    agent_yaml::render(
+        model,
         &image.pins,
         &agent_yaml::Options {
-            id: Some(&opts.id),
+            id: Some(id),
             image: Some(&image_ref),
             executor: if docker {
                 YamlExecutor::Docker
@@ -391,70 +560,28 @@ pub fn plan(
             },
             capability_descriptions: None,
         },
-    );
-    gen("etc/agent.yaml", yaml);
+    )
+}
 
-    let runtime_digest = image.pins.runtime_digest(&runtime).cloned();
-    if runtime_digest.is_none() {
-        warnings.push(format!(
-            "runtime {runtime} has no pinned digest in the image; resolving the tag now"
-        ));
-    }
-    tree.push(TreeEntry::Binary {
-        path: "usr/local/bin/runtime".into(),
-        reference: runtime.clone(),
-        digest: runtime_digest,
-        name: "runtime".into(),
-    });
-    for b in &agent.bins {
-        let digest = image.pins.bin_digest(&b.name, &b.image).cloned();
-        if digest.is_none() {
-            warnings.push(format!(
-                "BIN {} ({}) has no pinned digest in the image; resolving the tag now",
-                b.name, b.image
-            ));
-        }
-        tree.push(TreeEntry::Binary {
-            path: format!("usr/bin/{}", b.name),
-            reference: b.image.clone(),
-            digest: digest.clone(),
-            name: b.name.clone(),
-        });
-        tree.push(TreeEntry::Usage {
-            path: format!("etc/data/bins/{}/USAGE.md", b.name),
-            reference: b.image.clone(),
-            digest,
-            fallback: b.usage.clone(),
-        });
-    }
-    if !docker {
-        for m in &user_mounts {
-            tree.push(TreeEntry::Symlink {
-                path: m.target.trim_start_matches('/').to_owned(),
-                target: m.host.clone(),
-            });
-        }
-    }
-
+/// The program otters execs and its working directory: the runtime itself (system executor),
+/// or the docker CLI (docker executor).
+fn command(
+    opts: &RunOptions,
+    image: &AgentImage,
+    effective: &overrides::Effective,
+    env: &[EnvEntry],
+    user_mounts: &[UserMount],
+) -> (Vec<String>, PathBuf) {
     let model_name = effective.model.clone().unwrap_or_default();
-    let exec: Vec<String> = agent
+    let exec: Vec<String> = image
+        .model
+        .agent
         .exec
         .as_ref()
         .map(|e| e.value.clone())
         .filter(|e| !e.is_empty())
         .unwrap_or_else(|| vec!["serve".to_owned()]);
-    let env = env::spawn_env(
-        layout,
-        effective.model.as_deref(),
-        host_env,
-        &effective.configs,
-        &effective
-            .envs
-            .iter()
-            .map(|e| (e.key.clone(), e.value.clone()))
-            .collect::<Vec<_>>(),
-    );
-    let (argv, cwd) = match &opts.executor {
+    match &opts.executor {
         Executor::System => {
             let mut argv = vec![opts
                 .root
@@ -480,40 +607,26 @@ pub fn plan(
                 &opts.root,
                 &opts.name,
                 &opts.id,
-                &env,
-                &user_mounts,
+                env,
+                user_mounts,
                 &exec,
                 &model_name,
             );
             (argv, opts.root.join("workspace"))
         }
-    };
-    // Every name above was checked where it came from; this keeps a future entry from reaching
-    // the filesystem unchecked.
-    if let Some(bad) = tree.iter().map(TreeEntry::path).find(|p| !is_inside(p)) {
-        return Err(PlanError::UnsafePath {
+    }
+}
+
+/// Every name in the tree was checked where it came from; this keeps a future entry from
+/// reaching the filesystem unchecked.
+fn check_inside(image: &AgentImage, tree: &[TreeEntry]) -> Result<(), PlanError> {
+    match tree.iter().map(TreeEntry::path).find(|p| !is_inside(p)) {
+        Some(bad) => Err(PlanError::UnsafePath {
             reference: image.reference.clone(),
             path: bad.to_owned(),
-        });
+        }),
+        None => Ok(()),
     }
-    Ok(RunPlan {
-        name: opts.name.clone(),
-        id: opts.id.clone(),
-        image: ImageInfo {
-            reference: image.reference.clone(),
-            digest: image.digest.clone(),
-        },
-        platform: opts.platform.clone(),
-        executor: opts.executor.clone(),
-        root: opts.root.clone(),
-        tree,
-        argv,
-        cwd,
-        env,
-        mounts: user_mounts,
-        missing_mounts: missing,
-        warnings,
-    })
 }
 
 /// One `--mount` value; fields holding `,` or `"` are CSV-quoted as the docker CLI expects.

@@ -32,6 +32,12 @@ pub enum SourceError {
     },
     #[error("{reference}: invalid artifact: {message}")]
     BadArtifact { reference: String, message: String },
+    /// The config blob cannot be read as an Agentfile model, or a name in it is unsafe.
+    #[error("{reference}: invalid artifact: {source}")]
+    BadConfig {
+        reference: String,
+        source: otters_agentfile::ir::BlobError,
+    },
     #[error("{reference}: no image for platform {wanted} in the index (available: {available})")]
     NoPlatform {
         reference: String,
@@ -150,7 +156,11 @@ pub fn load_agent(
         .config
         .ok_or_else(|| bad("the manifest has no config".into()))?;
     let blob = store.read_blob(&config.digest)?;
-    let model = otters_agentfile::ir::from_config_blob(&blob).map_err(|e| bad(e.to_string()))?;
+    let model =
+        otters_agentfile::ir::from_config_blob(&blob).map_err(|source| SourceError::BadConfig {
+            reference: reference.to_owned(),
+            source,
+        })?;
     let pins = match doc
         .layers
         .iter()
