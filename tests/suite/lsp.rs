@@ -335,13 +335,19 @@ fn a_change_is_checked_on_the_unsaved_text() {
     assert_eq!(c.finish(), 0);
 }
 
-#[test]
-fn hover_completion_actions_outline_definition_and_formatting() {
+/// A server with the broken project's Agentfile open: (machine, project dir, its URI, client).
+fn session() -> (Env, std::path::PathBuf, String, Client) {
     let env = Env::new();
     let dir = project(&env);
     let uri = uri_of(&dir.join("Agentfile"));
     let (mut client, _) = Client::start(&env, None);
     client.open(&uri, BROKEN);
+    (env, dir, uri, client)
+}
+
+#[test]
+fn hover_and_completion() {
+    let (_env, _dir, uri, mut client) = session();
     let text = |v: &Value| v["contents"]["value"].as_str().unwrap_or("").to_owned();
 
     // Hover: the keyword's reference, the finding's explanation, the locked digest.
@@ -382,6 +388,12 @@ fn hover_completion_actions_outline_definition_and_formatting() {
     assert!(caps.contains(&"note_save".to_owned()), "{caps:?}");
     assert!(labels(client.at("textDocument/completion", &uri, 13, 3)).is_empty());
 
+    assert_eq!(client.finish(), 0);
+}
+
+#[test]
+fn actions_outline_definition_and_formatting() {
+    let (env, dir, uri, mut client) = session();
     // Code actions: the typo's fix, a suppression, the pin from the lock.
     let actions = |client: &mut Client, line: usize| -> Vec<Value> {
         let range =
