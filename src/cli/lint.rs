@@ -7,10 +7,10 @@ use super::CliResult;
 use otters_agentfile::check::{self, config, Options};
 use otters_agentfile::diagnostic::codes;
 use otters_agentfile::diagnostic::render::{self, FileReport};
-use otters_agentfile::diagnostic::Severity;
+use otters_agentfile::diagnostic::{apply_safe_fixes, Severity};
 use otters_pipeline::project::{self, ConfigFinder, Input, ProjectError};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -73,6 +73,9 @@ pub struct Args {
     /// directory (as are Agentfile.lock and ADD sources), and findings name it
     #[arg(long, value_name = "PATH")]
     pub stdin_filename: Option<PathBuf>,
+    /// Apply the safe fixes to the files (each rewritten atomically), then report what is left
+    #[arg(long)]
+    pub fix: bool,
 }
 
 fn parse_build_arg(s: &str) -> Result<(String, String), String> {
@@ -112,6 +115,8 @@ struct Loaded {
     config: config::LintConfig,
     sources: Option<std::sync::Arc<dyn check::SourceKinds>>,
     locked: BTreeSet<String>,
+    /// The file to rewrite with the safe fixes (`--fix`).
+    fix: Option<PathBuf>,
 }
 
 /// The flags that apply to every file.
@@ -119,6 +124,7 @@ struct Settings {
     catalogue: Option<Vec<String>>,
     config: Option<config::LintConfig>,
     targets: Option<Vec<check::Target>>,
+    fix: bool,
 }
 
 fn lint(a: &Args) -> Result<ExitCode, Fatal> {
@@ -128,6 +134,11 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
         ));
     }
     let inputs = project::agentfiles(&a.paths, a.recursive, a.stdin_filename.as_deref())?;
+    if a.fix && inputs.iter().any(|i| matches!(i, Input::Stdin(_))) {
+        return Err(Fatal(
+            "--fix rewrites files; it cannot fix standard input".to_owned(),
+        ));
+    }
     let settings = settings(a)?;
     let loaded = load(&inputs, &settings)?;
     Ok(check_and_print(a, &settings, loaded))
@@ -157,6 +168,7 @@ fn settings(a: &Args) -> Result<Settings, Fatal> {
         catalogue,
         config,
         targets,
+        fix: a.fix,
     })
 }
 
@@ -179,6 +191,10 @@ fn load(inputs: &[Input], settings: &Settings) -> Result<Vec<Loaded>, Fatal> {
             config,
             sources: input.sources(),
             locked: input.locked_references(),
+            fix: match input {
+                Input::File { path, .. } if settings.fix => Some(path.clone()),
+                _ => None,
+            },
         });
     }
     Ok(loaded)
@@ -192,6 +208,8 @@ fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCo
     let mut counts = Counts::default();
     let mut documents: Vec<FileReport> = Vec::new();
     let mut failed = false;
+    // A fixed file that could not be written: exit 2, as for any I/O error.
+    let mut unwritten = false;
     for f in loaded {
         let opts = Options {
             build_args: a.build_arg.iter().cloned().collect(),
@@ -204,8 +222,18 @@ fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCo
                 .or_else(|| f.config.portability.clone()),
             sources: f.sources,
         };
-        let (file, analysis) = check::analyze_bytes(&f.name, &f.bytes, &opts);
+        let (mut file, mut analysis) = check::analyze_bytes(&f.name, &f.bytes, &opts);
         drop(f.bytes);
+        if let Some(path) = &f.fix {
+            if let Some(fixed) = apply_safe_fixes(&file.text, &analysis.diagnostics) {
+                if let Err(Fatal(e)) = write_fixed(path, &fixed) {
+                    eprintln!("error: {}", otters_core::escape::escape(&e));
+                    unwritten = true;
+                } else {
+                    (file, analysis) = check::analyze_bytes(&f.name, fixed.as_bytes(), &opts);
+                }
+            }
+        }
         let threshold = a
             .fail_on
             .map(FailOn::severity)
@@ -232,11 +260,44 @@ fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCo
         Format::Sarif => out!("{}", render::sarif(&documents, rules)),
         Format::Concise | Format::Github => {}
     }
-    if failed {
+    if unwritten {
+        ExitCode::from(2)
+    } else if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Replaces the file at `path` with `text`: a temporary file beside it, synced, with the old
+/// file's permissions, renamed over it. A symbolic link is not rewritten (the rename would
+/// replace the link, not the file it points to).
+fn write_fixed(path: &Path, text: &str) -> Result<(), Fatal> {
+    use std::io::Write as _;
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        Fatal(format!("cannot {what} {}: {e}", path.display()))
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(|e| fail("fix", &e))?;
+    if meta.file_type().is_symlink() {
+        return Err(fail(
+            "fix",
+            &"it is a symbolic link; fix the file it points to",
+        ));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".Agentfile.fix.")
+        .tempfile_in(dir)
+        .map_err(|e| fail("write a temporary file beside", &e))?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|()| tmp.as_file().set_permissions(meta.permissions()))
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| fail("write a temporary file beside", &e))?;
+    tmp.persist(path).map_err(|e| fail("replace", &e.error))?;
+    Ok(())
 }
 
 /// Findings by severity, and files checked, for the summary line.

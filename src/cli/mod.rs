@@ -30,6 +30,7 @@ mod images;
 mod key;
 mod lint;
 mod login;
+mod lsp;
 mod meta;
 mod pushpull;
 mod referrers;
@@ -56,6 +57,8 @@ pub struct Cli {
 pub enum Command {
     /// Check Agentfiles for errors and lints, as an editor or CI would
     Lint(lint::Args),
+    /// Serve the Agentfile language server over standard input and output (for editors)
+    Lsp(lsp::Args),
     /// Rewrite Agentfiles in the canonical layout (`--check` in CI)
     Fmt(fmt::Args),
     /// Print the documentation of a diagnostic code (e.g. `otters explain AF101`)
@@ -137,6 +140,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Lint(a) => lint::run(a),
+        Command::Lsp(a) => lsp::run(a),
         Command::Fmt(a) => fmt::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Build(a) => build::run(a),

@@ -6,9 +6,11 @@
 //! first problem.
 
 pub mod config;
+pub mod fixes;
 pub(crate) mod rules;
 mod suppress;
 
+pub use fixes::REASON_PLACEHOLDER;
 pub use rules::portability::Target;
 pub use rules::BUILTIN_CATALOGUE;
 

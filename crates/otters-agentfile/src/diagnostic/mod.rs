@@ -113,6 +113,38 @@ pub struct Diagnostic {
     pub label: Option<String>,
     pub labels: Vec<Label>,
     pub help: Option<String>,
+    /// Changes that resolve the finding, as data: editors offer them as code actions, `otters
+    /// lint --fix` applies the safe ones. Not part of any report format.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fixes: Vec<Fix>,
+}
+
+/// A change that resolves a finding: byte spans of the file and their replacements.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Fix {
+    /// What the change does, as an editor lists it ("Replace with `FROM`").
+    pub title: String,
+    /// Non-overlapping replacements, each of a span of the text the finding was made on.
+    pub edits: Vec<(Span, String)>,
+    /// True when applying it keeps what the file means (or is a one-edit typo of the only
+    /// candidate), so `otters lint --fix` may apply it without review.
+    pub safe: bool,
+}
+
+impl Fix {
+    /// One replacement of `span` by `text`.
+    pub fn replace(
+        title: impl Into<String>,
+        span: Span,
+        text: impl Into<String>,
+        safe: bool,
+    ) -> Fix {
+        Fix {
+            title: title.into(),
+            edits: vec![(span, text.into())],
+            safe,
+        }
+    }
 }
 
 /// The longest message, label or help a diagnostic keeps, in bytes: they quote the file, and a
@@ -145,6 +177,7 @@ impl Diagnostic {
             label: None,
             labels: Vec::new(),
             help: None,
+            fixes: Vec::new(),
         }
     }
 
@@ -189,9 +222,51 @@ impl Diagnostic {
         self
     }
 
+    #[must_use]
+    pub fn with_fix(mut self, fix: Fix) -> Self {
+        self.fixes.push(fix);
+        self
+    }
+
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+}
+
+/// `text` with the safe fixes of `diags` applied, or `None` when there is none to apply. An edit
+/// that overlaps one already taken, or whose span is not inside `text` on character boundaries,
+/// is skipped (with the rest of its fix), so the result is always well-formed.
+pub fn apply_safe_fixes(text: &str, diags: &[Diagnostic]) -> Option<String> {
+    let mut taken: Vec<(Span, &str)> = Vec::new();
+    for fix in diags.iter().flat_map(|d| &d.fixes).filter(|f| f.safe) {
+        let fits = fix.edits.iter().all(|(s, _)| {
+            s.start <= s.end
+                && text.is_char_boundary(s.start)
+                && text.is_char_boundary(s.end)
+                && s.end <= text.len()
+        });
+        let overlaps = |s: &Span| {
+            taken
+                .iter()
+                .any(|(t, _)| (s.start < t.end && t.start < s.end) || s.start == t.start)
+        };
+        if fits && !fix.edits.iter().any(|(s, _)| overlaps(s)) {
+            taken.extend(fix.edits.iter().map(|(s, t)| (*s, t.as_str())));
+        }
+    }
+    if taken.is_empty() {
+        return None;
+    }
+    taken.sort_by_key(|(s, _)| (s.start, s.end));
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (span, replacement) in taken {
+        out.push_str(&text[at..span.start]);
+        out.push_str(replacement);
+        at = span.end;
+    }
+    out.push_str(&text[at..]);
+    Some(out)
 }
 
 /// True when any diagnostic is an error.
@@ -211,6 +286,27 @@ mod tests {
         assert!(d.message.len() <= MAX_TEXT + 3 && d.message.ends_with('…'));
         assert_eq!(d.label.as_deref().map(str::len), Some(MAX_TEXT + 3));
         assert_eq!(d.help.as_deref(), Some("short"));
+    }
+
+    #[test]
+    fn safe_fixes_apply_in_order_and_skip_overlaps_and_unsafe_ones() {
+        let text = "from scratch\nNAEM a\n";
+        let d = |span: Span, to: &str, safe: bool| {
+            Diagnostic::new(Code::KeywordCase, span, "m")
+                .with_fix(Fix::replace("t", span, to, safe))
+        };
+        let diags = [
+            d(Span::new(13, 17), "NAME", true),
+            d(Span::new(0, 4), "FROM", true),
+            d(Span::new(1, 3), "xx", true),
+            d(Span::new(5, 12), "nope", false),
+            d(Span::new(20, 99), "out of range", true),
+        ];
+        assert_eq!(
+            apply_safe_fixes(text, &diags).as_deref(),
+            Some("FROM scratch\nNAME a\n")
+        );
+        assert_eq!(apply_safe_fixes(text, &diags[3..]), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Constructors for the diagnostics the `ir` stage raises while it builds the model.
 
-use crate::diagnostic::{Code, Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Fix, Span};
 use crate::syntax::Keyword;
 
 pub fn unsupported_syntax(span: Span, value: &str) -> Diagnostic {
@@ -116,6 +116,12 @@ pub fn keyword_case(span: Span, written: &str, keyword: Keyword) -> Diagnostic {
         format!("keyword `{written}` is not upper-case"),
     )
     .with_help(format!("write `{}`", keyword.as_str()))
+    .with_fix(Fix::replace(
+        format!("Write `{}`", keyword.as_str()),
+        span,
+        keyword.as_str(),
+        true,
+    ))
 }
 
 pub fn heredoc_marker_in_body(span: Span, marker: &str) -> Diagnostic {

@@ -1,7 +1,7 @@
 //! Constructors for the syntax stage's diagnostics (`AF0xx`).
 
 use super::ast::Keyword;
-use crate::diagnostic::{Code, Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Fix, Span};
 
 pub fn invalid_utf8(offset: usize) -> Diagnostic {
     Diagnostic::new(
@@ -31,19 +31,29 @@ pub fn unknown_instruction(span: Span, word: &str) -> Diagnostic {
         .filter(|_| upper.len() <= 20)
         .map(|k| (strsim::damerau_levenshtein(&upper, k.as_str()), k.as_str()))
         .min();
-    let help = match best {
-        Some((d, k)) if d <= 2 || (k.starts_with(&upper) && upper.len() >= 2) => {
-            format!("did you mean `{k}`?")
-        }
-        _ => "instructions are FROM, RUNTIME, MODEL, NAME, CONTEXT, CONFIG, ENV, BIN, EXEC, ADD, LABEL, ARG, CAPABILITY and MOUNT; a `#` starts a comment line".to_owned(),
+    let guess = best
+        .filter(|&(d, k)| d <= 2 || (k.starts_with(&upper) && upper.len() >= 2))
+        .map(|(_, k)| k);
+    let help = match guess {
+        Some(k) => format!("did you mean `{k}`?"),
+        None => "instructions are FROM, RUNTIME, MODEL, NAME, CONTEXT, CONFIG, ENV, BIN, EXEC, ADD, LABEL, ARG, CAPABILITY and MOUNT; a `#` starts a comment line".to_owned(),
     };
-    Diagnostic::new(
+    let d = Diagnostic::new(
         Code::UnknownInstruction,
         span,
         format!("unknown instruction `{word}`"),
     )
     .with_label("not an instruction")
-    .with_help(help)
+    .with_help(help);
+    match guess {
+        Some(k) => {
+            // Safe when one edit away from this keyword and from no other: a typo, not a guess.
+            let near = |k: &str| strsim::damerau_levenshtein(&upper, k) <= 1;
+            let safe = near(k) && Keyword::ALL.iter().filter(|o| near(o.as_str())).count() == 1;
+            d.with_fix(Fix::replace(format!("Replace with `{k}`"), span, k, safe))
+        }
+        None => d,
+    }
 }
 
 pub fn malformed(span: Span, keyword: Keyword, expected: &str) -> Diagnostic {

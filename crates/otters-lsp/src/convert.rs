@@ -1,0 +1,100 @@
+//! Findings and fixes → LSP values: diagnostics (ranges in the negotiated encoding), text edits
+//! and quick-fix code actions.
+
+use crate::document::Document;
+use crate::position::{range, Encoding};
+use lsp_types::Diagnostic as LspFinding;
+use lsp_types::{
+    CodeAction, CodeActionKind, DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag,
+    Location, NumberOrString, Position, Range, TextEdit, WorkspaceEdit,
+};
+use otters_agentfile::diagnostic::Fix;
+use otters_agentfile::{Code, Diagnostic, Severity};
+use std::collections::HashMap;
+
+/// What LSP clients show as the diagnostic's origin.
+pub const SOURCE: &str = "otters";
+
+/// Codes whose finding is about text that does nothing (editors grey it out).
+const UNNECESSARY: [Code; 2] = [Code::UnusedArg, Code::UnusedSuppression];
+
+pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> LspFinding {
+    let mut related: Vec<DiagnosticRelatedInformation> = d
+        .labels
+        .iter()
+        .map(|l| DiagnosticRelatedInformation {
+            location: Location::new(doc.uri.clone(), range(&doc.file, l.span, enc)),
+            message: l.message.clone(),
+        })
+        .collect();
+    if let Some(help) = &d.help {
+        related.push(DiagnosticRelatedInformation {
+            location: Location::new(doc.uri.clone(), range(&doc.file, d.span_or_start(), enc)),
+            message: format!("help: {help}"),
+        });
+    }
+    let severity = match d.severity {
+        Severity::Error => DiagnosticSeverity::ERROR,
+        Severity::Warning => DiagnosticSeverity::WARNING,
+        Severity::Info => DiagnosticSeverity::INFORMATION,
+    };
+    LspFinding::new(
+        range(&doc.file, d.span_or_start(), enc),
+        Some(severity),
+        Some(NumberOrString::String(d.code.to_string())),
+        Some(SOURCE.to_owned()),
+        d.message.clone(),
+        (!related.is_empty()).then_some(related),
+        UNNECESSARY
+            .contains(&d.code)
+            .then(|| vec![DiagnosticTag::UNNECESSARY]),
+    )
+}
+
+/// Every diagnostic of the document, plus one for a problem with its project or size.
+pub fn diagnostics(doc: &Document, enc: Encoding) -> Vec<LspFinding> {
+    let mut out: Vec<_> = doc
+        .diagnostics
+        .iter()
+        .map(|d| diagnostic(doc, d, enc))
+        .collect();
+    if let Some(problem) = &doc.problem {
+        let start = Range::new(Position::new(0, 0), Position::new(0, 0));
+        let shown = LspFinding::new(
+            start,
+            Some(DiagnosticSeverity::ERROR),
+            None,
+            Some(SOURCE.to_owned()),
+            problem.clone(),
+            None,
+            None,
+        );
+        out.insert(0, shown);
+    }
+    out
+}
+
+pub fn edits(doc: &Document, fix: &Fix, enc: Encoding) -> Vec<TextEdit> {
+    fix.edits
+        .iter()
+        .map(|(span, text)| TextEdit::new(range(&doc.file, *span, enc), text.clone()))
+        .collect()
+}
+
+/// A quick fix; `for_diagnostic` is the finding it resolves, if any.
+pub fn action(
+    doc: &Document,
+    fix: &Fix,
+    for_diagnostic: Option<LspFinding>,
+    enc: Encoding,
+) -> CodeAction {
+    let changes = HashMap::from([(doc.uri.clone(), edits(doc, fix, enc))]);
+    CodeAction {
+        title: fix.title.clone(),
+        kind: Some(CodeActionKind::QUICKFIX),
+        diagnostics: for_diagnostic.map(|d| vec![d]),
+        edit: Some(WorkspaceEdit::new(changes)),
+        is_preferred: Some(fix.safe),
+        ..CodeAction::default()
+    }
+}

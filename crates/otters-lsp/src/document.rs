@@ -1,0 +1,112 @@
+//! One open document: its text with a line index, the findings `otters lint` reports for it, the
+//! typed model, and (parsed on first use) its lossless AST.
+//!
+//! Takes: the text the editor holds (never the file on disk) and the project's options. Returns:
+//! a [`Document`]. Must never: check a document over [`files::MAX_AGENTFILE`] (`otters lint`
+//! refuses those too; one finding says so).
+
+use crate::Project;
+use lsp_types::Url;
+use otters_agentfile::check::{self, Options};
+use otters_agentfile::diagnostic::SourceFile;
+use otters_agentfile::syntax::{self, Ast, Line};
+use otters_agentfile::{ir, Diagnostic};
+use otters_core::files;
+use std::cell::OnceCell;
+use std::path::PathBuf;
+
+#[derive(Debug)]
+pub struct Document {
+    pub uri: Url,
+    /// The file behind the document; `None` for an unsaved buffer or a non-`file:` URI.
+    pub path: Option<PathBuf>,
+    pub version: i32,
+    pub file: SourceFile,
+    pub diagnostics: Vec<Diagnostic>,
+    pub model: ir::Agentfile,
+    /// Why the project's options could not be used (an invalid `otters.toml`), or why the
+    /// document was not checked (too large).
+    pub problem: Option<String>,
+    /// The capability names completion offers: the catalogue the checks used.
+    pub capabilities: Vec<String>,
+    ast: OnceCell<Ast>,
+}
+
+impl Document {
+    pub fn new(uri: Url, version: i32, text: String, project: &dyn Project) -> Document {
+        let path = if uri.scheme() == "file" {
+            uri.to_file_path().ok()
+        } else {
+            None
+        };
+        let name = path.as_ref().map_or_else(
+            || uri.as_str().to_owned(),
+            |p| p.to_string_lossy().into_owned(),
+        );
+        let (opts, mut problem) = match project.options(path.as_deref()) {
+            Ok(o) => (o, None),
+            Err(e) => (Options::default(), Some(e)),
+        };
+        let capabilities = opts.capability_catalogue.clone().unwrap_or_else(|| {
+            check::BUILTIN_CATALOGUE
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect()
+        });
+        let file = SourceFile::new(name, text);
+        let (diagnostics, model) = if file.text.len() as u64 > files::MAX_AGENTFILE {
+            problem = Some(format!(
+                "the document is over {}, the most `otters lint` reads; it is not checked",
+                files::size(files::MAX_AGENTFILE)
+            ));
+            (Vec::new(), ir::Agentfile::default())
+        } else {
+            let a = check::analyze(&file, &opts);
+            (a.diagnostics, a.model)
+        };
+        Document {
+            uri,
+            path,
+            version,
+            file,
+            diagnostics,
+            model,
+            problem,
+            capabilities,
+            ast: OnceCell::new(),
+        }
+    }
+
+    /// The lossless AST, parsed by the same parser the checks used, on first use.
+    pub fn ast(&self) -> &Ast {
+        self.ast.get_or_init(|| {
+            if self.file.text.len() as u64 > files::MAX_AGENTFILE {
+                Ast::default()
+            } else {
+                syntax::parse(&self.file)
+            }
+        })
+    }
+
+    /// The logical line (an instruction with its heredoc, or one physical line) holding `offset`.
+    pub fn line_at(&self, offset: usize) -> Option<&Line> {
+        let lines = &self.ast().lines;
+        let i = lines
+            .partition_point(|l| l.span.start <= offset)
+            .checked_sub(1)?;
+        lines.get(i).filter(|l| offset <= l.span.end)
+    }
+
+    /// The text.
+    pub fn text(&self) -> &str {
+        &self.file.text
+    }
+
+    /// The directory of the document's file.
+    pub fn dir(&self) -> Option<PathBuf> {
+        self.path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(std::path::Path::to_path_buf)
+    }
+}

@@ -1,0 +1,58 @@
+//! The Agentfile language server (`otters lsp`): the checks of `otters lint` as diagnostics on
+//! every change, hover, completion, fixes, outline, folding, go-to-definition and formatting.
+//!
+//! Takes: LSP messages over a [`lsp_server::Connection`] (standard input and output for
+//! `otters lsp`) and a [`Project`] that answers which options `otters lint` would use for a file.
+//! Returns: LSP messages. Must never: parse or check an Agentfile any other way than
+//! `otters_agentfile::check::analyze`, print anything but protocol messages, panic, or block on
+//! the network (the lock file is read from disk; nothing is resolved).
+//!
+//! ```text
+//! server     the message loop: initialize, dispatch, shutdown/exit
+//! state      open documents and the request handlers, callable without a connection
+//! document   one open document: text, line index, findings, model, lazily its AST
+//! position   byte offsets ⇄ LSP positions (UTF-16 by default, UTF-8 when offered)
+//! convert    findings and fixes → LSP diagnostics, edits and code actions
+//! hover, complete, outline, navigate, format   one feature each
+//! ```
+
+mod complete;
+mod convert;
+mod document;
+mod format;
+mod hover;
+mod lock;
+mod navigate;
+mod outline;
+pub mod position;
+mod server;
+mod state;
+#[cfg(test)]
+mod tests;
+
+pub use position::Encoding;
+pub use server::{run, run_stdio};
+pub use state::State;
+
+use otters_agentfile::check::Options;
+use std::path::Path;
+
+/// What the server asks of the project around a document: the options `otters lint` would check
+/// the file at `path` with (its `otters.toml`, the references its `Agentfile.lock` pins, the
+/// directory ADD sources are looked up in). `None` is a document with no file (unsaved).
+///
+/// An error is the config's own message (`invalid config …`), shown on the document's first
+/// line; the document is then checked with the default options.
+pub trait Project {
+    fn options(&self, path: Option<&Path>) -> Result<Options, String>;
+}
+
+/// No project: every document is checked with the default options (tests, benchmarks).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProject;
+
+impl Project for NoProject {
+    fn options(&self, _path: Option<&Path>) -> Result<Options, String> {
+        Ok(Options::default())
+    }
+}

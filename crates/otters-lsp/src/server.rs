@@ -1,0 +1,232 @@
+//! The message loop: the initialize handshake (position encoding chosen there), requests
+//! dispatched to [`State`], diagnostics published after every open, change and save, and the
+//! shutdown/exit sequence.
+//!
+//! A request the server does not know gets `MethodNotFound`, one whose parameters do not fit
+//! gets `InvalidParams`; neither ends the session. A handler that panicked (a bug) answers
+//! `InternalError` and the session goes on.
+
+use crate::position::Encoding;
+use crate::state::State;
+use crate::Project;
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
+use lsp_types::notification::{
+    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
+    DidSaveTextDocument, Notification as _, PublishDiagnostics,
+};
+use lsp_types::request::{
+    CodeActionRequest, Completion, DocumentSymbolRequest, FoldingRangeRequest, Formatting,
+    GotoDefinition, HoverRequest, Request as _,
+};
+use lsp_types::{
+    CodeActionProviderCapability, CompletionOptions, FoldingRangeProviderCapability,
+    HoverProviderCapability, InitializeParams, OneOf, PositionEncodingKind,
+    PublishDiagnosticsParams, ServerCapabilities, ServerInfo, TextDocumentSyncCapability,
+    TextDocumentSyncKind,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Serves on standard input and output until `exit`. `Ok(true)` when the client shut the
+/// server down before `exit` (exit status 0), `Ok(false)` when it did not (status 1, as LSP
+/// asks).
+pub fn run_stdio(project: Box<dyn Project>) -> Result<bool, String> {
+    let (connection, io) = Connection::stdio();
+    let clean = run(&connection, project)?;
+    drop(connection);
+    io.join().map_err(|e| e.to_string())?;
+    Ok(clean)
+}
+
+/// The encoding the client offers that the server prefers: UTF-8 when offered, else UTF-16.
+pub fn negotiate(params: &InitializeParams) -> Encoding {
+    let offered = params
+        .capabilities
+        .general
+        .as_ref()
+        .and_then(|g| g.position_encodings.as_ref());
+    if offered.is_some_and(|o| o.contains(&PositionEncodingKind::UTF8)) {
+        Encoding::Utf8
+    } else {
+        Encoding::Utf16
+    }
+}
+
+pub fn capabilities(enc: Encoding) -> ServerCapabilities {
+    ServerCapabilities {
+        position_encoding: Some(match enc {
+            Encoding::Utf8 => PositionEncodingKind::UTF8,
+            Encoding::Utf16 => PositionEncodingKind::UTF16,
+        }),
+        text_document_sync: Some(TextDocumentSyncCapability::Kind(TextDocumentSyncKind::FULL)),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some(vec!["{".to_owned()]),
+            ..CompletionOptions::default()
+        }),
+        code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
+        definition_provider: Some(OneOf::Left(true)),
+        document_formatting_provider: Some(OneOf::Left(true)),
+        ..ServerCapabilities::default()
+    }
+}
+
+/// Runs the session on `connection`; see [`run_stdio`].
+pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, String> {
+    let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
+    let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
+    let enc = negotiate(&params);
+    let result = serde_json::json!({
+        "capabilities": capabilities(enc),
+        "serverInfo": ServerInfo {
+            name: "otters".to_owned(),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        },
+    });
+    connection
+        .initialize_finish(id, result)
+        .map_err(|e| e.to_string())?;
+    let mut state = State::new(project, enc);
+    let mut shut_down = false;
+    for msg in &connection.receiver {
+        match msg {
+            Message::Request(req) => {
+                if shut_down {
+                    respond(
+                        connection,
+                        Response::new_err(
+                            req.id,
+                            ErrorCode::InvalidRequest as i32,
+                            "the server is shutting down".to_owned(),
+                        ),
+                    );
+                    continue;
+                }
+                if req.method == "shutdown" {
+                    shut_down = true;
+                    respond(connection, Response::new_ok(req.id, ()));
+                    continue;
+                }
+                let id = req.id.clone();
+                let response = catch_unwind(AssertUnwindSafe(|| request(&state, req)))
+                    .unwrap_or_else(|_| {
+                        Response::new_err(
+                            id,
+                            ErrorCode::InternalError as i32,
+                            "the request failed inside otters (a bug: please report it)".to_owned(),
+                        )
+                    });
+                respond(connection, response);
+            }
+            Message::Notification(n) => {
+                if n.method == "exit" {
+                    return Ok(shut_down);
+                }
+                let published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
+                    .unwrap_or_default();
+                for p in published {
+                    let n = Notification::new(PublishDiagnostics::METHOD.to_owned(), p);
+                    if connection.sender.send(Message::Notification(n)).is_err() {
+                        return Ok(shut_down);
+                    }
+                }
+            }
+            Message::Response(_) => {}
+        }
+    }
+    // The client went away without `exit`.
+    Ok(false)
+}
+
+fn respond(connection: &Connection, r: Response) {
+    // A closed channel means the client is gone; the loop ends on its own.
+    let _ = connection.sender.send(Message::Response(r));
+}
+
+fn parse<P: DeserializeOwned>(req: Request) -> Result<(lsp_server::RequestId, P), Box<Response>> {
+    let id = req.id.clone();
+    serde_json::from_value(req.params)
+        .map(|p| (req.id, p))
+        .map_err(|e| {
+            Box::new(Response::new_err(
+                id,
+                ErrorCode::InvalidParams as i32,
+                e.to_string(),
+            ))
+        })
+}
+
+fn ok<R: Serialize>(id: lsp_server::RequestId, r: R) -> Response {
+    Response::new_ok(id, r)
+}
+
+/// Answers one request.
+pub fn request(state: &State, req: Request) -> Response {
+    macro_rules! handle {
+        ($kind:ty, |$p:ident| $body:expr) => {
+            match parse::<<$kind as lsp_types::request::Request>::Params>(req) {
+                Ok((id, $p)) => ok(id, $body),
+                Err(e) => *e,
+            }
+        };
+    }
+    match req.method.as_str() {
+        HoverRequest::METHOD => handle!(HoverRequest, |p| {
+            let at = p.text_document_position_params;
+            state.hover(&at.text_document.uri, at.position)
+        }),
+        Completion::METHOD => handle!(Completion, |p| {
+            let at = p.text_document_position;
+            state.completion(&at.text_document.uri, at.position)
+        }),
+        CodeActionRequest::METHOD => handle!(CodeActionRequest, |p| state
+            .code_actions(&p.text_document.uri, p.range)),
+        DocumentSymbolRequest::METHOD => {
+            handle!(DocumentSymbolRequest, |p| state
+                .symbols(&p.text_document.uri))
+        }
+        FoldingRangeRequest::METHOD => {
+            handle!(FoldingRangeRequest, |p| state.folding(&p.text_document.uri))
+        }
+        GotoDefinition::METHOD => handle!(GotoDefinition, |p| {
+            let at = p.text_document_position_params;
+            state.definition(&at.text_document.uri, at.position)
+        }),
+        Formatting::METHOD => handle!(Formatting, |p| state.formatting(&p.text_document.uri)),
+        _ => Response::new_err(
+            req.id,
+            ErrorCode::MethodNotFound as i32,
+            format!("otters lsp does not handle {}", req.method),
+        ),
+    }
+}
+
+/// Applies one notification; returns the diagnostics to publish.
+pub fn notification(state: &mut State, n: Notification) -> Vec<PublishDiagnosticsParams> {
+    fn params<P: DeserializeOwned>(n: Notification) -> Option<P> {
+        serde_json::from_value(n.params).ok()
+    }
+    match n.method.as_str() {
+        DidOpenTextDocument::METHOD => params::<lsp_types::DidOpenTextDocumentParams>(n)
+            .map(|p| {
+                let d = p.text_document;
+                vec![state.open(d.uri, d.version, d.text)]
+            })
+            .unwrap_or_default(),
+        DidChangeTextDocument::METHOD => params::<lsp_types::DidChangeTextDocumentParams>(n)
+            .and_then(|p| {
+                let d = p.text_document;
+                state.change(&d.uri, d.version, p.content_changes)
+            })
+            .into_iter()
+            .collect(),
+        DidCloseTextDocument::METHOD => params::<lsp_types::DidCloseTextDocumentParams>(n)
+            .map(|p| vec![state.close(&p.text_document.uri)])
+            .unwrap_or_default(),
+        DidSaveTextDocument::METHOD | DidChangeWatchedFiles::METHOD => state.recheck_all(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,208 @@
+//! The open documents and one handler per request or notification, taking and returning LSP
+//! values: the message loop calls them, and tests and benchmarks call them directly.
+
+use crate::convert;
+use crate::document::Document;
+use crate::position::{self, Encoding};
+use crate::{complete, format, hover, lock, navigate, outline, Project};
+use lsp_types::{
+    CodeActionOrCommand, CompletionItem, DocumentSymbol, FoldingRange, Hover, HoverContents,
+    Location, MarkupContent, MarkupKind, Position, PublishDiagnosticsParams, Range,
+    TextDocumentContentChangeEvent, TextEdit, Url,
+};
+use std::collections::HashMap;
+
+pub struct State {
+    project: Box<dyn Project>,
+    pub encoding: Encoding,
+    docs: HashMap<Url, Document>,
+}
+
+impl State {
+    pub fn new(project: Box<dyn Project>, encoding: Encoding) -> State {
+        State {
+            project,
+            encoding,
+            docs: HashMap::new(),
+        }
+    }
+
+    pub fn document(&self, uri: &Url) -> Option<&Document> {
+        self.docs.get(uri)
+    }
+
+    fn publish(&self, doc: &Document) -> PublishDiagnosticsParams {
+        PublishDiagnosticsParams::new(
+            doc.uri.clone(),
+            convert::diagnostics(doc, self.encoding),
+            Some(doc.version),
+        )
+    }
+
+    /// `textDocument/didOpen`: checks the text and returns its diagnostics.
+    pub fn open(&mut self, uri: Url, version: i32, text: String) -> PublishDiagnosticsParams {
+        let doc = Document::new(uri.clone(), version, text, self.project.as_ref());
+        let out = self.publish(&doc);
+        self.docs.insert(uri, doc);
+        out
+    }
+
+    /// `textDocument/didChange`: full text (or, from a client that sends ranges anyway, each
+    /// edit applied in turn), checked again. `None` for a document that is not open.
+    pub fn change(
+        &mut self,
+        uri: &Url,
+        version: i32,
+        changes: Vec<TextDocumentContentChangeEvent>,
+    ) -> Option<PublishDiagnosticsParams> {
+        let doc = self.docs.get(uri)?;
+        let mut text = doc.text().to_owned();
+        for c in changes {
+            match c.range {
+                None => text = c.text,
+                Some(r) => {
+                    let file = otters_agentfile::diagnostic::SourceFile::new("", text);
+                    let start = position::offset(&file, r.start, self.encoding);
+                    let end = position::offset(&file, r.end, self.encoding).max(start);
+                    text = file.text;
+                    text.replace_range(start..end, &c.text);
+                }
+            }
+        }
+        Some(self.open(uri.clone(), version, text))
+    }
+
+    /// `textDocument/didClose`: forgets the document and clears its diagnostics.
+    pub fn close(&mut self, uri: &Url) -> PublishDiagnosticsParams {
+        self.docs.remove(uri);
+        PublishDiagnosticsParams::new(uri.clone(), Vec::new(), None)
+    }
+
+    /// `textDocument/didSave`, or a change to a project file: checks every open document again
+    /// (its `otters.toml` or `Agentfile.lock` may have changed).
+    pub fn recheck_all(&mut self) -> Vec<PublishDiagnosticsParams> {
+        let docs: Vec<(Url, i32, String)> = self
+            .docs
+            .values()
+            .map(|d| (d.uri.clone(), d.version, d.text().to_owned()))
+            .collect();
+        docs.into_iter()
+            .map(|(u, v, t)| self.open(u, v, t))
+            .collect()
+    }
+
+    fn at(&self, uri: &Url, pos: Position) -> Option<(&Document, usize)> {
+        let doc = self.docs.get(uri)?;
+        Some((doc, position::offset(&doc.file, pos, self.encoding)))
+    }
+
+    pub fn hover(&self, uri: &Url, pos: Position) -> Option<Hover> {
+        let (doc, offset) = self.at(uri, pos)?;
+        let value = hover::hover(doc, offset)?;
+        Some(Hover {
+            contents: HoverContents::Markup(MarkupContent {
+                kind: MarkupKind::Markdown,
+                value,
+            }),
+            range: None,
+        })
+    }
+
+    pub fn completion(&self, uri: &Url, pos: Position) -> Vec<CompletionItem> {
+        self.at(uri, pos)
+            .map(|(doc, offset)| complete::complete(doc, offset))
+            .unwrap_or_default()
+    }
+
+    /// Quick fixes of the findings on the lines of `range`, and pins of the image references in it
+    /// that `Agentfile.lock` has a digest for.
+    pub fn code_actions(&self, uri: &Url, range: Range) -> Vec<CodeActionOrCommand> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Vec::new();
+        };
+        // The whole lines of the range: a cursor anywhere on a line sees that line's fixes.
+        let start = position::offset(&doc.file, Position::new(range.start.line, 0), self.encoding);
+        let end_line = Position::new(range.end.line, u32::MAX);
+        let end = position::offset(&doc.file, end_line, self.encoding).max(start);
+        let touches = |s: otters_agentfile::Span| s.start <= end && start <= s.end;
+        let mut out = Vec::new();
+        for d in doc
+            .diagnostics
+            .iter()
+            .filter(|d| d.span.is_some_and(touches))
+        {
+            let lsp = convert::diagnostic(doc, d, self.encoding);
+            let suppress = otters_agentfile::check::fixes::suppression(&doc.file, doc.ast(), d);
+            for fix in d.fixes.iter().chain(suppress.as_ref()) {
+                out.push(CodeActionOrCommand::CodeAction(convert::action(
+                    doc,
+                    fix,
+                    Some(lsp.clone()),
+                    self.encoding,
+                )));
+            }
+        }
+        let refs: Vec<_> = lock::image_refs(doc)
+            .into_iter()
+            .filter(|r| touches(r.span))
+            .collect();
+        if !refs.is_empty() {
+            if let Some(l) = lock::read(doc) {
+                for r in &refs {
+                    if let Some(fix) = lock::entry(&l, r).and_then(|e| lock::pin_fix(doc, r, e)) {
+                        out.push(CodeActionOrCommand::CodeAction(convert::action(
+                            doc,
+                            &fix,
+                            None,
+                            self.encoding,
+                        )));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub fn symbols(&self, uri: &Url) -> Vec<DocumentSymbol> {
+        self.docs
+            .get(uri)
+            .map(|d| outline::symbols(d, self.encoding))
+            .unwrap_or_default()
+    }
+
+    pub fn folding(&self, uri: &Url) -> Vec<FoldingRange> {
+        self.docs.get(uri).map(outline::folding).unwrap_or_default()
+    }
+
+    pub fn definition(&self, uri: &Url, pos: Position) -> Option<Location> {
+        let (doc, offset) = self.at(uri, pos)?;
+        match navigate::definition(doc, offset)? {
+            navigate::Target::Here(span) => Some(Location::new(
+                uri.clone(),
+                position::range(&doc.file, span, self.encoding),
+            )),
+            navigate::Target::File(path) => Some(Location::new(
+                Url::from_file_path(path).ok()?,
+                Range::default(),
+            )),
+        }
+    }
+
+    /// One edit replacing the whole text with its formatted form; none when it is already
+    /// formatted or cannot be (syntax errors).
+    pub fn formatting(&self, uri: &Url) -> Vec<TextEdit> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Vec::new();
+        };
+        match format::formatted(doc.text()) {
+            Some(new) if new != doc.text() => {
+                let whole = otters_agentfile::Span::new(0, doc.text().len());
+                vec![TextEdit::new(
+                    position::range(&doc.file, whole, self.encoding),
+                    new,
+                )]
+            }
+            _ => Vec::new(),
+        }
+    }
+}

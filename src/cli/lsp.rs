@@ -1,0 +1,58 @@
+//! `otters lsp`: the language server over standard input and output (see docs/editors.md).
+//!
+//! The server checks each open document with the options `otters lint FILE` would use: the
+//! `otters.toml` found from the file's directory (lint's own search), the references the
+//! `Agentfile.lock` beside it pins, and its directory as the build context.
+use super::CliResult;
+use otters_agentfile::check::Options;
+use otters_pipeline::project::{self, ConfigFinder};
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Speak over standard input and output (the only transport; accepted because editors pass it)
+    #[arg(long)]
+    pub stdio: bool,
+}
+
+/// The project as `otters lint` sees it.
+struct LintProject;
+
+impl otters_lsp::Project for LintProject {
+    fn options(&self, path: Option<&Path>) -> Result<Options, String> {
+        let Some(path) = path else {
+            return Ok(Options::default());
+        };
+        // The same steps as `otters lint FILE`: the file as an input, its otters.toml, the
+        // references its lock pins, its directory as the build context.
+        let input = project::agentfiles(&[path.to_path_buf()], false, None)
+            .map_err(|e| e.to_string())?
+            .pop()
+            .ok_or_else(|| format!("{} names no Agentfile", path.display()))?;
+        let config = ConfigFinder::default()
+            .find(&input.dir())
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        Ok(Options {
+            severity_overrides: config.severity,
+            portability: config.portability,
+            locked: input.locked_references(),
+            sources: input.sources(),
+            ..Options::default()
+        })
+    }
+}
+
+// Rationale: the signature is the one every dispatcher in cli/mod.rs has.
+#[allow(clippy::unnecessary_wraps)]
+pub fn run(_a: Args) -> CliResult {
+    match otters_lsp::run_stdio(Box::new(LintProject)) {
+        Ok(true) => Ok(ExitCode::SUCCESS),
+        Ok(false) => Ok(ExitCode::FAILURE),
+        Err(e) => {
+            eprintln!("otters lsp: {}", otters_core::escape::escape(&e));
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,580 @@
+//! `otters lsp` driven over standard input and output as an editor drives it: initialize (UTF-16,
+//! and UTF-8 when offered), open a broken file and compare the published diagnostics with
+//! `otters lint --format json` on the same file and `otters.toml`, change it, hover, complete,
+//! ask for code actions, the outline, folding, a definition and formatting, then shutdown and
+//! exit with status 0; Neovim (headless) sees the same diagnostics. Also `otters lint --fix`, which
+//! applies the same fixes the server offers.
+
+use crate::support::cli::Env;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+/// How long any answer may take before the test fails (the server answers in milliseconds).
+const PATIENCE: Duration = Duration::from_secs(20);
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    inbox: Receiver<Value>,
+    next_id: i64,
+}
+
+impl Client {
+    /// Starts `otters lsp` and initializes it, offering `encodings` (none: the LSP default).
+    fn start(env: &Env, encodings: Option<&[&str]>) -> (Client, Value) {
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("otters"));
+        cmd.arg("lsp")
+            .env("OTTERS_HOME", env.home())
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("start otters lsp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, inbox) = channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            loop {
+                let mut len = None;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.strip_prefix("Content-Length: ") {
+                        len = v.parse::<usize>().ok();
+                    }
+                }
+                let mut body = vec![0; len.expect("a Content-Length header")];
+                if r.read_exact(&mut body).is_err() {
+                    return;
+                }
+                let v: Value = serde_json::from_slice(&body).expect("a JSON message");
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut c = Client {
+            child,
+            stdin,
+            inbox,
+            next_id: 0,
+        };
+        let mut caps = json!({});
+        if let Some(e) = encodings {
+            caps = json!({"general": {"positionEncodings": e}});
+        }
+        let init = c.request(
+            "initialize",
+            json!({"processId": null, "rootUri": null, "capabilities": caps}),
+        );
+        c.notify("initialized", json!({}));
+        (c, init)
+    }
+
+    fn send(&mut self, v: &Value) {
+        let body = v.to_string();
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The next message `want` accepts (others, such as log messages, are skipped).
+    fn wait(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let v = self
+                .inbox
+                .recv_timeout(PATIENCE)
+                .unwrap_or_else(|e| panic!("no {what} from otters lsp: {e}"));
+            if want(&v) {
+                return v;
+            }
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let r = self.wait(method, |v| v["id"] == id);
+        assert!(r.get("error").is_none(), "{method}: {r}");
+        r["result"].clone()
+    }
+
+    fn diagnostics(&self, uri: &str) -> Value {
+        self.wait("publishDiagnostics", |v| {
+            v["method"] == "textDocument/publishDiagnostics" && v["params"]["uri"] == uri
+        })["params"]
+            .clone()
+    }
+
+    fn open(&mut self, uri: &str, text: &str) -> Value {
+        self.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "agentfile", "version": 1, "text": text}}),
+        );
+        self.diagnostics(uri)
+    }
+
+    fn at(&mut self, method: &str, uri: &str, line: usize, character: usize) -> Value {
+        self.request(
+            method,
+            json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}),
+        )
+    }
+
+    /// Shutdown, exit, and the exit status.
+    fn finish(mut self) -> i32 {
+        let r = self.request("shutdown", Value::Null);
+        assert!(r.is_null(), "{r}");
+        self.notify("exit", Value::Null);
+        wait_exit(&mut self.child)
+    }
+}
+
+fn wait_exit(child: &mut Child) -> i32 {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s.code().unwrap_or(-1);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "otters lsp did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn uri_of(p: &Path) -> String {
+    format!("file://{}", p.display())
+}
+
+/// A broken Agentfile with non-ASCII text before findings on the same line, so UTF-16, UTF-8
+/// and character columns all differ.
+const BROKEN: &str = "# syntax=openotters/agentfile:1\nFORM scratch\nRUNTIME ghcr.io/o/runtime:latest\nNAME a\nMODEL m/x\nLABEL note=\"héllo 😀\" \nCONTEXT S \"😀\" file://ctx.md\nARG VERSION=1\nBIN jq ghcr.io/o/jq:${VERSION}\nBIN yq ghcr.io/o/yq\nENV path=1\nCAPABILITY note_sav\nCONTEXT P <<EOF\nprompt\nEOF\n";
+
+const DIGEST: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+/// A project: the Agentfile, an `otters.toml` that turns AF204 off, the CONTEXT file, and a lock
+/// pinning the RUNTIME and `jq`.
+fn project(env: &Env) -> std::path::PathBuf {
+    let dir = env.dir.path().join("agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("Agentfile"), BROKEN).unwrap();
+    std::fs::write(dir.join("ctx.md"), "context\n").unwrap();
+    std::fs::write(
+        env.dir.path().join("otters.toml"),
+        "[lint.severity]\nAF204 = \"off\"\n",
+    )
+    .unwrap();
+    let lock = json!({"version": 1, "platform": "linux/amd64", "images": [
+        {"role": "runtime", "reference": "ghcr.io/o/runtime:latest", "digest": DIGEST},
+        {"role": "bin", "reference": "ghcr.io/o/jq:1", "digest": DIGEST, "bin": {"name": "jq"}},
+    ]});
+    std::fs::write(dir.join("Agentfile.lock"), lock.to_string()).unwrap();
+    dir
+}
+
+/// A 0-based LSP column on `line` of `text`, in `unit`, as a 1-based character column.
+fn char_column(text: &str, line: u64, col: u64, unit: &str) -> u64 {
+    let l = text.split('\n').nth(line as usize).unwrap_or("");
+    let mut units = 0;
+    let mut chars = 0;
+    for c in l.chars() {
+        if units >= col {
+            break;
+        }
+        units += match unit {
+            "utf-8" => c.len_utf8(),
+            _ => c.len_utf16(),
+        } as u64;
+        chars += 1;
+    }
+    assert_eq!(units, col, "column {col} ({unit}) is inside a character");
+    chars + 1
+}
+
+/// `(code, message, line, column, end_line, end_column)` as `otters lint --format json` has them.
+type Finding = (String, String, u64, u64, u64, u64);
+
+fn from_lsp(diags: &Value, text: &str, unit: &str) -> Vec<Finding> {
+    diags
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let (s, e) = (&d["range"]["start"], &d["range"]["end"]);
+            let (sl, el) = (s["line"].as_u64().unwrap(), e["line"].as_u64().unwrap());
+            assert_eq!(d["source"], "otters");
+            (
+                d["code"].as_str().unwrap().to_owned(),
+                d["message"].as_str().unwrap().to_owned(),
+                sl + 1,
+                char_column(text, sl, s["character"].as_u64().unwrap(), unit),
+                el + 1,
+                char_column(text, el, e["character"].as_u64().unwrap(), unit),
+            )
+        })
+        .collect()
+}
+
+fn from_lint(env: &Env, file: &Path) -> Vec<Finding> {
+    let (_, out, err) = env.run(&["lint", "--format", "json", file.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let n = |k: &str| f[k].as_u64().unwrap();
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["message"].as_str().unwrap().to_owned(),
+                n("line"),
+                n("column"),
+                n("end_line"),
+                n("end_column"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn diagnostics_equal_lint_in_utf16_and_utf8() {
+    let env = Env::new();
+    let dir = project(&env);
+    let file = dir.join("Agentfile");
+    let want = from_lint(&env, &file);
+    let codes: Vec<&str> = want.iter().map(|f| f.0.as_str()).collect();
+    // The config turned AF204 off, the lock pins the runtime (no AF201 for it), and the
+    // unlocked `yq` still has one.
+    assert!(
+        codes.contains(&"AF003") && codes.contains(&"AF201"),
+        "{codes:?}"
+    );
+    assert!(!codes.contains(&"AF204"), "{codes:?}");
+    assert_eq!(
+        codes.iter().filter(|c| **c == "AF201").count(),
+        1,
+        "{codes:?}"
+    );
+    for (offer, unit) in [
+        (None, "utf-16"),
+        (Some(&["utf-16", "utf-8"][..]), "utf-8"),
+        (Some(&["utf-32"][..]), "utf-16"),
+    ] {
+        let (mut c, init) = Client::start(&env, offer);
+        assert_eq!(init["capabilities"]["positionEncoding"], unit, "{init}");
+        let published = c.open(&uri_of(&file), BROKEN);
+        assert_eq!(published["version"], 1);
+        assert_eq!(
+            from_lsp(&published["diagnostics"], BROKEN, unit),
+            want,
+            "{unit}"
+        );
+        assert_eq!(c.finish(), 0);
+    }
+}
+
+#[test]
+fn a_change_is_checked_on_the_unsaved_text() {
+    let env = Env::new();
+    let dir = project(&env);
+    let uri = uri_of(&dir.join("Agentfile"));
+    let (mut c, _) = Client::start(&env, None);
+    let first = c.open(&uri, BROKEN);
+    assert!(first["diagnostics"].as_array().unwrap().len() > 3);
+    let fixed = "FROM scratch\nRUNTIME ghcr.io/o/runtime:latest\nNAME a\nMODEL m/x\n";
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let second = c.diagnostics(&uri);
+    assert_eq!(second["version"], 2);
+    assert_eq!(second["diagnostics"], json!([]), "{second}");
+    // The file on disk was not touched.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("Agentfile")).unwrap(),
+        BROKEN
+    );
+    // A lower-case keyword is AF208 (info) until otters.toml turns it off; a save re-reads it.
+    let lower = fixed.replace("NAME", "name");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": lower}]}),
+    );
+    assert_eq!(c.diagnostics(&uri)["diagnostics"][0]["code"], "AF208");
+    std::fs::write(
+        env.dir.path().join("otters.toml"),
+        "[lint.severity]\nAF208 = \"off\"\n",
+    )
+    .unwrap();
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    assert_eq!(c.diagnostics(&uri)["diagnostics"], json!([]));
+    c.notify(
+        "textDocument/didClose",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    assert_eq!(c.diagnostics(&uri)["diagnostics"], json!([]));
+    assert_eq!(c.finish(), 0);
+}
+
+/// A server with the broken project's Agentfile open: (machine, project dir, its URI, client).
+fn session() -> (Env, std::path::PathBuf, String, Client) {
+    let env = Env::new();
+    let dir = project(&env);
+    let uri = uri_of(&dir.join("Agentfile"));
+    let (mut client, _) = Client::start(&env, None);
+    client.open(&uri, BROKEN);
+    (env, dir, uri, client)
+}
+
+#[test]
+fn hover_and_completion() {
+    let (_env, _dir, uri, mut client) = session();
+    let text = |v: &Value| v["contents"]["value"].as_str().unwrap_or("").to_owned();
+
+    // Hover: the keyword's reference, the finding's explanation, the locked digest.
+    let shown = text(&client.at("textDocument/hover", &uri, 2, 2));
+    assert!(shown.contains("clears every CONFIG"), "{shown}");
+    let shown = text(&client.at("textDocument/hover", &uri, 1, 1));
+    assert!(
+        shown.contains("AF003") && shown.contains("unknown-instruction"),
+        "{shown}"
+    );
+    let shown = text(&client.at("textDocument/hover", &uri, 2, 12));
+    assert!(
+        shown.contains(DIGEST) && shown.contains("Agentfile.lock"),
+        "{shown}"
+    );
+    let shown = text(&client.at("textDocument/hover", &uri, 9, 10));
+    assert!(shown.contains("not pinned in Agentfile.lock"), "{shown}");
+    let shown = text(&client.at("textDocument/hover", &uri, 8, 24));
+    assert!(shown.contains("`ARG VERSION` = `1`"), "{shown}");
+    assert!(client.at("textDocument/hover", &uri, 13, 2).is_null());
+
+    // Completion: keywords at a line start, ARGs in `${`, capabilities on CAPABILITY.
+    let labels = |v: Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["label"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let keywords = labels(client.at("textDocument/completion", &uri, 3, 0));
+    assert!(
+        keywords.contains(&"RUNTIME".to_owned()) && keywords.len() == 14,
+        "{keywords:?}"
+    );
+    let args = labels(client.at("textDocument/completion", &uri, 8, 23));
+    assert_eq!(args, ["VERSION"]);
+    let caps = labels(client.at("textDocument/completion", &uri, 11, 13));
+    assert!(caps.contains(&"note_save".to_owned()), "{caps:?}");
+    assert!(labels(client.at("textDocument/completion", &uri, 13, 3)).is_empty());
+
+    assert_eq!(client.finish(), 0);
+}
+
+#[test]
+fn actions_outline_definition_and_formatting() {
+    let (env, dir, uri, mut client) = session();
+    // Code actions: the typo's fix, a suppression, the pin from the lock.
+    let actions = |client: &mut Client, line: usize| -> Vec<Value> {
+        let range =
+            json!({"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}});
+        client.request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": []}}),
+        )
+        .as_array()
+        .unwrap()
+        .clone()
+    };
+    let typo = actions(&mut client, 1);
+    assert_eq!(typo[0]["title"], "Replace with `FROM`");
+    assert_eq!(typo[0]["isPreferred"], true);
+    let edit = &typo[0]["edit"]["changes"][&uri][0];
+    assert_eq!(edit["newText"], "FROM");
+    assert_eq!(edit["range"]["end"], json!({"line": 1, "character": 4}));
+    let yq = actions(&mut client, 9);
+    let titles: Vec<&str> = yq.iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["Suppress AF201 on this line"], "{yq:?}");
+    assert_eq!(
+        yq[0]["edit"]["changes"][&uri][0]["newText"],
+        "# otters:ignore AF201 <reason>\n"
+    );
+    let runtime = actions(&mut client, 2);
+    let pin = runtime
+        .iter()
+        .find(|a| a["title"].as_str().unwrap().starts_with("Pin"))
+        .unwrap_or_else(|| panic!("{runtime:?}"));
+    assert_eq!(
+        pin["edit"]["changes"][&uri][0]["newText"],
+        format!("ghcr.io/o/runtime:latest@{DIGEST}")
+    );
+
+    // Outline and folding.
+    let symbols = client.request(
+        "textDocument/documentSymbol",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let names: Vec<&str> = symbols
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"BIN jq") && names.contains(&"CONTEXT P") && names.contains(&"ARG VERSION"),
+        "{names:?}"
+    );
+    let folds = client.request(
+        "textDocument/foldingRange",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    assert_eq!(folds[0]["startLine"], 12);
+    assert_eq!(folds[0]["endLine"], 14);
+
+    // Definitions: `${VERSION}` → its ARG; `file://ctx.md` → the file.
+    let def = client.at("textDocument/definition", &uri, 8, 24);
+    assert_eq!(def["uri"], uri.as_str());
+    assert_eq!(def["range"]["start"], json!({"line": 7, "character": 4}));
+    let def = client.at("textDocument/definition", &uri, 6, 20);
+    assert_eq!(def["uri"], uri_of(&dir.join("ctx.md")));
+
+    // Formatting: a file with syntax errors is never reformatted.
+    let formatted = client.request(
+        "textDocument/formatting",
+        json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
+    );
+    assert_eq!(formatted, json!([]));
+    // A clean but untidy file: one edit, the whole text as `otters fmt -` writes it.
+    let messy = "from scratch\nNAME   a\nMODEL m/x\n\n\n\nLABEL k=\"v\"";
+    let tidy_uri = uri_of(&dir.join("Tidy.agentfile"));
+    client.open(&tidy_uri, messy);
+    let edits = client.request(
+        "textDocument/formatting",
+        json!({"textDocument": {"uri": tidy_uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
+    );
+    let mut fmt = env.otters();
+    fmt.args(["fmt", "-"]).write_stdin(messy);
+    let want = crate::support::cli::ok(&mut fmt);
+    assert_ne!(want, messy);
+    assert_eq!(edits.as_array().map(Vec::len), Some(1), "{edits}");
+    assert_eq!(edits[0]["newText"], want.as_str());
+    assert_eq!(
+        edits[0]["range"]["start"],
+        json!({"line": 0, "character": 0})
+    );
+    assert_eq!(
+        edits[0]["range"]["end"],
+        json!({"line": 6, "character": 11})
+    );
+
+    // An unknown request is refused, and the session goes on.
+    client.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "otters/nothing", "params": {}}));
+    let refused = client.wait("an error", |v| v["id"] == 99);
+    assert_eq!(refused["error"]["code"], -32601);
+    assert_eq!(client.finish(), 0);
+}
+
+#[test]
+fn exit_without_shutdown_is_status_1() {
+    let env = Env::new();
+    let (mut c, _) = Client::start(&env, None);
+    c.notify("exit", Value::Null);
+    assert_eq!(wait_exit(&mut c.child), 1);
+}
+
+#[test]
+fn lint_fix_applies_the_safe_fixes_and_reports_what_is_left() {
+    let env = Env::new();
+    let file = env.dir.path().join("Agentfile");
+    std::fs::write(
+        &file,
+        "from scratch\nNAEM a\nRUNTIMEXX r:1\nRUNTIME r:latest\nMODEL m/x\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let (ok, out, _) = env.run(&["lint", "--fix", "--format", "concise", path]);
+    assert!(!ok, "RUNTIMEXX is left, an error");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "FROM scratch\nNAME a\nRUNTIMEXX r:1\nRUNTIME r:latest\nMODEL m/x\n"
+    );
+    let codes: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
+        .collect();
+    assert_eq!(codes, ["AF003", "AF201"], "{out}");
+    // Nothing left to fix: the file stays as it is.
+    let before = std::fs::metadata(&file).unwrap().modified().unwrap();
+    env.run(&["lint", "--fix", path]);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().modified().unwrap(),
+        before
+    );
+    let err = env.fails(&["lint", "--fix", "-"]);
+    assert!(err.contains("cannot fix standard input"), "{err}");
+}
+
+#[test]
+fn neovim_opens_a_broken_file_and_sees_the_diagnostics() {
+    const TEST: &str = "neovim_opens_a_broken_file_and_sees_the_diagnostics";
+    let install = "install Neovim (Debian: apt-get install neovim)";
+    if !crate::support::tools::require(TEST, "nvim", &["--version"], install) {
+        return;
+    }
+    let env = Env::new();
+    let dir = project(&env);
+    let file = dir.join("Agentfile");
+    let out = env.dir.path().join("nvim.out");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/lsp_nvim/diagnostics.lua");
+    let mut nvim = Command::new("nvim")
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("OTTERS_BIN", assert_cmd::cargo::cargo_bin("otters"))
+        .env("OTTERS_HOME", env.home())
+        .env("AGENTFILE", &file)
+        .env("OUT", &out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start nvim");
+    assert_eq!(wait_exit(&mut nvim), 0);
+    let seen = std::fs::read_to_string(&out).expect("nvim wrote what it saw");
+    // What Neovim shows is what `otters lint` reports: the same codes, lines and messages.
+    let want: Vec<String> = from_lint(&env, &file)
+        .into_iter()
+        .map(|(code, message, line, ..)| format!("{line} {code} {message}"))
+        .collect();
+    let got: Vec<String> = seen
+        .lines()
+        .map(|l| {
+            let (pos, rest) = l.split_once(' ').unwrap_or((l, ""));
+            format!("{} {rest}", pos.split(':').next().unwrap_or(""))
+        })
+        .collect();
+    assert!(got.iter().any(|l| l.contains("AF003")), "{seen}");
+    let mut sorted_want = want.clone();
+    sorted_want.sort();
+    let mut sorted_got = got;
+    sorted_got.sort();
+    assert_eq!(sorted_got, sorted_want);
+}
