@@ -33,5 +33,6 @@ mod store_hygiene;
 mod streams;
 mod supply;
 mod syntax_fixtures;
+mod transfer_progress;
 mod tidy;
 mod umask;
