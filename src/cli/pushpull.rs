@@ -305,7 +305,7 @@ fn human_bytes(n: u64) -> String {
 /// Progress bars per blob on a TTY, plain lines (`--progress plain`), or nothing.
 pub(super) struct Bars {
     multi: Option<indicatif::MultiProgress>,
-    bars: HashMap<otters_oci::Digest, indicatif::ProgressBar>,
+    by_digest: HashMap<otters_oci::Digest, indicatif::ProgressBar>,
     /// `--progress plain`: each started blob's size and start time.
     plain: Option<HashMap<otters_oci::Digest, (u64, std::time::Instant)>>,
 }
@@ -314,7 +314,7 @@ impl Bars {
     pub(super) fn new(enabled: bool) -> Self {
         Bars {
             multi: enabled.then(indicatif::MultiProgress::new),
-            bars: HashMap::new(),
+            by_digest: HashMap::new(),
             plain: None,
         }
     }
@@ -372,15 +372,15 @@ impl Bars {
                 // A layer's title comes from the image: escaped before it reaches the terminal.
                 let title = otters_core::escape::escape(title.unwrap_or(""));
                 bar.set_message(title.chars().take(24).collect::<String>());
-                self.bars.insert((*digest).clone(), bar);
+                self.by_digest.insert((*digest).clone(), bar);
             }
             Event::Bytes { digest, n } => {
-                if let Some(b) = self.bars.get(*digest) {
+                if let Some(b) = self.by_digest.get(*digest) {
                     b.inc(*n);
                 }
             }
             Event::Done { digest, outcome } => {
-                if let Some(b) = self.bars.remove(*digest) {
+                if let Some(b) = self.by_digest.remove(*digest) {
                     let word = match outcome {
                         Outcome::Uploaded => "uploaded",
                         Outcome::Skipped => "already present",
@@ -394,7 +394,7 @@ impl Bars {
     }
 
     pub(super) fn finish(&mut self) {
-        for (_, b) in self.bars.drain() {
+        for (_, b) in self.by_digest.drain() {
             b.abandon();
         }
         if let Some(m) = &self.multi {

@@ -33,6 +33,6 @@ mod store_hygiene;
 mod streams;
 mod supply;
 mod syntax_fixtures;
-mod transfer_progress;
 mod tidy;
+mod transfer_progress;
 mod umask;

@@ -4,13 +4,9 @@
 //! against the digests like anyone's. Two real registries (one a skopeo copy of the other) and
 //! recording fake registries, all on loopback.
 
-#[path = "support/hostile_registry.rs"]
-#[allow(dead_code)]
-mod hostile_registry;
-
 use crate::registry::build_agent;
+use crate::security_registry::hostile_registry::{self, Content, Hostile, Reply};
 use crate::support::cli::{json, Env};
-use hostile_registry::{Content, Hostile, Reply};
 use crate::support::registry::{free_port, Registry};
 use std::sync::Arc;
 
@@ -19,13 +15,20 @@ fn configure(env: &Env, registry: &str, mirrors: &[&str]) {
     let list: Vec<String> = mirrors.iter().map(|m| format!("\"{m}\"")).collect();
     crate::support::write(
         &env.home().join("config.toml"),
-        format!("[registry.\"{registry}\"]\nmirrors = [{}]\n", list.join(", ")),
+        format!(
+            "[registry.\"{registry}\"]\nmirrors = [{}]\n",
+            list.join(", ")
+        ),
     );
 }
 
 fn strings(v: &serde_json::Value) -> Vec<String> {
     v.as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -61,7 +64,7 @@ fn pull_comes_from_the_mirror_and_push_goes_upstream() {
     assert!(ok, "{err}");
     let report = json(&out);
     assert_eq!(report["digest"], local.as_str());
-    assert_eq!(strings(&report["from"]), [mirror.addr.clone()], "{report}");
+    assert_eq!(strings(&report["from"]), [mirror.addr.as_str()], "{report}");
     let env2 = Env::new();
     configure(&env2, &upstream.addr, &[&mirror.addr]);
     let (ok, _, err) = env2.run(&["pull", &tag]);
@@ -106,10 +109,17 @@ fn failing_mirrors_fall_back_in_order_to_the_registry() {
     assert!(ok, "{err}");
     let report = json(&out);
     assert_eq!(report["digest"], local.as_str());
-    assert_eq!(strings(&report["from"]), [upstream.addr.clone()], "{report}");
+    assert_eq!(
+        strings(&report["from"]),
+        [upstream.addr.as_str()],
+        "{report}"
+    );
     // The 404 mirror was asked (for the manifest) and answered nothing; the broken one too.
     assert!(
-        broken.requests().iter().any(|r| r.path().contains("/manifests/")),
+        broken
+            .requests()
+            .iter()
+            .any(|r| r.path().contains("/manifests/")),
         "the 503 mirror was never asked"
     );
     // Text output names the skipped mirrors and the 404 one is not "skipped" (it stays usable).
@@ -170,24 +180,38 @@ fn a_mirror_never_sees_the_registrys_credentials() {
     let report = json(&out);
     assert_eq!(
         strings(&report["from"]),
-        [partial.addr.clone(), upstream.addr.clone()],
+        [partial.addr.as_str(), upstream.addr.as_str()],
         "{report}"
     );
-    assert!(!asking.requests().is_empty(), "the first mirror was never asked");
+    assert!(
+        !asking.requests().is_empty(),
+        "the first mirror was never asked"
+    );
     for m in [&asking, &partial] {
         assert!(
             m.authorized().is_empty(),
             "mirror {} saw credentials: {:?}",
             m.addr,
-            m.authorized().iter().map(|r| r.path().to_owned()).collect::<Vec<_>>()
+            m.authorized()
+                .iter()
+                .map(|r| r.path().to_owned())
+                .collect::<Vec<_>>()
         );
     }
-    assert!(!upstream.authorized().is_empty(), "the registry got no credentials");
+    assert!(
+        !upstream.authorized().is_empty(),
+        "the registry got no credentials"
+    );
 
     // A push with mirrors configured touches no mirror.
     asking.clear();
     partial.clear();
-    env.ok(&["push", "-q", &tag, &format!("{}/team/copy:1", upstream.addr)]);
+    env.ok(&[
+        "push",
+        "-q",
+        &tag,
+        &format!("{}/team/copy:1", upstream.addr),
+    ]);
     assert!(up.manifest("team/copy", "1").is_some());
     assert!(asking.requests().is_empty() && partial.requests().is_empty());
 }
@@ -264,7 +288,10 @@ fn a_lying_mirror_changes_nothing_that_is_stored() {
             manifest
         );
         assert!(
-            mirror.requests().iter().any(|r| r.path().contains("/team/agent/")),
+            mirror
+                .requests()
+                .iter()
+                .any(|r| r.path().contains("/team/agent/")),
             "mirror {} was never asked",
             mirror.addr
         );

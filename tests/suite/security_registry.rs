@@ -6,7 +6,7 @@
 //! registry, and a clear error naming what failed.
 
 #[path = "support/hostile_registry.rs"]
-mod hostile_registry;
+pub(crate) mod hostile_registry;
 
 use crate::support::cli::{flat, Env};
 use hostile_registry::{Body, Content, Hostile, Length, Reply, Req};

@@ -27,7 +27,9 @@ fn plain_progress_is_one_line_per_blob_without_escapes() {
     assert!(pushed.len() >= 3, "{err}");
     // The 300 kB layer, with its size and time.
     assert!(
-        pushed.iter().any(|l| l.contains(" 300.0 kB in ") && l.ends_with('s')),
+        pushed
+            .iter()
+            .any(|l| l.contains(" 300.0 kB in ") && l.ends_with('s')),
         "{err}"
     );
     assert!(err.contains(&format!("pushed {tag}:")), "{err}");
@@ -72,7 +74,12 @@ fn quiet_progress_prints_nothing_but_the_digest() {
     assert!(ok, "{err}");
     assert_eq!(out.trim(), local);
     assert_eq!(err, "");
-    let err = fresh.fails(&["pull", &format!("{}/team/missing:1", reg.addr), "--progress", "quiet"]);
+    let err = fresh.fails(&[
+        "pull",
+        &format!("{}/team/missing:1", reg.addr),
+        "--progress",
+        "quiet",
+    ]);
     assert!(err.contains("not found"), "{err}");
     let err = fresh.fails(&["pull", &tag, "--progress", "fancy"]);
     assert!(err.contains("plain") && err.contains("quiet"), "{err}");
