@@ -82,7 +82,7 @@ pub enum Command {
     Push(pushpull::PushArgs),
     /// Download an image from a registry into the local store
     ///
-    /// Mirrors configured for the registry in $OTTERS_HOME/config.toml (`[registry."docker.io"]
+    /// Mirrors configured for the registry in `$OTTERS_HOME/config.toml` (`[registry."docker.io"]
     /// mirrors = ["mirror.internal:5000"]`) are asked first, in order; a failing mirror is skipped
     /// (with a warning) and the registry asked. Each mirror gets its own stored credentials, never
     /// the registry's; digests are checked whoever serves. The status line and `--format json`
