@@ -311,3 +311,46 @@ fn mirrors_that_are_not_hosts_are_refused_with_the_line() {
         "{err}"
     );
 }
+
+#[test]
+fn resolution_for_lock_uses_the_mirror() {
+    use crate::support::images::{self, BinPrefix};
+    // The registry the Agentfile names refuses connections; only the mirror has the runtime.
+    let mirror = Registry::start();
+    let upstream = format!("127.0.0.1:{}", free_port());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (_, rt_host) = images::bin_index(
+        &tmp.path().join("rt"),
+        "1",
+        "runtime",
+        b"rt",
+        BinPrefix::Io,
+        None,
+    );
+    images::skopeo_push(
+        &tmp.path().join("rt"),
+        "1",
+        &format!("{}/runtime:1", mirror.addr),
+        None,
+    );
+    let env = Env::new();
+    let ctx = env.dir.path().join("agent");
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM scratch\nNAME locked\nRUNTIME {upstream}/runtime:1\n"),
+    );
+    let err = env.fails(&["lock", ctx.to_str().expect("utf8")]);
+    assert!(err.contains(&upstream), "{err}");
+    configure(&env, &upstream, &[&mirror.addr]);
+    env.ok(&["lock", ctx.to_str().expect("utf8")]);
+    let lock = json(&std::fs::read_to_string(ctx.join("Agentfile.lock")).expect("lock"));
+    let entry = lock["images"]
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|e| e["reference"] == format!("{upstream}/runtime:1").as_str())
+                .cloned()
+        })
+        .unwrap_or_default();
+    assert_eq!(entry["digest"], rt_host.as_str(), "{lock}");
+}
