@@ -83,8 +83,16 @@ pub enum Command {
     /// Load images from an oci-archive tarball (a file, or standard input)
     Load(store_cmds::LoadArgs),
     /// Upload an image from the local store to a registry
+    ///
+    /// Always to the registry itself, never to a mirror configured for it.
     Push(pushpull::PushArgs),
     /// Download an image from a registry into the local store
+    ///
+    /// Mirrors configured for the registry in `$OTTERS_HOME/config.toml` (`[registry."docker.io"]
+    /// mirrors = ["mirror.internal:5000"]`) are asked first, in order; a failing mirror is skipped
+    /// (with a warning) and the registry asked. Each mirror gets its own stored credentials, never
+    /// the registry's; digests are checked whoever serves. The status line and `--format json`
+    /// (`from`) say which hosts served the pull. See docs/registries.md, "Mirrors".
     Pull(pushpull::PullArgs),
     /// Resolve the images an Agentfile names and write Agentfile.lock
     Lock(pushpull::LockArgs),

@@ -1,8 +1,8 @@
 //! `otters push`, `pull`, `lock`.
 //!
 //! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
-//! and progress bars go to stderr, bars only on a TTY.
-use super::build::print_diagnostics;
+//! and progress go to stderr: bars on a TTY, one line per blob with `--progress plain`.
+use super::build::{print_diagnostics, ProgressMode};
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
 use otters_oci::reference::Reference;
@@ -29,6 +29,33 @@ pub struct TransferFlags {
     /// No progress bars or status lines
     #[arg(short, long)]
     pub quiet: bool,
+    /// Progress output on stderr: `auto` (bars on a terminal, nothing elsewhere), `plain` (one
+    /// line per blob: pushed/pulled with size and time, exists, mounted; for CI logs), `tty` (bars
+    /// even when stderr is not a terminal), `quiet` (same as `-q`: nothing but errors)
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+}
+
+impl TransferFlags {
+    /// `-q`, or `--progress quiet`.
+    fn quiet(&self) -> bool {
+        self.quiet || self.progress == ProgressMode::Quiet
+    }
+
+    /// The progress display the flags ask for.
+    fn bars(&self) -> Bars {
+        let quiet = self.quiet();
+        let tty = match self.progress {
+            ProgressMode::Tty => !quiet,
+            ProgressMode::Auto => !quiet && std::io::stderr().is_terminal(),
+            ProgressMode::Plain | ProgressMode::Quiet => false,
+        };
+        let mut bars = Bars::new(tty);
+        if self.progress == ProgressMode::Plain && !quiet {
+            bars.plain = Some(HashMap::new());
+        }
+        bars
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -120,7 +147,7 @@ pub fn run_push(a: PushArgs) -> CliResult {
     }
     let client = client(a.flags.insecure)?;
     let mut sources = Sources::load(store.root());
-    let mut ui = Bars::new(!a.flags.quiet && std::io::stderr().is_terminal());
+    let mut ui = a.flags.bars();
     let result = transfer::push_image(&client, &store, &local, &dest, &mut sources, &mut |e| {
         ui.event(&e);
     })
@@ -142,7 +169,7 @@ pub fn run_push(a: PushArgs) -> CliResult {
     ui.finish();
     let _ = sources.save();
     let report = result.map_err(|e| push_error(e, &dest))?;
-    print_report(&report, a.flags.format, a.flags.quiet, "pushed")?;
+    print_report(&report, a.flags.format, a.flags.quiet(), "pushed")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -150,7 +177,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     if let Some(done) = super::store_cmds::pull_local(
         &a.reference,
         a.tag.as_deref(),
-        a.flags.quiet,
+        a.flags.quiet(),
         a.flags.format == Format::Json,
     ) {
         return done;
@@ -166,7 +193,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
         r = r.with_digest(&resolved.manifest.digest);
     }
     let mut sources = Sources::load(store.root());
-    let mut ui = Bars::new(!a.flags.quiet && std::io::stderr().is_terminal());
+    let mut ui = a.flags.bars();
     let result = transfer::pull_image(&client, &store, &r, &mut sources, &mut |e| ui.event(&e))
         .and_then(|(desc, mut report)| {
             if a.referrers {
@@ -184,6 +211,16 @@ pub fn run_pull(a: PullArgs) -> CliResult {
             Ok((desc, report))
         });
     ui.finish();
+    if !a.flags.quiet() && a.flags.format == Format::Text {
+        for f in client.mirror_failures() {
+            eprintln!(
+                "warning: mirror {} of {} was skipped: {}",
+                f.mirror,
+                f.registry,
+                otters_core::escape::escape(&f.reason)
+            );
+        }
+    }
     let _ = sources.save();
     let (desc, report) = result.map_err(|e| fail_in(format!("cannot pull {}", r.familiar()), e))?;
     let local_tag = match (&a.tag, Reference::parse(&a.reference)) {
@@ -195,7 +232,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
         let name = store
             .tag(&t, &desc)
             .map_err(|e| fail_in(format!("cannot tag the pulled image as {t}"), e))?;
-        if !a.flags.quiet && a.flags.format == Format::Text {
+        if !a.flags.quiet() && a.flags.format == Format::Text {
             eprintln!("tagged {name}");
         }
     } else {
@@ -203,7 +240,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
             .add_untagged(&desc)
             .map_err(|e| fail_in("cannot record the pulled image in the store", e))?;
     }
-    print_report(&report, a.flags.format, a.flags.quiet, "pulled")?;
+    print_report(&report, a.flags.format, a.flags.quiet(), "pulled")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -272,8 +309,15 @@ fn print_report(
     }
     if !quiet {
         let moved = report.uploaded.len() + report.downloaded.len();
+        // Said only when a mirror took part: otherwise the reference names the host.
+        let registry = Reference::parse(&report.reference).map(|r| r.registry);
+        let from = if report.from.iter().any(|h| Ok(h) != registry.as_ref()) {
+            format!(" from {}", report.from.join(", "))
+        } else {
+            String::new()
+        };
         eprintln!(
-            "{verb} {}: {moved} blob(s) transferred ({}), {} already present, {} mounted",
+            "{verb} {}{from}: {moved} blob(s) transferred ({}), {} already present, {} mounted",
             report.reference,
             human_bytes(report.bytes),
             report.skipped.len(),
@@ -298,21 +342,58 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// Progress bars per blob on a TTY; nothing otherwise.
+/// Progress bars per blob on a TTY, plain lines (`--progress plain`), or nothing.
 pub(super) struct Bars {
     multi: Option<indicatif::MultiProgress>,
-    bars: HashMap<otters_oci::Digest, indicatif::ProgressBar>,
+    by_digest: HashMap<otters_oci::Digest, indicatif::ProgressBar>,
+    /// `--progress plain`: each started blob's size and start time.
+    plain: Option<HashMap<otters_oci::Digest, (u64, std::time::Instant)>>,
 }
 
 impl Bars {
     pub(super) fn new(enabled: bool) -> Self {
         Bars {
             multi: enabled.then(indicatif::MultiProgress::new),
-            bars: HashMap::new(),
+            by_digest: HashMap::new(),
+            plain: None,
+        }
+    }
+
+    /// One line per finished blob: `pushed|pulled DIGEST SIZE in Ts`, `exists DIGEST`,
+    /// `mounted DIGEST` (digests are checked text; nothing here reaches the terminal unescaped).
+    fn plain_event(&mut self, e: &Event<'_>) {
+        let Some(started) = &mut self.plain else {
+            return;
+        };
+        match e {
+            Event::Start { digest, size, .. } => {
+                started.insert((*digest).clone(), (*size, std::time::Instant::now()));
+            }
+            Event::Done { digest, outcome } => {
+                let (size, t) = started
+                    .remove(*digest)
+                    .unwrap_or((0, std::time::Instant::now()));
+                let sized = |verb: &str| {
+                    format!(
+                        "{verb} {digest} {} in {:.1}s",
+                        super::images::human_size(size),
+                        t.elapsed().as_secs_f64()
+                    )
+                };
+                let line = match outcome {
+                    Outcome::Uploaded => sized("pushed"),
+                    Outcome::Downloaded => sized("pulled"),
+                    Outcome::Skipped => format!("exists {digest}"),
+                    Outcome::Mounted => format!("mounted {digest}"),
+                };
+                eprintln!("{line}");
+            }
+            Event::Bytes { .. } => {}
         }
     }
 
     pub(super) fn event(&mut self, e: &Event<'_>) {
+        self.plain_event(e);
         let Some(multi) = &self.multi else { return };
         match e {
             Event::Start {
@@ -331,15 +412,15 @@ impl Bars {
                 // A layer's title comes from the image: escaped before it reaches the terminal.
                 let title = otters_core::escape::escape(title.unwrap_or(""));
                 bar.set_message(title.chars().take(24).collect::<String>());
-                self.bars.insert((*digest).clone(), bar);
+                self.by_digest.insert((*digest).clone(), bar);
             }
             Event::Bytes { digest, n } => {
-                if let Some(b) = self.bars.get(*digest) {
+                if let Some(b) = self.by_digest.get(*digest) {
                     b.inc(*n);
                 }
             }
             Event::Done { digest, outcome } => {
-                if let Some(b) = self.bars.remove(*digest) {
+                if let Some(b) = self.by_digest.remove(*digest) {
                     let word = match outcome {
                         Outcome::Uploaded => "uploaded",
                         Outcome::Skipped => "already present",
@@ -353,7 +434,7 @@ impl Bars {
     }
 
     pub(super) fn finish(&mut self) {
-        for (_, b) in self.bars.drain() {
+        for (_, b) in self.by_digest.drain() {
             b.abandon();
         }
         if let Some(m) = &self.multi {

@@ -6,7 +6,7 @@ use crate::support::images::{self, BinPrefix};
 use crate::support::registry::{Auth, Registry};
 
 /// Builds a small agent (one CONTEXT, one ADD of `data_len` bytes) tagged `tag`.
-fn build_agent(env: &Env, tag: &str, data_len: usize) -> String {
+pub(crate) fn build_agent(env: &Env, tag: &str, data_len: usize) -> String {
     let ctx = env
         .dir
         .path()

@@ -12,6 +12,8 @@
 //!
 //! [verify]
 //! key = "ci.pub"   # `otters run` materialises only images signed by this key
+//! [registry."docker.io"]
+//! mirrors = ["mirror.internal:5000"]   # pulls try these first, in order; pushes never
 //! ```
 //!
 //! Extra CA certificates also come from Docker's layout, `certs.d/HOST:PORT/*.crt` under
@@ -39,6 +41,10 @@ pub struct RegistrySettings {
     /// A PEM file of CA certificates trusted for this registry (relative: to the file's directory).
     #[serde(default)]
     pub ca: Option<PathBuf>,
+    /// Registries (`HOST[:PORT]`) tried in order before this one for pulls and resolution; each
+    /// uses its own settings and credentials (see `registry::mirror`).
+    #[serde(default)]
+    pub mirrors: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -95,6 +101,12 @@ pub enum RegistryConfigError {
         path: PathBuf,
         registry: String,
         source: CaError,
+    },
+    #[error("{}: mirror \"{name}\" of registry \"{registry}\" is not a HOST or HOST:PORT (no scheme, path or spaces); write it as it would appear in an image reference, e.g. mirrors = [\"mirror.example:5000\"]", path.display())]
+    Mirror {
+        path: PathBuf,
+        registry: String,
+        name: String,
     },
     #[error("{}: registry \"{name}\" is not a HOST or HOST:PORT (no scheme, path or spaces); write it as it appears in image references, e.g. [registry.\"reg.example:5000\"]", path.display())]
     Name { path: PathBuf, name: String },
@@ -192,11 +204,18 @@ impl RegistryConfig {
                 message: clip(e.message().trim(), 200),
             }
         })?;
-        for name in shape.registry.keys() {
+        for (name, settings) in &shape.registry {
             if !valid_name(name) {
                 return Err(RegistryConfigError::Name {
                     path: path.to_owned(),
                     name: clip(name, 100),
+                });
+            }
+            if let Some(bad) = settings.mirrors.iter().find(|m| !valid_name(m)) {
+                return Err(RegistryConfigError::Mirror {
+                    path: path.to_owned(),
+                    registry: clip(name, 100),
+                    name: clip(bad, 100),
                 });
             }
         }
@@ -222,6 +241,20 @@ impl RegistryConfig {
     /// `[verify] key`: the public key `otters run` requires a signature by (absolute).
     pub fn verify_key(&self) -> Option<PathBuf> {
         self.verify.key.as_ref().map(|k| self.base.join(k))
+    }
+
+    /// The mirrors configured for `registry`, in the order to try them (none: the registry only).
+    /// A mirror naming the registry itself is left out.
+    pub fn mirrors(&self, registry: &str) -> Vec<String> {
+        self.get(registry)
+            .map(|s| {
+                s.mirrors
+                    .iter()
+                    .filter(|m| !m.eq_ignore_ascii_case(registry))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Whether `registry` may use plain HTTP and unverified TLS by configuration.
@@ -308,6 +341,29 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a HOST or HOST:PORT"), "{e}");
+    }
+
+    #[test]
+    fn mirrors_are_per_registry_and_checked() {
+        let c = parse(
+            "[registry.\"docker.io\"]\nmirrors = [\"m1.example:5000\", \"docker.io\", \"m2.example\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.mirrors("docker.io"), ["m1.example:5000", "m2.example"]);
+        assert_eq!(c.mirrors("DOCKER.io"), ["m1.example:5000", "m2.example"]);
+        assert!(c.mirrors("m1.example:5000").is_empty());
+        assert!(c.mirrors("quay.io").is_empty());
+        let e = parse("[registry.\"docker.io\"]\nmirrors = [\"https://m.example/v2\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mirror \"https://m.example/v2\" of registry \"docker.io\""),
+            "{e}"
+        );
+        let e = parse("[registry.\"docker.io\"]\nmirrors = \"m.example\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/h/config.toml:2: `mirrors`: "), "{e}");
     }
 
     #[test]

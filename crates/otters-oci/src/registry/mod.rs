@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod config;
 pub(crate) mod http;
+pub mod mirror;
 pub mod referrers;
 pub mod sources;
 pub mod transfer;
@@ -173,6 +174,7 @@ pub struct Resolved {
 pub struct RegistryClient {
     rt: tokio::runtime::Runtime,
     t: Transport,
+    m: mirror::Mirrors,
 }
 
 impl RegistryClient {
@@ -186,6 +188,7 @@ impl RegistryClient {
             .clone()
             .unwrap_or_else(auth::docker_config_dir);
         let fixed = opts.credentials.clone();
+        let mirrors_on = fixed.is_none();
         let creds: CredentialSource = Box::new(move |registry: &str| match &fixed {
             Some(c) => Ok(Some(c.clone())),
             None => Ok(auth::credentials_in(&dir, registry)?),
@@ -198,8 +201,9 @@ impl RegistryClient {
             Some(c) => c,
             None => RegistryConfig::load(&RegistryConfig::default_path())?,
         };
+        let m = mirror::Mirrors::new(config.clone(), mirrors_on);
         let t = Transport::new(opts.insecure, config, opts.retry, timeout, creds)?;
-        Ok(RegistryClient { rt, t })
+        Ok(RegistryClient { rt, t, m })
     }
 
     pub(crate) fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
@@ -247,7 +251,20 @@ impl RegistryClient {
     /// Fetches the manifest or index `selector` names in `r`'s repository: at most
     /// [`MAX_MANIFEST`] bytes, digest-checked when `selector` is a digest, and validated
     /// (`expected`: the kind the referring index entry declared) before anyone can store it.
+    /// Mirrors of `r`'s registry are asked first (see [`mirror`]).
     pub(crate) async fn fetch_manifest_async(
+        &self,
+        r: &Reference,
+        selector: &str,
+        expected: Option<Kind>,
+    ) -> Result<Fetched, RegistryError> {
+        self.read_through(r, async |at: &Reference| {
+            self.fetch_manifest_at(at, selector, expected).await
+        })
+        .await
+    }
+
+    async fn fetch_manifest_at(
         &self,
         r: &Reference,
         selector: &str,
@@ -401,8 +418,21 @@ impl RegistryClient {
     }
 
     /// `GET` of a blob (a `digest` already checked to be well formed), from byte `from` on when
-    /// it is not 0 (`Range`; the registry may ignore it and send everything).
+    /// it is not 0 (`Range`; the registry may ignore it and send everything). Mirrors of `r`'s
+    /// registry are asked first (see [`mirror`]).
     pub(crate) async fn get_blob(
+        &self,
+        r: &Reference,
+        digest: &Digest,
+        from: u64,
+    ) -> Result<reqwest::Response, RegistryError> {
+        self.read_through(r, async |at: &Reference| {
+            self.get_blob_at(at, digest, from).await
+        })
+        .await
+    }
+
+    async fn get_blob_at(
         &self,
         r: &Reference,
         digest: &Digest,

@@ -70,6 +70,9 @@ pub struct TransferReport {
     /// Referrers (signatures, SBOMs, attestations) pushed or pulled with the image.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub referrers: Vec<Digest>,
+    /// For a pull: the hosts that served it (mirrors, the registry), in first-use order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub from: Vec<String>,
     /// Manifests and indexes fetched so far by a pull, and their bytes (see [`MAX_DOCUMENTS`]).
     #[serde(skip)]
     documents: (usize, usize),
@@ -91,6 +94,7 @@ impl TransferReport {
             downloaded: Vec::new(),
             bytes: 0,
             referrers: Vec::new(),
+            from: Vec::new(),
             documents: (0, 0),
         }
     }
@@ -356,6 +360,7 @@ pub fn pull_image(
     )?;
     let desc = store.put_manifest(&top.bytes, &top.media_type)?;
     sources.add(&desc.digest, r);
+    report.from = client.served_from();
     Ok((desc, report))
 }
 
@@ -456,6 +461,58 @@ pub fn pull_blob(
     if store.has_blob(digest) {
         return Ok(Outcome::Skipped);
     }
+    loop {
+        let Partial {
+            writer,
+            hasher,
+            got,
+        } = match fetch_blob(client, store, r, blob, progress) {
+            Ok(part) => part,
+            // A mirror that sent a malformed answer or dropped the transfer: the next host.
+            Err(e @ (RegistryError::BadDocument { .. } | RegistryError::Interrupted { .. })) => {
+                match client.last_served() {
+                    Some(host) if host != r.registry => {
+                        client.distrust(&host, &r.registry, e.to_string());
+                        continue;
+                    }
+                    _ => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        let actual = hasher.finish();
+        if actual == blob.digest {
+            writer.commit()?;
+            report.bytes += got;
+            return Ok(Outcome::Downloaded);
+        }
+        // Dropping the writer removes the temp file: nothing corrupt reaches the store.
+        drop(writer);
+        let mismatch = |registry: String| RegistryError::DigestMismatch {
+            registry,
+            what: "blob",
+            expected: blob.digest.to_string(),
+            actual: actual.to_string(),
+        };
+        match client.last_served() {
+            // A mirror sent other bytes: never ask it again, and try the next host.
+            Some(host) if host != r.registry => {
+                let why = mismatch(host.clone()).to_string();
+                client.distrust(&host, &r.registry, why);
+            }
+            _ => return Err(mismatch(r.registry.clone())),
+        }
+    }
+}
+
+/// Downloads one blob into a temp file of the store, hashing it, with resumed retries.
+fn fetch_blob<'s>(
+    client: &RegistryClient,
+    store: &'s Store,
+    r: &Reference,
+    blob: &Descriptor,
+    progress: Progress<'_>,
+) -> Result<Partial<'s>, RegistryError> {
     let mut part = Partial {
         writer: store.blob_writer()?,
         hasher: Hasher::new(),
@@ -465,7 +522,7 @@ pub fn pull_blob(
     let mut attempt = 0;
     loop {
         match client.block_on(download(client, store, r, blob, &mut part, progress)) {
-            Ok(()) => break,
+            Ok(()) => return Ok(part),
             Err(Step::Lost(reason)) if attempt >= retry.attempts => {
                 return Err(RegistryError::Interrupted {
                     registry: r.registry.clone(),
@@ -480,25 +537,6 @@ pub fn pull_blob(
             Err(Step::Fail(e)) => return Err(e),
         }
     }
-    let Partial {
-        writer,
-        hasher,
-        got,
-    } = part;
-    let actual = hasher.finish();
-    if actual != blob.digest {
-        // Dropping the writer removes the temp file: nothing corrupt reaches the store.
-        drop(writer);
-        return Err(RegistryError::DigestMismatch {
-            registry: r.registry.clone(),
-            what: "blob",
-            expected: blob.digest.to_string(),
-            actual: actual.to_string(),
-        });
-    }
-    writer.commit()?;
-    report.bytes += got;
-    Ok(Outcome::Downloaded)
 }
 
 /// A blob download in progress.
@@ -540,6 +578,8 @@ async fn download<'s>(
         })
     };
     let resp = client.get_blob(r, &blob.digest, part.got).await?;
+    // The host that answered: the registry or one of its mirrors.
+    let host = client.last_served().unwrap_or_else(|| r.registry.clone());
     let resumed = resp.status() == reqwest::StatusCode::PARTIAL_CONTENT;
     if part.got > 0 && !resumed {
         // No range support: the answer is the whole blob again; start over (the old temp file
@@ -560,16 +600,16 @@ async fn download<'s>(
             .and_then(|v| v.trim().parse::<u64>().ok());
         if start != Some(part.got) {
             return Err(bad(format!(
-                "{} answered a resumed download of blob {} with another range",
-                r.registry, blob.digest
+                "{host} answered a resumed download of blob {} with another range",
+                blob.digest
             )));
         }
     }
     let remaining = blob.size - part.got;
     if let Some(n) = resp.content_length().filter(|n| *n != remaining) {
         return Err(bad(format!(
-            "{} declares {n} bytes for blob {} where {remaining} are due (its descriptor says {} in all)",
-            r.registry, blob.digest, blob.size
+            "{host} declares {n} bytes for blob {} where {remaining} are due (its descriptor says {} in all)",
+            blob.digest, blob.size
         )));
     }
     let tmp_path = store.root().join(".tmp");
@@ -578,8 +618,8 @@ async fn download<'s>(
         let chunk = chunk.map_err(|e| Step::Lost(error_chain(&e)))?;
         if chunk.len() as u64 > blob.size - part.got {
             return Err(bad(format!(
-                "{} sent more than the {} bytes the descriptor of blob {} declares",
-                r.registry, blob.size, blob.digest
+                "{host} sent more than the {} bytes the descriptor of blob {} declares",
+                blob.size, blob.digest
             )));
         }
         part.hasher.update(&chunk);
