@@ -16,6 +16,7 @@ pub mod facts;
 pub(crate) mod hash_cache;
 pub(crate) mod ignore;
 pub(crate) mod inputs;
+pub(crate) mod multi;
 pub(crate) mod nofollow;
 pub(crate) mod tarball;
 pub mod write;
@@ -188,6 +189,8 @@ pub enum ErrorKind {
     Inputs(String),
     #[error("--platform: {0}")]
     Platform(#[from] BadPlatform),
+    #[error("--sbom and --provenance describe one platform's image: build for one --platform at a time to attach them")]
+    SupplyMultiPlatform,
     #[error("-t {tag}: {source}")]
     Tag { tag: String, source: RefNameError },
     #[error("cannot open build context {}: {source}", path.display())]
@@ -418,10 +421,13 @@ fn resolve_and_store(
     analyzed: &Agentfile,
     shown: &mut Vec<Diagnostic>,
 ) -> Result<Stored, Failed> {
-    let platform = match &opts.platform {
-        Some(p) => Platform::parse(p).map_err(ErrorKind::from)?,
-        None => Platform::host(),
-    };
+    let mut platforms = multi::platforms(opts.platform.as_deref())?;
+    if platforms.len() > 1 {
+        return multi::resolve_and_store_each(
+            opts, store, progress, agentfile, analyzed, &platforms, shown,
+        );
+    }
+    let platform = platforms.remove(0);
     let resolution = resolve_images(opts, store, agentfile, analyzed, platform.clone())?;
     let (model, pins, inherited_adds) = match &resolution {
         Some(r) => {
@@ -521,6 +527,24 @@ fn resolve_images(
     model: &Agentfile,
     platform: Platform,
 ) -> Result<Option<resolve::Resolution>, Failed> {
+    with_resolve_options(opts, store, agentfile, model, |ropts| {
+        let ropts = resolve::Options {
+            platform,
+            ..ropts.clone()
+        };
+        resolve::resolve(model, &ropts)
+    })
+}
+
+/// Runs `resolve` with the resolution options of this build (the host platform, for the caller
+/// to replace); `None` when there is nothing to resolve.
+fn with_resolve_options<T>(
+    opts: &BuildOptions,
+    store: &Store,
+    agentfile: &AgentfileText,
+    model: &Agentfile,
+    resolver: impl FnOnce(&resolve::Options) -> Result<T, Vec<Diagnostic>>,
+) -> Result<Option<T>, Failed> {
     let a = &model.agent;
     let needs_resolution = !a.is_scratch()
         || a.runtime.as_ref().is_some_and(|r| !r.value.is_empty())
@@ -541,13 +565,13 @@ fn resolve_images(
         offline: opts.offline,
         locked: opts.locked,
         allow_unpinned: opts.allow_unpinned,
-        platform,
+        platform: Platform::host(),
         insecure: opts.insecure,
         lock_path,
         store: store.clone(),
         docker_config: opts.docker_config.clone(),
     };
-    resolve::resolve(model, &ropts)
+    resolver(&ropts)
         .map(Some)
         .map_err(|diags| Failed::with(ErrorKind::Unresolved(agentfile.name.clone()), diags))
 }
