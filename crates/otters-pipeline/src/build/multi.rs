@@ -116,7 +116,10 @@ pub(super) fn resolve_and_store_each(
 
 /// The image index over `manifests` (each with its `platform`), stored: canonical JSON, like the
 /// manifests.
-pub(crate) fn write_index(store: &Store, manifests: &[Descriptor]) -> Result<Descriptor, WriteError> {
+pub(crate) fn write_index(
+    store: &Store,
+    manifests: &[Descriptor],
+) -> Result<Descriptor, WriteError> {
     let doc = index_json(manifests);
     let bytes = to_compact(&doc)?;
     Ok(store.put_manifest(&bytes, INDEX_V1)?)
@@ -185,9 +188,13 @@ mod tests {
     fn the_index_names_each_manifest_with_its_platform() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let mut a = store.put_manifest(b"{\"a\":1}", otters_oci::spec::descriptor::MANIFEST_V1).unwrap();
+        let mut a = store
+            .put_manifest(b"{\"a\":1}", otters_oci::spec::descriptor::MANIFEST_V1)
+            .unwrap();
         a.platform = Some(Platform::new("linux", "amd64", None));
-        let mut b = store.put_manifest(b"{\"b\":1}", otters_oci::spec::descriptor::MANIFEST_V1).unwrap();
+        let mut b = store
+            .put_manifest(b"{\"b\":1}", otters_oci::spec::descriptor::MANIFEST_V1)
+            .unwrap();
         b.platform = Some(Platform::new("linux", "arm64", None));
         let d = write_index(&store, &[a.clone(), b.clone()]).unwrap();
         assert!(d.media_type.is_index());

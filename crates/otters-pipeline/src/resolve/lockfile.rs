@@ -231,11 +231,10 @@ impl Lockfile {
     /// lock itself.
     pub fn parse_all(path: &Path, bytes: &[u8]) -> Result<Vec<Self>, LockError> {
         let top = Self::parse(path, bytes)?;
-        let multi: MultiLock =
-            serde_json::from_slice(bytes).map_err(|source| LockError::Json {
-                path: path.to_owned(),
-                source,
-            })?;
+        let multi: MultiLock = serde_json::from_slice(bytes).map_err(|source| LockError::Json {
+            path: path.to_owned(),
+            source,
+        })?;
         if multi.platforms.is_empty() {
             return Ok(vec![top]);
         }
