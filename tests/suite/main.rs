@@ -13,6 +13,7 @@ mod fmt;
 mod habits;
 mod interop;
 mod lint_cli;
+mod multiplatform;
 mod pipeline;
 mod readme_tour;
 mod referrers;
