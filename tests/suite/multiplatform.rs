@@ -133,13 +133,25 @@ fn a_two_platform_build_is_an_index_pushed_pulled_and_run_for_the_host() {
         .trim()
         .to_owned();
 
-    // The same build again gives the same index.
+    // The same build again gives the same index, which --iidfile names too.
+    let iid = w.dir().join("iid");
     let again = w
         .env
-        .ok(&["build", "-q", "--platform", BOTH, "-t", &tag, ctx_s])
+        .ok(&[
+            "build",
+            "-q",
+            "--platform",
+            BOTH,
+            "-t",
+            &tag,
+            "--iidfile",
+            iid.to_str().unwrap(),
+            ctx_s,
+        ])
         .trim()
         .to_owned();
     assert_eq!(again, digest);
+    assert_eq!(std::fs::read_to_string(&iid).unwrap().trim(), digest);
 
     // The registry holds an index with one agent manifest per platform, each pinning that
     // platform's runtime and tool.
@@ -196,6 +208,25 @@ fn a_two_platform_build_is_an_index_pushed_pulled_and_run_for_the_host() {
             .collect();
         assert_eq!(digests, [rt[arch].as_str(), tool[arch].as_str()], "{lock}");
     }
+
+    // Offline, each platform takes its pins from its part of the lock: the same index again.
+    let offline = w
+        .env
+        .ok(&["build", "-q", "--offline", "--platform", BOTH, ctx_s])
+        .trim()
+        .to_owned();
+    assert_eq!(offline, digest);
+    // A build for one of the platforms checks its part with --locked and keeps the others.
+    let before = std::fs::read(ctx.join("Agentfile.lock")).unwrap();
+    w.env.ok(&[
+        "build",
+        "-q",
+        "--locked",
+        "--platform",
+        "linux/arm64",
+        ctx_s,
+    ]);
+    assert_eq!(std::fs::read(ctx.join("Agentfile.lock")).unwrap(), before);
 
     // A fresh home pulls the same index, and a dry run picks this machine's manifest.
     let fresh = Env::new();

@@ -189,7 +189,7 @@ pub enum ErrorKind {
     Inputs(String),
     #[error("--platform: {0}")]
     Platform(#[from] BadPlatform),
-    #[error("--sbom and --provenance describe one platform's image: build for one --platform at a time to attach them")]
+    #[error("--sbom, --provenance and --sign-key attach to one platform's image; a build for several platforms cannot take them yet: build for one --platform at a time to attach them")]
     SupplyMultiPlatform,
     #[error("-t {tag}: {source}")]
     Tag { tag: String, source: RefNameError },
@@ -706,13 +706,20 @@ fn write_lock(
         return Ok(None);
     }
     let path = resolve::lock_path_for(p);
-    let changed = r
-        .lock
-        .write_if_changed(&path)
-        .map_err(|source| ErrorKind::Lock {
-            digest: descriptor.digest.clone(),
-            source,
-        })?;
+    // A lock of several platforms that has this one keeps the others: only this part changes.
+    let mut locks = resolve::Lockfile::read_all(&path).unwrap_or_default();
+    let mine = locks.iter().position(|l| l.platform == r.lock.platform);
+    let written = match mine {
+        Some(i) if locks.len() > 1 => {
+            locks[i] = r.lock.clone();
+            resolve::Lockfile::write_multi_if_changed(&locks, &path)
+        }
+        _ => r.lock.write_if_changed(&path),
+    };
+    let changed = written.map_err(|source| ErrorKind::Lock {
+        digest: descriptor.digest.clone(),
+        source,
+    })?;
     Ok(Some(LockWrite {
         path,
         changed,
