@@ -110,6 +110,27 @@ fn entries(index: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `Agentfile.lock` of the two-platform build: one part per platform, each pinning that
+/// platform's runtime and tool manifests.
+fn check_lock(ctx: &Path, rt: &BTreeMap<String, String>, tool: &BTreeMap<String, String>) {
+    let lock: Value =
+        serde_json::from_str(&std::fs::read_to_string(ctx.join("Agentfile.lock")).unwrap())
+            .unwrap();
+    assert_eq!(lock["platform"], BOTH);
+    let each = lock["platforms"].as_array().unwrap();
+    assert_eq!(each.len(), 2, "{lock}");
+    for (l, arch) in each.iter().zip(["amd64", "arm64"]) {
+        assert_eq!(l["platform"], format!("linux/{arch}"));
+        let digests: Vec<&str> = l["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["digest"].as_str().unwrap())
+            .collect();
+        assert_eq!(digests, [rt[arch].as_str(), tool[arch].as_str()], "{lock}");
+    }
+}
+
 #[test]
 fn a_two_platform_build_is_an_index_pushed_pulled_and_run_for_the_host() {
     let w = World::new();
@@ -192,22 +213,7 @@ fn a_two_platform_build_is_an_index_pushed_pulled_and_run_for_the_host() {
     }
 
     // The lock records each platform's pins.
-    let lock: Value =
-        serde_json::from_str(&std::fs::read_to_string(ctx.join("Agentfile.lock")).unwrap())
-            .unwrap();
-    assert_eq!(lock["platform"], BOTH);
-    let each = lock["platforms"].as_array().unwrap();
-    assert_eq!(each.len(), 2, "{lock}");
-    for (l, arch) in each.iter().zip(["amd64", "arm64"]) {
-        assert_eq!(l["platform"], format!("linux/{arch}"));
-        let digests: Vec<&str> = l["images"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["digest"].as_str().unwrap())
-            .collect();
-        assert_eq!(digests, [rt[arch].as_str(), tool[arch].as_str()], "{lock}");
-    }
+    check_lock(&ctx, &rt, &tool);
 
     // Offline, each platform takes its pins from its part of the lock: the same index again.
     let offline = w
