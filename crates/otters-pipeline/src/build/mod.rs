@@ -446,9 +446,7 @@ fn resolve_and_store(
     plan.annotations.extend(opts.annotations.clone());
     let ignore = read_ignore(&inputs)?;
     let descriptor = write_image(opts, store, &plan, &ignore, progress, &agentfile.name)?;
-    for t in &tags {
-        store.tag(t, &descriptor).map_err(ErrorKind::from)?;
-    }
+    tag_all(store, &descriptor, &tags)?;
     let supply = supply_phase(&SupplyPhase {
         opts,
         model: &model,
@@ -461,15 +459,9 @@ fn resolve_and_store(
         platform: &platform,
         descriptor: &descriptor,
     })?;
-    if let Some(dest) = &opts.archive {
-        archive::save(store, &descriptor, &tags, dest).map_err(ErrorKind::from)?;
-    }
+    save_archive(opts, store, &descriptor, &tags)?;
     let lock = write_lock(opts, resolution.as_ref(), agentfile, &descriptor)?;
-    let pushed = if opts.push {
-        push_tags(opts, store, &descriptor, &tags, progress)?
-    } else {
-        Vec::new()
-    };
+    let pushed = push_if_asked(opts, store, &descriptor, &tags, progress)?;
     Ok(Stored {
         descriptor,
         tags,
@@ -477,6 +469,42 @@ fn resolve_and_store(
         pushed,
         supply,
     })
+}
+
+/// Points every tag at the image.
+fn tag_all(store: &Store, descriptor: &Descriptor, tags: &[String]) -> Result<(), ErrorKind> {
+    for t in tags {
+        store.tag(t, descriptor)?;
+    }
+    Ok(())
+}
+
+/// With `-o`: the image, under its tags, into an oci-archive.
+fn save_archive(
+    opts: &BuildOptions,
+    store: &Store,
+    descriptor: &Descriptor,
+    tags: &[String],
+) -> Result<(), ErrorKind> {
+    if let Some(dest) = &opts.archive {
+        archive::save(store, descriptor, tags, dest)?;
+    }
+    Ok(())
+}
+
+/// With `--push`: [`push_tags`]; nothing otherwise.
+fn push_if_asked(
+    opts: &BuildOptions,
+    store: &Store,
+    descriptor: &Descriptor,
+    tags: &[String],
+    progress: &mut dyn Progress,
+) -> Result<Vec<TransferReport>, ErrorKind> {
+    if opts.push {
+        push_tags(opts, store, descriptor, tags, progress)
+    } else {
+        Ok(Vec::new())
+    }
 }
 
 /// What [`supply_phase`] reads.

@@ -8,8 +8,8 @@
 //! platform writes (that path never comes here).
 
 use super::{
-    lower_plan, push_tags, read_ignore, tags_for, with_labels, write_image, AgentfileText,
-    ErrorKind, Failed, LockWrite, Progress, Stored,
+    lower_plan, push_if_asked, read_ignore, save_archive, tag_all, tags_for, with_labels,
+    write_image, AgentfileText, ErrorKind, Failed, LockWrite, Progress, Stored,
 };
 use crate::build::inputs::FsInputs;
 use crate::build::write::WriteError;
@@ -18,9 +18,9 @@ use crate::lower::Pins;
 use crate::resolve::{self, Lockfile, Resolution};
 use otters_agentfile::diagnostic::Diagnostic;
 use otters_agentfile::ir::Agentfile;
-use otters_core::json::{to_compact, Value};
-use otters_oci::archive;
+use otters_core::json::to_compact;
 use otters_oci::spec::descriptor::{Descriptor, INDEX_V1};
+use otters_oci::store::layout::index_json;
 use otters_oci::{Platform, Store};
 
 /// The platforms `--platform` names: one, or several separated by commas (each given once, in
@@ -93,18 +93,10 @@ pub(super) fn resolve_and_store_each(
         store: store.root().to_owned(),
         source,
     })?;
-    for t in &tags {
-        store.tag(t, &descriptor).map_err(ErrorKind::from)?;
-    }
-    if let Some(dest) = &opts.archive {
-        archive::save(store, &descriptor, &tags, dest).map_err(ErrorKind::from)?;
-    }
+    tag_all(store, &descriptor, &tags)?;
+    save_archive(opts, store, &descriptor, &tags)?;
     let lock = write_locks(opts, resolutions.as_deref(), agentfile, &descriptor)?;
-    let pushed = if opts.push {
-        push_tags(opts, store, &descriptor, &tags, progress)?
-    } else {
-        Vec::new()
-    };
+    let pushed = push_if_asked(opts, store, &descriptor, &tags, progress)?;
     Ok(Stored {
         descriptor,
         tags,
@@ -114,26 +106,14 @@ pub(super) fn resolve_and_store_each(
     })
 }
 
-/// The image index over `manifests` (each with its `platform`), stored: canonical JSON, like the
-/// manifests.
+/// The image index over `manifests` (each with its `platform`, in the order given), stored:
+/// canonical JSON like the manifests, in the shape of the store's own `index.json`.
 pub(crate) fn write_index(
     store: &Store,
     manifests: &[Descriptor],
 ) -> Result<Descriptor, WriteError> {
-    let doc = index_json(manifests);
-    let bytes = to_compact(&doc)?;
+    let bytes = to_compact(&index_json(manifests))?;
     Ok(store.put_manifest(&bytes, INDEX_V1)?)
-}
-
-/// The index document: `schemaVersion`, `mediaType`, `manifests` in the order given.
-pub(crate) fn index_json(manifests: &[Descriptor]) -> Value {
-    Value::object()
-        .with("schemaVersion", 2i64)
-        .with("mediaType", INDEX_V1)
-        .with(
-            "manifests",
-            Value::Array(manifests.iter().map(Descriptor::to_json).collect()),
-        )
 }
 
 /// Writes the multi-platform `Agentfile.lock` (see [`Lockfile::multi_bytes`]) under the same

@@ -162,14 +162,14 @@ pub fn agent_manifest(
     }
 }
 
-/// The platforms an index's entries name (`os/arch[/variant]`, escaped, at most 32), or `none`.
+/// The platforms an index's entries name (`os/arch`, escaped, at most 32), or `none`.
 fn platform_list(manifests: &[Descriptor]) -> String {
     let v: Vec<String> = manifests
         .iter()
         .filter_map(|m| {
-            m.platform
-                .as_ref()
-                .map(|p| otters_oci::validate::escape_text(&p.to_string(), 60))
+            m.platform.as_ref().map(|p| {
+                otters_oci::validate::escape_text(&format!("{}/{}", p.os, p.architecture), 60)
+            })
         })
         .take(32)
         .collect();
@@ -357,26 +357,7 @@ pub fn bin_image(
         .ok_or_else(|| SourceError::NoPlatform {
             reference: reference.to_owned(),
             wanted: platform.to_string(),
-            available: {
-                let v: Vec<String> = doc
-                    .manifests
-                    .iter()
-                    .filter_map(|m| {
-                        m.platform.as_ref().map(|p| {
-                            otters_oci::validate::escape_text(
-                                &format!("{}/{}", p.os, p.architecture),
-                                60,
-                            )
-                        })
-                    })
-                    .take(32)
-                    .collect();
-                if v.is_empty() {
-                    "none".to_owned()
-                } else {
-                    v.join(", ")
-                }
-            },
+            available: platform_list(&doc.manifests),
         })?;
     let inner = read_doc(store, reference, &entry.digest, "the platform manifest")?;
     let mut annotations = doc.annotations.clone();
