@@ -76,11 +76,10 @@ impl World {
     }
 }
 
-/// The raw document skopeo reads at `docker://reference`.
+/// The raw document skopeo reads at `reference` (with its transport: `docker://…`, `oci-archive:…`).
 fn skopeo_raw(reference: &str) -> Vec<u8> {
     let out = Command::new("skopeo")
-        .args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!("docker://{reference}"))
+        .args(["inspect", "--raw", "--tls-verify=false", reference])
         .output()
         .unwrap();
     assert!(
@@ -156,6 +155,7 @@ fn a_two_platform_build_is_an_index_pushed_pulled_and_run_for_the_host() {
 
     // The same build again gives the same index, which --iidfile names too.
     let iid = w.dir().join("iid");
+    let archive = w.dir().join("agent.tar");
     let again = w
         .env
         .ok(&[
@@ -167,16 +167,20 @@ fn a_two_platform_build_is_an_index_pushed_pulled_and_run_for_the_host() {
             &tag,
             "--iidfile",
             iid.to_str().unwrap(),
+            "-o",
+            &format!("type=oci,dest={}", archive.display()),
             ctx_s,
         ])
         .trim()
         .to_owned();
     assert_eq!(again, digest);
     assert_eq!(std::fs::read_to_string(&iid).unwrap().trim(), digest);
+    let archived = skopeo_raw(&format!("oci-archive:{}", archive.display()));
+    assert_eq!(crate::support::sha256(&archived), digest);
 
     // The registry holds an index with one agent manifest per platform, each pinning that
     // platform's runtime and tool.
-    let raw = skopeo_raw(&tag);
+    let raw = skopeo_raw(&format!("docker://{tag}"));
     assert_eq!(crate::support::sha256(&raw), digest);
     let index: Value = serde_json::from_slice(&raw).unwrap();
     assert_eq!(
@@ -192,9 +196,11 @@ fn a_two_platform_build_is_an_index_pushed_pulled_and_run_for_the_host() {
         ["linux/amd64", "linux/arm64"]
     );
     for ((p, manifest), arch) in platforms.iter().zip(["amd64", "arm64"]) {
-        let m: Value =
-            serde_json::from_slice(&skopeo_raw(&format!("{}/agent@{manifest}", w.reg.addr)))
-                .unwrap();
+        let m: Value = serde_json::from_slice(&skopeo_raw(&format!(
+            "docker://{}/agent@{manifest}",
+            w.reg.addr
+        )))
+        .unwrap();
         assert_eq!(
             m["artifactType"], "application/vnd.openotters.agent.v1",
             "{p}"
