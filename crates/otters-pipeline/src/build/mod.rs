@@ -734,20 +734,13 @@ fn write_lock(
         return Ok(None);
     }
     let path = resolve::lock_path_for(p);
-    // A lock of several platforms that has this one keeps the others: only this part changes.
-    let mut locks = resolve::Lockfile::read_all(&path).unwrap_or_default();
-    let mine = locks.iter().position(|l| l.platform == r.lock.platform);
-    let written = match mine {
-        Some(i) if locks.len() > 1 => {
-            locks[i] = r.lock.clone();
-            resolve::Lockfile::write_multi_if_changed(&locks, &path)
-        }
-        _ => r.lock.write_if_changed(&path),
-    };
-    let changed = written.map_err(|source| ErrorKind::Lock {
-        digest: descriptor.digest.clone(),
-        source,
-    })?;
+    let changed = r
+        .lock
+        .write_keeping_others(&path)
+        .map_err(|source| ErrorKind::Lock {
+            digest: descriptor.digest.clone(),
+            source,
+        })?;
     Ok(Some(LockWrite {
         path,
         changed,

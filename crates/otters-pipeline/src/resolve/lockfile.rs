@@ -297,6 +297,19 @@ impl Lockfile {
         write_bytes_if_changed(&self.to_bytes(), path)
     }
 
+    /// [`Self::write_if_changed`], except over a lock of several platforms that has this one:
+    /// then only this platform's part is replaced and the others are kept.
+    pub fn write_keeping_others(&self, path: &Path) -> Result<bool, LockError> {
+        let mut locks = Self::read_all(path).unwrap_or_default();
+        match locks.iter().position(|l| l.platform == self.platform) {
+            Some(i) if locks.len() > 1 => {
+                locks[i] = self.clone();
+                Self::write_multi_if_changed(&locks, path)
+            }
+            _ => self.write_if_changed(path),
+        }
+    }
+
     /// [`Self::write_if_changed`] for the locks of a multi-platform build ([`Self::multi_bytes`]).
     pub fn write_multi_if_changed(locks: &[Lockfile], path: &Path) -> Result<bool, LockError> {
         write_bytes_if_changed(&Self::multi_bytes(locks), path)
@@ -461,6 +474,40 @@ mod tests {
             err.contains("the pin of r:1 is \"sha256:../../x\""),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_multi_platform_lock_reads_per_platform_and_keeps_the_others() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let p = dir.path().join(LOCK_NAME);
+        let mut amd = Lockfile::new("linux/amd64");
+        amd.insert(entry(Role::Runtime, "r:1"));
+        let mut arm = Lockfile::new("linux/arm64");
+        arm.insert(entry(Role::Bin, "b:1"));
+        assert!(Lockfile::write_multi_if_changed(&[amd.clone(), arm.clone()], &p).unwrap());
+        // Today's reader sees a lock for another platform, with no pins.
+        let top = Lockfile::read(&p).unwrap().unwrap();
+        assert_eq!(top.platform, "linux/amd64,linux/arm64");
+        assert!(top.images.is_empty());
+        assert_eq!(
+            Lockfile::read_for(&p, "linux/arm64").unwrap(),
+            Some(arm.clone())
+        );
+        assert_eq!(Lockfile::read_for(&p, "linux/s390x").unwrap(), Some(top));
+        assert_eq!(
+            pinned_beside(&dir.path().join("Agentfile")),
+            ["b:1".to_owned(), "r:1".to_owned()].into_iter().collect()
+        );
+        // One platform rebuilt alone replaces its part and keeps the other.
+        let mut arm2 = Lockfile::new("linux/arm64");
+        arm2.insert(entry(Role::Bin, "c:1"));
+        assert!(arm2.write_keeping_others(&p).unwrap());
+        assert_eq!(Lockfile::read_all(&p).unwrap(), [amd, arm2.clone()]);
+        // A single-platform lock stays a single-platform lock, byte for byte.
+        std::fs::remove_file(&p).unwrap();
+        assert!(arm2.write_keeping_others(&p).unwrap());
+        assert_eq!(std::fs::read(&p).unwrap(), arm2.to_bytes());
+        assert_eq!(Lockfile::read_all(&p).unwrap(), [arm2]);
     }
 
     #[test]
