@@ -25,6 +25,10 @@
 //!   ]
 //! }
 //! ```
+//!
+//! A build for several platforms writes `"platform": "linux/amd64,linux/arm64"`, empty `images`,
+//! and `"platforms": [{"platform", "images"}, …]`, one per platform, each exactly what a build for
+//! that platform alone writes ([`Lockfile::multi_bytes`], read back with [`Lockfile::read_all`]).
 
 use otters_core::json::{to_indented, Value};
 use otters_oci::path_io::{io_err, PathIoError};
