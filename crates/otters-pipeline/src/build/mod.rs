@@ -460,7 +460,12 @@ fn resolve_and_store(
         descriptor: &descriptor,
     })?;
     save_archive(opts, store, &descriptor, &tags)?;
-    let lock = write_lock(opts, resolution.as_ref(), agentfile, &descriptor)?;
+    let lock = write_lock(
+        opts,
+        resolution.as_ref().map(|r| std::slice::from_ref(&r.lock)),
+        agentfile,
+        &descriptor,
+    )?;
     let pushed = push_if_asked(opts, store, &descriptor, &tags, progress)?;
     Ok(Stored {
         descriptor,
@@ -719,32 +724,35 @@ fn write_image(
     Ok(descriptor)
 }
 
-/// Writes `Agentfile.lock` beside the Agentfile, when something was resolved. `--offline` reads
-/// the lock and never writes it (an offline build learns nothing new); stdin has no lock.
+/// Writes `Agentfile.lock` beside the Agentfile, when something was resolved: the lock of one
+/// platform ([`resolve::Lockfile::write_keeping_others`]) or of several
+/// ([`resolve::Lockfile::multi_bytes`]). `--offline` reads the lock and never writes it (an
+/// offline build learns nothing new); stdin has no lock.
 fn write_lock(
     opts: &BuildOptions,
-    resolution: Option<&resolve::Resolution>,
+    locks: Option<&[resolve::Lockfile]>,
     agentfile: &AgentfileText,
     descriptor: &Descriptor,
 ) -> Result<Option<LockWrite>, ErrorKind> {
-    let (Some(r), Some(p)) = (resolution, &agentfile.path) else {
+    let (Some(locks), Some(p)) = (locks, &agentfile.path) else {
         return Ok(None);
     };
     if opts.offline {
         return Ok(None);
     }
     let path = resolve::lock_path_for(p);
-    let changed = r
-        .lock
-        .write_keeping_others(&path)
-        .map_err(|source| ErrorKind::Lock {
-            digest: descriptor.digest.clone(),
-            source,
-        })?;
+    let written = match locks {
+        [one] => one.write_keeping_others(&path),
+        several => resolve::Lockfile::write_multi_if_changed(several, &path),
+    };
+    let changed = written.map_err(|source| ErrorKind::Lock {
+        digest: descriptor.digest.clone(),
+        source,
+    })?;
     Ok(Some(LockWrite {
         path,
         changed,
-        images: r.lock.images.len(),
+        images: locks.iter().map(|l| l.images.len()).sum(),
     }))
 }
 

@@ -9,13 +9,13 @@
 
 use super::{
     lower_plan, push_if_asked, read_ignore, save_archive, tag_all, tags_for, with_labels,
-    write_image, AgentfileText, ErrorKind, Failed, LockWrite, Progress, Stored,
+    write_image, write_lock, AgentfileText, ErrorKind, Failed, Progress, Stored,
 };
 use crate::build::inputs::FsInputs;
 use crate::build::write::WriteError;
 use crate::build::BuildOptions;
 use crate::lower::Pins;
-use crate::resolve::{self, Lockfile, Resolution};
+use crate::resolve::{self, Lockfile};
 use otters_agentfile::diagnostic::Diagnostic;
 use otters_agentfile::ir::Agentfile;
 use otters_core::json::to_compact;
@@ -95,7 +95,10 @@ pub(super) fn resolve_and_store_each(
     })?;
     tag_all(store, &descriptor, &tags)?;
     save_archive(opts, store, &descriptor, &tags)?;
-    let lock = write_locks(opts, resolutions.as_deref(), agentfile, &descriptor)?;
+    let locks: Option<Vec<Lockfile>> = resolutions
+        .as_ref()
+        .map(|rs| rs.iter().map(|r| r.lock.clone()).collect());
+    let lock = write_lock(opts, locks.as_deref(), agentfile, &descriptor)?;
     let pushed = push_if_asked(opts, store, &descriptor, &tags, progress)?;
     Ok(Stored {
         descriptor,
@@ -114,34 +117,6 @@ pub(crate) fn write_index(
 ) -> Result<Descriptor, WriteError> {
     let bytes = to_compact(&index_json(manifests))?;
     Ok(store.put_manifest(&bytes, INDEX_V1)?)
-}
-
-/// Writes the multi-platform `Agentfile.lock` (see [`Lockfile::multi_bytes`]) under the same
-/// conditions as a single-platform build writes its lock.
-fn write_locks(
-    opts: &BuildOptions,
-    resolutions: Option<&[Resolution]>,
-    agentfile: &AgentfileText,
-    descriptor: &Descriptor,
-) -> Result<Option<LockWrite>, ErrorKind> {
-    let (Some(rs), Some(p)) = (resolutions, &agentfile.path) else {
-        return Ok(None);
-    };
-    if opts.offline {
-        return Ok(None);
-    }
-    let path = resolve::lock_path_for(p);
-    let locks: Vec<Lockfile> = rs.iter().map(|r| r.lock.clone()).collect();
-    let changed =
-        Lockfile::write_multi_if_changed(&locks, &path).map_err(|source| ErrorKind::Lock {
-            digest: descriptor.digest.clone(),
-            source,
-        })?;
-    Ok(Some(LockWrite {
-        path,
-        changed,
-        images: locks.iter().map(|l| l.images.len()).sum(),
-    }))
 }
 
 #[cfg(test)]
