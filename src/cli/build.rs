@@ -63,7 +63,8 @@ pub struct Args {
     pub push: bool,
     #[command(flatten)]
     pub attest: super::attest::AttestFlags,
-    /// Platform to resolve RUNTIME and BIN images for (e.g. linux/amd64)
+    /// Platform to resolve RUNTIME and BIN images for (e.g. linux/amd64); several, separated by
+    /// commas (linux/amd64,linux/arm64), build an image index with one manifest per platform
     #[arg(long)]
     pub platform: Option<String>,
     /// Allow plain HTTP and unverified TLS for registries that are not on this machine

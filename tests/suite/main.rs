@@ -15,6 +15,7 @@ mod interop;
 mod lint_cli;
 mod lsp;
 mod mirrors;
+mod multiplatform;
 mod pipeline;
 mod readme_tour;
 mod referrers;

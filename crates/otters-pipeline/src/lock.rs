@@ -108,7 +108,7 @@ pub fn lock(req: &LockRequest) -> Result<Locked, LockFailure> {
             diagnostics,
         }))
     })?;
-    let changed = resolution.lock.write_if_changed(&lock_path)?;
+    let changed = resolution.lock.write_keeping_others(&lock_path)?;
     Ok(Locked {
         file,
         warnings: resolution.warnings,

@@ -16,6 +16,7 @@ pub mod facts;
 pub(crate) mod hash_cache;
 pub(crate) mod ignore;
 pub(crate) mod inputs;
+pub(crate) mod multi;
 pub(crate) mod nofollow;
 pub(crate) mod tarball;
 pub mod write;
@@ -188,6 +189,8 @@ pub enum ErrorKind {
     Inputs(String),
     #[error("--platform: {0}")]
     Platform(#[from] BadPlatform),
+    #[error("--sbom, --provenance and --sign-key attach to one platform's image; a build for several platforms cannot take them yet: build for one --platform at a time to attach them")]
+    SupplyMultiPlatform,
     #[error("-t {tag}: {source}")]
     Tag { tag: String, source: RefNameError },
     #[error("cannot open build context {}: {source}", path.display())]
@@ -418,10 +421,13 @@ fn resolve_and_store(
     analyzed: &Agentfile,
     shown: &mut Vec<Diagnostic>,
 ) -> Result<Stored, Failed> {
-    let platform = match &opts.platform {
-        Some(p) => Platform::parse(p).map_err(ErrorKind::from)?,
-        None => Platform::host(),
-    };
+    let mut platforms = multi::platforms(opts.platform.as_deref())?;
+    if platforms.len() > 1 {
+        return multi::resolve_and_store_each(
+            opts, store, progress, agentfile, analyzed, &platforms, shown,
+        );
+    }
+    let platform = platforms.remove(0);
     let resolution = resolve_images(opts, store, agentfile, analyzed, platform.clone())?;
     let (model, pins, inherited_adds) = match &resolution {
         Some(r) => {
@@ -440,9 +446,7 @@ fn resolve_and_store(
     plan.annotations.extend(opts.annotations.clone());
     let ignore = read_ignore(&inputs)?;
     let descriptor = write_image(opts, store, &plan, &ignore, progress, &agentfile.name)?;
-    for t in &tags {
-        store.tag(t, &descriptor).map_err(ErrorKind::from)?;
-    }
+    tag_all(store, &descriptor, &tags)?;
     let supply = supply_phase(&SupplyPhase {
         opts,
         model: &model,
@@ -455,15 +459,14 @@ fn resolve_and_store(
         platform: &platform,
         descriptor: &descriptor,
     })?;
-    if let Some(dest) = &opts.archive {
-        archive::save(store, &descriptor, &tags, dest).map_err(ErrorKind::from)?;
-    }
-    let lock = write_lock(opts, resolution.as_ref(), agentfile, &descriptor)?;
-    let pushed = if opts.push {
-        push_tags(opts, store, &descriptor, &tags, progress)?
-    } else {
-        Vec::new()
-    };
+    save_archive(opts, store, &descriptor, &tags)?;
+    let lock = write_lock(
+        opts,
+        resolution.as_ref().map(|r| std::slice::from_ref(&r.lock)),
+        agentfile,
+        &descriptor,
+    )?;
+    let pushed = push_if_asked(opts, store, &descriptor, &tags, progress)?;
     Ok(Stored {
         descriptor,
         tags,
@@ -471,6 +474,42 @@ fn resolve_and_store(
         pushed,
         supply,
     })
+}
+
+/// Points every tag at the image.
+fn tag_all(store: &Store, descriptor: &Descriptor, tags: &[String]) -> Result<(), ErrorKind> {
+    for t in tags {
+        store.tag(t, descriptor)?;
+    }
+    Ok(())
+}
+
+/// With `-o`: the image, under its tags, into an oci-archive.
+fn save_archive(
+    opts: &BuildOptions,
+    store: &Store,
+    descriptor: &Descriptor,
+    tags: &[String],
+) -> Result<(), ErrorKind> {
+    if let Some(dest) = &opts.archive {
+        archive::save(store, descriptor, tags, dest)?;
+    }
+    Ok(())
+}
+
+/// With `--push`: [`push_tags`]; nothing otherwise.
+fn push_if_asked(
+    opts: &BuildOptions,
+    store: &Store,
+    descriptor: &Descriptor,
+    tags: &[String],
+    progress: &mut dyn Progress,
+) -> Result<Vec<TransferReport>, ErrorKind> {
+    if opts.push {
+        push_tags(opts, store, descriptor, tags, progress)
+    } else {
+        Ok(Vec::new())
+    }
 }
 
 /// What [`supply_phase`] reads.
@@ -521,6 +560,24 @@ fn resolve_images(
     model: &Agentfile,
     platform: Platform,
 ) -> Result<Option<resolve::Resolution>, Failed> {
+    with_resolve_options(opts, store, agentfile, model, |ropts| {
+        let ropts = resolve::Options {
+            platform,
+            ..ropts.clone()
+        };
+        resolve::resolve(model, &ropts)
+    })
+}
+
+/// Runs `resolve` with the resolution options of this build (the host platform, for the caller
+/// to replace); `None` when there is nothing to resolve.
+fn with_resolve_options<T>(
+    opts: &BuildOptions,
+    store: &Store,
+    agentfile: &AgentfileText,
+    model: &Agentfile,
+    resolver: impl FnOnce(&resolve::Options) -> Result<T, Vec<Diagnostic>>,
+) -> Result<Option<T>, Failed> {
     let a = &model.agent;
     let needs_resolution = !a.is_scratch()
         || a.runtime.as_ref().is_some_and(|r| !r.value.is_empty())
@@ -541,13 +598,13 @@ fn resolve_images(
         offline: opts.offline,
         locked: opts.locked,
         allow_unpinned: opts.allow_unpinned,
-        platform,
+        platform: Platform::host(),
         insecure: opts.insecure,
         lock_path,
         store: store.clone(),
         docker_config: opts.docker_config.clone(),
     };
-    resolve::resolve(model, &ropts)
+    resolver(&ropts)
         .map(Some)
         .map_err(|diags| Failed::with(ErrorKind::Unresolved(agentfile.name.clone()), diags))
 }
@@ -667,32 +724,35 @@ fn write_image(
     Ok(descriptor)
 }
 
-/// Writes `Agentfile.lock` beside the Agentfile, when something was resolved. `--offline` reads
-/// the lock and never writes it (an offline build learns nothing new); stdin has no lock.
+/// Writes `Agentfile.lock` beside the Agentfile, when something was resolved: the lock of one
+/// platform ([`resolve::Lockfile::write_keeping_others`]) or of several
+/// ([`resolve::Lockfile::multi_bytes`]). `--offline` reads the lock and never writes it (an
+/// offline build learns nothing new); stdin has no lock.
 fn write_lock(
     opts: &BuildOptions,
-    resolution: Option<&resolve::Resolution>,
+    locks: Option<&[resolve::Lockfile]>,
     agentfile: &AgentfileText,
     descriptor: &Descriptor,
 ) -> Result<Option<LockWrite>, ErrorKind> {
-    let (Some(r), Some(p)) = (resolution, &agentfile.path) else {
+    let (Some(locks), Some(p)) = (locks, &agentfile.path) else {
         return Ok(None);
     };
     if opts.offline {
         return Ok(None);
     }
     let path = resolve::lock_path_for(p);
-    let changed = r
-        .lock
-        .write_if_changed(&path)
-        .map_err(|source| ErrorKind::Lock {
-            digest: descriptor.digest.clone(),
-            source,
-        })?;
+    let written = match locks {
+        [one] => one.write_keeping_others(&path),
+        several => resolve::Lockfile::write_multi_if_changed(several, &path),
+    };
+    let changed = written.map_err(|source| ErrorKind::Lock {
+        digest: descriptor.digest.clone(),
+        source,
+    })?;
     Ok(Some(LockWrite {
         path,
         changed,
-        images: r.lock.images.len(),
+        images: locks.iter().map(|l| l.images.len()).sum(),
     }))
 }
 

@@ -25,6 +25,10 @@
 //!   ]
 //! }
 //! ```
+//!
+//! A build for several platforms writes `"platform": "linux/amd64,linux/arm64"`, empty `images`,
+//! and `"platforms": [{"platform", "images"}, …]`, one per platform, each exactly what a build for
+//! that platform alone writes ([`Lockfile::multi_bytes`], read back with [`Lockfile::read_all`]).
 
 use otters_core::json::{to_indented, Value};
 use otters_oci::path_io::{io_err, PathIoError};
@@ -175,47 +179,33 @@ impl Lockfile {
 
     /// Canonical bytes: indented JSON in a fixed field order, with a final newline.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let images = self
-            .images
-            .iter()
-            .map(|e| {
-                let mut v = Value::object()
-                    .with("role", e.role.as_str())
-                    .with("reference", e.reference.as_str())
-                    .with("digest", &e.digest);
-                if let Some(i) = &e.index {
-                    v.push("index", i);
-                }
-                if let Some(p) = &e.platform {
-                    v.push("platform", p.as_str());
-                }
-                if let Some(b) = &e.bin {
-                    let mut bv = Value::object().with("name", b.name.as_str());
-                    if let Some(p) = &b.path {
-                        bv.push("path", p.as_str());
-                    }
-                    if let Some(u) = &b.usage_path {
-                        bv.push("usage_path", u.as_str());
-                    }
-                    v.push("bin", bv);
-                }
-                if let Some(d) = &e.description {
-                    v.push("description", d.as_str());
-                }
-                if let Some(u) = &e.usage {
-                    v.push("usage", u.as_str());
-                }
-                v
-            })
-            .collect();
         let doc = Value::object()
             .with("version", Value::Int(self.version))
             .with("platform", self.platform.as_str())
-            .with("images", Value::Array(images));
-        // Only strings and integers: serialisation cannot fail.
-        let mut bytes = to_indented(&doc).unwrap_or_default();
-        bytes.push(b'\n');
-        bytes
+            .with("images", images_json(&self.images));
+        indented(&doc)
+    }
+
+    /// Canonical bytes of the lock of a build for several platforms: `platform` lists them
+    /// (comma-separated), `images` is empty, and `platforms` holds one `{platform, images}` per
+    /// platform, each exactly the `platform` and `images` a build for that platform alone writes.
+    /// A reader that knows only single-platform locks reads it as a lock for another platform.
+    pub fn multi_bytes(locks: &[Lockfile]) -> Vec<u8> {
+        let joined: Vec<&str> = locks.iter().map(|l| l.platform.as_str()).collect();
+        let each = locks
+            .iter()
+            .map(|l| {
+                Value::object()
+                    .with("platform", l.platform.as_str())
+                    .with("images", images_json(&l.images))
+            })
+            .collect();
+        let doc = Value::object()
+            .with("version", Value::Int(LOCK_VERSION))
+            .with("platform", joined.join(","))
+            .with("images", Value::Array(Vec::new()))
+            .with("platforms", Value::Array(each));
+        indented(&doc)
     }
 
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Self, LockError> {
@@ -241,6 +231,61 @@ impl Lockfile {
         })
     }
 
+    /// The lock of each platform: those of a multi-platform lock ([`Self::multi_bytes`]), or the
+    /// lock itself.
+    pub fn parse_all(path: &Path, bytes: &[u8]) -> Result<Vec<Self>, LockError> {
+        let top = Self::parse(path, bytes)?;
+        let multi: MultiLock = serde_json::from_slice(bytes).map_err(|source| LockError::Json {
+            path: path.to_owned(),
+            source,
+        })?;
+        if multi.platforms.is_empty() {
+            return Ok(vec![top]);
+        }
+        multi
+            .platforms
+            .into_iter()
+            .map(|p| {
+                Ok(Lockfile {
+                    version: top.version,
+                    platform: p.platform,
+                    images: p
+                        .images
+                        .into_iter()
+                        .map(|e| e.typed(path))
+                        .collect::<Result<_, _>>()?,
+                })
+            })
+            .collect()
+    }
+
+    /// Reads the lock of each platform at `path` (see [`Self::parse_all`]); empty when there is
+    /// no file.
+    pub fn read_all(path: &Path) -> Result<Vec<Self>, LockError> {
+        match read_lock(path) {
+            Ok(bytes) => Self::parse_all(path, &bytes),
+            Err(e) if e.is_not_found() => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The lock to resolve `platform` against: that platform's lock of a multi-platform lock,
+    /// else the file's lock as it is (`None` when there is no file).
+    pub fn read_for(path: &Path, platform: &str) -> Result<Option<Self>, LockError> {
+        let bytes = match read_lock(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let all = Self::parse_all(path, &bytes)?;
+        if all.len() > 1 {
+            if let Some(l) = all.into_iter().find(|l| l.platform == platform) {
+                return Ok(Some(l));
+            }
+        }
+        Self::parse(path, &bytes).map(Some)
+    }
+
     /// Reads the lock at `path`; `Ok(None)` when there is none.
     pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
         match read_lock(path) {
@@ -253,27 +298,109 @@ impl Lockfile {
     /// Writes the lock (temp file + fsync + rename) unless the file already holds these bytes.
     /// Returns whether the file changed.
     pub fn write_if_changed(&self, path: &Path) -> Result<bool, LockError> {
-        let bytes = self.to_bytes();
-        if read_lock(path).is_ok_and(|old| old == bytes) {
-            return Ok(false);
-        }
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| Path::new("."));
-        let mut tmp = tempfile::Builder::new()
-            // 0666 less the umask, as `cp` or `docker save` would create it: others may read what is
-            // shared (a CI step, another user); the credentials file is the one kept 0600.
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .prefix(".Agentfile.lock.")
-            .tempfile_in(dir)
-            .map_err(io_err("create a temporary file for", path))?;
-        std::io::Write::write_all(&mut tmp, &bytes).map_err(io_err("write", path))?;
-        tmp.as_file().sync_all().map_err(io_err("sync", path))?;
-        tmp.persist(path)
-            .map_err(|e| io_err("replace", path)(e.error))?;
-        Ok(true)
+        write_bytes_if_changed(&self.to_bytes(), path)
     }
+
+    /// [`Self::write_if_changed`], except over a lock of several platforms that has this one:
+    /// then only this platform's part is replaced and the others are kept.
+    pub fn write_keeping_others(&self, path: &Path) -> Result<bool, LockError> {
+        let mut locks = Self::read_all(path).unwrap_or_default();
+        match locks.iter().position(|l| l.platform == self.platform) {
+            Some(i) if locks.len() > 1 => {
+                locks[i] = self.clone();
+                Self::write_multi_if_changed(&locks, path)
+            }
+            _ => self.write_if_changed(path),
+        }
+    }
+
+    /// [`Self::write_if_changed`] for the locks of a multi-platform build ([`Self::multi_bytes`]).
+    pub fn write_multi_if_changed(locks: &[Lockfile], path: &Path) -> Result<bool, LockError> {
+        write_bytes_if_changed(&Self::multi_bytes(locks), path)
+    }
+}
+
+/// The `platforms` of a multi-platform lock (read beside [`Lockfile`], which ignores them).
+#[derive(Deserialize)]
+struct MultiLock {
+    #[serde(default)]
+    platforms: Vec<PlatformLock>,
+}
+
+/// One platform's pins in a multi-platform lock.
+#[derive(Deserialize)]
+struct PlatformLock {
+    platform: String,
+    #[serde(default)]
+    images: Vec<Entry<String>>,
+}
+
+/// Indented JSON with a final newline.
+fn indented(doc: &Value) -> Vec<u8> {
+    // Only strings and integers: serialisation cannot fail.
+    let mut bytes = to_indented(doc).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The `images` array: each entry in a fixed field order.
+fn images_json(images: &[Entry]) -> Value {
+    let images = images
+        .iter()
+        .map(|e| {
+            let mut v = Value::object()
+                .with("role", e.role.as_str())
+                .with("reference", e.reference.as_str())
+                .with("digest", &e.digest);
+            if let Some(i) = &e.index {
+                v.push("index", i);
+            }
+            if let Some(p) = &e.platform {
+                v.push("platform", p.as_str());
+            }
+            if let Some(b) = &e.bin {
+                let mut bv = Value::object().with("name", b.name.as_str());
+                if let Some(p) = &b.path {
+                    bv.push("path", p.as_str());
+                }
+                if let Some(u) = &b.usage_path {
+                    bv.push("usage_path", u.as_str());
+                }
+                v.push("bin", bv);
+            }
+            if let Some(d) = &e.description {
+                v.push("description", d.as_str());
+            }
+            if let Some(u) = &e.usage {
+                v.push("usage", u.as_str());
+            }
+            v
+        })
+        .collect();
+    Value::Array(images)
+}
+
+/// Writes `bytes` at `path` (temp file + fsync + rename) unless the file already holds them.
+fn write_bytes_if_changed(bytes: &[u8], path: &Path) -> Result<bool, LockError> {
+    if read_lock(path).is_ok_and(|old| old == bytes) {
+        return Ok(false);
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        // 0666 less the umask, as `cp` or `docker save` would create it: others may read what is
+        // shared (a CI step, another user); the credentials file is the one kept 0600.
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .prefix(".Agentfile.lock.")
+        .tempfile_in(dir)
+        .map_err(io_err("create a temporary file for", path))?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(io_err("write", path))?;
+    tmp.as_file().sync_all().map_err(io_err("sync", path))?;
+    tmp.persist(path)
+        .map_err(|e| io_err("replace", path)(e.error))?;
+    Ok(true)
 }
 
 /// `Agentfile.lock` beside the Agentfile at `agentfile`.
@@ -286,9 +413,13 @@ pub fn lock_path_for(agentfile: &Path) -> PathBuf {
 /// The references the lock beside `agentfile` pins to a digest (as written in the Agentfile), for
 /// AF201. Empty when there is no lock or it cannot be used: resolution reports that (AF409).
 pub fn pinned_beside(agentfile: &Path) -> std::collections::BTreeSet<String> {
-    match Lockfile::read(&lock_path_for(agentfile)) {
-        Ok(Some(lock)) => lock.images.into_iter().map(|e| e.reference).collect(),
-        _ => std::collections::BTreeSet::new(),
+    match Lockfile::read_all(&lock_path_for(agentfile)) {
+        Ok(locks) => locks
+            .into_iter()
+            .flat_map(|l| l.images)
+            .map(|e| e.reference)
+            .collect(),
+        Err(_) => std::collections::BTreeSet::new(),
     }
 }
 
@@ -347,6 +478,40 @@ mod tests {
             err.contains("the pin of r:1 is \"sha256:../../x\""),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_multi_platform_lock_reads_per_platform_and_keeps_the_others() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let p = dir.path().join(LOCK_NAME);
+        let mut amd = Lockfile::new("linux/amd64");
+        amd.insert(entry(Role::Runtime, "r:1"));
+        let mut arm = Lockfile::new("linux/arm64");
+        arm.insert(entry(Role::Bin, "b:1"));
+        assert!(Lockfile::write_multi_if_changed(&[amd.clone(), arm.clone()], &p).unwrap());
+        // Today's reader sees a lock for another platform, with no pins.
+        let top = Lockfile::read(&p).unwrap().unwrap();
+        assert_eq!(top.platform, "linux/amd64,linux/arm64");
+        assert!(top.images.is_empty());
+        assert_eq!(
+            Lockfile::read_for(&p, "linux/arm64").unwrap(),
+            Some(arm.clone())
+        );
+        assert_eq!(Lockfile::read_for(&p, "linux/s390x").unwrap(), Some(top));
+        assert_eq!(
+            pinned_beside(&dir.path().join("Agentfile")),
+            ["b:1".to_owned(), "r:1".to_owned()].into_iter().collect()
+        );
+        // One platform rebuilt alone replaces its part and keeps the other.
+        let mut arm2 = Lockfile::new("linux/arm64");
+        arm2.insert(entry(Role::Bin, "c:1"));
+        assert!(arm2.write_keeping_others(&p).unwrap());
+        assert_eq!(Lockfile::read_all(&p).unwrap(), [amd, arm2.clone()]);
+        // A single-platform lock stays a single-platform lock, byte for byte.
+        std::fs::remove_file(&p).unwrap();
+        assert!(arm2.write_keeping_others(&p).unwrap());
+        assert_eq!(std::fs::read(&p).unwrap(), arm2.to_bytes());
+        assert_eq!(Lockfile::read_all(&p).unwrap(), [arm2]);
     }
 
     #[test]

@@ -73,31 +73,92 @@ pub struct Resolution {
 /// Resolves `model` (see the module docs), asking the registries over HTTP.
 pub fn resolve(model: &Agentfile, opts: &Options) -> Result<Resolution, Vec<Diagnostic>> {
     let from_span = from_span(model);
-    let old_lock = Lockfile::read(&opts.lock_path)
+    let old_lock = Lockfile::read_for(&opts.lock_path, &opts.platform.to_string())
         .map_err(|e| vec![diags::lock_unreadable(from_span, &e.to_string())])?;
-    let client = if opts.offline {
-        None
-    } else {
-        let c = RegistryClient::new(ClientOptions {
-            insecure: opts.insecure,
-            docker_config: opts.docker_config.clone(),
-            ..ClientOptions::default()
-        })
-        .map_err(|e| {
-            vec![diags::client_failed(
-                from_span,
-                &e.to_string(),
-                old_lock.is_some(),
-            )]
-        })?;
-        Some(c)
-    };
+    let client = client(opts, from_span, old_lock.is_some())?;
     resolve_with(
         model,
         opts,
         old_lock.as_ref(),
         client.as_ref().map(|c| c as &dyn Registry),
     )
+}
+
+/// Resolves `model` once for each of `platforms` (a multi-platform build; `opts.platform` is
+/// ignored), asking the registries over HTTP. Returns one [`Resolution`] per platform, in order.
+pub fn resolve_each(
+    model: &Agentfile,
+    opts: &Options,
+    platforms: &[Platform],
+) -> Result<Vec<Resolution>, Vec<Diagnostic>> {
+    let from_span = from_span(model);
+    let old_locks = Lockfile::read_all(&opts.lock_path)
+        .map_err(|e| vec![diags::lock_unreadable(from_span, &e.to_string())])?;
+    let client = client(opts, from_span, !old_locks.is_empty())?;
+    resolve_each_with(
+        model,
+        opts,
+        platforms,
+        &old_locks,
+        client.as_ref().map(|c| c as &dyn Registry),
+    )
+}
+
+/// [`resolve_each`] with the locks already read (`old_locks`: one per platform, see
+/// [`Lockfile::read_all`]) and the [`Registry`] to ask. Each platform resolves against the lock
+/// of that platform; the diagnostics of every platform are returned together.
+pub fn resolve_each_with(
+    model: &Agentfile,
+    opts: &Options,
+    platforms: &[Platform],
+    old_locks: &[Lockfile],
+    registry: Option<&dyn Registry>,
+) -> Result<Vec<Resolution>, Vec<Diagnostic>> {
+    let mut out = Vec::new();
+    let mut errors: Vec<Diagnostic> = Vec::new();
+    for p in platforms {
+        let name = p.to_string();
+        let old = old_locks.iter().find(|l| l.platform == name);
+        let popts = Options {
+            platform: p.clone(),
+            ..opts.clone()
+        };
+        match resolve_with(model, &popts, old, registry) {
+            Ok(r) => out.push(r),
+            Err(d) => {
+                for d in d {
+                    // A reference every platform fails alike is reported once.
+                    if !errors.contains(&d) {
+                        errors.push(d);
+                    }
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        errors.sort_by_key(Diagnostic::start);
+        Err(errors)
+    }
+}
+
+/// The registry client, or `None` offline.
+fn client(
+    opts: &Options,
+    from_span: Span,
+    has_lock: bool,
+) -> Result<Option<RegistryClient>, Vec<Diagnostic>> {
+    if opts.offline {
+        return Ok(None);
+    }
+    RegistryClient::new(ClientOptions {
+        insecure: opts.insecure,
+        docker_config: opts.docker_config.clone(),
+        ..ClientOptions::default()
+    })
+    .map(Some)
+    .map_err(|e| vec![diags::client_failed(from_span, &e.to_string(), has_lock)])
 }
 
 /// Where a diagnostic with no line of its own points: the FROM line, else the file's start.

@@ -12,6 +12,7 @@ use otters_oci::registry::RegistryError;
 use otters_oci::spec::descriptor::{
     AGENT_CONFIG, ANN_TITLE, CONTEXT_LAYER, FILE_LAYER, TAR_GZIP_LAYER,
 };
+use std::path::Path;
 use tempfile::TempDir;
 
 const RUNTIME: &str = "reg.test/lib/runtime:1";
@@ -834,4 +835,100 @@ fn a_parent_whose_ancestors_lead_back_to_it_is_af407() {
         "inheritance cycle: reg.test/agents/parent:1 -> reg.test/agents/grand:1 -> reg.test/agents/parent:1"
     );
     assert_eq!(at(CHILD, &d[0]), PARENT);
+}
+
+/// A registry whose runtime and jq bin are indexes for linux/amd64 and linux/arm64; returns the
+/// manifests as `[(runtime amd64, runtime arm64), (jq amd64, jq arm64)]`.
+fn two_platform_registry() -> (FakeRegistry, [(Descriptor, Descriptor); 2]) {
+    let mut fake = FakeRegistry::new();
+    let rt_amd = image(&mut fake, "linux/amd64", &[], None);
+    let rt_arm = image(&mut fake, "linux/arm64", &[], None);
+    let rt = fake.index(&[("linux/amd64", &rt_amd), ("linux/arm64", &rt_arm)]);
+    fake.tag(RUNTIME, &rt);
+    let jq_amd = image(&mut fake, "linux/amd64", &bin("jq"), Some("jq FILTER FILE"));
+    let jq_arm = image(&mut fake, "linux/arm64", &bin("jq"), Some("jq FILTER FILE"));
+    let jq = fake.index(&[("linux/amd64", &jq_amd), ("linux/arm64", &jq_arm)]);
+    fake.tag(JQ, &jq);
+    (fake, [(rt_amd, rt_arm), (jq_amd, jq_arm)])
+}
+
+#[test]
+fn two_platforms_resolve_runtime_and_bin_once_per_platform() {
+    let dir = TempDir::new().unwrap_or_else(|e| panic!("{e}"));
+    let (fake, [(rt_amd, rt_arm), (jq_amd, jq_arm)]) = two_platform_registry();
+    let platforms = [platform("linux/amd64"), platform("linux/arm64")];
+    let res = resolve_each_with(
+        &model(AGENT),
+        &options(&dir, "linux/s390x"),
+        &platforms,
+        &[],
+        Some(&fake),
+    )
+    .unwrap_or_else(|d| panic!("{d:#?}"));
+    assert_eq!(res.len(), 2);
+    for (r, (p, rt, jq)) in res.iter().zip([
+        ("linux/amd64", &rt_amd, &jq_amd),
+        ("linux/arm64", &rt_arm, &jq_arm),
+    ]) {
+        assert_eq!(r.lock.platform, p);
+        assert_eq!(
+            r.pins.runtime.as_ref().map(|x| &x.digest),
+            Some(&rt.digest),
+            "{p}"
+        );
+        assert_eq!(r.pins.bins.get("jq").map(|x| &x.digest), Some(&jq.digest));
+        assert_eq!(
+            r.lock
+                .get(Role::Bin, JQ)
+                .and_then(|e| e.platform.as_deref()),
+            Some(p)
+        );
+    }
+    // The multi-platform lock reads back as the same per-platform locks, and each is exactly the
+    // lock a single-platform build writes.
+    let locks: Vec<Lockfile> = res.iter().map(|r| r.lock.clone()).collect();
+    let bytes = Lockfile::multi_bytes(&locks);
+    let back =
+        Lockfile::parse_all(Path::new("Agentfile.lock"), &bytes).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back, locks);
+    let single = ok(resolve_with(
+        &model(AGENT),
+        &options(&dir, "linux/arm64"),
+        None,
+        Some(&fake),
+    ));
+    assert_eq!(single.lock, locks[1]);
+    // Offline, each platform takes its pins from its own part of the lock.
+    let mut offline = options(&dir, "linux/s390x");
+    offline.offline = true;
+    let again = resolve_each_with(&model(AGENT), &offline, &platforms, &back, None)
+        .unwrap_or_else(|d| panic!("{d:#?}"));
+    assert_eq!(again[1].pins.runtime, res[1].pins.runtime);
+    assert_eq!(again[0].pins.bins, res[0].pins.bins);
+}
+
+#[test]
+fn a_platform_an_image_lacks_fails_with_af411_naming_image_and_platform() {
+    let dir = TempDir::new().unwrap_or_else(|e| panic!("{e}"));
+    let (mut fake, [(rt_amd, _), _]) = two_platform_registry();
+    // The runtime is published for amd64 only; jq for both.
+    let rt = fake.index(&[("linux/amd64", &rt_amd)]);
+    fake.tag(RUNTIME, &rt);
+    let platforms = [platform("linux/amd64"), platform("linux/arm64")];
+    let d = resolve_each_with(
+        &model(AGENT),
+        &options(&dir, "linux/amd64"),
+        &platforms,
+        &[],
+        Some(&fake),
+    )
+    .err()
+    .unwrap_or_else(|| panic!("a missing platform must fail"));
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert_eq!(d[0].code.as_str(), "AF411");
+    assert_eq!(
+        d[0].message,
+        "image `reg.test/lib/runtime:1` has no image for linux/arm64: it is built for linux/amd64"
+    );
+    assert_eq!(at(AGENT, &d[0]), RUNTIME);
 }

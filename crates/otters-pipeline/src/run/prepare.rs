@@ -159,7 +159,8 @@ pub fn prepare(
     digest: &Digest,
     req: Request,
 ) -> Result<Prepared, PrepareError> {
-    let image = source::load_agent(store, reference, digest)?;
+    let manifest = source::agent_manifest(store, reference, digest, &req.platform)?;
+    let image = source::load_agent(store, reference, &manifest)?;
     let name = agent_name(req.name, &image)?;
     let root = req
         .root

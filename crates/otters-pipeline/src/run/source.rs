@@ -138,6 +138,48 @@ fn read_doc(
     })
 }
 
+/// The agent manifest to run: `digest` itself when it is a manifest; when it is an image index
+/// (a multi-platform build), the entry for `platform` ([`Platform::pick`]), or
+/// [`SourceError::NoPlatform`] listing the platforms the index has.
+pub fn agent_manifest(
+    store: &Store,
+    reference: &str,
+    digest: &Digest,
+    platform: &Platform,
+) -> Result<Digest, SourceError> {
+    let doc = read_doc(store, reference, digest, "the manifest")?;
+    if doc.media_type != Some(MediaType::OciIndex) && doc.manifests.is_empty() {
+        return Ok(digest.clone());
+    }
+    let candidates = Platform::candidates(&doc.manifests);
+    match platform.pick(&candidates) {
+        Some((_, d)) => Ok(d),
+        None => Err(SourceError::NoPlatform {
+            reference: reference.to_owned(),
+            wanted: platform.to_string(),
+            available: platform_list(&doc.manifests),
+        }),
+    }
+}
+
+/// The platforms an index's entries name (`os/arch`, escaped, at most 32), or `none`.
+fn platform_list(manifests: &[Descriptor]) -> String {
+    let v: Vec<String> = manifests
+        .iter()
+        .filter_map(|m| {
+            m.platform.as_ref().map(|p| {
+                otters_oci::validate::escape_text(&format!("{}/{}", p.os, p.architecture), 60)
+            })
+        })
+        .take(32)
+        .collect();
+    if v.is_empty() {
+        "none".to_owned()
+    } else {
+        v.join(", ")
+    }
+}
+
 /// Load an agent image: manifest, config blob (re-validated by decoding it) and pins.
 pub fn load_agent(
     store: &Store,
@@ -315,26 +357,7 @@ pub fn bin_image(
         .ok_or_else(|| SourceError::NoPlatform {
             reference: reference.to_owned(),
             wanted: platform.to_string(),
-            available: {
-                let v: Vec<String> = doc
-                    .manifests
-                    .iter()
-                    .filter_map(|m| {
-                        m.platform.as_ref().map(|p| {
-                            otters_oci::validate::escape_text(
-                                &format!("{}/{}", p.os, p.architecture),
-                                60,
-                            )
-                        })
-                    })
-                    .take(32)
-                    .collect();
-                if v.is_empty() {
-                    "none".to_owned()
-                } else {
-                    v.join(", ")
-                }
-            },
+            available: platform_list(&doc.manifests),
         })?;
     let inner = read_doc(store, reference, &entry.digest, "the platform manifest")?;
     let mut annotations = doc.annotations.clone();
