@@ -426,7 +426,11 @@ fn resolve_and_store(
     let mut plan = lower_plan(opts, agentfile, &model, &pins, inherited_adds, &inputs)?;
     plan.annotations.extend(opts.annotations.clone());
     let ignore = read_ignore(&inputs)?;
-    let descriptor = write_image(opts, store, &plan, &ignore, progress, &agentfile.name)?;
+    // The image's blobs are written without a per-blob fsync and made durable in one pass
+    // before any tag (or a user's `otters tag` of the printed digest) can point at them.
+    let batch = store.batched();
+    let descriptor = write_image(opts, &batch, &plan, &ignore, progress, &agentfile.name)?;
+    batch.sync_batch().map_err(ErrorKind::from)?;
     for t in &tags {
         store.tag(t, &descriptor).map_err(ErrorKind::from)?;
     }
@@ -493,10 +497,9 @@ fn with_labels<'m>(model: &'m Agentfile, labels: &BTreeMap<String, String>) -> C
     }
     let mut m = model.clone();
     for (k, v) in labels {
-        m.agent.labels.insert(
-            k.clone(),
-            otters_agentfile::ir::Node::new(v.clone(), None),
-        );
+        m.agent
+            .labels
+            .insert(k.clone(), otters_agentfile::ir::Node::new(v.clone(), None));
     }
     Cow::Owned(m)
 }
