@@ -35,6 +35,12 @@ pub const COPY_BUFFER: usize = 1 << 20;
 /// How many copy buffers the read/hash and write threads pass between them.
 pub const PIPELINE_BUFFERS: usize = 4;
 
+/// Every this many bytes written, the blob writer asks its syncer thread to `fdatasync` the file:
+/// write-back then runs while reading and hashing go on, and the final fsync (or the batch's
+/// pass) waits only for the tail. Measured on a 512 MiB blob (docs/performance.md): 4, 8, 16
+/// and 32 MiB all cut the build from ~1.7x to ~1.2x the hashing floor; 64 MiB gained little.
+pub const WRITEBACK_STEP: u64 = 16 << 20;
+
 /// An unlocked temp file this old is left over by a killed writer. (Every writer of this version
 /// holds a lock; the age only protects a writer that predates the lock.)
 pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
@@ -160,7 +166,9 @@ impl Store {
         });
         if let Err(e) = synced {
             // Not durable: keep them pending, so a retry syncs them again.
-            pending.into_iter().for_each(|p| batch.record(p));
+            for path in pending {
+                batch.record(path);
+            }
             return Err(e.into());
         }
         let dir = self.root.join("blobs/sha256");
@@ -270,8 +278,10 @@ impl Store {
 
     /// Streams `reader` into a blob, calling `progress` with each chunk's length.
     ///
-    /// Two threads share the work: this one reads and hashes, a writer thread writes (the fsync
-    /// comes at the end, or in the batch's pass), so hashing and copying overlap instead of adding up. (Flushing
+    /// Three threads share the work: this one reads and hashes, a writer thread writes, and a
+    /// syncer thread started by the writer flushes what is written every [`WRITEBACK_STEP`]
+    /// bytes, so hashing, copying and write-back overlap instead of adding up; the last fsync
+    /// comes at the end (or in the batch's pass, see [`Store::batched`]). (Flushing
     /// every 64 or 256 MiB to overlap write-back was measured and was slower on ext4.) Each byte is read once and hashed once; at most
     /// [`PIPELINE_BUFFERS`] buffers of [`COPY_BUFFER`] bytes are alive.
     pub fn put_blob_from_reader(
@@ -300,7 +310,7 @@ impl Store {
         progress: &mut dyn FnMut(u64),
     ) -> Result<(Digest, u64), StoreError> {
         let tmp = locked_temp(&self.tmp_dir(), "blob-")?;
-        let mut file = tmp.reopen().map_err(io_err("open", tmp.path()))?;
+        let file = tmp.reopen().map_err(io_err("open", tmp.path()))?;
         let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(PIPELINE_BUFFERS);
         let (empty_tx, empty_rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_BUFFERS);
         for _ in 0..PIPELINE_BUFFERS {
@@ -310,11 +320,33 @@ impl Store {
         let mut total = 0u64;
         let (read_result, write_result) = std::thread::scope(|s| {
             let writer = s.spawn(move || -> io::Result<()> {
-                for (buf, n) in full_rx {
-                    file.write_all(&buf[..n])?;
-                    let _ = empty_tx.send(buf);
-                }
-                Ok(())
+                let file = &file;
+                let (nudge, nudged) = mpsc::sync_channel::<()>(1);
+                std::thread::scope(|s2| {
+                    let syncer = s2.spawn(move || -> io::Result<()> {
+                        for () in nudged {
+                            file.sync_data()?;
+                        }
+                        Ok(())
+                    });
+                    let mut since = 0u64;
+                    let mut out = file;
+                    let wrote = full_rx.into_iter().try_for_each(|(buf, n)| {
+                        out.write_all(&buf[..n])?;
+                        let _ = empty_tx.send(buf);
+                        since += n as u64;
+                        if since >= WRITEBACK_STEP {
+                            since = 0;
+                            let _ = nudge.try_send(());
+                        }
+                        Ok::<(), io::Error>(())
+                    });
+                    drop(nudge);
+                    let flushed = syncer
+                        .join()
+                        .unwrap_or_else(|_| Err(io::Error::other("the syncer panicked")));
+                    wrote.and(flushed)
+                })
             });
             let read_result = loop {
                 // The writer has stopped (it failed): its error is reported below.
