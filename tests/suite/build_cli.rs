@@ -542,3 +542,89 @@ fn a_build_killed_midway_leaves_the_store_readable() {
     }
     build(&env, &[ctx.to_str().unwrap()]);
 }
+
+/// A build writes its blobs without a per-blob fsync and makes them durable in one pass before it
+/// tags: killed after its big blob is in `blobs/` under its digest name (in full) and before the
+/// tag, it leaves no tag behind, the store readable, and a rerun succeeds.
+#[test]
+fn a_build_killed_between_its_blobs_and_its_tag_leaves_no_tag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ctx = tmp.path().join("ctx");
+    fs::create_dir_all(&ctx).unwrap();
+    fs::write(
+        ctx.join("Agentfile"),
+        "FROM scratch\nNAME big\nADD big.bin\n",
+    )
+    .unwrap();
+    let size: u64 = 96 << 20;
+    fs::File::create(ctx.join("big.bin"))
+        .unwrap()
+        .set_len(size)
+        .unwrap();
+    let env = Env::new();
+    build(
+        &env,
+        &["-t", "before", fixture("minimal").to_str().unwrap()],
+    );
+    let blobs = env.store().join("blobs/sha256");
+    let index = env.store().join("index.json");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
+        .env("OTTERS_HOME", env.home())
+        .args([
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "-q",
+            "--no-cache",
+            "-t",
+            "big",
+        ])
+        .arg(&ctx)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let placed = loop {
+        let whole = fs::read_dir(&blobs)
+            .unwrap()
+            .flatten()
+            .find(|e| e.metadata().is_ok_and(|m| m.len() == size));
+        if let Some(e) = whole {
+            break e.path();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the blob never appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    // Read before the kill: the blob is in place and no tag points at it yet.
+    let tags_then = fs::read_to_string(&index).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!tags_then.contains("big:latest"), "{tags_then}");
+    // Renamed only once whole: never a partial blob under a digest name.
+    assert_eq!(fs::metadata(&placed).unwrap().len(), size);
+    let listed = env.otters().arg("images").assert().success();
+    let listed = String::from_utf8_lossy(&listed.get_output().stdout).into_owned();
+    assert!(
+        listed.contains("before") && !listed.contains("big"),
+        "{listed}"
+    );
+    let raw = skopeo(&[
+        "inspect",
+        "--raw",
+        &format!("oci:{}:before:latest", env.store().display()),
+    ]);
+    assert!(!raw.is_empty());
+    let digest = build(&env, &["-t", "big", ctx.to_str().unwrap()]);
+    assert!(!digest.is_empty());
+    // The rerun's image is whole: skopeo reads its manifest and every blob's digest checks.
+    let copy = tmp.path().join("copy");
+    skopeo(&[
+        "copy",
+        &format!("oci:{}:big:latest", env.store().display()),
+        &format!("oci:{}:big", copy.display()),
+    ]);
+}

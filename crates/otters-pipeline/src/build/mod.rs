@@ -445,7 +445,11 @@ fn resolve_and_store(
     let mut plan = lower_plan(opts, agentfile, &model, &pins, inherited_adds, &inputs)?;
     plan.annotations.extend(opts.annotations.clone());
     let ignore = read_ignore(&inputs)?;
-    let descriptor = write_image(opts, store, &plan, &ignore, progress, &agentfile.name)?;
+    // The image's blobs are written without a per-blob fsync and made durable in one pass
+    // before any tag (or a user's `otters tag` of the printed digest) can point at them.
+    let batch = store.batched();
+    let descriptor = write_image(opts, &batch, &plan, &ignore, progress, &agentfile.name)?;
+    batch.sync_batch().map_err(ErrorKind::from)?;
     tag_all(store, &descriptor, &tags)?;
     let supply = supply_phase(&SupplyPhase {
         opts,
