@@ -347,9 +347,13 @@ pub fn pull_image(
 ) -> Result<(Descriptor, TransferReport), RegistryError> {
     let top = client.fetch_manifest(r)?;
     let mut report = TransferReport::new(r.to_string(), top.digest.clone(), top.media_type.clone());
+    // Every blob the image needs, written now or found already stored (perhaps renamed into place
+    // by a concurrent build that has not synced it yet), is made durable in one pass before the
+    // caller can tag the image: no tag ever points at a blob that is not durable.
+    let batch = store.batched();
     pull_node(
         client,
-        store,
+        &batch,
         r,
         &top.bytes,
         &top.media_type,
@@ -358,7 +362,8 @@ pub fn pull_image(
         &mut report,
         0,
     )?;
-    let desc = store.put_manifest(&top.bytes, &top.media_type)?;
+    let desc = batch.put_manifest(&top.bytes, &top.media_type)?;
+    batch.sync_batch()?;
     sources.add(&desc.digest, r);
     report.from = client.served_from();
     Ok((desc, report))
