@@ -311,6 +311,32 @@ fn swap(
         }
         moved.push(d);
     }
+    // One atomic exchange where the filesystem has it: the root always names a whole tree, so a
+    // concurrent run of the same agent never execs into the gap between two renames. The old tree
+    // is left at the temp path, whose guard deletes it.
+    match rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        tmp.path(),
+        rustix::fs::CWD,
+        root,
+        rustix::fs::RenameFlags::EXCHANGE,
+    ) {
+        Ok(()) => return Ok(()),
+        Err(e)
+            if e == rustix::io::Errno::INVAL
+                || e == rustix::io::Errno::NOSYS
+                || e == rustix::io::Errno::OPNOTSUPP => {}
+        Err(e) => {
+            let stranded = put_back(&new, &old, &moved);
+            let e = MaterialiseError::from(PathIoError {
+                action: "swap the new tree in at",
+                path: root.to_owned(),
+                source: e.into(),
+            });
+            return Err(failed(e, &stranded, tmp));
+        }
+    }
+    // No exchange here (an old kernel or a filesystem without it): move aside, then move in.
     let parent = root.parent().unwrap_or(Path::new("/"));
     let base = root
         .file_name()
