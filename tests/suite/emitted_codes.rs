@@ -50,22 +50,6 @@ struct Found {
     severity_writes: Vec<usize>,
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 /// Files that are whole test modules: `#[cfg(test)] mod name;` next to them.
 fn test_module_files(files: &[(PathBuf, String)]) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -172,18 +156,7 @@ fn scan(text: &str) -> Found {
 /// workspace root (`crates/...` or `src/...`).
 fn sources() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut paths = Vec::new();
-    rust_files(&root.join("src"), &mut paths);
-    let crates = root.join("crates");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&crates)
-        .expect("crates/ exists")
-        .filter_map(|e| Some(e.ok()?.path().join("src")))
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    for d in dirs {
-        rust_files(&d, &mut paths);
-    }
+    let paths = crate::tidy::all_source_files();
     let files: Vec<(PathBuf, String)> = paths
         .into_iter()
         .map(|p| {

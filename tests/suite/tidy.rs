@@ -39,7 +39,8 @@ fn crate_sources() -> Vec<(String, PathBuf)> {
     out
 }
 
-fn all_source_files() -> Vec<PathBuf> {
+/// Every `.rs` file under the `src/` of the binary and of each crate, in path order.
+pub(crate) fn all_source_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     for (_, src) in crate_sources() {
         rust_files(&src, &mut files);

@@ -30,6 +30,10 @@ pub struct Document {
     /// The capability names completion offers: the catalogue the checks used.
     pub capabilities: Vec<String>,
     ast: OnceCell<Ast>,
+    /// The project's options as they were asked for when the document was opened (or the project
+    /// last changed), with why they could not be used: an edit reuses them rather than reading
+    /// `otters.toml` and the lock again on every keystroke.
+    settings: (Options, Option<String>),
 }
 
 impl Document {
@@ -39,14 +43,37 @@ impl Document {
         } else {
             None
         };
+        let settings = match project.options(path.as_deref()) {
+            Ok(o) => (o, None),
+            Err(e) => (Options::default(), Some(e)),
+        };
+        Document::checked(uri, path, version, text, settings)
+    }
+
+    /// The document after an edit: the new text, checked with the options it already has.
+    #[must_use]
+    pub fn edited(&self, version: i32, text: String) -> Document {
+        Document::checked(
+            self.uri.clone(),
+            self.path.clone(),
+            version,
+            text,
+            self.settings.clone(),
+        )
+    }
+
+    fn checked(
+        uri: Url,
+        path: Option<PathBuf>,
+        version: i32,
+        text: String,
+        settings: (Options, Option<String>),
+    ) -> Document {
         let name = path.as_ref().map_or_else(
             || uri.as_str().to_owned(),
             |p| p.to_string_lossy().into_owned(),
         );
-        let (opts, mut problem) = match project.options(path.as_deref()) {
-            Ok(o) => (o, None),
-            Err(e) => (Options::default(), Some(e)),
-        };
+        let (opts, mut problem) = (&settings.0, settings.1.clone());
         let capabilities = opts.capability_catalogue.clone().unwrap_or_else(|| {
             check::BUILTIN_CATALOGUE
                 .iter()
@@ -61,7 +88,7 @@ impl Document {
             ));
             (Vec::new(), ir::Agentfile::default())
         } else {
-            let a = check::analyze(&file, &opts);
+            let a = check::analyze(&file, opts);
             (a.diagnostics, a.model)
         };
         Document {
@@ -74,6 +101,7 @@ impl Document {
             problem,
             capabilities,
             ast: OnceCell::new(),
+            settings,
         }
     }
 

@@ -69,7 +69,10 @@ impl State {
                 }
             }
         }
-        Some(self.open(uri.clone(), version, text))
+        let doc = doc.edited(version, text);
+        let out = self.publish(&doc);
+        self.docs.insert(uri.clone(), doc);
+        Some(out)
     }
 
     /// `textDocument/didClose`: forgets the document and clears its diagnostics.
