@@ -324,10 +324,9 @@ pub fn run(mut a: Args) -> CliResult {
     let epoch = epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).map_err(fail)?;
     let (context, agentfile) = agentfile(&a)?;
     let home = super::otters_home();
-    let store_root = match &output {
-        Some(Output::Layout(dir)) => dir.clone(),
-        _ => home.join("store"),
-    };
+    // A layout destination is not the store: the image is built in the store, then written
+    // there through directory handles (it may hold links planted by whoever shipped the tree).
+    let store_root = home.join("store");
     let store = Store::open(&store_root)
         .map_err(|e| fail_in(format!("cannot open the store {}", store_root.display()), e))?;
     let opts = BuildOptions {
@@ -362,6 +361,16 @@ pub fn run(mut a: Args) -> CliResult {
         // Written by the build before the referrers existed: again, with them.
         otters_oci::archive::save(&store, &out.descriptor, &out.tags, dest)
             .map_err(|e| fail_in(format!("cannot write {}", dest.display()), e))?;
+    }
+    if let Some(Output::Layout(dir)) = &output {
+        let images = [(out.descriptor.clone(), out.tags.clone())];
+        otters_oci::archive::layout_dir::export_layout(&store, &images, dir).map_err(|e| {
+            let what = format!(
+                "the image was built ({}) but not written",
+                out.descriptor.digest
+            );
+            fail_in(what, e)
+        })?;
     }
     if !a.quiet && a.format == Format::Text {
         for (what, d) in &attached {
@@ -499,7 +508,9 @@ fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
         for t in &out.tags {
             eprintln!("tagged {t}");
         }
-        if let Some(Output::Archive(dest)) = a.output.as_deref().map(parse_output).transpose()? {
+        if let Some(Output::Archive(dest) | Output::Layout(dest)) =
+            a.output.as_deref().map(parse_output).transpose()?
+        {
             eprintln!("wrote {}", dest.display());
         }
         if let Some(l) = out.lock.as_ref().filter(|l| l.changed) {

@@ -29,6 +29,7 @@ mod run_args;
 mod security_extract;
 mod security_frontend;
 mod security_inputs;
+mod security_layouts;
 mod security_registry;
 mod security_store;
 mod store;

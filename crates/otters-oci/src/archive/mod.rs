@@ -6,6 +6,7 @@
 //! the destination in place (temp + fsync + rename), or load a blob whose bytes do not match its
 //! name. Archives are deterministic: entries sorted, mode 0644/0755, uid/gid 0, mtime 0.
 
+pub mod layout_dir;
 pub mod local;
 pub mod tar_reader;
 
@@ -32,14 +33,18 @@ pub enum ArchiveError {
     Malformed { path: PathBuf, what: String },
     #[error("{}: {what}; is it an OCI image layout (as written by `skopeo copy … oci:DIR`)?", path.display())]
     Layout { path: PathBuf, what: String },
+    #[error("cannot write an oci-archive to {}: {what}; name a regular file (or a FIFO or character device, which is written as a stream)", path.display())]
+    Output { path: PathBuf, what: String },
+    #[error("cannot write the OCI layout {}: {what}", path.display())]
+    Destination { path: PathBuf, what: String },
 }
 
 #[derive(Deserialize)]
-struct Doc {
+pub(crate) struct Doc {
     #[serde(rename = "mediaType", default)]
     media_type: Option<String>,
     #[serde(default)]
-    manifests: Vec<Descriptor>,
+    pub(crate) manifests: Vec<Descriptor>,
     #[serde(default)]
     config: Option<Descriptor>,
     #[serde(default)]
@@ -112,7 +117,8 @@ pub fn save(
 }
 
 /// Writes several images, each `(root, tags)`, into one archive at `dest` (a temp file beside
-/// it, fsynced, then renamed: `dest` is never left half written).
+/// it, fsynced, then renamed: `dest` is never left half written). A FIFO or character device at
+/// `dest` is written as a stream, never replaced (see [`open_stream_dest`]).
 pub fn save_many(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
@@ -124,6 +130,18 @@ pub fn save_many(
         .unwrap_or(Path::new("."));
     // Checked before the temp file exists: a missing blob leaves nothing behind.
     let blobs = all_blobs(store, images)?;
+    if let Some(stream) = open_stream_dest(dest)? {
+        write_archive(
+            store,
+            images,
+            &blobs,
+            BufWriter::with_capacity(COPY_BUFFER, stream),
+            dest,
+        )?
+        .into_inner()
+        .map_err(|e| io_err("write", dest)(e.into_error()))?;
+        return Ok(());
+    }
     let tmp = tempfile::Builder::new()
         // 0666 less the umask, as `cp` or `docker save` would create it: others may read what is
         // shared (a CI step, another user); the credentials file is the one kept 0600.
@@ -148,6 +166,45 @@ pub fn save_many(
     Ok(())
 }
 
+/// What `dest` is, for a writer that replaces files by renaming: `None` when it may be replaced
+/// (nothing there, a regular file, or a link that leads to neither a FIFO nor a character
+/// device); the opened stream when it is a FIFO or character device (`/dev/null`, a named pipe),
+/// which is written into, never replaced; an error for anything else (a directory, a block
+/// device, a socket) or a terminal.
+pub fn open_stream_dest(dest: &Path) -> Result<Option<File>, ArchiveError> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = match std::fs::metadata(dest) {
+        Ok(m) => m.file_type(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("look at", dest)(e).into()),
+    };
+    let refuse = |what: &str| ArchiveError::Output {
+        path: dest.to_owned(),
+        what: what.to_owned(),
+    };
+    if kind.is_file() {
+        return Ok(None);
+    }
+    if !kind.is_fifo() && !kind.is_char_device() {
+        return Err(refuse(if kind.is_dir() {
+            "it is a directory"
+        } else if kind.is_block_device() {
+            "it is a block device, which otters never replaces or writes"
+        } else {
+            "it is neither a regular file, a FIFO nor a character device"
+        }));
+    }
+    // Opened for writing without creating or truncating: the node itself stays as it is.
+    let file = File::options()
+        .write(true)
+        .open(dest)
+        .map_err(io_err("open", dest))?;
+    if std::io::IsTerminal::is_terminal(&file) {
+        return Err(refuse("it is a terminal"));
+    }
+    Ok(Some(file))
+}
+
 /// Writes several images into one archive on `out` (standard output: `otters save a b | …`).
 /// Every blob is checked to be in the store before the first byte is written; a blob found
 /// damaged while copied ends the stream early with an error, which a reader sees as a truncated
@@ -165,7 +222,7 @@ pub fn save_stream<W: Write>(
 }
 
 /// Every blob the images and their referrers reach, each once, in a stable order.
-fn all_blobs(
+pub(crate) fn all_blobs(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
 ) -> Result<BTreeSet<(Digest, u64)>, StoreError> {
@@ -200,12 +257,13 @@ fn referrers_of(
     Ok(out)
 }
 
-/// The archive's `index.json`: one entry per tag of each image (with its ref name annotation),
-/// or one entry without a ref name for an image saved untagged; then the images' referrers.
-fn archive_index(
+/// The archive's `index.json` entries: one entry per tag of each image (with its ref name
+/// annotation), or one entry without a ref name for an image saved untagged; then the images'
+/// referrers.
+pub(crate) fn archive_entries(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
-) -> Result<Vec<u8>, StoreError> {
+) -> Result<Vec<Descriptor>, StoreError> {
     let mut entries = Vec::new();
     for (root, tags) in images {
         for t in tags {
@@ -220,7 +278,14 @@ fn archive_index(
         }
     }
     entries.extend(referrers_of(store, images)?);
-    Ok(to_compact(&index_json(&entries)).unwrap_or_default())
+    Ok(entries)
+}
+
+fn archive_index(
+    store: &Store,
+    images: &[(Descriptor, Vec<String>)],
+) -> Result<Vec<u8>, StoreError> {
+    Ok(to_compact(&index_json(&archive_entries(store, images)?)).unwrap_or_default())
 }
 
 fn write_archive<W: Write>(
@@ -407,16 +472,30 @@ pub fn check_graph(store: &Store, root: &Descriptor, src: &Path) -> Result<(), A
     Ok(())
 }
 
-/// Reads at most [`MAX_MANIFEST`] bytes of a regular file (a FIFO or device is refused).
-fn read_small(path: &Path, src: &Path) -> Result<Vec<u8>, ArchiveError> {
-    let file = File::open(path).map_err(io_err("open", path))?;
+/// Opens a file of the layout `src` for reading: non-blocking, so a FIFO or device put in a
+/// blob's place never hangs the reader, and refused unless `fstat` says it is a regular file.
+fn open_regular(path: &Path, src: &Path) -> Result<File, ArchiveError> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd =
+        rustix::fs::open(path, flags, Mode::empty()).map_err(|e| io_err("open", path)(e.into()))?;
+    let file = File::from(fd);
     let meta = file.metadata().map_err(io_err("read", path))?;
     if !meta.is_file() {
         return Err(ArchiveError::Layout {
             path: src.to_owned(),
-            what: format!("{} is not a regular file", path.display()),
+            what: format!(
+                "{} is not a regular file (a FIFO, device or directory is never read)",
+                path.display()
+            ),
         });
     }
+    Ok(file)
+}
+
+/// Reads at most [`MAX_MANIFEST`] bytes of a regular file (a FIFO or device is refused).
+fn read_small(path: &Path, src: &Path) -> Result<Vec<u8>, ArchiveError> {
+    let file = open_regular(path, src)?;
     let mut bytes = Vec::new();
     file.take(MAX_MANIFEST as u64 + 1)
         .read_to_end(&mut bytes)
@@ -493,9 +572,9 @@ pub fn import_layout(store: &Store, dir: &Path, root: &Descriptor) -> Result<(),
         if store.stored_size(&digest) == Some(d.size) {
             continue;
         }
-        let file = File::open(&path).map_err(io_err("open", &path))?;
+        let file = open_regular(&path, dir)?;
         let meta = file.metadata().map_err(io_err("read", &path))?;
-        if !meta.is_file() || meta.len() != d.size {
+        if meta.len() != d.size {
             return Err(malformed(format!(
                 "blobs/sha256/{} is not a file of the {} bytes its descriptor declares",
                 digest.hex(),
