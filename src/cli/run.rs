@@ -131,12 +131,13 @@ pub fn run(a: Args) -> CliResult {
     let reference = reference(&a, pull, &store)?;
     let image = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;
     // Before anything of the image is read for the run, let alone extracted.
-    if let Some(key) = verify_key(&a)? {
+    let key = verify_key(&a)?;
+    if let Some(key) = &key {
         super::sign::verify_for_run(
             &store,
             &reference,
             &image.digest,
-            &key,
+            key,
             a.insecure,
             pull != Pull::Never,
         )?;
@@ -161,6 +162,8 @@ pub fn run(a: Args) -> CliResult {
         // A dry run shows the whole plan, missing mounts listed, and says what a run would do.
         allow_missing_mounts: a.allow_missing_mounts || a.dry_run,
         platform,
+        // The signature covers the manifest and what it pins; nothing else may run.
+        require_pins: key.is_some(),
     };
     let prepared = prepare::prepare(&store, &reference, &image.digest, request).map_err(fail)?;
     let host_env = |k: &str| std::env::var(k).ok();

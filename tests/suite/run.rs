@@ -699,3 +699,82 @@ fn dry_run_says_it_pulled_and_lists_missing_mounts() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("was pulled"));
 }
+
+/// Issue 17.2: a verify key covers the agent manifest and what its `agent.yaml` pins; an agent
+/// built without pins (`--offline --allow-unpinned`, no lock) would get its RUNTIME and BIN by
+/// tag, so with a key (flag or `[verify] key`) the run is refused before anything is fetched,
+/// naming each unpinned image and how to pin it. Without a key it runs with a warning, as before.
+#[test]
+fn verify_key_refuses_an_unpinned_runtime_or_bin() {
+    let w = world("pins");
+    let a = &w.reg.addr;
+    let keys = w.tmp.path().join("k");
+    ok(otters(&w).args(["key", "generate", "--out"]).arg(&keys));
+    let (key, public) = (keys.with_extension("key"), keys.with_extension("pub"));
+    // Pinned and signed: the gate lets the plan through.
+    ok(otters(&w).args(["sign", &w.agent, "--key"]).arg(&key));
+    ok(otters(&w)
+        .args(["run", "--dry-run", &w.agent, "--config", "webhook=x"])
+        .arg("--verify-key")
+        .arg(&public));
+
+    // The same Agentfile without its lock, built offline in a fresh home: nothing pinned.
+    let ctx = w.tmp.path().join("unpinned");
+    fs::create_dir_all(&ctx).unwrap();
+    for f in ["Agentfile", "notes.txt"] {
+        fs::copy(w.tmp.path().join("ctx").join(f), ctx.join(f)).unwrap();
+    }
+    let home = w.tmp.path().join("home-unpinned");
+    let unpinned = format!("{a}/agent:unpinned");
+    let cmd = |args: &[&str]| {
+        let mut c = cli::otters(&home);
+        c.args(args);
+        c
+    };
+    ok(cmd(&[
+        "build",
+        "-q",
+        "--offline",
+        "--allow-unpinned",
+        "-t",
+        &unpinned,
+    ])
+    .arg(&ctx));
+    ok(cmd(&["sign", &unpinned, "--key"]).arg(&key));
+    // The signature itself is fine.
+    ok(cmd(&["verify", &unpinned, "--key"]).arg(&public));
+    let dry = ["run", "--dry-run", &unpinned, "--config", "webhook=x"];
+    let refused = |out: std::process::Output| {
+        let err = cli::flat(&String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "an unpinned agent ran:\n{err}");
+        for needle in [
+            "refusing to run with a verify key",
+            &format!("RUNTIME {a}/runtime:1, BIN tool ({a}/tool:1) has no pinned digest"),
+            "`otters lock`",
+            "`otters build` (without",
+        ] {
+            assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+        }
+        assert!(out.stdout.is_empty(), "a plan was printed");
+    };
+    refused(cmd(&dry).arg("--verify-key").arg(&public).output().unwrap());
+    // Without a key: the old behaviour, a warning per image.
+    let out = cmd(&dry).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no pinned digest"));
+    // The key of config.toml counts as the flag does, and a real run is refused too.
+    fs::write(
+        home.join("config.toml"),
+        format!("[verify]\nkey = \"{}\"\n", public.display()),
+    )
+    .unwrap();
+    refused(cmd(&dry).output().unwrap());
+    let root = w.tmp.path().join("never");
+    refused(
+        cmd(&["run", &unpinned, "--config", "webhook=x", "--root"])
+            .arg(&root)
+            .output()
+            .unwrap(),
+    );
+    assert!(!root.exists(), "a tree was written");
+}

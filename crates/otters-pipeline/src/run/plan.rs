@@ -51,6 +51,10 @@ pub struct RunOptions {
     pub mounts: Vec<UserMount>,
     pub allow_missing_mounts: bool,
     pub platform: Platform,
+    /// A verify key is in force (`--verify-key`, `[verify] key`): the signature covers only the
+    /// agent manifest and what it pins, so a RUNTIME or BIN without a pinned digest is refused
+    /// ([`PlanError::Unpinned`]) instead of resolved by its tag.
+    pub require_pins: bool,
 }
 
 /// One thing in the materialised tree.
@@ -148,6 +152,12 @@ pub enum PlanError {
     Override(#[from] OverrideError),
     #[error("{reference}: the agent has no RUNTIME, so there is nothing to run; add a RUNTIME line to its Agentfile")]
     NoRuntime { reference: String },
+    #[error("{reference}: refusing to run with a verify key: {} has no pinned digest in the image, so the signature does not cover it and whoever moves that tag would choose the code that runs; pin it and sign again: `otters lock` in the agent's directory, then `otters build` (without --allow-unpinned) and `otters sign`", .unpinned.join(", "))]
+    Unpinned {
+        reference: String,
+        /// `RUNTIME ref`, `BIN name (ref)`, each escaped.
+        unpinned: Vec<String>,
+    },
     #[error("{reference}: invalid artifact: it would write {} outside the agent tree", shown(.path))]
     UnsafePath { reference: String, path: String },
     #[error("{reference}: invalid artifact: layers[{index}] title {} is not a safe file name (names are 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit); layer {digest}", shown(.title))]
@@ -213,6 +223,9 @@ pub fn plan(
 ) -> Result<RunPlan, PlanError> {
     let agent = &image.model.agent;
     let runtime = runtime_of(image)?;
+    if opts.require_pins {
+        require_pins(image, &runtime)?;
+    }
     let effective = overrides::apply(agent, &opts.overrides)?;
     let mut draft = Draft::new();
     draft.warn_loader_envs(&effective, &opts.overrides);
@@ -292,6 +305,28 @@ fn runtime_of(image: &AgentImage) -> Result<String, PlanError> {
         .ok_or_else(|| PlanError::NoRuntime {
             reference: image.reference.clone(),
         })
+}
+
+/// With a verify key, every executable must be pinned by the signed image: the RUNTIME and each
+/// BIN without a digest in `agent.yaml` are named in one [`PlanError::Unpinned`].
+fn require_pins(image: &AgentImage, runtime: &str) -> Result<(), PlanError> {
+    let esc = |s: &str| otters_oci::validate::escape_text(s, 200);
+    let mut unpinned = Vec::new();
+    if image.pins.runtime_digest(runtime).is_none() {
+        unpinned.push(format!("RUNTIME {}", esc(runtime)));
+    }
+    for b in &image.model.agent.bins {
+        if image.pins.bin_digest(&b.name, &b.image).is_none() {
+            unpinned.push(format!("BIN {} ({})", esc(&b.name), esc(&b.image)));
+        }
+    }
+    if unpinned.is_empty() {
+        return Ok(());
+    }
+    Err(PlanError::Unpinned {
+        reference: esc(&image.reference),
+        unpinned,
+    })
 }
 
 /// The model after overrides (`--model`, `--config`, `-e`, mounts), for `agent.yaml` and the

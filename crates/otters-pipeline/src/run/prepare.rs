@@ -141,6 +141,8 @@ pub struct Request {
     pub mounts: Vec<UserMount>,
     pub allow_missing_mounts: bool,
     pub platform: Platform,
+    /// A verify key is in force: refuse an unpinned RUNTIME or BIN ([`RunOptions::require_pins`]).
+    pub require_pins: bool,
 }
 
 /// A run ready to plan.
@@ -176,6 +178,7 @@ pub fn prepare(
         mounts: req.mounts,
         allow_missing_mounts: req.allow_missing_mounts,
         platform: req.platform,
+        require_pins: req.require_pins,
     };
     Ok(Prepared {
         image,
