@@ -11,17 +11,16 @@ use super::{fail_in, CliResult};
 use miette::miette;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest};
-use otters_supply::bundle::{self, BUNDLE_V03, MAX_BUNDLE};
+use otters_supply::bundle::{self, BUNDLE_V03};
 use otters_supply::keys::{KeyPair, PublicKey};
-use otters_supply::statement::{Statement, Subject};
+use otters_supply::statement::{Statement, Subject, SIGN_PREDICATE};
+use otters_supply::verify::{
+    verify_image, ImageVerifyError, Referrers, VerifyOptions, ANN_BUNDLE_CONTENT,
+    ANN_BUNDLE_PREDICATE,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// Annotation cosign puts on a bundle layer and manifest: what the bundle holds.
-pub const ANN_BUNDLE_CONTENT: &str = "dev.sigstore.bundle.content";
-/// Annotation cosign puts on a bundle layer and manifest: the statement's predicate type.
-pub const ANN_BUNDLE_PREDICATE: &str = "dev.sigstore.bundle.predicateType";
 
 #[derive(Debug, clap::Args)]
 pub struct SignArgs {
@@ -41,6 +40,10 @@ pub struct VerifyArgs {
     /// Public key (PKIX PEM, as `otters key generate` writes it)
     #[arg(long, value_name = "PUB")]
     pub key: PathBuf,
+    /// Accept a signed attestation of this predicate type instead of a signature: a URI, or
+    /// signature, slsaprovenance1, cyclonedx, spdxjson, vuln
+    #[arg(long = "type", value_name = "PREDICATE")]
+    pub predicate_type: Option<String>,
     #[command(flatten)]
     pub place: WhereFlags,
 }
@@ -87,20 +90,25 @@ pub fn run_sign(a: SignArgs) -> CliResult {
 
 pub fn run_verify(a: VerifyArgs) -> CliResult {
     let key = PublicKey::read(&a.key).map_err(|e| miette!("{e}"))?;
+    let mut opts = VerifyOptions::signature(&key);
+    if let Some(t) = &a.predicate_type {
+        opts.predicate_type =
+            otters_supply::verify::predicate_type(t).map_err(|e| miette!("{e}"))?;
+    }
     let target = Target::resolve(&a.reference, &a.place)?;
     let digest = target.descriptor().digest.clone();
-    let ok = verify_target(&target, &digest, &key, &a.key, &a.reference)?;
+    let ok = verify_target_with(&target, &digest, &opts, &a.key, &a.reference)?;
     outln!(
         "Verified OK: {} signs {}@{digest} ({})",
         a.key.display(),
         esc(&a.reference),
-        ok.predicate_type
+        esc(&ok.predicate_type)
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// Checks that a bundle referrer of `digest` verifies with `key` and is about `digest`; the
-/// error says what was found and why none held.
+/// Checks that a bundle referrer of `digest` is a signature by `key` about `digest` (the run
+/// gate's check); the error says what was found and why none held.
 pub(super) fn verify_target(
     target: &Target,
     digest: &Digest,
@@ -108,52 +116,64 @@ pub(super) fn verify_target(
     key_path: &Path,
     reference: &str,
 ) -> miette::Result<bundle::Verified> {
-    let found = target.referrers(digest, Some(BUNDLE_V03))?;
-    let mut reasons = Vec::new();
-    for r in &found {
-        match check_one(target, r, digest, key) {
-            Ok(v) => return Ok(v),
-            Err(why) => reasons.push(format!("{}: {why}", r.digest)),
-        }
-    }
-    let who = format!("{}@{digest}", esc(reference));
-    if found.is_empty() {
-        return Err(miette!(
-            "{who} is not signed: it has no Sigstore bundle referrer (sign it with `otters sign {} --key KEY`)",
-            esc(reference)
-        ));
-    }
-    Err(miette!(
-        "{who} has no valid signature by {}: {} bundle(s) found, none verifies ({})",
-        key_path.display(),
-        found.len(),
-        reasons.join("; ")
-    ))
+    verify_target_with(
+        target,
+        digest,
+        &VerifyOptions::signature(key),
+        key_path,
+        reference,
+    )
 }
 
-/// One bundle referrer: its manifest must name `digest` as subject, and its bundle layer must
-/// verify with `key` and be about `digest`.
-fn check_one(
+/// [`verify_target`] with the options `otters verify` was given (`--type`).
+fn verify_target_with(
     target: &Target,
-    r: &Descriptor,
     digest: &Digest,
-    key: &PublicKey,
-) -> Result<bundle::Verified, String> {
-    let bytes = target.manifest(r).map_err(|e| e.to_string())?;
-    let doc: ManifestDoc =
-        serde_json::from_slice(&bytes).map_err(|e| format!("not a manifest: {e}"))?;
-    if doc.subject.as_ref().map(|s| &s.digest) != Some(digest) {
-        return Err("its manifest does not name this image as subject".into());
+    opts: &VerifyOptions<'_>,
+    key_path: &Path,
+    reference: &str,
+) -> miette::Result<bundle::Verified> {
+    let who = format!("{}@{digest}", esc(reference));
+    match verify_image(target, digest, opts) {
+        Ok(v) => Ok(v),
+        Err(ImageVerifyError::NotSigned) => Err(miette!(
+            "{who} is not signed: it has no Sigstore bundle referrer (sign it with `otters sign {} --key KEY`)",
+            esc(reference)
+        )),
+        Err(e @ ImageVerifyError::List(_)) => Err(miette!("{who}: {e}")),
+        Err(e) if opts.predicate_type == SIGN_PREDICATE => Err(miette!(
+            "{who} has no valid signature by {}: {e}",
+            key_path.display()
+        )),
+        Err(e) => Err(miette!(
+            "{who} has no valid attestation of type {} by {}: {e}",
+            esc(&opts.predicate_type),
+            key_path.display()
+        )),
     }
-    let layer = doc
-        .layers
-        .iter()
-        .find(|l| l.media_type.as_str() == BUNDLE_V03)
-        .ok_or("it has no bundle layer")?;
-    let blob = target
-        .blob(layer, MAX_BUNDLE as u64)
-        .map_err(|e| e.to_string())?;
-    bundle::verify(&blob, key, digest.hex()).map_err(|e| e.to_string())
+}
+
+/// The referrers `verify` reads: the local store's, or the registry's.
+impl Referrers for Target {
+    fn list(&self, subject: &Digest) -> Result<Vec<Descriptor>, String> {
+        self.referrers(subject, None).map_err(|e| report_text(&e))
+    }
+
+    fn manifest(&self, d: &Descriptor) -> Result<Vec<u8>, String> {
+        Target::manifest(self, d).map_err(|e| report_text(&e))
+    }
+
+    fn blob(&self, d: &Descriptor, max: u64) -> Result<Vec<u8>, String> {
+        Target::blob(self, d, max).map_err(|e| report_text(&e))
+    }
+}
+
+/// A report and its causes on one line.
+fn report_text(e: &miette::Report) -> String {
+    e.chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 fn esc(s: &str) -> String {

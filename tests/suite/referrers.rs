@@ -729,3 +729,58 @@ fn signed_build_pushes_verifiable_attestations() {
         }
     }
 }
+
+/// Issue 17.7: a signed attestation (here a failed vulnerability scan) about the image is not a
+/// signature. `verify` and `run --verify-key` refuse it and say what it is; `verify --type`
+/// accepts exactly that predicate type.
+#[test]
+fn a_signed_attestation_does_not_pass_as_a_signature() {
+    const SCAN: &str = "https://example.com/scan/v1";
+    let env = Env::new();
+    let tag = "local/agents/attested:1";
+    let digest = build(&env, tag, "attested");
+    let (key, public) = keys(&env, "ci");
+    let predicate = env.dir.path().join("scan.json");
+    crate::support::write(&predicate, br#"{"result":"FAILED","critical":3}"#);
+    let bundle = env.dir.path().join("scan.sigstore.json");
+    env.ok(&[
+        "sign-blob",
+        "--key",
+        &key,
+        "--digest",
+        &digest,
+        "--predicate-type",
+        SCAN,
+        "--predicate",
+        &predicate.to_string_lossy(),
+        "-o",
+        &bundle.to_string_lossy(),
+    ]);
+    env.ok(&[
+        "attach",
+        tag,
+        "--artifact-type",
+        BUNDLE,
+        "--layer-media-type",
+        BUNDLE,
+        &bundle.to_string_lossy(),
+    ]);
+    let err = env.fails(&["verify", tag, "--key", &public]);
+    assert!(
+        err.contains("none verifies") && err.contains("not a signature") && err.contains(SCAN),
+        "{err}"
+    );
+    let err = env.fails(&["run", "--dry-run", tag, "--verify-key", &public]);
+    assert!(err.contains("refusing to run an unverified image"), "{err}");
+    let out = env.ok(&["verify", tag, "--key", &public, "--type", SCAN]);
+    assert!(out.contains("Verified OK") && out.contains(SCAN), "{out}");
+    let err = env.fails(&["verify", tag, "--key", &public, "--type", "slsaprovenance1"]);
+    assert!(err.contains("https://slsa.dev/provenance/v1"), "{err}");
+    // A real signature beside it verifies as one.
+    env.ok(&["sign", tag, "--key", &key]);
+    let out = env.ok(&["verify", tag, "--key", &public]);
+    assert!(
+        out.contains("Verified OK") && out.contains("https://sigstore.dev/cosign/sign/v1"),
+        "{out}"
+    );
+}

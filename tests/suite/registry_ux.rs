@@ -750,36 +750,46 @@ fn run_warns_when_the_model_provider_key_is_unset() {
 }
 
 /// `credsStore` becomes part of a program name: a value that names a path is refused before
-/// anything runs, on the read path (pull, push) as on login.
+/// anything runs, on the read path (pull, push) as on login; also when an empty `credHelpers`
+/// entry for the registry would make the credential crate fall back to it (issue 17.10).
 #[test]
 fn a_credential_store_naming_a_path_is_never_executed() {
     use std::os::unix::fs::PermissionsExt as _;
     // Credentials are looked up when the registry asks for them.
     let reg = Registry::start_basic("alice", "pw");
-    let env = Env::new();
-    let evil_dir = env.dir.path().join("evil");
-    let marker = evil_dir.join("ran");
-    let evil = evil_dir.join("docker-credential-x");
-    crate::support::write(&evil, format!("#!/bin/sh\ntouch {}\n", marker.display()));
-    std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    // `docker-credential-` + `x/../evil/docker-credential-x` is a relative path that resolves
-    // (from the working directory) to the planted program.
-    std::fs::create_dir_all(env.dir.path().join("docker-credential-x")).expect("mkdir");
-    crate::support::write(
-        &env.docker().join("config.json"),
-        r#"{"credsStore":"x/../evil/docker-credential-x"}"#,
-    );
-    let out = env
-        .otters()
-        .current_dir(env.dir.path())
-        .args(["pull", &format!("{}/team/agent:1", reg.addr)])
-        .output()
-        .expect("run");
-    let err = flat(&String::from_utf8_lossy(&out.stderr));
-    assert!(!out.status.success(), "{err}");
-    assert!(
-        err.contains("credsStore") || err.contains("credential helper"),
-        "{err}"
-    );
-    assert!(!marker.exists(), "a path-like credsStore was executed");
+    let path_like = "x/../evil/docker-credential-x";
+    for config in [
+        format!(r#"{{"credsStore":"{path_like}"}}"#),
+        format!(
+            r#"{{"credHelpers":{{"{}":""}},"credsStore":"{path_like}"}}"#,
+            reg.addr
+        ),
+    ] {
+        let env = Env::new();
+        let evil_dir = env.dir.path().join("evil");
+        let marker = evil_dir.join("ran");
+        let evil = evil_dir.join("docker-credential-x");
+        crate::support::write(&evil, format!("#!/bin/sh\ntouch {}\n", marker.display()));
+        std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        // `docker-credential-` + `x/../evil/docker-credential-x` is a relative path that resolves
+        // (from the working directory) to the planted program.
+        std::fs::create_dir_all(env.dir.path().join("docker-credential-x")).expect("mkdir");
+        crate::support::write(&env.docker().join("config.json"), &config);
+        let out = env
+            .otters()
+            .current_dir(env.dir.path())
+            .args(["pull", &format!("{}/team/agent:1", reg.addr)])
+            .output()
+            .expect("run");
+        let err = flat(&String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "{config}: {err}");
+        assert!(
+            err.contains("credsStore") || err.contains("credential helper"),
+            "{config}: {err}"
+        );
+        assert!(
+            !marker.exists(),
+            "{config}: a path-like credsStore was executed"
+        );
+    }
 }

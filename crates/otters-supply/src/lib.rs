@@ -1,6 +1,7 @@
 //! Supply-chain documents for otters images, with no network: ECDSA P-256 signing keys, in-toto
 //! statements signed in DSSE envelopes inside key-based Sigstore bundles (and their verification),
-//! a `CycloneDX` SBOM and SLSA provenance made from a build's pinned inputs.
+//! a `CycloneDX` SBOM and SLSA provenance made from a build's pinned inputs; and which of an
+//! image's referrers verify it (`verify`, over a source the caller provides).
 //!
 //! Depends on `otters-core` (canonical JSON) and `otters-oci`'s `spec` values only; attaching these
 //! documents to images as OCI referrers is the registry side's work.
@@ -11,6 +12,7 @@ pub mod keys;
 pub mod provenance;
 pub mod sbom;
 pub mod statement;
+pub mod verify;
 
 #[cfg(test)]
 mod tests;

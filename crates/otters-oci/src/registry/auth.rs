@@ -100,9 +100,9 @@ pub fn credentials_in(dir: &Path, registry: &str) -> Result<Option<Credential>, 
     let Ok(file) = std::fs::File::open(&path) else {
         return Ok(None);
     };
-    // The crate below runs `docker-credential-<name>`: check the name first, so a config naming
-    // a path (`"credsStore": "../../tmp/x"`) never executes anything.
-    helper_for(dir, registry)?;
+    // The crate below runs `docker-credential-<name>`: check every name it could run first, so a
+    // config naming a path (`"credsStore": "../../tmp/x"`) never executes anything.
+    check_runnable_helpers(dir, registry)?;
     let key = config_key(registry);
     match docker_credential::get_credential_from_reader(std::io::BufReader::new(file), &key) {
         Ok(DockerCredential::UsernamePassword(user, pass)) => {
@@ -181,6 +181,33 @@ pub fn helper_for(dir: &Path, registry: &str) -> Result<Option<String>, AuthErro
             name: crate::validate::escape_text(h, 80),
         }),
     }
+}
+
+/// Checks every helper name `config.json` in `dir` could make the credential crate run for
+/// `registry`: its `credHelpers` entry and `credsStore`, whichever is set. (The crate skips an
+/// empty `credHelpers` entry and falls back to `credsStore`, so checking only the name docker
+/// would choose is not enough.)
+fn check_runnable_helpers(dir: &Path, registry: &str) -> Result<(), AuthError> {
+    let path = dir.join("config.json");
+    let doc = read_config_doc(&path)?;
+    let key = config_key(registry);
+    let named = [
+        doc.get("credHelpers").and_then(|h| h.get(&key)),
+        doc.get("credsStore"),
+    ];
+    for name in named
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+    {
+        if !name.is_empty() && !is_helper_name(name) {
+            return Err(AuthError::BadHelper {
+                path,
+                name: crate::validate::escape_text(name, 80),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A helper name becomes part of a program name (`docker-credential-<name>`) looked up on

@@ -1,0 +1,454 @@
+//! Verification of an image through its referrers: which bundle referrers to try, in which order,
+//! within which budget, and what the signed statement must say (`otters verify` and the run gate
+//! `otters run --verify-key` both end here).
+//!
+//! Takes: a [`Referrers`] source (the local store, or a registry, behind the caller's trait
+//! object), the image's manifest digest and [`VerifyOptions`]. Returns: the first statement that
+//! verifies, or what was found and why none held. Must never: accept a statement of another
+//! predicate type than the one asked for (a signed "scan: FAILED" attestation is not a signature),
+//! read more than the budget allows, or trust a referrer list, an `artifactType` or an annotation
+//! for anything but the order in which bundles are tried.
+
+use crate::bundle::{self, Verified, BUNDLE_V03, MAX_BUNDLE};
+use crate::keys::PublicKey;
+use crate::statement::SIGN_PREDICATE;
+use otters_oci::spec::descriptor::{Descriptor, ManifestDoc};
+use otters_oci::spec::digest::Digest;
+use std::fmt::Write as _;
+
+/// Annotation cosign puts on a bundle layer and manifest: the statement's predicate type.
+pub const ANN_BUNDLE_PREDICATE: &str = "dev.sigstore.bundle.predicateType";
+/// Annotation cosign puts on a bundle layer and manifest: what the bundle holds.
+pub const ANN_BUNDLE_CONTENT: &str = "dev.sigstore.bundle.content";
+
+/// Default total bytes (referrer manifests and bundles) one verification may read: two bundles of
+/// the largest size a bundle may be.
+pub const MAX_TOTAL_BYTES: u64 = 2 * MAX_BUNDLE as u64;
+/// Default number of referrers one verification may read before giving up.
+pub const MAX_CANDIDATES: usize = 32;
+
+/// The short names `--type` accepts, as cosign spells them, and the predicate types they mean.
+pub const PREDICATE_ALIASES: &[(&str, &str)] = &[
+    ("signature", SIGN_PREDICATE),
+    ("slsaprovenance1", "https://slsa.dev/provenance/v1"),
+    ("cyclonedx", "https://cyclonedx.org/bom"),
+    ("spdxjson", "https://spdx.dev/Document"),
+    ("vuln", "https://cosign.sigstore.dev/attestation/vuln/v1"),
+];
+
+/// The predicate type `--type NAME` asks for: an alias of [`PREDICATE_ALIASES`] or a URI.
+///
+/// # Errors
+/// A name that is neither an alias nor a URI (`scheme:` followed by something), with the aliases.
+pub fn predicate_type(name: &str) -> Result<String, String> {
+    if let Some((_, uri)) = PREDICATE_ALIASES.iter().find(|(a, _)| *a == name) {
+        return Ok((*uri).to_owned());
+    }
+    let uri_like = name.split_once(':').is_some_and(|(scheme, rest)| {
+        !scheme.is_empty()
+            && !rest.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+            && !name.chars().any(char::is_control)
+    });
+    if uri_like {
+        return Ok(name.to_owned());
+    }
+    let names: Vec<&str> = PREDICATE_ALIASES.iter().map(|(a, _)| *a).collect();
+    Err(format!(
+        "--type {}: write a predicate type URI (e.g. https://slsa.dev/provenance/v1) or one of {}",
+        otters_core::escape::escape(name),
+        names.join(", ")
+    ))
+}
+
+/// Where the referrers of an image are read from. Errors are sentences for the report.
+pub trait Referrers {
+    /// Every referrer of `subject` the source lists (of any artifact type: an entry may lack its
+    /// type, as after `skopeo copy` of a tag-schema index).
+    fn list(&self, subject: &Digest) -> Result<Vec<Descriptor>, String>;
+    /// A referrer's manifest bytes, checked against its digest.
+    fn manifest(&self, d: &Descriptor) -> Result<Vec<u8>, String>;
+    /// A blob, checked against its digest, at most `max` bytes.
+    fn blob(&self, d: &Descriptor, max: u64) -> Result<Vec<u8>, String>;
+}
+
+/// How an image is verified. New ways to trust a bundle (a certificate identity) are new fields.
+#[derive(Clone, Debug)]
+pub struct VerifyOptions<'a> {
+    /// The public key the bundle must be signed with.
+    pub key: &'a PublicKey,
+    /// The predicate type the signed statement must have; [`SIGN_PREDICATE`] for a signature.
+    pub predicate_type: String,
+    /// At most this many bytes of referrer manifests and bundles are read.
+    pub max_bytes: u64,
+    /// At most this many referrers are read.
+    pub max_candidates: usize,
+}
+
+impl<'a> VerifyOptions<'a> {
+    /// A plain signature by `key` (cosign's `verify`), with the default budget.
+    pub fn signature(key: &'a PublicKey) -> Self {
+        VerifyOptions {
+            key,
+            predicate_type: SIGN_PREDICATE.to_owned(),
+            max_bytes: MAX_TOTAL_BYTES,
+            max_candidates: MAX_CANDIDATES,
+        }
+    }
+}
+
+/// Why an image did not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageVerifyError {
+    /// The referrers could not be listed.
+    #[error("cannot list its referrers: {0}")]
+    List(String),
+    /// No referrer is (or may be) a Sigstore bundle.
+    #[error("it has no Sigstore bundle referrer")]
+    NotSigned,
+    /// Bundles were tried; none verified.
+    #[error("{}", none_verifies(*.found, .tried, .cut.as_deref()))]
+    NoneVerifies {
+        /// Referrers that are, or may be, bundles.
+        found: usize,
+        /// Each referrer read and why it did not hold.
+        tried: Vec<(Digest, String)>,
+        /// Set when the budget stopped the search: which limit.
+        cut: Option<String>,
+    },
+}
+
+fn none_verifies(found: usize, tried: &[(Digest, String)], cut: Option<&str>) -> String {
+    let reasons: Vec<String> = tried.iter().map(|(d, why)| format!("{d}: {why}")).collect();
+    let mut s = format!(
+        "{found} bundle(s) found, none verifies ({})",
+        reasons.join("; ")
+    );
+    if let Some(c) = cut {
+        let _ = write!(s, "; stopped after {} of them: {c}", tried.len());
+    }
+    s
+}
+
+/// The order in which a referrer is tried (lower first), or `None` when it is not a bundle.
+/// Only the order depends on the listing's `artifactType` and annotation: whatever is tried is
+/// verified in full.
+fn rank(d: &Descriptor, wanted: &str) -> Option<u8> {
+    match d.artifact_type.as_deref() {
+        Some(BUNDLE_V03) => Some(match d.annotations.get(ANN_BUNDLE_PREDICATE) {
+            Some(p) if p == wanted => 0,
+            None => 1,
+            Some(_) => 3,
+        }),
+        // Unclassified (a copy that dropped the index entry's type): its manifest will say.
+        None => Some(2),
+        Some(_) => None,
+    }
+}
+
+/// Verifies the image `digest`: tries its bundle referrers, best first, and returns the first
+/// statement that is signed by `opts.key`, is about `digest` and has `opts.predicate_type`.
+///
+/// # Errors
+/// [`ImageVerifyError`]: no bundle at all, or each one tried and why it failed (and whether the
+/// budget cut the search short).
+pub fn verify_image(
+    source: &dyn Referrers,
+    digest: &Digest,
+    opts: &VerifyOptions<'_>,
+) -> Result<Verified, ImageVerifyError> {
+    let listed = source.list(digest).map_err(ImageVerifyError::List)?;
+    let mut candidates: Vec<(u8, Descriptor)> = listed
+        .into_iter()
+        .filter_map(|d| rank(&d, &opts.predicate_type).map(|r| (r, d)))
+        .collect();
+    // A stable sort: the source's order within a rank.
+    candidates.sort_by_key(|(r, _)| *r);
+    if candidates.is_empty() {
+        return Err(ImageVerifyError::NotSigned);
+    }
+    let mut tried = Vec::new();
+    let mut spent = 0u64;
+    let mut cut = None;
+    let mut bundles = 0usize;
+    for (_, r) in &candidates {
+        if tried.len() >= opts.max_candidates {
+            cut = Some(format!(
+                "at most {} referrers are read",
+                opts.max_candidates
+            ));
+            break;
+        }
+        let outcome = check_one(source, r, digest, opts, &mut spent);
+        match outcome {
+            Checked::Verified(v) => return Ok(v),
+            Checked::NotABundle => {}
+            Checked::Failed(why) => {
+                bundles += 1;
+                tried.push((r.digest.clone(), why));
+            }
+            Checked::OverBudget => {
+                cut = Some(format!(
+                    "at most {} bytes of referrers are read",
+                    opts.max_bytes
+                ));
+                break;
+            }
+        }
+    }
+    if bundles == 0 && cut.is_none() {
+        return Err(ImageVerifyError::NotSigned);
+    }
+    Err(ImageVerifyError::NoneVerifies {
+        found: candidates.len(),
+        tried,
+        cut,
+    })
+}
+
+enum Checked {
+    Verified(Verified),
+    /// An unclassified referrer whose manifest says it is something else.
+    NotABundle,
+    Failed(String),
+    OverBudget,
+}
+
+/// One referrer: its manifest must name `digest` as subject and carry a bundle layer that
+/// verifies with the key, is about `digest` and has the predicate type asked for.
+fn check_one(
+    source: &dyn Referrers,
+    r: &Descriptor,
+    digest: &Digest,
+    opts: &VerifyOptions<'_>,
+    spent: &mut u64,
+) -> Checked {
+    if spent.saturating_add(r.size) > opts.max_bytes {
+        return Checked::OverBudget;
+    }
+    let bytes = match source.manifest(r) {
+        Ok(b) => b,
+        Err(e) => return Checked::Failed(e),
+    };
+    *spent = spent.saturating_add(bytes.len() as u64);
+    let doc: ManifestDoc = match serde_json::from_slice(&bytes) {
+        Ok(d) => d,
+        Err(e) => return Checked::Failed(format!("not a manifest: {e}")),
+    };
+    let kind = doc.artifact_type.clone().or_else(|| {
+        doc.config
+            .as_ref()
+            .map(|c| c.media_type.as_str().to_owned())
+    });
+    if r.artifact_type.is_none() && kind.as_deref() != Some(BUNDLE_V03) {
+        return Checked::NotABundle;
+    }
+    if doc.subject.as_ref().map(|s| &s.digest) != Some(digest) {
+        return Checked::Failed("its manifest does not name this image as subject".into());
+    }
+    let Some(layer) = doc
+        .layers
+        .iter()
+        .find(|l| l.media_type.as_str() == BUNDLE_V03)
+    else {
+        return Checked::Failed("it has no bundle layer".into());
+    };
+    if layer.size > MAX_BUNDLE as u64 {
+        return Checked::Failed(format!(
+            "its bundle is {} bytes, more than the {MAX_BUNDLE} a bundle may be",
+            layer.size
+        ));
+    }
+    if spent.saturating_add(layer.size) > opts.max_bytes {
+        return Checked::OverBudget;
+    }
+    let blob = match source.blob(layer, MAX_BUNDLE as u64) {
+        Ok(b) => b,
+        Err(e) => return Checked::Failed(e),
+    };
+    *spent = spent.saturating_add(blob.len() as u64);
+    match bundle::verify(&blob, opts.key, digest.hex()) {
+        Ok(v) if v.predicate_type == opts.predicate_type => Checked::Verified(v),
+        Ok(v) => Checked::Failed(wrong_type(&v.predicate_type, &opts.predicate_type)),
+        Err(e) => Checked::Failed(e.to_string()),
+    }
+}
+
+fn wrong_type(found: &str, wanted: &str) -> String {
+    let found = otters_core::escape::escape(found);
+    if wanted == SIGN_PREDICATE {
+        format!(
+            "it is a signed attestation of type {found}, not a signature ({SIGN_PREDICATE}); \
+             to check that attestation, pass --type {found}"
+        )
+    } else {
+        format!("its statement has predicate type {found}, not {wanted}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::KeyPair;
+    use crate::statement::{Statement, Subject};
+    use otters_oci::referrers::artifact_manifest;
+    use otters_oci::spec::descriptor::MANIFEST_V1;
+    use std::cell::Cell;
+    use std::collections::{BTreeMap, HashMap};
+
+    /// An in-memory source that counts what was read.
+    struct Mem {
+        list: Vec<Descriptor>,
+        blobs: HashMap<Digest, Vec<u8>>,
+        read: Cell<u64>,
+    }
+
+    impl Referrers for Mem {
+        fn list(&self, _: &Digest) -> Result<Vec<Descriptor>, String> {
+            Ok(self.list.clone())
+        }
+        fn manifest(&self, d: &Descriptor) -> Result<Vec<u8>, String> {
+            self.blob(d, u64::MAX)
+        }
+        fn blob(&self, d: &Descriptor, _: u64) -> Result<Vec<u8>, String> {
+            let b = self.blobs.get(&d.digest).cloned().ok_or("missing")?;
+            self.read.set(self.read.get() + b.len() as u64);
+            Ok(b)
+        }
+    }
+
+    fn subject() -> Descriptor {
+        Descriptor::new(MANIFEST_V1, Digest::of(b"image"), 5)
+    }
+
+    /// Adds a bundle referrer of `statement` to `m`; `listed_type` is what its index entry says.
+    fn add(m: &mut Mem, statement: &Statement, key: &KeyPair, listed_type: Option<&str>) {
+        let bytes = bundle::sign(statement, key);
+        let layer = Descriptor::new(BUNDLE_V03, Digest::of(&bytes), bytes.len() as u64);
+        m.blobs.insert(layer.digest.clone(), bytes);
+        let manifest = artifact_manifest(&subject(), BUNDLE_V03, &[layer], &BTreeMap::new());
+        let mut d = Descriptor::new(MANIFEST_V1, Digest::of(&manifest), manifest.len() as u64);
+        d.artifact_type = listed_type.map(str::to_owned);
+        m.blobs.insert(d.digest.clone(), manifest);
+        m.list.push(d);
+    }
+
+    fn statement(predicate: &str) -> Statement {
+        let mut s = Statement::signature(Subject {
+            name: "r/x".into(),
+            digest: subject().digest,
+        });
+        s.predicate_type = predicate.to_owned();
+        s
+    }
+
+    fn mem() -> Mem {
+        Mem {
+            list: Vec::new(),
+            blobs: HashMap::new(),
+            read: Cell::new(0),
+        }
+    }
+
+    #[test]
+    fn an_attestation_is_not_a_signature_unless_asked_for() {
+        let key = KeyPair::generate();
+        let public = key.public();
+        let mut m = mem();
+        add(
+            &mut m,
+            &statement("https://example.com/scan/v1"),
+            &key,
+            Some(BUNDLE_V03),
+        );
+        let err = verify_image(&m, &subject().digest, &VerifyOptions::signature(&public))
+            .expect_err("an attestation passed as a signature");
+        assert!(err.to_string().contains("not a signature"), "{err}");
+        let mut opts = VerifyOptions::signature(&public);
+        opts.predicate_type = "https://example.com/scan/v1".into();
+        let v = verify_image(&m, &subject().digest, &opts).expect("asked for");
+        assert_eq!(v.predicate_type, "https://example.com/scan/v1");
+        add(&mut m, &statement(SIGN_PREDICATE), &key, Some(BUNDLE_V03));
+        let v = verify_image(&m, &subject().digest, &VerifyOptions::signature(&public))
+            .expect("the signature");
+        assert_eq!(v.predicate_type, SIGN_PREDICATE);
+    }
+
+    #[test]
+    fn an_unclassified_entry_is_classified_by_its_manifest() {
+        let key = KeyPair::generate();
+        let mut m = mem();
+        add(&mut m, &statement(SIGN_PREDICATE), &key, None);
+        verify_image(
+            &m,
+            &subject().digest,
+            &VerifyOptions::signature(&key.public()),
+        )
+        .expect("found by its manifest");
+    }
+
+    #[test]
+    fn the_budget_stops_the_search_and_says_so() {
+        let key = KeyPair::generate();
+        let other = KeyPair::generate();
+        let mut m = mem();
+        for _ in 0..5 {
+            add(&mut m, &statement(SIGN_PREDICATE), &other, Some(BUNDLE_V03));
+        }
+        let public = key.public();
+        let mut opts = VerifyOptions::signature(&public);
+        opts.max_candidates = 2;
+        let err = verify_image(&m, &subject().digest, &opts).expect_err("wrong key");
+        assert!(err.to_string().contains("stopped after 2"), "{err}");
+        let one = m.list[0].size + m.blobs.values().map(Vec::len).max().unwrap_or(0) as u64;
+        m.read.set(0);
+        opts.max_candidates = 100;
+        opts.max_bytes = one * 2;
+        let err = verify_image(&m, &subject().digest, &opts).expect_err("wrong key");
+        assert!(err.to_string().contains("bytes of referrers"), "{err}");
+        assert!(m.read.get() <= opts.max_bytes, "{}", m.read.get());
+    }
+
+    #[test]
+    fn the_right_predicate_is_tried_first() {
+        let key = KeyPair::generate();
+        let public = key.public();
+        let mut m = mem();
+        for _ in 0..3 {
+            add(
+                &mut m,
+                &statement("https://slsa.dev/provenance/v1"),
+                &key,
+                Some(BUNDLE_V03),
+            );
+            let last = m.list.len() - 1;
+            m.list[last].annotations.insert(
+                ANN_BUNDLE_PREDICATE.into(),
+                "https://slsa.dev/provenance/v1".into(),
+            );
+        }
+        add(&mut m, &statement(SIGN_PREDICATE), &key, Some(BUNDLE_V03));
+        let last = m.list.len() - 1;
+        m.list[last]
+            .annotations
+            .insert(ANN_BUNDLE_PREDICATE.into(), SIGN_PREDICATE.into());
+        let mut opts = VerifyOptions::signature(&public);
+        opts.max_candidates = 1;
+        verify_image(&m, &subject().digest, &opts).expect("the signature is tried first");
+    }
+
+    #[test]
+    fn type_names() {
+        assert_eq!(
+            predicate_type("slsaprovenance1").as_deref(),
+            Ok("https://slsa.dev/provenance/v1")
+        );
+        assert_eq!(
+            predicate_type("https://example.com/x").as_deref(),
+            Ok("https://example.com/x")
+        );
+        assert!(predicate_type("nonsense").is_err());
+    }
+}
