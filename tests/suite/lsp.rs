@@ -578,3 +578,74 @@ fn neovim_opens_a_broken_file_and_sees_the_diagnostics() {
     sorted_got.sort();
     assert_eq!(sorted_got, sorted_want);
 }
+
+/// The server's peak resident memory (`VmHWM`), in KiB.
+fn peak_kib(child: &Child) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
+
+/// One 128 KB line with a finding every 7 bytes and a 2-byte character in each (issue 17.5 and
+/// 17.6): every position used to be counted from the line's start (minutes in UTF-16 for this
+/// file), and all ~18 000 findings were published (a 1 MiB file: one 263 MB notification, 3 GB
+/// of server memory). Now the first 200 are published, exactly as `otters lint` reports them,
+/// and one more counts the rest.
+#[test]
+fn a_long_line_of_findings_is_published_capped_and_promptly() {
+    let env = Env::new();
+    let mut names = Vec::new();
+    let mut size = 0;
+    while size < 128 * 1024 {
+        let n = format!("é{}", names.len());
+        size += n.len() + 1;
+        names.push(n);
+    }
+    let text = format!(
+        "FROM scratch\nNAME a\nMODEL m/x\nRUNTIME r@sha256:{}\nCAPABILITY {}\n",
+        "a".repeat(64),
+        names.join(" ")
+    );
+    let file = env.dir.path().join("Agentfile");
+    std::fs::write(&file, &text).unwrap();
+    let want = from_lint(&env, &file);
+    assert_eq!(want.len(), names.len(), "one AF108 per name");
+    let (mut c, _) = Client::start(&env, None);
+    let published = c.open(&uri_of(&file), &text);
+    let all = published["diagnostics"].as_array().unwrap();
+    assert_eq!(all.len(), 201, "200 findings and the count of the rest");
+    let (shown, rest) = all.split_at(200);
+    assert_eq!(from_lsp(&json!(shown), &text, "utf-16"), want[..200]);
+    let summary = &rest[0];
+    let message = summary["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("{} more findings", names.len() - 200))
+            && message.contains("otters lint --format concise"),
+        "{summary}"
+    );
+    assert_eq!(summary["severity"], 1, "as severe as the worst it counts");
+    let at = (&want[200].2, &want[200].3);
+    let start = &summary["range"]["start"];
+    assert_eq!(
+        (
+            start["line"].as_u64().unwrap() + 1,
+            char_column(&text, 4, start["character"].as_u64().unwrap(), "utf-16")
+        ),
+        (*at.0, *at.1),
+        "at the first finding it counts"
+    );
+    // A code action at the end of the line converts positions there; the server keeps little.
+    let end = text.lines().nth(4).unwrap().encode_utf16().count();
+    let range =
+        json!({"start": {"line": 4, "character": end}, "end": {"line": 4, "character": end}});
+    c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri_of(&file)}, "range": range, "context": {"diagnostics": []}}),
+    );
+    let peak = peak_kib(&c.child);
+    assert!(peak < 64 * 1024, "the server peaked at {peak} KiB");
+    assert_eq!(c.finish(), 0);
+}

@@ -2,7 +2,7 @@
 //! and quick-fix code actions.
 
 use crate::document::Document;
-use crate::position::{range, Encoding};
+use crate::position::Encoding;
 use lsp_types::Diagnostic as LspFinding;
 use lsp_types::{
     CodeAction, CodeActionKind, DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag,
@@ -23,24 +23,19 @@ pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> LspFinding {
         .labels
         .iter()
         .map(|l| DiagnosticRelatedInformation {
-            location: Location::new(doc.uri.clone(), range(&doc.file, l.span, enc)),
+            location: Location::new(doc.uri.clone(), doc.range(l.span, enc)),
             message: l.message.clone(),
         })
         .collect();
     if let Some(help) = &d.help {
         related.push(DiagnosticRelatedInformation {
-            location: Location::new(doc.uri.clone(), range(&doc.file, d.span_or_start(), enc)),
+            location: Location::new(doc.uri.clone(), doc.range(d.span_or_start(), enc)),
             message: format!("help: {help}"),
         });
     }
-    let severity = match d.severity {
-        Severity::Error => DiagnosticSeverity::ERROR,
-        Severity::Warning => DiagnosticSeverity::WARNING,
-        Severity::Info => DiagnosticSeverity::INFORMATION,
-    };
     LspFinding::new(
-        range(&doc.file, d.span_or_start(), enc),
-        Some(severity),
+        doc.range(d.span_or_start(), enc),
+        Some(severity(d.severity)),
         Some(NumberOrString::String(d.code.to_string())),
         Some(SOURCE.to_owned()),
         d.message.clone(),
@@ -51,13 +46,41 @@ pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> LspFinding {
     )
 }
 
-/// Every diagnostic of the document, plus one for a problem with its project or size.
+fn severity(s: Severity) -> DiagnosticSeverity {
+    match s {
+        Severity::Error => DiagnosticSeverity::ERROR,
+        Severity::Warning => DiagnosticSeverity::WARNING,
+        Severity::Info => DiagnosticSeverity::INFORMATION,
+    }
+}
+
+/// Every diagnostic the document keeps, one counting those it does not (at the first of them,
+/// as severe as the worst), and one for a problem with its project or size.
 pub fn diagnostics(doc: &Document, enc: Encoding) -> Vec<LspFinding> {
     let mut out: Vec<_> = doc
         .diagnostics
         .iter()
         .map(|d| diagnostic(doc, d, enc))
         .collect();
+    if let Some(o) = doc.omitted {
+        let place = match &doc.path {
+            Some(p) => format!("`otters lint --format concise {}`", p.display()),
+            None => "`otters lint --format concise` on the saved file".to_owned(),
+        };
+        out.push(LspFinding::new(
+            doc.range(otters_agentfile::Span::point(o.first.start), enc),
+            Some(severity(o.severity)),
+            None,
+            Some(SOURCE.to_owned()),
+            format!(
+                "… and {} more findings not shown here (the first {} are); {place} lists every one",
+                o.count,
+                crate::document::MAX_PUBLISHED
+            ),
+            None,
+            None,
+        ));
+    }
     if let Some(problem) = &doc.problem {
         let start = Range::new(Position::new(0, 0), Position::new(0, 0));
         let shown = LspFinding::new(
@@ -77,7 +100,7 @@ pub fn diagnostics(doc: &Document, enc: Encoding) -> Vec<LspFinding> {
 pub fn edits(doc: &Document, fix: &Fix, enc: Encoding) -> Vec<TextEdit> {
     fix.edits
         .iter()
-        .map(|(span, text)| TextEdit::new(range(&doc.file, *span, enc), text.clone()))
+        .map(|(span, text)| TextEdit::new(doc.range(*span, enc), text.clone()))
         .collect()
 }
 

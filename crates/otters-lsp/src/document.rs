@@ -5,15 +5,30 @@
 //! a [`Document`]. Must never: check a document over [`files::MAX_AGENTFILE`] (`otters lint`
 //! refuses those too; one finding says so).
 
+use crate::position::{Columns, Encoding};
 use crate::Project;
 use lsp_types::Url;
+use lsp_types::{Position, Range};
 use otters_agentfile::check::{self, Options};
 use otters_agentfile::diagnostic::SourceFile;
 use otters_agentfile::syntax::{self, Ast, Line};
-use otters_agentfile::{ir, Diagnostic};
+use otters_agentfile::{ir, Diagnostic, Severity};
 use otters_core::files;
 use std::cell::OnceCell;
 use std::path::PathBuf;
+
+/// At most this many findings are kept and published per document, the first by position (as
+/// `otters lint` draws its first 200); one more diagnostic counts the rest. A 1 MiB file of
+/// findings would otherwise be a 263 MB notification and gigabytes of server memory.
+pub const MAX_PUBLISHED: usize = otters_agentfile::diagnostic::render::MAX_SHOWN;
+
+/// The findings past [`MAX_PUBLISHED`]: how many, where the first is, the worst severity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Omitted {
+    pub count: usize,
+    pub first: otters_agentfile::Span,
+    pub severity: Severity,
+}
 
 #[derive(Debug)]
 pub struct Document {
@@ -22,7 +37,12 @@ pub struct Document {
     pub path: Option<PathBuf>,
     pub version: i32,
     pub file: SourceFile,
+    /// The UTF-16 column table of `file` (one pass when the document is made).
+    pub columns: Columns,
+    /// The first [`MAX_PUBLISHED`] findings of `check::analyze`, sorted by position.
     pub diagnostics: Vec<Diagnostic>,
+    /// What was not kept of them.
+    pub omitted: Option<Omitted>,
     pub model: ir::Agentfile,
     /// Why the project's options could not be used (an invalid `otters.toml`), or why the
     /// document was not checked (too large).
@@ -81,7 +101,7 @@ impl Document {
                 .collect()
         });
         let file = SourceFile::new(name, text);
-        let (diagnostics, model) = if file.text.len() as u64 > files::MAX_AGENTFILE {
+        let (mut diagnostics, model) = if file.text.len() as u64 > files::MAX_AGENTFILE {
             problem = Some(format!(
                 "the document is over {}, the most `otters lint` reads; it is not checked",
                 files::size(files::MAX_AGENTFILE)
@@ -91,12 +111,23 @@ impl Document {
             let a = check::analyze(&file, opts);
             (a.diagnostics, a.model)
         };
+        let omitted = diagnostics.get(MAX_PUBLISHED..).and_then(|rest| {
+            Some(Omitted {
+                count: rest.len(),
+                first: rest.first()?.span_or_start(),
+                severity: rest.iter().map(|d| d.severity).max()?,
+            })
+        });
+        diagnostics.truncate(MAX_PUBLISHED);
+        diagnostics.shrink_to_fit();
         Document {
             uri,
             path,
             version,
+            columns: Columns::new(&file.text),
             file,
             diagnostics,
+            omitted,
             model,
             problem,
             capabilities,
@@ -123,6 +154,16 @@ impl Document {
             .partition_point(|l| l.span.start <= offset)
             .checked_sub(1)?;
         lines.get(i).filter(|l| offset <= l.span.end)
+    }
+
+    /// The LSP range of `span`.
+    pub fn range(&self, span: otters_agentfile::Span, enc: Encoding) -> Range {
+        self.columns.range(&self.file, span, enc)
+    }
+
+    /// The byte offset of the LSP position `pos` (clamped).
+    pub fn offset(&self, pos: Position, enc: Encoding) -> usize {
+        self.columns.offset(&self.file, pos, enc)
     }
 
     /// The text.

@@ -2,7 +2,7 @@
 //! heredoc, from its instruction line to its terminator).
 
 use crate::document::Document;
-use crate::position::{range, Encoding};
+use crate::position::Encoding;
 use lsp_types::{DocumentSymbol, FoldingRange, FoldingRangeKind, SymbolKind};
 use otters_agentfile::syntax::{Args, Instruction, Keyword, LineKind};
 use otters_agentfile::Span;
@@ -102,8 +102,8 @@ pub fn symbols(doc: &Document, enc: Encoding) -> Vec<DocumentSymbol> {
                 kind: kind(ins.keyword),
                 tags: None,
                 deprecated: None,
-                range: range(&doc.file, span, enc),
-                selection_range: range(&doc.file, sel, enc),
+                range: doc.range(span, enc),
+                selection_range: doc.range(sel, enc),
                 children: None,
             }
         })

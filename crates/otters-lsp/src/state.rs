@@ -62,8 +62,9 @@ impl State {
                 None => text = c.text,
                 Some(r) => {
                     let file = otters_agentfile::diagnostic::SourceFile::new("", text);
-                    let start = position::offset(&file, r.start, self.encoding);
-                    let end = position::offset(&file, r.end, self.encoding).max(start);
+                    let columns = position::Columns::new(&file.text);
+                    let start = columns.offset(&file, r.start, self.encoding);
+                    let end = columns.offset(&file, r.end, self.encoding).max(start);
                     text = file.text;
                     text.replace_range(start..end, &c.text);
                 }
@@ -96,7 +97,7 @@ impl State {
 
     fn at(&self, uri: &Url, pos: Position) -> Option<(&Document, usize)> {
         let doc = self.docs.get(uri)?;
-        Some((doc, position::offset(&doc.file, pos, self.encoding)))
+        Some((doc, doc.offset(pos, self.encoding)))
     }
 
     pub fn hover(&self, uri: &Url, pos: Position) -> Option<Hover> {
@@ -124,9 +125,9 @@ impl State {
             return Vec::new();
         };
         // The whole lines of the range: a cursor anywhere on a line sees that line's fixes.
-        let start = position::offset(&doc.file, Position::new(range.start.line, 0), self.encoding);
+        let start = doc.offset(Position::new(range.start.line, 0), self.encoding);
         let end_line = Position::new(range.end.line, u32::MAX);
-        let end = position::offset(&doc.file, end_line, self.encoding).max(start);
+        let end = doc.offset(end_line, self.encoding).max(start);
         let touches = |s: otters_agentfile::Span| s.start <= end && start <= s.end;
         let mut out = Vec::new();
         for d in doc
@@ -180,10 +181,9 @@ impl State {
     pub fn definition(&self, uri: &Url, pos: Position) -> Option<Location> {
         let (doc, offset) = self.at(uri, pos)?;
         match navigate::definition(doc, offset)? {
-            navigate::Target::Here(span) => Some(Location::new(
-                uri.clone(),
-                position::range(&doc.file, span, self.encoding),
-            )),
+            navigate::Target::Here(span) => {
+                Some(Location::new(uri.clone(), doc.range(span, self.encoding)))
+            }
             navigate::Target::File(path) => Some(Location::new(
                 Url::from_file_path(path).ok()?,
                 Range::default(),
@@ -200,10 +200,7 @@ impl State {
         match format::formatted(doc.text()) {
             Some(new) if new != doc.text() => {
                 let whole = otters_agentfile::Span::new(0, doc.text().len());
-                vec![TextEdit::new(
-                    position::range(&doc.file, whole, self.encoding),
-                    new,
-                )]
+                vec![TextEdit::new(doc.range(whole, self.encoding), new)]
             }
             _ => Vec::new(),
         }
