@@ -25,6 +25,7 @@ mod attest;
 mod blob;
 mod build;
 mod explain;
+mod export;
 mod fmt;
 mod images;
 mod key;
@@ -86,6 +87,8 @@ pub enum Command {
     ///
     /// Always to the registry itself, never to a mirror configured for it.
     Push(pushpull::PushArgs),
+    /// Turn an agent into an ordinary OCI image any container runtime runs (`--as runnable`)
+    Export(export::Args),
     /// Download an image from a registry into the local store
     ///
     /// Mirrors configured for the registry in `$OTTERS_HOME/config.toml` (`[registry."docker.io"]
@@ -165,6 +168,7 @@ pub fn main() -> ExitCode {
         Command::Login(a) => login::run_login(a),
         Command::Logout(a) => login::run_logout(a),
         Command::Run(a) => run::run(a),
+        Command::Export(a) => export::run(a),
         Command::Key(c) => key::run(c),
         Command::SignBlob(a) => blob::run_sign(a),
         Command::VerifyBlob(a) => blob::run_verify(a),

@@ -9,6 +9,7 @@ mod cli_output;
 mod compat;
 mod editors;
 mod emitted_codes;
+mod export;
 mod fmt;
 mod habits;
 mod interop;

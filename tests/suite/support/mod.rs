@@ -10,6 +10,7 @@ pub mod hostile_layers;
 pub mod images;
 pub mod oras;
 pub mod registry;
+pub mod runnable;
 pub mod tls_registry;
 pub mod token;
 pub mod tools;

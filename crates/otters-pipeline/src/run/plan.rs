@@ -609,14 +609,7 @@ fn command(
     user_mounts: &[UserMount],
 ) -> (Vec<String>, PathBuf) {
     let model_name = effective.model.clone().unwrap_or_default();
-    let exec: Vec<String> = image
-        .model
-        .agent
-        .exec
-        .as_ref()
-        .map(|e| e.value.clone())
-        .filter(|e| !e.is_empty())
-        .unwrap_or_else(|| vec!["serve".to_owned()]);
+    let exec = exec_args(image);
     match &opts.executor {
         Launcher::System => {
             let mut argv = vec![opts
@@ -651,6 +644,55 @@ fn command(
             (argv, opts.root.join("workspace"))
         }
     }
+}
+
+/// The runtime's first arguments: the image's EXEC, or `serve`.
+pub fn exec_args(image: &AgentImage) -> Vec<String> {
+    image
+        .model
+        .agent
+        .exec
+        .as_ref()
+        .map(|e| e.value.clone())
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| vec!["serve".to_owned()])
+}
+
+/// Where the docker executor shows the runtime inside the container (its entrypoint).
+pub const CONTAINER_RUNTIME: &str = "/opt/runtime/runtime";
+/// The runtime's working directory inside the container.
+pub const CONTAINER_WORKDIR: &str = "/workspace";
+/// The port the runtime listens on inside the container.
+pub const CONTAINER_PORT: u16 = 9999;
+
+/// How the docker executor shows the tree to the container: (path in the tree, path in the
+/// container, read-only). Tree paths not listed here are not visible in the container.
+pub const CONTAINER_BINDS: &[(&str, &str, bool)] = &[
+    ("etc/Agentfile", "/etc/Agentfile", true),
+    ("etc/agent.yaml", "/etc/agent.yaml", true),
+    ("etc/context", "/etc/context", true),
+    ("etc/data", "/etc/data", true),
+    ("usr/local/bin", "/opt/runtime", true),
+    ("usr/bin", "/opt/bins", true),
+    ("home", "/home", false),
+    ("tmp", "/tmp", false),
+    ("var/lib", "/var/lib", false),
+    ("workspace", "/workspace", false),
+];
+
+/// The runtime's arguments inside a container, after its entrypoint: EXEC, then the root, the
+/// model and the address it listens on.
+pub fn container_args(exec: &[String], model: &str) -> Vec<String> {
+    let mut a = exec.to_vec();
+    a.extend([
+        "--root".into(),
+        "/".into(),
+        "--model".into(),
+        model.to_owned(),
+        "--addr".into(),
+        format!("0.0.0.0:{CONTAINER_PORT}"),
+    ]);
+    a
 }
 
 /// Every name in the tree was checked where it came from; this keeps a future entry from
@@ -714,23 +756,11 @@ fn docker_argv(
         "--security-opt=no-new-privileges".into(),
         "--pids-limit=512".into(),
         "--stop-timeout=10".into(),
-        "--publish=127.0.0.1::9999".into(),
-        "--workdir=/workspace".into(),
-        "--entrypoint=/opt/runtime/runtime".into(),
+        format!("--publish=127.0.0.1::{CONTAINER_PORT}"),
+        format!("--workdir={CONTAINER_WORKDIR}"),
+        format!("--entrypoint={CONTAINER_RUNTIME}"),
     ]);
-    let binds: &[(&str, &str, bool)] = &[
-        ("etc/Agentfile", "/etc/Agentfile", true),
-        ("etc/agent.yaml", "/etc/agent.yaml", true),
-        ("etc/context", "/etc/context", true),
-        ("etc/data", "/etc/data", true),
-        ("usr/local/bin", "/opt/runtime", true),
-        ("usr/bin", "/opt/bins", true),
-        ("home", "/home", false),
-        ("tmp", "/tmp", false),
-        ("var/lib", "/var/lib", false),
-        ("workspace", "/workspace", false),
-    ];
-    for (src, dst, ro) in binds {
+    for (src, dst, ro) in CONTAINER_BINDS {
         a.push("--mount".into());
         a.push(mount_arg("bind", &root.join(src), dst, *ro));
     }
@@ -748,15 +778,7 @@ fn docker_argv(
         });
     }
     a.push(base_image.to_owned());
-    a.extend(exec.iter().cloned());
-    a.extend([
-        "--root".into(),
-        "/".into(),
-        "--model".into(),
-        model.to_owned(),
-        "--addr".into(),
-        "0.0.0.0:9999".into(),
-    ]);
+    a.extend(container_args(exec, model));
     a
 }
 

@@ -1,0 +1,294 @@
+//! The deterministic tar+gzip layers of a runnable export.
+//!
+//! Takes: a materialised agent tree (a directory this process just wrote) and the groups of
+//! entries each layer holds. Returns: each layer's descriptor and diff id, written to the store.
+//! The bytes depend only on the entries' paths, contents, kinds, exec bits and owners: entries in
+//! byte order of their paths, directories 0755, files 0755 with any x bit else 0644, uid/gid 0
+//! except the agent's writable directories (owned by [`super::USER_ID`]), mtime 0, empty
+//! user/group names, paths over 100 bytes in a PAX `path` record, gzip by the pinned zlib-rs
+//! backend at [`crate::build::tarball::GZIP_LEVEL`] with mtime 0. Must never: follow a symlink,
+//! write a world-writable directory, or read the clock, owner, umask or locale.
+
+use crate::build::tarball::GZIP_LEVEL;
+use flate2::{Compression, GzBuilder};
+use otters_oci::spec::descriptor::{Descriptor, ANN_TITLE, TAR_GZIP_LAYER};
+use otters_oci::spec::digest::HashingWriter;
+use otters_oci::{Digest, Store, StoreError};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// What one entry of a layer is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    /// A regular file of the tree, read from `source`.
+    File {
+        source: PathBuf,
+        exec: bool,
+    },
+}
+
+/// One entry: its path in the image (relative, no trailing `/`), kind and owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub path: String,
+    pub kind: Kind,
+    pub uid: u32,
+}
+
+/// The entries of one layer, by image path (so a path is there once and they come out sorted).
+#[derive(Clone, Debug, Default)]
+pub struct Group {
+    pub title: String,
+    entries: BTreeMap<String, Entry>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LayerError {
+    #[error("cannot read {}: {source}", .path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("{} is neither a file nor a directory (the export holds only those)", .0.display())]
+    Odd(PathBuf),
+    #[error("cannot write layer {title}: {source}")]
+    Write { title: String, source: io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Group {
+    pub fn new(title: impl Into<String>) -> Self {
+        Self {
+            title: title.into(),
+            entries: BTreeMap::new(),
+        }
+    }
+
+    /// Adds the parent directories of `path` (root-owned unless already there).
+    fn parents(&mut self, path: &str) {
+        let mut at = String::new();
+        for part in path
+            .split('/')
+            .collect::<Vec<_>>()
+            .split_last()
+            .map_or(&[][..], |(_, p)| p)
+        {
+            if !at.is_empty() {
+                at.push('/');
+            }
+            at.push_str(part);
+            self.entries.entry(at.clone()).or_insert(Entry {
+                path: at.clone(),
+                kind: Kind::Dir,
+                uid: 0,
+            });
+        }
+    }
+
+    /// Adds an empty directory at `path`, owned by `uid`.
+    pub fn dir(&mut self, path: &str, uid: u32) {
+        self.parents(path);
+        self.entries.insert(
+            path.to_owned(),
+            Entry {
+                path: path.to_owned(),
+                kind: Kind::Dir,
+                uid,
+            },
+        );
+    }
+
+    /// Adds `source` (a file or a directory of the tree, walked in sorted order without following
+    /// links) at `path`, owned by `uid`.
+    pub fn add(&mut self, source: &Path, path: &str, uid: u32) -> Result<(), LayerError> {
+        let meta = fs::symlink_metadata(source).map_err(|e| LayerError::Read {
+            path: source.to_owned(),
+            source: e,
+        })?;
+        if meta.is_file() {
+            self.parents(path);
+            self.entries.insert(
+                path.to_owned(),
+                Entry {
+                    path: path.to_owned(),
+                    kind: Kind::File {
+                        source: source.to_owned(),
+                        exec: meta.permissions().mode() & 0o111 != 0,
+                    },
+                    uid,
+                },
+            );
+            return Ok(());
+        }
+        if !meta.is_dir() {
+            return Err(LayerError::Odd(source.to_owned()));
+        }
+        self.dir(path, uid);
+        let read = |e: io::Error| LayerError::Read {
+            path: source.to_owned(),
+            source: e,
+        };
+        let mut names: Vec<_> = fs::read_dir(source)
+            .map_err(read)?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<Result<_, _>>()
+            .map_err(read)?;
+        names.sort();
+        for n in names {
+            let child = format!("{path}/{}", n.to_string_lossy());
+            self.add(&source.join(&n), &child, uid)?;
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// A layer as written: its descriptor (titled with the group's title) and the digest of its
+/// uncompressed tar (`rootfs.diff_ids`).
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub descriptor: Descriptor,
+    pub diff_id: Digest,
+}
+
+/// Writes `group` as a tar+gzip blob into `store`.
+pub fn write(store: &Store, group: &Group) -> Result<Written, LayerError> {
+    let werr = |source: io::Error| LayerError::Write {
+        title: group.title.clone(),
+        source,
+    };
+    let blob = store.blob_writer()?;
+    let gz = GzBuilder::new()
+        .mtime(0)
+        .write(blob, Compression::new(GZIP_LEVEL));
+    let mut tar = tar::Builder::new(HashingWriter::new(gz));
+    for e in group.entries.values() {
+        append(&mut tar, e).map_err(|err| match err {
+            AppendError::Read(source) => LayerError::Read {
+                path: match &e.kind {
+                    Kind::File { source, .. } => source.clone(),
+                    Kind::Dir => PathBuf::from(&e.path),
+                },
+                source,
+            },
+            AppendError::Write(source) => werr(source),
+        })?;
+    }
+    let hashing = tar.into_inner().map_err(werr)?;
+    let (diff_id, _, gz) = hashing.finish();
+    let blob = gz.finish().map_err(werr)?;
+    let (digest, size) = blob.commit()?;
+    Ok(Written {
+        descriptor: Descriptor::new(TAR_GZIP_LAYER, digest, size)
+            .with_annotation(ANN_TITLE, group.title.clone()),
+        diff_id,
+    })
+}
+
+enum AppendError {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+fn append<W: io::Write>(tar: &mut tar::Builder<W>, e: &Entry) -> Result<(), AppendError> {
+    let mut name = e.path.as_bytes().to_vec();
+    if e.kind == Kind::Dir {
+        name.push(b'/');
+    }
+    let mut header = tar::Header::new_ustar();
+    if name.len() > 100 {
+        tar.append_pax_extensions([("path", name.as_slice())])
+            .map_err(AppendError::Write)?;
+        name.truncate(100);
+    }
+    header.as_old_mut().name[..name.len()].copy_from_slice(&name);
+    header.set_uid(u64::from(e.uid));
+    header.set_gid(u64::from(e.uid));
+    header.set_mtime(0);
+    match &e.kind {
+        Kind::Dir => {
+            header.set_entry_type(tar::EntryType::Directory);
+            header.set_mode(0o755);
+            header.set_size(0);
+            header.set_cksum();
+            tar.append(&header, io::empty()).map_err(AppendError::Write)
+        }
+        Kind::File { source, exec } => {
+            // The file is this process's own, freshly written tree; it is still opened without
+            // following a link, and its size is the one the header says.
+            let file = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
+                .open(source)
+                .map_err(AppendError::Read)?;
+            let size = file.metadata().map_err(AppendError::Read)?.len();
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_mode(if *exec { 0o755 } else { 0o644 });
+            header.set_size(size);
+            header.set_cksum();
+            tar.append(&header, io::Read::take(file, size))
+                .map_err(AppendError::Write)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_come_first_and_once() {
+        let mut g = Group::new("t");
+        g.dir("a/b/c", 7);
+        g.dir("a/d", 0);
+        let paths: Vec<(&str, u32)> = g
+            .entries
+            .values()
+            .map(|e| (e.path.as_str(), e.uid))
+            .collect();
+        assert_eq!(paths, [("a", 0), ("a/b", 0), ("a/b/c", 7), ("a/d", 0)]);
+    }
+
+    #[test]
+    fn same_entries_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("store")).unwrap();
+        let src = dir.path().join("x");
+        fs::write(&src, b"hello").unwrap();
+        fs::set_permissions(&src, fs::Permissions::from_mode(0o700)).unwrap();
+        let mut g = Group::new("bin/x");
+        g.add(&src, "opt/bins/x", 0).unwrap();
+        let a = write(&store, &g).unwrap();
+        fs::set_permissions(&src, fs::Permissions::from_mode(0o751)).unwrap();
+        let b = write(&store, &g).unwrap();
+        assert_eq!(a.descriptor.digest, b.descriptor.digest);
+        let bytes = store.read_blob(&a.descriptor.digest).unwrap();
+        let mut t = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+        let got: Vec<(String, u32, u64)> = t
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let h = e.header();
+                (
+                    e.path().unwrap().display().to_string(),
+                    h.mode().unwrap(),
+                    h.mtime().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("opt/".to_owned(), 0o755, 0),
+                ("opt/bins/".to_owned(), 0o755, 0),
+                ("opt/bins/x".to_owned(), 0o755, 0)
+            ]
+        );
+    }
+}

@@ -1,0 +1,423 @@
+//! `otters export --as runnable`: an agent image → an ordinary OCI image that any container
+//! runtime runs with no otters on the host.
+//!
+//! Takes: the store, an agent image (a manifest, or an index of one per platform) and a
+//! [`Fetcher`] for its pinned runtime and BIN images. Returns: the image (or index) stored as a
+//! referrer of the agent, its manifest's `subject` the agent, so `discover` lists it and `kube`
+//! finds it. Its filesystem is the agent tree exactly as the docker executor shows it to the agent:
+//! the tree is planned by [`crate::run::plan::plan`] and written by
+//! [`crate::run::materialise::materialise`] (docker layout, the same code `otters run` uses), then
+//! each [`CONTAINER_BINDS`] entry lands at its container path. Layers: the runtime, one per BIN,
+//! the agent's own files, so agents sharing a runtime or BIN share those layers. Entrypoint, Cmd,
+//! WorkingDir and Env are the docker executor's; the user is [`USER`].
+//!
+//! Must never: put a credential in the image (the environment is built with no host lookup), read
+//! a tag for the runtime or BINs when the agent pins them, or depend on the clock, host, user,
+//! umask or directory order (same agent, same digest).
+
+pub mod layers;
+
+use crate::run::env::EnvEntry;
+use crate::run::extract::Limits;
+use crate::run::materialise::{self, MaterialiseError};
+use crate::run::mounts::UserMount;
+use crate::run::overrides::Overrides;
+use crate::run::plan::{
+    self, Launcher, PlanError, RunOptions, CONTAINER_BINDS, CONTAINER_PORT, CONTAINER_RUNTIME,
+    CONTAINER_WORKDIR,
+};
+use crate::run::source::{self, AgentImage, Fetcher, SourceError};
+use layers::{Group, LayerError};
+use otters_core::json::{to_compact, Value};
+use otters_oci::referrers::descriptor_of;
+use otters_oci::spec::descriptor::{string_map, Descriptor, ManifestDoc, INDEX_V1, MANIFEST_V1};
+use otters_oci::spec::media_type::CONFIG_V1;
+use otters_oci::{Digest, MediaType, Platform, Store, StoreError};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The numeric user (and group) the image runs as: not root, and the owner of the agent's
+/// writable directories.
+pub const USER_ID: u32 = 65532;
+/// [`USER_ID`] as the image config's `User`.
+pub const USER: &str = "65532:65532";
+/// Manifest annotation marking a runnable export of an agent (value [`RUNNABLE`]).
+pub const ANN_EXPORT: &str = "io.openotters.export";
+/// The value of [`ANN_EXPORT`] for `--as runnable`.
+pub const RUNNABLE: &str = "runnable";
+/// Manifest annotation naming the platform of one exported image (`os/arch[/variant]`).
+pub const ANN_EXPORT_PLATFORM: &str = "io.openotters.export.platform";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Materialise(#[from] MaterialiseError),
+    #[error(transparent)]
+    Layer(#[from] LayerError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot create a temporary directory for the export: {0}")]
+    Temp(std::io::Error),
+    #[error("{reference}: the index has no image for {wanted} (it has: {available}); pass --platform with one of those")]
+    NoPlatform {
+        reference: String,
+        wanted: String,
+        available: String,
+    },
+}
+
+/// One exported image.
+#[derive(Clone, Debug)]
+pub struct Image {
+    pub platform: Platform,
+    /// The image manifest (with its platform when part of an index).
+    pub manifest: Descriptor,
+    /// The agent manifest it was made from (its `subject`).
+    pub agent: Digest,
+    pub layers: Vec<Descriptor>,
+}
+
+/// What an export stored.
+#[derive(Clone, Debug)]
+pub struct Exported {
+    /// The image manifest, or the index over one image per platform.
+    pub descriptor: Descriptor,
+    pub images: Vec<Image>,
+}
+
+/// Exports the agent `top` (a manifest, or an index of one agent per platform) named
+/// `reference`. For a manifest, `platform` is the image's platform (the runtime and BINs are
+/// taken for it); for an index, `Some` exports that platform's image only and `None` all of
+/// them, as an index.
+pub fn export(
+    store: &Store,
+    fetcher: &dyn Fetcher,
+    reference: &str,
+    top: &Digest,
+    platform: Option<&Platform>,
+    limits: &Limits,
+) -> Result<Exported, ExportError> {
+    let bytes = store.read_blob(top)?;
+    let doc: ManifestDoc = serde_json::from_slice(&bytes).unwrap_or_default();
+    if doc.media_type != Some(MediaType::OciIndex) && doc.manifests.is_empty() {
+        let host = linux_host();
+        let platform = platform.unwrap_or(&host);
+        let image = export_one(store, fetcher, reference, top, platform, limits)?;
+        return Ok(Exported {
+            descriptor: image.manifest.clone(),
+            images: vec![image],
+        });
+    }
+    let candidates = Platform::candidates(&doc.manifests);
+    let chosen: Vec<(Platform, Digest)> = match platform {
+        Some(p) => match p.pick(&candidates) {
+            Some(hit) => vec![hit],
+            None => {
+                return Err(ExportError::NoPlatform {
+                    reference: reference.to_owned(),
+                    wanted: p.to_string(),
+                    available: candidates
+                        .iter()
+                        .map(|(p, _)| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })
+            }
+        },
+        None => candidates,
+    };
+    let mut images = Vec::new();
+    for (p, d) in &chosen {
+        let mut image = export_one(store, fetcher, reference, d, p, limits)?;
+        image.manifest.platform = Some(p.clone());
+        images.push(image);
+    }
+    if platform.is_some() {
+        let image = images.remove(0);
+        return Ok(Exported {
+            descriptor: image.manifest.clone(),
+            images: vec![image],
+        });
+    }
+    let subject = Descriptor::new(MediaType::OciIndex, top.clone(), bytes.len() as u64);
+    let index = Value::object()
+        .with("schemaVersion", 2i64)
+        .with("mediaType", INDEX_V1)
+        .with(
+            "manifests",
+            Value::Array(images.iter().map(|i| i.manifest.to_json()).collect()),
+        )
+        .with("subject", subject.to_json())
+        .with("annotations", string_map(&export_annotations(None)));
+    let index = to_compact(&index).unwrap_or_default();
+    let stored = store.put_manifest(&index, INDEX_V1)?;
+    store.add_referrer(top, &descriptor_of(&index, &stored.media_type))?;
+    Ok(Exported {
+        descriptor: stored,
+        images,
+    })
+}
+
+/// `linux` on this machine's architecture: the platform of an image exported from an agent
+/// manifest when `--platform` is not given (a container runs Linux).
+pub fn linux_host() -> Platform {
+    Platform {
+        os: "linux".into(),
+        ..Platform::host()
+    }
+}
+
+fn export_annotations(platform: Option<&Platform>) -> BTreeMap<String, String> {
+    let mut a = BTreeMap::from([(ANN_EXPORT.to_owned(), RUNNABLE.to_owned())]);
+    if let Some(p) = platform {
+        a.insert(ANN_EXPORT_PLATFORM.to_owned(), p.to_string());
+    }
+    a
+}
+
+/// The agent id written into an exported tree: derived from the agent's digest, so the same
+/// agent always gets the same id (a run's id is random, and kept from run to run).
+pub fn agent_id(digest: &Digest) -> String {
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&digest.hex()[2 * i..2 * i + 2], 16).unwrap_or(0);
+    }
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
+/// The reference written into the exported `agent.yaml`: the repository without tag or digest
+/// (the digest is written beside it), so a retag does not change the image.
+fn canonical_reference(reference: &str) -> String {
+    otters_oci::reference::Reference::parse(reference)
+        .map_or_else(|_| reference.to_owned(), |r| r.name())
+}
+
+/// The plan of the exported tree: `otters run --executor docker` of the image, with every
+/// declared MOUNT present (at its target), no required-CONFIG gate (values come from the
+/// container's environment) and no host environment at all.
+fn plan_for_export(
+    image: &AgentImage,
+    root: PathBuf,
+    platform: &Platform,
+) -> Result<plan::RunPlan, PlanError> {
+    let mut planned = image.clone();
+    planned.reference = canonical_reference(&image.reference);
+    for c in &mut planned.model.agent.configs {
+        c.required = false;
+    }
+    let mounts = image
+        .model
+        .agent
+        .mounts
+        .iter()
+        .map(|m| UserMount {
+            host: PathBuf::from(&m.target),
+            target: m.target.clone(),
+            description: m.description.clone(),
+            read_only: m.read_only,
+        })
+        .collect();
+    let name = image
+        .model
+        .agent
+        .name_str()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("agent")
+        .to_owned();
+    let opts = RunOptions {
+        root,
+        name,
+        id: agent_id(&image.digest),
+        executor: Launcher::Docker {
+            cli: PathBuf::from("docker"),
+            base_image: String::new(),
+            user: USER.to_owned(),
+        },
+        overrides: Overrides::default(),
+        mounts,
+        allow_missing_mounts: false,
+        platform: platform.clone(),
+    };
+    plan::plan(&planned, &opts, &|_| None)
+}
+
+fn export_one(
+    store: &Store,
+    fetcher: &dyn Fetcher,
+    reference: &str,
+    digest: &Digest,
+    platform: &Platform,
+    limits: &Limits,
+) -> Result<Image, ExportError> {
+    let image = source::load_agent(store, reference, digest)?;
+    let tmp = tempfile::Builder::new()
+        .prefix("otters-export-")
+        .tempdir()
+        .map_err(ExportError::Temp)?;
+    let root = tmp.path().join("agent");
+    let plan = plan_for_export(&image, root.clone(), platform)?;
+    materialise::materialise(&plan, store, fetcher, limits, None)?;
+
+    let mut runtime = Group::new("runtime");
+    let mut agent = Group::new("agent");
+    let mut bins: Vec<Group> = Vec::new();
+    for (src, dst, read_only) in CONTAINER_BINDS {
+        let dst = dst.trim_start_matches('/');
+        let from = root.join(src);
+        match *src {
+            "usr/local/bin" => runtime.add(&from, dst, 0)?,
+            "usr/bin" => {
+                agent.dir(dst, 0);
+                let mut seen = std::collections::BTreeSet::new();
+                for b in &image.model.agent.bins {
+                    if seen.insert(b.name.as_str()) {
+                        let mut g = Group::new(format!("bin/{}", b.name));
+                        g.add(&from.join(&b.name), &format!("{dst}/{}", b.name), 0)?;
+                        bins.push(g);
+                    }
+                }
+            }
+            _ => agent.add(&from, dst, if *read_only { 0 } else { USER_ID })?,
+        }
+    }
+    let mut written = Vec::new();
+    for g in std::iter::once(&runtime).chain(&bins).chain([&agent]) {
+        written.push(layers::write(store, g)?);
+    }
+    drop(tmp);
+
+    let model = image
+        .model
+        .agent
+        .model
+        .as_ref()
+        .map(|m| m.value.clone())
+        .unwrap_or_default();
+    let config = image_config(
+        &image,
+        platform,
+        &plan.env,
+        &plan::container_args(&plan::exec_args(&image), &model),
+        &written.iter().map(|w| &w.diff_id).collect::<Vec<_>>(),
+    );
+    let (config_digest, config_size) = store.put_blob_bytes(&config)?;
+    let agent_bytes = store.read_blob(digest)?;
+    let subject = Descriptor::new(MANIFEST_V1, digest.clone(), agent_bytes.len() as u64);
+    let layer_descs: Vec<Descriptor> = written.into_iter().map(|w| w.descriptor).collect();
+    let manifest = Value::object()
+        .with("schemaVersion", 2i64)
+        .with("mediaType", MANIFEST_V1)
+        .with(
+            "config",
+            Descriptor::new(CONFIG_V1, config_digest, config_size).to_json(),
+        )
+        .with(
+            "layers",
+            Value::Array(layer_descs.iter().map(Descriptor::to_json).collect()),
+        )
+        .with("subject", subject.to_json())
+        .with(
+            "annotations",
+            string_map(&export_annotations(Some(platform))),
+        );
+    let manifest = to_compact(&manifest).unwrap_or_default();
+    let stored = store.put_manifest(&manifest, MANIFEST_V1)?;
+    store.add_referrer(digest, &descriptor_of(&manifest, &stored.media_type))?;
+    Ok(Image {
+        platform: platform.clone(),
+        manifest: stored,
+        agent: digest.clone(),
+        layers: layer_descs,
+    })
+}
+
+/// The image config (`application/vnd.oci.image.config.v1+json`), canonical JSON.
+fn image_config(
+    image: &AgentImage,
+    platform: &Platform,
+    env: &[EnvEntry],
+    cmd: &[String],
+    diff_ids: &[&Digest],
+) -> Vec<u8> {
+    let strings = |v: &[String]| Value::Array(v.iter().map(|s| Value::from(s.as_str())).collect());
+    let env: Vec<String> = env
+        .iter()
+        .filter(|e| !e.secret)
+        .map(|e| format!("{}={}", e.key, e.value))
+        .collect();
+    let name = image.model.agent.name_str().unwrap_or_default();
+    let mut labels = BTreeMap::from([
+        ("io.openotters.agent".to_owned(), "true".to_owned()),
+        (
+            "io.openotters.agent.digest".to_owned(),
+            image.digest.to_string(),
+        ),
+    ]);
+    if !name.is_empty() {
+        labels.insert("org.opencontainers.image.title".into(), name.to_owned());
+    }
+    let mut v = Value::object()
+        .with("architecture", platform.architecture.as_str())
+        .with("os", platform.os.as_str());
+    if let Some(var) = &platform.variant {
+        v.push("variant", var.as_str());
+    }
+    let config = Value::object()
+        .with("User", USER)
+        .with(
+            "ExposedPorts",
+            Value::object().with(format!("{CONTAINER_PORT}/tcp"), Value::object()),
+        )
+        .with("Env", strings(&env))
+        .with("Entrypoint", strings(&[CONTAINER_RUNTIME.to_owned()]))
+        .with("Cmd", strings(cmd))
+        .with("WorkingDir", CONTAINER_WORKDIR)
+        .with("Labels", string_map(&labels));
+    let v = v.with("config", config).with(
+        "rootfs",
+        Value::object().with("type", "layers").with(
+            "diff_ids",
+            Value::Array(diff_ids.iter().map(|d| Value::from(d.as_str())).collect()),
+        ),
+    );
+    to_compact(&v).unwrap_or_default()
+}
+
+/// The runnable exports the store records for the agent `digest` (a manifest or an index): the
+/// referrers marked [`ANN_EXPORT`] = [`RUNNABLE`], in digest order.
+pub fn exports_of(store: &Store, digest: &Digest) -> Result<Vec<Descriptor>, StoreError> {
+    Ok(store
+        .referrers(digest)?
+        .into_iter()
+        .filter(|d| d.annotations.get(ANN_EXPORT).map(String::as_str) == Some(RUNNABLE))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_id_is_a_uuid_of_the_digest() {
+        let d = Digest::of(b"agent");
+        let id = agent_id(&d);
+        assert_eq!(id, agent_id(&d));
+        assert_ne!(id, agent_id(&Digest::of(b"other")));
+        assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
+    }
+
+    #[test]
+    fn canonical_reference_drops_tag_and_digest() {
+        assert_eq!(
+            canonical_reference("127.0.0.1:5000/team/a:1"),
+            "127.0.0.1:5000/team/a"
+        );
+        assert_eq!(canonical_reference("not a ref"), "not a ref");
+    }
+}

@@ -1,0 +1,135 @@
+//! `otters export REF --as runnable`: the agent as an ordinary OCI image (see docs/kubernetes.md).
+//!
+//! stdout carries the image's (or index's) digest as its last line, as `build` does; what was
+//! made goes to stderr.
+use super::{fail, fail_in, CliResult};
+use miette::miette;
+use otters_core::escape::escape;
+use otters_oci::reference::Reference;
+use otters_oci::registry::referrers::push_referrer;
+use otters_oci::registry::sources::Sources;
+use otters_oci::registry::transfer::TransferReport;
+use otters_oci::registry::{ClientOptions, RegistryClient};
+use otters_oci::{Platform, Store};
+use otters_pipeline::export;
+use otters_pipeline::run::extract::Limits;
+use otters_pipeline::run::fetch::RegistryFetcher;
+use otters_pipeline::run::prepare::{self, Pull};
+use otters_pipeline::run::source::{Fetcher, LocalOnly};
+use std::process::ExitCode;
+
+/// What to export the agent as.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum As {
+    /// An OCI image any container runtime runs: the agent tree, the runtime and its BINs
+    Runnable,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The agent: a local tag or digest, or a registry reference (pulled when missing)
+    pub reference: String,
+    /// What to export it as
+    #[arg(long = "as", value_enum)]
+    pub as_: As,
+    /// Platform of the image (default: linux on this machine's architecture; for an agent built
+    /// as an index, every platform it has, as an index)
+    #[arg(long, value_name = "OS/ARCH")]
+    pub platform: Option<String>,
+    /// Also push the image to the agent's repository (by digest, as a referrer of the agent)
+    #[arg(long)]
+    pub push: bool,
+    /// Use only the local store (no pull of the agent, its runtime or BINs)
+    #[arg(long)]
+    pub offline: bool,
+    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
+    #[arg(long)]
+    pub insecure: bool,
+    /// Print only the digest
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+pub fn run(a: Args) -> CliResult {
+    let As::Runnable = a.as_;
+    let platform = a
+        .platform
+        .as_deref()
+        .map(Platform::parse)
+        .transpose()
+        .map_err(fail)?;
+    let store = Store::open(super::otters_home().join("store")).map_err(fail)?;
+    let registry = RegistryFetcher::new(ClientOptions {
+        insecure: a.insecure,
+        ..ClientOptions::default()
+    });
+    let pull = if a.offline {
+        Pull::Never
+    } else {
+        Pull::Missing
+    };
+    let fetched = prepare::fetch_image(&store, &registry, &a.reference, pull).map_err(fail)?;
+    let fetcher: &dyn Fetcher = if a.offline { &LocalOnly } else { &registry };
+    let exported = export::export(
+        &store,
+        fetcher,
+        &a.reference,
+        &fetched.digest,
+        platform.as_ref(),
+        &Limits::default(),
+    )
+    .map_err(|e| fail_in(format!("cannot export {}", a.reference), e))?;
+    if !a.quiet {
+        for i in &exported.images {
+            eprintln!(
+                "exported {} for {}: {} ({} layers)",
+                escape(&a.reference),
+                i.platform,
+                i.manifest.digest,
+                i.layers.len()
+            );
+        }
+    }
+    if a.push {
+        push(&a, &store, &fetched.digest, &exported.descriptor)?;
+    }
+    outln!("{}", exported.descriptor.digest);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Pushes the export into the agent's repository, as a referrer of the agent.
+fn push(
+    a: &Args,
+    store: &Store,
+    agent: &otters_oci::Digest,
+    d: &otters_oci::Descriptor,
+) -> miette::Result<()> {
+    let dest = Reference::parse(&a.reference).map_err(|e| {
+        miette!(
+            "--push needs the agent's registry reference (e.g. registry.example.com/team/agent:1): {e}"
+        )
+    })?;
+    let client = RegistryClient::new(ClientOptions {
+        insecure: a.insecure,
+        ..ClientOptions::default()
+    })
+    .map_err(fail)?;
+    let mut sources = Sources::load(store.root());
+    let mut report = TransferReport::new(dest.to_string(), d.digest.clone(), d.media_type.clone());
+    let result = push_referrer(
+        &client,
+        store,
+        agent,
+        d,
+        &dest,
+        &mut sources,
+        &mut |_| {},
+        &mut report,
+    );
+    let _ = sources.save();
+    result.map_err(|e| fail_in(format!("cannot push the export to {}", dest.familiar()), e))?;
+    if !a.quiet {
+        eprintln!("pushed {}@{}", escape(&dest.name()), d.digest);
+    }
+    Ok(())
+}

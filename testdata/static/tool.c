@@ -1,0 +1,2 @@
+#include <stdio.h>
+int main(void) { printf("TOOL tool-ran\n"); return 0; }
