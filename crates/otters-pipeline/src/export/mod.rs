@@ -243,6 +243,8 @@ fn plan_for_export(
         mounts,
         allow_missing_mounts: false,
         platform: platform.clone(),
+        // An export copies the pinned RUNTIME and BIN images, never a tag's current content.
+        require_pins: true,
     };
     plan::plan(&planned, &opts, &|_| None)
 }
