@@ -7,6 +7,7 @@ use otters_oci::archive::{self, local, local::LocalError, local::LocalSource};
 use otters_oci::store::prune::{prune, PruneOptions, PruneReport};
 use otters_oci::store::query::{self, QueryError};
 use otters_oci::store::refname::{new_tag_name, tag_name};
+use otters_oci::StoreError;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -92,6 +93,10 @@ pub struct LoadArgs {
     /// The oci-archive file (or OCI layout directory) to read (default, or `-`: standard input)
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<PathBuf>,
+    /// Move local tags that already name other images to the loaded ones (without it, `load`
+    /// refuses and changes no tag)
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `None` for standard input or output (no path, or `-`).
@@ -241,14 +246,28 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     if loaded.is_empty() {
         return Err(miette!("{from} holds no images"));
     }
-    for (name, d) in loaded {
-        if name.is_empty() {
-            store.add_untagged(&d).into_diagnostic()?;
-            outln!("{}", d.digest);
-            continue;
+    // One index update for every name, however many (the blobs are in; nothing is tagged yet).
+    let (names, moved) = match store.tag_all(&loaded, a.force) {
+        Err(StoreError::WouldMove(moved)) => {
+            let list: Vec<String> = moved.iter().map(ToString::to_string).collect();
+            return Err(miette!(
+                help = "pass --force to move them, or `otters tag`/`otters rm` the local ones first; the loaded blobs stay in the store untagged",
+                "{from} would move {} local tag(s): {}",
+                moved.len(),
+                list.join(", ")
+            ));
         }
-        let name = store.tag(&name, &d).into_diagnostic()?;
-        outln!("{name} {}", d.digest);
+        other => other.map_err(|e| fail_in("cannot tag the loaded images", e))?,
+    };
+    for m in &moved {
+        eprintln!("moved tag {} from {} to {}", m.name, m.from, m.to);
+    }
+    for (name, (_, d)) in names.iter().zip(&loaded) {
+        if name.is_empty() {
+            outln!("{}", d.digest);
+        } else {
+            outln!("{name} {}", d.digest);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
