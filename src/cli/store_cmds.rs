@@ -152,6 +152,8 @@ pub fn run_prune(a: PruneArgs) -> CliResult {
     let opts = PruneOptions {
         dry_run: a.dry_run,
         grace: a.min_age,
+        // A tagged agent's RUNTIME and BIN images are reachable only through its agent.yaml.
+        pins: Some(&otters_pipeline::run::source::pinned_images),
     };
     let report = prune(&store, opts).map_err(|e| fail_in("cannot prune the store", e))?;
     if a.format == Format::Json {
