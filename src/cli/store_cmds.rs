@@ -6,16 +6,21 @@ use miette::{miette, IntoDiagnostic};
 use otters_oci::archive::{self, local, local::LocalError, local::LocalSource};
 use otters_oci::store::prune::{prune, PruneOptions, PruneReport};
 use otters_oci::store::query::{self, QueryError};
-use otters_oci::store::refname::{new_tag_name, tag_name};
+use otters_oci::store::refname::new_tag_name;
 use otters_oci::StoreError;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct RmArgs {
-    /// Image tags to remove (blobs stay in the store)
+    /// Images to remove: a tag (removes that tag), or a digest, `name@digest` or a unique digest
+    /// prefix (removes the image's entry, untagged `<none>` ones included). Blobs stay in the
+    /// store until `otters prune`
     #[arg(required = true)]
     pub references: Vec<String>,
+    /// Remove an image named by digest even when several tags name it (all of them go)
+    #[arg(short, long)]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -115,9 +120,16 @@ pub fn run_rm(a: RmArgs) -> CliResult {
     let store = open_store()?;
     let mut failed = false;
     for r in &a.references {
-        match store.untag(r) {
-            Ok(true) => outln!("untagged {}", tag_name(r).unwrap_or_else(|_| r.clone())),
-            Ok(false) => {
+        match store.remove(r, a.force) {
+            Ok(Some(removed)) => {
+                for t in &removed.tags {
+                    outln!("untagged {t}");
+                }
+                if let Some(d) = &removed.digest {
+                    outln!("removed {d}");
+                }
+            }
+            Ok(None) => {
                 eprintln!("{}", super::render(&not_found(r)));
                 failed = true;
             }

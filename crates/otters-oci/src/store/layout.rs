@@ -74,6 +74,8 @@ pub enum StoreError {
     Ambiguous(String),
     #[error("{} tag(s) already name other images: {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
     WouldMove(Vec<MovedTag>),
+    #[error("image {digest} has {} tags ({}); remove them one by one, or pass --force to remove the image with all its tags", tags.len(), tags.join(", "))]
+    SeveralTags { digest: Digest, tags: Vec<String> },
     #[error("{} is not a valid referrers index: {why}; remove it (the referrers it listed can be pulled or attached again)", path.display())]
     BadReferrers { path: PathBuf, why: String },
 }
@@ -96,6 +98,15 @@ impl std::fmt::Display for MovedTag {
             self.to.short()
         )
     }
+}
+
+/// What [`Store::remove`] took out of `index.json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Removed {
+    /// The image removed, when it was named by digest (`None`: one tag was removed).
+    pub digest: Option<Digest>,
+    /// The tags removed.
+    pub tags: Vec<String>,
 }
 
 /// An OCI image layout directory used as otters' image store.
@@ -581,6 +592,57 @@ impl Store {
             removed = entries.len() != before;
         })?;
         Ok(removed)
+    }
+
+    /// `otters rm`: a tag (as [`Store::untag`]), or an image named by digest, `name@digest` or a
+    /// unique digest prefix — then every `index.json` entry of that image goes (its `<none>`
+    /// entry and its tags; several tags only with `force`, as `docker rmi` asks). Blobs stay
+    /// until `otters prune`. `None` when nothing matches.
+    pub fn remove(&self, reference: &str, force: bool) -> Result<Option<Removed>, StoreError> {
+        let entries = self.read_index()?;
+        let tag = tag_name(reference).ok();
+        let is_tag = |n: &str| n == reference || tag.as_deref() == Some(n);
+        if let Some(name) = entries
+            .iter()
+            .filter_map(|e| e.ref_name())
+            .find(|n| is_tag(n))
+        {
+            let name = name.to_owned();
+            self.untag(&name)?;
+            return Ok(Some(Removed {
+                digest: None,
+                tags: vec![name],
+            }));
+        }
+        let Some(d) = self.resolve(reference)? else {
+            return Ok(None);
+        };
+        let mut outcome = Ok(None);
+        self.update_index_if(|entries| {
+            let tags: Vec<String> = entries
+                .iter()
+                .filter(|e| e.digest == d.digest)
+                .filter_map(|e| e.ref_name().map(str::to_owned))
+                .collect();
+            if tags.len() > 1 && !force {
+                outcome = Err(StoreError::SeveralTags {
+                    digest: d.digest.clone(),
+                    tags,
+                });
+                return false;
+            }
+            let before = entries.len();
+            entries.retain(|e| e.digest != d.digest);
+            if entries.len() == before {
+                return false;
+            }
+            outcome = Ok(Some(Removed {
+                digest: Some(d.digest.clone()),
+                tags,
+            }));
+            true
+        })?;
+        outcome
     }
 
     /// Every entry of `index.json`: (ref name, or "" for untagged entries; descriptor).

@@ -230,6 +230,7 @@ fn remove_unless_refreshed(
 mod tests {
     use super::*;
     use crate::spec::descriptor::MANIFEST_V1;
+    use crate::Descriptor;
 
     fn age(store: &Store, digest: &Digest) {
         let old = SystemTime::now() - Duration::from_secs(7200);
