@@ -6,15 +6,21 @@ use miette::{miette, IntoDiagnostic};
 use otters_oci::archive::{self, local, local::LocalError, local::LocalSource};
 use otters_oci::store::prune::{prune, PruneOptions, PruneReport};
 use otters_oci::store::query::{self, QueryError};
-use otters_oci::store::refname::{new_tag_name, tag_name};
+use otters_oci::store::refname::new_tag_name;
+use otters_oci::StoreError;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct RmArgs {
-    /// Image tags to remove (blobs stay in the store)
+    /// Images to remove: a tag (removes that tag), or a digest, `name@digest` or a unique digest
+    /// prefix (removes the image's entry, untagged `<none>` ones included). Blobs stay in the
+    /// store until `otters prune`
     #[arg(required = true)]
     pub references: Vec<String>,
+    /// Remove an image named by digest even when several tags name it (all of them go)
+    #[arg(short, long)]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -92,6 +98,10 @@ pub struct LoadArgs {
     /// The oci-archive file (or OCI layout directory) to read (default, or `-`: standard input)
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<PathBuf>,
+    /// Move local tags that already name other images to the loaded ones (without it, `load`
+    /// refuses and changes no tag)
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `None` for standard input or output (no path, or `-`).
@@ -110,9 +120,16 @@ pub fn run_rm(a: RmArgs) -> CliResult {
     let store = open_store()?;
     let mut failed = false;
     for r in &a.references {
-        match store.untag(r) {
-            Ok(true) => outln!("untagged {}", tag_name(r).unwrap_or_else(|_| r.clone())),
-            Ok(false) => {
+        match store.remove(r, a.force) {
+            Ok(Some(removed)) => {
+                for t in &removed.tags {
+                    outln!("untagged {t}");
+                }
+                if let Some(d) = &removed.digest {
+                    outln!("removed {d}");
+                }
+            }
+            Ok(None) => {
                 eprintln!("{}", super::render(&not_found(r)));
                 failed = true;
             }
@@ -147,6 +164,8 @@ pub fn run_prune(a: PruneArgs) -> CliResult {
     let opts = PruneOptions {
         dry_run: a.dry_run,
         grace: a.min_age,
+        // A tagged agent's RUNTIME and BIN images are reachable only through its agent.yaml.
+        pins: Some(&otters_pipeline::run::source::pinned_images),
     };
     let report = prune(&store, opts).map_err(|e| fail_in("cannot prune the store", e))?;
     if a.format == Format::Json {
@@ -241,14 +260,28 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     if loaded.is_empty() {
         return Err(miette!("{from} holds no images"));
     }
-    for (name, d) in loaded {
-        if name.is_empty() {
-            store.add_untagged(&d).into_diagnostic()?;
-            outln!("{}", d.digest);
-            continue;
+    // One index update for every name, however many (the blobs are in; nothing is tagged yet).
+    let (names, moved) = match store.tag_all(&loaded, a.force) {
+        Err(StoreError::WouldMove(moved)) => {
+            let list: Vec<String> = moved.iter().map(ToString::to_string).collect();
+            return Err(miette!(
+                help = "pass --force to move them, or `otters tag`/`otters rm` the local ones first; the loaded blobs stay in the store untagged",
+                "{from} would move {} local tag(s): {}",
+                moved.len(),
+                list.join(", ")
+            ));
         }
-        let name = store.tag(&name, &d).into_diagnostic()?;
-        outln!("{name} {}", d.digest);
+        other => other.map_err(|e| fail_in("cannot tag the loaded images", e))?,
+    };
+    for m in &moved {
+        eprintln!("moved tag {} from {} to {}", m.name, m.from, m.to);
+    }
+    for (name, (_, d)) in names.iter().zip(&loaded) {
+        if name.is_empty() {
+            outln!("{}", d.digest);
+        } else {
+            outln!("{name} {}", d.digest);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -264,3 +264,122 @@ fn fifos_inside_a_layout_are_refused_not_waited_on() {
         }
     }
 }
+
+/// `index.json` of the layout `dir`, with `n` entries `name0:1` … of its first image.
+fn many_names(dir: &Path, n: usize) {
+    let path = dir.join("index.json");
+    let mut index: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let first = index["manifests"][0].clone();
+    let entries: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let mut e = first.clone();
+            e["annotations"]["org.opencontainers.image.ref.name"] =
+                serde_json::json!(format!("name{i}:1"));
+            e
+        })
+        .collect();
+    index["manifests"] = serde_json::json!(entries);
+    fs::write(&path, index.to_string()).unwrap();
+}
+
+#[test]
+fn load_tags_in_one_update_caps_its_index_and_never_moves_a_tag_silently() {
+    let env = Env::new();
+    let ctx = minimal();
+    let dir = env.dir.path();
+    let plain = ["build", "--offline", "--allow-unpinned", "-q"];
+    let build = |env: &Env, extra: &[&str]| {
+        let mut args = plain.to_vec();
+        args.extend_from_slice(extra);
+        args.push(ctx.to_str().unwrap());
+        env.ok(&args).trim().to_owned()
+    };
+    // Here `y:1` is one image; the archive calls another image `y:1`.
+    let mine = build(&env, &["--label", "mine=yes", "-t", "y:1"]);
+    let other = Env::new();
+    let theirs = build(&other, &["-t", "y:1"]);
+    assert_ne!(mine, theirs);
+    let archive = dir.join("theirs.tar");
+    other.ok(&["save", "y:1", "-o", archive.to_str().unwrap()]);
+    let err = env.fails(&["load", "-i", archive.to_str().unwrap()]);
+    assert!(
+        err.contains("would move 1 local tag(s): y:1") && err.contains("--force"),
+        "{err}"
+    );
+    let id = |env: &Env, r: &str| {
+        crate::support::cli::json(&env.ok(&["inspect", r, "--format", "json"]))["digest"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(id(&env, "y:1"), mine, "the tag moved without --force");
+    let (ok, out, err) = env.run(&["load", "--force", "-i", archive.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), format!("y:1 {theirs}"));
+    assert!(
+        err.contains(&format!("moved tag y:1 from {mine} to {theirs}")),
+        "{err}"
+    );
+    assert_eq!(id(&env, "y:1"), theirs);
+
+    // 1000 names: one index.json rename, not one per name.
+    let layout = dir.join("many");
+    let spec = format!("type=oci-layout,dest={}", layout.display());
+    build(&other, &["-t", "z:1", "-o", &spec]);
+    many_names(&layout, 1000);
+    let fresh = Env::new();
+    let trace = dir.join("trace");
+    let traced = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=rename,renameat,renameat2", "-o"])
+        .arg(&trace)
+        .arg(assert_cmd::cargo::cargo_bin("otters"))
+        .args(["load", "-i", layout.to_str().unwrap()])
+        .env("OTTERS_HOME", fresh.home())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let listed = fresh.ok(&["images", "--format", "{{.Reference}}"]);
+    assert_eq!(listed.lines().count(), 1000, "{listed}");
+    if traced.status.success() {
+        let renames = fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("index.json\""))
+            .count();
+        assert!(renames <= 2, "index.json was rewritten {renames} times");
+    } else {
+        crate::support::tools::skip(
+            "load_tags_in_one_update",
+            &format!(
+                "strace cannot trace here: {}",
+                String::from_utf8_lossy(&traced.stderr)
+            ),
+        );
+    }
+
+    // An archive's index.json is read up to the documented 4 MiB, not 64.
+    let big = dir.join("big");
+    crate::support::run_ok(
+        std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&layout)
+            .arg(&big),
+    );
+    let mut index = fs::read(big.join("index.json")).unwrap();
+    index.extend(std::iter::repeat_n(b' ', 4 << 20));
+    fs::write(big.join("index.json"), &index).unwrap();
+    let big_tar = dir.join("big.tar");
+    crate::support::run_ok(
+        std::process::Command::new("tar")
+            .arg("-cf")
+            .arg(&big_tar)
+            .arg("-C")
+            .arg(&big)
+            .args(["oci-layout", "index.json", "blobs"]),
+    );
+    let err = Env::new().fails(&["load", "-i", big_tar.to_str().unwrap()]);
+    assert!(
+        err.contains("index.json is more than the 4194304-byte limit"),
+        "{err}"
+    );
+}

@@ -118,3 +118,39 @@ fn save_and_load_round_trip_into_an_empty_store() {
         .failure()
         .code(1);
 }
+
+#[test]
+fn rm_takes_a_digest_or_prefix_and_removes_untagged_images() {
+    let env = Env::new();
+    let digest = build_minimal(&env, &["-t", "a:1"]);
+    env.ok(&["tag", "a:1", "b:1"]);
+    // Two tags name it: by digest, only with --force (as docker rmi).
+    let err = env.fails(&["rm", &digest[..19]]);
+    assert!(
+        err.contains("has 2 tags (a:1, b:1)") && err.contains("--force"),
+        "{err}"
+    );
+    let out = env.ok(&["rm", "-f", &digest[..19]]);
+    assert_eq!(
+        out,
+        format!("untagged a:1\nuntagged b:1\nremoved {digest}\n")
+    );
+    assert_eq!(env.ok(&["images", "-q"]), "");
+
+    // An untagged `<none>` image (loaded from an archive saved by digest) can be removed.
+    let other = Env::new();
+    build_minimal(&other, &["-t", "c:1"]);
+    let archive = env.dir.path().join("untagged.tar");
+    other.ok(&["save", &digest, "-o", archive.to_str().unwrap()]);
+    env.ok(&["load", "-i", archive.to_str().unwrap()]);
+    assert!(env.ok(&["images"]).contains("<none>"));
+    let out = env.ok(&["rm", &digest["sha256:".len()..][..12]]);
+    assert_eq!(out, format!("removed {digest}\n"));
+    assert_eq!(env.ok(&["images", "-q"]), "");
+    let err = env.fails(&["rm", &digest]);
+    assert!(err.contains("is not in the local store"), "{err}");
+    // A tag still removes just that tag.
+    env.ok(&["load", "-i", archive.to_str().unwrap()]);
+    env.ok(&["tag", &digest, "d:1"]);
+    assert_eq!(env.ok(&["rm", "d:1"]), "untagged d:1\n");
+}

@@ -300,3 +300,54 @@ fn images_lists_untagged_pulls_quiet_and_full_digests() {
     let table = env.ok(&["images"]);
     assert!(!table.contains("<none>"), "{table}");
 }
+
+/// A tagged agent's RUNTIME and BIN images are reachable only through its `agent.yaml`: prune
+/// keeps them, so the agent still runs offline after its runtime's own tag went.
+#[test]
+fn prune_keeps_the_images_a_tagged_agent_pins() {
+    if !crate::support::tools::require(
+        "prune_keeps_pins",
+        "skopeo",
+        &["--version"],
+        "install skopeo",
+    ) {
+        return;
+    }
+    let reg = Registry::start();
+    let env = Env::new();
+    let rt = env.dir.path().join("rt");
+    let (_, pinned) = images::bin_index(&rt, "1", "runtime", b"#!/bin/sh\n", BinPrefix::Io, None);
+    let runtime = format!("{}/runtime:1", reg.addr);
+    images::skopeo_push(&rt, "1", &runtime, None);
+    let ctx = env.dir.path().join("agent");
+    context(&ctx, &runtime, "pinned", b"data\n");
+    env.ok(&["build", "-q", "-t", "pinned:1", ctx.to_str().unwrap()]);
+    // The runtime is pulled (as a run pulls it by its pin); then its own tag goes (as when the
+    // tag moves on), so only the agent's agent.yaml still names it.
+    env.ok(&["pull", "-q", &runtime]);
+    // What the pin (the host platform's manifest) reaches: what an offline run needs.
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(env.store_blob(&pinned)).unwrap()).unwrap();
+    let mut runtime_blobs = BTreeSet::from([pinned.clone()]);
+    runtime_blobs.insert(manifest["config"]["digest"].as_str().unwrap().to_owned());
+    for l in manifest["layers"].as_array().unwrap() {
+        runtime_blobs.insert(l["digest"].as_str().unwrap().to_owned());
+    }
+    env.ok(&["rm", &runtime]);
+    age_blobs(&env.store());
+    let done = json(&env.ok(&["prune", "--min-age", "0", "--format", "json"]));
+    let removed: BTreeSet<String> = done["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["digest"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        removed.is_disjoint(&runtime_blobs),
+        "prune removed the pinned runtime: {removed:?}"
+    );
+    assert!(runtime_blobs.is_subset(&stored_blobs(&env)));
+    drop(reg);
+    let plan = json(&env.ok(&["run", "pinned:1", "--dry-run", "--pull", "never"]));
+    assert!(plan["argv"].is_array(), "{plan}");
+}

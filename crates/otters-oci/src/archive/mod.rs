@@ -13,7 +13,7 @@ pub mod tar_reader;
 use crate::archive::tar_reader::{Kind as EntryKind, TarError, TarReader};
 use crate::path_io::{io_err, PathIoError};
 use crate::spec::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1};
-use crate::store::layout::{index_json, Store, StoreError, COPY_BUFFER, MAX_JSON_BLOB};
+use crate::store::layout::{index_json, Store, StoreError, COPY_BUFFER};
 use crate::validate::{validate_manifest, Kind as DocKind, MAX_MANIFEST};
 use crate::{Digest, MediaType};
 use otters_core::json::to_compact;
@@ -363,9 +363,14 @@ pub fn load_stream(
         if path == "index.json" {
             let mut bytes = Vec::new();
             (&mut data)
-                .take(MAX_JSON_BLOB)
+                .take(MAX_MANIFEST as u64 + 1)
                 .read_to_end(&mut bytes)
                 .map_err(read_err)?;
+            if bytes.len() > MAX_MANIFEST {
+                return Err(malformed(format!(
+                    "index.json is more than the {MAX_MANIFEST}-byte limit"
+                )));
+            }
             index = Some(bytes);
         } else if let Some(hex) = path.strip_prefix("blobs/sha256/").filter(|h| !h.is_empty()) {
             let expected = Digest::from_hex(hex)

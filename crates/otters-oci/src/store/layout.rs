@@ -23,6 +23,7 @@ use crate::store::refname::{tag_name, RefNameError};
 use crate::store::verify::VerifiedBlob;
 use otters_core::json::{to_compact, Value};
 use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -71,8 +72,41 @@ pub enum StoreError {
     RefName(#[from] RefNameError),
     #[error("digest prefix `{0}` matches more than one image; give more digits")]
     Ambiguous(String),
+    #[error("{} tag(s) already name other images: {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    WouldMove(Vec<MovedTag>),
+    #[error("image {digest} has {} tags ({}); remove them one by one, or pass --force to remove the image with all its tags", tags.len(), tags.join(", "))]
+    SeveralTags { digest: Digest, tags: Vec<String> },
     #[error("{} is not a valid referrers index: {why}; remove it (the referrers it listed can be pulled or attached again)", path.display())]
     BadReferrers { path: PathBuf, why: String },
+}
+
+/// A tag [`Store::tag_all`] moved (or would move) from one image to another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MovedTag {
+    pub name: String,
+    pub from: Digest,
+    pub to: Digest,
+}
+
+impl std::fmt::Display for MovedTag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (now {}, would be {})",
+            self.name,
+            self.from.short(),
+            self.to.short()
+        )
+    }
+}
+
+/// What [`Store::remove`] took out of `index.json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Removed {
+    /// The image removed, when it was named by digest (`None`: one tag was removed).
+    pub digest: Option<Digest>,
+    /// The tags removed.
+    pub tags: Vec<String>,
 }
 
 /// An OCI image layout directory used as otters' image store.
@@ -464,6 +498,77 @@ impl Store {
         Ok(name)
     }
 
+    /// Tags several images in one `index.json` update (`otters load` of an archive with many
+    /// names): each `(name, descriptor)` is tagged as [`Store::tag`] would, or recorded untagged as
+    /// [`Store::add_untagged`] would when `name` is empty. A tag that already names another image
+    /// would move: with `force` it moves (and is reported), without it nothing at all is written
+    /// and [`StoreError::WouldMove`] lists them. Returns the stored names (empty for untagged
+    /// entries), in input order, and the tags moved.
+    pub fn tag_all(
+        &self,
+        images: &[(String, Descriptor)],
+        force: bool,
+    ) -> Result<(Vec<String>, Vec<MovedTag>), StoreError> {
+        let mut named = Vec::with_capacity(images.len());
+        for (name, d) in images {
+            let mut d = d.clone();
+            if name.is_empty() {
+                d.annotations.remove(ANN_REF_NAME);
+                named.push((String::new(), d));
+            } else {
+                let name = tag_name(name)?;
+                d.annotations.insert(ANN_REF_NAME.to_owned(), name.clone());
+                named.push((name, d));
+            }
+        }
+        let mut moved = Vec::new();
+        let mut refused = false;
+        // The last of several entries of one name wins, as one-by-one tagging did.
+        let target: BTreeMap<&str, &Descriptor> = named
+            .iter()
+            .filter(|(n, _)| !n.is_empty())
+            .map(|(n, d)| (n.as_str(), d))
+            .collect();
+        self.update_index_if(|entries| {
+            let old: HashMap<&str, &Digest> = entries
+                .iter()
+                .filter_map(|e| Some((e.ref_name()?, &e.digest)))
+                .collect();
+            for (name, d) in &target {
+                if let Some(from) = old.get(name).filter(|f| **f != &d.digest) {
+                    moved.push(MovedTag {
+                        name: (*name).to_owned(),
+                        from: (*from).clone(),
+                        to: d.digest.clone(),
+                    });
+                }
+            }
+            if !moved.is_empty() && !force {
+                refused = true;
+                return false;
+            }
+            let tagged: HashSet<&Digest> = target.values().map(|d| &d.digest).collect();
+            entries.retain(|e| match e.ref_name() {
+                Some(n) => !target.contains_key(n),
+                // A tag replaces the untagged entry of the same image.
+                None => !tagged.contains(&e.digest),
+            });
+            let mut present: HashSet<Digest> = entries.iter().map(|e| e.digest.clone()).collect();
+            present.extend(tagged.into_iter().cloned());
+            entries.extend(target.values().map(|d| (*d).clone()));
+            for (_, d) in named.iter().filter(|(n, _)| n.is_empty()) {
+                if present.insert(d.digest.clone()) {
+                    entries.push(d.clone());
+                }
+            }
+            true
+        })?;
+        if refused {
+            return Err(StoreError::WouldMove(moved));
+        }
+        Ok((named.into_iter().map(|(n, _)| n).collect(), moved))
+    }
+
     /// Records an image that has no tag (pulled or loaded by digest) in `index.json`, so that
     /// `images` lists it as `<none>` and `otters prune` keeps it. Does nothing when an entry of
     /// that digest, tagged or not, is already there.
@@ -487,6 +592,57 @@ impl Store {
             removed = entries.len() != before;
         })?;
         Ok(removed)
+    }
+
+    /// `otters rm`: a tag (as [`Store::untag`]), or an image named by digest, `name@digest` or a
+    /// unique digest prefix — then every `index.json` entry of that image goes (its `<none>`
+    /// entry and its tags; several tags only with `force`, as `docker rmi` asks). Blobs stay
+    /// until `otters prune`. `None` when nothing matches.
+    pub fn remove(&self, reference: &str, force: bool) -> Result<Option<Removed>, StoreError> {
+        let entries = self.read_index()?;
+        let tag = tag_name(reference).ok();
+        let is_tag = |n: &str| n == reference || tag.as_deref() == Some(n);
+        if let Some(name) = entries
+            .iter()
+            .filter_map(|e| e.ref_name())
+            .find(|n| is_tag(n))
+        {
+            let name = name.to_owned();
+            self.untag(&name)?;
+            return Ok(Some(Removed {
+                digest: None,
+                tags: vec![name],
+            }));
+        }
+        let Some(d) = self.resolve(reference)? else {
+            return Ok(None);
+        };
+        let mut outcome = Ok(None);
+        self.update_index_if(|entries| {
+            let tags: Vec<String> = entries
+                .iter()
+                .filter(|e| e.digest == d.digest)
+                .filter_map(|e| e.ref_name().map(str::to_owned))
+                .collect();
+            if tags.len() > 1 && !force {
+                outcome = Err(StoreError::SeveralTags {
+                    digest: d.digest.clone(),
+                    tags,
+                });
+                return false;
+            }
+            let before = entries.len();
+            entries.retain(|e| e.digest != d.digest);
+            if entries.len() == before {
+                return false;
+            }
+            outcome = Ok(Some(Removed {
+                digest: Some(d.digest.clone()),
+                tags,
+            }));
+            true
+        })?;
+        outcome
     }
 
     /// Every entry of `index.json`: (ref name, or "" for untagged entries; descriptor).
@@ -569,10 +725,24 @@ impl Store {
     /// ref name then digest, so the file's bytes do not depend on the order of operations.
     /// A batch handle first makes its blobs durable, so no entry ever points at one that is not.
     fn update_index(&self, f: impl FnOnce(&mut Vec<Descriptor>)) -> Result<(), StoreError> {
+        self.update_index_if(|entries| {
+            f(entries);
+            true
+        })
+    }
+
+    /// [`Store::update_index`] whose change can be called off: nothing is written when `f`
+    /// returns false.
+    fn update_index_if(
+        &self,
+        f: impl FnOnce(&mut Vec<Descriptor>) -> bool,
+    ) -> Result<(), StoreError> {
         self.sync_batch()?;
         let _lock = self.lock_index()?;
         let mut entries = self.read_index()?;
-        f(&mut entries);
+        if !f(&mut entries) {
+            return Ok(());
+        }
         entries.sort_by(|a, b| (a.ref_name(), &a.digest).cmp(&(b.ref_name(), &b.digest)));
         self.write_index(&entries)
     }

@@ -16,7 +16,7 @@
 //! and it is put back when it was refreshed in between.
 
 use crate::path_io::{io_err, PathIoError};
-use crate::spec::descriptor::{Descriptor, ManifestDoc};
+use crate::spec::descriptor::ManifestDoc;
 use crate::spec::digest::Digest;
 use crate::store::layout::{Store, StoreError};
 use std::collections::HashSet;
@@ -28,12 +28,20 @@ use std::time::{Duration, SystemTime};
 /// kept, since a running build may be about to tag it.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);
 
-#[derive(Clone, Copy, Debug)]
-pub struct PruneOptions {
+/// What else a manifest keeps alive beyond its config, layers and child manifests: the digests of
+/// the images it pins (an agent's RUNTIME and BINs, named only in its `agent.yaml`). This crate
+/// knows nothing of agents, so the caller says; an `Err` (pins that cannot be read) stops the
+/// prune before anything is removed.
+pub type PinsOf<'a> = &'a dyn Fn(&Store, &ManifestDoc) -> Result<Vec<Digest>, String>;
+
+#[derive(Clone, Copy)]
+pub struct PruneOptions<'a> {
     /// List what would go; remove nothing.
     pub dry_run: bool,
     /// Unreferenced blobs younger than this are kept.
     pub grace: Duration,
+    /// The images each reachable manifest pins, kept with everything they reach.
+    pub pins: Option<PinsOf<'a>>,
 }
 
 /// One blob removed (or, with `dry_run`, to be removed) or kept.
@@ -76,17 +84,19 @@ pub enum PruneError {
         digest: Digest,
         source: serde_json::Error,
     },
+    #[error("the images manifest {digest} pins cannot be read ({why}), so what it needs is unknown; nothing was removed: remove its tag with `otters rm` or pull the image again")]
+    BadPins { digest: Digest, why: String },
 }
 
 /// Removes every blob under `blobs/sha256/` that no `index.json` entry reaches and that is older
 /// than `opts.grace`, holding the index lock throughout (tags wait until it is done).
-pub fn prune(store: &Store, opts: PruneOptions) -> Result<PruneReport, PruneError> {
+pub fn prune(store: &Store, opts: PruneOptions<'_>) -> Result<PruneReport, PruneError> {
     let _lock = store.lock_index()?;
     // Computed once the lock is held: anything refreshed from here on is newer than the cutoff.
     let cutoff = SystemTime::now()
         .checked_sub(opts.grace)
         .unwrap_or(SystemTime::UNIX_EPOCH);
-    let keep = reachable(store)?;
+    let keep = reachable(store, opts.pins)?;
     let mut report = PruneReport {
         reachable: keep.len(),
         ..PruneReport::default()
@@ -140,30 +150,45 @@ pub fn prune(store: &Store, opts: PruneOptions) -> Result<PruneReport, PruneErro
 /// The digests reachable from the entries of `index.json`. A manifest that is not stored (an index
 /// of which only one platform was pulled) reaches nothing; one that cannot be read is an error,
 /// since what it references is then unknown.
-fn reachable(store: &Store) -> Result<HashSet<Digest>, PruneError> {
+fn reachable(store: &Store, pins: Option<PinsOf<'_>>) -> Result<HashSet<Digest>, PruneError> {
     let mut keep = HashSet::new();
-    // (descriptor, whether it is a manifest or index to look into)
-    let mut todo: Vec<(Descriptor, bool)> =
-        store.read_index()?.into_iter().map(|d| (d, true)).collect();
-    while let Some((d, is_manifest)) = todo.pop() {
-        if !keep.insert(d.digest.clone()) || !is_manifest {
+    // (digest, whether it is a manifest or index to look into)
+    let mut todo: Vec<(Digest, bool)> = store
+        .read_index()?
+        .into_iter()
+        .map(|d| (d.digest, true))
+        .collect();
+    while let Some((digest, is_manifest)) = todo.pop() {
+        if !keep.insert(digest.clone()) || !is_manifest {
             continue;
         }
-        let bytes = match store.read_blob(&d.digest) {
+        let bytes = match store.read_blob(&digest) {
             Ok(b) => b,
             Err(StoreError::MissingBlob(_)) => continue,
             Err(e) => return Err(e.into()),
         };
         let doc: ManifestDoc =
             serde_json::from_slice(&bytes).map_err(|source| PruneError::BadManifest {
-                digest: d.digest.clone(),
+                digest: digest.clone(),
                 source,
             })?;
-        todo.extend(doc.config.into_iter().map(|c| (c, false)));
-        todo.extend(doc.layers.into_iter().map(|l| (l, false)));
-        todo.extend(doc.manifests.into_iter().map(|m| (m, true)));
+        if let Some(pins) = pins {
+            let pinned = pins(store, &doc).map_err(|why| PruneError::BadPins {
+                digest: digest.clone(),
+                why,
+            })?;
+            todo.extend(pinned.into_iter().map(|d| (d, true)));
+        }
+        todo.extend(doc.config.into_iter().map(|c| (c.digest, false)));
+        todo.extend(doc.layers.into_iter().map(|l| (l.digest, false)));
+        todo.extend(doc.manifests.into_iter().map(|m| (m.digest, true)));
         // A referrer (signature, SBOM) lives as long as its subject.
-        todo.extend(store.referrers(&d.digest)?.into_iter().map(|r| (r, true)));
+        todo.extend(
+            store
+                .referrers(&digest)?
+                .into_iter()
+                .map(|r| (r.digest, true)),
+        );
     }
     Ok(keep)
 }
@@ -205,6 +230,7 @@ fn remove_unless_refreshed(
 mod tests {
     use super::*;
     use crate::spec::descriptor::MANIFEST_V1;
+    use crate::Descriptor;
 
     fn age(store: &Store, digest: &Digest) {
         let old = SystemTime::now() - Duration::from_secs(7200);
@@ -241,6 +267,7 @@ mod tests {
         let opts = |dry_run| PruneOptions {
             dry_run,
             grace: DEFAULT_GRACE,
+            pins: None,
         };
         let dry = prune(&store, opts(true)).unwrap();
         let gone: Vec<&str> = dry.removed.iter().map(|b| b.digest.as_str()).collect();
@@ -296,6 +323,7 @@ mod tests {
         let opts = PruneOptions {
             dry_run: false,
             grace: DEFAULT_GRACE,
+            pins: None,
         };
         let report = prune(&store, opts).unwrap();
         assert!(report.removed.is_empty(), "{:?}", report.removed);
@@ -332,6 +360,7 @@ mod tests {
             PruneOptions {
                 dry_run: false,
                 grace: DEFAULT_GRACE,
+                pins: None,
             },
         )
         .unwrap();
@@ -352,6 +381,7 @@ mod tests {
             PruneOptions {
                 dry_run: false,
                 grace: Duration::ZERO,
+                pins: None,
             },
         )
         .unwrap_err();

@@ -253,6 +253,37 @@ struct YamlPins {
     tools: Vec<YamlTool>,
 }
 
+/// The digests of the images an agent manifest pins (its RUNTIME and BINs, from its `agent.yaml`
+/// layer): what `otters prune` must keep for an offline run of a still-tagged agent. Empty for a
+/// manifest that is not an agent; an `agent.yaml` that is missing from the store or unreadable
+/// is an error (what it pins is unknown).
+pub fn pinned_images(store: &Store, doc: &ManifestDoc) -> Result<Vec<Digest>, String> {
+    let Some(layer) = doc
+        .layers
+        .iter()
+        .rev()
+        .find(|l| l.media_type == MediaType::AgentYaml)
+    else {
+        return Ok(Vec::new());
+    };
+    let yaml = match store.read_blob(&layer.digest) {
+        Ok(y) => y,
+        // Nothing of the agent is left to run; its pins need not be kept.
+        Err(StoreError::MissingBlob(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let pins = parse_pins(&yaml).map_err(|e| match e {
+        PinsError::Yaml(e) => format!("agent.yaml layer {}: {e}", layer.digest),
+        PinsError::NotADigest { reference, digest } => bad_pin(&reference, &digest),
+    })?;
+    Ok(pins
+        .runtime
+        .into_iter()
+        .chain(pins.bins.into_values())
+        .map(|p| p.digest)
+        .collect())
+}
+
 /// Why an `agent.yaml` gives no pins.
 #[derive(Debug)]
 pub enum PinsError {
