@@ -95,6 +95,24 @@ fn world(tag: &str) -> World {
     }
 }
 
+/// A [`world`] and an empty `data` directory for its `/data` MOUNT, when the test runtime can run
+/// on this host (it needs `/bin/busybox`); `None` after [`skip`] otherwise.
+fn busybox_world(test: &str, tag: &str) -> Option<(World, PathBuf)> {
+    if !Path::new("/bin/busybox").exists() {
+        skip(test, "/bin/busybox (busybox-static) is not installed");
+        return None;
+    }
+    let w = world(tag);
+    let data = w.tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    Some((w, data))
+}
+
+/// A file of a test tree, which must exist.
+fn text(p: &Path) -> String {
+    fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 fn otters(w: &World) -> Command {
     let mut c = cli::otters(&w.home);
     c.env("ANTHROPIC_API_KEY", "sk-test-secret")
@@ -131,16 +149,9 @@ fn grep_tree(dir: &Path, needle: &str) -> Vec<PathBuf> {
     reason = "one scenario in order: refusals, a dry run, the run, a rerun and a failed rerun share one agent tree"
 )]
 fn system_executor_end_to_end() {
-    if !Path::new("/bin/busybox").exists() {
-        skip(
-            "system_executor_end_to_end",
-            "/bin/busybox (busybox-static) is not installed",
-        );
+    let Some((w, data)) = busybox_world("system_executor_end_to_end", "sys") else {
         return;
-    }
-    let w = world("sys");
-    let data = w.tmp.path().join("data");
-    fs::create_dir_all(&data).unwrap();
+    };
     fs::write(data.join("in.txt"), "host-input").unwrap();
     let root = w.home.join("agents/probe");
     let vol = format!("{}:/data", data.display());
@@ -777,4 +788,113 @@ fn verify_key_refuses_an_unpinned_runtime_or_bin() {
             .unwrap(),
     );
     assert!(!root.exists(), "a tree was written");
+}
+
+/// Issue 17.8: `--root DIR` reuses only a tree otters made (its `.otters-agent` marker); a
+/// non-empty other directory is refused and its files survive, an empty one is taken.
+/// Issue 17.3: the marker names the repository that made the tree, and another repository whose
+/// image declares the same NAME does not inherit the default root's workspace and id unless the
+/// user names the tree (`--name`), while a new tag of the same repository does.
+#[test]
+fn run_roots_belong_to_otters_and_to_one_repository() {
+    let Some((w, data)) =
+        busybox_world("run_roots_belong_to_otters_and_to_one_repository", "roots")
+    else {
+        return;
+    };
+    let a = &w.reg.addr;
+    let vol = format!("{}:/data", data.display());
+    let cmd = |reference: &str, extra: &[&str]| {
+        let mut c = otters(&w);
+        c.args(["run", reference, "--config", "webhook=x", "-v", &vol])
+            .args(extra);
+        c
+    };
+    let run = |reference: &str, extra: &[&str]| cmd(reference, extra).output().unwrap();
+    let stderr = |o: &std::process::Output| cli::flat(&String::from_utf8_lossy(&o.stderr));
+
+    // The user's own directory, as with `--root .`: refused, for a dry run too; nothing moves.
+    let mine = w.tmp.path().join("mine");
+    fs::create_dir_all(mine.join("src")).unwrap();
+    fs::write(mine.join("notes.txt"), "my notes").unwrap();
+    fs::write(mine.join("src/main.rs"), "fn main() {}").unwrap();
+    for extra in [&["--dry-run"][..], &[]] {
+        let out = cmd(&w.agent, &["--root", "."])
+            .current_dir(&mine)
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert!(!out.status.success(), "--root . was taken: {err}");
+        assert!(err.contains("not an agent tree otters made"), "{err}");
+    }
+    assert_eq!(text(&mine.join("notes.txt")), "my notes");
+    assert_eq!(text(&mine.join("src/main.rs")), "fn main() {}");
+    let mut names: Vec<_> = fs::read_dir(&mine)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["notes.txt", "src"]);
+
+    // An empty directory is taken; the tree it gets is marked, and a second run reuses it.
+    let empty = w.tmp.path().join("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let out = run(&w.agent, &["--root", empty.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let marker: Value = serde_json::from_str(&text(&empty.join(".otters-agent"))).unwrap();
+    assert_eq!(marker["repository"], format!("{a}/agent"));
+    fs::write(empty.join("workspace/kept.txt"), "kept").unwrap();
+    let out = run(&w.agent, &["--root", empty.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(text(&empty.join("workspace/kept.txt")), "kept");
+
+    // Default root agents/probe, made by {a}/agent.
+    let root = w.home.join("agents/probe");
+    let out = run(&w.agent, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    fs::write(root.join("workspace/secret.txt"), "victim's").unwrap();
+    let id = text(&root.join("etc/agent.yaml"));
+
+    // Another repository's image with the same NAME (here: the same Agentfile, pushed elsewhere).
+    let other = format!("{a}/other:1");
+    ok(otters(&w)
+        .args(["build", "-q", "-t", &other])
+        .arg(w.tmp.path().join("ctx")));
+    for extra in [&["--dry-run"][..], &[]] {
+        let out = run(&other, extra);
+        let err = stderr(&out);
+        assert!(
+            !out.status.success(),
+            "another repository took the tree: {err}"
+        );
+        assert!(
+            err.contains(&format!(
+                "the agent tree of NAME probe was made by {a}/agent, not by {a}/other"
+            )) && err.contains("`--name NAME` or `--root DIR`")
+                && err.contains("`--name probe`"),
+            "{err}"
+        );
+    }
+    assert_eq!(text(&root.join("workspace/secret.txt")), "victim's");
+    assert_eq!(text(&root.join("etc/agent.yaml")), id);
+    // Under its own name it gets its own tree.
+    let out = run(&other, &["--name", "probe-other"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!w
+        .home
+        .join("agents/probe-other/workspace/secret.txt")
+        .exists());
+    // A new tag of the same repository keeps the tree.
+    let v2 = format!("{a}/agent:roots-2");
+    ok(otters(&w).args(["tag", &w.agent, &v2]));
+    let out = run(&v2, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(root.join("workspace/secret.txt").exists());
+    // Naming the tree hands it over on purpose.
+    let out = run(&other, &["--name", "probe"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(root.join("workspace/secret.txt").exists());
+    let marker: Value = serde_json::from_str(&text(&root.join(".otters-agent"))).unwrap();
+    assert_eq!(marker["repository"], format!("{a}/other"));
 }

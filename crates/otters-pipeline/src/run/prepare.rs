@@ -9,6 +9,7 @@
 
 use super::env::{provider_prefix, EnvEntry};
 use super::fetch::RegistryFetcher;
+use super::marker::{self, ClaimError};
 use super::mounts::UserMount;
 use super::overrides::Overrides;
 use super::plan::{is_path_safe, Launcher, RunOptions, CONTAINER_USER};
@@ -80,6 +81,8 @@ pub enum PrepareError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Source(#[from] SourceError),
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
     #[error("agent name {0:?} must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}; pass --name")]
     BadName(String),
 }
@@ -163,10 +166,18 @@ pub fn prepare(
 ) -> Result<Prepared, PrepareError> {
     let manifest = source::agent_manifest(store, reference, digest, &req.platform)?;
     let image = source::load_agent(store, reference, &manifest)?;
+    // The user chose the tree (`--root`, `--name`): it may be handed from another repository.
+    let chosen = req.root.is_some() || req.name.is_some();
+    // Only `$OTTERS_HOME/agents` may hold trees of releases before the marker.
+    let legacy_ok = req.root.is_none();
     let name = agent_name(req.name, &image)?;
     let root = req
         .root
-        .map_or_else(|| req.agents.join(&name), |r| req.cwd.join(r));
+        .map_or_else(|| req.agents.join(&name), |r| req.cwd.join(r))
+        // `--root .` names the directory, not a `.` entry in it.
+        .components()
+        .collect::<PathBuf>();
+    marker::claim(&root, &name, reference, digest, chosen, legacy_ok)?;
     let id = previous_id(&root).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let (executor, owner) = executor(req.executor, req.docker, req.base_image, process_ids());
     let options = RunOptions {
@@ -240,24 +251,7 @@ fn executor(
 
 /// The id recorded by a previous run of the same agent, so it keeps its identity.
 pub fn previous_id(root: &Path) -> Option<String> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    // The old tree is the agent's: a runtime may have replaced the file with a link, a FIFO or a
-    // huge file. Read at most 64 KiB of a regular file, never through a final symlink.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(
-            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK)
-                .bits()
-                .cast_signed(),
-        )
-        .open(root.join("etc/agent.yaml"))
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut text = String::new();
-    file.take(64 << 10).read_to_string(&mut text).ok()?;
+    let text = marker::read_tree_file(&root.join("etc/agent.yaml"))?;
     let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
     let id = doc.get("id")?.as_str()?;
     uuid::Uuid::parse_str(id).ok().map(|u| u.to_string())
