@@ -898,3 +898,46 @@ fn run_roots_belong_to_otters_and_to_one_repository() {
     let marker: Value = serde_json::from_str(&text(&root.join(".otters-agent"))).unwrap();
     assert_eq!(marker["repository"], format!("{a}/other"));
 }
+
+/// Issue 17, "Also": a MODEL provider picks `<PROVIDER>_API_KEY` out of the environment only when
+/// otters knows the provider or the user names it (`--provider`): `stripe/x` must not receive
+/// `STRIPE_API_KEY`, and the warning says how to name it.
+#[test]
+fn model_provider_credentials_only_for_known_or_named_providers() {
+    let w = world("providers");
+    let data = w.tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let plan = |extra: &[&str]| {
+        let out = otters(&w)
+            .env("STRIPE_API_KEY", "sk-stripe-secret")
+            .args(["run", "--dry-run", &w.agent, "--config", "webhook=x", "-v"])
+            .arg(format!("{}:/data", data.display()))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let keys: Vec<String> = plan["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["key"].as_str().unwrap().to_owned())
+            .filter(|k| k.ends_with("_API_KEY"))
+            .collect();
+        (keys, cli::flat(&String::from_utf8_lossy(&out.stderr)))
+    };
+    let (keys, err) = plan(&["--model", "stripe/x"]);
+    assert!(keys.is_empty(), "{keys:?}");
+    assert!(
+        err.contains("provider stripe is not one otters knows, so STRIPE_API_KEY is not passed")
+            && err.contains("pass --provider stripe"),
+        "{err}"
+    );
+    assert!(!err.contains("needs STRIPE_API_KEY"), "{err}");
+    let (keys, err) = plan(&["--model", "stripe/x", "--provider", "stripe"]);
+    assert_eq!(keys, ["STRIPE_API_KEY"]);
+    assert!(!err.contains("not one otters knows"), "{err}");
+    // A known provider needs no naming.
+    let (keys, _) = plan(&[]);
+    assert_eq!(keys, ["ANTHROPIC_API_KEY"]);
+}

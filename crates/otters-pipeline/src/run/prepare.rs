@@ -7,7 +7,7 @@
 //! under [`Pull::Never`], trust a file the agent's tree holds beyond its `id` (read bounded, never
 //! through a symlink), or print.
 
-use super::env::{provider_prefix, EnvEntry};
+use super::env::{provider_prefix, untrusted_provider, EnvEntry, KEYLESS_PROVIDERS};
 use super::fetch::RegistryFetcher;
 use super::marker::{self, ClaimError};
 use super::mounts::UserMount;
@@ -146,6 +146,9 @@ pub struct Request {
     pub platform: Platform,
     /// A verify key is in force: refuse an unpinned RUNTIME or BIN ([`RunOptions::require_pins`]).
     pub require_pins: bool,
+    /// `--provider`: model providers beyond [`super::env::KNOWN_PROVIDERS`] whose credentials
+    /// may be passed.
+    pub providers: Vec<String>,
 }
 
 /// A run ready to plan.
@@ -190,6 +193,7 @@ pub fn prepare(
         allow_missing_mounts: req.allow_missing_mounts,
         platform: req.platform,
         require_pins: req.require_pins,
+        providers: req.providers,
     };
     Ok(Prepared {
         image,
@@ -257,14 +261,19 @@ pub fn previous_id(root: &Path) -> Option<String> {
     uuid::Uuid::parse_str(id).ok().map(|u| u.to_string())
 }
 
-/// Providers whose models run locally and need no API key.
-const KEYLESS_PROVIDERS: [&str; 5] = ["ollama", "lmstudio", "llamacpp", "vllm", "local"];
-
 /// A warning when MODEL's provider key (`anthropic/…` → `ANTHROPIC_API_KEY`) is not among the
 /// variables the runtime gets, i.e. unset or empty where otters runs: the agent would start and
-/// fail on its first model call.
-pub fn missing_provider_key(model: Option<&str>, env: &[EnvEntry]) -> Option<String> {
+/// fail on its first model call. Nothing for a provider whose credentials are not passed (the
+/// plan warns about that).
+pub fn missing_provider_key(
+    model: Option<&str>,
+    named: &[String],
+    env: &[EnvEntry],
+) -> Option<String> {
     let model = model.filter(|m| !m.is_empty())?;
+    if untrusted_provider(model, named).is_some() {
+        return None;
+    }
     let provider = model.split_once('/')?.0;
     if KEYLESS_PROVIDERS.contains(&provider.to_ascii_lowercase().as_str()) {
         return None;
@@ -359,14 +368,17 @@ mod tests {
             value: "x".into(),
             secret: true,
         };
-        let w = missing_provider_key(Some("anthropic/claude"), &[]).unwrap();
+        let w = missing_provider_key(Some("anthropic/claude"), &[], &[]).unwrap();
         assert!(w.contains("ANTHROPIC_API_KEY"), "{w}");
         assert_eq!(
-            missing_provider_key(Some("anthropic/claude"), &[entry("ANTHROPIC_API_KEY")]),
+            missing_provider_key(Some("anthropic/claude"), &[], &[entry("ANTHROPIC_API_KEY")]),
             None
         );
-        assert_eq!(missing_provider_key(Some("ollama/llama3"), &[]), None);
-        assert_eq!(missing_provider_key(Some("claude"), &[]), None);
-        assert_eq!(missing_provider_key(None, &[]), None);
+        assert_eq!(missing_provider_key(Some("ollama/llama3"), &[], &[]), None);
+        assert_eq!(missing_provider_key(Some("claude"), &[], &[]), None);
+        assert_eq!(missing_provider_key(None, &[], &[]), None);
+        assert_eq!(missing_provider_key(Some("stripe/x"), &[], &[]), None);
+        let named = ["stripe".to_owned()];
+        assert!(missing_provider_key(Some("stripe/x"), &named, &[]).is_some());
     }
 }
