@@ -149,9 +149,14 @@ pub fn run(a: Args) -> CliResult {
     if image.pulled && a.dry_run {
         // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
         // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
-        eprintln!(
-            "note: {reference} was pulled into the local store to plan the run (`otters rm {reference}` removes the tag)"
-        );
+        match &image.tag {
+            Some(tag) => eprintln!(
+                "note: {reference} was pulled into the local store to plan the run (`otters rm {tag}` removes the tag)"
+            ),
+            None => eprintln!(
+                "note: {reference} was pulled into the local store to plan the run, untagged (a digest reference names no tag)"
+            ),
+        }
     }
     let request = prepare::Request {
         name: a.name.clone(),

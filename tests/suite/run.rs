@@ -941,3 +941,57 @@ fn model_provider_credentials_only_for_known_or_named_providers() {
     let (keys, _) = plan(&[]);
     assert_eq!(keys, ["ANTHROPIC_API_KEY"]);
 }
+
+/// Issue 18.1: running by digest (`REG/repo@sha256:…`, `REG/repo:tag@sha256:…`), also with
+/// `--dry-run` and `--verify-key`, works on first use against a real registry: the pull is not
+/// tagged with a reference that holds a digest; `repo:tag@…` tags its `repo:tag` part.
+#[test]
+fn run_by_digest_works_on_first_use() {
+    let w = world("bydigest");
+    let keys = w.tmp.path().join("k");
+    ok(otters(&w).args(["key", "generate", "--out"]).arg(&keys));
+    ok(otters(&w)
+        .args(["sign", &w.agent, "--key"])
+        .arg(keys.with_extension("key")));
+    ok(otters(&w).args(["push", "-q", &w.agent]));
+    let digest = images::skopeo_digest(&w.agent, None);
+    let repo = format!("{}/agent", w.reg.addr);
+    let data = w.tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let vol = format!("{}:/data", data.display());
+    let cases = [
+        (format!("{repo}@{digest}"), vec![]),
+        (format!("{}@{digest}", w.agent), vec![]),
+        (format!("{repo}@{digest}"), vec!["--verify-key"]),
+    ];
+    for (i, (reference, extra)) in cases.iter().enumerate() {
+        let home = w.tmp.path().join(format!("fresh-{i}"));
+        let mut c = cli::otters(&home);
+        c.env("ANTHROPIC_API_KEY", "k").args([
+            "run",
+            "--dry-run",
+            reference,
+            "--config",
+            "webhook=x",
+            "-v",
+            &vol,
+        ]);
+        if !extra.is_empty() {
+            c.args(extra).arg(keys.with_extension("pub"));
+        }
+        let out = c.output().unwrap();
+        let err = cli::flat(&String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{reference} {extra:?}: {err}");
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(plan["image"]["digest"], digest.as_str());
+        assert!(err.contains("was pulled into the local store"), "{err}");
+        // Only `repo:tag@…` leaves a tag, and the tag names the pulled image.
+        let tagged = reference.contains(":bydigest@");
+        let images = ok(cli::otters(&home).args(["images", "--format", "json"]));
+        assert_eq!(images.contains(&w.agent), tagged, "{images}");
+        // A second run finds it in the store: no registry needed.
+        ok(cli::otters(&home)
+            .args(["run", "--dry-run", "--pull", "never", reference])
+            .args(["--config", "webhook=x", "--allow-missing-mounts"]));
+    }
+}

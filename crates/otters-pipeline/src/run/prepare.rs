@@ -92,8 +92,11 @@ pub enum PrepareError {
 pub struct Fetched {
     /// Digest of its manifest or index.
     pub digest: Digest,
-    /// True when it was pulled (and tagged `reference`) just now.
+    /// True when it was pulled just now.
     pub pulled: bool,
+    /// The local tag a pull gave it (see [`pulled_tag`]); none when found in the store or pulled
+    /// by digest alone.
+    pub tag: Option<String>,
 }
 
 /// The image `reference` names: from the store, or pulled and tagged when missing and `pull`
@@ -108,6 +111,7 @@ pub fn fetch_image(
         return Ok(Fetched {
             digest: d.digest,
             pulled: false,
+            tag: None,
         });
     }
     if pull == Pull::Never {
@@ -117,13 +121,28 @@ pub fn fetch_image(
         .into());
     }
     let digest = registry.pull(store, reference, None)?;
-    if let Some(desc) = store.resolve(digest.as_str())? {
-        store.tag(reference, &desc)?;
+    let tag = pulled_tag(reference);
+    if let (Some(tag), Some(desc)) = (&tag, store.resolve(digest.as_str())?) {
+        store.tag(tag, &desc)?;
     }
     Ok(Fetched {
         digest,
         pulled: true,
+        tag,
     })
+}
+
+/// The local tag an image pulled as `reference` gets: the reference itself, or for a digest
+/// reference its `name:tag` part (`reg/x:1@sha256:…` → `reg/x:1`); none for `reg/x@sha256:…`,
+/// which names no tag (a tag cannot hold a digest).
+fn pulled_tag(reference: &str) -> Option<String> {
+    let Some((name, _)) = reference.split_once('@') else {
+        return Some(reference.to_owned());
+    };
+    otters_oci::reference::Reference::parse(reference)
+        .ok()
+        .and_then(|r| r.tag)
+        .map(|_| name.to_owned())
 }
 
 /// What the user chose for a run.
@@ -347,6 +366,20 @@ mod tests {
         std::os::unix::fs::symlink(&real, root.join("etc/agent.yaml")).unwrap();
         assert_eq!(previous_id(&root), None);
         assert_eq!(previous_id(&dir.path().join("none")), None);
+    }
+
+    #[test]
+    fn digest_references_are_tagged_by_their_tag_part_only() {
+        let d = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+        assert_eq!(
+            pulled_tag("reg.example/x:1").as_deref(),
+            Some("reg.example/x:1")
+        );
+        assert_eq!(
+            pulled_tag(&format!("reg.example/x:1@{d}")).as_deref(),
+            Some("reg.example/x:1")
+        );
+        assert_eq!(pulled_tag(&format!("reg.example/x@{d}")), None);
     }
 
     #[test]
