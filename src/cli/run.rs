@@ -50,6 +50,10 @@ pub struct Args {
     /// Override the image's MODEL
     #[arg(long)]
     pub model: Option<String>,
+    /// Pass `NAME_API_KEY` and `NAME_API_BASE` to the runtime when MODEL's provider is NAME, for a
+    /// provider otters does not know (repeatable)
+    #[arg(long = "provider", value_name = "NAME")]
+    pub providers: Vec<String>,
     /// Start even when a MOUNT the agent declares is not supplied
     #[arg(long)]
     pub allow_missing_mounts: bool,
@@ -145,9 +149,14 @@ pub fn run(a: Args) -> CliResult {
     if image.pulled && a.dry_run {
         // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
         // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
-        eprintln!(
-            "note: {reference} was pulled into the local store to plan the run (`otters rm {reference}` removes the tag)"
-        );
+        match &image.tag {
+            Some(tag) => eprintln!(
+                "note: {reference} was pulled into the local store to plan the run (`otters rm {tag}` removes the tag)"
+            ),
+            None => eprintln!(
+                "note: {reference} was pulled into the local store to plan the run, untagged (a digest reference names no tag)"
+            ),
+        }
     }
     let request = prepare::Request {
         name: a.name.clone(),
@@ -164,6 +173,7 @@ pub fn run(a: Args) -> CliResult {
         platform,
         // The signature covers the manifest and what it pins; nothing else may run.
         require_pins: key.is_some(),
+        providers: a.providers.clone(),
     };
     let prepared = prepare::prepare(&store, &reference, &image.digest, request).map_err(fail)?;
     let host_env = |k: &str| std::env::var(k).ok();
@@ -251,7 +261,7 @@ fn warn(a: &Args, prepared: &Prepared, plan: &RunPlan) {
         .model
         .as_ref()
         .map(|m| m.value.as_str()));
-    if let Some(w) = prepare::missing_provider_key(model, &plan.env) {
+    if let Some(w) = prepare::missing_provider_key(model, &a.providers, &plan.env) {
         eprintln!("warning: {w}");
     }
 }

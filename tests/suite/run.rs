@@ -95,6 +95,24 @@ fn world(tag: &str) -> World {
     }
 }
 
+/// A [`world`] and an empty `data` directory for its `/data` MOUNT, when the test runtime can run
+/// on this host (it needs `/bin/busybox`); `None` after [`skip`] otherwise.
+fn busybox_world(test: &str, tag: &str) -> Option<(World, PathBuf)> {
+    if !Path::new("/bin/busybox").exists() {
+        skip(test, "/bin/busybox (busybox-static) is not installed");
+        return None;
+    }
+    let w = world(tag);
+    let data = w.tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    Some((w, data))
+}
+
+/// A file of a test tree, which must exist.
+fn text(p: &Path) -> String {
+    fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 fn otters(w: &World) -> Command {
     let mut c = cli::otters(&w.home);
     c.env("ANTHROPIC_API_KEY", "sk-test-secret")
@@ -131,16 +149,9 @@ fn grep_tree(dir: &Path, needle: &str) -> Vec<PathBuf> {
     reason = "one scenario in order: refusals, a dry run, the run, a rerun and a failed rerun share one agent tree"
 )]
 fn system_executor_end_to_end() {
-    if !Path::new("/bin/busybox").exists() {
-        skip(
-            "system_executor_end_to_end",
-            "/bin/busybox (busybox-static) is not installed",
-        );
+    let Some((w, data)) = busybox_world("system_executor_end_to_end", "sys") else {
         return;
-    }
-    let w = world("sys");
-    let data = w.tmp.path().join("data");
-    fs::create_dir_all(&data).unwrap();
+    };
     fs::write(data.join("in.txt"), "host-input").unwrap();
     let root = w.home.join("agents/probe");
     let vol = format!("{}:/data", data.display());
@@ -777,4 +788,210 @@ fn verify_key_refuses_an_unpinned_runtime_or_bin() {
             .unwrap(),
     );
     assert!(!root.exists(), "a tree was written");
+}
+
+/// Issue 17.8: `--root DIR` reuses only a tree otters made (its `.otters-agent` marker); a
+/// non-empty other directory is refused and its files survive, an empty one is taken.
+/// Issue 17.3: the marker names the repository that made the tree, and another repository whose
+/// image declares the same NAME does not inherit the default root's workspace and id unless the
+/// user names the tree (`--name`), while a new tag of the same repository does.
+#[test]
+fn run_roots_belong_to_otters_and_to_one_repository() {
+    let Some((w, data)) =
+        busybox_world("run_roots_belong_to_otters_and_to_one_repository", "roots")
+    else {
+        return;
+    };
+    let a = &w.reg.addr;
+    let vol = format!("{}:/data", data.display());
+    let cmd = |reference: &str, extra: &[&str]| {
+        let mut c = otters(&w);
+        c.args(["run", reference, "--config", "webhook=x", "-v", &vol])
+            .args(extra);
+        c
+    };
+    let run = |reference: &str, extra: &[&str]| cmd(reference, extra).output().unwrap();
+    let stderr = |o: &std::process::Output| cli::flat(&String::from_utf8_lossy(&o.stderr));
+
+    // The user's own directory, as with `--root .`: refused, for a dry run too; nothing moves.
+    let mine = w.tmp.path().join("mine");
+    fs::create_dir_all(mine.join("src")).unwrap();
+    fs::write(mine.join("notes.txt"), "my notes").unwrap();
+    fs::write(mine.join("src/main.rs"), "fn main() {}").unwrap();
+    for extra in [&["--dry-run"][..], &[]] {
+        let out = cmd(&w.agent, &["--root", "."])
+            .current_dir(&mine)
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert!(!out.status.success(), "--root . was taken: {err}");
+        assert!(err.contains("not an agent tree otters made"), "{err}");
+    }
+    assert_eq!(text(&mine.join("notes.txt")), "my notes");
+    assert_eq!(text(&mine.join("src/main.rs")), "fn main() {}");
+    let mut names: Vec<_> = fs::read_dir(&mine)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["notes.txt", "src"]);
+
+    // An empty directory is taken; the tree it gets is marked, and a second run reuses it.
+    let empty = w.tmp.path().join("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let out = run(&w.agent, &["--root", empty.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let marker: Value = serde_json::from_str(&text(&empty.join(".otters-agent"))).unwrap();
+    assert_eq!(marker["repository"], format!("{a}/agent"));
+    fs::write(empty.join("workspace/kept.txt"), "kept").unwrap();
+    let out = run(&w.agent, &["--root", empty.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(text(&empty.join("workspace/kept.txt")), "kept");
+
+    // Default root agents/probe, made by {a}/agent.
+    let root = w.home.join("agents/probe");
+    let out = run(&w.agent, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    fs::write(root.join("workspace/secret.txt"), "victim's").unwrap();
+    let id = text(&root.join("etc/agent.yaml"));
+
+    // Another repository's image with the same NAME (here: the same Agentfile, pushed elsewhere).
+    let other = format!("{a}/other:1");
+    ok(otters(&w)
+        .args(["build", "-q", "-t", &other])
+        .arg(w.tmp.path().join("ctx")));
+    for extra in [&["--dry-run"][..], &[]] {
+        let out = run(&other, extra);
+        let err = stderr(&out);
+        assert!(
+            !out.status.success(),
+            "another repository took the tree: {err}"
+        );
+        assert!(
+            err.contains(&format!(
+                "the agent tree of NAME probe was made by {a}/agent, not by {a}/other"
+            )) && err.contains("`--name NAME` or `--root DIR`")
+                && err.contains("`--name probe`"),
+            "{err}"
+        );
+    }
+    assert_eq!(text(&root.join("workspace/secret.txt")), "victim's");
+    assert_eq!(text(&root.join("etc/agent.yaml")), id);
+    // Under its own name it gets its own tree.
+    let out = run(&other, &["--name", "probe-other"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!w
+        .home
+        .join("agents/probe-other/workspace/secret.txt")
+        .exists());
+    // A new tag of the same repository keeps the tree.
+    let v2 = format!("{a}/agent:roots-2");
+    ok(otters(&w).args(["tag", &w.agent, &v2]));
+    let out = run(&v2, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(root.join("workspace/secret.txt").exists());
+    // Naming the tree hands it over on purpose.
+    let out = run(&other, &["--name", "probe"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(root.join("workspace/secret.txt").exists());
+    let marker: Value = serde_json::from_str(&text(&root.join(".otters-agent"))).unwrap();
+    assert_eq!(marker["repository"], format!("{a}/other"));
+}
+
+/// Issue 17, "Also": a MODEL provider picks `<PROVIDER>_API_KEY` out of the environment only when
+/// otters knows the provider or the user names it (`--provider`): `stripe/x` must not receive
+/// `STRIPE_API_KEY`, and the warning says how to name it.
+#[test]
+fn model_provider_credentials_only_for_known_or_named_providers() {
+    let w = world("providers");
+    let data = w.tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let plan = |extra: &[&str]| {
+        let out = otters(&w)
+            .env("STRIPE_API_KEY", "sk-stripe-secret")
+            .args(["run", "--dry-run", &w.agent, "--config", "webhook=x", "-v"])
+            .arg(format!("{}:/data", data.display()))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let keys: Vec<String> = plan["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["key"].as_str().unwrap().to_owned())
+            .filter(|k| k.ends_with("_API_KEY"))
+            .collect();
+        (keys, cli::flat(&String::from_utf8_lossy(&out.stderr)))
+    };
+    let (keys, err) = plan(&["--model", "stripe/x"]);
+    assert!(keys.is_empty(), "{keys:?}");
+    assert!(
+        err.contains("provider stripe is not one otters knows, so STRIPE_API_KEY is not passed")
+            && err.contains("pass --provider stripe"),
+        "{err}"
+    );
+    assert!(!err.contains("needs STRIPE_API_KEY"), "{err}");
+    let (keys, err) = plan(&["--model", "stripe/x", "--provider", "stripe"]);
+    assert_eq!(keys, ["STRIPE_API_KEY"]);
+    assert!(!err.contains("not one otters knows"), "{err}");
+    // A known provider needs no naming.
+    let (keys, _) = plan(&[]);
+    assert_eq!(keys, ["ANTHROPIC_API_KEY"]);
+}
+
+/// Issue 18.1: running by digest (`REG/repo@sha256:…`, `REG/repo:tag@sha256:…`), also with
+/// `--dry-run` and `--verify-key`, works on first use against a real registry: the pull is not
+/// tagged with a reference that holds a digest; `repo:tag@…` tags its `repo:tag` part.
+#[test]
+fn run_by_digest_works_on_first_use() {
+    let w = world("bydigest");
+    let keys = w.tmp.path().join("k");
+    ok(otters(&w).args(["key", "generate", "--out"]).arg(&keys));
+    ok(otters(&w)
+        .args(["sign", &w.agent, "--key"])
+        .arg(keys.with_extension("key")));
+    ok(otters(&w).args(["push", "-q", &w.agent]));
+    let digest = images::skopeo_digest(&w.agent, None);
+    let repo = format!("{}/agent", w.reg.addr);
+    let data = w.tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let vol = format!("{}:/data", data.display());
+    let cases = [
+        (format!("{repo}@{digest}"), vec![]),
+        (format!("{}@{digest}", w.agent), vec![]),
+        (format!("{repo}@{digest}"), vec!["--verify-key"]),
+    ];
+    for (i, (reference, extra)) in cases.iter().enumerate() {
+        let home = w.tmp.path().join(format!("fresh-{i}"));
+        let mut c = cli::otters(&home);
+        c.env("ANTHROPIC_API_KEY", "k").args([
+            "run",
+            "--dry-run",
+            reference,
+            "--config",
+            "webhook=x",
+            "-v",
+            &vol,
+        ]);
+        if !extra.is_empty() {
+            c.args(extra).arg(keys.with_extension("pub"));
+        }
+        let out = c.output().unwrap();
+        let err = cli::flat(&String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{reference} {extra:?}: {err}");
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(plan["image"]["digest"], digest.as_str());
+        assert!(err.contains("was pulled into the local store"), "{err}");
+        // Only `repo:tag@…` leaves a tag, and the tag names the pulled image.
+        let tagged = reference.contains(":bydigest@");
+        let images = ok(cli::otters(&home).args(["images", "--format", "json"]));
+        assert_eq!(images.contains(&w.agent), tagged, "{images}");
+        // A second run finds it in the store: no registry needed.
+        ok(cli::otters(&home)
+            .args(["run", "--dry-run", "--pull", "never", reference])
+            .args(["--config", "webhook=x", "--allow-missing-mounts"]));
+    }
 }

@@ -117,11 +117,51 @@ pub fn provider_prefix(model: &str) -> Option<String> {
     (!provider.is_empty()).then(|| env_name(provider))
 }
 
+/// Model providers whose `<PROVIDER>_API_KEY` and `<PROVIDER>_API_BASE` otters passes on without
+/// being told: the hosted APIs agent runtimes speak to. Any other provider must be named by the
+/// user (`otters run --provider NAME`), so a MODEL such as `stripe/x` cannot pick an unrelated
+/// secret (`STRIPE_API_KEY`) out of the environment.
+pub const KNOWN_PROVIDERS: &[&str] = &[
+    "anthropic",
+    "openai",
+    "azure",
+    "gemini",
+    "google",
+    "mistral",
+    "groq",
+    "cohere",
+    "deepseek",
+    "xai",
+    "openrouter",
+    "together",
+    "fireworks",
+    "perplexity",
+    "huggingface",
+    "cerebras",
+];
+
+/// Providers whose models run locally: known (their `_API_BASE` is passed) and need no key.
+pub const KEYLESS_PROVIDERS: &[&str] = &["ollama", "lmstudio", "llamacpp", "vllm", "local"];
+
+/// The provider part of MODEL (`anthropic/claude` → `anthropic`) when otters does not know it and
+/// the user did not name it in `named`: its credentials are not passed.
+pub fn untrusted_provider<'m>(model: &'m str, named: &[String]) -> Option<&'m str> {
+    let prefix = provider_prefix(model)?;
+    let provider = model.split_once('/')?.0;
+    let lower = provider.to_ascii_lowercase();
+    let known =
+        KNOWN_PROVIDERS.contains(&lower.as_str()) || KEYLESS_PROVIDERS.contains(&lower.as_str());
+    let is_named = named.iter().any(|n| !n.is_empty() && env_name(n) == prefix);
+    (!known && !is_named).then_some(provider)
+}
+
 /// Build the environment (spec §g.4, rows 1, 2, 4, 5, 6; there is no daemon, so no row 3).
+/// Row 4 (MODEL's provider credentials) only for a known provider or one in `named`.
 /// Later rows win on duplicate keys; the result is sorted by key.
 pub fn spawn_env(
     layout: Layout<'_>,
     model: Option<&str>,
+    named: &[String],
     host_env: &dyn Fn(&str) -> Option<String>,
     configs: &BTreeMap<String, String>,
     user_envs: &[(String, String)],
@@ -165,7 +205,8 @@ pub fn spawn_env(
         },
         false,
     );
-    if let Some(prefix) = model.and_then(provider_prefix) {
+    let trusted = model.filter(|m| untrusted_provider(m, named).is_none());
+    if let Some(prefix) = trusted.and_then(provider_prefix) {
         for (suffix, secret) in [("_API_KEY", true), ("_API_BASE", false)] {
             let key = format!("{prefix}{suffix}");
             if let Some(v) = host_env(&key).filter(|v| !v.is_empty()) {
@@ -218,6 +259,7 @@ mod tests {
         let env = spawn_env(
             Layout::Host(Path::new("/r")),
             Some("anthropic/claude"),
+            &[],
             &host,
             &configs,
             &envs,
@@ -258,6 +300,7 @@ mod tests {
         let env = spawn_env(
             Layout::Container,
             Some("local-model"),
+            &[],
             &host,
             &BTreeMap::new(),
             &[],
@@ -271,6 +314,7 @@ mod tests {
         let env = spawn_env(
             Layout::Container,
             Some("openai/gpt"),
+            &[],
             &host,
             &BTreeMap::new(),
             &[],
@@ -282,6 +326,34 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    #[test]
+    fn only_known_or_named_providers_get_credentials() {
+        let host =
+            |k: &str| (k == "STRIPE_API_KEY" || k == "OLLAMA_API_BASE").then(|| "v".to_owned());
+        let api = |model: &str, named: &[String]| {
+            let env = spawn_env(
+                Layout::Container,
+                Some(model),
+                named,
+                &host,
+                &BTreeMap::new(),
+                &[],
+            );
+            keys(&env)
+                .into_iter()
+                .filter(|k| k.contains("_API_"))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert!(api("stripe/x", &[]).is_empty());
+        assert_eq!(untrusted_provider("stripe/x", &[]), Some("stripe"));
+        assert_eq!(api("stripe/x", &["Stripe".into()]), ["STRIPE_API_KEY"]);
+        assert_eq!(untrusted_provider("stripe/x", &["stripe".into()]), None);
+        assert_eq!(api("ollama/llama3", &[]), ["OLLAMA_API_BASE"]);
+        assert_eq!(untrusted_provider("Anthropic/claude", &[]), None);
+        assert_eq!(untrusted_provider("no-provider", &[]), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 use super::bins::{self, BinError};
 use super::extract::{self, Budget, ExtractError, Limits};
+use super::marker::{Marker, MARKER};
 use super::plan::{RunPlan, TreeEntry};
 use super::source::{self, BinImage, Fetcher, SourceError};
 use super::tree::{Tree, TreeError};
@@ -215,6 +216,10 @@ fn write_tree(
             }
         }
     }
+    // Last, so only a complete tree carries it: what makes the root reusable by a later run.
+    let marker = Marker::new(&plan.image.reference, &plan.image.digest).to_bytes();
+    budget.charge(MARKER, 1, marker.len() as u64)?;
+    tree.write_file(Path::new(MARKER), &mut &marker[..], 0o644, u64::MAX - 1)?;
     Ok(())
 }
 

@@ -14,6 +14,7 @@ pub mod env;
 pub mod exec;
 pub mod extract;
 pub mod fetch;
+pub mod marker;
 pub mod materialise;
 pub mod mounts;
 pub mod overrides;

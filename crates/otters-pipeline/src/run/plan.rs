@@ -55,6 +55,9 @@ pub struct RunOptions {
     /// agent manifest and what it pins, so a RUNTIME or BIN without a pinned digest is refused
     /// ([`PlanError::Unpinned`]) instead of resolved by its tag.
     pub require_pins: bool,
+    /// Model providers the user named (`--provider`): their credentials are passed like a known
+    /// provider's ([`env::untrusted_provider`]).
+    pub providers: Vec<String>,
 }
 
 /// One thing in the materialised tree.
@@ -259,9 +262,21 @@ pub fn plan(
         draft.link_mounts(&user_mounts);
     }
 
+    if let Some(p) = effective
+        .model
+        .as_deref()
+        .and_then(|m| env::untrusted_provider(m, &opts.providers))
+    {
+        let p = otters_oci::validate::escape_text(p, 80);
+        let key = format!("{}_API_KEY", env::env_name(&p));
+        draft.warnings.push(format!(
+            "MODEL's provider {p} is not one otters knows, so {key} is not passed to the runtime (a MODEL must not pick any secret out of your environment); if {p} is your model provider, pass --provider {p}"
+        ));
+    }
     let env = env::spawn_env(
         layout,
         effective.model.as_deref(),
+        &opts.providers,
         host_env,
         &effective.configs,
         &effective

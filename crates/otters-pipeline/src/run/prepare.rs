@@ -7,8 +7,9 @@
 //! under [`Pull::Never`], trust a file the agent's tree holds beyond its `id` (read bounded, never
 //! through a symlink), or print.
 
-use super::env::{provider_prefix, EnvEntry};
+use super::env::{provider_prefix, untrusted_provider, EnvEntry, KEYLESS_PROVIDERS};
 use super::fetch::RegistryFetcher;
+use super::marker::{self, ClaimError};
 use super::mounts::UserMount;
 use super::overrides::Overrides;
 use super::plan::{is_path_safe, Launcher, RunOptions, CONTAINER_USER};
@@ -80,6 +81,8 @@ pub enum PrepareError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Source(#[from] SourceError),
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
     #[error("agent name {0:?} must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}; pass --name")]
     BadName(String),
 }
@@ -89,8 +92,11 @@ pub enum PrepareError {
 pub struct Fetched {
     /// Digest of its manifest or index.
     pub digest: Digest,
-    /// True when it was pulled (and tagged `reference`) just now.
+    /// True when it was pulled just now.
     pub pulled: bool,
+    /// The local tag a pull gave it (see [`pulled_tag`]); none when found in the store or pulled
+    /// by digest alone.
+    pub tag: Option<String>,
 }
 
 /// The image `reference` names: from the store, or pulled and tagged when missing and `pull`
@@ -105,6 +111,7 @@ pub fn fetch_image(
         return Ok(Fetched {
             digest: d.digest,
             pulled: false,
+            tag: None,
         });
     }
     if pull == Pull::Never {
@@ -114,13 +121,28 @@ pub fn fetch_image(
         .into());
     }
     let digest = registry.pull(store, reference, None)?;
-    if let Some(desc) = store.resolve(digest.as_str())? {
-        store.tag(reference, &desc)?;
+    let tag = pulled_tag(reference);
+    if let (Some(tag), Some(desc)) = (&tag, store.resolve(digest.as_str())?) {
+        store.tag(tag, &desc)?;
     }
     Ok(Fetched {
         digest,
         pulled: true,
+        tag,
     })
+}
+
+/// The local tag an image pulled as `reference` gets: the reference itself, or for a digest
+/// reference its `name:tag` part (`reg/x:1@sha256:…` → `reg/x:1`); none for `reg/x@sha256:…`,
+/// which names no tag (a tag cannot hold a digest).
+fn pulled_tag(reference: &str) -> Option<String> {
+    let Some((name, _)) = reference.split_once('@') else {
+        return Some(reference.to_owned());
+    };
+    otters_oci::reference::Reference::parse(reference)
+        .ok()
+        .and_then(|r| r.tag)
+        .map(|_| name.to_owned())
 }
 
 /// What the user chose for a run.
@@ -143,6 +165,9 @@ pub struct Request {
     pub platform: Platform,
     /// A verify key is in force: refuse an unpinned RUNTIME or BIN ([`RunOptions::require_pins`]).
     pub require_pins: bool,
+    /// `--provider`: model providers beyond [`super::env::KNOWN_PROVIDERS`] whose credentials
+    /// may be passed.
+    pub providers: Vec<String>,
 }
 
 /// A run ready to plan.
@@ -163,10 +188,18 @@ pub fn prepare(
 ) -> Result<Prepared, PrepareError> {
     let manifest = source::agent_manifest(store, reference, digest, &req.platform)?;
     let image = source::load_agent(store, reference, &manifest)?;
+    // The user chose the tree (`--root`, `--name`): it may be handed from another repository.
+    let chosen = req.root.is_some() || req.name.is_some();
+    // Only `$OTTERS_HOME/agents` may hold trees of releases before the marker.
+    let legacy_ok = req.root.is_none();
     let name = agent_name(req.name, &image)?;
     let root = req
         .root
-        .map_or_else(|| req.agents.join(&name), |r| req.cwd.join(r));
+        .map_or_else(|| req.agents.join(&name), |r| req.cwd.join(r))
+        // `--root .` names the directory, not a `.` entry in it.
+        .components()
+        .collect::<PathBuf>();
+    marker::claim(&root, &name, reference, digest, chosen, legacy_ok)?;
     let id = previous_id(&root).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let (executor, owner) = executor(req.executor, req.docker, req.base_image, process_ids());
     let options = RunOptions {
@@ -179,6 +212,7 @@ pub fn prepare(
         allow_missing_mounts: req.allow_missing_mounts,
         platform: req.platform,
         require_pins: req.require_pins,
+        providers: req.providers,
     };
     Ok(Prepared {
         image,
@@ -240,37 +274,25 @@ fn executor(
 
 /// The id recorded by a previous run of the same agent, so it keeps its identity.
 pub fn previous_id(root: &Path) -> Option<String> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    // The old tree is the agent's: a runtime may have replaced the file with a link, a FIFO or a
-    // huge file. Read at most 64 KiB of a regular file, never through a final symlink.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(
-            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK)
-                .bits()
-                .cast_signed(),
-        )
-        .open(root.join("etc/agent.yaml"))
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut text = String::new();
-    file.take(64 << 10).read_to_string(&mut text).ok()?;
+    let text = marker::read_tree_file(&root.join("etc/agent.yaml"))?;
     let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
     let id = doc.get("id")?.as_str()?;
     uuid::Uuid::parse_str(id).ok().map(|u| u.to_string())
 }
 
-/// Providers whose models run locally and need no API key.
-const KEYLESS_PROVIDERS: [&str; 5] = ["ollama", "lmstudio", "llamacpp", "vllm", "local"];
-
 /// A warning when MODEL's provider key (`anthropic/…` → `ANTHROPIC_API_KEY`) is not among the
 /// variables the runtime gets, i.e. unset or empty where otters runs: the agent would start and
-/// fail on its first model call.
-pub fn missing_provider_key(model: Option<&str>, env: &[EnvEntry]) -> Option<String> {
+/// fail on its first model call. Nothing for a provider whose credentials are not passed (the
+/// plan warns about that).
+pub fn missing_provider_key(
+    model: Option<&str>,
+    named: &[String],
+    env: &[EnvEntry],
+) -> Option<String> {
     let model = model.filter(|m| !m.is_empty())?;
+    if untrusted_provider(model, named).is_some() {
+        return None;
+    }
     let provider = model.split_once('/')?.0;
     if KEYLESS_PROVIDERS.contains(&provider.to_ascii_lowercase().as_str()) {
         return None;
@@ -347,6 +369,20 @@ mod tests {
     }
 
     #[test]
+    fn digest_references_are_tagged_by_their_tag_part_only() {
+        let d = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+        assert_eq!(
+            pulled_tag("reg.example/x:1").as_deref(),
+            Some("reg.example/x:1")
+        );
+        assert_eq!(
+            pulled_tag(&format!("reg.example/x:1@{d}")).as_deref(),
+            Some("reg.example/x:1")
+        );
+        assert_eq!(pulled_tag(&format!("reg.example/x@{d}")), None);
+    }
+
+    #[test]
     fn a_missing_image_is_not_pulled_under_pull_never() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("store")).unwrap();
@@ -365,14 +401,17 @@ mod tests {
             value: "x".into(),
             secret: true,
         };
-        let w = missing_provider_key(Some("anthropic/claude"), &[]).unwrap();
+        let w = missing_provider_key(Some("anthropic/claude"), &[], &[]).unwrap();
         assert!(w.contains("ANTHROPIC_API_KEY"), "{w}");
         assert_eq!(
-            missing_provider_key(Some("anthropic/claude"), &[entry("ANTHROPIC_API_KEY")]),
+            missing_provider_key(Some("anthropic/claude"), &[], &[entry("ANTHROPIC_API_KEY")]),
             None
         );
-        assert_eq!(missing_provider_key(Some("ollama/llama3"), &[]), None);
-        assert_eq!(missing_provider_key(Some("claude"), &[]), None);
-        assert_eq!(missing_provider_key(None, &[]), None);
+        assert_eq!(missing_provider_key(Some("ollama/llama3"), &[], &[]), None);
+        assert_eq!(missing_provider_key(Some("claude"), &[], &[]), None);
+        assert_eq!(missing_provider_key(None, &[], &[]), None);
+        assert_eq!(missing_provider_key(Some("stripe/x"), &[], &[]), None);
+        let named = ["stripe".to_owned()];
+        assert!(missing_provider_key(Some("stripe/x"), &named, &[]).is_some());
     }
 }
