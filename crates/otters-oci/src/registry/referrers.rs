@@ -112,21 +112,33 @@ impl RegistryClient {
             }
             // No referrers API (distribution 2.8 answers 404): the tag schema.
             Err(RegistryError::NotFound { .. }) => Ok(Listing {
-                entries: filter(self.tag_schema_index(r, subject).await?, artifact_type),
+                entries: filter(
+                    self.tag_schema_index(r, subject, false).await?,
+                    artifact_type,
+                ),
                 via: Via::TagSchema,
             }),
             Err(e) => Err(e),
         }
     }
 
-    /// The `sha256-<hex>` index of `subject` (empty when the tag does not exist).
+    /// The `sha256-<hex>` index of `subject` (empty when the tag does not exist). `upstream`: read
+    /// from the registry itself, never a mirror (a read that feeds a write: a stale mirror's copy
+    /// merged and written back would delete the referrers added since).
     async fn tag_schema_index(
         &self,
         r: &Reference,
         subject: &Digest,
+        upstream: bool,
     ) -> Result<Vec<Descriptor>, RegistryError> {
         let tag = tag_schema(subject);
-        match self.fetch_manifest_async(r, &tag, Some(Kind::Index)).await {
+        let fetched = if upstream {
+            self.fetch_manifest_upstream(r, &tag, Some(Kind::Index))
+                .await
+        } else {
+            self.fetch_manifest_async(r, &tag, Some(Kind::Index)).await
+        };
+        match fetched {
             Ok(f) => parse_index(&f.bytes, Some(f.media_type.as_str())).map_err(|why| {
                 RegistryError::BadDocument {
                     reference: format!("{}:{tag}", r.name()),
@@ -149,7 +161,7 @@ impl RegistryClient {
     ) -> Result<(), RegistryError> {
         let tag = tag_schema(subject);
         for _ in 0..TAG_SCHEMA_ATTEMPTS {
-            let mut list = self.tag_schema_index(r, subject).await?;
+            let mut list = self.tag_schema_index(r, subject, true).await?;
             if !merge(&mut list, std::slice::from_ref(entry)) {
                 return Ok(());
             }
@@ -161,7 +173,7 @@ impl RegistryClient {
             }
             self.put_manifest_async(r, &tag, INDEX_V1, &index_bytes(&list))
                 .await?;
-            let now = self.tag_schema_index(r, subject).await?;
+            let now = self.tag_schema_index(r, subject, true).await?;
             if list
                 .iter()
                 .all(|d| now.iter().any(|n| n.digest == d.digest))
@@ -177,9 +189,11 @@ impl RegistryClient {
         })
     }
 
-    /// Fetches the manifest `r` names and returns its descriptor (the subject of a remote attach).
+    /// Fetches the manifest `r` names from the registry itself (never a mirror: `sign --remote`
+    /// and `attach --remote` write referrers of what this returns, so a stale mirror's tag must
+    /// not choose the image) and returns its descriptor.
     pub fn subject_descriptor(&self, r: &Reference) -> Result<Descriptor, RegistryError> {
-        let f = self.fetch_manifest(r)?;
+        let f = self.block_on(self.fetch_manifest_upstream(r, r.selector(), None))?;
         Ok(Descriptor::new(
             f.media_type,
             f.digest,
