@@ -1008,3 +1008,82 @@ fn referrers_copied_by_skopeo_are_classified_by_their_manifests() {
         .ok(&["verify", "--remote", &dest, "--key", &public])
         .contains("Verified OK"));
 }
+
+/// Issue 18.12: `push --format json` counts each blob once (the empty config every referrer
+/// shares is not both uploaded and "already present"), and referrer layers carry titles, so
+/// oras-py saves `signature.sigstore.json`, `sbom.cdx.json` and `provenance.intoto.json`.
+#[test]
+fn push_counts_each_blob_once_and_oras_saves_referrers_by_title() {
+    const TEST: &str = "push_counts_each_blob_once_and_oras_saves_referrers_by_title";
+    let reg = Registry::start();
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    attested_context(&ctx);
+    let (key, _) = keys(&env, "ci");
+    let tag = format!("{}/agents/titled:1", reg.addr);
+    env.ok(&[
+        "build",
+        "-q",
+        "--sbom",
+        "--provenance",
+        "-t",
+        &tag,
+        ctx.to_str().expect("utf8"),
+    ]);
+    env.ok(&["sign", &tag, "--key", &key]);
+    let once = |report: &serde_json::Value| {
+        let mut all = Vec::new();
+        for k in ["uploaded", "skipped", "mounted", "downloaded"] {
+            for d in report[k].as_array().into_iter().flatten() {
+                all.push(d.as_str().unwrap_or_default().to_owned());
+            }
+        }
+        let mut unique = all.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(all.len(), unique.len(), "a blob counted twice: {report}");
+    };
+    let first = json(&env.ok(&["push", "--format", "json", &tag]));
+    once(&first);
+    assert_eq!(
+        first["referrers"].as_array().map(Vec::len),
+        Some(3),
+        "{first}"
+    );
+    // Another repository of the same registry: blobs are mounted, each counted once.
+    let other = format!("{}/agents/other:1", reg.addr);
+    let second = json(&env.ok(&["push", "--format", "json", &tag, &other]));
+    once(&second);
+
+    if !works("python3", &crate::support::oras::PROBE) {
+        skip(
+            TEST,
+            "oras-py is not installed (python3 -m pip install oras)",
+        );
+        return;
+    }
+    let mut names = Vec::new();
+    for (at, d) in referrer_digests(&env, &tag) {
+        let out = env.dir.path().join(format!("oras-{}", &d[7..19]));
+        let files =
+            crate::support::oras::pull(&reg.addr, &format!("{}/agents/titled@{d}", reg.addr), &out);
+        for f in files {
+            let name = Path::new(&f)
+                .strip_prefix(&out)
+                .unwrap_or_else(|_| panic!("oras-py wrote {f} outside {}", out.display()))
+                .to_string_lossy()
+                .into_owned();
+            assert!(!name.starts_with("sha256"), "{at}: {name}");
+            names.push(name);
+        }
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "provenance.intoto.json",
+            "sbom.cdx.json",
+            "signature.sigstore.json"
+        ]
+    );
+}
