@@ -20,8 +20,7 @@ use otters_supply::{provenance, sbom};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Annotation on an unsigned in-toto statement referrer: its predicate type.
-pub const ANN_PREDICATE_TYPE: &str = "in-toto.io/predicate-type";
+use otters_supply::referrer::ANN_PREDICATE_TYPE;
 
 /// The attestation flags of `otters build`.
 #[derive(Debug, Default, clap::Args)]
@@ -119,8 +118,11 @@ fn attach_document(
         .put_blob_bytes(bytes)
         .map_err(|e| fail_in("cannot store the attestation", e))?;
     let notes = BTreeMap::from([(ANN_PREDICATE_TYPE.to_owned(), predicate_type.to_owned())]);
-    let mut layer = Descriptor::new(media_type, digest, size);
-    layer.annotations = notes.clone();
+    let mut layer = Descriptor::new(media_type, digest, size).with_annotation(
+        otters_oci::spec::descriptor::ANN_TITLE,
+        otters_supply::referrer::title(predicate_type, false),
+    );
+    layer.annotations.extend(notes.clone());
     store
         .attach(subject, media_type, &[layer], &notes)
         .map_err(|e| fail_in("cannot store the attestation", e))

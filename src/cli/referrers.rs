@@ -7,7 +7,7 @@ use super::pushpull::{client, open_store, parse_reference};
 use super::{fail, fail_in, CliResult, Format};
 use miette::miette;
 use otters_oci::reference::Reference;
-use otters_oci::referrers::MAX_DEPTH;
+use otters_oci::referrers::{walk, Node};
 use otters_oci::registry::referrers::push_referrer;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::TransferReport;
@@ -59,6 +59,9 @@ pub struct DiscoverArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// With --remote: stop listing after this many registry requests (the output says it was cut)
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_requests: usize,
     #[command(flatten)]
     pub place: WhereFlags,
 }
@@ -132,6 +135,33 @@ impl Target {
                 .map_err(|e| fail_in(format!("cannot list the referrers of {}", r.familiar()), e))?
                 .entries),
         }
+    }
+
+    /// The referrers of `subject` (of `artifact_type` when given) with their kind filled in, and
+    /// the registry requests that took: an entry that lacks its `artifactType` (a `skopeo copy`
+    /// of a tag-schema index drops it) is classified by its manifest.
+    pub(super) fn listing(
+        &self,
+        subject: &Digest,
+        artifact_type: Option<&str>,
+    ) -> miette::Result<(Vec<Descriptor>, usize)> {
+        let Target::Remote(_, client, r, _) = self else {
+            return Ok((self.referrers(subject, artifact_type)?, 0));
+        };
+        let mut listing = client
+            .referrers(r, subject, artifact_type)
+            .map_err(|e| fail_in(format!("cannot list the referrers of {}", r.familiar()), e))?;
+        let mut requests = listing.requests;
+        for d in listing
+            .entries
+            .iter_mut()
+            .filter(|d| d.artifact_type.is_none())
+        {
+            requests += 1;
+            // A manifest that cannot be read stays unclassified; `discover` still lists it.
+            let _ = client.classify(r, d);
+        }
+        Ok((listing.entries, requests))
     }
 
     /// A referrer's manifest bytes (digest-checked).
@@ -236,49 +266,68 @@ pub fn run_attach(a: AttachArgs) -> CliResult {
 pub fn run_discover(a: DiscoverArgs) -> CliResult {
     let target = Target::resolve(&a.reference, &a.place)?;
     let root = target.descriptor().clone();
-    let tree = tree(&target, &root.digest, a.artifact_type.as_deref(), 0)?;
+    let budget = if a.place.remote {
+        a.max_requests
+    } else {
+        usize::MAX
+    };
+    let tree = walk(
+        &root.digest,
+        a.artifact_type.as_deref(),
+        budget,
+        &mut |s, at| target.listing(s, at),
+    )?;
+    let nodes = json_nodes(&tree.referrers);
     match a.format {
         Format::Json => {
-            let v = json!({
+            let mut v = json!({
                 "reference": a.reference,
                 "digest": root.digest,
                 "mediaType": root.media_type,
-                "referrers": tree,
+                "referrers": nodes,
             });
+            if tree.cut {
+                v["truncated"] = json!(true);
+                v["requests"] = json!(tree.requests);
+            }
             outln!("{}", serde_json::to_string_pretty(&v).map_err(fail)?);
         }
         Format::Text => {
             outln!("{}@{}", esc(&a.reference), root.digest);
-            print_tree(&tree, "");
+            print_tree(&nodes, "");
         }
+    }
+    if tree.cut {
+        eprintln!(
+            "warning: the output was cut after {} registry requests (--max-requests {}): deeper referrers are not listed; pass a larger --max-requests, or discover a referrer by its digest",
+            tree.requests, a.max_requests
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The referrers of `subject` and theirs, as JSON nodes, [`MAX_DEPTH`] deep.
-fn tree(
-    target: &Target,
-    subject: &Digest,
-    artifact_type: Option<&str>,
-    depth: usize,
-) -> miette::Result<Vec<serde_json::Value>> {
-    let mut out = Vec::new();
-    for d in target.referrers(subject, artifact_type)? {
-        let below = if depth + 1 < MAX_DEPTH {
-            tree(target, &d.digest, None, depth + 1)?
-        } else {
-            Vec::new()
-        };
-        out.push(json!({
-            "digest": d.digest,
-            "mediaType": d.media_type,
-            "size": d.size,
-            "artifactType": d.artifact_type,
-            "annotations": d.annotations,
-            "referrers": below,
-        }));
-    }
-    Ok(out)
+/// The discovered tree as JSON nodes, each with its kind (signature, SBOM, …) when known.
+fn json_nodes(nodes: &[Node]) -> Vec<serde_json::Value> {
+    nodes
+        .iter()
+        .map(|n| {
+            let d = &n.descriptor;
+            let mut v = json!({
+                "digest": d.digest,
+                "mediaType": d.media_type,
+                "size": d.size,
+                "artifactType": d.artifact_type,
+                "annotations": d.annotations,
+                "referrers": json_nodes(&n.referrers),
+            });
+            if let Some(k) =
+                otters_supply::referrer::kind(d.artifact_type.as_deref(), &d.annotations)
+            {
+                v["kind"] = json!(k);
+            }
+            v
+        })
+        .collect()
 }
 
 fn print_tree(nodes: &[serde_json::Value], prefix: &str) {
@@ -286,8 +335,12 @@ fn print_tree(nodes: &[serde_json::Value], prefix: &str) {
         let last = i + 1 == nodes.len();
         let at = n["artifactType"].as_str().unwrap_or("(no artifact type)");
         let digest = n["digest"].as_str().unwrap_or_default();
+        let kind = n["kind"]
+            .as_str()
+            .map(|k| format!(" ({k})"))
+            .unwrap_or_default();
         outln!(
-            "{prefix}{} {} {}",
+            "{prefix}{} {} {}{kind}",
             if last { "└──" } else { "├──" },
             esc(at),
             esc(digest)

@@ -66,8 +66,11 @@ pub(super) fn attach_bundle(
             statement.predicate_type.clone(),
         ),
     ]);
-    let mut layer = Descriptor::new(BUNDLE_V03, digest, size);
-    layer.annotations = notes.clone();
+    let mut layer = Descriptor::new(BUNDLE_V03, digest, size).with_annotation(
+        otters_oci::spec::descriptor::ANN_TITLE,
+        otters_supply::referrer::title(&statement.predicate_type, true),
+    );
+    layer.annotations.extend(notes.clone());
     store
         .attach(subject, BUNDLE_V03, &[layer], &notes)
         .map_err(|e| fail_in("cannot store the signature", e))

@@ -354,3 +354,92 @@ fn resolution_for_lock_uses_the_mirror() {
         .unwrap_or_default();
     assert_eq!(entry["digest"], rt_host.as_str(), "{lock}");
 }
+
+/// The referrers (artifact types) the registry at `tag` lists now, asked without mirrors.
+fn upstream_referrers(tag: &str) -> Vec<String> {
+    let env = Env::new();
+    let v = json(&env.ok(&["discover", "--remote", "--format", "json", tag]));
+    let mut digests: Vec<String> = v["referrers"]
+        .as_array()
+        .expect("referrers")
+        .iter()
+        .map(|r| r["digest"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    digests.sort();
+    digests
+}
+
+/// Issue 17.4: the tag-schema read-modify-write of `sign --remote`, `attach --remote` and `push`
+/// reads the `sha256-<hex>` index from the registry itself. A mirror holding a stale copy of it
+/// (one signature, from before a report was attached) must not be merged and written back,
+/// which would delete the report and later signatures from the registry.
+#[test]
+fn a_stale_mirror_index_never_deletes_referrers() {
+    let upstream = Registry::start();
+    let mut mirror = Registry::start();
+    let builder = Env::new();
+    let tag = format!("{}/team/signed:1", upstream.addr);
+    let digest = build_agent(&builder, &tag, 512);
+    let prefix = builder.dir.path().join("ci");
+    builder.ok(&["key", "generate", "--out", &prefix.to_string_lossy()]);
+    let key = format!("{}.key", prefix.display());
+    builder.ok(&["sign", &tag, "--key", &key]);
+    builder.ok(&["push", "-q", &tag]);
+    assert_eq!(upstream_referrers(&tag).len(), 1);
+    // The mirror gets the image and the referrers index as they are now.
+    let hex = digest.trim_start_matches("sha256:");
+    skopeo_copy(&tag, &format!("{}/team/signed:1", mirror.addr));
+    skopeo_copy(
+        &format!("{}/team/signed:sha256-{hex}", upstream.addr),
+        &format!("{}/team/signed:sha256-{hex}", mirror.addr),
+    );
+
+    // Someone attaches a report upstream; the mirror does not see it.
+    let other = Env::new();
+    let report = other.dir.path().join("report.json");
+    crate::support::write(&report, br#"{"ok":true}"#);
+    other.ok(&[
+        "attach",
+        "--remote",
+        &tag,
+        "--artifact-type",
+        "application/vnd.example.report+json",
+        &report.to_string_lossy(),
+    ]);
+    let before = upstream_referrers(&tag);
+    assert_eq!(before.len(), 2);
+
+    // A user whose config has the stale mirror signs remotely: the registry keeps everything.
+    let user = Env::new();
+    configure(&user, &upstream.addr, &[&mirror.addr]);
+    // (Another key: the same key would make the same, deterministic, signature.)
+    let prefix = user.dir.path().join("user");
+    user.ok(&["key", "generate", "--out", &prefix.to_string_lossy()]);
+    let user_key = format!("{}.key", prefix.display());
+    let sig2 = user.ok(&["sign", "--remote", &tag, "--key", &user_key]);
+    let after = upstream_referrers(&tag);
+    assert_eq!(after.len(), 3, "sign --remote lost referrers: {after:?}");
+    assert!(
+        before.iter().all(|d| after.contains(d)),
+        "{before:?} {after:?}"
+    );
+    assert!(after.contains(&sig2.trim().to_owned()), "{after:?}");
+
+    // And a push of a new local referrer with the mirror configured keeps them too.
+    configure(&builder, &upstream.addr, &[&mirror.addr]);
+    let note = builder.dir.path().join("note.txt");
+    crate::support::write(&note, b"note");
+    let attached = builder.ok(&[
+        "attach",
+        &tag,
+        "--artifact-type",
+        "application/vnd.example.note",
+        &note.to_string_lossy(),
+    ]);
+    builder.ok(&["push", "-q", &tag]);
+    let last = upstream_referrers(&tag);
+    assert_eq!(last.len(), 4, "push lost referrers: {last:?}");
+    assert!(after.iter().all(|d| last.contains(d)), "{after:?} {last:?}");
+    assert!(last.contains(&attached.trim().to_owned()), "{last:?}");
+    mirror.kill();
+}

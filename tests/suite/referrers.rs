@@ -784,3 +784,306 @@ fn a_signed_attestation_does_not_pass_as_a_signature() {
         "{out}"
     );
 }
+
+/// A referrers-API registry whose every `GET …/referrers/<digest>` lists `list` (whatever the
+/// digest), serving the rest from `content`. Returns the server.
+fn listing_registry(content: Arc<Content>, list: Vec<serde_json::Value>) -> Hostile {
+    let body = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": list,
+    }))
+    .expect("json");
+    Hostile::start(move |req: &Req| {
+        if req.path().contains("/referrers/") {
+            return Reply::bytes(200, body.clone())
+                .header("Content-Type", "application/vnd.oci.image.index.v1+json");
+        }
+        content.serve(req)
+    })
+}
+
+/// Issue 17.13: `discover --remote` has a total request budget. A registry that lists 20
+/// referrers for every digest would take 1 + 20 + 400 listings; discover stops at its budget
+/// (default 256, `--max-requests`), breadth first, and says the output was cut.
+#[test]
+fn discover_remote_stops_at_its_request_budget_and_says_so() {
+    let content = Arc::new(Content::new());
+    let manifest = content.image("x/y", "1", b"{}", &[("application/octet-stream", b"l")]);
+    let subject = hostile_registry::digest(&manifest);
+    let list: Vec<serde_json::Value> = (0..20)
+        .map(|i| {
+            serde_json::json!({
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": hostile_registry::digest(format!("referrer {i}").as_bytes()),
+                "size": 100,
+                "artifactType": REPORT,
+            })
+        })
+        .collect();
+    let server = listing_registry(content, list);
+    let env = Env::new();
+    let reference = format!("{}/x/y:1", server.addr);
+    let listings = |server: &Hostile| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path().contains("/referrers/"))
+            .count()
+    };
+    let (ok, out, err) = env.run(&["discover", "--remote", &reference]);
+    assert!(ok, "{err}");
+    assert!(listings(&server) <= 256, "{} listings", listings(&server));
+    assert!(
+        err.contains("cut after") && err.contains("--max-requests"),
+        "{err}"
+    );
+    // The first two levels are whole.
+    assert!(out.contains(&subject), "{out}");
+    assert!(
+        out.lines().filter(|l| l.contains(REPORT)).count() >= 20 + 20 * 20,
+        "{out}"
+    );
+
+    server.clear();
+    let (ok, out, err) = env.run(&[
+        "discover",
+        "--remote",
+        "--format",
+        "json",
+        "--max-requests",
+        "5",
+        &reference,
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(listings(&server), 5);
+    let v = json(&out);
+    assert_eq!(v["truncated"], true, "{v}");
+    assert_eq!(v["referrers"].as_array().map(Vec::len), Some(20));
+    assert!(err.contains("cut after 5 registry requests"), "{err}");
+}
+
+/// Issue 17.14: `verify --remote` reads only bundle referrers, best first, stops at the first that
+/// verifies, and reads at most 32 referrers (64 MiB) in all: a registry listing 50 reports and 100
+/// bundles signed by another key costs at most 32 manifest and 32 bundle reads, and the error
+/// says where it stopped.
+#[test]
+fn verify_remote_reads_a_bounded_number_of_bundles() {
+    let env = Env::new();
+    let (_, public) = keys(&env, "right");
+    let (wrong, _) = keys(&env, "wrong");
+    let content = Arc::new(Content::new());
+    let manifest = content.image("x/y", "1", b"{}", &[("application/octet-stream", b"l")]);
+    let subject = hostile_registry::digest(&manifest);
+    let bundle = env.dir.path().join("wrong.json");
+    env.ok(&[
+        "sign-blob",
+        "--key",
+        &wrong,
+        "--digest",
+        &subject,
+        "-o",
+        &bundle.to_string_lossy(),
+    ]);
+    let bundle = std::fs::read(&bundle).expect("bundle");
+    let layer = content.put_blob(&bundle);
+    let empty = content.put_blob(b"{}");
+    let mut list = Vec::new();
+    for i in 0..50 {
+        list.push(serde_json::json!({
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": hostile_registry::digest(format!("report {i}").as_bytes()),
+            "size": 100,
+            "artifactType": REPORT,
+        }));
+    }
+    for i in 0..100 {
+        let m = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "artifactType": BUNDLE,
+            "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": empty, "size": 2},
+            "layers": [{"mediaType": BUNDLE, "digest": layer, "size": bundle.len()}],
+            "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": subject, "size": manifest.len()},
+            "annotations": {"n": i.to_string()},
+        }))
+        .expect("json");
+        let d = content.put_manifest(
+            "x/y",
+            &format!("r{i}"),
+            "application/vnd.oci.image.manifest.v1+json",
+            &m,
+        );
+        list.push(serde_json::json!({
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": d,
+            "size": m.len(),
+            "artifactType": BUNDLE,
+        }));
+    }
+    let server = listing_registry(content, list);
+    let reference = format!("{}/x/y:1", server.addr);
+    let err = env.fails(&["verify", "--remote", &reference, "--key", &public]);
+    assert!(err.contains("stopped after 32"), "{err}");
+    let reqs = server.requests();
+    let manifests = reqs
+        .iter()
+        .filter(|r| r.method == "GET" && r.path().contains("/manifests/sha256:"))
+        .count();
+    let bundles = reqs
+        .iter()
+        .filter(|r| r.method == "GET" && r.path().ends_with(&layer))
+        .count();
+    assert!(
+        manifests <= 32 && bundles <= 32,
+        "{manifests} manifests, {bundles} bundles"
+    );
+    assert!(
+        !reqs
+            .iter()
+            .any(|r| r.path().contains(&hostile_registry::digest(b"report 0"))),
+        "a report was read"
+    );
+}
+
+/// Issue 18.9 and 18.12: after `skopeo copy --all` of the `sha256-<hex>` tag (skopeo drops the
+/// entries' `artifactType`), `discover --remote` classifies each referrer by its manifest and says
+/// what it is, and `verify --remote` finds the signature. Real skopeo and docker-registry.
+#[test]
+fn referrers_copied_by_skopeo_are_classified_by_their_manifests() {
+    let reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/agents/src:1", reg.addr);
+    let digest = build(&env, &tag, "skopeo");
+    let (key, public) = keys(&env, "ci");
+    env.ok(&["sign", &tag, "--key", &key]);
+    env.ok(&["push", "-q", &tag]);
+    let hex = digest.trim_start_matches("sha256:");
+    let copy = |from: &str, to: &str| {
+        let out = std::process::Command::new("skopeo")
+            .args([
+                "copy",
+                "--quiet",
+                "--all",
+                "--src-tls-verify=false",
+                "--dest-tls-verify=false",
+            ])
+            .arg(format!("docker://{from}"))
+            .arg(format!("docker://{to}"))
+            .output()
+            .expect("skopeo");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let dest = format!("{}/agents/copied:1", reg.addr);
+    copy(&tag, &dest);
+    copy(
+        &format!("{}/agents/src:sha256-{hex}", reg.addr),
+        &format!("{}/agents/copied:sha256-{hex}", reg.addr),
+    );
+    let raw = std::process::Command::new("skopeo")
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{}/agents/copied:sha256-{hex}", reg.addr))
+        .output()
+        .expect("skopeo");
+    let index = json(&String::from_utf8_lossy(&raw.stdout));
+    // The premise: skopeo's copy of the index lost the entry's artifactType.
+    assert!(index["manifests"][0]["artifactType"].is_null(), "{index}");
+    let fresh = Env::new();
+    let text = fresh.ok(&["discover", "--remote", &dest]);
+    assert!(
+        !text.contains("no artifact type") && text.contains(BUNDLE) && text.contains("(signature)"),
+        "{text}"
+    );
+    assert_eq!(
+        discovered(&fresh, &["--remote", &dest, "--artifact-type", BUNDLE]),
+        [BUNDLE]
+    );
+    let v = json(&fresh.ok(&["discover", "--remote", "--format", "json", &dest]));
+    assert_eq!(v["referrers"][0]["kind"], "signature", "{v}");
+    assert!(fresh
+        .ok(&["verify", "--remote", &dest, "--key", &public])
+        .contains("Verified OK"));
+}
+
+/// Issue 18.12: `push --format json` counts each blob once (the empty config every referrer
+/// shares is not both uploaded and "already present"), and referrer layers carry titles, so
+/// oras-py saves `signature.sigstore.json`, `sbom.cdx.json` and `provenance.intoto.json`.
+#[test]
+fn push_counts_each_blob_once_and_oras_saves_referrers_by_title() {
+    const TEST: &str = "push_counts_each_blob_once_and_oras_saves_referrers_by_title";
+    let reg = Registry::start();
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    attested_context(&ctx);
+    let (key, _) = keys(&env, "ci");
+    let tag = format!("{}/agents/titled:1", reg.addr);
+    env.ok(&[
+        "build",
+        "-q",
+        "--sbom",
+        "--provenance",
+        "-t",
+        &tag,
+        ctx.to_str().expect("utf8"),
+    ]);
+    env.ok(&["sign", &tag, "--key", &key]);
+    let once = |report: &serde_json::Value| {
+        let mut all = Vec::new();
+        for k in ["uploaded", "skipped", "mounted", "downloaded"] {
+            for d in report[k].as_array().into_iter().flatten() {
+                all.push(d.as_str().unwrap_or_default().to_owned());
+            }
+        }
+        let mut unique = all.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(all.len(), unique.len(), "a blob counted twice: {report}");
+    };
+    let first = json(&env.ok(&["push", "--format", "json", &tag]));
+    once(&first);
+    assert_eq!(
+        first["referrers"].as_array().map(Vec::len),
+        Some(3),
+        "{first}"
+    );
+    // Another repository of the same registry: blobs are mounted, each counted once.
+    let other = format!("{}/agents/other:1", reg.addr);
+    let second = json(&env.ok(&["push", "--format", "json", &tag, &other]));
+    once(&second);
+
+    if !works("python3", &crate::support::oras::PROBE) {
+        skip(
+            TEST,
+            "oras-py is not installed (python3 -m pip install oras)",
+        );
+        return;
+    }
+    let mut names = Vec::new();
+    for (at, d) in referrer_digests(&env, &tag) {
+        let out = env.dir.path().join(format!("oras-{}", &d[7..19]));
+        let files =
+            crate::support::oras::pull(&reg.addr, &format!("{}/agents/titled@{d}", reg.addr), &out);
+        for f in files {
+            let name = Path::new(&f)
+                .strip_prefix(&out)
+                .unwrap_or_else(|_| panic!("oras-py wrote {f} outside {}", out.display()))
+                .to_string_lossy()
+                .into_owned();
+            assert!(!name.starts_with("sha256"), "{at}: {name}");
+            names.push(name);
+        }
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "provenance.intoto.json",
+            "sbom.cdx.json",
+            "signature.sigstore.json"
+        ]
+    );
+}

@@ -167,6 +167,81 @@ pub fn filter(list: Vec<Descriptor>, wanted: Option<&str>) -> Vec<Descriptor> {
     }
 }
 
+/// One referrer in a discovered tree, with its own referrers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub descriptor: Descriptor,
+    pub referrers: Vec<Node>,
+}
+
+/// The referrers of a subject, [`MAX_DEPTH`] deep, as far as the request budget reached.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tree {
+    pub referrers: Vec<Node>,
+    /// Requests the listings took.
+    pub requests: usize,
+    /// Set when the budget stopped the walk: some referrers were not listed below.
+    pub cut: bool,
+}
+
+/// The nodes `at` of the arena `flat`, with their children.
+fn nest(flat: &[(Descriptor, Vec<usize>)], at: &[usize]) -> Vec<Node> {
+    at.iter()
+        .map(|&i| Node {
+            descriptor: flat[i].0.clone(),
+            referrers: nest(flat, &flat[i].1),
+        })
+        .collect()
+}
+
+/// How [`walk`] lists a subject's referrers: the referrers (of the type, when given) and the
+/// requests that cost.
+pub type Lister<'a, E> =
+    dyn FnMut(&Digest, Option<&str>) -> Result<(Vec<Descriptor>, usize), E> + 'a;
+
+/// Walks the referrers of `subject` breadth first (so a budget cut leaves whole upper levels),
+/// [`MAX_DEPTH`] deep; `artifact_type` filters the first level only. `list` returns a subject's
+/// referrers and the requests that cost; no listing starts once `max_requests` were made.
+///
+/// # Errors
+/// The first error `list` returns.
+pub fn walk<E>(
+    subject: &Digest,
+    artifact_type: Option<&str>,
+    max_requests: usize,
+    list: &mut Lister<'_, E>,
+) -> Result<Tree, E> {
+    // Flat arena: (descriptor, children); `None` parent = the subject.
+    let mut flat: Vec<(Descriptor, Vec<usize>)> = Vec::new();
+    let mut roots = Vec::new();
+    let mut queue: std::collections::VecDeque<(Option<usize>, Digest, usize)> =
+        std::collections::VecDeque::from([(None, subject.clone(), 0)]);
+    let mut tree = Tree::default();
+    while let Some((parent, digest, depth)) = queue.pop_front() {
+        if tree.requests >= max_requests {
+            tree.cut = true;
+            break;
+        }
+        let filter = if depth == 0 { artifact_type } else { None };
+        let (found, cost) = list(&digest, filter)?;
+        tree.requests += cost;
+        for d in found {
+            let at = flat.len();
+            let next = d.digest.clone();
+            flat.push((d, Vec::new()));
+            match parent {
+                None => roots.push(at),
+                Some(p) => flat[p].1.push(at),
+            }
+            if depth + 1 < MAX_DEPTH {
+                queue.push_back((Some(at), next, depth + 1));
+            }
+        }
+    }
+    tree.referrers = nest(&flat, &roots);
+    Ok(tree)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,5 +320,28 @@ mod tests {
             "application/vnd.dev.sigstore.bundle.v0.3+json"
         ));
         assert!(!plain_media_type("nope"));
+    }
+
+    #[test]
+    fn the_walk_stops_at_its_budget_and_says_so() {
+        // Every digest has three referrers: 3 + 9 + 27 below the subject, 13 listings in all.
+        let mut n = 0u8;
+        let mut list = |_: &Digest, _: Option<&str>| -> Result<(Vec<Descriptor>, usize), ()> {
+            let v = (0..3)
+                .map(|_| {
+                    n = n.wrapping_add(1);
+                    Descriptor::new(MANIFEST_V1, Digest::of(&[n]), 1)
+                })
+                .collect();
+            Ok((v, 1))
+        };
+        let all = walk(&Digest::of(b"s"), None, 100, &mut list).unwrap_or_default();
+        assert_eq!((all.requests, all.cut), (13, false));
+        assert_eq!(all.referrers[2].referrers[2].referrers.len(), 3);
+        let cut = walk(&Digest::of(b"s"), None, 4, &mut list).unwrap_or_default();
+        assert_eq!((cut.requests, cut.cut), (4, true));
+        // Breadth first: the second level is whole, the third was not listed.
+        assert!(cut.referrers.iter().all(|n| n.referrers.len() == 3));
+        assert_eq!(cut.referrers[0].referrers[0].referrers.len(), 0);
     }
 }

@@ -10,6 +10,7 @@ pub mod bundle;
 pub mod inputs;
 pub mod keys;
 pub mod provenance;
+pub mod referrer;
 pub mod sbom;
 pub mod statement;
 pub mod verify;

@@ -264,6 +264,17 @@ impl RegistryClient {
         .await
     }
 
+    /// [`Self::fetch_manifest_async`] from `r`'s registry itself, never a mirror: for reads whose
+    /// answer is written back (a tag-schema index) or names what is written about.
+    pub(crate) async fn fetch_manifest_upstream(
+        &self,
+        r: &Reference,
+        selector: &str,
+        expected: Option<Kind>,
+    ) -> Result<Fetched, RegistryError> {
+        self.fetch_manifest_at(r, selector, expected).await
+    }
+
     async fn fetch_manifest_at(
         &self,
         r: &Reference,

@@ -11,8 +11,8 @@
 
 use crate::reference::Reference;
 use crate::referrers::{
-    descriptor_of, filter, index_bytes, merge, parse_index, subject_of, tag_schema, MAX_DEPTH,
-    MAX_REFERRERS,
+    descriptor_of, filter, index_bytes, merge, parse_index, plain_media_type, subject_of,
+    tag_schema, MAX_DEPTH, MAX_REFERRERS,
 };
 use crate::registry::http::{encode_component, error_chain};
 use crate::registry::sources::Sources;
@@ -39,6 +39,9 @@ pub enum Via {
 pub struct Listing {
     pub entries: Vec<Descriptor>,
     pub via: Via,
+    /// Registry requests the listing took (the listing itself, the tag-schema fallback, and the
+    /// manifests read to classify entries that lacked their `artifactType`).
+    pub requests: usize,
 }
 
 /// How often a tag-schema update is retried when a concurrent writer dropped an entry.
@@ -105,28 +108,81 @@ impl RegistryClient {
                 };
                 let entries = parse_index(&bytes, header.as_deref()).map_err(bad)?;
                 // The filter is applied here too: a registry may ignore it.
-                Ok(Listing {
-                    entries: filter(entries, artifact_type),
-                    via: Via::Api,
-                })
+                self.filtered(r, entries, artifact_type, Via::Api, 1).await
             }
             // No referrers API (distribution 2.8 answers 404): the tag schema.
-            Err(RegistryError::NotFound { .. }) => Ok(Listing {
-                entries: filter(self.tag_schema_index(r, subject).await?, artifact_type),
-                via: Via::TagSchema,
-            }),
+            Err(RegistryError::NotFound { .. }) => {
+                let entries = self.tag_schema_index(r, subject, false).await?;
+                self.filtered(r, entries, artifact_type, Via::TagSchema, 2)
+                    .await
+            }
             Err(e) => Err(e),
         }
     }
 
-    /// The `sha256-<hex>` index of `subject` (empty when the tag does not exist).
+    /// `entries` of `artifact_type` (all when `None`). To filter, an entry that lacks its type
+    /// (`skopeo copy` drops `artifactType` from a tag-schema index) is classified by its manifest
+    /// first; without a filter, entries are returned as listed.
+    async fn filtered(
+        &self,
+        r: &Reference,
+        mut entries: Vec<Descriptor>,
+        artifact_type: Option<&str>,
+        via: Via,
+        mut requests: usize,
+    ) -> Result<Listing, RegistryError> {
+        if artifact_type.is_some() {
+            for d in entries.iter_mut().filter(|d| d.artifact_type.is_none()) {
+                self.classify_async(r, d).await?;
+                requests += 1;
+            }
+        }
+        Ok(Listing {
+            entries: filter(entries, artifact_type),
+            via,
+            requests,
+        })
+    }
+
+    /// Fills in the `artifactType` (and, when it has none, the annotations) of a listed referrer
+    /// that lacks it, from its manifest: the manifest's `artifactType`, else its config's media
+    /// type, as the referrers API derives it. Costs one manifest read; nothing is stored.
+    pub fn classify(&self, r: &Reference, d: &mut Descriptor) -> Result<(), RegistryError> {
+        if d.artifact_type.is_some() {
+            return Ok(());
+        }
+        self.block_on(self.classify_async(r, d))
+    }
+
+    async fn classify_async(&self, r: &Reference, d: &mut Descriptor) -> Result<(), RegistryError> {
+        let f = self
+            .fetch_manifest_async(r, d.digest.as_str(), Some(Kind::Manifest))
+            .await?;
+        let found = descriptor_of(&f.bytes, &f.media_type);
+        d.artifact_type = found.artifact_type.filter(|t| plain_media_type(t));
+        if d.annotations.is_empty() {
+            d.annotations = found.annotations;
+        }
+        Ok(())
+    }
+
+    /// The `sha256-<hex>` index of `subject` (empty when the tag does not exist). `upstream`: read
+    /// from the registry itself, never a mirror (a read that feeds a write: a stale mirror's copy
+    /// merged and written back would delete the referrers added since).
     async fn tag_schema_index(
         &self,
         r: &Reference,
         subject: &Digest,
+        upstream: bool,
     ) -> Result<Vec<Descriptor>, RegistryError> {
         let tag = tag_schema(subject);
-        match self.fetch_manifest_async(r, &tag, Some(Kind::Index)).await {
+        let fetched = if upstream {
+            self.fetch_manifest_upstream(r, &tag, Some(Kind::Index))
+                .await
+        } else {
+            self.fetch_manifest_async(r, &tag, Some(Kind::Index)).await
+        };
+        match fetched {
             Ok(f) => parse_index(&f.bytes, Some(f.media_type.as_str())).map_err(|why| {
                 RegistryError::BadDocument {
                     reference: format!("{}:{tag}", r.name()),
@@ -149,7 +205,7 @@ impl RegistryClient {
     ) -> Result<(), RegistryError> {
         let tag = tag_schema(subject);
         for _ in 0..TAG_SCHEMA_ATTEMPTS {
-            let mut list = self.tag_schema_index(r, subject).await?;
+            let mut list = self.tag_schema_index(r, subject, true).await?;
             if !merge(&mut list, std::slice::from_ref(entry)) {
                 return Ok(());
             }
@@ -161,7 +217,7 @@ impl RegistryClient {
             }
             self.put_manifest_async(r, &tag, INDEX_V1, &index_bytes(&list))
                 .await?;
-            let now = self.tag_schema_index(r, subject).await?;
+            let now = self.tag_schema_index(r, subject, true).await?;
             if list
                 .iter()
                 .all(|d| now.iter().any(|n| n.digest == d.digest))
@@ -177,9 +233,11 @@ impl RegistryClient {
         })
     }
 
-    /// Fetches the manifest `r` names and returns its descriptor (the subject of a remote attach).
+    /// Fetches the manifest `r` names from the registry itself (never a mirror: `sign --remote`
+    /// and `attach --remote` write referrers of what this returns, so a stale mirror's tag must
+    /// not choose the image) and returns its descriptor.
     pub fn subject_descriptor(&self, r: &Reference) -> Result<Descriptor, RegistryError> {
-        let f = self.fetch_manifest(r)?;
+        let f = self.block_on(self.fetch_manifest_upstream(r, r.selector(), None))?;
         Ok(Descriptor::new(
             f.media_type,
             f.digest,

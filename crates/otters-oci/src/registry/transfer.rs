@@ -101,14 +101,32 @@ impl TransferReport {
 
     /// Adds what another transfer (a referrer's) did to this report.
     pub(crate) fn absorb(&mut self, other: TransferReport) {
-        self.uploaded.extend(other.uploaded);
-        self.skipped.extend(other.skipped);
-        self.mounted.extend(other.mounted);
-        self.downloaded.extend(other.downloaded);
+        for (list, outcome) in [
+            (other.uploaded, Outcome::Uploaded),
+            (other.mounted, Outcome::Mounted),
+            (other.downloaded, Outcome::Downloaded),
+            (other.skipped, Outcome::Skipped),
+        ] {
+            for d in &list {
+                self.record(d, outcome);
+            }
+        }
         self.bytes += other.bytes;
     }
 
+    /// Records what happened to a blob, once per digest: a blob that several manifests share
+    /// (the empty config of every referrer, layers of an index's platforms) is counted where it
+    /// was first moved; a later "already there" for it is not counted again.
     fn record(&mut self, digest: &Digest, outcome: Outcome) {
+        let seen = |l: &Vec<Digest>| l.contains(digest);
+        if seen(&self.uploaded) || seen(&self.mounted) || seen(&self.downloaded) {
+            return;
+        }
+        if outcome != Outcome::Skipped {
+            self.skipped.retain(|d| d != digest);
+        } else if seen(&self.skipped) {
+            return;
+        }
         let list = match outcome {
             Outcome::Uploaded => &mut self.uploaded,
             Outcome::Skipped => &mut self.skipped,
