@@ -4,16 +4,18 @@
 //! them) or cannot be read or written.
 //!
 //! Files are found as `otters lint -r` finds them (a directory means every Agentfile below it)
-//! and written atomically: a temporary file beside the real one, synced, given the file's mode,
-//! renamed over it. `-` reads standard input and writes the result to standard output.
+//! and written back by `otters_core::rewrite`: atomically (a temporary file renamed over the
+//! real one), in place for a file with other hard links, never when it is read-only. `-` reads
+//! standard input and writes the result to standard output.
 use super::stderr_colour;
 use super::CliResult;
 use otters_agentfile::diagnostic::codes;
 use otters_agentfile::diagnostic::render::Human;
 use otters_agentfile::fmt;
 use otters_core::escape::escape;
+use otters_core::files::reason;
+use otters_core::rewrite::rewrite;
 use otters_pipeline::project::{self, Input};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -96,8 +98,8 @@ fn one(a: &Args, input: &Input, human: &mut Human<'_>) -> Outcome {
         out!("{formatted}");
     } else if let Input::File { path, .. } = input {
         if changed {
-            if let Err(e) = write_atomic(path, formatted.as_bytes()) {
-                fatal(&format!("cannot write {name}: {e}"));
+            if let Err(e) = write_back(path, formatted.as_bytes()) {
+                fatal(&e);
                 return Outcome::Failed;
             }
         }
@@ -109,22 +111,10 @@ fn one(a: &Args, input: &Input, human: &mut Human<'_>) -> Outcome {
     }
 }
 
-/// Replaces the file `path` leads to (through a symlink, the link's target) with `bytes`,
-/// keeping its permissions: written to a temporary file beside it, synced, renamed over it,
-/// then the directory synced, so a crash leaves the old file or the new one, never half of one.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let real = std::fs::canonicalize(path)?;
-    let dir = real.parent().unwrap_or(Path::new("."));
-    let permissions = std::fs::metadata(&real)?.permissions();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".otters-fmt-")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().set_permissions(permissions)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(&real).map_err(|e| e.error)?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+/// Writes `bytes` to the file `path` leads to (through a symlink, the link's target):
+/// `otters_core::rewrite` refuses a read-only file and writes a hard-linked one in place.
+fn write_back(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let real = std::fs::canonicalize(path)
+        .map_err(|e| format!("cannot write {}: {}", path.display(), reason(&e)))?;
+    rewrite(&real, bytes).map(drop).map_err(|e| e.to_string())
 }

@@ -269,35 +269,21 @@ fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCo
     }
 }
 
-/// Replaces the file at `path` with `text`: a temporary file beside it, synced, with the old
-/// file's permissions, renamed over it. A symbolic link is not rewritten (the rename would
-/// replace the link, not the file it points to).
+/// Writes `text` to the file at `path` through `otters_core::rewrite` (atomic replace, in place
+/// for a hard-linked file, never a read-only one). A symbolic link is not rewritten: fix the file
+/// it points to.
 fn write_fixed(path: &Path, text: &str) -> Result<(), Fatal> {
-    use std::io::Write as _;
-    let fail = |what: &str, e: &dyn std::fmt::Display| {
-        Fatal(format!("cannot {what} {}: {e}", path.display()))
-    };
-    let meta = std::fs::symlink_metadata(path).map_err(|e| fail("fix", &e))?;
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| Fatal(format!("cannot fix {}: {e}", path.display())))?;
     if meta.file_type().is_symlink() {
-        return Err(fail(
-            "fix",
-            &"it is a symbolic link; fix the file it points to",
-        ));
+        return Err(Fatal(format!(
+            "cannot fix {}: it is a symbolic link; fix the file it points to",
+            path.display()
+        )));
     }
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".Agentfile.fix.")
-        .tempfile_in(dir)
-        .map_err(|e| fail("write a temporary file beside", &e))?;
-    tmp.write_all(text.as_bytes())
-        .and_then(|()| tmp.as_file().set_permissions(meta.permissions()))
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| fail("write a temporary file beside", &e))?;
-    tmp.persist(path).map_err(|e| fail("replace", &e.error))?;
-    Ok(())
+    otters_core::rewrite::rewrite(path, text.as_bytes())
+        .map(drop)
+        .map_err(|e| Fatal(e.to_string()))
 }
 
 /// Findings by severity, and files checked, for the summary line.

@@ -138,6 +138,8 @@ pub enum ImageCommand {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    // Before any report exists: miette fixes a report's handler when the report is made.
+    error_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -189,9 +191,33 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// How an error report reads on the terminal: escaped, each cause once (see [`Clean`]).
+/// How an error report reads on the terminal: escaped, each cause once (see [`Clean`]), wrapped
+/// only at spaces outside backticks, so a reference or a suggested command is never cut
+/// ([`error_hook`]).
 pub(crate) fn render(report: &miette::Report) -> String {
     format!("{:?}", miette::Report::new(Clean::of(report.as_ref())))
+}
+
+/// miette's report handler with otters' wrapping (`render::keep_words`): at spaces outside
+/// backticks, never inside a word; `COLUMNS`, when set, is the width (else the terminal's, else
+/// 80). Installed by [`main`] before anything can make a report (miette gives a report the hook
+/// set when it is made, and the default one if none is).
+fn error_hook() {
+    let _ = miette::set_hook(Box::new(|_| {
+        use otters_agentfile::diagnostic::render;
+        let mut opts = miette::MietteHandlerOpts::new()
+            .word_separator(render::word_separator())
+            .word_splitter(render::word_splitter())
+            .break_words(false);
+        if let Some(w) = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|&w| w > 0)
+        {
+            opts = opts.width(w);
+        }
+        Box::new(opts.build())
+    }));
 }
 
 /// An error report with every text escaped (see [`otters_core::escape`]): registry error

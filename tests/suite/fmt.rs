@@ -255,6 +255,81 @@ fn a_symlinked_agentfile_is_formatted_through_the_link() {
     assert_eq!(fs::read_to_string(&real).unwrap(), TIDY);
 }
 
+/// Issue 18.2: a line with a stray carriage return and a raw U+202E in a string had one AF219
+/// finding before `otters fmt` and two after it (the U+202E, written as `\u202e`, was reported
+/// apart from the line). Formatting brings no new finding.
+#[test]
+fn formatting_a_line_with_a_carriage_return_and_a_bidi_override_adds_no_finding() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    let f = write(
+        dir,
+        "Agentfile",
+        "FROM scratch\nNAME x\nenv \rC=\"\u{202e}\"\n",
+    );
+    let before = lint_codes(&env, dir);
+    assert_eq!(
+        before.iter().filter(|c| *c == "AF219").count(),
+        1,
+        "{before:?}"
+    );
+    let o = otters(&env, dir, &["fmt", "Agentfile"], None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        fs::read_to_string(&f).unwrap(),
+        "FROM scratch\nNAME x\nENV \rC=\"\\u202e\"\n"
+    );
+    // The same findings, but AF208 (the lower-case `env`), which formatting fixes.
+    let expected: Vec<String> = before.into_iter().filter(|c| c != "AF208").collect();
+    assert_eq!(lint_codes(&env, dir), expected);
+}
+
+/// Issue 17 ("Also"): a read-only Agentfile is not rewritten (the temp-and-rename writer needed
+/// only the directory's permission): refused, named, with the command that makes it writable.
+#[test]
+fn a_read_only_agentfile_is_refused_and_left_as_it_was() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    let f = write(dir, "Agentfile", MESSY);
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o444)).unwrap();
+    let o = otters(&env, dir, &["fmt", "Agentfile"], None);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("Agentfile is read-only (mode 0444)") && o.stderr.contains("chmod u+w"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(fs::read_to_string(&f).unwrap(), MESSY);
+    assert_eq!(
+        fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
+        0o444
+    );
+    // `--check` still shows what would change.
+    assert_eq!(
+        otters(&env, dir, &["fmt", "--check", "Agentfile"], None).code,
+        1
+    );
+}
+
+/// Issue 17 ("Also"): a hard-linked Agentfile is written in place, through the same inode, so
+/// every link sees the formatted text (a rename gave the path a new inode and left the other
+/// link on the old text).
+#[test]
+fn a_hard_linked_agentfile_is_written_through_the_same_inode() {
+    use std::os::unix::fs::MetadataExt as _;
+    let env = Env::new();
+    let dir = env.dir.path();
+    let f = write(dir, "a/Agentfile", MESSY);
+    let other = dir.join("shared.agentfile");
+    fs::hard_link(&f, &other).unwrap();
+    let inode = fs::metadata(&f).unwrap().ino();
+    let o = otters(&env, dir, &["fmt", "a"], None);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    assert_eq!(fs::metadata(&f).unwrap().ino(), inode);
+    assert_eq!(fs::metadata(&f).unwrap().nlink(), 2);
+    assert_eq!(fs::read_to_string(&other).unwrap(), TIDY);
+}
+
 /// A messier spelling of `text` that means the same: lower-case keywords, blanks doubled
 /// between tokens (outside strings), indented lines, trailing blanks, CRLF breaks, extra blank
 /// lines. Heredoc bodies only get CRLF breaks.
@@ -332,7 +407,9 @@ fn copy_tree(from: &Path, to: &Path) {
         if e.file_type().unwrap().is_dir() {
             copy_tree(&src, &dst);
         } else {
+            // Writable copies: the corpus may be read-only, and `fmt` refuses read-only files.
             fs::copy(&src, &dst).unwrap();
+            fs::set_permissions(&dst, fs::Permissions::from_mode(0o644)).unwrap();
         }
     }
 }

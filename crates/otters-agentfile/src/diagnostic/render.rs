@@ -13,12 +13,14 @@ mod human;
 mod json;
 mod sarif;
 mod snippet;
+mod wrap;
 
 pub use concise::concise;
 pub use github::github;
 pub use human::{human, ColorChoice, Human, MAX_SHOWN};
 pub use json::json;
 pub use sarif::sarif;
+pub use wrap::{keep_words, word_separator, word_splitter};
 
 pub use super::codes::RuleMeta;
 use super::{Code, Diagnostic, SourceFile};

@@ -430,6 +430,19 @@ fn a_diff_too_large_to_search_is_still_correct() {
     assert_eq!(apply(&old, &d), new);
 }
 
+/// Issue 18.2, found by `mutated_files_format_soundly_or_are_refused`: a stray carriage return
+/// before a key and a raw U+202E in the value were one AF219 finding (one per line); `fmt`
+/// writes the U+202E as `\u202e`, and the escape was then reported apart from the line: two.
+#[test]
+fn a_carriage_return_and_a_bidi_override_stay_one_finding() {
+    let text = "FROM scratch\nenv \rc=\"\u{202e}\"\n";
+    let once = fmt(text);
+    assert_eq!(once, "FROM scratch\nENV \rc=\"\\u202e\"\n");
+    let count = |t: &str| analysis(t).1.iter().filter(|c| *c == "AF219").count();
+    assert_eq!((count(text), count(&once)), (1, 1), "{once:?}");
+    assert_sound(text);
+}
+
 /// Agentfile lines, in canonical and less canonical spellings, to build test files from.
 const PIECES: &[&str] = &[
     "FROM scratch",
@@ -479,8 +492,17 @@ fn assemble(picks: &[(usize, u8)]) -> String {
     s
 }
 
+/// 400 cases per property; `OTTERS_FUZZ_CASES=50000` (with another `PROPTEST_RNG_SEED` than the
+/// fixed one in `.cargo/config.toml`) searches longer by hand.
+fn fuzz_cases() -> u32 {
+    std::env::var("OTTERS_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: fuzz_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn formatting_is_idempotent_and_keeps_the_meaning(

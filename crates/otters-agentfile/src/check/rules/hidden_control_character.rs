@@ -1,25 +1,21 @@
 //! AF219 hidden-control-character: a control character or a bidirectional override anywhere in
 //! the file, heredoc bodies included.
 //!
-//! Reads the source text, since these characters hide in prompts as well as in instructions. One
-//! finding per line, at its first such character, so a file full of them stays readable; and one
-//! per quoted string that writes such a character as an escape (`"\u001b[2J"`), since the value
-//! holds it all the same (and becomes an annotation, an environment variable, a file).
+//! Reads the source text, since these characters hide in prompts as well as in instructions, and
+//! the quoted strings that write such a character as an escape (`"\u001b[2J"`), since the value
+//! holds it all the same (and becomes an annotation, an environment variable, a file). One
+//! finding per line, at its first such character or string, so a file full of them stays
+//! readable and formatting (which writes raw characters of strings as escapes) never adds one.
 
 use super::Ctx;
 use crate::diagnostic::{Code, Diagnostic, Span};
 use otters_core::escape::escaped;
 
 pub fn hidden_control_character(span: Span, c: char, on_line: usize) -> Diagnostic {
-    let more = if on_line > 1 {
-        format!(" (and {} more on this line)", on_line - 1)
-    } else {
-        String::new()
-    };
     Diagnostic::new(
         Code::HiddenControlCharacter,
         span,
-        format!("the line holds {}{more}", describe(c)),
+        format!("the line holds {}{}", describe(c), more_on_line(on_line)),
     )
     .with_label(format!("`{}` here", escaped(c)))
     .with_help("delete it: terminals and editors show such characters differently from what the file holds (write a real line break or tab, and let the text's own letters set its direction)")
@@ -63,53 +59,100 @@ fn describe(c: char) -> String {
     format!("U+{:04X} {name}{kind}", u32::from(c))
 }
 
-pub fn escaped_control_character(span: Span, c: char) -> Diagnostic {
+pub fn escaped_control_character(span: Span, c: char, on_line: usize) -> Diagnostic {
     Diagnostic::new(
         Code::HiddenControlCharacter,
         span,
-        format!("this string holds {} (written as an escape)", describe(c)),
+        format!(
+            "this string holds {} (written as an escape){}",
+            describe(c),
+            more_on_line(on_line)
+        ),
     )
     .with_label(format!("holds `{}`", escaped(c)))
     .with_help("remove the escape: the value reaches image annotations, the runtime's environment or files, where other tools show it raw")
 }
 
+fn more_on_line(on_line: usize) -> String {
+    if on_line > 1 {
+        format!(" (and {} more on this line)", on_line - 1)
+    } else {
+        String::new()
+    }
+}
+
+/// One place on a line that AF219 reports: a raw character, or a quoted string that writes one
+/// as an escape.
+#[derive(Clone, Copy)]
+enum Hidden {
+    Raw(usize, char),
+    Escaped(Span, char),
+}
+
+impl Hidden {
+    fn start(self) -> usize {
+        match self {
+            Hidden::Raw(at, _) => at,
+            Hidden::Escaped(span, _) => span.start,
+        }
+    }
+}
+
+/// One finding per line, at the first raw character or escaping string of the line; the message
+/// counts the others. Counting both kinds together keeps the number of findings the same when
+/// `otters fmt` writes a raw character of a quoted string as its escape (issue 18.2: a line with
+/// a stray carriage return and a raw U+202E in a string had one finding, and two after `fmt`).
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    let text = &cx.file.text;
+    let mut escapes: Vec<(Span, char)> = Vec::new();
     for ins in cx.ast.instructions() {
         for t in ins.args.tokens() {
             let Some(c) = t.text.chars().find(|&c| reported(c)) else {
                 continue;
             };
-            let written = cx.file.text.get(t.span.start..t.span.end).unwrap_or("");
+            let written = text.get(t.span.start..t.span.end).unwrap_or("");
             if !written.contains(c) {
-                out.push(escaped_control_character(t.span, c));
+                escapes.push((t.span, c));
             }
         }
     }
-    let text = &cx.file.text;
+    escapes.sort_by_key(|(span, _)| span.start);
+    let mut escapes = escapes.into_iter().peekable();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
+        let end = offset + line.len();
         let body = line.strip_suffix('\n').unwrap_or(line);
         let body = body
             .strip_suffix('\r')
             .filter(|_| line.ends_with('\n'))
             .unwrap_or(body);
-        let mut first = None;
+        let mut first: Option<Hidden> = None;
         let mut count = 0;
         for (i, c) in body.char_indices() {
             if reported(c) {
                 count += 1;
-                first.get_or_insert((i, c));
+                first.get_or_insert(Hidden::Raw(offset + i, c));
             }
         }
-        if let Some((i, c)) = first {
-            let at = offset + i;
-            out.push(hidden_control_character(
+        while let Some(&(span, c)) = escapes.peek().filter(|(s, _)| s.start < end) {
+            escapes.next();
+            count += 1;
+            if first.is_none_or(|f| span.start < f.start()) {
+                first = Some(Hidden::Escaped(span, c));
+            }
+        }
+        match first {
+            Some(Hidden::Raw(at, c)) => out.push(hidden_control_character(
                 Span::new(at, at + c.len_utf8()),
                 c,
                 count,
-            ));
+            )),
+            Some(Hidden::Escaped(span, c)) => {
+                out.push(escaped_control_character(span, c, count));
+            }
+            None => {}
         }
-        offset += line.len();
+        offset = end;
     }
 }
 
@@ -129,24 +172,26 @@ mod tests {
                 ("LABEL a=\"\u{200f}שלום\"\tx", &[]),
                 ("LABEL a=\u{85}\u{7}\u{7}", &[2]),
                 ("LABEL a=\"\\u001b[2J\"", &[2]),
-                ("ENV A=\"x\\u202Ey\" \"\\a\"", &[2, 2]),
+                ("ENV A=\"x\\u202Ey\" \"\\a\"", &[2]),
+                ("ENV \rA=\"\\u202e\"\nLABEL a=\"\\a\"", &[2, 3]),
                 ("LABEL a=\"\\t\\n ok\"", &[]),
             ],
         );
     }
 
+    /// The AF219 findings of `text`.
+    fn findings(text: &str) -> Vec<crate::diagnostic::Diagnostic> {
+        let file = crate::diagnostic::SourceFile::new("A", text);
+        crate::check::analyze(&file, &crate::check::Options::default())
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.code == Code::HiddenControlCharacter)
+            .collect()
+    }
+
     #[test]
     fn one_finding_per_line_counts_the_rest() {
-        let file = crate::diagnostic::SourceFile::new(
-            "A",
-            "FROM scratch\nNAME \u{202e}\u{202e}\u{202e}\n",
-        );
-        let a = crate::check::analyze(&file, &crate::check::Options::default());
-        let d: Vec<_> = a
-            .diagnostics
-            .iter()
-            .filter(|d| d.code == Code::HiddenControlCharacter)
-            .collect();
+        let d = findings("FROM scratch\nNAME \u{202e}\u{202e}\u{202e}\n");
         assert_eq!(d.len(), 1);
         assert!(
             d[0].message.contains("U+202E RIGHT-TO-LEFT OVERRIDE"),
@@ -155,5 +200,14 @@ mod tests {
         );
         assert!(d[0].message.contains("2 more"), "{}", d[0].message);
         assert_eq!(d[0].span, Some(crate::diagnostic::Span::new(18, 21)));
+    }
+
+    #[test]
+    fn an_escape_on_a_line_with_a_raw_character_is_counted_not_reported_again() {
+        let d = findings("FROM scratch\nENV \rA=\"\\u202e\" \"\\a\"\n");
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert!(d[0].message.contains("U+000D"), "{}", d[0].message);
+        assert!(d[0].message.contains("2 more"), "{}", d[0].message);
+        assert_eq!(d[0].span, Some(crate::diagnostic::Span::new(17, 18)));
     }
 }

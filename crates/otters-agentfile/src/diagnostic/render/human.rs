@@ -110,11 +110,13 @@ fn handler(color: ColorChoice) -> GraphicalReportHandler {
         ColorChoice::Always => GraphicalTheme::unicode(),
         ColorChoice::Never => GraphicalTheme::unicode_nocolor(),
     };
-    GraphicalReportHandler::new_themed(theme)
-        .with_width(100)
-        .with_links(false)
-        .with_urls(false)
-        .without_syntax_highlighting()
+    super::keep_words(
+        GraphicalReportHandler::new_themed(theme)
+            .with_width(100)
+            .with_links(false)
+            .with_urls(false)
+            .without_syntax_highlighting(),
+    )
 }
 
 fn render_one(
