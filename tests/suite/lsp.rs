@@ -649,3 +649,49 @@ fn a_long_line_of_findings_is_published_capped_and_promptly() {
     assert!(peak < 64 * 1024, "the server peaked at {peak} KiB");
     assert_eq!(c.finish(), 0);
 }
+
+/// Go-to-definition opens a CONTEXT or ADD source only where the build would read it (issue 17,
+/// "Also"): an absolute path, `..` and a symlink out of the directory were opened as written.
+#[test]
+fn definition_opens_only_what_the_build_would_read() {
+    let env = Env::new();
+    let dir = env.dir.path().join("agent");
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(dir.join("docs/ok.md"), "ok\n").unwrap();
+    std::fs::write(env.dir.path().join("secret"), "s\n").unwrap();
+    std::os::unix::fs::symlink("../secret", dir.join("leak")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("abs")).unwrap();
+    let text = "FROM scratch\nNAME a\nMODEL m/x\n\
+        CONTEXT A file:///etc/passwd\n\
+        ADD ../../../../../../etc/passwd /x\n\
+        ADD ../secret /y\n\
+        CONTEXT B file://leak\n\
+        ADD abs /z\n\
+        ADD /etc/shadow /w\n\
+        CONTEXT C file://docs/ok.md\n";
+    let file = dir.join("Agentfile");
+    std::fs::write(&file, text).unwrap();
+    let uri = uri_of(&file);
+    let (mut c, _) = Client::start(&env, None);
+    c.open(&uri, text);
+    for (line, what) in [
+        (3, "an absolute file:// path"),
+        (4, "../ up to /etc/passwd"),
+        (5, "../ to a file beside the directory"),
+        (6, "a symlink out of the directory"),
+        (7, "a symlink to /etc/passwd"),
+        (8, "/etc/shadow"),
+    ] {
+        let col = text.lines().nth(line).unwrap().len() - 5;
+        let src_col = if text.lines().nth(line).unwrap().starts_with("ADD") {
+            6
+        } else {
+            col
+        };
+        let def = c.at("textDocument/definition", &uri, line, src_col);
+        assert!(def.is_null(), "{what} (line {line}) was opened: {def}");
+    }
+    let def = c.at("textDocument/definition", &uri, 9, 20);
+    assert_eq!(def["uri"], uri_of(&dir.join("docs/ok.md")));
+    assert_eq!(c.finish(), 0);
+}
