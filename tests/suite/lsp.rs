@@ -695,3 +695,32 @@ fn definition_opens_only_what_the_build_would_read() {
     assert_eq!(def["uri"], uri_of(&dir.join("docs/ok.md")));
     assert_eq!(c.finish(), 0);
 }
+
+/// A body that is not JSON is answered `-32700` and the session goes on (it ended the server
+/// with status 1); JSON that is not a message is `-32600`, and so is a second `initialize`
+/// (it got `-32601`, as if the server did not know the method). Issue 23, set-up 5.
+#[test]
+fn malformed_messages_and_a_second_initialize_are_answered_not_fatal() {
+    let env = Env::new();
+    let (mut c, _) = Client::start(&env, None);
+    let raw = |c: &mut Client, body: &str| {
+        write!(c.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        c.stdin.flush().unwrap();
+    };
+    raw(&mut c, "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": ");
+    let parse = c.wait("a parse error", |v| v.get("error").is_some());
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], Value::Null, "{parse}");
+    raw(&mut c, "{\"jsonrpc\": \"2.0\", \"id\": 6}");
+    let invalid = c.wait("an invalid request", |v| v["id"] == 6);
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    c.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "initialize",
+        "params": {"processId": null, "rootUri": null, "capabilities": {}}}));
+    let again = c.wait("an answer to the second initialize", |v| v["id"] == 7);
+    assert_eq!(again["error"]["code"], -32600, "{again}");
+    // Still serving.
+    let uri = "untitled:Agentfile";
+    let published = c.open(uri, "FORM scratch\n");
+    assert_eq!(published["diagnostics"][0]["code"], "AF003");
+    assert_eq!(c.finish(), 0);
+}
