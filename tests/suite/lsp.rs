@@ -26,6 +26,15 @@ struct Client {
 impl Client {
     /// Starts `otters lsp` and initializes it, offering `encodings` (none: the LSP default).
     fn start(env: &Env, encodings: Option<&[&str]>) -> (Client, Value) {
+        let mut caps = json!({});
+        if let Some(e) = encodings {
+            caps = json!({"general": {"positionEncodings": e}});
+        }
+        Client::start_with(env, caps)
+    }
+
+    /// Starts `otters lsp` and initializes it with the client capabilities `caps`.
+    fn start_with(env: &Env, caps: Value) -> (Client, Value) {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("otters"));
         cmd.arg("lsp")
             .env("OTTERS_HOME", env.home())
@@ -70,10 +79,6 @@ impl Client {
             inbox,
             next_id: 0,
         };
-        let mut caps = json!({});
-        if let Some(e) = encodings {
-            caps = json!({"general": {"positionEncodings": e}});
-        }
         let init = c.request(
             "initialize",
             json!({"processId": null, "rootUri": null, "capabilities": caps}),
@@ -723,4 +728,68 @@ fn malformed_messages_and_a_second_initialize_are_answered_not_fatal() {
     let published = c.open(uri, "FORM scratch\n");
     assert_eq!(published["diagnostics"][0]["code"], "AF003");
     assert_eq!(c.finish(), 0);
+}
+
+/// The suppression quick fix leaves the reason to the user: a snippet tab stop for a client that
+/// takes snippet edits, else `<reason>`, which AF214 now reports (it was accepted as a reason,
+/// by the server and by `otters lint`). Issue 23, set-up 6.
+#[test]
+fn the_suppression_fix_leaves_a_placeholder_that_af214_refuses() {
+    let env = Env::new();
+    let dir = project(&env);
+    let uri = uri_of(&dir.join("Agentfile"));
+    let snippets = json!({"workspace": {"workspaceEdit": {"snippetEditSupport": true}}});
+    let line9 = json!({"start": {"line": 9, "character": 0}, "end": {"line": 9, "character": 0}});
+    let ask = |c: &mut Client| {
+        c.request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": line9, "context": {"diagnostics": []}}),
+        )
+    };
+    let (mut c, _) = Client::start_with(&env, snippets);
+    c.open(&uri, BROKEN);
+    let actions = ask(&mut c);
+    let change = &actions[0]["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"]["uri"], uri.as_str(), "{actions}");
+    assert_eq!(
+        change["edits"][0]["snippet"],
+        json!({"kind": "snippet", "value": "# otters:ignore AF201 ${1:reason}\n"})
+    );
+    assert_eq!(c.finish(), 0);
+
+    let (mut c, _) = Client::start(&env, None);
+    c.open(&uri, BROKEN);
+    let actions = ask(&mut c);
+    let insert = actions[0]["edit"]["changes"][&uri][0]["newText"]
+        .as_str()
+        .unwrap();
+    assert_eq!(insert, "# otters:ignore AF201 <reason>\n");
+    let applied = BROKEN.replace("BIN yq", &format!("{insert}BIN yq"));
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": applied}]}),
+    );
+    let published = c.diagnostics(&uri);
+    let af214: Vec<&Value> = published["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "AF214")
+        .collect();
+    assert_eq!(af214.len(), 1, "{published}");
+    assert!(
+        af214[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`<reason>` is a placeholder"),
+        "{published}"
+    );
+    assert_eq!(c.finish(), 0);
+    // `otters lint` says the same of the file.
+    std::fs::write(dir.join("Agentfile"), &applied).unwrap();
+    let codes: Vec<String> = from_lint(&env, &dir.join("Agentfile"))
+        .into_iter()
+        .map(|f| f.0)
+        .collect();
+    assert!(codes.contains(&"AF214".to_owned()), "{codes:?}");
 }

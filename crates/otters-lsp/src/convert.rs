@@ -121,3 +121,41 @@ pub fn action(
         ..CodeAction::default()
     }
 }
+
+/// `action` (a suppression fix) as a snippet edit: the reason a tab stop the editor selects
+/// (`${1:reason}`) instead of the text `<reason>`. LSP 3.18's `SnippetTextEdit` inside the
+/// `documentChanges` of a workspace edit, for clients that declare `snippetEditSupport`.
+pub fn with_snippet_reason(
+    doc: &Document,
+    fix: &Fix,
+    action: CodeAction,
+    enc: Encoding,
+) -> serde_json::Value {
+    use otters_agentfile::check::fixes::REASON_PLACEHOLDER;
+    let escape = |t: &str| {
+        t.replace('\\', "\\\\")
+            .replace('$', "\\$")
+            .replace('}', "\\}")
+    };
+    let edits: Vec<serde_json::Value> = fix
+        .edits
+        .iter()
+        .map(|(span, text)| {
+            let value = text
+                .split(REASON_PLACEHOLDER)
+                .map(escape)
+                .collect::<Vec<_>>()
+                .join("${1:reason}");
+            serde_json::json!({
+                "range": doc.range(*span, enc),
+                "snippet": {"kind": "snippet", "value": value},
+            })
+        })
+        .collect();
+    let mut v = serde_json::to_value(action).unwrap_or_default();
+    v["edit"] = serde_json::json!({"documentChanges": [{
+        "textDocument": {"uri": doc.uri, "version": doc.version},
+        "edits": edits,
+    }]});
+    v
+}

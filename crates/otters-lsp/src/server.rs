@@ -78,6 +78,10 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
 /// Runs the session on `connection`; see [`run_stdio`].
 pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, String> {
     let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
+    let snippet_edits = params
+        .pointer("/capabilities/workspace/workspaceEdit/snippetEditSupport")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
     let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
     let enc = negotiate(&params);
     let result = serde_json::json!({
@@ -91,6 +95,7 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
         .initialize_finish(id, result)
         .map_err(|e| e.to_string())?;
     let mut state = State::new(project, enc);
+    state.snippet_edits = snippet_edits;
     let mut shut_down = false;
     for msg in &connection.receiver {
         match msg {
