@@ -389,8 +389,9 @@ fn hover_and_completion() {
     );
     let args = labels(client.at("textDocument/completion", &uri, 8, 23));
     assert_eq!(args, ["VERSION"]);
+    // openotters L is a default target: every built-in name holds `_` (AF232), none is offered.
     let caps = labels(client.at("textDocument/completion", &uri, 11, 13));
-    assert!(caps.contains(&"note_save".to_owned()), "{caps:?}");
+    assert!(caps.is_empty(), "{caps:?}");
     assert!(labels(client.at("textDocument/completion", &uri, 13, 3)).is_empty());
 
     assert_eq!(client.finish(), 0);
@@ -792,4 +793,51 @@ fn the_suppression_fix_leaves_a_placeholder_that_af214_refuses() {
         .map(|f| f.0)
         .collect();
     assert!(codes.contains(&"AF214".to_owned()), "{codes:?}");
+}
+
+/// Capability completion offers exactly names `otters lint` then accepts for the project's
+/// targets, right after `CAPABILITY ` too (it offered nothing there, and elsewhere names with `_`
+/// that AF232 flagged on the next keystroke). Issue 23, set-up 4.
+#[test]
+fn capability_completion_offers_only_what_lint_accepts() {
+    let env = Env::new();
+    let dir = env.dir.path().join("agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("Agentfile");
+    let head =
+        "FROM scratch\nNAME a\nMODEL m/x\nRUNTIME r@sha256:".to_owned() + &"a".repeat(64) + "\n";
+    let text = format!("{head}CAPABILITY \n");
+    for (config, expect_some) in [
+        ("", false),
+        ("[portability]\ntargets = [\"alpha.50\"]\n", true),
+        ("[lint.severity]\nAF232 = \"off\"\n", true),
+    ] {
+        std::fs::write(env.dir.path().join("otters.toml"), config).unwrap();
+        let (mut c, _) = Client::start(&env, None);
+        c.open(&uri_of(&file), &text);
+        let offered: Vec<String> = c
+            .at("textDocument/completion", &uri_of(&file), 4, 11)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["label"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(c.finish(), 0);
+        assert_eq!(!offered.is_empty(), expect_some, "{config}: {offered:?}");
+        if expect_some {
+            assert!(offered.contains(&"note_save".to_owned()), "{offered:?}");
+        }
+        for name in &offered {
+            std::fs::write(&file, format!("{head}CAPABILITY {name}\n")).unwrap();
+            let on_line: Vec<String> = from_lint(&env, &file)
+                .into_iter()
+                .filter(|f| f.2 == 5)
+                .map(|f| f.0)
+                .collect();
+            assert!(
+                on_line.is_empty(),
+                "{config}: `{name}` was offered and lint reports {on_line:?}"
+            );
+        }
+    }
 }
