@@ -285,6 +285,12 @@ fn diagnostics_equal_lint_in_utf16_and_utf8() {
         assert_eq!(init["capabilities"]["positionEncoding"], unit, "{init}");
         let published = c.open(&uri_of(&file), BROKEN);
         assert_eq!(published["version"], 1);
+        // Each finding links to its rule's page (issue 23: codeDescription.href, as ruff does).
+        for d in published["diagnostics"].as_array().unwrap() {
+            let href = d["codeDescription"]["href"].as_str().unwrap_or_default();
+            let page = format!("/blob/main/docs/rules/{}.md", d["code"].as_str().unwrap());
+            assert!(href.starts_with("https://") && href.ends_with(&page), "{d}");
+        }
         assert_eq!(
             from_lsp(&published["diagnostics"], BROKEN, unit),
             want,

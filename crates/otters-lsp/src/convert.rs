@@ -6,7 +6,7 @@ use crate::position::Encoding;
 use lsp_types::Diagnostic as LspFinding;
 use lsp_types::{
     CodeAction, CodeActionKind, DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag,
-    Location, NumberOrString, Position, Range, TextEdit, WorkspaceEdit,
+    Location, NumberOrString, Position, Range, TextEdit, Url, WorkspaceEdit,
 };
 use otters_agentfile::diagnostic::Fix;
 use otters_agentfile::{Code, Diagnostic, Severity};
@@ -33,7 +33,7 @@ pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> LspFinding {
             message: format!("help: {help}"),
         });
     }
-    LspFinding::new(
+    let mut out = LspFinding::new(
         doc.range(d.span_or_start(), enc),
         Some(severity(d.severity)),
         Some(NumberOrString::String(d.code.to_string())),
@@ -43,7 +43,15 @@ pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> LspFinding {
         UNNECESSARY
             .contains(&d.code)
             .then(|| vec![DiagnosticTag::UNNECESSARY]),
-    )
+    );
+    // The rule's page, as ruff links its findings: editors show the code as a link.
+    out.code_description = d
+        .code
+        .meta()
+        .help_uri()
+        .and_then(|u| Url::parse(&u).ok())
+        .map(|href| lsp_types::CodeDescription { href });
+    out
 }
 
 fn severity(s: Severity) -> DiagnosticSeverity {
