@@ -26,6 +26,15 @@ struct Client {
 impl Client {
     /// Starts `otters lsp` and initializes it, offering `encodings` (none: the LSP default).
     fn start(env: &Env, encodings: Option<&[&str]>) -> (Client, Value) {
+        let mut caps = json!({});
+        if let Some(e) = encodings {
+            caps = json!({"general": {"positionEncodings": e}});
+        }
+        Client::start_with(env, caps)
+    }
+
+    /// Starts `otters lsp` and initializes it with the client capabilities `caps`.
+    fn start_with(env: &Env, caps: Value) -> (Client, Value) {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("otters"));
         cmd.arg("lsp")
             .env("OTTERS_HOME", env.home())
@@ -70,10 +79,6 @@ impl Client {
             inbox,
             next_id: 0,
         };
-        let mut caps = json!({});
-        if let Some(e) = encodings {
-            caps = json!({"general": {"positionEncodings": e}});
-        }
         let init = c.request(
             "initialize",
             json!({"processId": null, "rootUri": null, "capabilities": caps}),
@@ -280,6 +285,12 @@ fn diagnostics_equal_lint_in_utf16_and_utf8() {
         assert_eq!(init["capabilities"]["positionEncoding"], unit, "{init}");
         let published = c.open(&uri_of(&file), BROKEN);
         assert_eq!(published["version"], 1);
+        // Each finding links to its rule's page (issue 23: codeDescription.href, as ruff does).
+        for d in published["diagnostics"].as_array().unwrap() {
+            let href = d["codeDescription"]["href"].as_str().unwrap_or_default();
+            let page = format!("/blob/main/docs/rules/{}.md", d["code"].as_str().unwrap());
+            assert!(href.starts_with("https://") && href.ends_with(&page), "{d}");
+        }
         assert_eq!(
             from_lsp(&published["diagnostics"], BROKEN, unit),
             want,
@@ -384,8 +395,9 @@ fn hover_and_completion() {
     );
     let args = labels(client.at("textDocument/completion", &uri, 8, 23));
     assert_eq!(args, ["VERSION"]);
+    // openotters L is a default target: every built-in name holds `_` (AF232), none is offered.
     let caps = labels(client.at("textDocument/completion", &uri, 11, 13));
-    assert!(caps.contains(&"note_save".to_owned()), "{caps:?}");
+    assert!(caps.is_empty(), "{caps:?}");
     assert!(labels(client.at("textDocument/completion", &uri, 13, 3)).is_empty());
 
     assert_eq!(client.finish(), 0);
@@ -648,4 +660,190 @@ fn a_long_line_of_findings_is_published_capped_and_promptly() {
     let peak = peak_kib(&c.child);
     assert!(peak < 64 * 1024, "the server peaked at {peak} KiB");
     assert_eq!(c.finish(), 0);
+}
+
+/// Go-to-definition opens a CONTEXT or ADD source only where the build would read it (issue 17,
+/// "Also"): an absolute path, `..` and a symlink out of the directory were opened as written.
+#[test]
+fn definition_opens_only_what_the_build_would_read() {
+    let env = Env::new();
+    let dir = env.dir.path().join("agent");
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(dir.join("docs/ok.md"), "ok\n").unwrap();
+    std::fs::write(env.dir.path().join("secret"), "s\n").unwrap();
+    std::os::unix::fs::symlink("../secret", dir.join("leak")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("abs")).unwrap();
+    let text = "FROM scratch\nNAME a\nMODEL m/x\n\
+        CONTEXT A file:///etc/passwd\n\
+        ADD ../../../../../../etc/passwd /x\n\
+        ADD ../secret /y\n\
+        CONTEXT B file://leak\n\
+        ADD abs /z\n\
+        ADD /etc/shadow /w\n\
+        CONTEXT C file://docs/ok.md\n";
+    let file = dir.join("Agentfile");
+    std::fs::write(&file, text).unwrap();
+    let uri = uri_of(&file);
+    let (mut c, _) = Client::start(&env, None);
+    c.open(&uri, text);
+    for (line, what) in [
+        (3, "an absolute file:// path"),
+        (4, "../ up to /etc/passwd"),
+        (5, "../ to a file beside the directory"),
+        (6, "a symlink out of the directory"),
+        (7, "a symlink to /etc/passwd"),
+        (8, "/etc/shadow"),
+    ] {
+        let col = text.lines().nth(line).unwrap().len() - 5;
+        let src_col = if text.lines().nth(line).unwrap().starts_with("ADD") {
+            6
+        } else {
+            col
+        };
+        let def = c.at("textDocument/definition", &uri, line, src_col);
+        assert!(def.is_null(), "{what} (line {line}) was opened: {def}");
+    }
+    let def = c.at("textDocument/definition", &uri, 9, 20);
+    assert_eq!(def["uri"], uri_of(&dir.join("docs/ok.md")));
+    assert_eq!(c.finish(), 0);
+}
+
+/// A body that is not JSON is answered `-32700` and the session goes on (it ended the server
+/// with status 1); JSON that is not a message is `-32600`, and so is a second `initialize`
+/// (it got `-32601`, as if the server did not know the method). Issue 23, set-up 5.
+#[test]
+fn malformed_messages_and_a_second_initialize_are_answered_not_fatal() {
+    let env = Env::new();
+    let (mut c, _) = Client::start(&env, None);
+    let raw = |c: &mut Client, body: &str| {
+        write!(c.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        c.stdin.flush().unwrap();
+    };
+    raw(&mut c, "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": ");
+    let parse = c.wait("a parse error", |v| v.get("error").is_some());
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], Value::Null, "{parse}");
+    raw(&mut c, "{\"jsonrpc\": \"2.0\", \"id\": 6}");
+    let invalid = c.wait("an invalid request", |v| v["id"] == 6);
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    c.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "initialize",
+        "params": {"processId": null, "rootUri": null, "capabilities": {}}}));
+    let again = c.wait("an answer to the second initialize", |v| v["id"] == 7);
+    assert_eq!(again["error"]["code"], -32600, "{again}");
+    // Still serving.
+    let uri = "untitled:Agentfile";
+    let published = c.open(uri, "FORM scratch\n");
+    assert_eq!(published["diagnostics"][0]["code"], "AF003");
+    assert_eq!(c.finish(), 0);
+}
+
+/// The suppression quick fix leaves the reason to the user: a snippet tab stop for a client that
+/// takes snippet edits, else `<reason>`, which AF214 now reports (it was accepted as a reason,
+/// by the server and by `otters lint`). Issue 23, set-up 6.
+#[test]
+fn the_suppression_fix_leaves_a_placeholder_that_af214_refuses() {
+    let env = Env::new();
+    let dir = project(&env);
+    let uri = uri_of(&dir.join("Agentfile"));
+    let snippets = json!({"workspace": {"workspaceEdit": {"snippetEditSupport": true}}});
+    let line9 = json!({"start": {"line": 9, "character": 0}, "end": {"line": 9, "character": 0}});
+    let ask = |c: &mut Client| {
+        c.request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": line9, "context": {"diagnostics": []}}),
+        )
+    };
+    let (mut c, _) = Client::start_with(&env, snippets);
+    c.open(&uri, BROKEN);
+    let actions = ask(&mut c);
+    let change = &actions[0]["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"]["uri"], uri.as_str(), "{actions}");
+    assert_eq!(
+        change["edits"][0]["snippet"],
+        json!({"kind": "snippet", "value": "# otters:ignore AF201 ${1:reason}\n"})
+    );
+    assert_eq!(c.finish(), 0);
+
+    let (mut c, _) = Client::start(&env, None);
+    c.open(&uri, BROKEN);
+    let actions = ask(&mut c);
+    let insert = actions[0]["edit"]["changes"][&uri][0]["newText"]
+        .as_str()
+        .unwrap();
+    assert_eq!(insert, "# otters:ignore AF201 <reason>\n");
+    let applied = BROKEN.replace("BIN yq", &format!("{insert}BIN yq"));
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": applied}]}),
+    );
+    let published = c.diagnostics(&uri);
+    let af214: Vec<&Value> = published["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "AF214")
+        .collect();
+    assert_eq!(af214.len(), 1, "{published}");
+    assert!(
+        af214[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`<reason>` is a placeholder"),
+        "{published}"
+    );
+    assert_eq!(c.finish(), 0);
+    // `otters lint` says the same of the file.
+    std::fs::write(dir.join("Agentfile"), &applied).unwrap();
+    let codes: Vec<String> = from_lint(&env, &dir.join("Agentfile"))
+        .into_iter()
+        .map(|f| f.0)
+        .collect();
+    assert!(codes.contains(&"AF214".to_owned()), "{codes:?}");
+}
+
+/// Capability completion offers exactly names `otters lint` then accepts for the project's
+/// targets, right after `CAPABILITY ` too (it offered nothing there, and elsewhere names with `_`
+/// that AF232 flagged on the next keystroke). Issue 23, set-up 4.
+#[test]
+fn capability_completion_offers_only_what_lint_accepts() {
+    let env = Env::new();
+    let dir = env.dir.path().join("agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("Agentfile");
+    let head =
+        "FROM scratch\nNAME a\nMODEL m/x\nRUNTIME r@sha256:".to_owned() + &"a".repeat(64) + "\n";
+    let text = format!("{head}CAPABILITY \n");
+    for (config, expect_some) in [
+        ("", false),
+        ("[portability]\ntargets = [\"alpha.50\"]\n", true),
+        ("[lint.severity]\nAF232 = \"off\"\n", true),
+    ] {
+        std::fs::write(env.dir.path().join("otters.toml"), config).unwrap();
+        let (mut c, _) = Client::start(&env, None);
+        c.open(&uri_of(&file), &text);
+        let offered: Vec<String> = c
+            .at("textDocument/completion", &uri_of(&file), 4, 11)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["label"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(c.finish(), 0);
+        assert_eq!(!offered.is_empty(), expect_some, "{config}: {offered:?}");
+        if expect_some {
+            assert!(offered.contains(&"note_save".to_owned()), "{offered:?}");
+        }
+        for name in &offered {
+            std::fs::write(&file, format!("{head}CAPABILITY {name}\n")).unwrap();
+            let on_line: Vec<String> = from_lint(&env, &file)
+                .into_iter()
+                .filter(|f| f.2 == 5)
+                .map(|f| f.0)
+                .collect();
+            assert!(
+                on_line.is_empty(),
+                "{config}: `{name}` was offered and lint reports {on_line:?}"
+            );
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! Completion: instruction keywords at the start of a line, ARG names inside `${`, capability
-//! names on a CAPABILITY line (the catalogue the checks use: built in, or the project's), and
+//! names on a CAPABILITY line (the catalogue the checks use: built in, or the project's; without
+//! the names AF232 reports for the configured targets, so nothing offered is flagged), and
 //! the codes a `# otters:ignore` comment may name.
 //!
 //! CONFIG keys are not offered: the keys a runtime reads are known only to that runtime image,
@@ -48,6 +49,13 @@ pub fn complete(doc: &Document, offset: usize) -> Vec<CompletionItem> {
         return suppressible_codes(rest);
     }
     let word = before.trim_start();
+    // Right after `CAPABILITY ` the line is not yet an instruction (a bare keyword is AF004).
+    if word
+        .split_once(char::is_whitespace)
+        .is_some_and(|(k, _)| k.eq_ignore_ascii_case(Keyword::Capability.as_str()))
+    {
+        return capabilities(doc);
+    }
     if word.bytes().all(|b| b.is_ascii_alphabetic()) && !word.starts_with('#') {
         return keywords();
     }

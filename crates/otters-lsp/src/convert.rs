@@ -6,7 +6,7 @@ use crate::position::Encoding;
 use lsp_types::Diagnostic as LspFinding;
 use lsp_types::{
     CodeAction, CodeActionKind, DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag,
-    Location, NumberOrString, Position, Range, TextEdit, WorkspaceEdit,
+    Location, NumberOrString, Position, Range, TextEdit, Url, WorkspaceEdit,
 };
 use otters_agentfile::diagnostic::Fix;
 use otters_agentfile::{Code, Diagnostic, Severity};
@@ -33,7 +33,7 @@ pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> LspFinding {
             message: format!("help: {help}"),
         });
     }
-    LspFinding::new(
+    let mut out = LspFinding::new(
         doc.range(d.span_or_start(), enc),
         Some(severity(d.severity)),
         Some(NumberOrString::String(d.code.to_string())),
@@ -43,7 +43,15 @@ pub fn diagnostic(doc: &Document, d: &Diagnostic, enc: Encoding) -> LspFinding {
         UNNECESSARY
             .contains(&d.code)
             .then(|| vec![DiagnosticTag::UNNECESSARY]),
-    )
+    );
+    // The rule's page, as ruff links its findings: editors show the code as a link.
+    out.code_description = d
+        .code
+        .meta()
+        .help_uri()
+        .and_then(|u| Url::parse(&u).ok())
+        .map(|href| lsp_types::CodeDescription { href });
+    out
 }
 
 fn severity(s: Severity) -> DiagnosticSeverity {
@@ -120,4 +128,42 @@ pub fn action(
         is_preferred: Some(fix.safe),
         ..CodeAction::default()
     }
+}
+
+/// `action` (a suppression fix) as a snippet edit: the reason a tab stop the editor selects
+/// (`${1:reason}`) instead of the text `<reason>`. LSP 3.18's `SnippetTextEdit` inside the
+/// `documentChanges` of a workspace edit, for clients that declare `snippetEditSupport`.
+pub fn with_snippet_reason(
+    doc: &Document,
+    fix: &Fix,
+    action: CodeAction,
+    enc: Encoding,
+) -> serde_json::Value {
+    use otters_agentfile::check::fixes::REASON_PLACEHOLDER;
+    let escape = |t: &str| {
+        t.replace('\\', "\\\\")
+            .replace('$', "\\$")
+            .replace('}', "\\}")
+    };
+    let edits: Vec<serde_json::Value> = fix
+        .edits
+        .iter()
+        .map(|(span, text)| {
+            let value = text
+                .split(REASON_PLACEHOLDER)
+                .map(escape)
+                .collect::<Vec<_>>()
+                .join("${1:reason}");
+            serde_json::json!({
+                "range": doc.range(*span, enc),
+                "snippet": {"kind": "snippet", "value": value},
+            })
+        })
+        .collect();
+    let mut v = serde_json::to_value(action).unwrap_or_default();
+    v["edit"] = serde_json::json!({"documentChanges": [{
+        "textDocument": {"uri": doc.uri, "version": doc.version},
+        "edits": edits,
+    }]});
+    v
 }

@@ -94,12 +94,20 @@ impl Document {
             |p| p.to_string_lossy().into_owned(),
         );
         let (opts, mut problem) = (&settings.0, settings.1.clone());
-        let capabilities = opts.capability_catalogue.clone().unwrap_or_else(|| {
+        let mut capabilities = opts.capability_catalogue.clone().unwrap_or_else(|| {
             check::BUILTIN_CATALOGUE
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect()
         });
+        // Completion offers only names the checks accept for the configured targets: one with
+        // `_` is AF232 while openotters L is a target (and AF232 is not turned off).
+        let af232 = opts.portability_targets().contains(&check::Target::L)
+            && opts
+                .severity_overrides
+                .get(&otters_agentfile::Code::CapabilityUnderscoreNotPortable)
+                != Some(&check::SeverityOverride::Off);
+        capabilities.retain(|c| !(af232 && c.contains('_')));
         let file = SourceFile::new(name, text);
         let (mut diagnostics, model) = if file.text.len() as u64 > files::MAX_AGENTFILE {
             problem = Some(format!(

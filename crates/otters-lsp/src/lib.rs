@@ -9,6 +9,7 @@
 //!
 //! ```text
 //! server     the message loop: initialize, dispatch, shutdown/exit
+//! transport  LSP's base protocol over stdio; a bad message is answered, never the end
 //! state      open documents and the request handlers, callable without a connection
 //! document   one open document: text, line index, findings, model, lazily its AST
 //! position   byte offsets ⇄ LSP positions (UTF-16 by default, UTF-8 when offered)
@@ -29,6 +30,7 @@ mod server;
 mod state;
 #[cfg(test)]
 mod tests;
+mod transport;
 
 pub use position::Encoding;
 pub use server::{run, run_stdio};

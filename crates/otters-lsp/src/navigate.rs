@@ -1,5 +1,9 @@
 //! Go to definition: from `${NAME}` to the ARG that declares it, from a CONTEXT's `file://path`
 //! or an ADD source to that file (relative to the document's directory, as the build reads it).
+//!
+//! A source is opened only where the build would read it (`otters_pipeline::build::source_path`,
+//! the build's own confinement): never an absolute path, `..`, a symlink out of the directory,
+//! a FIFO or a device, so a hostile Agentfile cannot make the editor open `/etc/shadow`.
 
 use crate::document::Document;
 use otters_agentfile::syntax::{Args, LineKind};
@@ -34,8 +38,9 @@ pub fn definition(doc: &Document, offset: usize) -> Option<Target> {
     if !(source.span.start <= offset && offset <= source.span.end) {
         return None;
     }
-    let path = doc.dir()?.join(&source.text);
-    path.exists().then_some(Target::File(path))
+    otters_pipeline::build::source_path(&doc.dir()?, &source.text)
+        .ok()
+        .map(Target::File)
 }
 
 /// The NAME of the `${NAME}` around `offset` on the instruction line `span`.

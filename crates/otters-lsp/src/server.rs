@@ -3,7 +3,8 @@
 //! shutdown/exit sequence.
 //!
 //! A request the server does not know gets `MethodNotFound`, one whose parameters do not fit
-//! gets `InvalidParams`; neither ends the session. A handler that panicked (a bug) answers
+//! gets `InvalidParams`, a second `initialize` gets `InvalidRequest` (and a body that is not JSON
+//! gets `ParseError` from the transport); none ends the session. A handler that panicked (a bug) answers
 //! `InternalError` and the session goes on.
 
 use crate::position::Encoding;
@@ -32,10 +33,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// server down before `exit` (exit status 0), `Ok(false)` when it did not (status 1, as LSP
 /// asks).
 pub fn run_stdio(project: Box<dyn Project>) -> Result<bool, String> {
-    let (connection, io) = Connection::stdio();
+    let (connection, io) = crate::transport::stdio();
     let clean = run(&connection, project)?;
     drop(connection);
-    io.join().map_err(|e| e.to_string())?;
+    io.join()?;
     Ok(clean)
 }
 
@@ -77,6 +78,10 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
 /// Runs the session on `connection`; see [`run_stdio`].
 pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, String> {
     let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
+    let snippet_edits = params
+        .pointer("/capabilities/workspace/workspaceEdit/snippetEditSupport")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
     let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
     let enc = negotiate(&params);
     let result = serde_json::json!({
@@ -90,6 +95,7 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
         .initialize_finish(id, result)
         .map_err(|e| e.to_string())?;
     let mut state = State::new(project, enc);
+    state.snippet_edits = snippet_edits;
     let mut shut_down = false;
     for msg in &connection.receiver {
         match msg {
@@ -101,6 +107,18 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
                             req.id,
                             ErrorCode::InvalidRequest as i32,
                             "the server is shutting down".to_owned(),
+                        ),
+                    );
+                    continue;
+                }
+                if req.method == "initialize" {
+                    respond(
+                        connection,
+                        Response::new_err(
+                            req.id,
+                            ErrorCode::InvalidRequest as i32,
+                            "the server is already initialized (initialize is sent once)"
+                                .to_owned(),
                         ),
                     );
                     continue;

@@ -6,15 +6,21 @@ use crate::document::Document;
 use crate::position::{self, Encoding};
 use crate::{complete, format, hover, lock, navigate, outline, Project};
 use lsp_types::{
-    CodeActionOrCommand, CompletionItem, DocumentSymbol, FoldingRange, Hover, HoverContents,
-    Location, MarkupContent, MarkupKind, Position, PublishDiagnosticsParams, Range,
-    TextDocumentContentChangeEvent, TextEdit, Url,
+    CompletionItem, DocumentSymbol, FoldingRange, Hover, HoverContents, Location, MarkupContent,
+    MarkupKind, Position, PublishDiagnosticsParams, Range, TextDocumentContentChangeEvent,
+    TextEdit, Url,
 };
 use std::collections::HashMap;
+
+fn json(action: lsp_types::CodeAction) -> serde_json::Value {
+    serde_json::to_value(action).unwrap_or_default()
+}
 
 pub struct State {
     project: Box<dyn Project>,
     pub encoding: Encoding,
+    /// The client applies snippet edits inside workspace edits (LSP 3.18).
+    pub snippet_edits: bool,
     docs: HashMap<Url, Document>,
 }
 
@@ -23,6 +29,7 @@ impl State {
         State {
             project,
             encoding,
+            snippet_edits: false,
             docs: HashMap::new(),
         }
     }
@@ -120,7 +127,11 @@ impl State {
 
     /// Quick fixes of the findings on the lines of `range`, and pins of the image references in it
     /// that `Agentfile.lock` has a digest for.
-    pub fn code_actions(&self, uri: &Url, range: Range) -> Vec<CodeActionOrCommand> {
+    ///
+    /// A suppression's reason is a snippet tab stop (`${1:reason}`) for a client that takes
+    /// snippet edits in a workspace edit (LSP 3.18 `workspace.workspaceEdit.snippetEditSupport`),
+    /// else the text `<reason>`, which AF214 reports until it is replaced.
+    pub fn code_actions(&self, uri: &Url, range: Range) -> Vec<serde_json::Value> {
         let Some(doc) = self.docs.get(uri) else {
             return Vec::new();
         };
@@ -137,13 +148,21 @@ impl State {
         {
             let lsp = convert::diagnostic(doc, d, self.encoding);
             let suppress = otters_agentfile::check::fixes::suppression(&doc.file, doc.ast(), d);
-            for fix in d.fixes.iter().chain(suppress.as_ref()) {
-                out.push(CodeActionOrCommand::CodeAction(convert::action(
+            for fix in &d.fixes {
+                out.push(json(convert::action(
                     doc,
                     fix,
                     Some(lsp.clone()),
                     self.encoding,
                 )));
+            }
+            if let Some(fix) = &suppress {
+                let action = convert::action(doc, fix, Some(lsp.clone()), self.encoding);
+                out.push(if self.snippet_edits {
+                    convert::with_snippet_reason(doc, fix, action, self.encoding)
+                } else {
+                    json(action)
+                });
             }
         }
         let refs: Vec<_> = lock::image_refs(doc)
@@ -154,12 +173,7 @@ impl State {
             if let Some(l) = lock::read(doc) {
                 for r in &refs {
                     if let Some(fix) = lock::entry(&l, r).and_then(|e| lock::pin_fix(doc, r, e)) {
-                        out.push(CodeActionOrCommand::CodeAction(convert::action(
-                            doc,
-                            &fix,
-                            None,
-                            self.encoding,
-                        )));
+                        out.push(json(convert::action(doc, &fix, None, self.encoding)));
                     }
                 }
             }

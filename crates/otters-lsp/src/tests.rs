@@ -203,7 +203,7 @@ proptest! {
                 inside(&l.range, n);
             }
             for a in state.code_actions(&uri, Range::new(pos, pos)) {
-                if let lsp_types::CodeActionOrCommand::CodeAction(a) = a {
+                if let Ok(lsp_types::CodeActionOrCommand::CodeAction(a)) = serde_json::from_value(a) {
                     for edits in a.edit.and_then(|e| e.changes).into_iter().flat_map(std::collections::HashMap::into_values) {
                         for e in edits {
                             inside(&e.range, n);

@@ -89,6 +89,59 @@ local function run()
   filetype_of(tmp .. '/loose/Agentfile')
   eq('root without otters.toml or .git: the file directory', vim.fn.resolve(started[#started].config.root_dir), vim.fn.resolve(tmp .. '/loose'))
 
+  if not vim.lsp.start then
+    -- Neovim 0.7 maps nothing for a server by itself: otters sets K and the omnifunc.
+    filetype_of(project .. '/agents/probe/Agentfile')
+    eq('0.7: omnifunc is the server', vim.bo.omnifunc, 'v:lua.vim.lsp.omnifunc')
+    check('0.7: K is hover', vim.fn.maparg('K', 'n'):find('hover') ~= nil, vim.fn.maparg('K', 'n'))
+  end
+
+  -- Highlighting by syntax/agentfile.vim where tree-sitter is not running.
+  vim.cmd('syntax on')
+  write(tmp .. '/syn/Agentfile', '# syntax=openotters/agentfile:1\n# a comment\nFROM scratch\nLABEL k="a\\n${A}"\nCONTEXT S file://ctx.md\nCONTEXT P <<EOF\nbody FROM\nEOF\n')
+  filetype_of(tmp .. '/syn/Agentfile')
+  eq('syntax is agentfile', vim.bo.syntax, 'agentfile')
+  local function group(line, col)
+    return vim.fn.synIDattr(vim.fn.synID(line, col, 1), 'name')
+  end
+  eq('syntax: directive', group(1, 3), 'agentfileDirective')
+  eq('syntax: comment', group(2, 3), 'agentfileComment')
+  eq('syntax: keyword', group(3, 1), 'agentfileKeyword')
+  eq('syntax: string', group(4, 9), 'agentfileString')
+  eq('syntax: escape', group(4, 11), 'agentfileEscape')
+  eq('syntax: ${ARG} in a string', group(4, 13), 'agentfileExpansion')
+  eq('syntax: file://', group(5, 12), 'agentfileFileRef')
+  eq('syntax: heredoc marker', group(6, 12), 'agentfileHeredocMarker')
+  eq('syntax: heredoc body, not a keyword', group(7, 6), 'agentfileHeredoc')
+
+  -- Tree-sitter is started by ftplugin/agentfile.lua whatever started the server (it was
+  -- started only by setup(), so `vim.lsp.enable('otters')` gave no highlighting).
+  local otters = require('otters')
+  local real_treesitter, ts_started = otters.treesitter, {}
+  otters.treesitter = function(bufnr)
+    table.insert(ts_started, bufnr)
+    return false
+  end
+  vim.api.nvim_create_augroup('otters', { clear = true }) -- as if setup() had never run
+  write(tmp .. '/ts/Agentfile', 'FROM scratch\n')
+  filetype_of(tmp .. '/ts/Agentfile')
+  eq('ftplugin starts tree-sitter without setup()', ts_started, { vim.api.nvim_get_current_buf() })
+  otters.treesitter = real_treesitter
+
+  -- register_parser against stand-ins of nvim-treesitter's parsers module (nvim-treesitter is
+  -- not installed here; these follow its `master` and `main` branches' documented tables).
+  local configs = {}
+  package.loaded['nvim-treesitter.parsers'] = { get_parser_configs = function() return configs end }
+  check('master: registered', otters.register_parser('/g') == true)
+  eq('master: parser config', configs.agentfile and configs.agentfile.filetype, 'agentfile')
+  package.loaded['nvim-treesitter.parsers'] = {}
+  check('main: registered', otters.register_parser('/g') == true)
+  package.loaded['nvim-treesitter.parsers'] = {} -- main rebuilds its table on :TSUpdate
+  vim.cmd('doautocmd User TSUpdate')
+  local main = package.loaded['nvim-treesitter.parsers'].agentfile
+  eq('main: registered again from User TSUpdate', main and main.install_info.path, '/g')
+  package.loaded['nvim-treesitter.parsers'] = nil
+
   -- The configuration lsp/otters.lua gives Neovim 0.11's vim.lsp.enable('otters').
   local files = vim.api.nvim_get_runtime_file('lsp/otters.lua', false)
   check('lsp/otters.lua on the runtimepath', #files == 1)

@@ -29,9 +29,33 @@ struct Named {
 struct Suppression {
     span: Span,
     codes: Vec<Named>,
-    has_reason: bool,
+    reason: Reason,
     /// The 1-based line it applies to.
     target_line: usize,
+}
+
+/// What follows the codes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reason {
+    Missing,
+    /// A stand-in nobody replaced (`<reason>`, an editor's `${1:reason}`, `TODO`), as written.
+    Placeholder(String),
+    Given,
+}
+
+/// A reason that only stands in for one: the whole text in angle brackets (what an editor's
+/// quick fix inserts when it cannot place a snippet), a snippet tab stop (`$1`, `${1:why}`), or
+/// a word that says a reason is still to come.
+fn is_placeholder(reason: &str) -> bool {
+    let r = reason.trim();
+    let bracketed = r.len() >= 2 && r.starts_with('<') && r.ends_with('>');
+    let tab_stop = r
+        .strip_prefix('$')
+        .is_some_and(|t| t.starts_with('{') || t.starts_with(|c: char| c.is_ascii_digit()));
+    let word = ["reason", "todo", "fixme", "tbd", "xxx", "...", "…", "why"]
+        .iter()
+        .any(|w| r.eq_ignore_ascii_case(w));
+    bracketed || tab_stop || word
 }
 
 fn is_code_like(s: &str) -> bool {
@@ -40,7 +64,7 @@ fn is_code_like(s: &str) -> bool {
 }
 
 /// Parses the text of one comment (with its `#`) that starts at byte `at`.
-fn parse(text: &str, at: usize) -> Option<(Vec<Named>, bool)> {
+fn parse(text: &str, at: usize) -> Option<(Vec<Named>, Reason)> {
     let body = text.strip_prefix('#')?;
     let lead = body.len() - body.trim_start().len();
     let rest = body.trim_start().strip_prefix(DIRECTIVE)?;
@@ -80,7 +104,15 @@ fn parse(text: &str, at: usize) -> Option<(Vec<Named>, bool)> {
     }
     let reason = remaining
         .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | ':' | ',' | '—'));
-    Some((codes, !reason.trim().is_empty()))
+    let reason = reason.trim();
+    let reason = if reason.is_empty() {
+        Reason::Missing
+    } else if is_placeholder(reason) {
+        Reason::Placeholder(reason.to_owned())
+    } else {
+        Reason::Given
+    };
+    Some((codes, reason))
 }
 
 fn collect(file: &SourceFile, ast: &Ast) -> Vec<Suppression> {
@@ -93,12 +125,12 @@ fn collect(file: &SourceFile, ast: &Ast) -> Vec<Suppression> {
             }
             _ => None,
         };
-        if let Some(((codes, has_reason), span)) = parsed {
+        if let Some(((codes, reason), span)) = parsed {
             pending.push(out.len());
             out.push(Suppression {
                 span,
                 codes,
-                has_reason,
+                reason,
                 target_line: 0,
             });
             continue;
@@ -119,6 +151,19 @@ fn without_reason(span: Span) -> Diagnostic {
     )
     .with_label("no reason after the codes")
     .with_help("say why the finding is acceptable: `# otters:ignore AF201 <reason>`")
+}
+
+fn placeholder_reason(span: Span, written: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::SuppressionWithoutReason,
+        span,
+        format!(
+            "this suppression's reason `{}` is a placeholder, not a reason",
+            written.chars().take(40).collect::<String>()
+        ),
+    )
+    .with_label("replace the placeholder")
+    .with_help("say why the finding is acceptable: `# otters:ignore AF201 the dev image tracks the newest runtime`")
 }
 
 fn unused(span: Span, code: &str, why: &str) -> Diagnostic {
@@ -181,8 +226,10 @@ pub(crate) fn apply(file: &SourceFile, ast: &Ast, diags: Vec<Diagnostic>) -> Vec
         }
     }
     for s in &sups {
-        if !s.has_reason {
-            kept.push(without_reason(s.span));
+        match &s.reason {
+            Reason::Missing => kept.push(without_reason(s.span)),
+            Reason::Placeholder(p) => kept.push(placeholder_reason(s.span, p)),
+            Reason::Given => {}
         }
         if s.codes.is_empty() {
             kept.push(empty(s.span));
@@ -204,7 +251,12 @@ mod tests {
     use super::*;
 
     fn parsed(text: &str) -> Option<(Vec<(String, Span)>, bool)> {
-        parse(text, 100).map(|(c, r)| (c.into_iter().map(|n| (n.written, n.span)).collect(), r))
+        parse(text, 100).map(|(c, r)| {
+            (
+                c.into_iter().map(|n| (n.written, n.span)).collect(),
+                r == Reason::Given,
+            )
+        })
     }
 
     #[test]
@@ -253,6 +305,39 @@ mod tests {
                 )
             });
             assert_eq!(parsed(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn placeholders_are_not_reasons() {
+        for p in [
+            "<reason>",
+            "< why >",
+            "${1:reason}",
+            "$1",
+            "TODO",
+            "reason",
+            "…",
+        ] {
+            let text = format!("# otters:ignore AF201 {p}");
+            let reason = parse(&text, 0).map(|(_, r)| r);
+            assert_eq!(
+                reason,
+                Some(Reason::Placeholder(p.trim().to_owned())),
+                "{p}"
+            );
+        }
+        for given in [
+            "the <dev> image",
+            "todo: pin before release",
+            "$HOME is fine",
+        ] {
+            let text = format!("# otters:ignore AF201 {given}");
+            assert_eq!(
+                parse(&text, 0).map(|(_, r)| r),
+                Some(Reason::Given),
+                "{given}"
+            );
         }
     }
 }

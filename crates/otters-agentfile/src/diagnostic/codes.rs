@@ -29,6 +29,14 @@ pub struct RuleMeta {
 }
 
 impl RuleMeta {
+    /// The rule's page on the web (`<repository>/blob/main/docs/rules/<CODE>.md`, the text
+    /// `otters explain` prints): SARIF's `helpUri`, the language server's `codeDescription`.
+    /// `None` when Cargo.toml names no repository.
+    pub fn help_uri(&self) -> Option<String> {
+        let home = env!("CARGO_PKG_REPOSITORY");
+        (!home.is_empty()).then(|| format!("{home}/blob/main/docs/rules/{}.md", self.code))
+    }
+
     /// The text of the page's "What it does" section, one paragraph.
     pub fn what_it_does(&self) -> &'static str {
         let Some(start) = self.doc.find("## What it does") else {

@@ -35,6 +35,18 @@ impl FsInputs {
     }
 }
 
+/// The real path a build with context `context` reads the ADD or `file://` source `src` from, or
+/// the build's own refusal (an absolute path, `..`, a symlink out of the context, a missing file,
+/// a FIFO or device). For a front end that opens a source without building (the language
+/// server's go-to-definition), so it opens nothing the build would not.
+pub fn source_path(context: &Path, src: &str) -> Result<PathBuf, String> {
+    let inputs = FsInputs::new(context).map_err(|e| format!("{}: {e}", context.display()))?;
+    inputs
+        .resolve(src)
+        .map(|r| r.path)
+        .map_err(|e| e.to_string())
+}
+
 /// The largest `.agentignore` read (a pattern file, not data).
 pub const MAX_AGENTIGNORE: u64 = 1 << 20;
 

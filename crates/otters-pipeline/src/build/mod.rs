@@ -256,6 +256,7 @@ impl From<ErrorKind> for BuildError {
 }
 
 pub use crate::project::locate;
+pub use inputs::source_path;
 
 /// Reads the Agentfile: at most [`files::MAX_AGENTFILE`] bytes of a regular file. Inside
 /// the context, a symlink is followed only while it stays inside the context (a repository's

@@ -70,35 +70,64 @@ function M.start(bufnr, config)
   end
   if id then
     vim.lsp.buf_attach_client(bufnr, id)
+    M.map_0_7(bufnr)
   end
   return id
 end
 
---- Starts tree-sitter highlighting on a buffer when the agentfile parser is installed.
+--- Starts tree-sitter highlighting on a buffer when the agentfile parser is installed (Neovim
+--- 0.8+); true when it runs. ftplugin/agentfile.lua calls it for every Agentfile buffer.
 ---@param bufnr integer
 function M.treesitter(bufnr)
   if vim.treesitter and vim.treesitter.start then
-    pcall(vim.treesitter.start, bufnr, 'agentfile')
+    return (pcall(vim.treesitter.start, bufnr, 'agentfile'))
+  end
+  return false
+end
+
+--- What Neovim 0.7 does not map by itself for a language server: `K` for hover and the
+--- omnifunc for completion (<C-x><C-o>), on the buffer, unless the user mapped K already.
+---@param bufnr integer
+function M.map_0_7(bufnr)
+  vim.api.nvim_buf_set_option(bufnr, 'omnifunc', 'v:lua.vim.lsp.omnifunc')
+  if vim.fn.maparg('K', 'n') == '' then
+    vim.api.nvim_buf_set_keymap(bufnr, 'n', 'K', '<cmd>lua vim.lsp.buf.hover()<CR>', { noremap = true, silent = true })
   end
 end
 
 --- Registers the grammar with nvim-treesitter (`:TSInstall agentfile`), when it is installed.
 --- `path` is editors/tree-sitter-agentfile of an otters checkout.
+---
+--- `master` keeps parser configurations in `get_parser_configs()`; `main` rebuilds its parser
+--- table on every update and only keeps what a `User TSUpdate` autocmd adds (a table set once
+--- is dropped: "skipping unsupported language: agentfile"), so on `main` the registration is
+--- that autocmd, run once now as well.
 ---@param path string
 function M.register_parser(path)
   local ok, parsers = pcall(require, 'nvim-treesitter.parsers')
   if not ok then
     return false
   end
-  local info = { install_info = { path = path, url = path, files = { 'src/parser.c', 'src/scanner.c' }, queries = 'queries' } }
   if type(parsers.get_parser_configs) == 'function' then
     -- nvim-treesitter `master`.
-    info.filetype = 'agentfile'
-    parsers.get_parser_configs().agentfile = info
-  else
-    -- nvim-treesitter `main`.
-    parsers.agentfile = info
+    parsers.get_parser_configs().agentfile = {
+      install_info = { url = path, files = { 'src/parser.c', 'src/scanner.c' } },
+      filetype = 'agentfile',
+    }
+    return true
   end
+  -- nvim-treesitter `main`.
+  local function register()
+    require('nvim-treesitter.parsers').agentfile = {
+      install_info = { path = path, queries = 'queries' },
+    }
+  end
+  vim.api.nvim_create_autocmd('User', {
+    group = vim.api.nvim_create_augroup('otters_parser', { clear = true }),
+    pattern = 'TSUpdate',
+    callback = register,
+  })
+  register()
   return true
 end
 
@@ -107,6 +136,8 @@ end
 function M.setup(opts)
   opts = opts or {}
   local config = M.config({ cmd = opts.cmd, root_markers = opts.root_markers, settings = opts.settings })
+  -- Tree-sitter is started by ftplugin/agentfile.lua on every Agentfile buffer; this turns it off.
+  vim.g.otters_no_treesitter = opts.treesitter == false or nil
   local group = vim.api.nvim_create_augroup('otters', { clear = true })
   vim.api.nvim_create_autocmd('FileType', {
     group = group,
@@ -114,9 +145,6 @@ function M.setup(opts)
     callback = function(args)
       if opts.lsp ~= false then
         M.start(args.buf, config)
-      end
-      if opts.treesitter ~= false then
-        M.treesitter(args.buf)
       end
     end,
   })

@@ -48,8 +48,8 @@ fn rule_json(r: &RuleMeta) -> Value {
         "help": { "text": format!("otters explain {} (docs/rules/{}.md)", r.code, r.code) },
         "defaultConfiguration": { "level": level(r.severity) },
     });
-    if let Some(home) = home() {
-        rule["helpUri"] = json!(format!("{home}/blob/main/docs/rules/{}.md", r.code));
+    if let Some(uri) = r.help_uri() {
+        rule["helpUri"] = json!(uri);
     }
     rule
 }
