@@ -13,6 +13,7 @@ mod emitted_codes;
 mod fmt;
 mod habits;
 mod interop;
+mod keyless;
 mod lint_cli;
 mod lsp;
 mod mirrors;

@@ -13,6 +13,7 @@
 //! Nothing here prints: progress goes through callbacks, results and errors are values.
 
 pub mod build;
+pub mod keyless;
 pub mod lock;
 pub mod lower;
 pub mod project;
