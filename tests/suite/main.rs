@@ -5,6 +5,7 @@
 mod support;
 
 mod build_cli;
+mod ci_files;
 mod ci_reports;
 mod cli_output;
 mod compat;
