@@ -1,7 +1,7 @@
 //! `otters lint [PATH...|-]`: check Agentfiles and report every finding, for people, editors and
 //! CI. Exit 0 when nothing reaches `--fail-on`, 1 when something does, 2 on usage or I/O errors.
 //!
-//! Machine formats (concise, json, sarif, github) go to stdout; the human format and the summary
+//! Machine formats (concise, json, sarif, github, gitlab, junit, checkstyle) go to stdout; the human format and the summary
 //! line go to stderr.
 use super::CliResult;
 use otters_agentfile::check::{self, config, Options};
@@ -20,6 +20,12 @@ pub enum Format {
     Json,
     Sarif,
     Github,
+    /// GitLab Code Quality (Code Climate issues), for `artifacts: reports: codequality`
+    Gitlab,
+    /// `JUnit` XML: a test suite per file, a failed test case per finding
+    Junit,
+    /// Checkstyle XML
+    Checkstyle,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -201,7 +207,7 @@ fn load(inputs: &[Input], settings: &Settings) -> Result<Vec<Loaded>, Fatal> {
 }
 
 /// Each file is checked, printed and dropped in turn, so memory holds one file's findings, not
-/// every file's (json and sarif are one document and keep them all).
+/// every file's (json, sarif, gitlab, junit and checkstyle are one document and keep them all).
 fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCode {
     let rules = codes::RULES;
     let mut human = render::Human::new(rules, super::stderr_colour());
@@ -246,7 +252,9 @@ fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCo
             Format::Human => eprint!("{}", human.file(&file, &diags)),
             Format::Concise => out!("{}", render::concise(&[(file, diags)])),
             Format::Github => out!("{}", render::github(&[(file, diags)], rules)),
-            Format::Json | Format::Sarif => documents.push((file, diags)),
+            Format::Json | Format::Sarif | Format::Gitlab | Format::Junit | Format::Checkstyle => {
+                documents.push((file, diags));
+            }
         }
     }
     match a.format {
@@ -258,6 +266,9 @@ fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCo
         }
         Format::Json => out!("{}", render::json(&documents)),
         Format::Sarif => out!("{}", render::sarif(&documents, rules)),
+        Format::Gitlab => out!("{}", render::gitlab(&documents)),
+        Format::Junit => out!("{}", render::junit(&documents, rules)),
+        Format::Checkstyle => out!("{}", render::checkstyle(&documents)),
         Format::Concise | Format::Github => {}
     }
     if unwritten {

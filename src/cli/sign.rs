@@ -11,7 +11,9 @@ use super::{fail_in, CliResult};
 use miette::miette;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest};
+use otters_pipeline::keyless::{Services, TokenSource};
 use otters_supply::bundle::{self, BUNDLE_V03};
+use otters_supply::keyless;
 use otters_supply::keys::{KeyPair, PublicKey};
 use otters_supply::statement::{Statement, Subject, SIGN_PREDICATE};
 use otters_supply::verify::{
@@ -27,10 +29,79 @@ pub struct SignArgs {
     /// The image to sign: a local tag or digest (with --remote: a registry reference)
     pub reference: String,
     /// Private key (PKCS#8 PEM, as `otters key generate` writes it)
-    #[arg(long, value_name = "KEY")]
-    pub key: PathBuf,
+    #[arg(
+        long,
+        value_name = "KEY",
+        required_unless_present = "keyless",
+        conflicts_with = "keyless"
+    )]
+    pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub keyless: KeylessFlags,
     #[command(flatten)]
     pub place: WhereFlags,
+}
+
+/// Keyless signing: an ephemeral key, a Fulcio certificate for the CI's OIDC identity, a Rekor
+/// entry and/or an RFC 3161 timestamp.
+#[derive(Debug, clap::Args)]
+pub struct KeylessFlags {
+    /// Sign keylessly: a short-lived Fulcio certificate for your OIDC identity instead of a key
+    #[arg(long)]
+    pub keyless: bool,
+    /// The OIDC identity token [default: `$SIGSTORE_ID_TOKEN`, else GitHub Actions' token for the
+    /// audience `sigstore` (needs `permissions: id-token: write`)]
+    #[arg(
+        long,
+        value_name = "JWT",
+        env = "SIGSTORE_ID_TOKEN",
+        hide_env_values = true
+    )]
+    pub identity_token: Option<String>,
+    /// Fulcio, the certificate authority
+    #[arg(long, value_name = "URL", default_value = keyless::PUBLIC_FULCIO)]
+    pub fulcio_url: String,
+    /// Rekor, the transparency log (`none`: no log entry; then --tsa-url is needed)
+    #[arg(long, value_name = "URL", default_value = keyless::PUBLIC_REKOR)]
+    pub rekor_url: String,
+    /// An RFC 3161 timestamp authority (for example `https://timestamp.sigstore.dev/api/v1/timestamp`)
+    #[arg(long, value_name = "URL")]
+    pub tsa_url: Option<String>,
+}
+
+impl KeylessFlags {
+    /// Where the identity token comes from: the flag or `SIGSTORE_ID_TOKEN`, else GitHub Actions.
+    fn token_source(&self) -> miette::Result<TokenSource> {
+        if let Some(t) = self
+            .identity_token
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+        {
+            return Ok(TokenSource::Given(t.to_owned()));
+        }
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        match (var("ACTIONS_ID_TOKEN_REQUEST_URL"), var("ACTIONS_ID_TOKEN_REQUEST_TOKEN")) {
+            (Some(url), Some(bearer)) => Ok(TokenSource::GithubActions { url, bearer }),
+            _ => Err(miette!(
+                "keyless signing needs an OIDC identity token: pass --identity-token, set SIGSTORE_ID_TOKEN \
+                 (GitLab: `id_tokens: SIGSTORE_ID_TOKEN: aud: sigstore`), or run in GitHub Actions with \
+                 `permissions: id-token: write`"
+            )),
+        }
+    }
+
+    /// Signs the statement `payload` keylessly: the bundle's bytes.
+    pub(super) fn sign(&self, payload: &[u8]) -> miette::Result<Vec<u8>> {
+        let token = otters_pipeline::keyless::token(&self.token_source()?)
+            .map_err(|e| fail_in("cannot get an identity token", e))?;
+        let services = Services {
+            fulcio: self.fulcio_url.clone(),
+            rekor: Some(self.rekor_url.clone()).filter(|u| u != "none"),
+            tsa: self.tsa_url.clone(),
+        };
+        otters_pipeline::keyless::sign(payload, &token, &services)
+            .map_err(|e| fail_in("cannot sign keylessly", e))
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -55,9 +126,18 @@ pub(super) fn attach_bundle(
     statement: &Statement,
     key: &KeyPair,
 ) -> miette::Result<Descriptor> {
-    let bytes = bundle::sign(statement, key);
+    attach_bundle_bytes(store, subject, statement, &bundle::sign(statement, key))
+}
+
+/// Records the signed `bytes` (a bundle over `statement`) as a referrer of `subject`.
+pub(super) fn attach_bundle_bytes(
+    store: &otters_oci::Store,
+    subject: &Descriptor,
+    statement: &Statement,
+    bytes: &[u8],
+) -> miette::Result<Descriptor> {
     let (digest, size) = store
-        .put_blob_bytes(&bytes)
+        .put_blob_bytes(bytes)
         .map_err(|e| fail_in("cannot store the signature", e))?;
     let notes = BTreeMap::from([
         (ANN_BUNDLE_CONTENT.to_owned(), "dsse-envelope".to_owned()),
@@ -77,14 +157,22 @@ pub(super) fn attach_bundle(
 }
 
 pub fn run_sign(a: SignArgs) -> CliResult {
-    let key = KeyPair::read(&a.key).map_err(|e| miette!("{e}"))?;
+    let key = match &a.key {
+        Some(path) => Some(KeyPair::read(path).map_err(|e| miette!("{e}"))?),
+        None => None,
+    };
     let target = Target::resolve(&a.reference, &a.place)?;
     let subject = target.descriptor().clone();
     let statement = Statement::signature(Subject {
         name: target.subject_name(&a.reference),
         digest: subject.digest.clone(),
     });
-    let d = attach_bundle(target.store(), &subject, &statement, &key)?;
+    let d = if let Some(key) = &key {
+        attach_bundle(target.store(), &subject, &statement, key)?
+    } else {
+        let bytes = a.keyless.sign(&statement.to_bytes())?;
+        attach_bundle_bytes(target.store(), &subject, &statement, &bytes)?
+    };
     target.publish(&d)?;
     eprintln!("signed {}@{}", esc(&a.reference), subject.digest);
     outln!("{}", d.digest);

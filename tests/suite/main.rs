@@ -5,6 +5,8 @@
 mod support;
 
 mod build_cli;
+mod ci_files;
+mod ci_reports;
 mod cli_output;
 mod compat;
 mod editors;
@@ -13,6 +15,7 @@ mod export;
 mod fmt;
 mod habits;
 mod interop;
+mod keyless;
 mod lint_cli;
 mod lsp;
 mod mirrors;

@@ -391,7 +391,16 @@ fn control_characters_never_reach_the_terminal_raw() {
     write(&dir.join("Agentfile"), HOSTILE);
     // A file name with an escape sequence, too.
     write(&dir.join("evil\u{1b}[2J/Agentfile"), HOSTILE);
-    for format in ["human", "concise", "github", "json", "sarif"] {
+    for format in [
+        "human",
+        "concise",
+        "github",
+        "json",
+        "sarif",
+        "gitlab",
+        "junit",
+        "checkstyle",
+    ] {
         for path in ["Agentfile", "evil\u{1b}[2J/Agentfile"] {
             let out = env
                 .otters()
@@ -583,7 +592,9 @@ fn fuzz_cases() -> u32 {
 fn render_all(text: &str) {
     use otters_agentfile::check::{analyze, Options};
     use otters_agentfile::diagnostic::codes;
-    use otters_agentfile::diagnostic::render::{concise, github, human, json, sarif, ColorChoice};
+    use otters_agentfile::diagnostic::render::{
+        checkstyle, concise, github, gitlab, human, json, junit, sarif, ColorChoice,
+    };
     use otters_agentfile::diagnostic::SourceFile;
     let file = SourceFile::new("fuzz\u{1b}", text);
     let analysis = analyze(&file, &Options::default());
@@ -594,6 +605,9 @@ fn render_all(text: &str) {
         ("github", github(&reports, codes::RULES)),
         ("json", json(&reports)),
         ("sarif", sarif(&reports, codes::RULES)),
+        ("gitlab", gitlab(&reports)),
+        ("junit", junit(&reports, codes::RULES)),
+        ("checkstyle", checkstyle(&reports)),
     ] {
         assert_no_raw_controls(what, &out);
     }

@@ -13,6 +13,7 @@ pub mod registry;
 pub mod spec;
 pub mod store;
 pub mod validate;
+pub mod web;
 
 pub use spec::descriptor::Descriptor;
 pub use spec::digest::Digest;

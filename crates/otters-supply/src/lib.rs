@@ -8,6 +8,7 @@
 
 pub mod bundle;
 pub mod inputs;
+pub mod keyless;
 pub mod keys;
 pub mod provenance;
 pub mod referrer;

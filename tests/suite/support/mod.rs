@@ -5,6 +5,7 @@
 //! Used from test files with `mod support;`. Everything lives in temp dirs on free ports, so tests
 //! run in parallel. Never used by the library.
 
+pub mod ci_tools;
 pub mod cli;
 pub mod hostile_layers;
 pub mod images;

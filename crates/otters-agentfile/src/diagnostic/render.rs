@@ -1,4 +1,5 @@
-//! Renderers that turn diagnostics into text: human (miette), concise, json, sarif, github.
+//! Renderers that turn diagnostics into text: human (miette), concise, json, sarif, github, and
+//! the CI report formats gitlab (Code Quality), junit and checkstyle.
 //!
 //! Takes: source files with their diagnostics, and the rule table for names and docs. Returns:
 //! one `String` per call. Must never: print, read the environment (the caller picks colour), or
@@ -7,18 +8,25 @@
 //! Positions are 1-based; columns count Unicode scalar values; `end_column` is exclusive (the
 //! column just after the last character), as in SARIF.
 
+mod checkstyle;
 mod concise;
 mod github;
+mod gitlab;
 mod human;
 mod json;
+mod junit;
 mod sarif;
 mod snippet;
 mod wrap;
+mod xml;
 
+pub use checkstyle::checkstyle;
 pub use concise::concise;
 pub use github::github;
+pub use gitlab::{gitlab, gitlab_severity};
 pub use human::{human, ColorChoice, Human, MAX_SHOWN};
 pub use json::json;
+pub use junit::junit;
 pub use sarif::sarif;
 pub use wrap::{keep_words, word_separator, word_splitter};
 
@@ -71,7 +79,17 @@ mod tests {
         let (none, start) = (at(None), at(Some(Span::point(0))));
         assert_eq!(none[0].1[0].labels.len(), 0, "no label without a span");
         let rules = super::super::codes::RULES;
-        let plain = |r: &[FileReport]| [concise(r), json(r), sarif(r, rules), github(r, rules)];
+        let plain = |r: &[FileReport]| {
+            [
+                concise(r),
+                json(r),
+                sarif(r, rules),
+                github(r, rules),
+                gitlab(r),
+                junit(r, rules),
+                checkstyle(r),
+            ]
+        };
         assert_eq!(plain(&none), plain(&start));
         assert!(concise(&none).starts_with("Agentfile:1:1: warning[AF209] m"));
         // The human view draws the secondary label of the spanned one; the rest is the same.

@@ -245,6 +245,8 @@ fn plan_for_export(
         platform: platform.clone(),
         // An export copies the pinned RUNTIME and BIN images, never a tag's current content.
         require_pins: true,
+        // No credential enters the image: providers only matter for host lookups, and there are none.
+        providers: Vec::new(),
     };
     plan::plan(&planned, &opts, &|_| None)
 }

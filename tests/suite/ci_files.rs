@@ -1,0 +1,282 @@
+//! The CI files the project ships (`ci/`): the setup action, the example workflows and the GitLab
+//! components validate against GitHub's and GitLab's schemas (check-jsonschema's vendored
+//! schemas) and pass zizmor's offline audits with no finding of medium severity or more; the
+//! action's shell installs from a local HTTP server with fake runner files, refuses a checksum
+//! mismatch and reuses its cache; `ci/release.sh` makes the same archive twice.
+
+use crate::support::ci_tools::venv_bin;
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn files(dir: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yml"))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no .yml in {dir}");
+    v
+}
+
+fn output(cmd: &mut Command) -> (bool, String) {
+    let o = cmd.output().unwrap();
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+#[test]
+fn action_workflows_and_gitlab_components_validate_against_their_schemas() {
+    let test = "action_workflows_and_gitlab_components_validate_against_their_schemas";
+    let Some(check) = venv_bin(test, "check-jsonschema") else {
+        return;
+    };
+    let schema = |name: &str, paths: &[PathBuf]| {
+        let (ok, said) = output(
+            Command::new(&check)
+                .args(["--builtin-schema", name])
+                .args(paths),
+        );
+        assert!(ok, "{name}: {said}");
+    };
+    schema(
+        "vendor.github-actions",
+        &[root().join("ci/github/setup-otters/action.yml")],
+    );
+    schema("vendor.github-workflows", &files("ci/github/examples"));
+    // A component is a `spec:` header document, `---`, then the jobs: each part is validated.
+    let tmp = tempfile::tempdir().unwrap();
+    for f in files("ci/gitlab/templates") {
+        let component = std::fs::read_to_string(&f).unwrap();
+        let (header, jobs) = component
+            .split_once("\n---\n")
+            .expect("a spec header, ---, the jobs");
+        assert!(header.starts_with("spec:\n  inputs:\n"), "{}", f.display());
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let (h, j) = (
+            tmp.path().join(format!("h-{name}")),
+            tmp.path().join(format!("j-{name}")),
+        );
+        std::fs::write(&h, header).unwrap();
+        std::fs::write(&j, jobs).unwrap();
+        schema("vendor.gitlab-ci", &[h, j]);
+    }
+    // The schema check can fail: a workflow without `on:` is refused.
+    let bad = tmp.path().join("bad.yml");
+    std::fs::write(
+        &bad,
+        "jobs:\n  a:\n    runs-on: x\n    steps: [{run: echo}]\n",
+    )
+    .unwrap();
+    let (ok, _) = output(
+        Command::new(&check)
+            .args(["--builtin-schema", "vendor.github-workflows"])
+            .arg(&bad),
+    );
+    assert!(!ok, "a workflow without `on` must be refused");
+}
+
+/// `zizmor --offline --format json PATHS`: the (audit, severity) of every finding.
+fn zizmor(zizmor: &Path, paths: &[PathBuf]) -> Vec<(String, String)> {
+    let o = Command::new(zizmor)
+        .args(["--offline", "--format", "json"])
+        .args(paths)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("zizmor: {e}: {}", String::from_utf8_lossy(&o.stderr)));
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["ident"].as_str().unwrap_or_default().to_owned(),
+                f["determinations"]["severity"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn zizmor_finds_nothing_of_medium_severity_or_more() {
+    let test = "zizmor_finds_nothing_of_medium_severity_or_more";
+    let Some(z) = venv_bin(test, "zizmor") else {
+        return;
+    };
+    let mut paths = files("ci/github/examples");
+    paths.push(root().join("ci/github/setup-otters/action.yml"));
+    let serious: Vec<_> = zizmor(&z, &paths)
+        .into_iter()
+        .filter(|(_, s)| s == "Medium" || s == "High")
+        .collect();
+    assert!(serious.is_empty(), "{serious:?}");
+    // The audit can fail: an input expanded inside `run:` is a template injection.
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("action.yml");
+    std::fs::write(
+        &bad,
+        "name: x\ndescription: x\ninputs:\n  v:\n    description: x\nruns:\n  using: composite\n  steps:\n    - shell: bash\n      run: echo ${{ inputs.v }}\n",
+    )
+    .unwrap();
+    let found = zizmor(&z, &[bad]);
+    assert!(
+        found.iter().any(|(a, _)| a == "template-injection"),
+        "{found:?}"
+    );
+}
+
+/// Serves `body` for every GET on 127.0.0.1; counts the requests. The thread ends with the test.
+fn serve(body: Vec<u8>) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut buf = [0u8; 4096];
+            let mut req = Vec::new();
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
+            seen.fetch_add(1, Ordering::SeqCst);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(head.as_bytes());
+            let _ = conn.write_all(&body);
+        }
+    });
+    (format!("http://127.0.0.1:{}", addr.port()), count)
+}
+
+/// A release archive of a stand-in `otters` (a shell script that answers `version`), made by
+/// ci/release.sh with `epoch`; returns (archive bytes, sha256 hex, archive path).
+fn release(dir: &Path, epoch: &str) -> (Vec<u8>, String, PathBuf) {
+    let bin = dir.join("fake-otters");
+    std::fs::write(&bin, "#!/bin/sh\necho \"otters 9.9.9 (stand-in)\"\n").unwrap();
+    let out = dir.join(format!("dist-{epoch}"));
+    let (ok, said) = output(
+        Command::new("bash")
+            .arg(root().join("ci/release.sh"))
+            .arg(&out)
+            .env("OTTERS_BIN", &bin)
+            .env("OTTERS_TARGET", "x86_64-unknown-linux-gnu")
+            .env("SOURCE_DATE_EPOCH", epoch),
+    );
+    assert!(ok, "{said}");
+    let name = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .unwrap();
+    let sum = std::fs::read_to_string(format!("{}.sha256", name.display())).unwrap();
+    (
+        std::fs::read(&name).unwrap(),
+        sum.split_whitespace().next().unwrap().to_owned(),
+        name,
+    )
+}
+
+#[test]
+fn release_archive_is_reproducible_with_otters_at_its_top_level() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, sum_a, path) = release(tmp.path(), "1700000000");
+    let other = tempfile::tempdir().unwrap();
+    let (b, sum_b, _) = release(other.path(), "1700000000");
+    assert_eq!(
+        sum_a, sum_b,
+        "same binary and epoch, another directory: same archive"
+    );
+    assert_eq!(a, b);
+    let (_, sum_c, _) = release(other.path(), "1700000001");
+    assert_ne!(sum_a, sum_c, "the epoch is the archive's only time");
+    let (ok, list) = output(Command::new("tar").arg("-tzvf").arg(&path));
+    assert!(ok, "{list}");
+    let entries: Vec<&str> = list.lines().collect();
+    assert_eq!(entries.len(), 1, "{list}");
+    assert!(
+        entries[0].starts_with("-rwxr-xr-x 0/0") && entries[0].ends_with(" otters"),
+        "{list}"
+    );
+}
+
+/// Runs the action's step as the runner would: its inputs and runner files in the environment.
+fn setup(runner: &Path, url: &str, sha: &str) -> (bool, String) {
+    output(
+        Command::new("bash")
+            .arg(root().join("ci/github/setup-otters/setup.sh"))
+            .env("OTTERS_VERSION", "9.9.9")
+            .env("OTTERS_URL", url)
+            .env("OTTERS_SHA256", sha)
+            .env("GITHUB_PATH", runner.join("path"))
+            .env("GITHUB_OUTPUT", runner.join("output"))
+            .env("RUNNER_TEMP", runner.join("temp"))
+            .env("RUNNER_TOOL_CACHE", runner.join("cache")),
+    )
+}
+
+#[test]
+fn setup_action_verifies_the_checksum_installs_caches_and_sets_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (archive, sha, _) = release(tmp.path(), "1");
+    let (base, requests) = serve(archive);
+    let url = format!("{base}/download/v{{version}}/otters-{{version}}.tar.gz");
+    let runner = tmp.path().join("runner");
+    std::fs::create_dir_all(runner.join("temp")).unwrap();
+    let read = |f: &str| std::fs::read_to_string(runner.join(f)).unwrap_or_default();
+
+    // A wrong checksum: refused, nothing installed, nothing on the PATH.
+    let wrong = "0".repeat(64);
+    let (ok, said) = setup(&runner, &url, &wrong);
+    assert!(
+        !ok && said.contains("checksum mismatch") && said.contains(&sha),
+        "{said}"
+    );
+    assert_eq!(read("path"), "");
+    assert!(!runner.join("cache/otters/9.9.9").join(&wrong).exists());
+
+    // The right one: installed in the tool cache, on GITHUB_PATH, the `path` output set.
+    let (ok, said) = setup(&runner, &url, &sha.to_uppercase());
+    assert!(ok, "{said}");
+    let dir = runner.join("cache/otters/9.9.9").join(&sha);
+    assert_eq!(read("path"), format!("{}\n", dir.display()));
+    assert_eq!(read("output"), format!("path={}\n", dir.display()));
+    let (ok, said) = output(Command::new(dir.join("otters")).arg("version"));
+    assert!(ok && said.contains("9.9.9"), "{said}");
+    let fetched = requests.load(Ordering::SeqCst);
+    assert_eq!(fetched, 2);
+
+    // Again: from the cache, no download.
+    let (ok, said) = setup(&runner, &url, &sha);
+    assert!(ok && said.contains("tool cache"), "{said}");
+    assert_eq!(requests.load(Ordering::SeqCst), fetched);
+
+    // Plain HTTP to another host, and a malformed checksum, are refused before any download.
+    let (ok, said) = setup(&runner, "http://example.com/o.tar.gz", &sha);
+    assert!(!ok && said.contains("plain HTTP"), "{said}");
+    let (ok, said) = setup(&runner, &url, "abc");
+    assert!(!ok && said.contains("64 hex digits"), "{said}");
+    assert_eq!(requests.load(Ordering::SeqCst), fetched);
+}
