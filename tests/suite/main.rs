@@ -7,6 +7,7 @@ mod support;
 mod build_cli;
 mod cli_output;
 mod compat;
+mod copy;
 mod editors;
 mod emitted_codes;
 mod fmt;

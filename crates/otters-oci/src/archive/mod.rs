@@ -165,7 +165,7 @@ pub fn save_stream<W: Write>(
 }
 
 /// Every blob the images and their referrers reach, each once, in a stable order.
-fn all_blobs(
+pub(crate) fn all_blobs(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
 ) -> Result<BTreeSet<(Digest, u64)>, StoreError> {
@@ -182,7 +182,7 @@ fn all_blobs(
 /// The referrers the store has for the images (and theirs, as deep as a registry transfer
 /// follows), each once, in digest order: saved as untagged `index.json` entries, which `load`
 /// recognises by their `subject`.
-fn referrers_of(
+pub(crate) fn referrers_of(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
 ) -> Result<Vec<Descriptor>, StoreError> {
@@ -206,6 +206,14 @@ fn archive_index(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
 ) -> Result<Vec<u8>, StoreError> {
+    let mut entries = named_entries(images);
+    entries.extend(referrers_of(store, images)?);
+    Ok(to_compact(&index_json(&entries)).unwrap_or_default())
+}
+
+/// One `index.json` entry per tag of each image (with its ref name annotation), or one entry
+/// without a ref name for an image without tags.
+pub(crate) fn named_entries(images: &[(Descriptor, Vec<String>)]) -> Vec<Descriptor> {
     let mut entries = Vec::new();
     for (root, tags) in images {
         for t in tags {
@@ -219,8 +227,7 @@ fn archive_index(
             entries.push(d);
         }
     }
-    entries.extend(referrers_of(store, images)?);
-    Ok(to_compact(&index_json(&entries)).unwrap_or_default())
+    entries
 }
 
 fn write_archive<W: Write>(
