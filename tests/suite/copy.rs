@@ -267,6 +267,17 @@ fn copy_r_moves_the_whole_closure_between_registries_and_it_verifies_there() {
     ]));
     assert_eq!(again["uploaded"], 0, "{again}");
     assert_eq!(again["downloaded"], 0, "{again}");
+
+    // Within one registry every blob is mounted from the repository it came from.
+    let promoted = format!("{}/prod/child:1", w.reg2.addr);
+    let within = json(
+        &w.env
+            .ok(&["copy", "--format", "json", &agent(&w.reg2), &promoted]),
+    );
+    assert_eq!(within["uploaded"], 0, "{within}");
+    assert!(within["mounted"].as_u64().unwrap() >= 2, "{within}");
+    let moved = skopeo_raw(&format!("docker://{promoted}")).expect("promoted");
+    assert_eq!(sha256(&moved), child_digest);
 }
 
 #[test]
@@ -452,4 +463,54 @@ fn a_pin_gone_from_its_source_names_the_agentfile_line_that_pinned_it() {
         w.reg2.blobs().is_empty(),
         "a copy that could not find its closure wrote to the destination"
     );
+}
+
+#[test]
+fn referrers_follow_their_subject_between_the_tag_schema_and_the_referrers_api() {
+    let env = Env::new();
+    let (tag_schema, tag_schema2) = (Registry::start(), Registry::start());
+    let (api, api_tags) = crate::referrers::referrers_registry();
+    let ctx = env.dir.path().join("ctx");
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME signed\nMODEL anthropic/claude-test\nADD notes.txt\n",
+    );
+    crate::support::write(&ctx.join("notes.txt"), "notes\n");
+    let prefix = env.dir.path().join("ci");
+    env.ok(&["key", "generate", "--out", prefix.to_str().unwrap()]);
+    let (key, public) = (
+        format!("{}.key", prefix.display()),
+        format!("{}.pub", prefix.display()),
+    );
+    let first = format!("{}/agents/signed:1", tag_schema.addr);
+    env.ok(&[
+        "build",
+        "-q",
+        "--sbom",
+        "--sign-key",
+        &key,
+        "--push",
+        "-t",
+        &first,
+        ctx.to_str().unwrap(),
+    ]);
+    // docker-registry (tag schema) → a registry with the referrers API → docker-registry again.
+    let second = format!("{}/agents/signed:1", api.addr);
+    let third = format!("{}/agents/signed:1", tag_schema2.addr);
+    let mover = Env::new();
+    let report = json(&mover.ok(&["copy", "--format", "json", &first, &second]));
+    assert_eq!(report["referrers"], 2, "{report}");
+    assert!(
+        !api_tags
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|t| t.starts_with("sha256-")),
+        "the referrers API needs no tag-schema index"
+    );
+    mover.ok(&["copy", &second, &third]);
+    for reference in [&second, &third] {
+        let out = Env::new().ok(&["verify", "--remote", reference, "--key", &public]);
+        assert!(flat(&out).contains("Verified OK"), "{reference}: {out}");
+    }
 }
