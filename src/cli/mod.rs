@@ -24,6 +24,7 @@ macro_rules! out {
 mod attest;
 mod blob;
 mod build;
+mod copy;
 mod explain;
 mod export;
 mod fmt;
@@ -99,6 +100,12 @@ pub enum Command {
     Pull(pushpull::PullArgs),
     /// Resolve the images an Agentfile names and write Agentfile.lock
     Lock(pushpull::LockArgs),
+    /// Copy an image, with `-r` everything it pins, between registries, OCI layouts and archives
+    ///
+    /// Keeps every digest, every platform of an index, and the referrers (signatures, SBOMs,
+    /// attestations). Blobs are staged in the local store, so a copy that stops is finished by
+    /// running it again. See docs/registries.md, "Promote an agent between registries".
+    Copy(copy::CopyArgs),
     /// Store credentials for a registry
     Login(login::LoginArgs),
     /// Remove stored credentials for a registry
@@ -167,6 +174,7 @@ pub fn main() -> ExitCode {
         Command::Push(a) => pushpull::run_push(a),
         Command::Pull(a) => pushpull::run_pull(a),
         Command::Lock(a) => pushpull::run_lock(a),
+        Command::Copy(a) => copy::run(a),
         Command::Login(a) => login::run_login(a),
         Command::Logout(a) => login::run_logout(a),
         Command::Run(a) => run::run(a),

@@ -91,6 +91,13 @@ pub struct SaveArgs {
     /// terminal)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also save everything the images pin (RUNTIME, BINs, FROM parents, recursively, with their
+    /// referrers), fetching what the store lacks; `otters load` names each as it was pinned
+    #[arg(long)]
+    pub with_deps: bool,
+    /// With --with-deps: allow plain HTTP and unverified TLS for registries not on this machine
+    #[arg(long, requires = "with_deps")]
+    pub insecure: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -229,6 +236,12 @@ pub fn run_save(a: SaveArgs) -> CliResult {
         QueryError::NotFound(r) => not_found(&r),
         e => fail(e),
     })?;
+    let images = if a.with_deps {
+        otters_pipeline::copy::with_deps(&store, &images, a.insecure)
+            .map_err(|e| fail_in("cannot gather the images they pin", e))?
+    } else {
+        images
+    };
     if let Some(path) = dest {
         archive::save_many(&store, &images, path).into_diagnostic()?;
     } else {

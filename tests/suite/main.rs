@@ -9,6 +9,7 @@ mod ci_files;
 mod ci_reports;
 mod cli_output;
 mod compat;
+mod copy;
 mod editors;
 mod emitted_codes;
 mod export;

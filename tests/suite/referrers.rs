@@ -349,7 +349,7 @@ fn verify_and_run_refuse_unsigned_retagged_wrong_key_and_tampered_images() {
 
 /// An in-test registry with the OCI 1.1 referrers API: manifests with a `subject` are indexed
 /// (and acknowledged with `OCI-Subject`), `GET /v2/<name>/referrers/<digest>` lists them.
-fn referrers_registry() -> (Hostile, Arc<Mutex<Vec<String>>>) {
+pub(crate) fn referrers_registry() -> (Hostile, Arc<Mutex<Vec<String>>>) {
     let content = Arc::new(Content::new());
     let index: Arc<Mutex<HashMap<String, Vec<serde_json::Value>>>> = Arc::default();
     let tags = Arc::new(Mutex::new(Vec::new()));

@@ -6,6 +6,7 @@
 //! Depends on `otters-core` only among otters crates; never on the Agentfile language.
 
 pub mod archive;
+pub mod copy;
 pub mod path_io;
 pub mod reference;
 pub mod referrers;

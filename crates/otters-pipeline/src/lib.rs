@@ -8,11 +8,13 @@
 //! ```
 //!
 //! Beside the stages, `project` finds a project's files (the Agentfile a path names, `otters.toml`)
-//! and `lock` writes `Agentfile.lock`: entry points every front end shares.
+//! and `lock` writes `Agentfile.lock`, and `copy` moves an agent with everything it pins: entry
+//! points every front end shares.
 //!
 //! Nothing here prints: progress goes through callbacks, results and errors are values.
 
 pub mod build;
+pub mod copy;
 pub mod export;
 pub mod keyless;
 pub mod lock;

@@ -239,7 +239,7 @@ pub(crate) fn all_blobs(
 /// The referrers the store has for the images (and theirs, as deep as a registry transfer
 /// follows), each once, in digest order: saved as untagged `index.json` entries, which `load`
 /// recognises by their `subject`.
-fn referrers_of(
+pub(crate) fn referrers_of(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
 ) -> Result<Vec<Descriptor>, StoreError> {
@@ -264,6 +264,14 @@ pub(crate) fn archive_entries(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
 ) -> Result<Vec<Descriptor>, StoreError> {
+    let mut entries = named_entries(images);
+    entries.extend(referrers_of(store, images)?);
+    Ok(entries)
+}
+
+/// One `index.json` entry per tag of each image (with its ref name annotation), or one entry
+/// without a ref name for an image without tags.
+pub(crate) fn named_entries(images: &[(Descriptor, Vec<String>)]) -> Vec<Descriptor> {
     let mut entries = Vec::new();
     for (root, tags) in images {
         for t in tags {
@@ -277,8 +285,7 @@ pub(crate) fn archive_entries(
             entries.push(d);
         }
     }
-    entries.extend(referrers_of(store, images)?);
-    Ok(entries)
+    entries
 }
 
 fn archive_index(

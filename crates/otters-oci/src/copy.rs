@@ -1,0 +1,272 @@
+//! Whole images moved between places (registries, the local store, OCI layouts, oci-archives),
+//! each with every platform of its index and the referrers of each of its manifests: the transfer
+//! half of `otters copy` and `otters save --with-deps` (what an agent pins is the pipeline's part).
+//!
+//! Takes: a [`RegistryClient`], a [`Store`] (where a copy stages its blobs: a copy that stops is
+//! resumed from what arrived, as a pull is) and image descriptors. Returns: transfer reports.
+//! Must never: let a blob into the store before its digest is checked (fetches are pulls), write
+//! a layout in place (every file is a temp file renamed in, `index.json` last), or send a blob a
+//! destination already has (pushes `HEAD` first, and mount across repositories of one registry).
+
+use crate::archive::local::LocalSource;
+use crate::archive::{all_blobs, layout_entries, named_entries, referrers_of, ArchiveError};
+use crate::path_io::io_err;
+use crate::reference::{Reference, ReferenceError};
+use crate::registry::referrers::{pull_referrers, push_referrers};
+use crate::registry::sources::Sources;
+use crate::registry::transfer::{pull_image, push_image, Progress, TransferReport};
+use crate::registry::{RegistryClient, RegistryError};
+use crate::spec::descriptor::{Descriptor, ManifestDoc};
+use crate::spec::digest::Digest;
+use crate::store::layout::{index_json, Store, StoreError};
+use otters_core::json::to_compact;
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+
+/// Where images come from or go: a registry reference, or `oci:DIR[:name]` /
+/// `oci-archive:FILE[:name]` (skopeo's spelling).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    Registry(Reference),
+    Local(LocalSource),
+}
+
+impl Place {
+    /// `oci:` and `oci-archive:` first, else a registry reference.
+    pub fn parse(text: &str) -> Result<Place, ReferenceError> {
+        match LocalSource::parse(text) {
+            Some(l) => Ok(Place::Local(l)),
+            None => Reference::parse(text).map(Place::Registry),
+        }
+    }
+}
+
+/// Deepest nesting of indexes followed (as a pull follows them).
+const MAX_DEPTH: usize = 4;
+
+/// Every manifest and index of the image `root` in the store: `root`, then each index entry, in
+/// order (the subjects whose referrers travel with the image).
+pub fn manifests(store: &Store, root: &Descriptor) -> Result<Vec<Digest>, StoreError> {
+    let mut out = Vec::new();
+    let mut todo = vec![(root.clone(), 0)];
+    while let Some((d, depth)) = todo.pop() {
+        if out.contains(&d.digest) {
+            continue;
+        }
+        out.push(d.digest.clone());
+        if !d.media_type.is_index() || depth >= MAX_DEPTH {
+            continue;
+        }
+        let bytes = store.read_blob(&d.digest)?;
+        if let Ok(doc) = serde_json::from_slice::<ManifestDoc>(&bytes) {
+            todo.extend(doc.manifests.into_iter().rev().map(|m| (m, depth + 1)));
+        }
+    }
+    Ok(out)
+}
+
+/// Brings the image `r` names into the store: the whole index with every platform (or the one
+/// manifest), and the referrers the registry lists for each of its manifests. Blobs already
+/// stored are skipped, so a rerun after an interruption fetches only what is missing.
+pub fn fetch(
+    client: &RegistryClient,
+    store: &Store,
+    r: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+) -> Result<(Descriptor, TransferReport), RegistryError> {
+    let (desc, mut report) = pull_image(client, store, r, sources, progress)?;
+    for m in manifests(store, &desc)? {
+        pull_referrers(
+            client,
+            store,
+            &r.with_digest(&m),
+            &m,
+            sources,
+            progress,
+            &mut report,
+        )?;
+    }
+    Ok((desc, report))
+}
+
+/// Pushes the stored image `image` to `to` (under its tag, else by digest), then the referrers
+/// the store has for each of its manifests. What the registry has is skipped; a blob it holds in
+/// another repository is mounted.
+pub fn deliver(
+    client: &RegistryClient,
+    store: &Store,
+    image: &Descriptor,
+    to: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+) -> Result<TransferReport, RegistryError> {
+    let mut report = push_image(client, store, image, to, sources, progress)?;
+    for m in manifests(store, image)? {
+        push_referrers(
+            client,
+            store,
+            &m,
+            &to.with_digest(&m),
+            sources,
+            progress,
+            &mut report,
+        )?;
+    }
+    Ok(report)
+}
+
+/// Writes `images` (each with the ref names it gets) and their referrers into the OCI image
+/// layout at `dir`, created when missing. An existing layout keeps its other images; an entry
+/// with one of the new names is replaced. Blobs already there with their size are kept; each
+/// new one is checked against its digest while copied, written to a temp file and renamed;
+/// `index.json` is written last, the same way, so a layout never names a blob it lacks.
+pub fn write_layout(
+    store: &Store,
+    images: &[(Descriptor, Vec<String>)],
+    dir: &Path,
+) -> Result<(), ArchiveError> {
+    let blobs_dir = dir.join("blobs/sha256");
+    std::fs::create_dir_all(&blobs_dir).map_err(io_err("create", &blobs_dir))?;
+    for (digest, size) in all_blobs(store, images)? {
+        let path = blobs_dir.join(digest.hex());
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == size) {
+            continue;
+        }
+        let mut blob = store.open_verified(&digest)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".otters-copy-")
+            .tempfile_in(&blobs_dir)
+            .map_err(io_err("create a temporary file in", &blobs_dir))?;
+        let copied = std::io::copy(&mut (&mut blob).take(size), tmp.as_file_mut());
+        blob.finish()?;
+        copied.map_err(io_err("write", tmp.path()))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(io_err("sync", tmp.path()))?;
+        tmp.persist(&path)
+            .map_err(|e| io_err("rename into", &path)(e.error))?;
+    }
+    let mut entries = if dir.join("index.json").exists() {
+        layout_entries(dir)?
+    } else {
+        Vec::new()
+    };
+    let mut ours = named_entries(images);
+    ours.extend(referrers_of(store, images)?);
+    entries.retain(|e| {
+        !ours.iter().any(|o| {
+            o.ref_name() == e.ref_name() && (e.ref_name().is_some() || o.digest == e.digest)
+        })
+    });
+    entries.extend(ours);
+    let index = to_compact(&index_json(&entries)).unwrap_or_default();
+    write_file(dir, "oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+    write_file(dir, "index.json", &index)?;
+    Ok(())
+}
+
+/// `dir/name` replaced whole: temp file, fsync, rename.
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ArchiveError> {
+    let path = dir.join(name);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".otters-copy-")
+        .tempfile_in(dir)
+        .map_err(io_err("create a temporary file in", dir))?;
+    tmp.write_all(bytes).map_err(io_err("write", &path))?;
+    tmp.as_file().sync_all().map_err(io_err("sync", &path))?;
+    tmp.persist(&path)
+        .map_err(|e| io_err("rename into", &path)(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::descriptor::{INDEX_V1, MANIFEST_V1};
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path().join("store")).unwrap();
+        (dir, s)
+    }
+
+    /// A manifest with one layer; returns its descriptor.
+    fn image(s: &Store, layer: &[u8]) -> Descriptor {
+        let (cd, cs) = s.put_blob_bytes(b"{}").unwrap();
+        let (ld, ls) = s.put_blob_bytes(layer).unwrap();
+        let m = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{MANIFEST_V1}","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{cd}","size":{cs}}},"layers":[{{"mediaType":"application/octet-stream","digest":"{ld}","size":{ls}}}]}}"#
+        );
+        s.put_manifest(m.as_bytes(), MANIFEST_V1).unwrap()
+    }
+
+    #[test]
+    fn place_parses_local_transports_before_references() {
+        assert!(matches!(Place::parse("oci:/tmp/x:1").unwrap(), Place::Local(l) if !l.is_archive));
+        assert!(
+            matches!(Place::parse("oci-archive:a.tar").unwrap(), Place::Local(l) if l.is_archive)
+        );
+        assert!(matches!(
+            Place::parse("127.0.0.1:5000/a/b:1").unwrap(),
+            Place::Registry(r) if r.repository == "a/b"
+        ));
+        assert!(Place::parse("Not A Ref").is_err());
+    }
+
+    #[test]
+    fn manifests_lists_an_index_and_every_entry() {
+        let (_d, s) = store();
+        let a = image(&s, b"a");
+        let b = image(&s, b"b");
+        let idx = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{INDEX_V1}","manifests":[{},{}]}}"#,
+            String::from_utf8(to_compact(&a.to_json()).unwrap()).unwrap(),
+            String::from_utf8(to_compact(&b.to_json()).unwrap()).unwrap()
+        );
+        let i = s.put_manifest(idx.as_bytes(), INDEX_V1).unwrap();
+        assert_eq!(manifests(&s, &i).unwrap(), [i.digest, a.digest, b.digest]);
+    }
+
+    #[test]
+    fn write_layout_merges_names_and_keeps_other_images() {
+        let (d, s) = store();
+        let a = image(&s, b"first");
+        let b = image(&s, b"second");
+        let dir = d.path().join("layout");
+        write_layout(&s, &[(a.clone(), vec!["x:1".into(), "keep".into()])], &dir).unwrap();
+        write_layout(&s, &[(b.clone(), vec!["x:1".into()])], &dir).unwrap();
+        let entries = layout_entries(&dir).unwrap();
+        let named = |n: &str| entries.iter().find(|e| e.ref_name() == Some(n)).unwrap();
+        assert_eq!(named("x:1").digest, b.digest);
+        assert_eq!(named("keep").digest, a.digest);
+        assert_eq!(entries.len(), 2);
+        for blob in crate::archive::reachable(&s, &a).unwrap() {
+            let bytes = std::fs::read(dir.join("blobs/sha256").join(blob.0.hex())).unwrap();
+            assert_eq!(Digest::of(&bytes), blob.0);
+        }
+    }
+
+    #[test]
+    fn write_layout_refuses_a_damaged_store_blob_and_leaves_no_temp_file() {
+        let (d, s) = store();
+        let a = image(&s, b"will be damaged");
+        let layer = crate::archive::reachable(&s, &a)
+            .unwrap()
+            .into_iter()
+            .find(|(_, n)| *n == 15)
+            .unwrap()
+            .0;
+        std::fs::write(s.blob_path(&layer), b"WILL BE DAMAGED").unwrap();
+        let dir = d.path().join("layout");
+        assert!(write_layout(&s, &[(a, vec!["x:1".into()])], &dir).is_err());
+        assert!(!dir.join("blobs/sha256").join(layer.hex()).exists());
+        assert!(!dir.join("index.json").exists());
+        let left: Vec<_> = std::fs::read_dir(dir.join("blobs/sha256"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".otters-copy-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
