@@ -18,14 +18,18 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The flags that pick where an image is: the local store, or `--remote` its registry.
+/// The flags that pick where an image is: the local store, or `--remote` its registry. Without
+/// either, `verify` and `discover` use the registry of a reference the store does not hold.
 #[derive(Debug, clap::Args)]
 pub struct WhereFlags {
     /// Work on the image in its registry instead of the local store
-    #[arg(long)]
+    #[arg(long, conflicts_with = "local")]
     pub remote: bool,
-    /// With --remote: allow plain HTTP and unverified TLS for a registry not on this machine
-    #[arg(long, requires = "remote")]
+    /// Use only the local store, never the registry
+    #[arg(long)]
+    pub local: bool,
+    /// Allow plain HTTP and unverified TLS for a registry not on this machine
+    #[arg(long, conflicts_with = "local")]
     pub insecure: bool,
 }
 
@@ -73,22 +77,65 @@ pub(super) enum Target {
 }
 
 impl Target {
+    /// The image `reference` names for a read (`verify`, `discover`): with neither `--local` nor
+    /// `--remote`, a registry reference the local store does not hold is read from its registry,
+    /// with a note on stderr.
+    pub(super) fn resolve_for_read(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
+        if place.remote || place.local {
+            return Target::resolve(reference, place);
+        }
+        let store = open_store()?;
+        let held = store
+            .resolve(reference)
+            .map_err(|e| fail_in(format!("cannot read {reference} from the local store"), e))?;
+        match (held, names_registry(reference)) {
+            (Some(d), _) => Ok(Target::Local(store, d)),
+            (None, Some(r)) => {
+                eprintln!(
+                    "note: {} is not in the local store; reading it from {} (pass --local to use only the store)",
+                    esc(reference),
+                    esc(&r.registry)
+                );
+                Target::remote(store, &r, place.insecure)
+            }
+            (None, None) => Err(not_in_store(reference)),
+        }
+    }
+
+    /// The image in the registry `r` names, resolved there now.
+    fn remote(store: Store, r: &Reference, insecure: bool) -> miette::Result<Target> {
+        let client = client(insecure)?;
+        let d = client
+            .subject_descriptor(r)
+            .map_err(|e| fail_in(format!("cannot read {}", r.familiar()), e))?;
+        let pinned = r.with_digest(&d.digest);
+        Ok(Target::Remote(store, Box::new(client), pinned, d))
+    }
+
+    /// This local image as its registry holds it (same digest): where `verify` looks when the
+    /// store has no signature of an image that came from a registry.
+    pub(super) fn in_registry(&self, r: &Reference, insecure: bool) -> miette::Result<Target> {
+        let d = self.descriptor().clone();
+        let client = client(insecure)?;
+        Ok(Target::Remote(
+            self.store().clone(),
+            Box::new(client),
+            r.with_digest(&d.digest),
+            d,
+        ))
+    }
+
     pub(super) fn resolve(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
         let store = open_store()?;
         if !place.remote {
             let d = store
                 .resolve(reference)
                 .map_err(|e| fail_in(format!("cannot read {reference} from the local store"), e))?
-                .ok_or_else(|| miette!("no image {reference} in the local store: build or pull it, or pass --remote to use its registry"))?;
+                .ok_or_else(|| not_in_store(reference))?;
             return Ok(Target::Local(store, d));
         }
         let r = parse_reference(reference)?;
-        let client = client(place.insecure)?;
-        let d = client
-            .subject_descriptor(&r)
-            .map_err(|e| fail_in(format!("cannot read {}", r.familiar()), e))?;
-        let pinned = r.with_digest(&d.digest);
-        Ok(Target::Remote(store, Box::new(client), pinned, d))
+        Target::remote(store, &r, place.insecure)
     }
 
     pub(super) fn descriptor(&self) -> &Descriptor {
@@ -218,6 +265,21 @@ impl Target {
     }
 }
 
+fn not_in_store(reference: &str) -> miette::Report {
+    miette!(
+        "no image {} in the local store: build or pull it, or pass --remote to use its registry",
+        esc(reference)
+    )
+}
+
+/// The registry reference `reference` spells out (`HOST/…`), if it names one: never an implied
+/// Docker Hub for a local tag such as `agents/demo:1`.
+pub(super) fn names_registry(reference: &str) -> Option<Reference> {
+    Reference::parse(reference)
+        .ok()
+        .filter(|r| reference.starts_with(&format!("{}/", r.registry)))
+}
+
 pub fn run_attach(a: AttachArgs) -> CliResult {
     for (flag, value) in [
         ("--artifact-type", &a.artifact_type),
@@ -264,9 +326,9 @@ pub fn run_attach(a: AttachArgs) -> CliResult {
 }
 
 pub fn run_discover(a: DiscoverArgs) -> CliResult {
-    let target = Target::resolve(&a.reference, &a.place)?;
+    let target = Target::resolve_for_read(&a.reference, &a.place)?;
     let root = target.descriptor().clone();
-    let budget = if a.place.remote {
+    let budget = if matches!(target, Target::Remote(..)) {
         a.max_requests
     } else {
         usize::MAX

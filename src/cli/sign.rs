@@ -6,7 +6,7 @@
 //! referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must never: accept a bundle
 //! about another digest than the one the reference resolves to at verification time, or one whose
 //! signature does not verify with the given key.
-use super::referrers::{Target, WhereFlags};
+use super::referrers::{names_registry, Target, WhereFlags};
 use super::{fail_in, CliResult};
 use miette::miette;
 use otters_oci::spec::descriptor::ManifestDoc;
@@ -186,9 +186,34 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
         opts.predicate_type =
             otters_supply::verify::predicate_type(t).map_err(|e| miette!("{e}"))?;
     }
-    let target = Target::resolve(&a.reference, &a.place)?;
+    let target = Target::resolve_for_read(&a.reference, &a.place)?;
     let digest = target.descriptor().digest.clone();
-    let ok = verify_target_with(&target, &digest, &opts, &a.key, &a.reference)?;
+    let ok = match verify_image(&target, &digest, &opts) {
+        Ok(v) => v,
+        // Nothing in the store (a plain `pull` brings no referrers): look where it came from.
+        Err(ImageVerifyError::NotSigned) if matches!(target, Target::Local(..)) => {
+            match names_registry(&a.reference) {
+                Some(r) if !a.place.local => {
+                    eprintln!(
+                        "note: no signature of {} in the local store; checking {} (pass --local to check only the store)",
+                        esc(&a.reference),
+                        esc(&r.registry)
+                    );
+                    let remote = target.in_registry(&r, a.place.insecure)?;
+                    verify_target_with(&remote, &digest, &opts, &a.key, &a.reference)?
+                }
+                Some(_) => {
+                    return Err(miette!(
+                        "{}@{digest} has no signature in the local store; fetch its referrers with `otters pull --referrers {}`, or check its registry with --remote",
+                        esc(&a.reference),
+                        esc(&a.reference)
+                    ))
+                }
+                None => return Err(explain(ImageVerifyError::NotSigned, &digest, &opts, &a.key, &a.reference)),
+            }
+        }
+        Err(e) => return Err(explain(e, &digest, &opts, &a.key, &a.reference)),
+    };
     outln!(
         "Verified OK: {} signs {}@{digest} ({})",
         a.key.display(),
@@ -224,23 +249,33 @@ fn verify_target_with(
     key_path: &Path,
     reference: &str,
 ) -> miette::Result<bundle::Verified> {
+    verify_image(target, digest, opts).map_err(|e| explain(e, digest, opts, key_path, reference))
+}
+
+/// Why `reference` (`digest`) did not verify, as the report says it.
+fn explain(
+    e: ImageVerifyError,
+    digest: &Digest,
+    opts: &VerifyOptions<'_>,
+    key_path: &Path,
+    reference: &str,
+) -> miette::Report {
     let who = format!("{}@{digest}", esc(reference));
-    match verify_image(target, digest, opts) {
-        Ok(v) => Ok(v),
-        Err(ImageVerifyError::NotSigned) => Err(miette!(
+    match e {
+        ImageVerifyError::NotSigned => miette!(
             "{who} is not signed: it has no Sigstore bundle referrer (sign it with `otters sign {} --key KEY`)",
             esc(reference)
-        )),
-        Err(e @ ImageVerifyError::List(_)) => Err(miette!("{who}: {e}")),
-        Err(e) if opts.predicate_type == SIGN_PREDICATE => Err(miette!(
+        ),
+        e @ ImageVerifyError::List(_) => miette!("{who}: {e}"),
+        e if opts.predicate_type == SIGN_PREDICATE => miette!(
             "{who} has no valid signature by {}: {e}",
             key_path.display()
-        )),
-        Err(e) => Err(miette!(
+        ),
+        e => miette!(
             "{who} has no valid attestation of type {} by {}: {e}",
             esc(&opts.predicate_type),
             key_path.display()
-        )),
+        ),
     }
 }
 

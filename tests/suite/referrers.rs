@@ -1087,3 +1087,42 @@ fn push_counts_each_blob_once_and_oras_saves_referrers_by_title() {
         ]
     );
 }
+
+/// Issue 18.4: after a plain `pull` (no referrers in the store), `verify` looks in the registry
+/// the image came from, with a note; `--local` refuses and says how to fetch the referrers; and
+/// `verify` and `discover` of a registry reference the store does not hold use the registry.
+#[test]
+fn verify_after_a_plain_pull_looks_at_the_registry() {
+    let reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/agents/pulled:1", reg.addr);
+    build(&env, &tag, "pulled");
+    let (key, public) = keys(&env, "ci");
+    env.ok(&["sign", &tag, "--key", &key]);
+    env.ok(&["push", "-q", &tag]);
+
+    let puller = Env::new();
+    puller.ok(&["pull", "-q", &tag]);
+    let (ok, out, err) = puller.run(&["verify", &tag, "--key", &public]);
+    assert!(ok, "{err}");
+    assert!(out.contains("Verified OK"), "{out}");
+    assert!(
+        err.contains("no signature") && err.contains("local store") && err.contains(&reg.addr),
+        "{err}"
+    );
+    let err = puller.fails(&["verify", "--local", &tag, "--key", &public]);
+    assert!(
+        err.contains("otters pull --referrers") && err.contains("--remote"),
+        "{err}"
+    );
+
+    let fresh = Env::new();
+    let (ok, out, err) = fresh.run(&["discover", &tag]);
+    assert!(ok, "{err}");
+    assert!(out.contains(BUNDLE), "{out}");
+    assert!(err.contains("not in the local store"), "{err}");
+    let (ok, out, err) = fresh.run(&["verify", &tag, "--key", &public]);
+    assert!(ok && out.contains("Verified OK"), "{out}{err}");
+    let err = fresh.fails(&["discover", "--local", &tag]);
+    assert!(err.contains("no image"), "{err}");
+}
