@@ -628,3 +628,41 @@ fn a_build_killed_between_its_blobs_and_its_tag_leaves_no_tag() {
         &format!("oci:{}:big", copy.display()),
     ]);
 }
+
+/// Issue 18.15: `inspect` (text) showed the manifest and layers but none of the agent's own
+/// content. It now shows it under `Agent:`, as `docker inspect` shows an image's config.
+#[test]
+fn inspect_text_shows_the_agents_own_content() {
+    let env = Env::new();
+    ok(env
+        .otters()
+        .args([
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "-q",
+            "-t",
+            "meteo:1.0",
+        ])
+        .arg(repo().join("examples/hello")));
+    let out = env.ok(&["inspect", "meteo:1.0"]);
+    let agent = out
+        .split_once("\nAgent:\n")
+        .unwrap_or_else(|| panic!("no Agent section:\n{out}"))
+        .1;
+    for line in [
+        "  Name:         meteo",
+        "  Model:        anthropic/claude-haiku-4-5-20251001",
+        "  Runtime:      ghcr.io/openotters/runtime:latest",
+        "    curl  ghcr.io/openotters/tools/curl:latest  \"Fetch a URL\"",
+        "    STYLE  file://style.md  \"How to answer\"",
+        "    max-tokens=512  \"Short answers\"",
+        "    UNITS=metric  \"Units used in answers\"",
+        "    regions  \"Regional climate notes\"",
+        "    /reports  rw  \"Where to write weather reports\"",
+        "    note_save",
+    ] {
+        assert!(agent.lines().any(|l| l == line), "no {line:?} in:\n{agent}");
+    }
+    assert!(agent.contains("    SOUL  106 B  \"Core rules\""), "{agent}");
+}
