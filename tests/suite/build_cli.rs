@@ -629,6 +629,35 @@ fn a_build_killed_between_its_blobs_and_its_tag_leaves_no_tag() {
     ]);
 }
 
+/// Issue 18.14: building the README's example (`--offline --allow-unpinned`, two unpinned
+/// references) printed four AF201 warnings: lint's "uses the moving tag" and resolution's "built
+/// without a digest" for each reference. One warning per reference now, the build's.
+#[test]
+fn building_the_example_warns_once_per_unpinned_reference() {
+    let env = Env::new();
+    let out = env
+        .otters()
+        .args(["build", "--offline", "--allow-unpinned", "-t", "meteo:1.0"])
+        .arg(repo().join("examples/hello"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("AF201").count(), 2, "{stderr}");
+    for r in [
+        "ghcr.io/openotters/runtime:latest",
+        "ghcr.io/openotters/tools/curl:latest",
+    ] {
+        assert_eq!(
+            stderr
+                .matches(&format!("`{r}` is built without a digest"))
+                .count(),
+            1,
+            "{r}: {stderr}"
+        );
+    }
+}
+
 /// Issue 18.15: `inspect` (text) showed the manifest and layers but none of the agent's own
 /// content. It now shows it under `Agent:`, as `docker inspect` shows an image's config.
 #[test]
