@@ -3,6 +3,7 @@
 //! written to the store).
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
+use otters_agentfile::ir::Agent;
 use otters_core::escape::{escape, json_controls};
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::store::query::{self, ImageEntry};
@@ -422,6 +423,7 @@ fn print_inspect_text(reference: &str, shown: Shown) {
         media_type,
         artifact_type,
         manifest: m,
+        config,
         ..
     } = shown;
     // Everything below but sizes comes from the image or its registry: escaped for the terminal.
@@ -486,6 +488,129 @@ fn print_inspect_text(reference: &str, shown: Shown) {
             esc(child.digest.as_str()),
             esc(&platform.unwrap_or_default())
         );
+    }
+    if let Some(agent) = config.as_ref().and_then(agent_of) {
+        print_agent(&agent);
+    }
+}
+
+/// The agent a config blob describes, when it is an agent config (otters' or openotters'); a
+/// container image's config, an artifact's or a blob otters cannot read shows nothing more.
+fn agent_of(config: &serde_json::Value) -> Option<Agent> {
+    let bytes = serde_json::to_vec(config).ok()?;
+    otters_agentfile::ir::from_config_blob(&bytes)
+        .ok()
+        .map(|f| f.agent)
+}
+
+/// The agent's own content, as `docker inspect` shows an image's config: what it is (name,
+/// model, runtime, parent), what it gets (bins, contexts, configs, environment, files, mounts,
+/// capabilities) and how it starts. Every value comes from the image: escaped.
+fn print_agent(a: &Agent) {
+    let node = |n: &Option<otters_agentfile::ir::Node<String>>| n.as_ref().map(|n| esc(&n.value));
+    let described = |d: &Option<String>| {
+        d.as_deref()
+            .map(|d| format!("  \"{}\"", esc(d)))
+            .unwrap_or_default()
+    };
+    outln!("Agent:");
+    for (label, value) in [
+        ("Name", node(&a.name)),
+        ("Model", node(&a.model)),
+        ("Runtime", node(&a.runtime)),
+        ("From", node(&a.from).filter(|f| f != "scratch")),
+    ] {
+        if let Some(v) = value {
+            outln!("  {:<14}{v}", format!("{label}:"));
+        }
+    }
+    if let Some(exec) = &a.exec {
+        let args: Vec<String> = exec
+            .value
+            .iter()
+            .map(|x| format!("\"{}\"", esc(x)))
+            .collect();
+        outln!("  Exec:         [{}]", args.join(", "));
+    }
+    section(
+        "Bins",
+        a.bins.iter().map(|b| {
+            format!(
+                "{}  {}{}",
+                esc(&b.name),
+                esc(&b.image),
+                described(&b.description)
+            )
+        }),
+    );
+    section(
+        "Contexts",
+        a.contexts.iter().map(|c| {
+            let from = match (&c.file, &c.content) {
+                (Some(f), _) => format!("  file://{}", esc(f)),
+                (None, Some(text)) => format!("  {}", human_size(text.len() as u64)),
+                (None, None) => String::new(),
+            };
+            format!("{}{from}{}", esc(&c.name), described(&c.description))
+        }),
+    );
+    section(
+        "Configs",
+        a.configs.iter().map(|c| {
+            let value = c
+                .value
+                .as_ref()
+                .map(|v| format!("={}", esc(&v.display())))
+                .unwrap_or_default();
+            let required = if c.required { "  (required)" } else { "" };
+            format!(
+                "{}{value}{required}{}",
+                esc(&c.key),
+                described(&c.description)
+            )
+        }),
+    );
+    section(
+        "Env",
+        a.envs.iter().map(|e| {
+            format!(
+                "{}={}{}",
+                esc(&e.key),
+                esc(&e.value),
+                described(&e.description)
+            )
+        }),
+    );
+    section(
+        "Files",
+        a.adds
+            .iter()
+            .map(|f| format!("{}{}", esc(&f.name), described(&f.description))),
+    );
+    section(
+        "Mounts",
+        a.mounts.iter().map(|m| {
+            let mode = if m.read_only { "ro" } else { "rw" };
+            format!("{}  {mode}{}", esc(&m.target), described(&m.description))
+        }),
+    );
+    section("Capabilities", a.capabilities.iter().map(|c| esc(&c.value)));
+    section(
+        "Labels",
+        a.labels
+            .iter()
+            .map(|(k, v)| format!("{}={}", esc(k), esc(&v.value))),
+    );
+}
+
+/// `  Title:` and one indented line per item; nothing when there are none.
+fn section(title: &str, items: impl Iterator<Item = String>) {
+    let mut items = items.peekable();
+    if items.peek().is_some() {
+        outln!("  {title}:");
+        for i in items {
+            outln!("    {i}");
+        }
     }
 }
 

@@ -628,3 +628,70 @@ fn a_build_killed_between_its_blobs_and_its_tag_leaves_no_tag() {
         &format!("oci:{}:big", copy.display()),
     ]);
 }
+
+/// Issue 18.14: building the README's example (`--offline --allow-unpinned`, two unpinned
+/// references) printed four AF201 warnings: lint's "uses the moving tag" and resolution's "built
+/// without a digest" for each reference. One warning per reference now, the build's.
+#[test]
+fn building_the_example_warns_once_per_unpinned_reference() {
+    let env = Env::new();
+    let out = env
+        .otters()
+        .args(["build", "--offline", "--allow-unpinned", "-t", "meteo:1.0"])
+        .arg(repo().join("examples/hello"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("AF201").count(), 2, "{stderr}");
+    for r in [
+        "ghcr.io/openotters/runtime:latest",
+        "ghcr.io/openotters/tools/curl:latest",
+    ] {
+        assert_eq!(
+            stderr
+                .matches(&format!("`{r}` is built without a digest"))
+                .count(),
+            1,
+            "{r}: {stderr}"
+        );
+    }
+}
+
+/// Issue 18.15: `inspect` (text) showed the manifest and layers but none of the agent's own
+/// content. It now shows it under `Agent:`, as `docker inspect` shows an image's config.
+#[test]
+fn inspect_text_shows_the_agents_own_content() {
+    let env = Env::new();
+    ok(env
+        .otters()
+        .args([
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "-q",
+            "-t",
+            "meteo:1.0",
+        ])
+        .arg(repo().join("examples/hello")));
+    let out = env.ok(&["inspect", "meteo:1.0"]);
+    let agent = out
+        .split_once("\nAgent:\n")
+        .unwrap_or_else(|| panic!("no Agent section:\n{out}"))
+        .1;
+    for line in [
+        "  Name:         meteo",
+        "  Model:        anthropic/claude-haiku-4-5-20251001",
+        "  Runtime:      ghcr.io/openotters/runtime:latest",
+        "    curl  ghcr.io/openotters/tools/curl:latest  \"Fetch a URL\"",
+        "    STYLE  file://style.md  \"How to answer\"",
+        "    max-tokens=512  \"Short answers\"",
+        "    UNITS=metric  \"Units used in answers\"",
+        "    regions  \"Regional climate notes\"",
+        "    /reports  rw  \"Where to write weather reports\"",
+        "    note_save",
+    ] {
+        assert!(agent.lines().any(|l| l == line), "no {line:?} in:\n{agent}");
+    }
+    assert!(agent.contains("    SOUL  106 B  \"Core rules\""), "{agent}");
+}

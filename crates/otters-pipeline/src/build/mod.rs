@@ -412,6 +412,22 @@ fn unused_build_args(opts: &BuildOptions, model: &Agentfile) -> Vec<String> {
         .collect()
 }
 
+/// Adds resolution's warnings to the analysis' findings: one finding per place and code, the
+/// resolution's replacing the analysis' (issue 18.14: an unpinned RUNTIME was reported once by
+/// lint, "uses the moving tag `latest`", and again by `--offline --allow-unpinned`, "is built
+/// without a digest": four AF201 warnings for two references).
+pub(super) fn add_warnings(shown: &mut Vec<Diagnostic>, warnings: &[Diagnostic]) {
+    for w in warnings {
+        match shown
+            .iter()
+            .position(|d| d.code == w.code && d.span == w.span)
+        {
+            Some(i) => shown[i] = w.clone(),
+            None => shown.push(w.clone()),
+        }
+    }
+}
+
 /// The phases after a clean analysis: resolve, label, lower, write the image, tag it, save the
 /// archive, write the lock, push. Warnings of resolution are added to `shown`.
 fn resolve_and_store(
@@ -432,7 +448,7 @@ fn resolve_and_store(
     let resolution = resolve_images(opts, store, agentfile, analyzed, platform.clone())?;
     let (model, pins, inherited_adds) = match &resolution {
         Some(r) => {
-            shown.extend(r.warnings.iter().cloned());
+            add_warnings(shown, &r.warnings);
             (&r.model, r.pins.clone(), r.inherited_adds.clone())
         }
         None => (analyzed, Pins::default(), Vec::new()),

@@ -70,11 +70,7 @@ pub(super) fn resolve_and_store_each(
         let resolution = resolutions.as_ref().and_then(|rs| rs.get(i));
         let (model, pins, inherited_adds) = match resolution {
             Some(r) => {
-                for w in &r.warnings {
-                    if !shown.contains(w) {
-                        shown.push(w.clone());
-                    }
-                }
+                super::add_warnings(shown, &r.warnings);
                 (&r.model, r.pins.clone(), r.inherited_adds.clone())
             }
             None => (analyzed, Pins::default(), Vec::new()),
