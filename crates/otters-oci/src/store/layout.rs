@@ -246,7 +246,6 @@ impl Store {
     /// Every blob a live lease lists. A lease file no live process holds (its writer died) is
     /// removed; a line still being written (no newline yet) does not count.
     pub(super) fn leased_digests(&self) -> HashSet<Digest> {
-        use rustix::fs::OFlags;
         let mut out = HashSet::new();
         let dir = self.root.join(LEASES_DIR);
         let Ok(entries) = fs::read_dir(&dir) else {
@@ -254,18 +253,9 @@ impl Store {
         };
         for e in entries.flatten() {
             let path = e.path();
-            let Ok(fd) = rustix::fs::openat(
-                rustix::fs::CWD,
-                &path,
-                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            ) else {
+            let Some(mut f) = open_regular_nofollow(&path) else {
                 continue;
             };
-            let mut f = File::from(fd);
-            if !f.metadata().is_ok_and(|m| m.is_file()) {
-                continue;
-            }
             if f.try_lock().is_ok() {
                 let _ = fs::remove_file(&path);
                 continue;
@@ -917,10 +907,24 @@ pub fn locked_temp(dir: &Path, prefix: &str) -> Result<NamedTempFile, StoreError
     .into())
 }
 
+/// Opens the regular file at `path` for reading with `O_NOFOLLOW | O_NONBLOCK` (never following a
+/// link or blocking on a FIFO put in its place); `None` when that fails or it is not a regular file.
+fn open_regular_nofollow(path: &Path) -> Option<File> {
+    use rustix::fs::OFlags;
+    let fd = rustix::fs::openat(
+        rustix::fs::CWD,
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let f = File::from(fd);
+    f.metadata().is_ok_and(|m| m.is_file()).then_some(f)
+}
+
 /// Removes the regular files in `dir` that no live process holds locked and that have not been
 /// modified for `age`; returns how many went. Errors are ignored (the next call tries again).
 pub fn collect_stale_temps(dir: &Path, age: std::time::Duration) -> usize {
-    use rustix::fs::OFlags;
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
@@ -939,17 +943,10 @@ pub fn collect_stale_temps(dir: &Path, age: std::time::Duration) -> usize {
         if !meta.file_type().is_file() || !old {
             continue;
         }
-        // O_NOFOLLOW|O_NONBLOCK: never follow a link or block on a FIFO put in its place.
-        let Ok(fd) = rustix::fs::openat(
-            rustix::fs::CWD,
-            &path,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        ) else {
+        let Some(f) = open_regular_nofollow(&path) else {
             continue;
         };
-        let f = File::from(fd);
-        if f.try_lock().is_ok() && f.metadata().is_ok_and(|m| m.file_type().is_file()) {
+        if f.try_lock().is_ok() {
             // Removed while we hold the lock: a writer that locks after us sees no link left.
             if fs::remove_file(&path).is_ok() {
                 removed += 1;
