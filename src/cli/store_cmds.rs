@@ -288,6 +288,14 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     }
     for (name, (_, d)) in names.iter().zip(&loaded) {
         if name.is_empty() {
+            if let Some(bare) = d.ref_name() {
+                eprintln!(
+                    "{} is named only `{}` in {from} (a tag without a repository): stored untagged; name it with `otters tag {} NAME:TAG`",
+                    d.digest,
+                    otters_oci::validate::escape_text(bare, 80),
+                    d.digest.short()
+                );
+            }
             outln!("{}", d.digest);
         } else {
             outln!("{name} {}", d.digest);
