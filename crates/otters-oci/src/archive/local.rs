@@ -154,10 +154,15 @@ fn pick(path: &Path, entries: &[Descriptor], want: Option<&str>) -> Result<Descr
 /// annotations (a bare ref name, for a hint).
 pub fn load_layout(store: &Store, dir: &Path) -> Result<Vec<(String, Descriptor)>, ArchiveError> {
     let mut out = Vec::new();
+    // An image named many times (a thousand tags) is read and checked once.
+    let mut images = std::collections::HashSet::new();
     for d in layout_entries(dir)? {
-        import_layout(store, dir, &d)?;
-        if super::record_referrer(store, &d)? {
-            continue;
+        if !images.contains(&d.digest) {
+            import_layout(store, dir, &d)?;
+            if super::record_referrer(store, &d)? {
+                continue;
+            }
+            images.insert(d.digest.clone());
         }
         out.push((entry_name(&d).unwrap_or_default(), d));
     }
