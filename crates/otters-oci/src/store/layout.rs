@@ -223,7 +223,23 @@ impl Store {
     /// A handle on the same store that holds a lease (see [`Lease`]) until it and every handle
     /// made from it are dropped: `otters build`, `pull`, `load` and `run` write through one, so a
     /// concurrent `otters prune` never removes a blob they wrote or reused but have not tagged yet.
+    /// A store this user cannot write (a shared, read-only one) gets no lease: nothing can be
+    /// written into it that a prune could race with.
     pub fn leased(&self) -> Result<Store, StoreError> {
+        match self.take_lease() {
+            Err(StoreError::Io(e))
+                if matches!(
+                    e.source.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                Ok(self.clone())
+            }
+            other => other,
+        }
+    }
+
+    fn take_lease(&self) -> Result<Store, StoreError> {
         let dir = self.root.join(LEASES_DIR);
         fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
         let (file, path) = tempfile::Builder::new()
