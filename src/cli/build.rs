@@ -328,6 +328,7 @@ pub fn run(mut a: Args) -> CliResult {
     // there through directory handles (it may hold links planted by whoever shipped the tree).
     let store_root = home.join("store");
     let store = Store::open(&store_root)
+        .and_then(|s| s.leased())
         .map_err(|e| fail_in(format!("cannot open the store {}", store_root.display()), e))?;
     let opts = BuildOptions {
         tags: a.tags.clone(),

@@ -110,7 +110,9 @@ pub struct LockArgs {
 
 pub(super) fn open_store() -> miette::Result<Store> {
     let root = super::otters_home().join("store");
+    // Leased: what a pull writes is kept by a concurrent prune until it is tagged.
     Store::open(&root)
+        .and_then(|s| s.leased())
         .map_err(|e| fail_in(format!("cannot open the local store {}", root.display()), e))
 }
 

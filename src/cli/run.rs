@@ -127,7 +127,9 @@ pub fn run(a: Args) -> CliResult {
     let (overrides, user_mounts) = overrides(&a)?;
     let platform = platform(&a)?;
     let home = super::otters_home();
-    let store = Store::open(home.join("store")).map_err(fail)?;
+    let store = Store::open(home.join("store"))
+        .and_then(|s| s.leased())
+        .map_err(fail)?;
     let registry = RegistryFetcher::new(ClientOptions {
         insecure: a.insecure,
         ..ClientOptions::default()

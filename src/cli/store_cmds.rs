@@ -36,10 +36,10 @@ pub struct PruneArgs {
     /// List what would be removed; remove nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// Keep unreferenced blobs written or reused less than this long ago (`0`, `90s`, `30m`,
-    /// `1h`, `2d`): a build running now may be about to tag them. `0` is safe only when no build,
-    /// pull or load runs
-    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_age)]
+    /// Also keep unreferenced blobs written or reused less than this long ago (`0`, `90s`, `30m`,
+    /// `1h`, `2d`). Blobs a running build, pull or load has not tagged yet are always kept (it
+    /// holds a lease on them), so the default `0` frees everything else at once
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_age)]
     pub min_age: std::time::Duration,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -187,6 +187,7 @@ pub fn run_prune(a: PruneArgs) -> CliResult {
             "freedBytes": report.freed(),
             "keptRecent": blobs(&report.kept_recent),
             "keptRecentBytes": report.kept_recent_bytes(),
+            "keptInUse": blobs(&report.kept_in_use),
             "minAgeSeconds": a.min_age.as_secs(),
             "reachable": report.reachable,
         });
@@ -209,6 +210,15 @@ fn print_prune(report: &PruneReport, dry_run: bool, min_age: std::time::Duration
         human_size(report.freed()),
         if n == 1 { "" } else { "s" }
     );
+    if !report.kept_in_use.is_empty() {
+        let k = report.kept_in_use.len();
+        eprintln!(
+            "{} {k} untagged blob{} in use by a running build, pull or load (it holds a lease on {})",
+            if dry_run { "would keep" } else { "kept" },
+            if k == 1 { "" } else { "s" },
+            if k == 1 { "it" } else { "them" },
+        );
+    }
     if !report.kept_recent.is_empty() {
         let k = report.kept_recent.len();
         eprintln!(
@@ -257,7 +267,7 @@ pub fn run_save(a: SaveArgs) -> CliResult {
 }
 
 pub fn run_load(a: LoadArgs) -> CliResult {
-    let store = open_store()?;
+    let store = open_store()?.leased().into_diagnostic()?;
     let (loaded, from) = if let Some(path) = file_arg(a.input.as_ref()) {
         let loaded = if path.is_dir() {
             local::load_layout(&store, path).into_diagnostic()?
@@ -291,6 +301,14 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     }
     for (name, (_, d)) in names.iter().zip(&loaded) {
         if name.is_empty() {
+            if let Some(bare) = d.ref_name() {
+                eprintln!(
+                    "{} is named only `{}` in {from} (a tag without a repository): stored untagged; name it with `otters tag {} NAME:TAG`",
+                    d.digest,
+                    otters_oci::validate::escape_text(bare, 80),
+                    d.digest.short()
+                );
+            }
             outln!("{}", d.digest);
         } else {
             outln!("{name} {}", d.digest);
@@ -316,7 +334,7 @@ fn pull_local_from(src: &LocalSource, tag: Option<&str>, quiet: bool, json: bool
     if let Some(t) = tag {
         new_tag_name(t).map_err(fail)?;
     }
-    let store = open_store()?;
+    let store = open_store()?.leased().into_diagnostic()?;
     let imported = local::import(&store, src).map_err(|e| match e {
         LocalError::Archive(e) => fail_in("cannot pull", e),
         LocalError::NoSuchImage { ref holds, .. } => {

@@ -320,10 +320,11 @@ fn pull_reads_layouts_and_archives_written_by_skopeo() {
         err.contains("has no image named `nope`") && err.contains("1.0"),
         "{err}"
     );
+    // Its bare tag `1.0` names no repository: loaded untagged (not as `1.0:latest`).
     let c = Env::new();
     assert_eq!(
         c.ok(&["load", "-i", layout.to_str().unwrap()]).trim(),
-        format!("1.0:latest {digest}")
+        digest
     );
 }
 
@@ -450,4 +451,70 @@ fn build_progress_plain_prints_a_line_per_step_and_auto_is_unchanged() {
         env.run(&[&base[..], &["-q", "-t", "big:1", ctx]].concat())
             .2
     );
+}
+
+/// skopeo's `oci-archive:FILE:1.0` names an image by a bare tag: `load` stores it untagged with a
+/// hint (never as repository `1.0:latest`, nor moving that tag on a second load); containerd's
+/// `io.containerd.image.name` gives the full name.
+#[test]
+fn load_keeps_bare_tags_untagged_and_reads_containerds_name() {
+    if !crate::support::tools::require(
+        "load_keeps_bare_tags",
+        "skopeo",
+        &["--version"],
+        "install skopeo",
+    ) {
+        return;
+    }
+    let a = Env::new();
+    let alpha = build(&a, "alpha", "alpha:1");
+    let beta = build(&a, "beta", "beta:1");
+    let store = a.store();
+    let b = Env::new();
+    for (name, digest) in [("alpha:1", &alpha), ("beta:1", &beta)] {
+        for bare in ["1.0", "latest", "v2"] {
+            let file = format!("{}-{bare}.tar", name.replace(':', "-"));
+            let archive = a.dir.path().join(file);
+            skopeo(&[
+                "copy",
+                "-q",
+                &format!("oci:{}:{name}", store.display()),
+                &format!("oci-archive:{}:{bare}", archive.display()),
+            ]);
+            let (ok, out, err) = b.run(&["load", "-i", archive.to_str().unwrap()]);
+            assert!(ok, "{err}");
+            assert_eq!(out.trim(), digest.as_str(), "{bare}: {err}");
+            assert!(
+                err.contains(&format!("named only `{bare}`")) && err.contains("otters tag"),
+                "{bare}: {err}"
+            );
+        }
+    }
+    assert!(
+        tags(&b).iter().all(|(name, _)| name.is_empty()) && tags(&b).len() == 2,
+        "a bare tag became a name: {:?}",
+        tags(&b)
+    );
+    let listed = b.ok(&["images", "--format", "json"]);
+    assert!(
+        listed.contains(&alpha) && listed.contains(&beta),
+        "{listed}"
+    );
+
+    // containerd's full name wins over the bare ref name.
+    let layout = a.dir.path().join("ctr");
+    skopeo(&[
+        "copy",
+        "-q",
+        &format!("oci:{}:alpha:1", store.display()),
+        &format!("oci:{}:1.0", layout.display()),
+    ]);
+    let path = layout.join("index.json");
+    let mut index: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    index["manifests"][0]["annotations"]["io.containerd.image.name"] =
+        serde_json::json!("registry.example/team/alpha:3");
+    fs::write(&path, index.to_string()).unwrap();
+    let c = Env::new();
+    let out = c.ok(&["load", "-i", layout.to_str().unwrap()]);
+    assert_eq!(out.trim(), format!("registry.example/team/alpha:3 {alpha}"));
 }

@@ -85,6 +85,23 @@ impl Imported {
     }
 }
 
+/// The annotation containerd (`ctr export`, nerdctl) writes with an image's full name.
+pub const ANN_CONTAINERD_NAME: &str = "io.containerd.image.name";
+
+/// The local name an `index.json` entry of a layout or archive gives its image: containerd's
+/// full name (`io.containerd.image.name`) when present, else the ref name when it is a whole
+/// reference (`meteo:1`, as `otters save` writes); a bare tag (`1.0`, as skopeo's
+/// `oci-archive:FILE:1.0` writes) names no repository, so it gives none.
+pub fn entry_name(d: &Descriptor) -> Option<String> {
+    let whole = |n: &&str| (n.contains(':') || n.contains('/')) && new_tag_name(n).is_ok();
+    d.annotations
+        .get(ANN_CONTAINERD_NAME)
+        .map(String::as_str)
+        .filter(whole)
+        .or_else(|| d.ref_name().filter(whole))
+        .map(str::to_owned)
+}
+
 /// Copies the one image `src` names (or, without a name, its only image) into the store.
 pub fn import(store: &Store, src: &LocalSource) -> Result<Imported, LocalError> {
     let entries: Vec<Descriptor> = if src.is_archive {
@@ -99,7 +116,8 @@ pub fn import(store: &Store, src: &LocalSource) -> Result<Imported, LocalError> 
     if !src.is_archive {
         import_layout(store, &src.path, &root)?;
     }
-    let inner_name = root.annotations.remove(ANN_REF_NAME);
+    let inner_name = entry_name(&root).or_else(|| root.annotations.get(ANN_REF_NAME).cloned());
+    root.annotations.remove(ANN_REF_NAME);
     Ok(Imported { root, inner_name })
 }
 
@@ -131,21 +149,22 @@ fn pick(path: &Path, entries: &[Descriptor], want: Option<&str>) -> Result<Descr
     }
 }
 
-/// Every image of the OCI layout at `dir` (`otters load -i DIR`), with its ref name there when
-/// that is a valid tag ("" otherwise), as an archive's images are loaded.
+/// Every image of the OCI layout at `dir` (`otters load -i DIR`), with the name [`entry_name`]
+/// gives it ("" for none), as an archive's images are loaded; the descriptor keeps the entry's
+/// annotations (a bare ref name, for a hint).
 pub fn load_layout(store: &Store, dir: &Path) -> Result<Vec<(String, Descriptor)>, ArchiveError> {
     let mut out = Vec::new();
-    for mut d in layout_entries(dir)? {
-        import_layout(store, dir, &d)?;
-        if super::record_referrer(store, &d)? {
-            continue;
+    // An image named many times (a thousand tags) is read and checked once.
+    let mut images = std::collections::HashSet::new();
+    for d in layout_entries(dir)? {
+        if !images.contains(&d.digest) {
+            import_layout(store, dir, &d)?;
+            if super::record_referrer(store, &d)? {
+                continue;
+            }
+            images.insert(d.digest.clone());
         }
-        let name = d
-            .annotations
-            .remove(ANN_REF_NAME)
-            .filter(|n| new_tag_name(n).is_ok())
-            .unwrap_or_default();
-        out.push((name, d));
+        out.push((entry_name(&d).unwrap_or_default(), d));
     }
     Ok(out)
 }

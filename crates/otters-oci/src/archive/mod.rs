@@ -331,8 +331,9 @@ fn write_archive<W: Write>(
     Ok(b.into_inner().map_err(io_err("write", dest))?)
 }
 
-/// Loads every image of the archive at `src` into `store`; returns (ref name, descriptor) for
-/// each `index.json` entry (ref name empty when the entry has none). Tags are not applied here.
+/// Loads every image of the archive at `src` into `store`; returns (local name, descriptor) for
+/// each `index.json` entry (the name [`local::entry_name`] gives, empty when none: a bare tag
+/// such as skopeo's `1.0` stays in the descriptor's annotations). Tags are not applied here.
 pub fn load(store: &Store, src: &Path) -> Result<Vec<(String, Descriptor)>, ArchiveError> {
     let file = File::open(src).map_err(io_err("open", src))?;
     load_stream(store, file, src)
@@ -415,7 +416,7 @@ pub fn load_stream(
         if record_referrer(store, &d)? {
             continue;
         }
-        out.push((d.ref_name().unwrap_or_default().to_owned(), d));
+        out.push((local::entry_name(&d).unwrap_or_default(), d));
     }
     Ok(out)
 }

@@ -115,6 +115,41 @@ pub struct Store {
     root: PathBuf,
     /// Set on a batch handle: the blobs written or reused through it, not yet made durable.
     batch: Option<Arc<Batch>>,
+    /// Set on a leased handle (and the handles made from it): every blob it writes or reuses is
+    /// recorded there first, so `otters prune` keeps it while this process lives.
+    lease: Option<Arc<Lease>>,
+}
+
+/// Where leases live, under the store root.
+pub const LEASES_DIR: &str = "leases";
+
+/// A lease, as containerd keeps them: a file in `leases/` that its process holds `flock`ed for
+/// as long as it lives, listing (one hex digest a line) the blobs it is writing or reusing before
+/// it tags them. `otters prune` keeps every blob a live lease lists; the kernel drops the lock
+/// of a killed process, and prune then removes its lease file.
+#[derive(Debug)]
+struct Lease {
+    file: Mutex<File>,
+    path: PathBuf,
+}
+
+impl Lease {
+    fn record(&self, digest: &Digest) -> Result<(), StoreError> {
+        let mut line = digest.hex().to_owned();
+        line.push('\n');
+        // One unbuffered append: complete before the caller looks for or renames the blob.
+        self.file
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .write_all(line.as_bytes())
+            .map_err(|e| io_err("write", &self.path)(e).into())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
 }
 
 /// The blob files a batch handle has placed or reused since its last [`Store::sync_batch`].
@@ -148,6 +183,7 @@ impl Store {
         let store = Self {
             root: root.into(),
             batch: None,
+            lease: None,
         };
         for dir in [store.root.join("blobs/sha256"), store.tmp_dir()] {
             fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
@@ -180,6 +216,81 @@ impl Store {
         Store {
             root: self.root.clone(),
             batch: Some(Arc::default()),
+            lease: self.lease.clone(),
+        }
+    }
+
+    /// A handle on the same store that holds a lease (see [`Lease`]) until it and every handle
+    /// made from it are dropped: `otters build`, `pull`, `load` and `run` write through one, so a
+    /// concurrent `otters prune` never removes a blob they wrote or reused but have not tagged yet.
+    /// A store this user cannot write (a shared, read-only one) gets no lease: nothing can be
+    /// written into it that a prune could race with.
+    pub fn leased(&self) -> Result<Store, StoreError> {
+        match self.take_lease() {
+            Err(StoreError::Io(e))
+                if matches!(
+                    e.source.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                Ok(self.clone())
+            }
+            other => other,
+        }
+    }
+
+    fn take_lease(&self) -> Result<Store, StoreError> {
+        let dir = self.root.join(LEASES_DIR);
+        fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
+        let (file, path) = tempfile::Builder::new()
+            .prefix(&format!("{}-", std::process::id()))
+            .tempfile_in(&dir)
+            .map_err(io_err("create a lease in", &dir))?
+            .keep()
+            .map_err(|e| io_err("create a lease in", &dir)(e.error))?;
+        file.lock().map_err(io_err("lock", &path))?;
+        Ok(Store {
+            root: self.root.clone(),
+            batch: self.batch.clone(),
+            lease: Some(Arc::new(Lease {
+                file: Mutex::new(file),
+                path,
+            })),
+        })
+    }
+
+    /// Every blob a live lease lists. A lease file no live process holds (its writer died) is
+    /// removed; a line still being written (no newline yet) does not count.
+    pub(super) fn leased_digests(&self) -> HashSet<Digest> {
+        let mut out = HashSet::new();
+        let dir = self.root.join(LEASES_DIR);
+        let Ok(entries) = fs::read_dir(&dir) else {
+            return out;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let Some(mut f) = open_regular_nofollow(&path) else {
+                continue;
+            };
+            if f.try_lock().is_ok() {
+                let _ = fs::remove_file(&path);
+                continue;
+            }
+            let mut text = String::new();
+            if f.read_to_string(&mut text).is_err() {
+                continue;
+            }
+            let complete = text.rfind('\n').map_or("", |i| &text[..i]);
+            out.extend(complete.lines().filter_map(|l| Digest::from_hex(l).ok()));
+        }
+        out
+    }
+
+    /// Records `digest` in this handle's lease, if it has one.
+    fn lease(&self, digest: &Digest) -> Result<(), StoreError> {
+        match &self.lease {
+            Some(l) => l.record(digest),
+            None => Ok(()),
         }
     }
 
@@ -234,6 +345,11 @@ impl Store {
     /// On a batch handle, a blob found is also made durable by the batch's sync: the writer that
     /// placed it may not have synced it yet.
     pub fn has_blob(&self, digest: &Digest) -> bool {
+        // Leased before it is looked for: a prune that moves it aside after this sees the lease.
+        // A lease that cannot be written makes the blob count as absent (it is written again).
+        if self.lease(digest).is_err() {
+            return false;
+        }
         let path = self.blob_path(digest);
         let found = refresh(&path);
         if found {
@@ -443,6 +559,7 @@ impl Store {
     /// replaced. A plain handle fsyncs the file before the rename and the directory after; a
     /// batch handle leaves both to [`Store::sync_batch`].
     fn place(&self, tmp: NamedTempFile, digest: &Digest, size: u64) -> Result<(), StoreError> {
+        self.lease(digest)?;
         let target = self.blob_path(digest);
         if self.stored_size(digest) == Some(size) {
             if self.batch.is_none() {
@@ -806,10 +923,24 @@ pub fn locked_temp(dir: &Path, prefix: &str) -> Result<NamedTempFile, StoreError
     .into())
 }
 
+/// Opens the regular file at `path` for reading with `O_NOFOLLOW | O_NONBLOCK` (never following a
+/// link or blocking on a FIFO put in its place); `None` when that fails or it is not a regular file.
+fn open_regular_nofollow(path: &Path) -> Option<File> {
+    use rustix::fs::OFlags;
+    let fd = rustix::fs::openat(
+        rustix::fs::CWD,
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let f = File::from(fd);
+    f.metadata().is_ok_and(|m| m.is_file()).then_some(f)
+}
+
 /// Removes the regular files in `dir` that no live process holds locked and that have not been
 /// modified for `age`; returns how many went. Errors are ignored (the next call tries again).
 pub fn collect_stale_temps(dir: &Path, age: std::time::Duration) -> usize {
-    use rustix::fs::OFlags;
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
@@ -828,17 +959,10 @@ pub fn collect_stale_temps(dir: &Path, age: std::time::Duration) -> usize {
         if !meta.file_type().is_file() || !old {
             continue;
         }
-        // O_NOFOLLOW|O_NONBLOCK: never follow a link or block on a FIFO put in its place.
-        let Ok(fd) = rustix::fs::openat(
-            rustix::fs::CWD,
-            &path,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        ) else {
+        let Some(f) = open_regular_nofollow(&path) else {
             continue;
         };
-        let f = File::from(fd);
-        if f.try_lock().is_ok() && f.metadata().is_ok_and(|m| m.file_type().is_file()) {
+        if f.try_lock().is_ok() {
             // Removed while we hold the lock: a writer that locks after us sees no link left.
             if fs::remove_file(&path).is_ok() {
                 removed += 1;

@@ -6,14 +6,14 @@
 //! those manifests); run without holding the store's index lock; or remove a blob whose mtime is
 //! within the grace period. A subject's referrers file goes when the subject is no longer reached.
 //!
-//! Why that is safe against a concurrent build: a build writes (or finds and reuses) every blob
-//! first and tags its manifest last, under the same lock. Every blob a writer writes gets a fresh
-//! mtime, and every blob a writer reuses is found through [`Store::has_blob`] or
-//! [`Store::stored_size`], which set its mtime to now. So a blob a build relies on but has not
-//! tagged yet is younger than the grace period, unless the build took longer than that between
-//! storing a blob and tagging its image. A blob refreshed between the age check and its removal is
-//! caught too: the blob is renamed into `.tmp/` first, its mtime checked again on the open file,
-//! and it is put back when it was refreshed in between.
+//! Why that is safe against a concurrent build: a build, pull or load writes through a leased
+//! handle ([`Store::leased`]), which records every blob it writes or reuses in its lease file
+//! *before* it renames the blob into place or looks for it, and keeps the lease (a `flock`ed file)
+//! until it has tagged its image, under the same lock prune holds. Prune keeps every blob a live
+//! lease lists. A blob leased after prune read the leases is caught too: the blob is renamed into
+//! `.tmp/` first, then the leases are read again (and its mtime checked, for `--min-age`), and it
+//! is put back when a lease now lists it. An optional grace period (`--min-age`, default none)
+//! also keeps blobs written or reused recently, for writers that hold no lease.
 
 use crate::path_io::{io_err, PathIoError};
 use crate::spec::descriptor::ManifestDoc;
@@ -24,9 +24,10 @@ use std::fs::{self, File};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-/// The default grace period: an unreferenced blob modified or reused less than this long ago is
-/// kept, since a running build may be about to tag it.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);
+/// The default grace period: none. A running build, pull or load holds a lease on the blobs it
+/// has not tagged yet (see [`Store::leased`]), and those are kept whatever their age; `--min-age`
+/// adds an age rule on top (for writers that predate leases).
+pub const DEFAULT_GRACE: Duration = Duration::ZERO;
 
 /// What else a manifest keeps alive beyond its config, layers and child manifests: the digests of
 /// the images it pins (an agent's RUNTIME and BINs, named only in its `agent.yaml`). This crate
@@ -57,6 +58,8 @@ pub struct PruneReport {
     pub removed: Vec<PrunedBlob>,
     /// Unreferenced blobs kept because they are younger than the grace period.
     pub kept_recent: Vec<PrunedBlob>,
+    /// Unreferenced blobs kept because a running build, pull or load holds a lease on them.
+    pub kept_in_use: Vec<PrunedBlob>,
     /// How many digests the index entries reach.
     pub reachable: usize,
 }
@@ -97,6 +100,7 @@ pub fn prune(store: &Store, opts: PruneOptions<'_>) -> Result<PruneReport, Prune
         .checked_sub(opts.grace)
         .unwrap_or(SystemTime::UNIX_EPOCH);
     let keep = reachable(store, opts.pins)?;
+    let leased = store.leased_digests();
     let mut report = PruneReport {
         reachable: keep.len(),
         ..PruneReport::default()
@@ -127,9 +131,11 @@ pub fn prune(store: &Store, opts: PruneOptions<'_>) -> Result<PruneReport, Prune
             digest,
             size: meta.len(),
         };
-        if is_recent(&meta, cutoff) {
+        if leased.contains(&blob.digest) {
+            report.kept_in_use.push(blob);
+        } else if is_recent(&meta, cutoff) {
             report.kept_recent.push(blob);
-        } else if opts.dry_run || remove_unless_refreshed(store, &path, &name, cutoff)? {
+        } else if opts.dry_run || remove_unless_reused(store, &path, &blob.digest, cutoff)? {
             report.removed.push(blob);
         } else {
             report.kept_recent.push(blob);
@@ -198,25 +204,27 @@ fn is_recent(meta: &fs::Metadata, cutoff: SystemTime) -> bool {
     meta.modified().map_or(true, |m| m > cutoff)
 }
 
-/// Removes the blob at `path` unless a writer refreshed it since it was looked at. The blob is
+/// Removes the blob at `path` unless a writer reused it since it was looked at. The blob is
 /// locked (so the `.tmp/` collector leaves it alone) and renamed into `.tmp/`, where no writer
-/// finds it; then its mtime is read again from the open file. Returns whether it was removed.
-fn remove_unless_refreshed(
+/// finds it; then the leases are read again (a writer records a blob in its lease before it looks
+/// for it, so one that found it before the rename is listed now) and its mtime is read again from
+/// the open file. Returns whether it was removed.
+fn remove_unless_reused(
     store: &Store,
     path: &Path,
-    name: &str,
+    digest: &Digest,
     cutoff: SystemTime,
 ) -> Result<bool, PruneError> {
     let Ok(file) = File::open(path) else {
         return Ok(false);
     };
     file.lock().map_err(io_err("lock", path))?;
-    let trash = store.tmp_dir().join(format!("prune-{name}"));
+    let trash = store.tmp_dir().join(format!("prune-{}", digest.hex()));
     if fs::rename(path, &trash).is_err() {
         return Ok(false);
     }
     let meta = file.metadata().map_err(io_err("stat", &trash))?;
-    if is_recent(&meta, cutoff) {
+    if is_recent(&meta, cutoff) || store.leased_digests().contains(digest) {
         // A writer reused it between the first look and the rename. If it saw the blob missing
         // and wrote its own copy meanwhile, that copy has the same bytes: either may stay.
         fs::rename(&trash, path).map_err(io_err("put back", path))?;
@@ -266,7 +274,7 @@ mod tests {
         }
         let opts = |dry_run| PruneOptions {
             dry_run,
-            grace: DEFAULT_GRACE,
+            grace: Duration::from_secs(3600),
             pins: None,
         };
         let dry = prune(&store, opts(true)).unwrap();
@@ -322,7 +330,7 @@ mod tests {
         }
         let opts = PruneOptions {
             dry_run: false,
-            grace: DEFAULT_GRACE,
+            grace: Duration::from_secs(3600),
             pins: None,
         };
         let report = prune(&store, opts).unwrap();
@@ -359,7 +367,7 @@ mod tests {
             &store,
             PruneOptions {
                 dry_run: false,
-                grace: DEFAULT_GRACE,
+                grace: Duration::from_secs(3600),
                 pins: None,
             },
         )
@@ -387,5 +395,34 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("nothing was removed"), "{e}");
         assert!(store.has_blob(&stray));
+    }
+
+    #[test]
+    fn a_live_lease_keeps_its_blobs_and_a_dead_one_counts_for_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let opts = PruneOptions {
+            dry_run: false,
+            grace: Duration::ZERO,
+            pins: None,
+        };
+        let leased = store.leased().unwrap();
+        let (in_flight, _) = leased.batched().put_blob_bytes(b"in flight").unwrap();
+        let (garbage, _) = store.put_blob_bytes(b"garbage").unwrap();
+        // A lease left by a process that died: nobody holds its lock.
+        let dead = dir.path().join("leases/dead");
+        fs::write(&dead, format!("{}\n", garbage.hex())).unwrap();
+        let r = prune(&store, opts).unwrap();
+        let digests = |v: &[PrunedBlob]| v.iter().map(|b| b.digest.clone()).collect::<Vec<_>>();
+        assert_eq!(digests(&r.removed), [garbage]);
+        assert_eq!(digests(&r.kept_in_use), std::slice::from_ref(&in_flight));
+        assert!(!dead.exists(), "a dead lease is removed");
+        // Reused through the lease (found, not written): still kept.
+        assert!(leased.has_blob(&in_flight));
+        assert!(prune(&store, opts).unwrap().removed.is_empty());
+        drop(leased);
+        assert_eq!(fs::read_dir(dir.path().join("leases")).unwrap().count(), 0);
+        let r = prune(&store, opts).unwrap();
+        assert_eq!(digests(&r.removed), [in_flight]);
     }
 }
