@@ -847,3 +847,47 @@ fn capability_completion_offers_only_what_lint_accepts() {
         }
     }
 }
+
+/// `source.fixAll` (fix on save): one edit giving the text `otters lint --fix` writes, offered
+/// when the client asks for that kind; `context.only` is honoured (issue 23).
+#[test]
+fn fix_all_applies_what_lint_fix_applies_and_only_is_honoured() {
+    let env = Env::new();
+    let text = "from scratch\nNAEM a\nRUNTIMEXX r:1\nRUNTIME r:latest\nMODEL m/x\n";
+    let file = env.dir.path().join("Agentfile");
+    std::fs::write(&file, text).unwrap();
+    let uri = uri_of(&file);
+    let (mut c, init) = Client::start(&env, None);
+    let kinds = &init["capabilities"]["codeActionProvider"]["codeActionKinds"];
+    assert_eq!(kinds, &json!(["quickfix", "source.fixAll.otters"]), "{init}");
+    c.open(&uri, text);
+    let ask = |c: &mut Client, only: Value| -> Vec<Value> {
+        let range = json!({"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}});
+        c.request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": range,
+                   "context": {"diagnostics": [], "only": only}}),
+        )
+        .as_array()
+        .unwrap()
+        .clone()
+    };
+    let fix_all = ask(&mut c, json!(["source.fixAll"]));
+    assert_eq!(fix_all.len(), 1, "{fix_all:?}");
+    assert_eq!(fix_all[0]["kind"], "source.fixAll.otters");
+    let edit = &fix_all[0]["edit"]["changes"][&uri][0];
+    assert_eq!(edit["range"]["start"], json!({"line": 0, "character": 0}));
+    let offered = edit["newText"].as_str().unwrap().to_owned();
+    assert_eq!(ask(&mut c, json!(["source"])).len(), 1, "source covers source.fixAll");
+    let quick = ask(&mut c, json!(["quickfix"]));
+    assert!(
+        !quick.is_empty() && quick.iter().all(|a| a["kind"] == "quickfix"),
+        "{quick:?}"
+    );
+    assert!(ask(&mut c, json!(["refactor"])).is_empty());
+    assert_eq!(c.finish(), 0);
+    // The same text `otters lint --fix` writes.
+    env.run(&["lint", "--fix", file.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), offered);
+    assert_ne!(offered, text);
+}

@@ -164,6 +164,22 @@ impl Document {
         lines.get(i).filter(|l| offset <= l.span.end)
     }
 
+    /// The text with every safe fix applied, as `otters lint --fix` writes it (from all the
+    /// findings, not only the published ones); `None` when there is none to apply.
+    pub fn fixed(&self) -> Option<String> {
+        if self.file.text.len() as u64 > files::MAX_AGENTFILE {
+            return None;
+        }
+        let all;
+        let diagnostics = if self.omitted.is_some() {
+            all = check::analyze(&self.file, &self.settings.0).diagnostics;
+            &all
+        } else {
+            &self.diagnostics
+        };
+        otters_agentfile::diagnostic::apply_safe_fixes(self.text(), diagnostics)
+    }
+
     /// The LSP range of `span`.
     pub fn range(&self, span: otters_agentfile::Span, enc: Encoding) -> Range {
         self.columns.range(&self.file, span, enc)

@@ -20,10 +20,10 @@ use lsp_types::request::{
     GotoDefinition, HoverRequest, Request as _,
 };
 use lsp_types::{
-    CodeActionProviderCapability, CompletionOptions, FoldingRangeProviderCapability,
-    HoverProviderCapability, InitializeParams, OneOf, PositionEncodingKind,
-    PublishDiagnosticsParams, ServerCapabilities, ServerInfo, TextDocumentSyncCapability,
-    TextDocumentSyncKind,
+    CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
+    FoldingRangeProviderCapability, HoverProviderCapability, InitializeParams, OneOf,
+    PositionEncodingKind, PublishDiagnosticsParams, ServerCapabilities, ServerInfo,
+    TextDocumentSyncCapability, TextDocumentSyncKind,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -66,7 +66,13 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
             trigger_characters: Some(vec!["{".to_owned()]),
             ..CompletionOptions::default()
         }),
-        code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![
+                CodeActionKind::QUICKFIX,
+                CodeActionKind::new(crate::convert::FIX_ALL),
+            ]),
+            ..CodeActionOptions::default()
+        })),
         document_symbol_provider: Some(OneOf::Left(true)),
         folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
@@ -200,8 +206,11 @@ pub fn request(state: &State, req: Request) -> Response {
             let at = p.text_document_position;
             state.completion(&at.text_document.uri, at.position)
         }),
-        CodeActionRequest::METHOD => handle!(CodeActionRequest, |p| state
-            .code_actions(&p.text_document.uri, p.range)),
+        CodeActionRequest::METHOD => handle!(CodeActionRequest, |p| state.code_actions(
+            &p.text_document.uri,
+            p.range,
+            p.context.only.as_deref()
+        )),
         DocumentSymbolRequest::METHOD => {
             handle!(DocumentSymbolRequest, |p| state
                 .symbols(&p.text_document.uri))

@@ -131,16 +131,50 @@ impl State {
     /// A suppression's reason is a snippet tab stop (`${1:reason}`) for a client that takes
     /// snippet edits in a workspace edit (LSP 3.18 `workspace.workspaceEdit.snippetEditSupport`),
     /// else the text `<reason>`, which AF214 reports until it is replaced.
-    pub fn code_actions(&self, uri: &Url, range: Range) -> Vec<serde_json::Value> {
+    ///
+    /// `only` is the client's `context.only`: the kinds it wants (`quickfix`, `source.fixAll`,
+    /// `source`…); `None` is the quick fixes. `source.fixAll.otters`, when asked for, is one edit
+    /// that applies every safe fix of the document, as `otters lint --fix` does ("fix on save").
+    pub fn code_actions(
+        &self,
+        uri: &Url,
+        range: Range,
+        only: Option<&[lsp_types::CodeActionKind]>,
+    ) -> Vec<serde_json::Value> {
         let Some(doc) = self.docs.get(uri) else {
             return Vec::new();
         };
+        let wants = |kind: &str| {
+            only.is_none_or(|o| {
+                o.iter().any(|k| {
+                    let k = k.as_str();
+                    kind == k || kind.strip_prefix(k).is_some_and(|r| r.starts_with('.'))
+                })
+            })
+        };
+        let mut out = if wants(lsp_types::CodeActionKind::QUICKFIX.as_str()) {
+            self.quick_fixes(doc, range)
+        } else {
+            Vec::new()
+        };
+        // A source action is for a client that asks for it (on save, or its source menu), not
+        // for every light bulb.
+        if only.is_some() && wants(convert::FIX_ALL) {
+            if let Some(fixed) = doc.fixed() {
+                out.push(json(convert::replace_all(doc, fixed, self.encoding)));
+            }
+        }
+        out
+    }
+
+    /// The quick fixes of `code_actions`.
+    fn quick_fixes(&self, doc: &Document, range: Range) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
         // The whole lines of the range: a cursor anywhere on a line sees that line's fixes.
         let start = doc.offset(Position::new(range.start.line, 0), self.encoding);
         let end_line = Position::new(range.end.line, u32::MAX);
         let end = doc.offset(end_line, self.encoding).max(start);
         let touches = |s: otters_agentfile::Span| s.start <= end && start <= s.end;
-        let mut out = Vec::new();
         for d in doc
             .diagnostics
             .iter()
