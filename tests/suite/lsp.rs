@@ -859,10 +859,15 @@ fn fix_all_applies_what_lint_fix_applies_and_only_is_honoured() {
     let uri = uri_of(&file);
     let (mut c, init) = Client::start(&env, None);
     let kinds = &init["capabilities"]["codeActionProvider"]["codeActionKinds"];
-    assert_eq!(kinds, &json!(["quickfix", "source.fixAll.otters"]), "{init}");
+    assert_eq!(
+        kinds,
+        &json!(["quickfix", "source.fixAll.otters"]),
+        "{init}"
+    );
     c.open(&uri, text);
     let ask = |c: &mut Client, only: Value| -> Vec<Value> {
-        let range = json!({"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}});
+        let range =
+            json!({"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}});
         c.request(
             "textDocument/codeAction",
             json!({"textDocument": {"uri": uri}, "range": range,
@@ -878,7 +883,11 @@ fn fix_all_applies_what_lint_fix_applies_and_only_is_honoured() {
     let edit = &fix_all[0]["edit"]["changes"][&uri][0];
     assert_eq!(edit["range"]["start"], json!({"line": 0, "character": 0}));
     let offered = edit["newText"].as_str().unwrap().to_owned();
-    assert_eq!(ask(&mut c, json!(["source"])).len(), 1, "source covers source.fixAll");
+    assert_eq!(
+        ask(&mut c, json!(["source"])).len(),
+        1,
+        "source covers source.fixAll"
+    );
     let quick = ask(&mut c, json!(["quickfix"]));
     assert!(
         !quick.is_empty() && quick.iter().all(|a| a["kind"] == "quickfix"),
@@ -890,4 +899,59 @@ fn fix_all_applies_what_lint_fix_applies_and_only_is_honoured() {
     env.run(&["lint", "--fix", file.to_str().unwrap()]);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), offered);
     assert_ne!(offered, text);
+}
+
+/// Pull diagnostics (`textDocument/diagnostic`, LSP 3.17) for a client that declares them:
+/// the same findings as `otters lint`, `unchanged` for a result id that still holds, nothing
+/// pushed (no finding shown twice), and a refresh request after a save (issue 23).
+#[test]
+fn pull_diagnostics_equal_lint_and_nothing_is_pushed() {
+    let env = Env::new();
+    let dir = project(&env);
+    let file = dir.join("Agentfile");
+    let uri = uri_of(&file);
+    let caps = json!({"textDocument": {"diagnostic": {"dynamicRegistration": false}},
+                      "workspace": {"diagnostics": {"refreshSupport": true}}});
+    let (mut c, init) = Client::start_with(&env, caps);
+    assert_eq!(
+        init["capabilities"]["diagnosticProvider"]["interFileDependencies"],
+        false,
+        "{init}"
+    );
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "agentfile", "version": 1, "text": BROKEN}}),
+    );
+    // Every message up to the answer: none may be a publishDiagnostics.
+    c.next_id += 1;
+    let id = c.next_id;
+    c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/diagnostic",
+                   "params": {"textDocument": {"uri": uri}}}));
+    let report = c.wait("the pulled report", |v| {
+        assert_ne!(v["method"], "textDocument/publishDiagnostics", "pushed: {v}");
+        v["id"] == id
+    })["result"]
+        .clone();
+    assert_eq!(report["kind"], "full", "{report}");
+    assert_eq!(from_lsp(&report["items"], BROKEN, "utf-16"), from_lint(&env, &file));
+    let previous = report["resultId"].as_str().unwrap().to_owned();
+    let again = c.request(
+        "textDocument/diagnostic",
+        json!({"textDocument": {"uri": uri}, "previousResultId": previous}),
+    );
+    assert_eq!(again, json!({"kind": "unchanged", "resultId": previous}));
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": "FROM scratch\n"}]}),
+    );
+    let changed = c.request(
+        "textDocument/diagnostic",
+        json!({"textDocument": {"uri": uri}, "previousResultId": previous}),
+    );
+    assert_eq!(changed["kind"], "full", "{changed}");
+    assert_ne!(changed["resultId"], previous.as_str());
+    c.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}}));
+    let refresh = c.wait("a refresh request", |v| v["method"] == "workspace/diagnostic/refresh");
+    assert!(refresh.get("id").is_some(), "{refresh}");
+    assert_eq!(c.finish(), 0);
 }

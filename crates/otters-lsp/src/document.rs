@@ -36,6 +36,8 @@ pub struct Document {
     /// The file behind the document; `None` for an unsaved buffer or a non-`file:` URI.
     pub path: Option<PathBuf>,
     pub version: i32,
+    /// Which check of the server this is (set by [`crate::State`]): the pull result id.
+    pub check: u64,
     pub file: SourceFile,
     /// The UTF-16 column table of `file` (one pass when the document is made).
     pub columns: Columns,
@@ -132,6 +134,7 @@ impl Document {
             uri,
             path,
             version,
+            check: 0,
             columns: Columns::new(&file.text),
             file,
             diagnostics,

@@ -16,8 +16,8 @@ use lsp_types::notification::{
     DidSaveTextDocument, Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    CodeActionRequest, Completion, DocumentSymbolRequest, FoldingRangeRequest, Formatting,
-    GotoDefinition, HoverRequest, Request as _,
+    CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentSymbolRequest,
+    FoldingRangeRequest, Formatting, GotoDefinition, HoverRequest, Request as _,
 };
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
@@ -88,10 +88,28 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
         .pointer("/capabilities/workspace/workspaceEdit/snippetEditSupport")
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false);
+    let pull = params
+        .pointer("/capabilities/textDocument/diagnostic")
+        .is_some_and(serde_json::Value::is_object);
+    let params_refresh = params
+        .pointer("/capabilities/workspace/diagnostics/refreshSupport")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
     let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
     let enc = negotiate(&params);
+    let mut caps = capabilities(enc);
+    if pull {
+        caps.diagnostic_provider = Some(lsp_types::DiagnosticServerCapabilities::Options(
+            lsp_types::DiagnosticOptions {
+                identifier: Some("otters".to_owned()),
+                inter_file_dependencies: false,
+                workspace_diagnostics: false,
+                ..lsp_types::DiagnosticOptions::default()
+            },
+        ));
+    }
     let result = serde_json::json!({
-        "capabilities": capabilities(enc),
+        "capabilities": caps,
         "serverInfo": ServerInfo {
             name: "otters".to_owned(),
             version: Some(env!("CARGO_PKG_VERSION").to_owned()),
@@ -102,6 +120,9 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
         .map_err(|e| e.to_string())?;
     let mut state = State::new(project, enc);
     state.snippet_edits = snippet_edits;
+    state.pull = pull;
+    let refresh = pull && params_refresh;
+    let mut refreshes = 0u64;
     let mut shut_down = false;
     for msg in &connection.receiver {
         match msg {
@@ -149,8 +170,26 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
                 if n.method == "exit" {
                     return Ok(shut_down);
                 }
-                let published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
+                let rechecks = matches!(
+                    n.method.as_str(),
+                    DidSaveTextDocument::METHOD | DidChangeWatchedFiles::METHOD
+                );
+                let mut published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
                     .unwrap_or_default();
+                if state.pull {
+                    // The client asks for them (textDocument/diagnostic); after a save or a
+                    // project change, it is told to ask again.
+                    if refresh && rechecks {
+                        refreshes += 1;
+                        let r = Request::new(
+                            format!("otters-refresh-{refreshes}").into(),
+                            "workspace/diagnostic/refresh".to_owned(),
+                            serde_json::Value::Null,
+                        );
+                        let _ = connection.sender.send(Message::Request(r));
+                    }
+                    published.clear();
+                }
                 for p in published {
                     let n = Notification::new(PublishDiagnostics::METHOD.to_owned(), p);
                     if connection.sender.send(Message::Notification(n)).is_err() {
@@ -223,6 +262,8 @@ pub fn request(state: &State, req: Request) -> Response {
             state.definition(&at.text_document.uri, at.position)
         }),
         Formatting::METHOD => handle!(Formatting, |p| state.formatting(&p.text_document.uri)),
+        DocumentDiagnosticRequest::METHOD => handle!(DocumentDiagnosticRequest, |p| state
+            .pull_diagnostics(&p.text_document.uri, p.previous_result_id.as_deref())),
         _ => Response::new_err(
             req.id,
             ErrorCode::MethodNotFound as i32,

@@ -21,6 +21,12 @@ pub struct State {
     pub encoding: Encoding,
     /// The client applies snippet edits inside workspace edits (LSP 3.18).
     pub snippet_edits: bool,
+    /// The client pulls diagnostics (`textDocument/diagnostic`, LSP 3.17) instead of being sent
+    /// them: the server then publishes nothing, so no client shows a finding twice.
+    pub pull: bool,
+    /// Counts the checks made, for result ids: a document re-checked after a save keeps its
+    /// version but may have new findings.
+    checks: u64,
     docs: HashMap<Url, Document>,
 }
 
@@ -30,6 +36,8 @@ impl State {
             project,
             encoding,
             snippet_edits: false,
+            pull: false,
+            checks: 0,
             docs: HashMap::new(),
         }
     }
@@ -48,7 +56,9 @@ impl State {
 
     /// `textDocument/didOpen`: checks the text and returns its diagnostics.
     pub fn open(&mut self, uri: Url, version: i32, text: String) -> PublishDiagnosticsParams {
-        let doc = Document::new(uri.clone(), version, text, self.project.as_ref());
+        let mut doc = Document::new(uri.clone(), version, text, self.project.as_ref());
+        self.checks += 1;
+        doc.check = self.checks;
         let out = self.publish(&doc);
         self.docs.insert(uri, doc);
         out
@@ -77,7 +87,9 @@ impl State {
                 }
             }
         }
-        let doc = doc.edited(version, text);
+        let mut doc = doc.edited(version, text);
+        self.checks += 1;
+        doc.check = self.checks;
         let out = self.publish(&doc);
         self.docs.insert(uri.clone(), doc);
         Some(out)
@@ -100,6 +112,24 @@ impl State {
         docs.into_iter()
             .map(|(u, v, t)| self.open(u, v, t))
             .collect()
+    }
+
+    /// `textDocument/diagnostic` (pull): the findings `publishDiagnostics` would carry, or
+    /// `unchanged` when the client's `previous` result id is still the document's. A document
+    /// that is not open has none.
+    pub fn pull_diagnostics(&self, uri: &Url, previous: Option<&str>) -> serde_json::Value {
+        let Some(doc) = self.docs.get(uri) else {
+            return serde_json::json!({"kind": "full", "items": []});
+        };
+        let id = doc.check.to_string();
+        if previous == Some(id.as_str()) {
+            return serde_json::json!({"kind": "unchanged", "resultId": id});
+        }
+        serde_json::json!({
+            "kind": "full",
+            "resultId": id,
+            "items": convert::diagnostics(doc, self.encoding),
+        })
     }
 
     fn at(&self, uri: &Url, pos: Position) -> Option<(&Document, usize)> {
