@@ -914,8 +914,7 @@ fn pull_diagnostics_equal_lint_and_nothing_is_pushed() {
                       "workspace": {"diagnostics": {"refreshSupport": true}}});
     let (mut c, init) = Client::start_with(&env, caps);
     assert_eq!(
-        init["capabilities"]["diagnosticProvider"]["interFileDependencies"],
-        false,
+        init["capabilities"]["diagnosticProvider"]["interFileDependencies"], false,
         "{init}"
     );
     c.notify(
@@ -925,15 +924,23 @@ fn pull_diagnostics_equal_lint_and_nothing_is_pushed() {
     // Every message up to the answer: none may be a publishDiagnostics.
     c.next_id += 1;
     let id = c.next_id;
-    c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/diagnostic",
-                   "params": {"textDocument": {"uri": uri}}}));
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/diagnostic",
+                   "params": {"textDocument": {"uri": uri}}}),
+    );
     let report = c.wait("the pulled report", |v| {
-        assert_ne!(v["method"], "textDocument/publishDiagnostics", "pushed: {v}");
+        assert_ne!(
+            v["method"], "textDocument/publishDiagnostics",
+            "pushed: {v}"
+        );
         v["id"] == id
     })["result"]
         .clone();
     assert_eq!(report["kind"], "full", "{report}");
-    assert_eq!(from_lsp(&report["items"], BROKEN, "utf-16"), from_lint(&env, &file));
+    assert_eq!(
+        from_lsp(&report["items"], BROKEN, "utf-16"),
+        from_lint(&env, &file)
+    );
     let previous = report["resultId"].as_str().unwrap().to_owned();
     let again = c.request(
         "textDocument/diagnostic",
@@ -950,8 +957,107 @@ fn pull_diagnostics_equal_lint_and_nothing_is_pushed() {
     );
     assert_eq!(changed["kind"], "full", "{changed}");
     assert_ne!(changed["resultId"], previous.as_str());
-    c.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}}));
-    let refresh = c.wait("a refresh request", |v| v["method"] == "workspace/diagnostic/refresh");
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let refresh = c.wait("a refresh request", |v| {
+        v["method"] == "workspace/diagnostic/refresh"
+    });
     assert!(refresh.get("id").is_some(), "{refresh}");
+    assert_eq!(c.finish(), 0);
+}
+
+/// Semantic tokens, full and delta (issue 23): images, the model, capabilities, CONTEXT and ADD
+/// names and paths, ARG names and each `${NAME}` (split out of the token holding it); a delta
+/// applied to the previous tokens gives the full tokens of the new text.
+#[test]
+fn semantic_tokens_full_and_delta() {
+    let env = Env::new();
+    let text = "FROM scratch\nMODEL anthropic/x\nARG V=1\nBIN jq ghcr.io/o/jq:${V}\nCAPABILITY a-b\nCONTEXT S file://s.md\nENV K=${V}\n";
+    let uri = "untitled:Agentfile";
+    let (mut c, init) = Client::start(&env, None);
+    let legend: Vec<String> = init["capabilities"]["semanticTokensProvider"]["legend"]
+        ["tokenTypes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    c.open(uri, text);
+    let decode = |data: &[u64]| -> Vec<String> {
+        let lines: Vec<&str> = text.lines().collect();
+        let (mut line, mut col) = (0, 0);
+        data.chunks(5)
+            .map(|t| {
+                if t[0] > 0 {
+                    col = 0;
+                }
+                line += t[0];
+                col += t[1];
+                let l = lines[line as usize];
+                let piece = &l[col as usize..(col + t[2]) as usize];
+                format!(
+                    "{}:{piece}:{}{}",
+                    line,
+                    legend[t[3] as usize],
+                    if t[4] == 1 { "+decl" } else { "" }
+                )
+            })
+            .collect()
+    };
+    let numbers = |v: &Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap())
+            .collect()
+    };
+    let full = c.request(
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    assert_eq!(
+        decode(&numbers(&full["data"])),
+        [
+            "0:scratch:namespace",
+            "1:anthropic/x:type",
+            "2:V:variable+decl",
+            "3:jq:property",
+            "3:ghcr.io/o/jq::namespace",
+            "3:${V}:variable",
+            "4:a-b:enumMember",
+            "5:S:property",
+            "5:file://s.md:string",
+            "6:${V}:variable",
+        ]
+    );
+    let edited = text.replace("CAPABILITY a-b", "CAPABILITY a-b c-d");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": edited}]}),
+    );
+    c.diagnostics(uri);
+    let delta = c.request(
+        "textDocument/semanticTokens/full/delta",
+        json!({"textDocument": {"uri": uri}, "previousResultId": full["resultId"]}),
+    );
+    let mut data = numbers(&full["data"]);
+    let edits = delta["edits"].as_array().expect("a delta");
+    assert_eq!(edits.len(), 1, "{delta}");
+    let (start, count) = (
+        edits[0]["start"].as_u64().unwrap() as usize,
+        edits[0]["deleteCount"].as_u64().unwrap() as usize,
+    );
+    data.splice(start..start + count, numbers(&edits[0]["data"]));
+    assert!(
+        data.len() < numbers(&full["data"]).len() + 6,
+        "one token more"
+    );
+    let fresh = c.request(
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    assert_eq!(data, numbers(&fresh["data"]));
     assert_eq!(c.finish(), 0);
 }

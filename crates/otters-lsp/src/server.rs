@@ -18,6 +18,7 @@ use lsp_types::notification::{
 use lsp_types::request::{
     CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentSymbolRequest,
     FoldingRangeRequest, Formatting, GotoDefinition, HoverRequest, Request as _,
+    SemanticTokensFullDeltaRequest, SemanticTokensFullRequest,
 };
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
@@ -77,6 +78,16 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
         folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
         document_formatting_provider: Some(OneOf::Left(true)),
+        semantic_tokens_provider: Some(
+            lsp_types::SemanticTokensServerCapabilities::SemanticTokensOptions(
+                lsp_types::SemanticTokensOptions {
+                    legend: crate::semantic::legend(),
+                    full: Some(lsp_types::SemanticTokensFullOptions::Delta { delta: Some(true) }),
+                    range: None,
+                    ..lsp_types::SemanticTokensOptions::default()
+                },
+            ),
+        ),
         ..ServerCapabilities::default()
     }
 }
@@ -262,6 +273,14 @@ pub fn request(state: &State, req: Request) -> Response {
             state.definition(&at.text_document.uri, at.position)
         }),
         Formatting::METHOD => handle!(Formatting, |p| state.formatting(&p.text_document.uri)),
+        SemanticTokensFullRequest::METHOD => handle!(SemanticTokensFullRequest, |p| state
+            .semantic_tokens(&p.text_document.uri, None)),
+        SemanticTokensFullDeltaRequest::METHOD => {
+            handle!(SemanticTokensFullDeltaRequest, |p| state.semantic_tokens(
+                &p.text_document.uri,
+                Some(p.previous_result_id.as_str())
+            ))
+        }
         DocumentDiagnosticRequest::METHOD => handle!(DocumentDiagnosticRequest, |p| state
             .pull_diagnostics(&p.text_document.uri, p.previous_result_id.as_deref())),
         _ => Response::new_err(

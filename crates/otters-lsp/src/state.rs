@@ -28,6 +28,8 @@ pub struct State {
     /// version but may have new findings.
     checks: u64,
     docs: HashMap<Url, Document>,
+    /// The semantic tokens last sent per document, with their result id (for deltas).
+    sent_tokens: std::cell::RefCell<HashMap<Url, (String, Vec<u32>)>>,
 }
 
 impl State {
@@ -38,6 +40,7 @@ impl State {
             snippet_edits: false,
             pull: false,
             checks: 0,
+            sent_tokens: std::cell::RefCell::default(),
             docs: HashMap::new(),
         }
     }
@@ -98,6 +101,7 @@ impl State {
     /// `textDocument/didClose`: forgets the document and clears its diagnostics.
     pub fn close(&mut self, uri: &Url) -> PublishDiagnosticsParams {
         self.docs.remove(uri);
+        self.sent_tokens.borrow_mut().remove(uri);
         PublishDiagnosticsParams::new(uri.clone(), Vec::new(), None)
     }
 
@@ -130,6 +134,33 @@ impl State {
             "resultId": id,
             "items": convert::diagnostics(doc, self.encoding),
         })
+    }
+
+    /// `textDocument/semanticTokens/full`, and `/full/delta` when `previous` names the result
+    /// last sent (else the full tokens again).
+    pub fn semantic_tokens(&self, uri: &Url, previous: Option<&str>) -> serde_json::Value {
+        let Some(doc) = self.docs.get(uri) else {
+            return serde_json::json!({"data": []});
+        };
+        let data = crate::semantic::tokens(doc, self.encoding);
+        let id = doc.check.to_string();
+        let mut sent = self.sent_tokens.borrow_mut();
+        let answer = match (previous, sent.get(uri)) {
+            (Some(p), Some((old_id, old))) if p == old_id => {
+                let (start, delete_count, new) = crate::semantic::delta(old, &data);
+                let edits = if delete_count == 0 && new.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![
+                        serde_json::json!({"start": start, "deleteCount": delete_count, "data": new}),
+                    ]
+                };
+                serde_json::json!({"resultId": id, "edits": edits})
+            }
+            _ => serde_json::json!({"resultId": id, "data": data}),
+        };
+        sent.insert(uri.clone(), (id, data));
+        answer
     }
 
     fn at(&self, uri: &Url, pos: Position) -> Option<(&Document, usize)> {
