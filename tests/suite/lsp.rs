@@ -1061,3 +1061,110 @@ fn semantic_tokens_full_and_delta() {
     assert_eq!(data, numbers(&fresh["data"]));
     assert_eq!(c.finish(), 0);
 }
+
+/// ARG and ENV navigation (issue 23): references, documentHighlight, prepareRename (refusing
+/// what cannot be renamed) and rename, which leaves `otters lint`'s findings as they were.
+#[test]
+fn arg_references_highlight_and_rename() {
+    let env = Env::new();
+    let text = "FROM scratch\nNAME a\nMODEL m/x\nARG V=1\nRUNTIME r:${V}\nBIN jq ghcr.io/o/jq:${V}\nENV K=1\nENV K=2\nCONTEXT P <<EOF\n${V} in a body is text\nEOF\n";
+    let file = env.dir.path().join("Agentfile");
+    std::fs::write(&file, text).unwrap();
+    let uri = uri_of(&file);
+    let (mut c, _) = Client::start(&env, None);
+    c.open(&uri, text);
+    let starts = |v: &Value| -> Vec<(u64, u64)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let s = if l.get("range").is_some() {
+                    &l["range"]["start"]
+                } else {
+                    &l["start"]
+                };
+                (
+                    s["line"].as_u64().unwrap(),
+                    s["character"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let at = |line: u64, character: u64| json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}});
+    let mut refs = at(4, 12);
+    refs["context"] = json!({"includeDeclaration": true});
+    let found = c.request("textDocument/references", refs.clone());
+    assert_eq!(
+        starts(&found),
+        [(3, 4), (4, 12), (5, 22)],
+        "not the heredoc body: {found}"
+    );
+    refs["context"] = json!({"includeDeclaration": false});
+    assert_eq!(
+        starts(&c.request("textDocument/references", refs)),
+        [(4, 12), (5, 22)]
+    );
+    let hl = c.request("textDocument/documentHighlight", at(3, 4));
+    assert_eq!(hl[0]["kind"], 3, "the declaration is a write: {hl}");
+    assert_eq!(hl[1]["kind"], 2);
+    let env_refs = c.request("textDocument/documentHighlight", at(6, 4));
+    assert_eq!(starts(&env_refs), [(6, 4), (7, 4)]);
+    // prepareRename: the name's range, or a refusal.
+    let range = c.request("textDocument/prepareRename", at(5, 23));
+    assert_eq!(
+        range,
+        json!({"start": {"line": 5, "character": 22}, "end": {"line": 5, "character": 23}})
+    );
+    c.next_id += 1;
+    let id = c.next_id;
+    c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/prepareRename", "params": at(1, 5)}));
+    let refused = c.wait("a refusal", |v| v["id"] == id);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("can be renamed"),
+        "{refused}"
+    );
+    let mut bad = at(3, 4);
+    bad["newName"] = json!("1x");
+    c.next_id += 1;
+    let id = c.next_id;
+    c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/rename", "params": bad}));
+    assert!(c.wait("a refusal", |v| v["id"] == id)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not a valid"));
+    let mut rename = at(3, 4);
+    rename["newName"] = json!("VERSION");
+    let edit = c.request("textDocument/rename", rename);
+    let mut edits: Vec<(usize, usize, usize)> = edit["changes"][&uri]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let (s, e2) = (&e["range"]["start"], &e["range"]["end"]);
+            (
+                s["line"].as_u64().unwrap() as usize,
+                s["character"].as_u64().unwrap() as usize,
+                e2["character"].as_u64().unwrap() as usize,
+            )
+        })
+        .collect();
+    edits.sort_unstable();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    for (line, s, e) in edits.into_iter().rev() {
+        lines[line].replace_range(s..e, "VERSION");
+    }
+    let renamed = lines.join("\n") + "\n";
+    assert!(
+        renamed.contains("ARG VERSION=1\nRUNTIME r:${VERSION}\nBIN jq ghcr.io/o/jq:${VERSION}"),
+        "{renamed}"
+    );
+    assert!(renamed.contains("${V} in a body"), "{renamed}");
+    let before: Vec<String> = from_lint(&env, &file).into_iter().map(|f| f.0).collect();
+    std::fs::write(&file, &renamed).unwrap();
+    let after: Vec<String> = from_lint(&env, &file).into_iter().map(|f| f.0).collect();
+    assert_eq!(before, after);
+    assert_eq!(c.finish(), 0);
+}

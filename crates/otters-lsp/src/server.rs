@@ -16,9 +16,10 @@ use lsp_types::notification::{
     DidSaveTextDocument, Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentSymbolRequest,
-    FoldingRangeRequest, Formatting, GotoDefinition, HoverRequest, Request as _,
-    SemanticTokensFullDeltaRequest, SemanticTokensFullRequest,
+    CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentHighlightRequest,
+    DocumentSymbolRequest, FoldingRangeRequest, Formatting, GotoDefinition, HoverRequest,
+    PrepareRenameRequest, References, Rename, Request as _, SemanticTokensFullDeltaRequest,
+    SemanticTokensFullRequest,
 };
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
@@ -78,6 +79,12 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
         folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
         document_formatting_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        document_highlight_provider: Some(OneOf::Left(true)),
+        rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
+            prepare_provider: Some(true),
+            work_done_progress_options: lsp_types::WorkDoneProgressOptions::default(),
+        })),
         semantic_tokens_provider: Some(
             lsp_types::SemanticTokensServerCapabilities::SemanticTokensOptions(
                 lsp_types::SemanticTokensOptions {
@@ -273,6 +280,35 @@ pub fn request(state: &State, req: Request) -> Response {
             state.definition(&at.text_document.uri, at.position)
         }),
         Formatting::METHOD => handle!(Formatting, |p| state.formatting(&p.text_document.uri)),
+        References::METHOD => handle!(References, |p| {
+            let at = p.text_document_position;
+            state.references(
+                &at.text_document.uri,
+                at.position,
+                p.context.include_declaration,
+            )
+        }),
+        DocumentHighlightRequest::METHOD => handle!(DocumentHighlightRequest, |p| {
+            let at = p.text_document_position_params;
+            state.highlights(&at.text_document.uri, at.position)
+        }),
+        PrepareRenameRequest::METHOD => match parse::<lsp_types::TextDocumentPositionParams>(req) {
+            Ok((id, p)) => match state.prepare_rename(&p.text_document.uri, p.position) {
+                Ok(range) => ok(id, range),
+                Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
+            },
+            Err(e) => *e,
+        },
+        Rename::METHOD => match parse::<lsp_types::RenameParams>(req) {
+            Ok((id, p)) => {
+                let at = p.text_document_position;
+                match state.rename(&at.text_document.uri, at.position, &p.new_name) {
+                    Ok(edit) => ok(id, edit),
+                    Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
+                }
+            }
+            Err(e) => *e,
+        },
         SemanticTokensFullRequest::METHOD => handle!(SemanticTokensFullRequest, |p| state
             .semantic_tokens(&p.text_document.uri, None)),
         SemanticTokensFullDeltaRequest::METHOD => {

@@ -300,6 +300,84 @@ impl State {
         }
     }
 
+    fn occurrences(
+        &self,
+        uri: &Url,
+        pos: Position,
+    ) -> Option<(&Document, String, Vec<navigate::Occurrence>)> {
+        let (doc, offset) = self.at(uri, pos)?;
+        let (name, all) = navigate::occurrences(doc, offset)?;
+        Some((doc, name, all))
+    }
+
+    /// `textDocument/references`: every place the ARG or ENV name at `pos` is written
+    /// (declarations only when `declarations`).
+    pub fn references(&self, uri: &Url, pos: Position, declarations: bool) -> Vec<Location> {
+        let Some((doc, _, all)) = self.occurrences(uri, pos) else {
+            return Vec::new();
+        };
+        all.into_iter()
+            .filter(|o| declarations || !o.declaration)
+            .map(|o| Location::new(uri.clone(), doc.range(o.span, self.encoding)))
+            .collect()
+    }
+
+    /// `textDocument/documentHighlight`: the same places, declarations as writes.
+    pub fn highlights(&self, uri: &Url, pos: Position) -> Vec<lsp_types::DocumentHighlight> {
+        let Some((doc, _, all)) = self.occurrences(uri, pos) else {
+            return Vec::new();
+        };
+        all.into_iter()
+            .map(|o| lsp_types::DocumentHighlight {
+                range: doc.range(o.span, self.encoding),
+                kind: Some(if o.declaration {
+                    lsp_types::DocumentHighlightKind::WRITE
+                } else {
+                    lsp_types::DocumentHighlightKind::READ
+                }),
+            })
+            .collect()
+    }
+
+    /// `textDocument/prepareRename`: the range of the ARG or ENV name at `pos`, or why nothing
+    /// there can be renamed.
+    pub fn prepare_rename(&self, uri: &Url, pos: Position) -> Result<Range, String> {
+        let (doc, offset) = self
+            .at(uri, pos)
+            .ok_or_else(|| "the document is not open".to_owned())?;
+        let (_, all) = navigate::occurrences(doc, offset).ok_or_else(|| {
+            "only an ARG or ENV name (or a ${NAME} use) can be renamed".to_owned()
+        })?;
+        all.iter()
+            .find(|o| o.span.start <= offset && offset <= o.span.end)
+            .map(|o| doc.range(o.span, self.encoding))
+            .ok_or_else(|| "only an ARG or ENV name (or a ${NAME} use) can be renamed".to_owned())
+    }
+
+    /// `textDocument/rename`: every place of the name at `pos`, rewritten to `new_name`.
+    pub fn rename(
+        &self,
+        uri: &Url,
+        pos: Position,
+        new_name: &str,
+    ) -> Result<lsp_types::WorkspaceEdit, String> {
+        self.prepare_rename(uri, pos)?;
+        if !navigate::is_name(new_name) {
+            return Err(format!(
+                "`{new_name}` is not a valid ARG or ENV name: a letter or `_`, then letters, digits or `_`"
+            ));
+        }
+        let (doc, _, all) = self.occurrences(uri, pos).ok_or_else(String::new)?;
+        let edits = all
+            .into_iter()
+            .map(|o| TextEdit::new(doc.range(o.span, self.encoding), new_name.to_owned()))
+            .collect();
+        Ok(lsp_types::WorkspaceEdit::new(HashMap::from([(
+            uri.clone(),
+            edits,
+        )])))
+    }
+
     /// One edit replacing the whole text with its formatted form; none when it is already
     /// formatted or cannot be (syntax errors).
     pub fn formatting(&self, uri: &Url) -> Vec<TextEdit> {
