@@ -847,3 +847,324 @@ fn capability_completion_offers_only_what_lint_accepts() {
         }
     }
 }
+
+/// `source.fixAll` (fix on save): one edit giving the text `otters lint --fix` writes, offered
+/// when the client asks for that kind; `context.only` is honoured (issue 23).
+#[test]
+fn fix_all_applies_what_lint_fix_applies_and_only_is_honoured() {
+    let env = Env::new();
+    let text = "from scratch\nNAEM a\nRUNTIMEXX r:1\nRUNTIME r:latest\nMODEL m/x\n";
+    let file = env.dir.path().join("Agentfile");
+    std::fs::write(&file, text).unwrap();
+    let uri = uri_of(&file);
+    let (mut c, init) = Client::start(&env, None);
+    let kinds = &init["capabilities"]["codeActionProvider"]["codeActionKinds"];
+    assert_eq!(
+        kinds,
+        &json!(["quickfix", "source.fixAll.otters"]),
+        "{init}"
+    );
+    c.open(&uri, text);
+    let ask = |c: &mut Client, only: Value| -> Vec<Value> {
+        let range =
+            json!({"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}});
+        c.request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": range,
+                   "context": {"diagnostics": [], "only": only}}),
+        )
+        .as_array()
+        .unwrap()
+        .clone()
+    };
+    let fix_all = ask(&mut c, json!(["source.fixAll"]));
+    assert_eq!(fix_all.len(), 1, "{fix_all:?}");
+    assert_eq!(fix_all[0]["kind"], "source.fixAll.otters");
+    let edit = &fix_all[0]["edit"]["changes"][&uri][0];
+    assert_eq!(edit["range"]["start"], json!({"line": 0, "character": 0}));
+    let offered = edit["newText"].as_str().unwrap().to_owned();
+    assert_eq!(
+        ask(&mut c, json!(["source"])).len(),
+        1,
+        "source covers source.fixAll"
+    );
+    let quick = ask(&mut c, json!(["quickfix"]));
+    assert!(
+        !quick.is_empty() && quick.iter().all(|a| a["kind"] == "quickfix"),
+        "{quick:?}"
+    );
+    assert!(ask(&mut c, json!(["refactor"])).is_empty());
+    assert_eq!(c.finish(), 0);
+    // The same text `otters lint --fix` writes.
+    env.run(&["lint", "--fix", file.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), offered);
+    assert_ne!(offered, text);
+}
+
+/// Pull diagnostics (`textDocument/diagnostic`, LSP 3.17) for a client that declares them:
+/// the same findings as `otters lint`, `unchanged` for a result id that still holds, nothing
+/// pushed (no finding shown twice), and a refresh request after a save (issue 23).
+#[test]
+fn pull_diagnostics_equal_lint_and_nothing_is_pushed() {
+    let env = Env::new();
+    let dir = project(&env);
+    let file = dir.join("Agentfile");
+    let uri = uri_of(&file);
+    let caps = json!({"textDocument": {"diagnostic": {"dynamicRegistration": false}},
+                      "workspace": {"diagnostics": {"refreshSupport": true}}});
+    let (mut c, init) = Client::start_with(&env, caps);
+    assert_eq!(
+        init["capabilities"]["diagnosticProvider"]["interFileDependencies"], false,
+        "{init}"
+    );
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "agentfile", "version": 1, "text": BROKEN}}),
+    );
+    // Every message up to the answer: none may be a publishDiagnostics.
+    c.next_id += 1;
+    let id = c.next_id;
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/diagnostic",
+                   "params": {"textDocument": {"uri": uri}}}),
+    );
+    let report = c.wait("the pulled report", |v| {
+        assert_ne!(
+            v["method"], "textDocument/publishDiagnostics",
+            "pushed: {v}"
+        );
+        v["id"] == id
+    })["result"]
+        .clone();
+    assert_eq!(report["kind"], "full", "{report}");
+    assert_eq!(
+        from_lsp(&report["items"], BROKEN, "utf-16"),
+        from_lint(&env, &file)
+    );
+    let previous = report["resultId"].as_str().unwrap().to_owned();
+    let again = c.request(
+        "textDocument/diagnostic",
+        json!({"textDocument": {"uri": uri}, "previousResultId": previous}),
+    );
+    assert_eq!(again, json!({"kind": "unchanged", "resultId": previous}));
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": "FROM scratch\n"}]}),
+    );
+    let changed = c.request(
+        "textDocument/diagnostic",
+        json!({"textDocument": {"uri": uri}, "previousResultId": previous}),
+    );
+    assert_eq!(changed["kind"], "full", "{changed}");
+    assert_ne!(changed["resultId"], previous.as_str());
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let refresh = c.wait("a refresh request", |v| {
+        v["method"] == "workspace/diagnostic/refresh"
+    });
+    assert!(refresh.get("id").is_some(), "{refresh}");
+    assert_eq!(c.finish(), 0);
+}
+
+/// Semantic tokens, full and delta (issue 23): images, the model, capabilities, CONTEXT and ADD
+/// names and paths, ARG names and each `${NAME}` (split out of the token holding it); a delta
+/// applied to the previous tokens gives the full tokens of the new text.
+#[test]
+fn semantic_tokens_full_and_delta() {
+    let env = Env::new();
+    let text = "FROM scratch\nMODEL anthropic/x\nARG V=1\nBIN jq ghcr.io/o/jq:${V}\nCAPABILITY a-b\nCONTEXT S file://s.md\nENV K=${V}\n";
+    let uri = "untitled:Agentfile";
+    let (mut c, init) = Client::start(&env, None);
+    let legend: Vec<String> = init["capabilities"]["semanticTokensProvider"]["legend"]
+        ["tokenTypes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    c.open(uri, text);
+    let decode = |data: &[u64]| -> Vec<String> {
+        let lines: Vec<&str> = text.lines().collect();
+        let (mut line, mut col) = (0, 0);
+        data.chunks(5)
+            .map(|t| {
+                if t[0] > 0 {
+                    col = 0;
+                }
+                line += t[0];
+                col += t[1];
+                let l = lines[line as usize];
+                let piece = &l[col as usize..(col + t[2]) as usize];
+                format!(
+                    "{}:{piece}:{}{}",
+                    line,
+                    legend[t[3] as usize],
+                    if t[4] == 1 { "+decl" } else { "" }
+                )
+            })
+            .collect()
+    };
+    let numbers = |v: &Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap())
+            .collect()
+    };
+    let full = c.request(
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    assert_eq!(
+        decode(&numbers(&full["data"])),
+        [
+            "0:scratch:namespace",
+            "1:anthropic/x:type",
+            "2:V:variable+decl",
+            "3:jq:property",
+            "3:ghcr.io/o/jq::namespace",
+            "3:${V}:variable",
+            "4:a-b:enumMember",
+            "5:S:property",
+            "5:file://s.md:string",
+            "6:${V}:variable",
+        ]
+    );
+    let edited = text.replace("CAPABILITY a-b", "CAPABILITY a-b c-d");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": edited}]}),
+    );
+    c.diagnostics(uri);
+    let delta = c.request(
+        "textDocument/semanticTokens/full/delta",
+        json!({"textDocument": {"uri": uri}, "previousResultId": full["resultId"]}),
+    );
+    let mut data = numbers(&full["data"]);
+    let edits = delta["edits"].as_array().expect("a delta");
+    assert_eq!(edits.len(), 1, "{delta}");
+    let (start, count) = (
+        edits[0]["start"].as_u64().unwrap() as usize,
+        edits[0]["deleteCount"].as_u64().unwrap() as usize,
+    );
+    data.splice(start..start + count, numbers(&edits[0]["data"]));
+    assert!(
+        data.len() < numbers(&full["data"]).len() + 6,
+        "one token more"
+    );
+    let fresh = c.request(
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    assert_eq!(data, numbers(&fresh["data"]));
+    assert_eq!(c.finish(), 0);
+}
+
+/// ARG and ENV navigation (issue 23): references, documentHighlight, prepareRename (refusing
+/// what cannot be renamed) and rename, which leaves `otters lint`'s findings as they were.
+#[test]
+fn arg_references_highlight_and_rename() {
+    let env = Env::new();
+    let text = "FROM scratch\nNAME a\nMODEL m/x\nARG V=1\nRUNTIME r:${V}\nBIN jq ghcr.io/o/jq:${V}\nENV K=1\nENV K=2\nCONTEXT P <<EOF\n${V} in a body is text\nEOF\n";
+    let file = env.dir.path().join("Agentfile");
+    std::fs::write(&file, text).unwrap();
+    let uri = uri_of(&file);
+    let (mut c, _) = Client::start(&env, None);
+    c.open(&uri, text);
+    let starts = |v: &Value| -> Vec<(u64, u64)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let s = if l.get("range").is_some() {
+                    &l["range"]["start"]
+                } else {
+                    &l["start"]
+                };
+                (
+                    s["line"].as_u64().unwrap(),
+                    s["character"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let at = |line: u64, character: u64| json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}});
+    let mut refs = at(4, 12);
+    refs["context"] = json!({"includeDeclaration": true});
+    let found = c.request("textDocument/references", refs.clone());
+    assert_eq!(
+        starts(&found),
+        [(3, 4), (4, 12), (5, 22)],
+        "not the heredoc body: {found}"
+    );
+    refs["context"] = json!({"includeDeclaration": false});
+    assert_eq!(
+        starts(&c.request("textDocument/references", refs)),
+        [(4, 12), (5, 22)]
+    );
+    let hl = c.request("textDocument/documentHighlight", at(3, 4));
+    assert_eq!(hl[0]["kind"], 3, "the declaration is a write: {hl}");
+    assert_eq!(hl[1]["kind"], 2);
+    let env_refs = c.request("textDocument/documentHighlight", at(6, 4));
+    assert_eq!(starts(&env_refs), [(6, 4), (7, 4)]);
+    // prepareRename: the name's range, or a refusal.
+    let range = c.request("textDocument/prepareRename", at(5, 23));
+    assert_eq!(
+        range,
+        json!({"start": {"line": 5, "character": 22}, "end": {"line": 5, "character": 23}})
+    );
+    c.next_id += 1;
+    let id = c.next_id;
+    c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/prepareRename", "params": at(1, 5)}));
+    let refused = c.wait("a refusal", |v| v["id"] == id);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("can be renamed"),
+        "{refused}"
+    );
+    let mut bad = at(3, 4);
+    bad["newName"] = json!("1x");
+    c.next_id += 1;
+    let id = c.next_id;
+    c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/rename", "params": bad}));
+    assert!(c.wait("a refusal", |v| v["id"] == id)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not a valid"));
+    let mut rename = at(3, 4);
+    rename["newName"] = json!("VERSION");
+    let edit = c.request("textDocument/rename", rename);
+    let mut edits: Vec<(usize, usize, usize)> = edit["changes"][&uri]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let (s, e2) = (&e["range"]["start"], &e["range"]["end"]);
+            (
+                s["line"].as_u64().unwrap() as usize,
+                s["character"].as_u64().unwrap() as usize,
+                e2["character"].as_u64().unwrap() as usize,
+            )
+        })
+        .collect();
+    edits.sort_unstable();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    for (line, s, e) in edits.into_iter().rev() {
+        lines[line].replace_range(s..e, "VERSION");
+    }
+    let renamed = lines.join("\n") + "\n";
+    assert!(
+        renamed.contains("ARG VERSION=1\nRUNTIME r:${VERSION}\nBIN jq ghcr.io/o/jq:${VERSION}"),
+        "{renamed}"
+    );
+    assert!(renamed.contains("${V} in a body"), "{renamed}");
+    let before: Vec<String> = from_lint(&env, &file).into_iter().map(|f| f.0).collect();
+    std::fs::write(&file, &renamed).unwrap();
+    let after: Vec<String> = from_lint(&env, &file).into_iter().map(|f| f.0).collect();
+    assert_eq!(before, after);
+    assert_eq!(c.finish(), 0);
+}

@@ -167,3 +167,22 @@ pub fn with_snippet_reason(
     }]});
     v
 }
+
+/// The kind of the action that applies every safe fix (`source.fixAll`, as ruff's
+/// `source.fixAll.ruff`).
+pub const FIX_ALL: &str = "source.fixAll.otters";
+
+/// The `source.fixAll` action: the whole text replaced with `fixed`.
+pub fn replace_all(doc: &Document, fixed: String, enc: Encoding) -> CodeAction {
+    let whole = otters_agentfile::Span::new(0, doc.text().len());
+    let changes = HashMap::from([(
+        doc.uri.clone(),
+        vec![TextEdit::new(doc.range(whole, enc), fixed)],
+    )]);
+    CodeAction {
+        title: "Apply every safe fix (otters lint --fix)".to_owned(),
+        kind: Some(CodeActionKind::new(FIX_ALL)),
+        edit: Some(WorkspaceEdit::new(changes)),
+        ..CodeAction::default()
+    }
+}

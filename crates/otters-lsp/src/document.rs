@@ -36,6 +36,8 @@ pub struct Document {
     /// The file behind the document; `None` for an unsaved buffer or a non-`file:` URI.
     pub path: Option<PathBuf>,
     pub version: i32,
+    /// Which check of the server this is (set by [`crate::State`]): the pull result id.
+    pub check: u64,
     pub file: SourceFile,
     /// The UTF-16 column table of `file` (one pass when the document is made).
     pub columns: Columns,
@@ -132,6 +134,7 @@ impl Document {
             uri,
             path,
             version,
+            check: 0,
             columns: Columns::new(&file.text),
             file,
             diagnostics,
@@ -162,6 +165,22 @@ impl Document {
             .partition_point(|l| l.span.start <= offset)
             .checked_sub(1)?;
         lines.get(i).filter(|l| offset <= l.span.end)
+    }
+
+    /// The text with every safe fix applied, as `otters lint --fix` writes it (from all the
+    /// findings, not only the published ones); `None` when there is none to apply.
+    pub fn fixed(&self) -> Option<String> {
+        if self.file.text.len() as u64 > files::MAX_AGENTFILE {
+            return None;
+        }
+        let all;
+        let diagnostics = if self.omitted.is_some() {
+            all = check::analyze(&self.file, &self.settings.0).diagnostics;
+            &all
+        } else {
+            &self.diagnostics
+        };
+        otters_agentfile::diagnostic::apply_safe_fixes(self.text(), diagnostics)
     }
 
     /// The LSP range of `span`.

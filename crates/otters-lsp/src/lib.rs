@@ -14,7 +14,7 @@
 //! document   one open document: text, line index, findings, model, lazily its AST
 //! position   byte offsets ⇄ LSP positions (UTF-16 by default, UTF-8 when offered)
 //! convert    findings and fixes → LSP diagnostics, edits and code actions
-//! hover, complete, outline, navigate, format   one feature each
+//! hover, complete, outline, navigate, format, semantic   one feature each
 //! ```
 
 mod complete;
@@ -26,6 +26,7 @@ mod lock;
 mod navigate;
 mod outline;
 pub mod position;
+mod semantic;
 mod server;
 mod state;
 #[cfg(test)]

@@ -90,3 +90,72 @@ mod tests {
         assert_eq!(arg_reference("${oops", Span::new(0, 6), 3), None);
     }
 }
+
+/// One place an ARG or ENV name is written: its declaration (`ARG NAME`, `ENV NAME=`) or a use
+/// (`${NAME}`, the span of `NAME` inside it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Occurrence {
+    pub span: Span,
+    pub declaration: bool,
+}
+
+/// The name at `offset` (an ARG or ENV key, or the NAME of a `${NAME}`) and every place it is
+/// written: ARG names with their `${NAME}` uses on instruction lines (heredoc bodies are never
+/// expanded), ENV keys with the other ENV lines of the same key. `None` elsewhere: nothing else
+/// can be renamed.
+pub fn occurrences(doc: &Document, offset: usize) -> Option<(String, Vec<Occurrence>)> {
+    let line = doc.line_at(offset)?;
+    let LineKind::Instruction(ins) = &line.kind else {
+        return None;
+    };
+    if offset > ins.span.end {
+        return None;
+    }
+    let inside = |s: Span| s.start <= offset && offset <= s.end;
+    let (name, env) = match &ins.args {
+        Args::Arg { key, .. } if inside(key.span) => (key.text.clone(), false),
+        Args::Env { key, .. } if inside(key.span) => (key.text.clone(), true),
+        _ => (
+            arg_reference(doc.text(), ins.span, offset)?.to_owned(),
+            false,
+        ),
+    };
+    let mut out = Vec::new();
+    for i in doc.ast().instructions() {
+        match &i.args {
+            Args::Env { key, .. } if env && key.text == name => out.push(Occurrence {
+                span: key.span,
+                declaration: true,
+            }),
+            Args::Arg { key, .. } if !env && key.text == name => out.push(Occurrence {
+                span: key.span,
+                declaration: true,
+            }),
+            _ => {}
+        }
+        if env {
+            continue;
+        }
+        let text = doc.text().get(i.span.start..i.span.end).unwrap_or("");
+        let pattern = format!("${{{name}}}");
+        for (at, _) in text.match_indices(&pattern) {
+            let start = i.span.start + at + 2;
+            out.push(Occurrence {
+                span: Span::new(start, start + name.len()),
+                declaration: false,
+            });
+        }
+    }
+    out.sort_by_key(|o| o.span.start);
+    out.dedup();
+    Some((name, out))
+}
+
+/// True for a name an ARG or ENV may be renamed to: a letter or `_`, then letters, digits, `_`.
+pub fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}

@@ -16,14 +16,16 @@ use lsp_types::notification::{
     DidSaveTextDocument, Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    CodeActionRequest, Completion, DocumentSymbolRequest, FoldingRangeRequest, Formatting,
-    GotoDefinition, HoverRequest, Request as _,
+    CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentHighlightRequest,
+    DocumentSymbolRequest, FoldingRangeRequest, Formatting, GotoDefinition, HoverRequest,
+    PrepareRenameRequest, References, Rename, Request as _, SemanticTokensFullDeltaRequest,
+    SemanticTokensFullRequest,
 };
 use lsp_types::{
-    CodeActionProviderCapability, CompletionOptions, FoldingRangeProviderCapability,
-    HoverProviderCapability, InitializeParams, OneOf, PositionEncodingKind,
-    PublishDiagnosticsParams, ServerCapabilities, ServerInfo, TextDocumentSyncCapability,
-    TextDocumentSyncKind,
+    CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
+    FoldingRangeProviderCapability, HoverProviderCapability, InitializeParams, OneOf,
+    PositionEncodingKind, PublishDiagnosticsParams, ServerCapabilities, ServerInfo,
+    TextDocumentSyncCapability, TextDocumentSyncKind,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -66,11 +68,33 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
             trigger_characters: Some(vec!["{".to_owned()]),
             ..CompletionOptions::default()
         }),
-        code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![
+                CodeActionKind::QUICKFIX,
+                CodeActionKind::new(crate::convert::FIX_ALL),
+            ]),
+            ..CodeActionOptions::default()
+        })),
         document_symbol_provider: Some(OneOf::Left(true)),
         folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
         document_formatting_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        document_highlight_provider: Some(OneOf::Left(true)),
+        rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
+            prepare_provider: Some(true),
+            work_done_progress_options: lsp_types::WorkDoneProgressOptions::default(),
+        })),
+        semantic_tokens_provider: Some(
+            lsp_types::SemanticTokensServerCapabilities::SemanticTokensOptions(
+                lsp_types::SemanticTokensOptions {
+                    legend: crate::semantic::legend(),
+                    full: Some(lsp_types::SemanticTokensFullOptions::Delta { delta: Some(true) }),
+                    range: None,
+                    ..lsp_types::SemanticTokensOptions::default()
+                },
+            ),
+        ),
         ..ServerCapabilities::default()
     }
 }
@@ -82,10 +106,28 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
         .pointer("/capabilities/workspace/workspaceEdit/snippetEditSupport")
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false);
+    let pull = params
+        .pointer("/capabilities/textDocument/diagnostic")
+        .is_some_and(serde_json::Value::is_object);
+    let params_refresh = params
+        .pointer("/capabilities/workspace/diagnostics/refreshSupport")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
     let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
     let enc = negotiate(&params);
+    let mut caps = capabilities(enc);
+    if pull {
+        caps.diagnostic_provider = Some(lsp_types::DiagnosticServerCapabilities::Options(
+            lsp_types::DiagnosticOptions {
+                identifier: Some("otters".to_owned()),
+                inter_file_dependencies: false,
+                workspace_diagnostics: false,
+                ..lsp_types::DiagnosticOptions::default()
+            },
+        ));
+    }
     let result = serde_json::json!({
-        "capabilities": capabilities(enc),
+        "capabilities": caps,
         "serverInfo": ServerInfo {
             name: "otters".to_owned(),
             version: Some(env!("CARGO_PKG_VERSION").to_owned()),
@@ -96,6 +138,9 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
         .map_err(|e| e.to_string())?;
     let mut state = State::new(project, enc);
     state.snippet_edits = snippet_edits;
+    state.pull = pull;
+    let refresh = pull && params_refresh;
+    let mut refreshes = 0u64;
     let mut shut_down = false;
     for msg in &connection.receiver {
         match msg {
@@ -143,8 +188,26 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
                 if n.method == "exit" {
                     return Ok(shut_down);
                 }
-                let published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
+                let rechecks = matches!(
+                    n.method.as_str(),
+                    DidSaveTextDocument::METHOD | DidChangeWatchedFiles::METHOD
+                );
+                let mut published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
                     .unwrap_or_default();
+                if state.pull {
+                    // The client asks for them (textDocument/diagnostic); after a save or a
+                    // project change, it is told to ask again.
+                    if refresh && rechecks {
+                        refreshes += 1;
+                        let r = Request::new(
+                            format!("otters-refresh-{refreshes}").into(),
+                            "workspace/diagnostic/refresh".to_owned(),
+                            serde_json::Value::Null,
+                        );
+                        let _ = connection.sender.send(Message::Request(r));
+                    }
+                    published.clear();
+                }
                 for p in published {
                     let n = Notification::new(PublishDiagnostics::METHOD.to_owned(), p);
                     if connection.sender.send(Message::Notification(n)).is_err() {
@@ -200,8 +263,11 @@ pub fn request(state: &State, req: Request) -> Response {
             let at = p.text_document_position;
             state.completion(&at.text_document.uri, at.position)
         }),
-        CodeActionRequest::METHOD => handle!(CodeActionRequest, |p| state
-            .code_actions(&p.text_document.uri, p.range)),
+        CodeActionRequest::METHOD => handle!(CodeActionRequest, |p| state.code_actions(
+            &p.text_document.uri,
+            p.range,
+            p.context.only.as_deref()
+        )),
         DocumentSymbolRequest::METHOD => {
             handle!(DocumentSymbolRequest, |p| state
                 .symbols(&p.text_document.uri))
@@ -214,6 +280,45 @@ pub fn request(state: &State, req: Request) -> Response {
             state.definition(&at.text_document.uri, at.position)
         }),
         Formatting::METHOD => handle!(Formatting, |p| state.formatting(&p.text_document.uri)),
+        References::METHOD => handle!(References, |p| {
+            let at = p.text_document_position;
+            state.references(
+                &at.text_document.uri,
+                at.position,
+                p.context.include_declaration,
+            )
+        }),
+        DocumentHighlightRequest::METHOD => handle!(DocumentHighlightRequest, |p| {
+            let at = p.text_document_position_params;
+            state.highlights(&at.text_document.uri, at.position)
+        }),
+        PrepareRenameRequest::METHOD => match parse::<lsp_types::TextDocumentPositionParams>(req) {
+            Ok((id, p)) => match state.prepare_rename(&p.text_document.uri, p.position) {
+                Ok(range) => ok(id, range),
+                Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
+            },
+            Err(e) => *e,
+        },
+        Rename::METHOD => match parse::<lsp_types::RenameParams>(req) {
+            Ok((id, p)) => {
+                let at = p.text_document_position;
+                match state.rename(&at.text_document.uri, at.position, &p.new_name) {
+                    Ok(edit) => ok(id, edit),
+                    Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
+                }
+            }
+            Err(e) => *e,
+        },
+        SemanticTokensFullRequest::METHOD => handle!(SemanticTokensFullRequest, |p| state
+            .semantic_tokens(&p.text_document.uri, None)),
+        SemanticTokensFullDeltaRequest::METHOD => {
+            handle!(SemanticTokensFullDeltaRequest, |p| state.semantic_tokens(
+                &p.text_document.uri,
+                Some(p.previous_result_id.as_str())
+            ))
+        }
+        DocumentDiagnosticRequest::METHOD => handle!(DocumentDiagnosticRequest, |p| state
+            .pull_diagnostics(&p.text_document.uri, p.previous_result_id.as_deref())),
         _ => Response::new_err(
             req.id,
             ErrorCode::MethodNotFound as i32,

@@ -21,7 +21,15 @@ pub struct State {
     pub encoding: Encoding,
     /// The client applies snippet edits inside workspace edits (LSP 3.18).
     pub snippet_edits: bool,
+    /// The client pulls diagnostics (`textDocument/diagnostic`, LSP 3.17) instead of being sent
+    /// them: the server then publishes nothing, so no client shows a finding twice.
+    pub pull: bool,
+    /// Counts the checks made, for result ids: a document re-checked after a save keeps its
+    /// version but may have new findings.
+    checks: u64,
     docs: HashMap<Url, Document>,
+    /// The semantic tokens last sent per document, with their result id (for deltas).
+    sent_tokens: std::cell::RefCell<HashMap<Url, (String, Vec<u32>)>>,
 }
 
 impl State {
@@ -30,6 +38,9 @@ impl State {
             project,
             encoding,
             snippet_edits: false,
+            pull: false,
+            checks: 0,
+            sent_tokens: std::cell::RefCell::default(),
             docs: HashMap::new(),
         }
     }
@@ -48,7 +59,9 @@ impl State {
 
     /// `textDocument/didOpen`: checks the text and returns its diagnostics.
     pub fn open(&mut self, uri: Url, version: i32, text: String) -> PublishDiagnosticsParams {
-        let doc = Document::new(uri.clone(), version, text, self.project.as_ref());
+        let mut doc = Document::new(uri.clone(), version, text, self.project.as_ref());
+        self.checks += 1;
+        doc.check = self.checks;
         let out = self.publish(&doc);
         self.docs.insert(uri, doc);
         out
@@ -77,7 +90,9 @@ impl State {
                 }
             }
         }
-        let doc = doc.edited(version, text);
+        let mut doc = doc.edited(version, text);
+        self.checks += 1;
+        doc.check = self.checks;
         let out = self.publish(&doc);
         self.docs.insert(uri.clone(), doc);
         Some(out)
@@ -86,6 +101,7 @@ impl State {
     /// `textDocument/didClose`: forgets the document and clears its diagnostics.
     pub fn close(&mut self, uri: &Url) -> PublishDiagnosticsParams {
         self.docs.remove(uri);
+        self.sent_tokens.borrow_mut().remove(uri);
         PublishDiagnosticsParams::new(uri.clone(), Vec::new(), None)
     }
 
@@ -100,6 +116,51 @@ impl State {
         docs.into_iter()
             .map(|(u, v, t)| self.open(u, v, t))
             .collect()
+    }
+
+    /// `textDocument/diagnostic` (pull): the findings `publishDiagnostics` would carry, or
+    /// `unchanged` when the client's `previous` result id is still the document's. A document
+    /// that is not open has none.
+    pub fn pull_diagnostics(&self, uri: &Url, previous: Option<&str>) -> serde_json::Value {
+        let Some(doc) = self.docs.get(uri) else {
+            return serde_json::json!({"kind": "full", "items": []});
+        };
+        let id = doc.check.to_string();
+        if previous == Some(id.as_str()) {
+            return serde_json::json!({"kind": "unchanged", "resultId": id});
+        }
+        serde_json::json!({
+            "kind": "full",
+            "resultId": id,
+            "items": convert::diagnostics(doc, self.encoding),
+        })
+    }
+
+    /// `textDocument/semanticTokens/full`, and `/full/delta` when `previous` names the result
+    /// last sent (else the full tokens again).
+    pub fn semantic_tokens(&self, uri: &Url, previous: Option<&str>) -> serde_json::Value {
+        let Some(doc) = self.docs.get(uri) else {
+            return serde_json::json!({"data": []});
+        };
+        let data = crate::semantic::tokens(doc, self.encoding);
+        let id = doc.check.to_string();
+        let mut sent = self.sent_tokens.borrow_mut();
+        let answer = match (previous, sent.get(uri)) {
+            (Some(p), Some((old_id, old))) if p == old_id => {
+                let (start, delete_count, new) = crate::semantic::delta(old, &data);
+                let edits = if delete_count == 0 && new.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![
+                        serde_json::json!({"start": start, "deleteCount": delete_count, "data": new}),
+                    ]
+                };
+                serde_json::json!({"resultId": id, "edits": edits})
+            }
+            _ => serde_json::json!({"resultId": id, "data": data}),
+        };
+        sent.insert(uri.clone(), (id, data));
+        answer
     }
 
     fn at(&self, uri: &Url, pos: Position) -> Option<(&Document, usize)> {
@@ -131,16 +192,50 @@ impl State {
     /// A suppression's reason is a snippet tab stop (`${1:reason}`) for a client that takes
     /// snippet edits in a workspace edit (LSP 3.18 `workspace.workspaceEdit.snippetEditSupport`),
     /// else the text `<reason>`, which AF214 reports until it is replaced.
-    pub fn code_actions(&self, uri: &Url, range: Range) -> Vec<serde_json::Value> {
+    ///
+    /// `only` is the client's `context.only`: the kinds it wants (`quickfix`, `source.fixAll`,
+    /// `source`…); `None` is the quick fixes. `source.fixAll.otters`, when asked for, is one edit
+    /// that applies every safe fix of the document, as `otters lint --fix` does ("fix on save").
+    pub fn code_actions(
+        &self,
+        uri: &Url,
+        range: Range,
+        only: Option<&[lsp_types::CodeActionKind]>,
+    ) -> Vec<serde_json::Value> {
         let Some(doc) = self.docs.get(uri) else {
             return Vec::new();
         };
+        let wants = |kind: &str| {
+            only.is_none_or(|o| {
+                o.iter().any(|k| {
+                    let k = k.as_str();
+                    kind == k || kind.strip_prefix(k).is_some_and(|r| r.starts_with('.'))
+                })
+            })
+        };
+        let mut out = if wants(lsp_types::CodeActionKind::QUICKFIX.as_str()) {
+            self.quick_fixes(doc, range)
+        } else {
+            Vec::new()
+        };
+        // A source action is for a client that asks for it (on save, or its source menu), not
+        // for every light bulb.
+        if only.is_some() && wants(convert::FIX_ALL) {
+            if let Some(fixed) = doc.fixed() {
+                out.push(json(convert::replace_all(doc, fixed, self.encoding)));
+            }
+        }
+        out
+    }
+
+    /// The quick fixes of `code_actions`.
+    fn quick_fixes(&self, doc: &Document, range: Range) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
         // The whole lines of the range: a cursor anywhere on a line sees that line's fixes.
         let start = doc.offset(Position::new(range.start.line, 0), self.encoding);
         let end_line = Position::new(range.end.line, u32::MAX);
         let end = doc.offset(end_line, self.encoding).max(start);
         let touches = |s: otters_agentfile::Span| s.start <= end && start <= s.end;
-        let mut out = Vec::new();
         for d in doc
             .diagnostics
             .iter()
@@ -203,6 +298,84 @@ impl State {
                 Range::default(),
             )),
         }
+    }
+
+    fn occurrences(
+        &self,
+        uri: &Url,
+        pos: Position,
+    ) -> Option<(&Document, String, Vec<navigate::Occurrence>)> {
+        let (doc, offset) = self.at(uri, pos)?;
+        let (name, all) = navigate::occurrences(doc, offset)?;
+        Some((doc, name, all))
+    }
+
+    /// `textDocument/references`: every place the ARG or ENV name at `pos` is written
+    /// (declarations only when `declarations`).
+    pub fn references(&self, uri: &Url, pos: Position, declarations: bool) -> Vec<Location> {
+        let Some((doc, _, all)) = self.occurrences(uri, pos) else {
+            return Vec::new();
+        };
+        all.into_iter()
+            .filter(|o| declarations || !o.declaration)
+            .map(|o| Location::new(uri.clone(), doc.range(o.span, self.encoding)))
+            .collect()
+    }
+
+    /// `textDocument/documentHighlight`: the same places, declarations as writes.
+    pub fn highlights(&self, uri: &Url, pos: Position) -> Vec<lsp_types::DocumentHighlight> {
+        let Some((doc, _, all)) = self.occurrences(uri, pos) else {
+            return Vec::new();
+        };
+        all.into_iter()
+            .map(|o| lsp_types::DocumentHighlight {
+                range: doc.range(o.span, self.encoding),
+                kind: Some(if o.declaration {
+                    lsp_types::DocumentHighlightKind::WRITE
+                } else {
+                    lsp_types::DocumentHighlightKind::READ
+                }),
+            })
+            .collect()
+    }
+
+    /// `textDocument/prepareRename`: the range of the ARG or ENV name at `pos`, or why nothing
+    /// there can be renamed.
+    pub fn prepare_rename(&self, uri: &Url, pos: Position) -> Result<Range, String> {
+        let (doc, offset) = self
+            .at(uri, pos)
+            .ok_or_else(|| "the document is not open".to_owned())?;
+        let (_, all) = navigate::occurrences(doc, offset).ok_or_else(|| {
+            "only an ARG or ENV name (or a ${NAME} use) can be renamed".to_owned()
+        })?;
+        all.iter()
+            .find(|o| o.span.start <= offset && offset <= o.span.end)
+            .map(|o| doc.range(o.span, self.encoding))
+            .ok_or_else(|| "only an ARG or ENV name (or a ${NAME} use) can be renamed".to_owned())
+    }
+
+    /// `textDocument/rename`: every place of the name at `pos`, rewritten to `new_name`.
+    pub fn rename(
+        &self,
+        uri: &Url,
+        pos: Position,
+        new_name: &str,
+    ) -> Result<lsp_types::WorkspaceEdit, String> {
+        self.prepare_rename(uri, pos)?;
+        if !navigate::is_name(new_name) {
+            return Err(format!(
+                "`{new_name}` is not a valid ARG or ENV name: a letter or `_`, then letters, digits or `_`"
+            ));
+        }
+        let (doc, _, all) = self.occurrences(uri, pos).ok_or_else(String::new)?;
+        let edits = all
+            .into_iter()
+            .map(|o| TextEdit::new(doc.range(o.span, self.encoding), new_name.to_owned()))
+            .collect();
+        Ok(lsp_types::WorkspaceEdit::new(HashMap::from([(
+            uri.clone(),
+            edits,
+        )])))
     }
 
     /// One edit replacing the whole text with its formatted form; none when it is already

@@ -202,7 +202,7 @@ proptest! {
             if let Some(l) = state.definition(&uri, pos) {
                 inside(&l.range, n);
             }
-            for a in state.code_actions(&uri, Range::new(pos, pos)) {
+            for a in state.code_actions(&uri, Range::new(pos, pos), None) {
                 if let Ok(lsp_types::CodeActionOrCommand::CodeAction(a)) = serde_json::from_value(a) {
                     for edits in a.edit.and_then(|e| e.changes).into_iter().flat_map(std::collections::HashMap::into_values) {
                         for e in edits {
