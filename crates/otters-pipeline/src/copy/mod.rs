@@ -279,7 +279,9 @@ fn move_one(
     let staged = match (source, client) {
         (Place::Registry(_), Some(c)) => {
             let (staged, pulled) = fetch(c, store, &node.source, sources, progress)?;
-            count(report, &pulled);
+            // What was staged already counts for nothing: `skipped` is the destination's.
+            report.downloaded += pulled.downloaded.len();
+            report.bytes += pulled.bytes;
             staged
         }
         _ => node.descriptor.clone(),
@@ -302,11 +304,11 @@ fn move_one(
     }
 }
 
+/// What a push did, added to the report.
 fn count(report: &mut CopyReport, t: &TransferReport) {
     report.uploaded += t.uploaded.len();
     report.skipped += t.skipped.len();
     report.mounted += t.mounted.len();
-    report.downloaded += t.downloaded.len();
     report.bytes += t.bytes;
 }
 
