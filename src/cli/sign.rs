@@ -13,9 +13,9 @@ use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest};
 use otters_pipeline::keyless::{Services, TokenSource};
 use otters_supply::bundle::{self, BUNDLE_V03, MAX_BUNDLE};
-use otters_supply::keyless;
 use otters_supply::keys::{KeyPair, PublicKey};
 use otters_supply::statement::{Statement, Subject};
+use otters_supply::{keyless, keyless_verify};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -110,8 +110,24 @@ pub struct VerifyArgs {
     /// The image to verify: a local tag or digest (with --remote: a registry reference)
     pub reference: String,
     /// Public key (PKIX PEM, as `otters key generate` writes it)
-    #[arg(long, value_name = "PUB")]
-    pub key: PathBuf,
+    #[arg(
+        long,
+        value_name = "PUB",
+        required_unless_present = "certificate_identity",
+        conflicts_with = "certificate_identity"
+    )]
+    pub key: Option<PathBuf>,
+    /// Keyless: the identity the signing certificate must name, exactly (its SAN: a workflow URI or
+    /// an email)
+    #[arg(long, value_name = "ID", requires_all = ["certificate_oidc_issuer", "trusted_root"])]
+    pub certificate_identity: Option<String>,
+    /// Keyless: the OIDC issuer the signing certificate must name, exactly
+    #[arg(long, value_name = "URL", requires = "certificate_identity")]
+    pub certificate_oidc_issuer: Option<String>,
+    /// Keyless: Sigstore's trusted root (`trusted_root.json`: certificate authorities and
+    /// transparency logs); verification is offline
+    #[arg(long, value_name = "FILE", requires = "certificate_identity")]
+    pub trusted_root: Option<PathBuf>,
     #[command(flatten)]
     pub place: WhereFlags,
 }
@@ -174,17 +190,74 @@ pub fn run_sign(a: SignArgs) -> CliResult {
 }
 
 pub fn run_verify(a: VerifyArgs) -> CliResult {
-    let key = PublicKey::read(&a.key).map_err(|e| miette!("{e}"))?;
+    if let (Some(identity), Some(issuer), Some(root)) = (
+        &a.certificate_identity,
+        &a.certificate_oidc_issuer,
+        &a.trusted_root,
+    ) {
+        return verify_keyless(&a, identity, issuer, root);
+    }
+    let Some(key_path) = &a.key else {
+        return Err(miette!("pass --key PUB, or --certificate-identity ID --certificate-oidc-issuer URL --trusted-root FILE"));
+    };
+    let key = PublicKey::read(key_path).map_err(|e| miette!("{e}"))?;
     let target = Target::resolve(&a.reference, &a.place)?;
     let digest = target.descriptor().digest.clone();
-    let ok = verify_target(&target, &digest, &key, &a.key, &a.reference)?;
+    let ok = verify_target(&target, &digest, &key, key_path, &a.reference)?;
     outln!(
         "Verified OK: {} signs {}@{digest} ({})",
-        a.key.display(),
+        key_path.display(),
         esc(&a.reference),
         ok.predicate_type
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `otters verify --certificate-identity ID --certificate-oidc-issuer ISS --trusted-root FILE`: a
+/// keyless bundle referrer of the image must verify against the trusted root for exactly that
+/// identity and issuer.
+fn verify_keyless(a: &VerifyArgs, identity: &str, issuer: &str, root_path: &Path) -> CliResult {
+    let root = otters_core::files::read_named(root_path, "trusted root", MAX_BUNDLE as u64)
+        .map_err(|e| miette!("{e} (the trusted root: Sigstore's trusted_root.json)"))?;
+    let target = Target::resolve(&a.reference, &a.place)?;
+    let digest = target.descriptor().digest.clone();
+    let expected = keyless_verify::Expected {
+        identity,
+        issuer,
+        sha256: digest.hex(),
+    };
+    let found = target.referrers(&digest, Some(BUNDLE_V03))?;
+    let mut reasons = Vec::new();
+    for r in &found {
+        let checked = bundle_layer(&target, r, &digest)
+            .and_then(|blob| keyless_verify::verify(&blob, &root, &expected));
+        match checked {
+            Ok(v) => {
+                outln!(
+                    "Verified OK: {} ({}) signs {}@{digest} ({})",
+                    esc(&v.identity),
+                    esc(&v.issuer),
+                    esc(&a.reference),
+                    v.predicate_type
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(why) => reasons.push(format!("{}: {}", r.digest, esc(&why))),
+        }
+    }
+    let who = format!("{}@{digest}", esc(&a.reference));
+    if found.is_empty() {
+        return Err(miette!(
+            "{who} is not signed: it has no Sigstore bundle referrer"
+        ));
+    }
+    Err(miette!(
+        "{who} has no valid keyless signature by {} ({}): {} bundle(s) found, none verifies ({})",
+        esc(identity),
+        esc(issuer),
+        found.len(),
+        reasons.join("; ")
+    ))
 }
 
 /// Checks that a bundle referrer of `digest` verifies with `key` and is about `digest`; the
@@ -227,6 +300,12 @@ fn check_one(
     digest: &Digest,
     key: &PublicKey,
 ) -> Result<bundle::Verified, String> {
+    let blob = bundle_layer(target, r, digest)?;
+    bundle::verify(&blob, key, digest.hex()).map_err(|e| e.to_string())
+}
+
+/// The bundle layer of the referrer `r`, whose manifest must name `digest` as subject.
+fn bundle_layer(target: &Target, r: &Descriptor, digest: &Digest) -> Result<Vec<u8>, String> {
     let bytes = target.manifest(r).map_err(|e| e.to_string())?;
     let doc: ManifestDoc =
         serde_json::from_slice(&bytes).map_err(|e| format!("not a manifest: {e}"))?;
@@ -238,10 +317,9 @@ fn check_one(
         .iter()
         .find(|l| l.media_type.as_str() == BUNDLE_V03)
         .ok_or("it has no bundle layer")?;
-    let blob = target
+    target
         .blob(layer, MAX_BUNDLE as u64)
-        .map_err(|e| e.to_string())?;
-    bundle::verify(&blob, key, digest.hex()).map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())
 }
 
 fn esc(s: &str) -> String {
