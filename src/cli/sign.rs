@@ -113,20 +113,23 @@ pub struct VerifyArgs {
     #[arg(
         long,
         value_name = "PUB",
-        required_unless_present = "certificate_identity",
-        conflicts_with = "certificate_identity"
+        required_unless_present = "identity",
+        conflicts_with = "identity"
     )]
     pub key: Option<PathBuf>,
     /// Keyless: the identity the signing certificate must name, exactly (its SAN: a workflow URI or
     /// an email)
-    #[arg(long, value_name = "ID", requires_all = ["certificate_oidc_issuer", "trusted_root"])]
+    #[arg(long, value_name = "ID", group = "identity", requires_all = ["certificate_oidc_issuer", "trusted_root"])]
     pub certificate_identity: Option<String>,
+    /// Keyless: a regular expression the certificate's whole SAN must match (anchored at both ends)
+    #[arg(long, value_name = "RE", group = "identity", requires_all = ["certificate_oidc_issuer", "trusted_root"])]
+    pub certificate_identity_regexp: Option<String>,
     /// Keyless: the OIDC issuer the signing certificate must name, exactly
-    #[arg(long, value_name = "URL", requires = "certificate_identity")]
+    #[arg(long, value_name = "URL", requires = "identity")]
     pub certificate_oidc_issuer: Option<String>,
     /// Keyless: Sigstore's trusted root (`trusted_root.json`: certificate authorities and
     /// transparency logs); verification is offline
-    #[arg(long, value_name = "FILE", requires = "certificate_identity")]
+    #[arg(long, value_name = "FILE", requires = "identity")]
     pub trusted_root: Option<PathBuf>,
     #[command(flatten)]
     pub place: WhereFlags,
@@ -190,11 +193,16 @@ pub fn run_sign(a: SignArgs) -> CliResult {
 }
 
 pub fn run_verify(a: VerifyArgs) -> CliResult {
-    if let (Some(identity), Some(issuer), Some(root)) = (
-        &a.certificate_identity,
-        &a.certificate_oidc_issuer,
-        &a.trusted_root,
-    ) {
+    if let (Some(issuer), Some(root)) = (&a.certificate_oidc_issuer, &a.trusted_root) {
+        let identity = match (&a.certificate_identity, &a.certificate_identity_regexp) {
+            (Some(id), _) => keyless_verify::Identity::Exact(id),
+            (None, Some(re)) => keyless_verify::Identity::regexp(re).map_err(|e| miette!("{e}"))?,
+            (None, None) => {
+                return Err(miette!(
+                    "pass --certificate-identity or --certificate-identity-regexp"
+                ))
+            }
+        };
         return verify_keyless(&a, identity, issuer, root);
     }
     let Some(key_path) = &a.key else {
@@ -216,7 +224,16 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
 /// `otters verify --certificate-identity ID --certificate-oidc-issuer ISS --trusted-root FILE`: a
 /// keyless bundle referrer of the image must verify against the trusted root for exactly that
 /// identity and issuer.
-fn verify_keyless(a: &VerifyArgs, identity: &str, issuer: &str, root_path: &Path) -> CliResult {
+fn verify_keyless(
+    a: &VerifyArgs,
+    identity: keyless_verify::Identity<'_>,
+    issuer: &str,
+    root_path: &Path,
+) -> CliResult {
+    let wanted = match &identity {
+        keyless_verify::Identity::Exact(id) => (*id).to_owned(),
+        keyless_verify::Identity::Regexp(re) => format!("/{}/", re.as_str()),
+    };
     let root = otters_core::files::read_named(root_path, "trusted root", MAX_BUNDLE as u64)
         .map_err(|e| miette!("{e} (the trusted root: Sigstore's trusted_root.json)"))?;
     let target = Target::resolve(&a.reference, &a.place)?;
@@ -253,7 +270,7 @@ fn verify_keyless(a: &VerifyArgs, identity: &str, issuer: &str, root_path: &Path
     }
     Err(miette!(
         "{who} has no valid keyless signature by {} ({}): {} bundle(s) found, none verifies ({})",
-        esc(identity),
+        esc(&wanted),
         esc(issuer),
         found.len(),
         reasons.join("; ")

@@ -298,6 +298,18 @@ fn sign_local(env: &Env, mock: &Mock, tag: &str) -> String {
     .to_owned()
 }
 
+/// `otters verify REF --certificate-identity-regexp RE` for the GitHub issuer: whether it passed.
+fn verify_regexp(env: &Env, reference: &str, re: &str, root: &str) -> bool {
+    let args = ["verify", reference, "--certificate-identity-regexp", re];
+    let rest = [
+        "--certificate-oidc-issuer",
+        GITHUB_ISS,
+        "--trusted-root",
+        root,
+    ];
+    env.run(&[&args[..], &rest[..]].concat()).0
+}
+
 /// `otters verify REF` by identity: (ok, stdout + stderr, flattened).
 fn verify_by_identity(
     env: &Env,
@@ -338,6 +350,14 @@ fn verify_by_identity_accepts_only_the_exact_identity_issuer_root_and_untampered
         ok && said.contains("Verified OK") && said.contains(&signed),
         "{said}"
     );
+    // The anchored regular expression: a family of refs matches; a prefix pattern does not.
+    let by_re = |re: &str| verify_regexp(&env, "demo:signed", re, root);
+    assert!(by_re(
+        r"https://github\.com/acme/agents/\.github/workflows/ci\.yml@refs/heads/.+"
+    ));
+    assert!(!by_re(
+        r"https://github\.com/acme/agents/\.github/workflows/ci\.yml@refs/heads/mai"
+    ));
     // Key-based verification keeps working beside it (and refuses a keyless bundle as such).
     let prefix = env.dir.path().join("k");
     env.ok(&["key", "generate", "--out", prefix.to_str().unwrap()]);

@@ -29,9 +29,40 @@ const OID_ISSUER_V1: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xbf, 0x30, 0
 const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
 const OID_ECDSA_SHA384: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03];
 
+/// The identity a certificate must name.
+pub enum Identity<'a> {
+    /// The SAN, exactly.
+    Exact(&'a str),
+    /// A regular expression the whole SAN must match (anchored: `^(?:RE)$`).
+    Regexp(regex::Regex),
+}
+
+impl Identity<'_> {
+    /// `--certificate-identity-regexp RE`, anchored at both ends.
+    pub fn regexp(re: &str) -> Result<Identity<'static>, String> {
+        regex::Regex::new(&format!("^(?:{re})$"))
+            .map(Identity::Regexp)
+            .map_err(|e| format!("--certificate-identity-regexp is not a regular expression: {e}"))
+    }
+
+    fn matches(&self, san: &str) -> bool {
+        match self {
+            Identity::Exact(id) => san == *id,
+            Identity::Regexp(re) => re.is_match(san),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Identity::Exact(id) => (*id).to_owned(),
+            Identity::Regexp(re) => format!("/{}/", re.as_str()),
+        }
+    }
+}
+
 /// What keyless verification expects.
 pub struct Expected<'a> {
-    pub identity: &'a str,
+    pub identity: Identity<'a>,
     pub issuer: &'a str,
     /// The sha256 (64 hex digits) a statement subject must carry.
     pub sha256: &'a str,
@@ -473,13 +504,13 @@ pub fn verify(
     }
     // 2. Identity and issuer, exactly.
     let names = sans(&leaf)?;
-    if !names.iter().any(|n| n == expected.identity) {
+    let Some(san) = names.iter().find(|n| expected.identity.matches(n)) else {
         return Err(no(format!(
             "the certificate is for {}, not {}",
             names.join(", "),
-            expected.identity
+            expected.identity.describe()
         )));
-    }
+    };
     let issuer = issuer_of(&leaf)?.unwrap_or_default();
     if issuer != expected.issuer {
         return Err(no(format!(
@@ -540,7 +571,7 @@ pub fn verify(
     }
     Ok(KeylessVerified {
         predicate_type: st["predicateType"].as_str().unwrap_or_default().to_owned(),
-        identity: expected.identity.to_owned(),
+        identity: san.clone(),
         issuer,
     })
 }
@@ -548,6 +579,21 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identity_regexp_is_anchored() {
+        let re = Identity::regexp("https://github\\.com/acme/.*@refs/tags/v[0-9.]+").unwrap();
+        assert!(re.matches("https://github.com/acme/a/.github/workflows/r.yml@refs/tags/v1.2"));
+        assert!(
+            !re.matches("https://github.com/acme/a/.github/workflows/r.yml@refs/tags/v1.2-evil")
+        );
+        assert!(!re.matches("xhttps://github.com/acme/a@refs/tags/v1"));
+        assert!(
+            Identity::Exact("a@b.c").matches("a@b.c")
+                && !Identity::Exact("a@b.c").matches("a@b.co")
+        );
+        assert!(Identity::regexp("(").is_err());
+    }
 
     #[test]
     fn merkle_one_leaf_and_times() {
