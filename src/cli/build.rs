@@ -79,6 +79,10 @@ pub struct Args {
     /// Add a manifest annotation (repeatable; overrides LABELs of the same key)
     #[arg(long = "annotation", value_name = "K=V")]
     pub annotations: Vec<String>,
+    /// Annotate the image (and a multi-platform index) with org.opencontainers.image.source,
+    /// .revision and .url from GitHub Actions' or GitLab CI's variables
+    #[arg(long)]
+    pub annotations_from_ci: bool,
     /// Write the image digest to FILE (removed first, so a failed build leaves none)
     #[arg(long, value_name = "FILE")]
     pub iidfile: Option<PathBuf>,
@@ -321,6 +325,11 @@ pub fn run(mut a: Args) -> CliResult {
     let build_args = parse_build_args(&a.build_args, a.quiet)?;
     let labels = parse_pairs("--label", &a.labels)?;
     let annotations = parse_pairs("--annotation", &a.annotations)?;
+    let ci_annotations = if a.annotations_from_ci {
+        otters_pipeline::build::ci::annotations(|k| std::env::var(k).ok()).map_err(fail)?
+    } else {
+        BTreeMap::new()
+    };
     let epoch = epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).map_err(fail)?;
     let (context, agentfile) = agentfile(&a)?;
     let home = super::otters_home();
@@ -335,6 +344,7 @@ pub fn run(mut a: Args) -> CliResult {
         build_args,
         labels,
         annotations,
+        ci_annotations,
         archive: match &output {
             Some(Output::Archive(dest)) => Some(dest.clone()),
             _ => None,
@@ -497,6 +507,33 @@ fn write_result_files(a: &Args, out: &BuildOutput) -> miette::Result<()> {
     Ok(())
 }
 
+/// In GitHub Actions (`GITHUB_STEP_SUMMARY` names a file), appends the build's digest, tags and
+/// pushes to the job summary; a summary that cannot be written is a warning, not a failure.
+fn write_job_summary(out: &BuildOutput) {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let pushed: Vec<String> = out
+        .pushed
+        .iter()
+        .map(|r| format!("{}@{}", r.reference, r.digest))
+        .collect();
+    let text =
+        otters_pipeline::build::ci::summary(out.descriptor.digest.as_str(), &out.tags, &pushed);
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "warning: cannot append to the job summary {}: {e}",
+            otters_core::escape::escape(&std::path::Path::new(&path).display().to_string())
+        );
+    }
+}
+
 fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
     let text = !a.quiet && a.format == Format::Text;
     if !a.quiet {
@@ -521,6 +558,7 @@ fn report(a: &Args, out: &BuildOutput) -> miette::Result<()> {
             eprintln!("pushed {}@{}", r.reference, r.digest);
         }
     }
+    write_job_summary(out);
     if a.format == Format::Json {
         use otters_core::json::Value;
         let mut v = Value::object()

@@ -12,8 +12,8 @@ use miette::miette;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest};
 use otters_pipeline::keyless::{Services, TokenSource};
-use otters_supply::bundle::{self, BUNDLE_V03};
-use otters_supply::keyless;
+use otters_supply::bundle::{self, BUNDLE_V03, MAX_BUNDLE};
+use otters_supply::{keyless, keyless_verify};
 use otters_supply::keys::{KeyPair, PublicKey};
 use otters_supply::statement::{Statement, Subject, SIGN_PREDICATE};
 use otters_supply::verify::{
@@ -109,8 +109,27 @@ pub struct VerifyArgs {
     /// The image to verify: a local tag or digest (with --remote: a registry reference)
     pub reference: String,
     /// Public key (PKIX PEM, as `otters key generate` writes it)
-    #[arg(long, value_name = "PUB")]
-    pub key: PathBuf,
+    #[arg(
+        long,
+        value_name = "PUB",
+        required_unless_present = "identity",
+        conflicts_with = "identity"
+    )]
+    pub key: Option<PathBuf>,
+    /// Keyless: the identity the signing certificate must name, exactly (its SAN: a workflow URI or
+    /// an email)
+    #[arg(long, value_name = "ID", group = "identity", requires_all = ["certificate_oidc_issuer", "trusted_root"])]
+    pub certificate_identity: Option<String>,
+    /// Keyless: a regular expression the certificate's whole SAN must match (anchored at both ends)
+    #[arg(long, value_name = "RE", group = "identity", requires_all = ["certificate_oidc_issuer", "trusted_root"])]
+    pub certificate_identity_regexp: Option<String>,
+    /// Keyless: the OIDC issuer the signing certificate must name, exactly
+    #[arg(long, value_name = "URL", requires = "identity")]
+    pub certificate_oidc_issuer: Option<String>,
+    /// Keyless: Sigstore's trusted root (`trusted_root.json`: certificate authorities and
+    /// transparency logs); verification is offline
+    #[arg(long, value_name = "FILE", requires = "identity")]
+    pub trusted_root: Option<PathBuf>,
     /// Accept a signed attestation of this predicate type instead of a signature: a URI, or
     /// signature, slsaprovenance1, cyclonedx, spdxjson, vuln
     #[arg(long = "type", value_name = "PREDICATE")]
@@ -180,7 +199,22 @@ pub fn run_sign(a: SignArgs) -> CliResult {
 }
 
 pub fn run_verify(a: VerifyArgs) -> CliResult {
-    let key = PublicKey::read(&a.key).map_err(|e| miette!("{e}"))?;
+    if let (Some(issuer), Some(root)) = (&a.certificate_oidc_issuer, &a.trusted_root) {
+        let identity = match (&a.certificate_identity, &a.certificate_identity_regexp) {
+            (Some(id), _) => keyless_verify::Identity::Exact(id),
+            (None, Some(re)) => keyless_verify::Identity::regexp(re).map_err(|e| miette!("{e}"))?,
+            (None, None) => {
+                return Err(miette!(
+                    "pass --certificate-identity or --certificate-identity-regexp"
+                ))
+            }
+        };
+        return verify_keyless(&a, identity, issuer, root);
+    }
+    let Some(key_path) = &a.key else {
+        return Err(miette!("pass --key PUB, or --certificate-identity ID --certificate-oidc-issuer URL --trusted-root FILE"));
+    };
+    let key = PublicKey::read(key_path).map_err(|e| miette!("{e}"))?;
     let mut opts = VerifyOptions::signature(&key);
     if let Some(t) = &a.predicate_type {
         opts.predicate_type =
@@ -200,7 +234,7 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
                         esc(&r.registry)
                     );
                     let remote = target.in_registry(&r, a.place.insecure)?;
-                    verify_target_with(&remote, &digest, &opts, &a.key, &a.reference)?
+                    verify_target_with(&remote, &digest, &opts, key_path, &a.reference)?
                 }
                 Some(_) => {
                     return Err(miette!(
@@ -209,18 +243,92 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
                         esc(&a.reference)
                     ))
                 }
-                None => return Err(explain(ImageVerifyError::NotSigned, &digest, &opts, &a.key, &a.reference)),
+                None => return Err(explain(ImageVerifyError::NotSigned, &digest, &opts, key_path, &a.reference)),
             }
         }
-        Err(e) => return Err(explain(e, &digest, &opts, &a.key, &a.reference)),
+        Err(e) => return Err(explain(e, &digest, &opts, key_path, &a.reference)),
     };
     outln!(
         "Verified OK: {} signs {}@{digest} ({})",
-        a.key.display(),
+        key_path.display(),
         esc(&a.reference),
         esc(&ok.predicate_type)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `otters verify --certificate-identity ID --certificate-oidc-issuer ISS --trusted-root FILE`: a
+/// keyless bundle referrer of the image must verify against the trusted root for exactly that
+/// identity and issuer.
+fn verify_keyless(
+    a: &VerifyArgs,
+    identity: keyless_verify::Identity<'_>,
+    issuer: &str,
+    root_path: &Path,
+) -> CliResult {
+    let wanted = match &identity {
+        keyless_verify::Identity::Exact(id) => (*id).to_owned(),
+        keyless_verify::Identity::Regexp(re) => format!("/{}/", re.as_str()),
+    };
+    let root = otters_core::files::read_named(root_path, "trusted root", MAX_BUNDLE as u64)
+        .map_err(|e| miette!("{e} (the trusted root: Sigstore's trusted_root.json)"))?;
+    let target = Target::resolve(&a.reference, &a.place)?;
+    let digest = target.descriptor().digest.clone();
+    let expected = keyless_verify::Expected {
+        identity,
+        issuer,
+        sha256: digest.hex(),
+    };
+    let found = target.referrers(&digest, Some(BUNDLE_V03))?;
+    let mut reasons = Vec::new();
+    for r in &found {
+        let checked = bundle_layer(&target, r, &digest)
+            .and_then(|blob| keyless_verify::verify(&blob, &root, &expected));
+        match checked {
+            Ok(v) => {
+                outln!(
+                    "Verified OK: {} ({}) signs {}@{digest} ({})",
+                    esc(&v.identity),
+                    esc(&v.issuer),
+                    esc(&a.reference),
+                    v.predicate_type
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(why) => reasons.push(format!("{}: {}", r.digest, esc(&why))),
+        }
+    }
+    let who = format!("{}@{digest}", esc(&a.reference));
+    if found.is_empty() {
+        return Err(miette!(
+            "{who} is not signed: it has no Sigstore bundle referrer"
+        ));
+    }
+    Err(miette!(
+        "{who} has no valid keyless signature by {} ({}): {} bundle(s) found, none verifies ({})",
+        esc(&wanted),
+        esc(issuer),
+        found.len(),
+        reasons.join("; ")
+    ))
+}
+
+/// The bundle layer of the referrer `r`, whose manifest must name `digest` as subject.
+fn bundle_layer(target: &Target, r: &Descriptor, digest: &Digest) -> Result<Vec<u8>, String> {
+    let bytes = target.manifest(r).map_err(|e| e.to_string())?;
+    let doc: ManifestDoc =
+        serde_json::from_slice(&bytes).map_err(|e| format!("not a manifest: {e}"))?;
+    if doc.subject.as_ref().map(|s| &s.digest) != Some(digest) {
+        return Err("its manifest does not name this image as subject".into());
+    }
+    let layer = doc
+        .layers
+        .iter()
+        .find(|l| l.media_type.as_str() == BUNDLE_V03)
+        .ok_or("it has no bundle layer")?;
+    target
+        .blob(layer, MAX_BUNDLE as u64)
+        .map_err(|e| e.to_string())
 }
 
 /// Checks that a bundle referrer of `digest` is a signature by `key` about `digest` (the run

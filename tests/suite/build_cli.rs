@@ -694,4 +694,140 @@ fn inspect_text_shows_the_agents_own_content() {
         assert!(agent.lines().any(|l| l == line), "no {line:?} in:\n{agent}");
     }
     assert!(agent.contains("    SOUL  106 B  \"Core rules\""), "{agent}");
+
+/// `otters build -q ARGS CTX` with every CI variable cleared, then `vars` set.
+fn ci_build(env: &Env, ctx: &Path, vars: &[(&str, &Path)], args: &[&str]) -> std::process::Output {
+    let mut cmd = env.otters();
+    for k in [
+        "GITHUB_SERVER_URL",
+        "GITHUB_REPOSITORY",
+        "GITHUB_SHA",
+        "CI_PROJECT_URL",
+        "CI_COMMIT_SHA",
+        "GITHUB_STEP_SUMMARY",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.args(["build", "-q"])
+        .args(args)
+        .arg(ctx)
+        .output()
+        .unwrap()
+}
+
+/// `--annotations-from-ci`: GitHub's variables become the source, revision and URL annotations of
+/// every manifest and of the multi-platform index; without CI variables the flag fails and says
+/// which it reads; `GITHUB_STEP_SUMMARY` gets the digest and tag.
+#[test]
+fn annotations_from_ci_reach_manifests_and_index_and_the_job_summary() {
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\n",
+    );
+    let summary = env.dir.path().join("summary.md");
+    let p = |s: &'static str| Path::new(s);
+    let built = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let digest = built(ci_build(
+        &env,
+        &ctx,
+        &[
+            ("GITHUB_SERVER_URL", p("https://github.com")),
+            ("GITHUB_REPOSITORY", p("acme/agents")),
+            ("GITHUB_SHA", p("0123abc")),
+            ("GITHUB_STEP_SUMMARY", &summary),
+        ],
+        &[
+            "--annotations-from-ci",
+            "--platform",
+            "linux/amd64,linux/arm64",
+            "-t",
+            "demo:ci",
+        ],
+    ));
+    let read = |d: &str| json(&fs::read_to_string(env.store_blob(d)).unwrap());
+    let index = read(&digest);
+    let want = [
+        (
+            "org.opencontainers.image.source",
+            "https://github.com/acme/agents",
+        ),
+        (
+            "org.opencontainers.image.url",
+            "https://github.com/acme/agents",
+        ),
+        ("org.opencontainers.image.revision", "0123abc"),
+    ];
+    let manifests = index["manifests"].as_array().unwrap();
+    assert_eq!(manifests.len(), 2);
+    for doc in std::iter::once(index.clone()).chain(
+        manifests
+            .iter()
+            .map(|m| read(m["digest"].as_str().unwrap())),
+    ) {
+        for (k, v) in want {
+            assert_eq!(doc["annotations"][k], v, "{doc}");
+        }
+    }
+    let md = fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.contains(&format!("| digest | `{digest}` |")) && md.contains("| tag | `demo:ci` |"),
+        "{md}"
+    );
+
+    // GitLab's variables.
+    let m = read(&built(ci_build(
+        &env,
+        &ctx,
+        &[
+            ("CI_PROJECT_URL", p("https://gitlab.example/g/p")),
+            ("CI_COMMIT_SHA", p("feed")),
+        ],
+        &["--annotations-from-ci", "-t", "demo:gl"],
+    )));
+    assert_eq!(
+        m["annotations"]["org.opencontainers.image.source"],
+        "https://gitlab.example/g/p"
+    );
+    assert_eq!(
+        m["annotations"]["org.opencontainers.image.revision"],
+        "feed"
+    );
+
+    // No CI: a failure that names the variables; and without the flag, no such annotation.
+    let out = ci_build(
+        &env,
+        &ctx,
+        &[],
+        &["--annotations-from-ci", "-t", "demo:none"],
+    );
+    assert!(!out.status.success());
+    let err = crate::support::cli::flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        err.contains("GITHUB_REPOSITORY") && err.contains("CI_PROJECT_URL"),
+        "{err}"
+    );
+    let m = read(&built(ci_build(
+        &env,
+        &ctx,
+        &[("GITHUB_REPOSITORY", p("acme/agents"))],
+        &["-t", "demo:plain"],
+    )));
+    assert!(
+        m["annotations"]
+            .get("org.opencontainers.image.source")
+            .is_none(),
+        "{m}"
+    );
 }

@@ -7,6 +7,7 @@
 
 use crate::support::cli::{json, Env};
 use crate::support::registry::Registry;
+use base64::Engine as _;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -264,4 +265,195 @@ fn keyless_signing_without_a_token_or_a_trusted_time_says_what_to_do() {
         "http://fulcio.example",
     ]);
     assert!(err.contains("plain HTTP"), "{err}");
+}
+
+/// Builds `tag` from a context salted with `salt` (so each image has its own digest).
+fn build_local(env: &Env, tag: &str, salt: &str) -> String {
+    let ctx = env.dir.path().join(format!("ctx-{salt}"));
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nCONTEXT SOUL <<EOF\n{salt}\nEOF\n"),
+    );
+    env.ok(&["build", "-q", "-t", tag, ctx.to_str().unwrap()])
+        .trim()
+        .to_owned()
+}
+
+/// `otters sign TAG --keyless` against `mock` (Fulcio and Rekor) for the GitHub identity; the
+/// referrer's digest.
+fn sign_local(env: &Env, mock: &Mock, tag: &str) -> String {
+    let token = Mock::token(&["--github", "acme/agents"]);
+    env.ok(&[
+        "sign",
+        tag,
+        "--keyless",
+        "--fulcio-url",
+        mock.var("FULCIO_URL"),
+        "--rekor-url",
+        mock.var("REKOR_URL"),
+        "--identity-token",
+        &token,
+    ])
+    .trim()
+    .to_owned()
+}
+
+/// `otters verify REF --certificate-identity-regexp RE` for the GitHub issuer: whether it passed.
+fn verify_regexp(env: &Env, reference: &str, re: &str, root: &str) -> bool {
+    let args = ["verify", reference, "--certificate-identity-regexp", re];
+    let rest = [
+        "--certificate-oidc-issuer",
+        GITHUB_ISS,
+        "--trusted-root",
+        root,
+    ];
+    env.run(&[&args[..], &rest[..]].concat()).0
+}
+
+/// `otters verify REF` by identity: (ok, stdout + stderr, flattened).
+fn verify_by_identity(
+    env: &Env,
+    reference: &str,
+    identity: &str,
+    issuer: &str,
+    root: &str,
+) -> (bool, String) {
+    let (ok, out, err) = env.run(&[
+        "verify",
+        reference,
+        "--certificate-identity",
+        identity,
+        "--certificate-oidc-issuer",
+        issuer,
+        "--trusted-root",
+        root,
+    ]);
+    (ok, crate::support::cli::flat(&format!("{out}{err}")))
+}
+
+#[test]
+fn verify_by_identity_accepts_only_the_exact_identity_issuer_root_and_untampered_bundle() {
+    const TEST: &str =
+        "verify_by_identity_accepts_only_the_exact_identity_issuer_root_and_untampered_bundle";
+    let Some(mock) = Mock::start(TEST) else {
+        return;
+    };
+    let Some(other) = Mock::start(TEST) else {
+        return;
+    };
+    let env = Env::new();
+    let signed = build_local(&env, "demo:signed", "a");
+    let referrer = sign_local(&env, &mock, "demo:signed");
+    let root = mock.var("TRUSTED_ROOT");
+    let (ok, said) = verify_by_identity(&env, "demo:signed", GITHUB_ID, GITHUB_ISS, root);
+    assert!(
+        ok && said.contains("Verified OK") && said.contains(&signed),
+        "{said}"
+    );
+    // The anchored regular expression: a family of refs matches; a prefix pattern does not.
+    let by_re = |re: &str| verify_regexp(&env, "demo:signed", re, root);
+    assert!(by_re(
+        r"https://github\.com/acme/agents/\.github/workflows/ci\.yml@refs/heads/.+"
+    ));
+    assert!(!by_re(
+        r"https://github\.com/acme/agents/\.github/workflows/ci\.yml@refs/heads/mai"
+    ));
+    // Key-based verification keeps working beside it (and refuses a keyless bundle as such).
+    let prefix = env.dir.path().join("k");
+    env.ok(&["key", "generate", "--out", prefix.to_str().unwrap()]);
+    let err = env.fails(&[
+        "verify",
+        "demo:signed",
+        "--key",
+        &format!("{}.pub", prefix.display()),
+    ]);
+    assert!(err.contains("not key-based"), "{err}");
+
+    for (id, iss, root, why, says) in [
+        (
+            &GITHUB_ID[..GITHUB_ID.len() - 1],
+            GITHUB_ISS,
+            root,
+            "a prefix of the identity",
+            "the certificate is for",
+        ),
+        (
+            "https://github.com/acme/agents/.github/workflows/ci.yml@refs/heads/main2",
+            GITHUB_ISS,
+            root,
+            "a longer identity",
+            "the certificate is for",
+        ),
+        (
+            GITHUB_ID,
+            "https://token.actions.githubusercontent.co",
+            root,
+            "a prefix of the issuer",
+            "issuer is",
+        ),
+        (
+            GITHUB_ID,
+            GITHUB_ISS,
+            other.var("TRUSTED_ROOT"),
+            "another trusted root",
+            "not issued by a certificate authority of the trusted root",
+        ),
+    ] {
+        let (ok, said) = verify_by_identity(&env, "demo:signed", id, iss, root);
+        assert!(
+            !ok && said.contains(says),
+            "accepted or misreported {why}: {said}"
+        );
+    }
+
+    // Variants of the good bundle, attached to their own images.
+    let good = json(&std::fs::read_to_string(bundle_of(&env, &referrer)).unwrap());
+    let attach_variant = |tag: &str, salt: &str, edit: &dyn Fn(&mut serde_json::Value, &str)| {
+        let digest = build_local(&env, tag, salt);
+        let mut b = good.clone();
+        edit(&mut b, &digest);
+        let file = env.dir.path().join(format!("{salt}.json"));
+        std::fs::write(&file, serde_json::to_vec(&b).unwrap()).unwrap();
+        env.ok(&[
+            "attach",
+            tag,
+            "--artifact-type",
+            "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "--layer-media-type",
+            "application/vnd.dev.sigstore.bundle.v0.3+json",
+            file.to_str().unwrap(),
+        ]);
+    };
+    let b64 = base64::engine::general_purpose::STANDARD;
+    // The payload rewritten to be about another image, the signature kept.
+    attach_variant("demo:tampered", "b", &|b, digest| {
+        let payload = String::from_utf8(
+            b64.decode(b["dsseEnvelope"]["payload"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        let moved = payload.replace(
+            signed.trim_start_matches("sha256:"),
+            digest.trim_start_matches("sha256:"),
+        );
+        b["dsseEnvelope"]["payload"] = b64.encode(moved).into();
+    });
+    let (ok, said) = verify_by_identity(&env, "demo:tampered", GITHUB_ID, GITHUB_ISS, root);
+    assert!(!ok && said.contains("payload was changed"), "{said}");
+    // The tlog entry removed.
+    attach_variant("demo:untimed", "c", &|b, _| {
+        b["verificationMaterial"]["tlogEntries"] = serde_json::json!([]);
+    });
+    let (ok, said) = verify_by_identity(&env, "demo:untimed", GITHUB_ID, GITHUB_ISS, root);
+    assert!(!ok && said.contains("no transparency-log entry"), "{said}");
+    // The tlog entry's body swapped for another (its SET no longer holds).
+    attach_variant("demo:forged", "d", &|b, _| {
+        b["verificationMaterial"]["tlogEntries"][0]["canonicalizedBody"] = b64.encode(b"{}").into();
+    });
+    let (ok, said) = verify_by_identity(&env, "demo:forged", GITHUB_ID, GITHUB_ISS, root);
+    assert!(!ok && said.contains("signed entry timestamp"), "{said}");
+    // The signed tag moved to unsigned content.
+    build_local(&env, "demo:signed", "e");
+    let (ok, said) = verify_by_identity(&env, "demo:signed", GITHUB_ID, GITHUB_ISS, root);
+    assert!(!ok && said.contains("is not signed"), "{said}");
 }

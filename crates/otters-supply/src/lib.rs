@@ -9,6 +9,7 @@
 pub mod bundle;
 pub mod inputs;
 pub mod keyless;
+pub mod keyless_verify;
 pub mod keys;
 pub mod provenance;
 pub mod referrer;

@@ -12,6 +12,7 @@
 // build returns it once, so its size costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
 
+pub mod ci;
 pub mod facts;
 pub(crate) mod hash_cache;
 pub(crate) mod ignore;
@@ -69,6 +70,9 @@ pub struct BuildOptions {
     pub labels: BTreeMap<String, String>,
     /// `--annotation`: manifest annotations only, set last (they override LABELs and the title).
     pub annotations: BTreeMap<String, String>,
+    /// `--annotations-from-ci` ([`ci::annotations`]): on every manifest (before `annotations`,
+    /// which override them) and on a multi-platform index.
+    pub ci_annotations: BTreeMap<String, String>,
     /// Also write the image to this oci-archive file.
     pub archive: Option<PathBuf>,
     /// Take every pin from `Agentfile.lock`; never contact a registry.
@@ -102,6 +106,7 @@ impl BuildOptions {
             build_args: BTreeMap::new(),
             labels: BTreeMap::new(),
             annotations: BTreeMap::new(),
+            ci_annotations: BTreeMap::new(),
             archive: None,
             offline: false,
             locked: false,
@@ -460,6 +465,7 @@ fn resolve_and_store(
         source,
     })?;
     let mut plan = lower_plan(opts, agentfile, &model, &pins, inherited_adds, &inputs)?;
+    plan.annotations.extend(opts.ci_annotations.clone());
     plan.annotations.extend(opts.annotations.clone());
     let ignore = read_ignore(&inputs)?;
     // The image's blobs are written without a per-blob fsync and made durable in one pass

@@ -80,14 +80,17 @@ pub(super) fn resolve_and_store_each(
             tags = tags_for(&opts.tags, model.agent.name_str())?;
         }
         let mut plan = lower_plan(opts, agentfile, &model, &pins, inherited_adds, &inputs)?;
+        plan.annotations.extend(opts.ci_annotations.clone());
         plan.annotations.extend(opts.annotations.clone());
         let mut descriptor = write_image(opts, store, &plan, &ignore, progress, &agentfile.name)?;
         descriptor.platform = Some(platform.clone());
         manifests.push(descriptor);
     }
-    let descriptor = write_index(store, &manifests).map_err(|source| ErrorKind::Write {
-        store: store.root().to_owned(),
-        source,
+    let descriptor = write_index(store, &manifests, &opts.ci_annotations).map_err(|source| {
+        ErrorKind::Write {
+            store: store.root().to_owned(),
+            source,
+        }
     })?;
     tag_all(store, &descriptor, &tags)?;
     save_archive(opts, store, &descriptor, &tags)?;
@@ -106,12 +109,22 @@ pub(super) fn resolve_and_store_each(
 }
 
 /// The image index over `manifests` (each with its `platform`, in the order given), stored:
-/// canonical JSON like the manifests, in the shape of the store's own `index.json`.
+/// canonical JSON like the manifests, in the shape of the store's own `index.json`, with
+/// `annotations` when there are any (registries show an index's, not its manifests').
 pub(crate) fn write_index(
     store: &Store,
     manifests: &[Descriptor],
+    annotations: &std::collections::BTreeMap<String, String>,
 ) -> Result<Descriptor, WriteError> {
-    let bytes = to_compact(&index_json(manifests))?;
+    let mut doc = index_json(manifests);
+    if !annotations.is_empty() {
+        let mut notes = otters_core::json::Value::object();
+        for (k, v) in annotations {
+            notes.push(k.clone(), v.clone());
+        }
+        doc.push("annotations", notes);
+    }
+    let bytes = to_compact(&doc)?;
     Ok(store.put_manifest(&bytes, INDEX_V1)?)
 }
 
@@ -150,7 +163,8 @@ mod tests {
             .put_manifest(b"{\"b\":1}", otters_oci::spec::descriptor::MANIFEST_V1)
             .unwrap();
         b.platform = Some(Platform::new("linux", "arm64", None));
-        let d = write_index(&store, &[a.clone(), b.clone()]).unwrap();
+        let none = std::collections::BTreeMap::new();
+        let d = write_index(&store, &[a.clone(), b.clone()], &none).unwrap();
         assert!(d.media_type.is_index());
         let text = String::from_utf8(store.read_blob(&d.digest).unwrap()).unwrap();
         assert_eq!(
@@ -162,6 +176,6 @@ mod tests {
             )
         );
         // The same manifests give the same index.
-        assert_eq!(write_index(&store, &[a, b]).unwrap(), d);
+        assert_eq!(write_index(&store, &[a, b], &none).unwrap(), d);
     }
 }

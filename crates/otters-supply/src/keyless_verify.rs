@@ -1,0 +1,614 @@
+//! Verifying a keyless Sigstore bundle offline, against a `trusted_root.json` (Sigstore's
+//! `TrustedRoot`): the leaf certificate chains to a trusted certificate authority, its SAN equals
+//! the expected identity and its issuer extension the expected issuer, the transparency-log entry
+//! is signed (SET) and included (inclusion proof + signed checkpoint) by a trusted log, its
+//! `integratedTime` lies within the certificate's validity, the logged body is this signature
+//! over this payload, the DSSE signature holds with the certificate's key, and the statement is
+//! about the expected digest.
+//!
+//! Takes: bundle bytes, trusted-root bytes, the expected identity, issuer and sha256. Returns:
+//! the verified statement's predicate type and the SAN. Must never: accept a prefix or substring
+//! of the identity, a certificate no trusted authority signed, a bundle without a tlog entry, or
+//! read the statement before its signature held. Not checked (documented): the certificate's
+//! embedded SCT, and RFC 3161 timestamps (the tlog entry is the trusted time).
+
+use crate::bundle::pae;
+use crate::statement::PAYLOAD_TYPE;
+use base64::Engine as _;
+use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
+use p256::ecdsa::{Signature, VerifyingKey};
+use p256::pkcs8::DecodePublicKey as _;
+use serde_json::Value as J;
+use sha2::{Digest as _, Sha256, Sha384};
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+const OID_SAN: &[u8] = &[0x55, 0x1d, 0x11];
+/// 1.3.6.1.4.1.57264.1.8 (issuer, `UTF8String`) and 1.3.6.1.4.1.57264.1.1 (issuer, raw; deprecated).
+const OID_ISSUER_V2: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xbf, 0x30, 0x01, 0x08];
+const OID_ISSUER_V1: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xbf, 0x30, 0x01, 0x01];
+const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
+const OID_ECDSA_SHA384: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03];
+
+/// The identity a certificate must name.
+pub enum Identity<'a> {
+    /// The SAN, exactly.
+    Exact(&'a str),
+    /// A regular expression the whole SAN must match (anchored: `^(?:RE)$`).
+    Regexp(regex::Regex),
+}
+
+impl Identity<'_> {
+    /// `--certificate-identity-regexp RE`, anchored at both ends.
+    pub fn regexp(re: &str) -> Result<Identity<'static>, String> {
+        regex::Regex::new(&format!("^(?:{re})$"))
+            .map(Identity::Regexp)
+            .map_err(|e| format!("--certificate-identity-regexp is not a regular expression: {e}"))
+    }
+
+    fn matches(&self, san: &str) -> bool {
+        match self {
+            Identity::Exact(id) => san == *id,
+            Identity::Regexp(re) => re.is_match(san),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Identity::Exact(id) => (*id).to_owned(),
+            Identity::Regexp(re) => format!("/{}/", re.as_str()),
+        }
+    }
+}
+
+/// What keyless verification expects.
+pub struct Expected<'a> {
+    pub identity: Identity<'a>,
+    pub issuer: &'a str,
+    /// The sha256 (64 hex digits) a statement subject must carry.
+    pub sha256: &'a str,
+}
+
+/// A bundle whose every check held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeylessVerified {
+    pub predicate_type: String,
+    pub identity: String,
+    pub issuer: String,
+}
+
+fn no(why: impl Into<String>) -> String {
+    why.into()
+}
+
+// ---- a minimal DER reader: enough of X.509 for the fields checked here ----
+
+/// One TLV: tag, contents, and the whole encoding.
+#[derive(Clone, Copy)]
+struct Tlv<'a> {
+    tag: u8,
+    body: &'a [u8],
+    raw: &'a [u8],
+}
+
+fn tlv(input: &[u8]) -> Result<(Tlv<'_>, &[u8]), String> {
+    let bad = || no("the certificate is not valid DER");
+    let (&tag, rest) = input.split_first().ok_or_else(bad)?;
+    let (&first, mut rest) = rest.split_first().ok_or_else(bad)?;
+    let len = if first < 0x80 {
+        usize::from(first)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return Err(bad());
+        }
+        let len = rest[..n]
+            .iter()
+            .fold(0usize, |a, b| (a << 8) | usize::from(*b));
+        rest = &rest[n..];
+        len
+    };
+    if rest.len() < len {
+        return Err(bad());
+    }
+    let header = input.len() - rest.len();
+    Ok((
+        Tlv {
+            tag,
+            body: &rest[..len],
+            raw: &input[..header + len],
+        },
+        &rest[len..],
+    ))
+}
+
+fn children(body: &[u8]) -> Result<Vec<Tlv<'_>>, String> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (t, r) = tlv(rest)?;
+        out.push(t);
+        rest = r;
+    }
+    Ok(out)
+}
+
+/// The parts of a certificate verification uses.
+struct Cert<'a> {
+    tbs: &'a [u8],
+    sig_alg: &'a [u8],
+    signature: &'a [u8],
+    issuer: &'a [u8],
+    subject: &'a [u8],
+    not_before: i64,
+    not_after: i64,
+    spki: &'a [u8],
+    extensions: Vec<(&'a [u8], &'a [u8])>,
+}
+
+fn der_time(t: Tlv<'_>) -> Result<i64, String> {
+    let text = std::str::from_utf8(t.body).map_err(|_| no("a certificate time is not text"))?;
+    let digits = |r: std::ops::Range<usize>| -> Result<i64, String> {
+        text.get(r)
+            .and_then(|d| d.parse::<i64>().ok())
+            .ok_or_else(|| no("a certificate time does not parse"))
+    };
+    let (year, at) = match t.tag {
+        0x17 => {
+            let yy = digits(0..2)?;
+            (if yy < 50 { 2000 + yy } else { 1900 + yy }, 2)
+        }
+        0x18 => (digits(0..4)?, 4),
+        _ => return Err(no("a certificate time of an unknown type")),
+    };
+    let month = digits(at..at + 2)?;
+    let day = digits(at + 2..at + 4)?;
+    let seconds =
+        digits(at + 4..at + 6)? * 3600 + digits(at + 6..at + 8)? * 60 + digits(at + 8..at + 10)?;
+    Ok(days_from_civil(year, month, day) * 86_400 + seconds)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let shifted = if month <= 2 { year - 1 } else { year };
+    let era = shifted.div_euclid(400);
+    let year_of_era = shifted - era * 400;
+    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+fn parse_cert(der: &[u8]) -> Result<Cert<'_>, String> {
+    let (cert, _) = tlv(der)?;
+    let top = children(cert.body)?;
+    if top.len() != 3 || top[2].tag != 0x03 || top[2].body.is_empty() {
+        return Err(no("the certificate is not an X.509 certificate"));
+    }
+    let alg = children(top[1].body)?;
+    let tbs = children(top[0].body)?;
+    // version [0] is present in v3 certificates; skip it.
+    let f: Vec<Tlv<'_>> = tbs.into_iter().skip_while(|t| t.tag == 0xa0).collect();
+    if f.len() < 6 {
+        return Err(no("the certificate's TBS is too short"));
+    }
+    let validity = children(f[3].body)?;
+    if validity.len() != 2 {
+        return Err(no("the certificate's validity does not parse"));
+    }
+    let mut extensions = Vec::new();
+    if let Some(ext) = f.iter().find(|t| t.tag == 0xa3) {
+        let (list, _) = tlv(ext.body)?;
+        for e in children(list.body)? {
+            let parts = children(e.body)?;
+            let oid = parts
+                .first()
+                .filter(|p| p.tag == 0x06)
+                .ok_or("an extension without OID")?;
+            let value = parts
+                .last()
+                .filter(|p| p.tag == 0x04)
+                .ok_or("an extension without value")?;
+            extensions.push((oid.body, value.body));
+        }
+    }
+    Ok(Cert {
+        tbs: top[0].raw,
+        sig_alg: alg.first().map_or(&[][..], |a| a.body),
+        signature: &top[2].body[1..],
+        issuer: f[2].raw,
+        subject: f[4].raw,
+        not_before: der_time(validity[0])?,
+        not_after: der_time(validity[1])?,
+        spki: f[5].raw,
+        extensions,
+    })
+}
+
+fn key_of(spki: &[u8]) -> Result<VerifyingKey, String> {
+    VerifyingKey::from_public_key_der(spki).map_err(|_| no("a key that is not ECDSA P-256"))
+}
+
+/// ECDSA over `message` with SHA-256 or SHA-384, as `alg` names.
+fn ecdsa_ok(key: &VerifyingKey, alg: &[u8], message: &[u8], sig_der: &[u8]) -> bool {
+    let Ok(sig) = Signature::from_der(sig_der) else {
+        return false;
+    };
+    let prehash: Vec<u8> = if alg == OID_ECDSA_SHA384 {
+        Sha384::digest(message).to_vec()
+    } else if alg == OID_ECDSA_SHA256 {
+        Sha256::digest(message).to_vec()
+    } else {
+        return false;
+    };
+    key.verify_prehash(&prehash, &sig).is_ok()
+}
+
+/// The SAN values (rfc822Name and URI) of a certificate.
+fn sans(cert: &Cert<'_>) -> Result<Vec<String>, String> {
+    let Some((_, value)) = cert.extensions.iter().find(|(oid, _)| *oid == OID_SAN) else {
+        return Ok(Vec::new());
+    };
+    let (seq, _) = tlv(value)?;
+    Ok(children(seq.body)?
+        .into_iter()
+        .filter(|n| n.tag == 0x81 || n.tag == 0x86)
+        .map(|n| String::from_utf8_lossy(n.body).into_owned())
+        .collect())
+}
+
+fn issuer_of(cert: &Cert<'_>) -> Result<Option<String>, String> {
+    if let Some((_, v)) = cert.extensions.iter().find(|(o, _)| *o == OID_ISSUER_V2) {
+        let (s, _) = tlv(v)?;
+        return Ok(Some(String::from_utf8_lossy(s.body).into_owned()));
+    }
+    Ok(cert
+        .extensions
+        .iter()
+        .find(|(o, _)| *o == OID_ISSUER_V1)
+        .map(|(_, v)| String::from_utf8_lossy(v).into_owned()))
+}
+
+// ---- the trusted root ----
+
+fn b64_at(v: &J, pointer: &str) -> Result<Vec<u8>, String> {
+    v.pointer(pointer)
+        .and_then(J::as_str)
+        .and_then(|s| B64.decode(s).ok())
+        .ok_or_else(|| no(format!("`{pointer}` is missing or not base64")))
+}
+
+/// The certificate authorities' certificates (DER) and the logs' (key id, public key).
+struct Trust {
+    cas: Vec<Vec<u8>>,
+    logs: Vec<(Vec<u8>, VerifyingKey)>,
+}
+
+fn trust(root: &[u8]) -> Result<Trust, String> {
+    let v: J = serde_json::from_slice(root)
+        .map_err(|e| no(format!("the trusted root is not JSON: {e}")))?;
+    let mut cas = Vec::new();
+    for ca in v["certificateAuthorities"].as_array().into_iter().flatten() {
+        for c in ca
+            .pointer("/certChain/certificates")
+            .and_then(J::as_array)
+            .into_iter()
+            .flatten()
+        {
+            cas.push(b64_at(c, "/rawBytes")?);
+        }
+    }
+    let mut logs = Vec::new();
+    for t in v["tlogs"].as_array().into_iter().flatten() {
+        let key = key_of(&b64_at(t, "/publicKey/rawBytes")?)?;
+        logs.push((b64_at(t, "/logId/keyId")?, key));
+    }
+    if cas.is_empty() || logs.is_empty() {
+        return Err(no(
+            "the trusted root names no certificate authority or no transparency log",
+        ));
+    }
+    Ok(Trust { cas, logs })
+}
+
+// ---- the transparency-log entry ----
+
+/// RFC 6962 root from a leaf hash and its audit path.
+fn merkle_root(index: u64, size: u64, leaf: [u8; 32], path: &[Vec<u8>]) -> Option<[u8; 32]> {
+    if index >= size {
+        return None;
+    }
+    let node = |l: &[u8], r: &[u8]| -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update([1u8]);
+        h.update(l);
+        h.update(r);
+        h.finalize().into()
+    };
+    let (mut fnode, mut snode) = (index, size - 1);
+    let mut r = leaf;
+    for p in path {
+        if snode == 0 {
+            return None;
+        }
+        if fnode & 1 == 1 || fnode == snode {
+            r = node(p, &r);
+            if fnode & 1 == 0 {
+                while fnode & 1 == 0 && fnode != 0 {
+                    fnode >>= 1;
+                    snode >>= 1;
+                }
+            }
+        } else {
+            r = node(&r, p);
+        }
+        fnode >>= 1;
+        snode >>= 1;
+    }
+    (snode == 0).then_some(r)
+}
+
+fn num(v: &J, pointer: &str) -> Result<u64, String> {
+    v.pointer(pointer)
+        .and_then(|n| {
+            n.as_str()
+                .and_then(|s| s.parse().ok())
+                .or_else(|| n.as_u64())
+        })
+        .ok_or_else(|| no(format!("the tlog entry's `{pointer}` is missing")))
+}
+
+/// Checks the entry against the trusted logs; returns its verified integrated time.
+fn check_tlog(
+    entry: &J,
+    trust: &Trust,
+    payload: &[u8],
+    sig: &[u8],
+    leaf: &[u8],
+) -> Result<i64, String> {
+    let key_id = b64_at(entry, "/logId/keyId")?;
+    let key = &trust
+        .logs
+        .iter()
+        .find(|(id, _)| *id == key_id)
+        .ok_or("the tlog entry is from a log the trusted root does not name")?
+        .1;
+    let body_b64 = entry
+        .get("canonicalizedBody")
+        .and_then(J::as_str)
+        .ok_or("the tlog entry has no body")?;
+    let body = B64
+        .decode(body_b64)
+        .map_err(|_| no("the tlog body is not base64"))?;
+    let index = num(entry, "/logIndex")?;
+    let time = num(entry, "/integratedTime")?;
+    // The signed entry timestamp: the log's signature over the canonical JSON of the entry.
+    let set = b64_at(entry, "/inclusionPromise/signedEntryTimestamp")?;
+    let canonical = format!(
+        "{{\"body\":\"{body_b64}\",\"integratedTime\":{time},\"logID\":\"{}\",\"logIndex\":{index}}}",
+        hex::encode(&key_id)
+    );
+    if !ecdsa_ok(key, OID_ECDSA_SHA256, canonical.as_bytes(), &set) {
+        return Err(no(
+            "the tlog entry's signed entry timestamp does not verify with the log's key",
+        ));
+    }
+    // The inclusion proof, and the checkpoint that signs its root.
+    let proof = entry
+        .get("inclusionProof")
+        .ok_or("the tlog entry has no inclusion proof")?;
+    let root = b64_at(proof, "/rootHash")?;
+    let hashes = proof
+        .get("hashes")
+        .and_then(J::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|h| {
+                    h.as_str()
+                        .and_then(|s| B64.decode(s).ok())
+                        .ok_or("a bad proof hash")
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?
+        .unwrap_or_default();
+    let mut h = Sha256::new();
+    h.update([0u8]);
+    h.update(&body);
+    let leaf_hash: [u8; 32] = h.finalize().into();
+    let proof_index = num(proof, "/logIndex").unwrap_or(0);
+    let computed = merkle_root(proof_index, num(proof, "/treeSize")?, leaf_hash, &hashes);
+    if computed.as_ref().map(<[u8; 32]>::as_slice) != Some(root.as_slice()) {
+        return Err(no(
+            "the tlog entry's inclusion proof does not lead to its root hash",
+        ));
+    }
+    let note = proof
+        .pointer("/checkpoint/envelope")
+        .and_then(J::as_str)
+        .ok_or("the inclusion proof has no checkpoint")?;
+    let (text, sigs) = note
+        .split_once("\n\n")
+        .ok_or("the checkpoint is not a signed note")?;
+    let text = format!("{text}\n");
+    let signed = sigs.lines().any(|line| {
+        line.rsplit(' ')
+            .next()
+            .and_then(|s| B64.decode(s).ok())
+            .filter(|s| s.len() > 4)
+            .is_some_and(|s| ecdsa_ok(key, OID_ECDSA_SHA256, text.as_bytes(), &s[4..]))
+    });
+    if !signed {
+        return Err(no("the checkpoint is not signed by the log's key"));
+    }
+    if text.lines().nth(2) != Some(B64.encode(&root).as_str()) {
+        return Err(no(
+            "the checkpoint names another root hash than the inclusion proof",
+        ));
+    }
+    // The logged body is this signature, by this certificate, over this payload.
+    let b: J = serde_json::from_slice(&body).map_err(|_| no("the tlog body is not JSON"))?;
+    if b["kind"] != "dsse" {
+        return Err(no(format!(
+            "the tlog entry is of kind {}, not dsse",
+            b["kind"]
+        )));
+    }
+    let logged = b
+        .pointer("/spec/signatures/0/signature")
+        .and_then(J::as_str);
+    let verifier = b.pointer("/spec/signatures/0/verifier").and_then(J::as_str);
+    let payload_hash = b.pointer("/spec/payloadHash/value").and_then(J::as_str);
+    if logged != Some(B64.encode(sig).as_str())
+        || verifier
+            .and_then(|v| B64.decode(v).ok())
+            .and_then(|v| String::from_utf8(v).ok())
+            .and_then(|p| crate::keyless::pem_der(&p, "CERTIFICATE"))
+            .as_deref()
+            != Some(leaf)
+        || payload_hash != Some(hex::encode(Sha256::digest(payload)).as_str())
+    {
+        return Err(no(
+            "the tlog entry logs another signature, certificate or payload than the bundle's",
+        ));
+    }
+    i64::try_from(time).map_err(|_| no("the tlog entry's time is out of range"))
+}
+
+/// Verifies a keyless bundle against `trusted_root` and `expected`.
+pub fn verify(
+    bundle: &[u8],
+    trusted_root: &[u8],
+    expected: &Expected<'_>,
+) -> Result<KeylessVerified, String> {
+    if bundle.len() > crate::bundle::MAX_BUNDLE {
+        return Err(no("the bundle is too large"));
+    }
+    let b: J =
+        serde_json::from_slice(bundle).map_err(|e| no(format!("the bundle is not JSON: {e}")))?;
+    let trust = trust(trusted_root)?;
+    let leaf_der = b64_at(&b, "/verificationMaterial/certificate/rawBytes").map_err(|_| {
+        no("the bundle has no certificate: it is not keyless (verify it with --key)")
+    })?;
+    let leaf = parse_cert(&leaf_der)?;
+    // 1. The leaf chains to a trusted certificate authority.
+    let chained = trust.cas.iter().any(|ca| {
+        parse_cert(ca).is_ok_and(|ca| {
+            ca.subject == leaf.issuer
+                && key_of(ca.spki)
+                    .is_ok_and(|k| ecdsa_ok(&k, leaf.sig_alg, leaf.tbs, leaf.signature))
+        })
+    });
+    if !chained {
+        return Err(no(
+            "the certificate was not issued by a certificate authority of the trusted root",
+        ));
+    }
+    // 2. Identity and issuer, exactly.
+    let names = sans(&leaf)?;
+    let Some(san) = names.iter().find(|n| expected.identity.matches(n)) else {
+        return Err(no(format!(
+            "the certificate is for {}, not {}",
+            names.join(", "),
+            expected.identity.describe()
+        )));
+    };
+    let issuer = issuer_of(&leaf)?.unwrap_or_default();
+    if issuer != expected.issuer {
+        return Err(no(format!(
+            "the certificate's issuer is {issuer}, not {}",
+            expected.issuer
+        )));
+    }
+    // 3. The DSSE signature holds with the certificate's key.
+    let env = b
+        .get("dsseEnvelope")
+        .ok_or("the bundle has no DSSE envelope")?;
+    if env["payloadType"] != PAYLOAD_TYPE {
+        return Err(no("the DSSE payload is not an in-toto statement"));
+    }
+    let payload = b64_at(env, "/payload")?;
+    let sigs = env["signatures"].as_array().map_or(0, Vec::len);
+    if sigs != 1 {
+        return Err(no(format!(
+            "the DSSE envelope has {sigs} signatures, not one"
+        )));
+    }
+    let sig = b64_at(env, "/signatures/0/sig")?;
+    if !ecdsa_ok(
+        &key_of(leaf.spki)?,
+        OID_ECDSA_SHA256,
+        &pae(PAYLOAD_TYPE, &payload),
+        &sig,
+    ) {
+        return Err(no("the signature does not verify with the certificate's key: the payload was changed after signing"));
+    }
+    // 4. A tlog entry, verified, gives the time; it must lie within the certificate's validity.
+    let entries = b
+        .pointer("/verificationMaterial/tlogEntries")
+        .and_then(J::as_array);
+    let Some(entry) = entries.and_then(|e| e.first()) else {
+        return Err(no(
+            "the bundle has no transparency-log entry, so no trusted signing time",
+        ));
+    };
+    let time = check_tlog(entry, &trust, &payload, &sig, &leaf_der)?;
+    if time < leaf.not_before || time > leaf.not_after {
+        return Err(no(
+            "the signature was logged outside the certificate's validity",
+        ));
+    }
+    // 5. Only now is the statement read.
+    let st: J = serde_json::from_slice(&payload).map_err(|_| no("the payload is not JSON"))?;
+    let about = st["subject"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|s| s.pointer("/digest/sha256").and_then(J::as_str) == Some(expected.sha256));
+    if !about {
+        return Err(no(format!(
+            "the signed statement is not about sha256:{}",
+            expected.sha256
+        )));
+    }
+    Ok(KeylessVerified {
+        predicate_type: st["predicateType"].as_str().unwrap_or_default().to_owned(),
+        identity: san.clone(),
+        issuer,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_regexp_is_anchored() {
+        let re = Identity::regexp("https://github\\.com/acme/.*@refs/tags/v[0-9.]+").unwrap();
+        assert!(re.matches("https://github.com/acme/a/.github/workflows/r.yml@refs/tags/v1.2"));
+        assert!(
+            !re.matches("https://github.com/acme/a/.github/workflows/r.yml@refs/tags/v1.2-evil")
+        );
+        assert!(!re.matches("xhttps://github.com/acme/a@refs/tags/v1"));
+        assert!(
+            Identity::Exact("a@b.c").matches("a@b.c")
+                && !Identity::Exact("a@b.c").matches("a@b.co")
+        );
+        assert!(Identity::regexp("(").is_err());
+    }
+
+    #[test]
+    fn merkle_one_leaf_and_times() {
+        let leaf = [7u8; 32];
+        assert_eq!(merkle_root(0, 1, leaf, &[]), Some(leaf));
+        assert_eq!(merkle_root(1, 1, leaf, &[]), None);
+        let t = |s: &str| {
+            der_time(Tlv {
+                tag: 0x17,
+                body: s.as_bytes(),
+                raw: &[],
+            })
+            .unwrap()
+        };
+        assert_eq!(t("700101000000Z"), 0);
+        assert_eq!(t("261125182653Z"), 1_795_631_213);
+    }
+}
