@@ -1075,3 +1075,47 @@ fn docker_rw_mount_the_container_user_cannot_write_is_refused() {
     );
     assert!(out_dir.join("new").exists());
 }
+
+/// Issue 18.10: `run` of something that is not an agent says what it is, as `build` does for a
+/// FROM: a container image, a bin image (index), an oras-py artifact.
+#[test]
+fn run_of_a_non_agent_says_what_it_is() {
+    const TEST: &str = "run_of_a_non_agent_says_what_it_is";
+    let w = world("notagent");
+    let a = &w.reg.addr;
+    let plain = w.tmp.path().join("plain");
+    images::bin_single(&plain, "1", "app", b"#!/bin/sh\n", BinPrefix::None, None);
+    images::skopeo_push(&plain, "1", &format!("{a}/plain:1"), None);
+    let mut cases = vec![
+        (
+            format!("{a}/plain:1"),
+            "its config is application/vnd.oci.image.config.v1+json, not an agent config (application/vnd.openotters.agent.config.v1+json); it is a container image",
+        ),
+        (format!("{a}/tool:1"), "it is a bin image: name it as RUNTIME or BIN"),
+    ];
+    if crate::support::tools::require(
+        TEST,
+        "python3",
+        &crate::support::oras::PROBE,
+        "install oras-py with `python3 -m pip install oras` (.ci/install does)",
+    ) {
+        fs::write(w.tmp.path().join("hello.txt"), "hi").unwrap();
+        let target = format!("{a}/files:1");
+        crate::support::oras::push(a, &target, w.tmp.path(), &["hello.txt"]);
+        cases.push((target, "it is an OCI artifact"));
+    }
+    for (reference, needle) in cases {
+        let home = w.tmp.path().join("fresh");
+        let out = cli::otters(&home)
+            .args(["run", "--dry-run", &reference])
+            .output()
+            .unwrap();
+        // miette wraps long lines after a `/`.
+        let err = cli::flat(&String::from_utf8_lossy(&out.stderr)).replace("/ ", "/");
+        assert!(!out.status.success(), "{reference} ran: {err}");
+        assert!(
+            err.contains(&format!("{reference}: not an agent: ")) && err.contains(needle),
+            "{reference}: missing {needle:?} in:\n{err}"
+        );
+    }
+}
