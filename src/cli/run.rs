@@ -180,6 +180,9 @@ pub fn run(a: Args) -> CliResult {
     let prepared = prepare::prepare(&store, &reference, &image.digest, request).map_err(fail)?;
     let host_env = |k: &str| std::env::var(k).ok();
     let plan = plan::plan(&prepared.image, &prepared.options, &host_env).map_err(fail)?;
+    if let Some(owner) = prepared.owner {
+        mounts::check_container_writes(&plan.mounts, owner).map_err(fail)?;
+    }
     warn(&a, &prepared, &plan);
     if a.dry_run {
         return dry_run(&a, &plan);

@@ -476,18 +476,21 @@ fn lock_pins_runtime_and_bins_and_reads_both_annotation_prefixes() {
     );
 }
 
-#[test]
-fn lock_reports_missing_images_and_non_bins_on_their_lines() {
+/// The registry of [`registry_with_bins`] and a machine with an Agentfile in `agent/`, written by
+/// `text` from the registry's address.
+fn agent_with_bins(text: impl Fn(&str) -> String) -> (Registry, Env, std::path::PathBuf) {
     let (reg, ..) = registry_with_bins();
     let env = Env::new();
     let ctx = env.dir.path().join("agent");
-    let a = &reg.addr;
-    crate::support::write(
-        &ctx.join("Agentfile"),
-        format!(
-            "FROM scratch\nNAME broken\nBIN plain {a}/bins/plain:1\nBIN gone {a}/bins/gone:1\n"
-        ),
-    );
+    crate::support::write(&ctx.join("Agentfile"), text(&reg.addr));
+    (reg, env, ctx)
+}
+
+#[test]
+fn lock_reports_missing_images_and_non_bins_on_their_lines() {
+    let (_reg, env, ctx) = agent_with_bins(|a| {
+        format!("FROM scratch\nNAME broken\nBIN plain {a}/bins/plain:1\nBIN gone {a}/bins/gone:1\n")
+    });
     let err = env.fails(&["lock", ctx.to_str().expect("utf8")]);
     assert!(
         err.contains("AF403")
@@ -504,6 +507,26 @@ fn lock_reports_missing_images_and_non_bins_on_their_lines() {
         "diagnostics should point at lines 3 and 4: {err}"
     );
     assert!(!ctx.join("Agentfile.lock").exists());
+}
+
+/// Issue 18.11: a RUNTIME is a bin image too (spec §f); a plain container image as RUNTIME is
+/// AF403 at build, on its line, instead of failing only at `otters run` ("no binary found").
+#[test]
+fn a_non_bin_runtime_is_af403_at_build() {
+    let (_reg, env, ctx) = agent_with_bins(|a| {
+        format!("FROM scratch\nNAME broken\nRUNTIME {a}/bins/plain:1\nBIN jq {a}/bins/jq:1\n")
+    });
+    let err = env.fails(&["build", "-q", "-t", "broken:1", ctx.to_str().expect("utf8")]);
+    assert!(
+        err.contains("AF403")
+            && err.contains("bins/plain:1")
+            && err.contains("a RUNTIME image needs")
+            && err.contains(":3:"),
+        "{err}"
+    );
+    assert!(!ctx.join("Agentfile.lock").exists());
+    let listed = env.ok(&["images", "-q"]);
+    assert!(listed.trim().is_empty(), "an image was stored: {listed}");
 }
 
 #[test]

@@ -28,6 +28,7 @@ B=/bin/busybox
   done
   [ -e /data/in.txt ] && echo "MOUNT $($B cat /data/in.txt)"
   $B touch /data/new 2>/dev/null && echo "MOUNTRW yes" || echo "MOUNTRW no"
+  [ -d /out ] && { $B touch /out/new 2>/dev/null && echo "OUTRW yes" || echo "OUTRW no"; }
   [ -x "$PATH/tool" ] && echo "TOOL $("$PATH/tool")"
 } > report.txt
 exit "${RUNTIME_EXIT:-0}"
@@ -486,6 +487,24 @@ impl Drop for Podman {
     }
 }
 
+impl Podman {
+    /// `otters run` of the world's agent with the docker executor against this podman service.
+    fn run(&self, w: &World) -> Command {
+        let mut c = otters(w);
+        c.env("DOCKER_HOST", format!("unix://{}", self.sock.display()))
+            .env("CONTAINERS_CONF", &self.conf)
+            .args([
+                "run",
+                &w.agent,
+                "--executor",
+                "docker",
+                "--base-image",
+                &self.image,
+            ]);
+        c
+    }
+}
+
 /// Start podman's service and import a busybox base image; `Err(reason)` when podman cannot run.
 fn podman(dir: &Path) -> Result<Podman, String> {
     for tool in ["podman", "docker"] {
@@ -566,21 +585,9 @@ fn docker_executor_through_podman() {
     fs::create_dir_all(&data).unwrap();
     fs::write(data.join("in.txt"), "host-input").unwrap();
     let root = w.tmp.path().join("agent-root");
-    let out = otters(&w)
-        .env("DOCKER_HOST", format!("unix://{}", pod.sock.display()))
-        .env("CONTAINERS_CONF", &pod.conf)
-        .args([
-            "run",
-            &w.agent,
-            "--executor",
-            "docker",
-            "--base-image",
-            &pod.image,
-            "--config",
-            "webhook=http://hook",
-            "-e",
-            "EXTRA=1",
-        ])
+    let out = pod
+        .run(&w)
+        .args(["--config", "webhook=http://hook", "-e", "EXTRA=1"])
         .arg("--root")
         .arg(&root)
         .arg("-v")
@@ -993,5 +1000,122 @@ fn run_by_digest_works_on_first_use() {
         ok(cli::otters(&home)
             .args(["run", "--dry-run", "--pull", "never", reference])
             .args(["--config", "webhook=x", "--allow-missing-mounts"]));
+    }
+}
+
+/// Issue 18.3: with the docker executor run by root, the container user (65532) cannot write a
+/// root-owned `rw` mount; otters says so (with what to do) before anything runs, instead of the
+/// agent failing silently inside the container. Once that user may write it, the write works.
+#[test]
+fn docker_rw_mount_the_container_user_cannot_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let w = world("dockerrw");
+    let pod = match podman(w.tmp.path()) {
+        Ok(p) => p,
+        Err(reason) => {
+            skip(
+                "docker_rw_mount_the_container_user_cannot_write_is_refused",
+                &reason,
+            );
+            return;
+        }
+    };
+    if !std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+    {
+        skip(
+            "docker_rw_mount_the_container_user_cannot_write_is_refused",
+            "the container user differs from otters' only when otters runs as root",
+        );
+        return;
+    }
+    let data = w.tmp.path().join("data");
+    let out_dir = w.tmp.path().join("out");
+    for d in [&data, &out_dir] {
+        fs::create_dir_all(d).unwrap();
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let root = w.tmp.path().join("agent-root");
+    let run = |extra: &[&str]| {
+        pod.run(&w)
+            .args(["--config", "webhook=x", "--root"])
+            .arg(&root)
+            .arg("-v")
+            .arg(format!("{}:/data", data.display()))
+            .arg("-v")
+            .arg(format!("{}:/out:rw", out_dir.display()))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    for extra in [&["--dry-run"][..], &[]] {
+        let out = run(extra);
+        let err = cli::flat(&String::from_utf8_lossy(&out.stderr));
+        assert!(
+            !out.status.success(),
+            "ran with an unwritable rw mount: {err}"
+        );
+        assert!(
+            err.contains("the container runs as 65532:65532")
+                && err.contains("owner 0:0, mode 755")
+                && err.contains(&format!("chown -R 65532:65532 {}", out_dir.display())),
+            "{err}"
+        );
+    }
+    assert!(!root.exists(), "a refused run wrote the tree");
+    std::os::unix::fs::chown(&out_dir, Some(65532), Some(65532)).unwrap();
+    let out = run(&[]);
+    let r = report(&root);
+    assert!(
+        r.contains("OUTRW yes\n"),
+        "{r}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out_dir.join("new").exists());
+}
+
+/// Issue 18.10: `run` of something that is not an agent says what it is, as `build` does for a
+/// FROM: a container image, a bin image (index), an oras-py artifact.
+#[test]
+fn run_of_a_non_agent_says_what_it_is() {
+    const TEST: &str = "run_of_a_non_agent_says_what_it_is";
+    let w = world("notagent");
+    let a = &w.reg.addr;
+    let plain = w.tmp.path().join("plain");
+    images::bin_single(&plain, "1", "app", b"#!/bin/sh\n", BinPrefix::None, None);
+    images::skopeo_push(&plain, "1", &format!("{a}/plain:1"), None);
+    let mut cases = vec![
+        (
+            format!("{a}/plain:1"),
+            "its config is application/vnd.oci.image.config.v1+json, not an agent config (application/vnd.openotters.agent.config.v1+json); it is a container image",
+        ),
+        (format!("{a}/tool:1"), "it is a bin image: name it as RUNTIME or BIN"),
+    ];
+    if crate::support::tools::require(
+        TEST,
+        "python3",
+        &crate::support::oras::PROBE,
+        "install oras-py with `python3 -m pip install oras` (.ci/install does)",
+    ) {
+        fs::write(w.tmp.path().join("hello.txt"), "hi").unwrap();
+        let target = format!("{a}/files:1");
+        crate::support::oras::push(a, &target, w.tmp.path(), &["hello.txt"]);
+        cases.push((target, "it is an OCI artifact"));
+    }
+    for (reference, needle) in cases {
+        let home = w.tmp.path().join("fresh");
+        let out = cli::otters(&home)
+            .args(["run", "--dry-run", &reference])
+            .output()
+            .unwrap();
+        // miette wraps long lines after a `/`.
+        let err = cli::flat(&String::from_utf8_lossy(&out.stderr)).replace("/ ", "/");
+        assert!(!out.status.success(), "{reference} ran: {err}");
+        assert!(
+            err.contains(&format!("{reference}: not an agent: ")) && err.contains(needle),
+            "{reference}: missing {needle:?} in:\n{err}"
+        );
     }
 }

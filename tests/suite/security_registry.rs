@@ -686,6 +686,16 @@ fn index_fan_out_is_bounded() {
 fn malformed_pinned_digest_is_an_error_not_a_tag_lookup() {
     let content = Arc::new(Content::new());
     image_with_layer(&content, "lib/rt", "1", 64);
+    // A RUNTIME is a bin image (AF403 otherwise): give the manifest its bin name.
+    let (media_type, bytes) = content.manifest("lib/rt", "1").expect("rt");
+    let mut rt: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+    rt["annotations"] = serde_json::json!({"io.openotters.bin.name": "runtime"});
+    content.put_manifest(
+        "lib/rt",
+        "1",
+        &media_type,
+        &serde_json::to_vec(&rt).expect("json"),
+    );
     let c = content.clone();
     let a = Hostile::start(move |r: &Req| c.serve(r));
     // Build an agent pinned to the runtime, then forge its agent.yaml pin.

@@ -147,7 +147,7 @@ codes! {
     BuildSourceUnreadable = "AF303", "build-source-unreadable", Error, "an ADD or file:// source cannot be read";
     ImageNotFound = "AF401", "image-not-found", Error, "an image does not exist in its registry";
     RegistryDenied = "AF402", "registry-denied", Error, "a registry refused access";
-    MissingBinAnnotation = "AF403", "missing-bin-annotation", Error, "a BIN image lacks the bin name annotation";
+    MissingBinAnnotation = "AF403", "missing-bin-annotation", Error, "a RUNTIME or BIN image lacks the bin name annotation";
     MalformedReference = "AF404", "malformed-reference", Error, "an image reference is malformed";
     UnpinnedOffline = "AF405", "unpinned-offline", Error, "an offline build has no pin for an image reference";
     LockOutOfDate = "AF406", "lock-out-of-date", Error, "resolution would change Agentfile.lock under --locked";

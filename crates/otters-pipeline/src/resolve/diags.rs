@@ -143,14 +143,24 @@ pub fn registry_denied(span: Span, reference: &str, why: &str, registry: &str) -
     ))
 }
 
-pub fn missing_bin_annotation(span: Span, reference: &str) -> Diagnostic {
+/// AF403: a RUNTIME or BIN image without the bin name annotation (spec §f.1).
+pub fn missing_bin_annotation(
+    span: Span,
+    reference: &str,
+    role: super::lockfile::Role,
+) -> Diagnostic {
+    let what = if role == super::lockfile::Role::Runtime {
+        "RUNTIME"
+    } else {
+        "BIN"
+    };
     Diagnostic::new(
         Code::MissingBinAnnotation,
         span,
-        format!("image `{reference}` is not a bin: it has no io.openotters.bin.name (or vnd.openotters.bin.name) annotation"),
+        format!("image `{reference}` is not a bin: it has no io.openotters.bin.name (or vnd.openotters.bin.name) annotation, which a {what} image needs to say which file is its binary"),
     )
     .with_label("not a bin image")
-    .with_help("use an image built as an openotters bin, or add the annotation when building it")
+    .with_help("use an image built as an openotters bin (`otters bin build`), or add the annotation when building it")
 }
 
 pub fn malformed_reference(span: Span, why: &str) -> Diagnostic {

@@ -2,8 +2,8 @@
 //! plus the bin annotations (both prefixes) and the image's usage document.
 //!
 //! Takes: a [`Registry`], a parsed reference and the role. Returns: a lock [`Entry`] or a
-//! diagnostic on the reference's span. Must never: accept a BIN image without a bin name
-//! annotation.
+//! diagnostic on the reference's span. Must never: accept a RUNTIME or BIN image without a bin
+//! name annotation.
 
 // Rationale: `Diagnostic` is this stage's error value; these functions run once per reference,
 // so the size of the `Err` variant costs nothing worth boxing for.
@@ -119,8 +119,10 @@ pub fn resolve_image(
         usage: None,
     };
     let name = first(&ann, &["io.openotters.bin.name", "vnd.openotters.bin.name"]);
-    if role == Role::Bin && name.is_none() {
-        return Err(diags::missing_bin_annotation(span, written));
+    // The RUNTIME is installed by the same contract as a BIN (spec §f): without the name
+    // annotation it is not a bin image, and the run would find no binary in it.
+    if matches!(role, Role::Bin | Role::Runtime) && name.is_none() {
+        return Err(diags::missing_bin_annotation(span, written, role));
     }
     if let Some(name) = name {
         let usage_path = first(

@@ -88,6 +88,9 @@ fn image(
 }
 
 /// The annotations of an openotters bin named `name`.
+/// The bin name annotation of a runtime image (spec §f: a RUNTIME is a bin image).
+const RT: [(&str, &str); 1] = [("io.openotters.bin.name", "runtime")];
+
 fn bin(name: &'static str) -> [(&'static str, &'static str); 3] {
     [
         ("io.openotters.bin.name", name),
@@ -102,7 +105,7 @@ fn bin(name: &'static str) -> [(&'static str, &'static str); 3] {
 /// A registry with a linux/amd64 runtime and jq bin under [`RUNTIME`] and [`JQ`].
 fn registry() -> (FakeRegistry, Descriptor, Descriptor) {
     let mut fake = FakeRegistry::new();
-    let rt = image(&mut fake, "linux/amd64", &[], None);
+    let rt = image(&mut fake, "linux/amd64", &RT, None);
     fake.tag(RUNTIME, &rt);
     let jq = image(&mut fake, "linux/amd64", &bin("jq"), Some("jq FILTER FILE"));
     fake.tag(JQ, &jq);
@@ -141,10 +144,13 @@ fn tags_of_runtime_and_bin_are_pinned_to_their_manifest_digests() {
     );
     assert_eq!(res.pins.bins["jq"].digest, jq.digest);
     assert_eq!(res.lock.platform, "linux/amd64");
-    assert_eq!(
-        res.lock.get(Role::Runtime, RUNTIME),
-        Some(&entry(Role::Runtime, RUNTIME, &rt.digest))
-    );
+    let mut runtime = entry(Role::Runtime, RUNTIME, &rt.digest);
+    runtime.bin = Some(BinInfo {
+        name: "runtime".into(),
+        path: None,
+        usage_path: None,
+    });
+    assert_eq!(res.lock.get(Role::Runtime, RUNTIME), Some(&runtime));
     let jq_entry = res
         .lock
         .get(Role::Bin, JQ)
@@ -231,9 +237,9 @@ fn a_digest_reference_is_pinned_to_that_digest() {
 #[test]
 fn an_index_is_followed_to_the_manifest_of_the_target_platform() {
     let (mut fake, _, _) = registry();
-    let amd = image(&mut fake, "linux/amd64", &[], None);
-    let arm = image(&mut fake, "linux/arm64", &[], None);
-    let v7 = image(&mut fake, "linux/arm/v7", &[], None);
+    let amd = image(&mut fake, "linux/amd64", &RT, None);
+    let arm = image(&mut fake, "linux/arm64", &RT, None);
+    let v7 = image(&mut fake, "linux/arm/v7", &RT, None);
     let index = fake.index(&[
         ("linux/amd64", &amd),
         ("linux/arm64", &arm),
@@ -278,8 +284,8 @@ fn an_index_is_followed_to_the_manifest_of_the_target_platform() {
 fn an_index_without_the_target_platform_is_af411_listing_what_it_has() {
     let dir = TempDir::new().unwrap_or_else(|e| panic!("{e}"));
     let (mut fake, _, _) = registry();
-    let amd = image(&mut fake, "linux/amd64", &[], None);
-    let arm = image(&mut fake, "linux/arm64", &[], None);
+    let amd = image(&mut fake, "linux/amd64", &RT, None);
+    let arm = image(&mut fake, "linux/arm64", &RT, None);
     let index = fake.index(&[("linux/amd64", &amd), ("linux/arm64", &arm)]);
     fake.tag(RUNTIME, &index);
     let text = "FROM scratch\nRUNTIME reg.test/lib/runtime:1\n";
@@ -302,7 +308,7 @@ fn an_index_without_the_target_platform_is_af411_listing_what_it_has() {
 fn a_single_manifest_for_another_platform_is_af411_naming_it() {
     let dir = TempDir::new().unwrap_or_else(|e| panic!("{e}"));
     let mut fake = FakeRegistry::new();
-    let arm = image(&mut fake, "linux/arm64", &[], None);
+    let arm = image(&mut fake, "linux/arm64", &RT, None);
     fake.tag(RUNTIME, &arm);
     let text = "FROM scratch\nRUNTIME reg.test/lib/runtime:1\n";
     let d = err(resolve_with(
@@ -319,26 +325,34 @@ fn a_single_manifest_for_another_platform_is_af411_naming_it() {
     );
 }
 
+/// A BIN, and the RUNTIME (a bin image too, spec §f), without the bin name annotation: AF403 on
+/// its line, saying which role needs it.
 #[test]
-fn a_bin_image_without_a_bin_name_is_af403() {
-    let dir = TempDir::new().unwrap_or_else(|e| panic!("{e}"));
-    let (mut fake, _, _) = registry();
-    let plain = image(&mut fake, "linux/amd64", &[], None);
-    fake.tag(JQ, &plain);
-    let d = err(resolve_with(
-        &model(AGENT),
-        &options(&dir, "linux/amd64"),
-        None,
-        Some(&fake),
-    ));
-    assert_eq!(
-        d.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(),
-        ["AF403"]
-    );
-    assert!(d[0]
-        .message
-        .starts_with("image `reg.test/tools/jq:1.7` is not a bin"));
-    assert_eq!(at(AGENT, &d[0]), JQ);
+fn a_runtime_or_bin_image_without_a_bin_name_is_af403() {
+    for (reference, role) in [(JQ, "BIN"), (RUNTIME, "RUNTIME")] {
+        let dir = TempDir::new().unwrap_or_else(|e| panic!("{e}"));
+        let (mut fake, _, _) = registry();
+        let plain = image(&mut fake, "linux/amd64", &[], None);
+        fake.tag(reference, &plain);
+        let d = err(resolve_with(
+            &model(AGENT),
+            &options(&dir, "linux/amd64"),
+            None,
+            Some(&fake),
+        ));
+        assert_eq!(
+            d.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(),
+            ["AF403"]
+        );
+        assert!(
+            d[0].message
+                .starts_with(&format!("image `{reference}` is not a bin"))
+                && d[0].message.contains(&format!("a {role} image needs")),
+            "{}",
+            d[0].message
+        );
+        assert_eq!(at(AGENT, &d[0]), reference);
+    }
 }
 
 /// A lock pinning [`RUNTIME`] and [`JQ`] (with the bin's metadata) for linux/amd64.
@@ -841,8 +855,8 @@ fn a_parent_whose_ancestors_lead_back_to_it_is_af407() {
 /// manifests as `[(runtime amd64, runtime arm64), (jq amd64, jq arm64)]`.
 fn two_platform_registry() -> (FakeRegistry, [(Descriptor, Descriptor); 2]) {
     let mut fake = FakeRegistry::new();
-    let rt_amd = image(&mut fake, "linux/amd64", &[], None);
-    let rt_arm = image(&mut fake, "linux/arm64", &[], None);
+    let rt_amd = image(&mut fake, "linux/amd64", &RT, None);
+    let rt_arm = image(&mut fake, "linux/arm64", &RT, None);
     let rt = fake.index(&[("linux/amd64", &rt_amd), ("linux/arm64", &rt_arm)]);
     fake.tag(RUNTIME, &rt);
     let jq_amd = image(&mut fake, "linux/amd64", &bin("jq"), Some("jq FILTER FILE"));

@@ -47,6 +47,56 @@ pub enum MountError {
         "declared mount(s) missing: {targets}; supply them with -v HOST:TARGET or pass --allow-missing-mounts"
     )]
     DeclaredMissing { targets: String },
+    #[error("-v {host}:{target}:rw: the container runs as {user} (otters runs as root, and a container never runs as root), which cannot write {host} (owner {owner}, mode {mode:o}): every write of the agent there would fail with \"Permission denied\". Give that user access (`chown -R {user} {host}`, or `setfacl -m u:{uid}:rwX {host}`), mount it read-only (`:ro`), or run otters as the user who owns it")]
+    ContainerCannotWrite {
+        host: String,
+        target: String,
+        user: String,
+        uid: u32,
+        owner: String,
+        mode: u32,
+    },
+}
+
+/// With the docker executor run by root, the container user `(uid, gid)` must be able to write
+/// every read-write host mount, or the agent's writes fail silently inside the container (issue
+/// 18.3). Judged from the owner and mode bits; a path with an access ACL, or one that cannot be
+/// read now, is left to the kernel.
+pub fn check_container_writes(
+    mounts: &[UserMount],
+    (uid, gid): (u32, u32),
+) -> Result<(), MountError> {
+    use std::os::unix::fs::MetadataExt as _;
+    for m in mounts.iter().filter(|m| !m.read_only) {
+        let Ok(meta) = std::fs::metadata(&m.host) else {
+            continue;
+        };
+        let has_acl =
+            rustix::fs::getxattr(&m.host, "system.posix_acl_access", &mut [0u8; 0][..]).is_ok();
+        // Writing a directory's entries needs w and x; a file needs w.
+        let need = if meta.is_dir() { 0o3 } else { 0o2 };
+        let mode = meta.mode() & 0o7777;
+        let bits = if meta.uid() == uid {
+            mode >> 6
+        } else if meta.gid() == gid {
+            mode >> 3
+        } else {
+            mode
+        };
+        if has_acl || bits & need == need {
+            continue;
+        }
+        let shown = |p: &Path| otters_oci::validate::escape_text(&p.display().to_string(), 200);
+        return Err(MountError::ContainerCannotWrite {
+            host: shown(&m.host),
+            target: m.target.clone(),
+            user: format!("{uid}:{gid}"),
+            uid,
+            owner: format!("{}:{}", meta.uid(), meta.gid()),
+            mode,
+        });
+    }
+    Ok(())
 }
 
 /// Targets that belong to otters and may not be mounted over.
@@ -339,6 +389,27 @@ fn expand_vars(s: &str, host: &dyn HostLookup) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_container_user_must_be_able_to_write_rw_mounts() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mount = |read_only| UserMount {
+            host: dir.path().to_owned(),
+            target: "/out".into(),
+            description: None,
+            read_only,
+        };
+        // Not this process's user (nor group): 0755 lets it read only.
+        let other = (0xfffe_fff0, 0xfffe_fff0);
+        let err = check_container_writes(&[mount(false)], other).unwrap_err();
+        assert!(err.to_string().contains("mode 755"), "{err}");
+        assert_eq!(check_container_writes(&[mount(true)], other), Ok(()));
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(check_container_writes(&[mount(false)], other), Ok(()));
+    }
+
     use super::*;
 
     struct FakeHost;

@@ -32,6 +32,8 @@ pub enum SourceError {
     },
     #[error("{reference}: invalid artifact: {message}")]
     BadArtifact { reference: String, message: String },
+    #[error("{reference}: not an agent: {what}; `otters run` runs agent images (`otters build` makes them)")]
+    NotAnAgent { reference: String, what: String },
     /// The config blob cannot be read as an Agentfile model, or a name in it is unsafe.
     #[error("{reference}: invalid artifact: {source}")]
     BadConfig {
@@ -196,7 +198,14 @@ pub fn load_agent(
     }
     let config = doc
         .config
+        .as_ref()
         .ok_or_else(|| bad("the manifest has no config".into()))?;
+    if config.media_type != MediaType::AgentConfig {
+        return Err(SourceError::NotAnAgent {
+            reference: reference.to_owned(),
+            what: not_an_agent(&doc, config),
+        });
+    }
     let blob = store.read_blob(&config.digest)?;
     let model =
         otters_agentfile::ir::from_config_blob(&blob).map_err(|source| SourceError::BadConfig {
@@ -226,6 +235,32 @@ pub fn load_agent(
         model,
         pins,
     })
+}
+
+/// What an image that is not an agent is, for [`SourceError::NotAnAgent`]: its config media type,
+/// and whether it is a bin image (a RUNTIME or BIN for an Agentfile), a container image or another
+/// OCI artifact.
+fn not_an_agent(doc: &ManifestDoc, config: &Descriptor) -> String {
+    use otters_oci::validate::escape_text;
+    let bin = ["io.openotters.bin.name", "vnd.openotters.bin.name"]
+        .iter()
+        .any(|k| doc.annotations.contains_key(*k));
+    let kind = if bin {
+        "a bin image: name it as RUNTIME or BIN in an Agentfile, and run the agent".to_owned()
+    } else if config.media_type.is_image_config() {
+        "a container image, not an agent: run it with docker or podman".to_owned()
+    } else {
+        let artifact = doc.artifact_type.as_deref().unwrap_or("none");
+        format!(
+            "an OCI artifact (artifactType {}), not an agent",
+            escape_text(artifact, 120)
+        )
+    };
+    format!(
+        "its config is {}, not an agent config ({}); it is {kind}",
+        escape_text(config.media_type.as_str(), 120),
+        otters_oci::spec::descriptor::AGENT_CONFIG
+    )
 }
 
 #[derive(Deserialize)]
