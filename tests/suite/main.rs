@@ -13,6 +13,7 @@ mod export;
 mod fmt;
 mod habits;
 mod interop;
+mod kube;
 mod lint_cli;
 mod lsp;
 mod mirrors;

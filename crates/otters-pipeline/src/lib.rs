@@ -14,6 +14,7 @@
 
 pub mod build;
 pub mod export;
+pub mod kube;
 pub mod lock;
 pub mod lower;
 pub mod project;

@@ -135,3 +135,38 @@ pub fn podman(test: &str, dir: &Path, registry: &str) -> Option<impl Fn() -> Com
 pub fn last_line(out: &str) -> String {
     out.lines().last().unwrap_or_default().trim().to_owned()
 }
+
+/// Checks the static runtime's report (a container's output): it ran as the image's non-root
+/// user, in its workspace, with its BIN on PATH, the agent's CONFIG (and `webhook` given at
+/// deploy time) and ENV, its context and data, `/data` mounted read-only from the host and
+/// `/out` writable; then that it wrote `/out/result.txt` into `outdir`. `extra` lines too.
+pub fn assert_report(what: &str, report: &str, outdir: &Path, extra: &[&str]) {
+    let common = [
+        "UID 65532 GID 65532",
+        "ARG serve",
+        "PWD /workspace",
+        "ENV PATH=/opt/bins",
+        "ENV RUNTIME_MAX_TOKENS=256",
+        "ENV RUNTIME_WEBHOOK=https://example.com/hook",
+        "ENV LOG_LEVEL=debug",
+        "TREE /etc/context/SOUL.md",
+        "TREE /etc/context/AGENT.md",
+        "TREE /etc/data/notes.txt",
+        "MOUNT hello from the host",
+        "MOUNTRO yes",
+        "OUTRW yes",
+        "WORKSPACE yes",
+        "TOOL tool-ran",
+    ];
+    for want in common.iter().chain(extra) {
+        assert!(
+            report.contains(want),
+            "{what}: {want:?} not in the runtime's report:\n{report}"
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(outdir.join("result.txt")).unwrap_or_default(),
+        "written by the runtime\n",
+        "{what}: /out/result.txt"
+    );
+}
