@@ -309,3 +309,82 @@ fn export_refuses_an_agent_without_runtime_and_a_bad_push_target() {
     let err = flat(&env.fails(&["export", "idle:1", "--as", "image"]));
     assert!(err.contains("runnable"), "{err}");
 }
+
+#[test]
+fn an_agent_built_as_an_index_exports_an_index_of_one_image_per_platform() {
+    let test = "an_agent_built_as_an_index_exports_an_index_of_one_image_per_platform";
+    let Some(w) = World::start(test) else { return };
+    // The bin images have this machine's architecture and s390x (ppc64le on s390x).
+    let other = if crate::support::host_arch() == "s390x" {
+        "ppc64le"
+    } else {
+        "s390x"
+    };
+    let host = format!("linux/{}", crate::support::host_arch());
+    let both = format!("{host},linux/{other}");
+    let agent = w.agent_for("multi", "multi", &["--platform", &both]);
+    let digest = last_line(&ok(
+        cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"])
+    ));
+    let repo = agent.trim_end_matches(":1");
+    let index = manifest_of(&format!("{repo}@{digest}"));
+    assert_eq!(
+        index["mediaType"],
+        "application/vnd.oci.image.index.v1+json"
+    );
+    assert_eq!(
+        index["subject"]["mediaType"],
+        "application/vnd.oci.image.index.v1+json"
+    );
+    let mut arches: Vec<&str> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["platform"]["architecture"].as_str())
+        .collect();
+    arches.sort_unstable();
+    let mut want = [crate::support::host_arch(), other];
+    want.sort_unstable();
+    assert_eq!(arches, want);
+    // skopeo resolves the index to this machine's image, an ordinary image.
+    let info = skopeo_inspect(&format!("{repo}@{digest}"));
+    assert_eq!(info["Architecture"], crate::support::host_arch());
+    // One platform alone: that platform's image.
+    let single = last_line(&ok(cli::otters(&w.home).args([
+        "export",
+        &agent,
+        "--as",
+        "runnable",
+        "--platform",
+        &host,
+    ])));
+    assert!(
+        index["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["digest"] == single.as_str()),
+        "{single} not in {index}"
+    );
+    let err = flat(&w_fails(
+        &w,
+        &[
+            "export",
+            &agent,
+            "--as",
+            "runnable",
+            "--platform",
+            "linux/mips64",
+        ],
+    ));
+    assert!(
+        err.contains("no image for linux/mips64") && err.contains("--platform"),
+        "{err}"
+    );
+}
+
+fn w_fails(w: &World, args: &[&str]) -> String {
+    let out = cli::otters(&w.home).args(args).output().unwrap();
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

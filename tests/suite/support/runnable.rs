@@ -78,6 +78,11 @@ impl World {
     /// Writes the Agentfile (NAME `name`), builds it as `REG/<repo>:1`, pushes it, and returns
     /// that reference.
     pub fn agent(&self, name: &str, repo: &str) -> String {
+        self.agent_for(name, repo, &[])
+    }
+
+    /// [`World::agent`], with extra `otters build` flags (e.g. `--platform`).
+    pub fn agent_for(&self, name: &str, repo: &str, flags: &[&str]) -> String {
         let ctx = self.tmp.path().join(format!("ctx-{repo}"));
         fs::create_dir_all(&ctx).expect("context dir");
         fs::write(ctx.join("notes.txt"), "some notes\n").expect("notes");
@@ -88,6 +93,7 @@ impl World {
         let agent = format!("{}/{repo}:1", self.reg.addr);
         ok(cli::otters(&self.home)
             .args(["build", "-q", "-t", &agent])
+            .args(flags)
             .arg(&ctx));
         ok(cli::otters(&self.home).args(["push", "-q", &agent]));
         agent
