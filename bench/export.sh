@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 size_mib=${1:-256}
 profile=${PROFILE:-dist}
 cargo build --profile "$profile" --quiet
-bin=$PWD/target/$profile/otters
+dir=$profile; [ "$profile" = dev ] && dir=debug
+bin=$PWD/target/$dir/otters
 tmp=$(mktemp -d); trap 'kill $reg_pid 2>/dev/null || true; rm -rf "$tmp"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mkdir -p "$tmp/ctx" "$tmp/r"
