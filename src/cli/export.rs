@@ -25,6 +25,8 @@ pub enum As {
     Runnable,
 }
 
+// Rationale: the flags are independent switches, as `otters run`'s are.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The agent: a local tag or digest, or a registry reference (pulled when missing)
@@ -69,10 +71,10 @@ pub fn run(a: Args) -> CliResult {
         Pull::Missing
     };
     let fetched = prepare::fetch_image(&store, &registry, &a.reference, pull).map_err(fail)?;
-    let fetcher: &dyn Fetcher = if a.offline { &LocalOnly } else { &registry };
+    let source: &dyn Fetcher = if a.offline { &LocalOnly } else { &registry };
     let exported = export::export(
         &store,
-        fetcher,
+        source,
         &a.reference,
         &fetched.digest,
         platform.as_ref(),

@@ -30,6 +30,7 @@ mod export;
 mod fmt;
 mod images;
 mod key;
+mod kube;
 mod lint;
 mod login;
 mod lsp;
@@ -90,6 +91,8 @@ pub enum Command {
     Push(pushpull::PushArgs),
     /// Turn an agent into an ordinary OCI image any container runtime runs (`--as runnable`)
     Export(export::Args),
+    /// Print the Kubernetes objects that run an agent's runnable export (YAML)
+    Kube(kube::Args),
     /// Download an image from a registry into the local store
     ///
     /// Mirrors configured for the registry in `$OTTERS_HOME/config.toml` (`[registry."docker.io"]
@@ -179,6 +182,7 @@ pub fn main() -> ExitCode {
         Command::Logout(a) => login::run_logout(a),
         Command::Run(a) => run::run(a),
         Command::Export(a) => export::run(a),
+        Command::Kube(a) => kube::run(a),
         Command::Key(c) => key::run(c),
         Command::SignBlob(a) => blob::run_sign(a),
         Command::VerifyBlob(a) => blob::run_verify(a),

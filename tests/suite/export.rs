@@ -5,7 +5,7 @@
 //! CONFIG and ENV, a bind-mounted MOUNT, as a non-root user.
 
 use crate::support::cli::{self, flat, ok};
-use crate::support::runnable::{last_line, podman, World};
+use crate::support::runnable::{assert_report, last_line, podman, World};
 use crate::support::{run_ok, write};
 use serde_json::Value;
 use std::fs;
@@ -91,60 +91,9 @@ fn manifest_of(reference: &str) -> Value {
     serde_json::from_str(&raw).unwrap()
 }
 
-#[test]
-fn export_is_an_image_that_skopeo_umoci_and_podman_take() {
-    let test = "export_is_an_image_that_skopeo_umoci_and_podman_take";
-    let Some(w) = World::start(test) else { return };
-    let agent = w.agent("probe", "probe");
-    let out = ok(cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"]));
-    let digest = last_line(&out);
-    assert!(digest.starts_with("sha256:") && digest.len() == 71, "{out}");
-    let repo = agent.trim_end_matches(":1");
-    let image = format!("{repo}@{digest}");
-
-    // Linked to its agent: discover lists it, and the registry has it by digest.
-    let found = ok(cli::otters(&w.home).args(["discover", &agent]));
-    assert!(
-        found.contains(&digest),
-        "discover does not list {digest}:\n{found}"
-    );
-
-    // skopeo reads it as an ordinary image.
-    let info = skopeo_inspect(&image);
-    assert_eq!(info["Digest"], digest.as_str());
-    assert_eq!(info["Os"], "linux");
-    assert_eq!(info["Architecture"], crate::support::host_arch());
-    let env: Vec<&str> = info["Env"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    for want in [
-        "PATH=/opt/bins",
-        "HOME=/home",
-        "TMPDIR=/tmp",
-        "LANG=C.UTF-8",
-        "RUNTIME_MAX_TOKENS=256",
-        "LOG_LEVEL=debug",
-    ] {
-        assert!(env.contains(&want), "{want} missing from {env:?}");
-    }
-    assert!(
-        env.iter().all(|e| !e.contains("API_KEY")),
-        "a credential in the image: {env:?}"
-    );
-    let manifest = manifest_of(&image);
-    assert_eq!(
-        manifest["subject"]["mediaType"],
-        "application/vnd.oci.image.manifest.v1+json"
-    );
-    let titles = layer_titles(&manifest);
-    assert_eq!(
-        titles.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
-        ["runtime", "bin/tool", "agent"]
-    );
-
+/// umoci unpacks the image into the files of a run's tree (the docker executor's view), its
+/// writable directories owned by the image's user, no directory world-writable.
+fn umoci_gives_the_run_tree(w: &World, agent: &str, image: &str) {
     // umoci unpacks it into the files of a run's tree (the docker executor's view).
     let layout = w.tmp.path().join("layout");
     run_ok(Command::new("skopeo").args([
@@ -162,7 +111,7 @@ fn export_is_an_image_that_skopeo_umoci_and_podman_take() {
     );
     let rootfs = bundle.join("rootfs");
     let run_root = w.tmp.path().join("run-root");
-    run_tree(&w, &agent, &run_root);
+    run_tree(w, agent, &run_root);
     for (tree, image_path) in [
         ("usr/local/bin/runtime", "opt/runtime/runtime"),
         ("usr/bin/tool", "opt/bins/tool"),
@@ -228,6 +177,63 @@ fn export_is_an_image_that_skopeo_umoci_and_podman_take() {
             }
         }
     }
+}
+
+#[test]
+fn export_is_an_image_that_skopeo_umoci_and_podman_take() {
+    let test = "export_is_an_image_that_skopeo_umoci_and_podman_take";
+    let Some(w) = World::start(test) else { return };
+    let agent = w.agent("probe", "probe");
+    let out = ok(cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"]));
+    let digest = last_line(&out);
+    assert!(digest.starts_with("sha256:") && digest.len() == 71, "{out}");
+    let repo = agent.trim_end_matches(":1");
+    let image = format!("{repo}@{digest}");
+
+    // Linked to its agent: discover lists it, and the registry has it by digest.
+    let found = ok(cli::otters(&w.home).args(["discover", &agent]));
+    assert!(
+        found.contains(&digest),
+        "discover does not list {digest}:\n{found}"
+    );
+
+    // skopeo reads it as an ordinary image.
+    let info = skopeo_inspect(&image);
+    assert_eq!(info["Digest"], digest.as_str());
+    assert_eq!(info["Os"], "linux");
+    assert_eq!(info["Architecture"], crate::support::host_arch());
+    let env: Vec<&str> = info["Env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for want in [
+        "PATH=/opt/bins",
+        "HOME=/home",
+        "TMPDIR=/tmp",
+        "LANG=C.UTF-8",
+        "RUNTIME_MAX_TOKENS=256",
+        "LOG_LEVEL=debug",
+    ] {
+        assert!(env.contains(&want), "{want} missing from {env:?}");
+    }
+    assert!(
+        env.iter().all(|e| !e.contains("API_KEY")),
+        "a credential in the image: {env:?}"
+    );
+    let manifest = manifest_of(&image);
+    assert_eq!(
+        manifest["subject"]["mediaType"],
+        "application/vnd.oci.image.manifest.v1+json"
+    );
+    let titles = layer_titles(&manifest);
+    assert_eq!(
+        titles.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
+        ["runtime", "bin/tool", "agent"]
+    );
+
+    umoci_gives_the_run_tree(&w, &agent, &image);
 
     // Reproducible: two fresh homes (each pulls the agent, its runtime and BIN) export the
     // same bytes.
@@ -273,32 +279,11 @@ fn export_is_an_image_that_skopeo_umoci_and_podman_take() {
             .arg(&image),
     );
     let _ = podman().args(["rmi", "-f", &image]).output();
-    for want in [
-        "UID 65532 GID 65532",
-        "ARG serve",
-        "ARG --model\nARG anthropic/claude-test",
-        "PWD /workspace",
-        "ENV PATH=/opt/bins",
-        "ENV RUNTIME_MAX_TOKENS=256",
-        "ENV RUNTIME_WEBHOOK=https://example.com/hook",
-        "ENV LOG_LEVEL=debug",
-        "TREE /etc/context/SOUL.md",
-        "TREE /etc/context/AGENT.md",
-        "TREE /etc/data/notes.txt",
-        "MOUNT hello from the host",
-        "MOUNTRO yes",
-        "OUTRW yes",
-        "WORKSPACE yes",
-        "TOOL tool-ran",
-    ] {
-        assert!(
-            report.contains(want),
-            "{want:?} not in the container's report:\n{report}"
-        );
-    }
-    assert_eq!(
-        fs::read_to_string(outdir.join("result.txt")).unwrap(),
-        "written by the runtime\n"
+    assert_report(
+        "podman run",
+        &report,
+        &outdir,
+        &["ARG --model\nARG anthropic/claude-test"],
     );
 }
 
@@ -323,4 +308,83 @@ fn export_refuses_an_agent_without_runtime_and_a_bad_push_target() {
     );
     let err = flat(&env.fails(&["export", "idle:1", "--as", "image"]));
     assert!(err.contains("runnable"), "{err}");
+}
+
+#[test]
+fn an_agent_built_as_an_index_exports_an_index_of_one_image_per_platform() {
+    let test = "an_agent_built_as_an_index_exports_an_index_of_one_image_per_platform";
+    let Some(w) = World::start(test) else { return };
+    // The bin images have this machine's architecture and s390x (ppc64le on s390x).
+    let other = if crate::support::host_arch() == "s390x" {
+        "ppc64le"
+    } else {
+        "s390x"
+    };
+    let host = format!("linux/{}", crate::support::host_arch());
+    let both = format!("{host},linux/{other}");
+    let agent = w.agent_for("multi", "multi", &["--platform", &both]);
+    let digest = last_line(&ok(
+        cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"])
+    ));
+    let repo = agent.trim_end_matches(":1");
+    let index = manifest_of(&format!("{repo}@{digest}"));
+    assert_eq!(
+        index["mediaType"],
+        "application/vnd.oci.image.index.v1+json"
+    );
+    assert_eq!(
+        index["subject"]["mediaType"],
+        "application/vnd.oci.image.index.v1+json"
+    );
+    let mut arches: Vec<&str> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["platform"]["architecture"].as_str())
+        .collect();
+    arches.sort_unstable();
+    let mut want = [crate::support::host_arch(), other];
+    want.sort_unstable();
+    assert_eq!(arches, want);
+    // skopeo resolves the index to this machine's image, an ordinary image.
+    let info = skopeo_inspect(&format!("{repo}@{digest}"));
+    assert_eq!(info["Architecture"], crate::support::host_arch());
+    // One platform alone: that platform's image.
+    let single = last_line(&ok(cli::otters(&w.home).args([
+        "export",
+        &agent,
+        "--as",
+        "runnable",
+        "--platform",
+        &host,
+    ])));
+    assert!(
+        index["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["digest"] == single.as_str()),
+        "{single} not in {index}"
+    );
+    let err = flat(&w_fails(
+        &w,
+        &[
+            "export",
+            &agent,
+            "--as",
+            "runnable",
+            "--platform",
+            "linux/mips64",
+        ],
+    ));
+    assert!(
+        err.contains("no image for linux/mips64") && err.contains("--platform"),
+        "{err}"
+    );
+}
+
+fn w_fails(w: &World, args: &[&str]) -> String {
+    let out = cli::otters(&w.home).args(args).output().unwrap();
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }

@@ -17,6 +17,7 @@ mod fmt;
 mod habits;
 mod interop;
 mod keyless;
+mod kube;
 mod lint_cli;
 mod lsp;
 mod mirrors;

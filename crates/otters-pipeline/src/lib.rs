@@ -17,6 +17,7 @@ pub mod build;
 pub mod copy;
 pub mod export;
 pub mod keyless;
+pub mod kube;
 pub mod lock;
 pub mod lower;
 pub mod project;

@@ -78,6 +78,11 @@ impl World {
     /// Writes the Agentfile (NAME `name`), builds it as `REG/<repo>:1`, pushes it, and returns
     /// that reference.
     pub fn agent(&self, name: &str, repo: &str) -> String {
+        self.agent_for(name, repo, &[])
+    }
+
+    /// [`World::agent`], with extra `otters build` flags (e.g. `--platform`).
+    pub fn agent_for(&self, name: &str, repo: &str, flags: &[&str]) -> String {
         let ctx = self.tmp.path().join(format!("ctx-{repo}"));
         fs::create_dir_all(&ctx).expect("context dir");
         fs::write(ctx.join("notes.txt"), "some notes\n").expect("notes");
@@ -88,6 +93,7 @@ impl World {
         let agent = format!("{}/{repo}:1", self.reg.addr);
         ok(cli::otters(&self.home)
             .args(["build", "-q", "-t", &agent])
+            .args(flags)
             .arg(&ctx));
         ok(cli::otters(&self.home).args(["push", "-q", &agent]));
         agent
@@ -134,4 +140,39 @@ pub fn podman(test: &str, dir: &Path, registry: &str) -> Option<impl Fn() -> Com
 /// The last line of a command's standard output (`build` and `export` print the digest there).
 pub fn last_line(out: &str) -> String {
     out.lines().last().unwrap_or_default().trim().to_owned()
+}
+
+/// Checks the static runtime's report (a container's output): it ran as the image's non-root
+/// user, in its workspace, with its BIN on PATH, the agent's CONFIG (and `webhook` given at
+/// deploy time) and ENV, its context and data, `/data` mounted read-only from the host and
+/// `/out` writable; then that it wrote `/out/result.txt` into `outdir`. `extra` lines too.
+pub fn assert_report(what: &str, report: &str, outdir: &Path, extra: &[&str]) {
+    let common = [
+        "UID 65532 GID 65532",
+        "ARG serve",
+        "PWD /workspace",
+        "ENV PATH=/opt/bins",
+        "ENV RUNTIME_MAX_TOKENS=256",
+        "ENV RUNTIME_WEBHOOK=https://example.com/hook",
+        "ENV LOG_LEVEL=debug",
+        "TREE /etc/context/SOUL.md",
+        "TREE /etc/context/AGENT.md",
+        "TREE /etc/data/notes.txt",
+        "MOUNT hello from the host",
+        "MOUNTRO yes",
+        "OUTRW yes",
+        "WORKSPACE yes",
+        "TOOL tool-ran",
+    ];
+    for want in common.iter().chain(extra) {
+        assert!(
+            report.contains(want),
+            "{what}: {want:?} not in the runtime's report:\n{report}"
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(outdir.join("result.txt")).unwrap_or_default(),
+        "written by the runtime\n",
+        "{what}: /out/result.txt"
+    );
 }

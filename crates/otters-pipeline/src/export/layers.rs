@@ -261,15 +261,15 @@ mod tests {
         let src = dir.path().join("x");
         fs::write(&src, b"hello").unwrap();
         fs::set_permissions(&src, fs::Permissions::from_mode(0o700)).unwrap();
-        let mut g = Group::new("bin/x");
-        g.add(&src, "opt/bins/x", 0).unwrap();
-        let a = write(&store, &g).unwrap();
+        let mut group = Group::new("bin/x");
+        group.add(&src, "opt/bins/x", 0).unwrap();
+        let first = write(&store, &group).unwrap();
         fs::set_permissions(&src, fs::Permissions::from_mode(0o751)).unwrap();
-        let b = write(&store, &g).unwrap();
-        assert_eq!(a.descriptor.digest, b.descriptor.digest);
-        let bytes = store.read_blob(&a.descriptor.digest).unwrap();
-        let mut t = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
-        let got: Vec<(String, u32, u64)> = t
+        let second = write(&store, &group).unwrap();
+        assert_eq!(first.descriptor.digest, second.descriptor.digest);
+        let bytes = store.read_blob(&first.descriptor.digest).unwrap();
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+        let got: Vec<(String, u32, u64)> = archive
             .entries()
             .unwrap()
             .map(|e| {

@@ -9,7 +9,7 @@
 //! [`crate::run::materialise::materialise`] (docker layout, the same code `otters run` uses), then
 //! each [`CONTAINER_BINDS`] entry lands at its container path. Layers: the runtime, one per BIN,
 //! the agent's own files, so agents sharing a runtime or BIN share those layers. Entrypoint, Cmd,
-//! WorkingDir and Env are the docker executor's; the user is [`USER`].
+//! `WorkingDir` and `Env` are the docker executor's; the user is [`USER`].
 //!
 //! Must never: put a credential in the image (the environment is built with no host lookup), read
 //! a tag for the runtime or BINs when the agent pins them, or depend on the clock, host, user,
@@ -134,6 +134,8 @@ pub fn export(
     for (p, d) in &chosen {
         let mut image = export_one(store, fetcher, reference, d, p, limits)?;
         image.manifest.platform = Some(p.clone());
+        image.manifest.annotations.clear();
+        image.manifest.artifact_type = None;
         images.push(image);
     }
     if platform.is_some() {
@@ -155,9 +157,10 @@ pub fn export(
         .with("annotations", string_map(&export_annotations(None)));
     let index = to_compact(&index).unwrap_or_default();
     let stored = store.put_manifest(&index, INDEX_V1)?;
-    store.add_referrer(top, &descriptor_of(&index, &stored.media_type))?;
+    let listed = descriptor_of(&index, &stored.media_type);
+    store.add_referrer(top, &listed)?;
     Ok(Exported {
-        descriptor: stored,
+        descriptor: listed,
         images,
     })
 }
@@ -198,6 +201,23 @@ fn canonical_reference(reference: &str) -> String {
         .map_or_else(|_| reference.to_owned(), |r| r.name())
 }
 
+/// Every MOUNT the agent declares, present at its target (the container's engine mounts it
+/// there; in the container layout no host path is shown).
+pub(crate) fn declared_mounts(image: &AgentImage) -> Vec<UserMount> {
+    image
+        .model
+        .agent
+        .mounts
+        .iter()
+        .map(|m| UserMount {
+            host: PathBuf::from(&m.target),
+            target: m.target.clone(),
+            description: m.description.clone(),
+            read_only: m.read_only,
+        })
+        .collect()
+}
+
 /// The plan of the exported tree: `otters run --executor docker` of the image, with every
 /// declared MOUNT present (at its target), no required-CONFIG gate (values come from the
 /// container's environment) and no host environment at all.
@@ -211,18 +231,7 @@ fn plan_for_export(
     for c in &mut planned.model.agent.configs {
         c.required = false;
     }
-    let mounts = image
-        .model
-        .agent
-        .mounts
-        .iter()
-        .map(|m| UserMount {
-            host: PathBuf::from(&m.target),
-            target: m.target.clone(),
-            description: m.description.clone(),
-            read_only: m.read_only,
-        })
-        .collect();
+    let mounts = declared_mounts(image);
     let name = image
         .model
         .agent
@@ -332,10 +341,12 @@ fn export_one(
         );
     let manifest = to_compact(&manifest).unwrap_or_default();
     let stored = store.put_manifest(&manifest, MANIFEST_V1)?;
-    store.add_referrer(digest, &descriptor_of(&manifest, &stored.media_type))?;
+    // As a referrers index lists it: with its annotations, which `kube` looks for.
+    let listed = descriptor_of(&manifest, &stored.media_type);
+    store.add_referrer(digest, &listed)?;
     Ok(Image {
         platform: platform.clone(),
-        manifest: stored,
+        manifest: listed,
         agent: digest.clone(),
         layers: layer_descs,
     })
@@ -398,6 +409,31 @@ fn image_config(
 pub fn exports_of(store: &Store, digest: &Digest) -> Result<Vec<Descriptor>, StoreError> {
     Ok(store
         .referrers(digest)?
+        .into_iter()
+        .filter(|d| d.annotations.get(ANN_EXPORT).map(String::as_str) == Some(RUNNABLE))
+        .collect())
+}
+
+/// The runnable export to deploy for the agent `top`: among `exports` (its referrers marked
+/// [`ANN_EXPORT`]), the one for `platform`, else an index over several platforms.
+pub fn pick_export(exports: &[Descriptor], platform: &Platform) -> Option<Digest> {
+    let wanted = platform.to_string();
+    exports
+        .iter()
+        .find(|d| d.annotations.get(ANN_EXPORT_PLATFORM) == Some(&wanted))
+        .or_else(|| exports.iter().find(|d| d.media_type.is_index()))
+        .map(|d| d.digest.clone())
+}
+
+/// The runnable exports a registry lists for the agent `top` in `r`'s repository.
+pub fn remote_exports(
+    client: &otters_oci::registry::RegistryClient,
+    r: &otters_oci::reference::Reference,
+    top: &Digest,
+) -> Result<Vec<Descriptor>, otters_oci::registry::RegistryError> {
+    Ok(client
+        .referrers(r, top, None)?
+        .entries
         .into_iter()
         .filter(|d| d.annotations.get(ANN_EXPORT).map(String::as_str) == Some(RUNNABLE))
         .collect())

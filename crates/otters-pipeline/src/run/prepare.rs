@@ -280,6 +280,16 @@ pub fn previous_id(root: &Path) -> Option<String> {
     uuid::Uuid::parse_str(id).ok().map(|u| u.to_string())
 }
 
+/// The credential MODEL's provider needs (`anthropic/…` → `ANTHROPIC_API_KEY`); `None` for a
+/// model without a provider or a local one (`ollama/…`, …).
+pub fn provider_key(model: &str) -> Option<String> {
+    let provider = model.split_once('/')?.0;
+    if KEYLESS_PROVIDERS.contains(&provider.to_ascii_lowercase().as_str()) {
+        return None;
+    }
+    Some(format!("{}_API_KEY", provider_prefix(model)?))
+}
+
 /// A warning when MODEL's provider key (`anthropic/…` → `ANTHROPIC_API_KEY`) is not among the
 /// variables the runtime gets, i.e. unset or empty where otters runs: the agent would start and
 /// fail on its first model call. Nothing for a provider whose credentials are not passed (the
@@ -293,11 +303,7 @@ pub fn missing_provider_key(
     if untrusted_provider(model, named).is_some() {
         return None;
     }
-    let provider = model.split_once('/')?.0;
-    if KEYLESS_PROVIDERS.contains(&provider.to_ascii_lowercase().as_str()) {
-        return None;
-    }
-    let key = format!("{}_API_KEY", provider_prefix(model)?);
+    let key = provider_key(model)?;
     if env.iter().any(|e| e.key == key) {
         return None;
     }

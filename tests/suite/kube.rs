@@ -1,0 +1,380 @@
+//! `otters kube` through the real binary: the objects of a pushed, exported agent validate
+//! against the Kubernetes 1.31 and 1.37 schemas (kubernetes-validate `--strict`), pass
+//! checkov's Pod Security "restricted" and hardening checks, pass our own volumeMount and
+//! DNS-1123 checks, and run on a real engine: `podman kube play` of the Pod and the Deployment
+//! starts the static runtime, which sees its CONFIG, ENV, context and BIN, writes into its MOUNT
+//! and is not root. And the refusals: a required CONFIG without value, an unmapped MOUNT, an
+//! agent with no export.
+//!
+//! The checkers live in the venv `.ci/install` makes (`$OTTERS_K8S_VENV`, default
+//! `/tmp/otters-k8s-venv`); without them the test is skipped (and fails under CI).
+
+use crate::support::cli::{self, flat, ok};
+use crate::support::runnable::{assert_report, last_line, podman, World};
+use crate::support::tools::skip;
+use crate::support::write;
+use serde_yaml_ng::Value;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The checks of the issue: restricted profile and hardening, requests and limits.
+const CHECKOV_CHECKS: &[&str] = &[
+    "CKV_K8S_10",
+    "CKV_K8S_11",
+    "CKV_K8S_12",
+    "CKV_K8S_13",
+    "CKV_K8S_20",
+    "CKV_K8S_22",
+    "CKV_K8S_23",
+    "CKV_K8S_28",
+    "CKV_K8S_29",
+    "CKV_K8S_30",
+    "CKV_K8S_31",
+    "CKV_K8S_37",
+    "CKV_K8S_38",
+    "CKV_K8S_40",
+    "CKV_K8S_43",
+];
+
+fn venv_tool(name: &str) -> PathBuf {
+    let venv = std::env::var_os("OTTERS_K8S_VENV")
+        .map_or_else(|| PathBuf::from("/tmp/otters-k8s-venv"), PathBuf::from);
+    venv.join("bin").join(name)
+}
+
+fn docs(text: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
+        .collect()
+}
+
+fn is_dns1123(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
+}
+
+/// What kubernetes-validate misses: every volumeMount names a volume of its pod; every name is
+/// DNS-1123.
+fn own_checks(text: &str) {
+    for d in docs(text) {
+        let name = d["metadata"]["name"].as_str().unwrap_or_default();
+        assert!(is_dns1123(name), "name {name:?} is not DNS-1123");
+        let pod = if d["spec"]["template"]["spec"].is_mapping() {
+            &d["spec"]["template"]["spec"]
+        } else {
+            &d["spec"]
+        };
+        let Some(containers) = pod["containers"].as_sequence() else {
+            continue;
+        };
+        let volumes: Vec<&str> = pod["volumes"]
+            .as_sequence()
+            .map(|v| v.iter().filter_map(|v| v["name"].as_str()).collect())
+            .unwrap_or_default();
+        for c in containers {
+            for m in c["volumeMounts"].as_sequence().into_iter().flatten() {
+                let m = m["name"].as_str().unwrap_or_default();
+                assert!(
+                    volumes.contains(&m),
+                    "{name}: volumeMount {m} names no volume"
+                );
+            }
+        }
+    }
+}
+
+fn validate(test: &str, file: &Path) -> bool {
+    let (kv, checkov) = (venv_tool("kubernetes-validate"), venv_tool("checkov"));
+    if !kv.exists() || !checkov.exists() {
+        skip(
+            test,
+            "kubernetes-validate and checkov are not installed; run .ci/install",
+        );
+        return false;
+    }
+    for version in ["1.31.0", "1.37.0"] {
+        let out = Command::new(&kv)
+            .args(["--strict", "-k", version])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kubernetes-validate {version} {}:\n{}{}",
+            file.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new(&checkov)
+        .args(["--framework", "kubernetes", "--compact", "-o", "json", "-f"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "checkov output is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let failed: Vec<String> = report["results"]["failed_checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["check_id"].as_str().map(str::to_owned))
+        .collect();
+    let passed = report["summary"]["passed"].as_u64().unwrap_or(0);
+    assert!(passed >= 15, "checkov ran too few checks: {report}");
+    let bad: Vec<&String> = failed
+        .iter()
+        .filter(|c| CHECKOV_CHECKS.contains(&c.as_str()))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "checkov failed {bad:?} on {}",
+        file.display()
+    );
+    true
+}
+
+/// What podman 4.3 cannot play, changed: the Secret reference becomes a literal (it cannot
+/// resolve secretKeyRef), and the annotations go (it refuses annotation values over 63
+/// characters, such as the agent's digest, which Kubernetes accepts).
+fn for_podman(text: &str) -> String {
+    let mut out = Vec::new();
+    for mut d in docs(text) {
+        if let Some(m) = d["metadata"].as_mapping_mut() {
+            m.remove("annotations");
+        }
+        if let Some(m) = d["spec"]["template"]["metadata"].as_mapping_mut() {
+            m.remove("annotations");
+        }
+        let pod = if d["spec"]["template"]["spec"].is_mapping() {
+            &mut d["spec"]["template"]["spec"]
+        } else {
+            &mut d["spec"]
+        };
+        if let Some(containers) = pod["containers"].as_sequence_mut() {
+            for c in containers {
+                for e in c["env"].as_sequence_mut().into_iter().flatten() {
+                    if e["valueFrom"]["secretKeyRef"].is_mapping() {
+                        let m = e.as_mapping_mut().unwrap();
+                        m.remove("valueFrom");
+                        m.insert("value".into(), "sk-from-the-secret".into());
+                    }
+                }
+            }
+        }
+        out.push(serde_yaml_ng::to_string(&d).unwrap());
+    }
+    out.join("---\n")
+}
+
+/// Plays `file`, waits for the runtime's report in the container's log, takes the pod down.
+fn play(podman: &dyn Fn() -> Command, file: &Path, prefix: &str) -> String {
+    let out = podman()
+        .args(["kube", "play", "--tls-verify=false"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let mut log = String::new();
+    if out.status.success() {
+        for _ in 0..240 {
+            // The container's name: `<pod>-agent`, the pod named after the object (podman
+            // calls a Deployment's pod `<name>-pod`).
+            let ps = podman()
+                .args(["ps", "-a", "--format", "{{.Names}}"])
+                .output()
+                .unwrap();
+            let names = String::from_utf8_lossy(&ps.stdout).into_owned();
+            let Some(container) = names
+                .lines()
+                .find(|n| n.starts_with(prefix) && n.ends_with("-agent"))
+            else {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                continue;
+            };
+            let l = podman().args(["logs", container]).output().unwrap();
+            log = String::from_utf8_lossy(&l.stdout).into_owned();
+            if log.contains("END") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    }
+    let _ = podman().args(["kube", "down"]).arg(file).output();
+    assert!(
+        out.status.success(),
+        "podman kube play failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    log
+}
+
+#[test]
+fn kube_objects_validate_pass_checkov_and_run_under_podman() {
+    let test = "kube_objects_validate_pass_checkov_and_run_under_podman";
+    let Some(w) = World::start(test) else { return };
+    let agent = w.agent("Probe_Agent", "probe");
+    let export = last_line(&ok(
+        cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"])
+    ));
+    let data = w.tmp.path().join("data");
+    let outdir = w.tmp.path().join("out");
+    write(&data.join("in.txt"), "hello from the host\n");
+    fs::create_dir_all(&outdir).unwrap();
+    fs::set_permissions(&outdir, fs::Permissions::from_mode(0o777)).unwrap();
+    let name = format!("kt{}", w.reg.port);
+    let kube = |kind: &str, extra: &[&str]| {
+        let mut c = cli::otters(&w.home);
+        c.args(["kube", &agent, "--kind", kind, "--name", &name])
+            .args([
+                "--config",
+                "webhook=https://example.com/hook",
+                "--config",
+                "hold=1",
+            ])
+            .arg("--mount")
+            .arg(format!("/data=hostpath:{}", data.display()))
+            .arg("--mount")
+            .arg(format!("/out=hostpath:{}", outdir.display()))
+            .args(extra);
+        ok(&mut c)
+    };
+    let pod = kube("pod", &[]);
+    // Reproducible, and the default name comes from NAME.
+    assert_eq!(pod, kube("pod", &[]));
+    let deployment = kube(
+        "deployment",
+        &["--service", "--network-policy", "--namespace", "agents"],
+    );
+    let job = kube("job", &["--image-pull-secret", "regcred"]);
+    let default_name = ok(cli::otters(&w.home).args([
+        "kube",
+        &agent,
+        "--allow-missing-mounts",
+        "--config-from",
+        "secret:probe-config",
+    ]));
+    assert!(
+        default_name.contains("name: \"probe-agent\""),
+        "{default_name}"
+    );
+
+    let repo = agent.trim_end_matches(":1");
+    for text in [&pod, &deployment, &job] {
+        assert!(
+            text.contains(&format!("image: \"{repo}@{export}\"")),
+            "{text}"
+        );
+        assert!(text.contains("secretKeyRef"), "{text}");
+        assert!(!text.contains("sk-"), "a credential in the objects: {text}");
+        assert!(
+            text.contains("RUNTIME_WEBHOOK: \"https://example.com/hook\""),
+            "{text}"
+        );
+        own_checks(text);
+    }
+    assert!(job.contains("restartPolicy: \"Never\"") && job.contains("kind: \"Job\""));
+    assert!(
+        deployment.contains("kind: \"Service\"") && deployment.contains("kind: \"NetworkPolicy\"")
+    );
+
+    let mut validated = true;
+    for (file, text) in [("pod", &pod), ("deployment", &deployment), ("job", &job)] {
+        let path = w.tmp.path().join(format!("{file}.yaml"));
+        fs::write(&path, text).unwrap();
+        validated &= validate(test, &path);
+    }
+    if !validated {
+        return;
+    }
+
+    // Run the Pod and the Deployment on podman.
+    let Some(podman) = podman(test, w.tmp.path(), &w.reg.addr) else {
+        return;
+    };
+    for (kind, text) in [("pod", &pod), ("deployment", &kube("deployment", &[]))] {
+        let _ = fs::remove_file(outdir.join("result.txt"));
+        let file = w.tmp.path().join(format!("play-{kind}.yaml"));
+        fs::write(&file, for_podman(text)).unwrap();
+        let log = play(&podman, &file, &name);
+        assert_report(
+            kind,
+            &log,
+            &outdir,
+            &["ENV ANTHROPIC_API_KEY=sk-from-the-secret"],
+        );
+    }
+    let _ = podman()
+        .args(["rmi", "-f", &format!("{repo}@{export}")])
+        .output();
+}
+
+#[test]
+fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
+    let test = "kube_refuses_missing_config_unmapped_mounts_and_no_export";
+    let Some(w) = World::start(test) else { return };
+    let agent = w.agent("probe", "probe");
+    let mounts = ["--mount", "/data=emptydir", "--mount", "/out=pvc:results"];
+
+    // No export yet: the error says how to make one.
+    let mut c = cli::otters(&w.home);
+    c.args(["kube", &agent, "--config", "webhook=x"])
+        .args(mounts);
+    let err = flat(&String::from_utf8_lossy(&c.output().unwrap().stderr));
+    assert!(
+        err.contains("has no runnable export")
+            && err.contains("otters export")
+            && err.contains("--push"),
+        "{err}"
+    );
+    ok(cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"]));
+
+    // A required CONFIG without value: named, with the flags that give it one.
+    let mut c = cli::otters(&w.home);
+    c.args(["kube", &agent]).args(mounts);
+    let out = c.output().unwrap();
+    assert!(!out.status.success());
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        err.contains("required config(s) have no value: webhook")
+            && err.contains("--config webhook=VALUE"),
+        "{err}"
+    );
+
+    // Unmapped MOUNTs: every one listed.
+    let out = cli::otters(&w.home)
+        .args([
+            "kube",
+            &agent,
+            "--config",
+            "webhook=x",
+            "--mount",
+            "/out=emptydir",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        err.contains("declared mount(s) not mapped: /data")
+            && err.contains("--allow-missing-mounts"),
+        "{err}"
+    );
+    // A fresh home finds the export through the registry's referrers.
+    let home = w.fresh_home("elsewhere");
+    let mut c = cli::otters(&home);
+    c.args(["kube", &agent, "--config", "webhook=x"])
+        .args(mounts);
+    assert!(ok(&mut c).contains("@sha256:"));
+}
