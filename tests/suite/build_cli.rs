@@ -694,6 +694,7 @@ fn inspect_text_shows_the_agents_own_content() {
         assert!(agent.lines().any(|l| l == line), "no {line:?} in:\n{agent}");
     }
     assert!(agent.contains("    SOUL  106 B  \"Core rules\""), "{agent}");
+}
 
 /// `otters build -q ARGS CTX` with every CI variable cleared, then `vars` set.
 fn ci_build(env: &Env, ctx: &Path, vars: &[(&str, &Path)], args: &[&str]) -> std::process::Output {

@@ -406,6 +406,10 @@ fn environment(image: &AgentImage, opts: &Options) -> Result<Vec<EnvEntry>, Kube
         mounts,
         allow_missing_mounts: false,
         platform: Platform::new("linux", "amd64", None),
+        // Only the environment is asked for: the image is the export, which copied the pins.
+        require_pins: false,
+        // No host lookup: the provider key is a secretKeyRef, never a value.
+        providers: Vec::new(),
     };
     Ok(plan::plan(&planned, &run, &|_| None)?.env)
 }
