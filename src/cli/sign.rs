@@ -13,13 +13,13 @@ use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest};
 use otters_pipeline::keyless::{Services, TokenSource};
 use otters_supply::bundle::{self, BUNDLE_V03, MAX_BUNDLE};
-use otters_supply::{keyless, keyless_verify};
 use otters_supply::keys::{KeyPair, PublicKey};
 use otters_supply::statement::{Statement, Subject, SIGN_PREDICATE};
 use otters_supply::verify::{
     verify_image, ImageVerifyError, Referrers, VerifyOptions, ANN_BUNDLE_CONTENT,
     ANN_BUNDLE_PREDICATE,
 };
+use otters_supply::{keyless, keyless_verify};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
