@@ -257,9 +257,12 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The most keyless bundle referrers one `verify` reads.
+const KEYLESS_MAX_BUNDLES: usize = 32;
+
 /// `otters verify --certificate-identity ID --certificate-oidc-issuer ISS --trusted-root FILE`: a
 /// keyless bundle referrer of the image must verify against the trusted root for exactly that
-/// identity and issuer.
+/// identity and issuer, and be a signature (or the `--type` asked for).
 fn verify_keyless(
     a: &VerifyArgs,
     identity: keyless_verify::Identity<'_>,
@@ -279,11 +282,28 @@ fn verify_keyless(
         issuer,
         sha256: digest.hex(),
     };
+    // A signature unless --type asks for an attestation (issue 17.7), as for key-based bundles.
+    let wanted_type = match &a.predicate_type {
+        Some(t) => otters_supply::verify::predicate_type(t).map_err(|e| miette!("{e}"))?,
+        None => SIGN_PREDICATE.to_owned(),
+    };
     let found = target.referrers(&digest, Some(BUNDLE_V03))?;
     let mut reasons = Vec::new();
-    for r in &found {
+    // Bounded as key-based verification is (issue 17.14): at most this many bundles are read.
+    for r in found.iter().take(KEYLESS_MAX_BUNDLES) {
         let checked = bundle_layer(&target, r, &digest)
-            .and_then(|blob| keyless_verify::verify(&blob, &root, &expected));
+            .and_then(|blob| keyless_verify::verify(&blob, &root, &expected))
+            .and_then(|v| {
+                if v.predicate_type == wanted_type {
+                    Ok(v)
+                } else {
+                    Err(format!(
+                        "it is a signed attestation of type {}, not {}",
+                        esc(&v.predicate_type),
+                        esc(&wanted_type)
+                    ))
+                }
+            });
         match checked {
             Ok(v) => {
                 outln!(
