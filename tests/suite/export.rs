@@ -32,6 +32,11 @@ fn run_tree(w: &World, agent: &str, root: &Path) {
     let out = w.tmp.path().join("run-out");
     fs::create_dir_all(&data).unwrap();
     fs::create_dir_all(&out).unwrap();
+    // The container user must be able to write an rw mount (otters refuses it otherwise when it
+    // runs as root, as here: docs/run.md); a non-root otters owns the directory already.
+    if rustix::process::geteuid().is_root() {
+        std::os::unix::fs::chown(&out, Some(65532), Some(65532)).unwrap();
+    }
     ok(cli::otters(&w.home)
         .args(["run", "--executor", "docker", "--docker"])
         .arg(&fake)

@@ -533,7 +533,10 @@ fn podman(dir: &Path) -> Result<Podman, String> {
     }
     let tar_path = dir.join("base.tar");
     fs::write(&tar_path, &tar_bytes).unwrap();
-    let image = format!("localhost/otters-run-test-base:{}", std::process::id());
+    // One name per call: two tests of this process each import and, on drop, remove their own.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let image = format!("localhost/otters-run-test-base:{}-{n}", std::process::id());
     let out = std::process::Command::new("podman")
         .env("CONTAINERS_CONF", &conf)
         .arg("import")

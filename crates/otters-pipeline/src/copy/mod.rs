@@ -404,17 +404,33 @@ fn load_local(store: &Store, l: &LocalSource) -> Result<Vec<(String, Descriptor)
     })
 }
 
+/// The `org.opencontainers.image.ref.name` a layout or archive entry carries, as written.
+fn raw_name(d: &Descriptor) -> Option<&str> {
+    d.annotations
+        .get(otters_oci::spec::descriptor::ANN_REF_NAME)
+        .map(String::as_str)
+}
+
 /// The image of a layout or archive a copy starts from: the one named, or the only one.
 fn local_root(l: &LocalSource, entries: &[(String, Descriptor)]) -> Result<Node, CopyError> {
     let holds = || {
         entries
             .iter()
-            .map(|(n, _)| if n.is_empty() { "<none>" } else { n.as_str() })
+            .map(|(n, d)| match (n.is_empty(), raw_name(d)) {
+                (false, _) => n.as_str(),
+                (true, Some(raw)) => raw,
+                (true, None) => "<none>",
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
     let picked: Vec<&(String, Descriptor)> = match &l.want {
-        Some(w) => entries.iter().filter(|(n, _)| n == w).collect(),
+        // The layout's own ref name counts too: a bare tag (`child`, as skopeo names images)
+        // loads untagged, but `oci:DIR:child` still selects it.
+        Some(w) => entries
+            .iter()
+            .filter(|(n, d)| n == w || raw_name(d) == Some(w.as_str()))
+            .collect(),
         None => entries.iter().collect(),
     };
     let (name, d) = match (picked.as_slice(), &l.want) {
