@@ -51,7 +51,9 @@ pub enum Shown {
 
 pub fn run(a: CopyArgs) -> CliResult {
     let home = super::otters_home().join("store");
+    // Leased, as build and pull are: a concurrent `prune` keeps the blobs a copy stages.
     let store = otters_oci::Store::open(&home)
+        .and_then(|s| s.leased())
         .map_err(|e| fail_in(format!("cannot open the local store {}", home.display()), e))?;
     let req = CopyRequest {
         source: a.source.clone(),

@@ -241,7 +241,12 @@ pub fn run_save(a: SaveArgs) -> CliResult {
             "refusing to write an oci-archive to a terminal"
         ));
     }
-    let store = open_store()?;
+    // `--with-deps` pulls what the store lacks: leased, so a concurrent `prune` keeps it.
+    let store = if a.with_deps {
+        open_store()?.leased().into_diagnostic()?
+    } else {
+        open_store()?
+    };
     let images = query::select(&store, &a.references).map_err(|e| match e {
         QueryError::NotFound(r) => not_found(&r),
         e => fail(e),
