@@ -505,6 +505,10 @@ impl Podman {
     }
 }
 
+/// Base images imported so far by this process: one name per call, as two tests of this process
+/// each import and, on drop, remove their own.
+static BASE_IMAGES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Start podman's service and import a busybox base image; `Err(reason)` when podman cannot run.
 fn podman(dir: &Path) -> Result<Podman, String> {
     for tool in ["podman", "docker"] {
@@ -533,9 +537,7 @@ fn podman(dir: &Path) -> Result<Podman, String> {
     }
     let tar_path = dir.join("base.tar");
     fs::write(&tar_path, &tar_bytes).unwrap();
-    // One name per call: two tests of this process each import and, on drop, remove their own.
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = BASE_IMAGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let image = format!("localhost/otters-run-test-base:{}-{n}", std::process::id());
     let out = std::process::Command::new("podman")
         .env("CONTAINERS_CONF", &conf)
