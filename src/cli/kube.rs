@@ -174,7 +174,7 @@ pub fn run(a: Args) -> CliResult {
         )
     })?;
     match &a.output {
-        Some(path) => std::fs::write(path, text)
+        Some(path) => otters_oci::archive::write_output(path, text.as_bytes())
             .map_err(|e| fail_in(format!("cannot write {}", path.display()), e))?,
         None => out!("{text}"),
     }

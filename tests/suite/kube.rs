@@ -15,6 +15,7 @@ use crate::support::tools::skip;
 use crate::support::write;
 use serde_yaml_ng::Value;
 use std::fs;
+use std::os::unix::fs::FileTypeExt as _;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -377,4 +378,79 @@ fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
     c.args(["kube", &agent, "--config", "webhook=x"])
         .args(mounts);
     assert!(ok(&mut c).contains("@sha256:"));
+}
+
+/// `kube -o FILE` is an output like `save -o`: a link at FILE is replaced, never followed (the
+/// file it named keeps its bytes), a FIFO is written as a stream and stays a FIFO, a directory is
+/// refused, and a second run over the first output succeeds.
+#[test]
+fn kube_output_replaces_links_streams_into_fifos_and_refuses_directories() {
+    let env = cli::Env::new();
+    let dir = env.dir.path();
+    let hello = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/hello");
+    ok(env
+        .otters()
+        .args([
+            "build",
+            "-q",
+            "--offline",
+            "--allow-unpinned",
+            "-t",
+            "meteo:1.0",
+        ])
+        .arg(&hello));
+    let image = format!("127.0.0.1:5000/meteo@sha256:{}", "0".repeat(64));
+    let kube = |out: &Path| {
+        env.otters()
+            .args(["kube", "meteo:1.0", "--offline", "--image", &image])
+            .args(["--mount", "/reports=emptydir", "-o"])
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let victim = dir.join("victim");
+    fs::write(&victim, "keep me\n").unwrap();
+    let link = dir.join("link.yaml");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    for _ in 0..2 {
+        let out = kube(&link);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me\n");
+    let meta = fs::symlink_metadata(&link).unwrap();
+    assert!(meta.is_file(), "the link was not replaced by the output");
+    assert!(fs::read_to_string(&link)
+        .unwrap()
+        .contains("kind: \"Deployment\""));
+
+    let fifo = dir.join("objects.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::read_to_string(fifo).unwrap())
+    };
+    let out = kube(&fifo);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(reader.join().unwrap().contains("kind: \"Deployment\""));
+    assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+
+    let out = kube(dir);
+    assert!(!out.status.success());
+    assert!(
+        flat(&String::from_utf8_lossy(&out.stderr)).contains("directory"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -166,6 +166,30 @@ pub fn save_many(
     Ok(())
 }
 
+/// Writes `bytes` to the output file `dest` as [`save_many`] writes an archive: into a FIFO or
+/// character device as a stream, otherwise through a temp file beside it, fsynced and renamed (a
+/// link at `dest` is replaced, never followed; `dest` is never left half written).
+pub fn write_output(dest: &Path, bytes: &[u8]) -> Result<(), ArchiveError> {
+    if let Some(mut stream) = open_stream_dest(dest)? {
+        stream.write_all(bytes).map_err(io_err("write", dest))?;
+        return Ok(());
+    }
+    let dir = dest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .prefix(".otters-out-")
+        .tempfile_in(dir)
+        .map_err(io_err("create a temporary file in", dir))?;
+    tmp.write_all(bytes).map_err(io_err("write", dest))?;
+    tmp.as_file().sync_all().map_err(io_err("sync", dest))?;
+    tmp.persist(dest)
+        .map_err(|e| io_err("rename into", dest)(e.error))?;
+    Ok(())
+}
+
 /// What `dest` is, for a writer that replaces files by renaming: `None` when it may be replaced
 /// (nothing there, a regular file, or a link that leads to neither a FIFO nor a character
 /// device); the opened stream when it is a FIFO or character device (`/dev/null`, a named pipe),
