@@ -515,3 +515,39 @@ fn referrers_follow_their_subject_between_the_tag_schema_and_the_referrers_api()
         assert!(flat(&out).contains("Verified OK"), "{reference}: {out}");
     }
 }
+
+/// `copy … oci:DIR` writes DIR as `build -o type=oci-layout` does (issue 17.1): a `blobs` link
+/// planted in an existing layout is refused and nothing is written where it points.
+#[test]
+fn a_copy_into_a_layout_with_a_planted_link_writes_nothing_outside() {
+    let env = crate::support::cli::Env::new();
+    let dir = env.dir.path();
+    let hello = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/hello");
+    crate::support::cli::ok(
+        env.otters()
+            .args([
+                "build",
+                "-q",
+                "--offline",
+                "--allow-unpinned",
+                "-t",
+                "meteo:1.0",
+            ])
+            .arg(&hello),
+    );
+    let archive = dir.join("meteo.tar");
+    env.ok(&["save", "meteo:1.0", "-o", archive.to_str().unwrap()]);
+    let victim = dir.join("victim");
+    let dest = dir.join("layout");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::create_dir_all(&dest).unwrap();
+    std::fs::write(dest.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    std::os::unix::fs::symlink(&victim, dest.join("blobs")).unwrap();
+    let err = env.fails(&[
+        "copy",
+        &format!("oci-archive:{}", archive.display()),
+        &format!("oci:{}:meteo", dest.display()),
+    ]);
+    assert!(err.contains("link"), "{err}");
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "{err}");
+}

@@ -9,8 +9,7 @@
 //! destination already has (pushes `HEAD` first, and mount across repositories of one registry).
 
 use crate::archive::local::LocalSource;
-use crate::archive::{all_blobs, layout_entries, named_entries, referrers_of, ArchiveError};
-use crate::path_io::io_err;
+use crate::archive::ArchiveError;
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::referrers::{pull_referrers, push_referrers};
 use crate::registry::sources::Sources;
@@ -18,9 +17,7 @@ use crate::registry::transfer::{pull_image, push_image, Progress, TransferReport
 use crate::registry::{RegistryClient, RegistryError};
 use crate::spec::descriptor::{Descriptor, ManifestDoc};
 use crate::spec::digest::Digest;
-use crate::store::layout::{index_json, Store, StoreError};
-use otters_core::json::to_compact;
-use std::io::{Read as _, Write as _};
+use crate::store::layout::{Store, StoreError};
 use std::path::Path;
 
 /// Where images come from or go: a registry reference, or `oci:DIR[:name]` /
@@ -118,72 +115,23 @@ pub fn deliver(
 
 /// Writes `images` (each with the ref names it gets) and their referrers into the OCI image
 /// layout at `dir`, created when missing. An existing layout keeps its other images; an entry
-/// with one of the new names is replaced. Blobs already there with their size are kept; each
-/// new one is checked against its digest while copied, written to a temp file and renamed;
-/// `index.json` is written last, the same way, so a layout never names a blob it lacks.
+/// with one of the new names is replaced (see [`crate::archive::layout_dir::export_layout`]).
 pub fn write_layout(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
     dir: &Path,
 ) -> Result<(), ArchiveError> {
-    let blobs_dir = dir.join("blobs/sha256");
-    std::fs::create_dir_all(&blobs_dir).map_err(io_err("create", &blobs_dir))?;
-    for (digest, size) in all_blobs(store, images)? {
-        let path = blobs_dir.join(digest.hex());
-        if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == size) {
-            continue;
-        }
-        let mut blob = store.open_verified(&digest)?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".otters-copy-")
-            .tempfile_in(&blobs_dir)
-            .map_err(io_err("create a temporary file in", &blobs_dir))?;
-        let copied = std::io::copy(&mut (&mut blob).take(size), tmp.as_file_mut());
-        blob.finish()?;
-        copied.map_err(io_err("write", tmp.path()))?;
-        tmp.as_file()
-            .sync_all()
-            .map_err(io_err("sync", tmp.path()))?;
-        tmp.persist(&path)
-            .map_err(|e| io_err("rename into", &path)(e.error))?;
-    }
-    let mut entries = if dir.join("index.json").exists() {
-        layout_entries(dir)?
-    } else {
-        Vec::new()
-    };
-    let mut ours = named_entries(images);
-    ours.extend(referrers_of(store, images)?);
-    entries.retain(|e| {
-        !ours.iter().any(|o| {
-            o.ref_name() == e.ref_name() && (e.ref_name().is_some() || o.digest == e.digest)
-        })
-    });
-    entries.extend(ours);
-    let index = to_compact(&index_json(&entries)).unwrap_or_default();
-    write_file(dir, "oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#)?;
-    write_file(dir, "index.json", &index)?;
-    Ok(())
-}
-
-/// `dir/name` replaced whole: temp file, fsync, rename.
-fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ArchiveError> {
-    let path = dir.join(name);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".otters-copy-")
-        .tempfile_in(dir)
-        .map_err(io_err("create a temporary file in", dir))?;
-    tmp.write_all(bytes).map_err(io_err("write", &path))?;
-    tmp.as_file().sync_all().map_err(io_err("sync", &path))?;
-    tmp.persist(&path)
-        .map_err(|e| io_err("rename into", &path)(e.error))?;
-    Ok(())
+    // The destination is untrusted: the one layout writer that opens it through directory handles
+    // without following links (issue 17.1), not a second one beside it.
+    crate::archive::layout_dir::export_layout(store, images, dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::archive::layout_entries;
     use crate::spec::descriptor::{INDEX_V1, MANIFEST_V1};
+    use otters_core::json::to_compact;
 
     fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
