@@ -2,7 +2,7 @@
 //!
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
-use super::pushpull::Bars as PushBars;
+use super::progress::{Bars as PushBars, ProgressMode};
 use super::{fail, fail_in, CliResult, Format};
 use miette::miette;
 use otters_agentfile::diagnostic::codes;
@@ -89,15 +89,6 @@ pub struct Args {
     /// Write build results as JSON to FILE (buildx's keys, plus otters.*)
     #[arg(long, value_name = "FILE")]
     pub metadata_file: Option<PathBuf>,
-}
-
-/// `--progress`: how progress shows on stderr (see the flag's help).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProgressMode {
-    Auto,
-    Plain,
-    Tty,
-    Quiet,
 }
 
 /// `--build-arg K=V`, or `--build-arg K` taking the value of the environment variable `K` (as

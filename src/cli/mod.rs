@@ -35,6 +35,7 @@ mod lint;
 mod login;
 mod lsp;
 mod meta;
+mod progress;
 mod pushpull;
 mod referrers;
 mod run;

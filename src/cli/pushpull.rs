@@ -2,19 +2,18 @@
 //!
 //! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
 //! and progress go to stderr: bars on a TTY, one line per blob with `--progress plain`.
-use super::build::{print_diagnostics, ProgressMode};
+use super::build::print_diagnostics;
+use super::progress::{Bars, ProgressMode};
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
 use otters_oci::reference::Reference;
 use otters_oci::registry::referrers;
 use otters_oci::registry::sources::Sources;
-use otters_oci::registry::transfer::{self, Event, Outcome, TransferReport};
+use otters_oci::registry::transfer::{self, TransferReport};
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
 use otters_oci::Platform;
 use otters_oci::Store;
 use otters_pipeline::lock;
-use std::collections::HashMap;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// The flags `push` and `pull` share.
@@ -44,17 +43,7 @@ impl TransferFlags {
 
     /// The progress display the flags ask for.
     fn bars(&self) -> Bars {
-        let quiet = self.quiet();
-        let tty = match self.progress {
-            ProgressMode::Tty => !quiet,
-            ProgressMode::Auto => !quiet && std::io::stderr().is_terminal(),
-            ProgressMode::Plain | ProgressMode::Quiet => false,
-        };
-        let mut bars = Bars::new(tty);
-        if self.progress == ProgressMode::Plain && !quiet {
-            bars.plain = Some(HashMap::new());
-        }
-        bars
+        Bars::for_mode(self.progress, self.quiet())
     }
 }
 
@@ -341,106 +330,5 @@ fn human_bytes(n: u64) -> String {
         1024..=1_048_575 => format!("{:.1} KiB", f / 1024.0),
         1_048_576..=1_073_741_823 => format!("{:.1} MiB", f / 1_048_576.0),
         _ => format!("{:.2} GiB", f / 1_073_741_824.0),
-    }
-}
-
-/// Progress bars per blob on a TTY, plain lines (`--progress plain`), or nothing.
-pub(super) struct Bars {
-    multi: Option<indicatif::MultiProgress>,
-    by_digest: HashMap<otters_oci::Digest, indicatif::ProgressBar>,
-    /// `--progress plain`: each started blob's size and start time.
-    plain: Option<HashMap<otters_oci::Digest, (u64, std::time::Instant)>>,
-}
-
-impl Bars {
-    pub(super) fn new(enabled: bool) -> Self {
-        Bars {
-            multi: enabled.then(indicatif::MultiProgress::new),
-            by_digest: HashMap::new(),
-            plain: None,
-        }
-    }
-
-    /// One line per finished blob: `pushed|pulled DIGEST SIZE in Ts`, `exists DIGEST`,
-    /// `mounted DIGEST` (digests are checked text; nothing here reaches the terminal unescaped).
-    fn plain_event(&mut self, e: &Event<'_>) {
-        let Some(started) = &mut self.plain else {
-            return;
-        };
-        match e {
-            Event::Start { digest, size, .. } => {
-                started.insert((*digest).clone(), (*size, std::time::Instant::now()));
-            }
-            Event::Done { digest, outcome } => {
-                let (size, t) = started
-                    .remove(*digest)
-                    .unwrap_or((0, std::time::Instant::now()));
-                let sized = |verb: &str| {
-                    format!(
-                        "{verb} {digest} {} in {:.1}s",
-                        super::images::human_size(size),
-                        t.elapsed().as_secs_f64()
-                    )
-                };
-                let line = match outcome {
-                    Outcome::Uploaded => sized("pushed"),
-                    Outcome::Downloaded => sized("pulled"),
-                    Outcome::Skipped => format!("exists {digest}"),
-                    Outcome::Mounted => format!("mounted {digest}"),
-                };
-                eprintln!("{line}");
-            }
-            Event::Bytes { .. } => {}
-        }
-    }
-
-    pub(super) fn event(&mut self, e: &Event<'_>) {
-        self.plain_event(e);
-        let Some(multi) = &self.multi else { return };
-        match e {
-            Event::Start {
-                digest,
-                size,
-                title,
-            } => {
-                let bar = multi.add(indicatif::ProgressBar::new(*size));
-                let style = indicatif::ProgressStyle::with_template(
-                    "{prefix:>14} {msg:<24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> ");
-                bar.set_style(style);
-                bar.set_prefix(digest.hex().chars().take(12).collect::<String>());
-                // A layer's title comes from the image: escaped before it reaches the terminal.
-                let title = otters_core::escape::escape(title.unwrap_or(""));
-                bar.set_message(title.chars().take(24).collect::<String>());
-                self.by_digest.insert((*digest).clone(), bar);
-            }
-            Event::Bytes { digest, n } => {
-                if let Some(b) = self.by_digest.get(*digest) {
-                    b.inc(*n);
-                }
-            }
-            Event::Done { digest, outcome } => {
-                if let Some(b) = self.by_digest.remove(*digest) {
-                    let word = match outcome {
-                        Outcome::Uploaded => "uploaded",
-                        Outcome::Skipped => "already present",
-                        Outcome::Mounted => "mounted",
-                        Outcome::Downloaded => "downloaded",
-                    };
-                    b.finish_with_message(word);
-                }
-            }
-        }
-    }
-
-    pub(super) fn finish(&mut self) {
-        for (_, b) in self.by_digest.drain() {
-            b.abandon();
-        }
-        if let Some(m) = &self.multi {
-            let _ = m.clear();
-        }
     }
 }

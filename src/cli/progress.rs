@@ -1,0 +1,132 @@
+//! Progress on stderr, shared by every command that moves blobs: the `--progress` modes, and
+//! the per-blob display (bars on a terminal, one plain line per finished blob for CI logs).
+use otters_oci::registry::transfer::{Event, Outcome};
+use std::collections::HashMap;
+use std::io::IsTerminal as _;
+
+/// `--progress`: how progress shows on stderr (see the flag's help).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    Auto,
+    Plain,
+    Tty,
+    Quiet,
+}
+
+/// Progress bars per blob on a TTY, plain lines (`--progress plain`), or nothing.
+pub(crate) struct Bars {
+    multi: Option<indicatif::MultiProgress>,
+    by_digest: HashMap<otters_oci::Digest, indicatif::ProgressBar>,
+    /// `--progress plain`: each started blob's size and start time.
+    plain: Option<HashMap<otters_oci::Digest, (u64, std::time::Instant)>>,
+}
+
+impl Bars {
+    pub(crate) fn new(enabled: bool) -> Self {
+        Bars {
+            multi: enabled.then(indicatif::MultiProgress::new),
+            by_digest: HashMap::new(),
+            plain: None,
+        }
+    }
+
+    /// One line per finished blob: `pushed|pulled DIGEST SIZE in Ts`, `exists DIGEST`,
+    /// `mounted DIGEST` (digests are checked text; nothing here reaches the terminal unescaped).
+    fn plain_event(&mut self, e: &Event<'_>) {
+        let Some(started) = &mut self.plain else {
+            return;
+        };
+        match e {
+            Event::Start { digest, size, .. } => {
+                started.insert((*digest).clone(), (*size, std::time::Instant::now()));
+            }
+            Event::Done { digest, outcome } => {
+                let (size, t) = started
+                    .remove(*digest)
+                    .unwrap_or((0, std::time::Instant::now()));
+                let sized = |verb: &str| {
+                    format!(
+                        "{verb} {digest} {} in {:.1}s",
+                        super::images::human_size(size),
+                        t.elapsed().as_secs_f64()
+                    )
+                };
+                let line = match outcome {
+                    Outcome::Uploaded => sized("pushed"),
+                    Outcome::Downloaded => sized("pulled"),
+                    Outcome::Skipped => format!("exists {digest}"),
+                    Outcome::Mounted => format!("mounted {digest}"),
+                };
+                eprintln!("{line}");
+            }
+            Event::Bytes { .. } => {}
+        }
+    }
+
+    pub(crate) fn event(&mut self, e: &Event<'_>) {
+        self.plain_event(e);
+        let Some(multi) = &self.multi else { return };
+        match e {
+            Event::Start {
+                digest,
+                size,
+                title,
+            } => {
+                let bar = multi.add(indicatif::ProgressBar::new(*size));
+                let style = indicatif::ProgressStyle::with_template(
+                    "{prefix:>14} {msg:<24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> ");
+                bar.set_style(style);
+                bar.set_prefix(digest.hex().chars().take(12).collect::<String>());
+                // A layer's title comes from the image: escaped before it reaches the terminal.
+                let title = otters_core::escape::escape(title.unwrap_or(""));
+                bar.set_message(title.chars().take(24).collect::<String>());
+                self.by_digest.insert((*digest).clone(), bar);
+            }
+            Event::Bytes { digest, n } => {
+                if let Some(b) = self.by_digest.get(*digest) {
+                    b.inc(*n);
+                }
+            }
+            Event::Done { digest, outcome } => {
+                if let Some(b) = self.by_digest.remove(*digest) {
+                    let word = match outcome {
+                        Outcome::Uploaded => "uploaded",
+                        Outcome::Skipped => "already present",
+                        Outcome::Mounted => "mounted",
+                        Outcome::Downloaded => "downloaded",
+                    };
+                    b.finish_with_message(word);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn finish(&mut self) {
+        for (_, b) in self.by_digest.drain() {
+            b.abandon();
+        }
+        if let Some(m) = &self.multi {
+            let _ = m.clear();
+        }
+    }
+}
+
+impl Bars {
+    /// The display `--progress MODE` asks for; `quiet` (`-q`) wins over every mode.
+    pub(crate) fn for_mode(mode: ProgressMode, quiet: bool) -> Self {
+        let quiet = quiet || mode == ProgressMode::Quiet;
+        let tty = match mode {
+            ProgressMode::Tty => !quiet,
+            ProgressMode::Auto => !quiet && std::io::stderr().is_terminal(),
+            ProgressMode::Plain | ProgressMode::Quiet => false,
+        };
+        let mut bars = Bars::new(tty);
+        if mode == ProgressMode::Plain && !quiet {
+            bars.plain = Some(HashMap::new());
+        }
+        bars
+    }
+}
