@@ -1,20 +1,25 @@
-//! OCI without Agentfiles: the spec's values (digests, descriptors, media types, platforms), the
-//! local image store (an OCI image layout), oci-archive files, and a registry client with its
-//! authentication. Everything read from outside (registry answers, archives, store files) is
+//! OCI without Agentfiles: the local image store (an OCI image layout), oci-archive files, and a
+//! registry client with its authentication. Everything read from outside (registry answers, archives, store files) is
 //! validated here before it is used.
 //!
-//! Depends on `otters-core` only among otters crates; never on the Agentfile language.
+//! The spec's values (digests, descriptors, media types, platforms, references) live in
+//! `otters-spec`; they are re-exported here at their old paths (`otters_oci::spec::…`,
+//! `otters_oci::reference`) so callers need not name two crates.
+//!
+//! Depends on `otters-core` and `otters-spec` only among otters crates; never on the Agentfile
+//! language.
 
 pub mod archive;
 pub mod copy;
 pub mod path_io;
-pub mod reference;
 pub mod referrers;
 pub mod registry;
-pub mod spec;
 pub mod store;
 pub mod validate;
 pub mod web;
+
+pub use otters_spec as spec;
+pub use otters_spec::reference;
 
 pub use spec::descriptor::Descriptor;
 pub use spec::digest::Digest;

@@ -5,7 +5,7 @@
 //! Takes: nothing (plain data). Returns: names and package URLs derived from it. Must never: hold a
 //! time read from the wall clock (`created` is `SOURCE_DATE_EPOCH` or the image's own `created`).
 
-use otters_oci::spec::digest::Digest;
+use otters_spec::digest::Digest;
 use std::fmt::Write as _;
 
 /// Everything one build of one agent consumed and produced.

@@ -6,7 +6,7 @@
 //! subject without a sha256 digest.
 
 use otters_core::json::{self, Value};
-use otters_oci::spec::digest::Digest;
+use otters_spec::digest::Digest;
 
 /// `_type` of every statement otters writes.
 pub const STATEMENT_V1: &str = "https://in-toto.io/Statement/v1";

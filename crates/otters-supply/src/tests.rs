@@ -7,7 +7,7 @@ use crate::keys::{KeyError, KeyPair, PublicKey};
 use crate::statement::{Statement, Subject, SIGN_PREDICATE};
 use crate::{provenance, sbom};
 use base64::Engine as _;
-use otters_oci::spec::digest::Digest;
+use otters_spec::digest::Digest;
 use serde_json::Value as J;
 use std::os::unix::fs::PermissionsExt as _;
 

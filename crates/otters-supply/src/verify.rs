@@ -12,8 +12,8 @@
 use crate::bundle::{self, Verified, BUNDLE_V03, MAX_BUNDLE};
 use crate::keys::PublicKey;
 use crate::statement::SIGN_PREDICATE;
-use otters_oci::spec::descriptor::{Descriptor, ManifestDoc};
-use otters_oci::spec::digest::Digest;
+use otters_spec::descriptor::{Descriptor, ManifestDoc};
+use otters_spec::digest::Digest;
 use std::fmt::Write as _;
 
 /// Annotation cosign puts on a bundle layer and manifest: the statement's predicate type.
@@ -294,7 +294,7 @@ mod tests {
     use crate::keys::KeyPair;
     use crate::statement::{Statement, Subject};
     use otters_oci::referrers::artifact_manifest;
-    use otters_oci::spec::descriptor::MANIFEST_V1;
+    use otters_spec::descriptor::MANIFEST_V1;
     use std::cell::Cell;
     use std::collections::{BTreeMap, HashMap};
 

@@ -4,24 +4,17 @@
 //! mediaType, digest, size, annotations, platform, artifactType; annotation keys sorted) and serde
 //! in, and [`ManifestDoc`], the read side of a manifest or index. Must never: serialise through `serde_json`'s printer for anything that gets hashed.
 
-use crate::spec::digest::Digest;
-use crate::spec::media_type::MediaType;
-use crate::spec::platform::Platform;
+use crate::digest::Digest;
+use crate::media_type::MediaType;
+use crate::platform::Platform;
 use otters_core::json::Value;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-pub const MANIFEST_V1: &str = "application/vnd.oci.image.manifest.v1+json";
-pub const INDEX_V1: &str = "application/vnd.oci.image.index.v1+json";
-pub const AGENT_ARTIFACT: &str = "application/vnd.openotters.agent.v1";
-pub const AGENT_CONFIG: &str = "application/vnd.openotters.agent.config.v1+json";
-pub const AGENTFILE_LAYER: &str = "application/vnd.openotters.agentfile";
-pub const CONTEXT_LAYER: &str = "application/vnd.openotters.context.v1";
-pub const FILE_LAYER: &str = "application/octet-stream";
-pub const TAR_GZIP_LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
-pub const AGENT_YAML_LAYER: &str = "application/vnd.openotters.agent.resolved.v1+yaml";
-/// The empty JSON blob `{}` an artifact manifest without a config names as its config.
-pub const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
+pub use crate::media_type::{
+    AGENTFILE_LAYER, AGENT_ARTIFACT, AGENT_CONFIG, AGENT_YAML_LAYER, CONTEXT_LAYER, EMPTY_CONFIG,
+    FILE_LAYER, INDEX_V1, MANIFEST_V1, TAR_GZIP_LAYER,
+};
 
 pub const ANN_TITLE: &str = "org.opencontainers.image.title";
 pub const ANN_CREATED: &str = "org.opencontainers.image.created";
@@ -109,6 +102,21 @@ pub struct ManifestDoc {
     pub subject: Option<Descriptor>,
     #[serde(default)]
     pub artifact_type: Option<String>,
+}
+
+impl Platform {
+    /// The entries of an index that name a platform, with their digests: what [`Platform::pick`]
+    /// chooses from. (Here rather than in `platform`, so that module needs no descriptors.)
+    pub fn candidates(manifests: &[Descriptor]) -> Vec<(Platform, Digest)> {
+        manifests
+            .iter()
+            .filter_map(|m| {
+                m.platform
+                    .as_ref()
+                    .map(|p| (p.for_matching(), m.digest.clone()))
+            })
+            .collect()
+    }
 }
 
 /// A sorted string map as a JSON object.

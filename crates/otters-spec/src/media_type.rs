@@ -2,14 +2,22 @@
 //!
 //! Takes: media-type text (a descriptor's `mediaType`, a `Content-Type`). Returns: [`MediaType`],
 //! which compares and branches by kind and gives back exactly the text it was made from. The
-//! string constants in [`crate::spec::descriptor`] stay for writers. Must never: change the text
+//! string constants here (re-exported by the `descriptor` module) stay for writers. Must never: change the text
 //! of a media type on its way through (serialised forms are byte-identical to what was read).
 
-use crate::spec::descriptor::{
-    AGENTFILE_LAYER, AGENT_ARTIFACT, AGENT_CONFIG, AGENT_YAML_LAYER, CONTEXT_LAYER, FILE_LAYER,
-    INDEX_V1, MANIFEST_V1, TAR_GZIP_LAYER,
-};
 use std::fmt;
+
+pub const MANIFEST_V1: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const INDEX_V1: &str = "application/vnd.oci.image.index.v1+json";
+pub const AGENT_ARTIFACT: &str = "application/vnd.openotters.agent.v1";
+pub const AGENT_CONFIG: &str = "application/vnd.openotters.agent.config.v1+json";
+pub const AGENTFILE_LAYER: &str = "application/vnd.openotters.agentfile";
+pub const CONTEXT_LAYER: &str = "application/vnd.openotters.context.v1";
+pub const FILE_LAYER: &str = "application/octet-stream";
+pub const TAR_GZIP_LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+pub const AGENT_YAML_LAYER: &str = "application/vnd.openotters.agent.resolved.v1+yaml";
+/// The empty JSON blob `{}` an artifact manifest without a config names as its config.
+pub const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
 
 pub const CONFIG_V1: &str = "application/vnd.oci.image.config.v1+json";
 pub const TAR_LAYER: &str = "application/vnd.oci.image.layer.v1.tar";

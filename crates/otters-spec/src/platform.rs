@@ -6,8 +6,6 @@
 //! `os/arch[/variant]`, or pick an entry whose os or architecture differ from the target (fail
 //! closed).
 
-use crate::spec::descriptor::Descriptor;
-use crate::spec::digest::Digest;
 use otters_core::json::Value;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -65,7 +63,7 @@ impl Platform {
     }
 
     /// The same platform as an index entry is matched: no os version, an empty variant as none.
-    fn for_matching(&self) -> Self {
+    pub(crate) fn for_matching(&self) -> Self {
         Self {
             os: self.os.clone(),
             architecture: self.architecture.clone(),
@@ -74,20 +72,8 @@ impl Platform {
         }
     }
 
-    /// The entries of an index that name a platform, with their digests: what [`Self::pick`]
-    /// chooses from.
-    pub fn candidates(manifests: &[Descriptor]) -> Vec<(Platform, Digest)> {
-        manifests
-            .iter()
-            .filter_map(|m| {
-                m.platform
-                    .as_ref()
-                    .map(|p| (p.for_matching(), m.digest.clone()))
-            })
-            .collect()
-    }
-
-    /// The entry for this platform: os and architecture must match exactly; when the target
+    /// The entry for this platform (from [`Self::candidates`], in `descriptor`, beside the
+    /// descriptors it reads): os and architecture must match exactly; when the target
     /// names a variant it must match too, otherwise an entry without a variant is preferred.
     pub fn pick<T: Clone>(&self, candidates: &[(Platform, T)]) -> Option<(Platform, T)> {
         let same = |p: &Platform| p.os == self.os && p.architecture == self.architecture;
@@ -155,6 +141,7 @@ impl fmt::Display for Platform {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Descriptor, Digest};
 
     fn p(s: &str) -> Platform {
         Platform::parse(s).unwrap_or_else(|e| panic!("{e}"))

@@ -1,0 +1,17 @@
+//! Values of the OCI image and distribution specs, as oci-spec-rs is for oci-client: digests,
+//! media types, descriptors, platforms and image references. No I/O and no network stack, so the
+//! supply-chain crate and the language server can use them without linking an HTTP client.
+//!
+//! Depends on `otters-core` only among otters crates.
+
+pub mod descriptor;
+pub mod digest;
+pub mod media_type;
+pub mod platform;
+pub mod reference;
+
+pub use descriptor::Descriptor;
+pub use digest::Digest;
+pub use media_type::MediaType;
+pub use platform::Platform;
+pub use reference::Reference;
