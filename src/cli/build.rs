@@ -427,15 +427,10 @@ fn progress(a: &Args) -> Bars {
 
 /// `--progress plain`: one line per layer of the built manifest (title, digest, size).
 fn print_layers(store: &Store, out: &BuildOutput) {
-    #[derive(serde::Deserialize)]
-    struct Layers {
-        #[serde(default)]
-        layers: Vec<otters_oci::Descriptor>,
-    }
     let Some(doc) = store
         .read_blob(&out.descriptor.digest)
         .ok()
-        .and_then(|b| serde_json::from_slice::<Layers>(&b).ok())
+        .and_then(|b| otters_oci::spec::descriptor::ManifestDoc::parse(&b).ok())
     else {
         return;
     };

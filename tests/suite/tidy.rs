@@ -333,3 +333,73 @@ fn the_tree_check_sees_the_network_stack() {
         "otters-oci links reqwest, but the check did not see it: {tree}"
     );
 }
+
+/// The `Deserialize` structs in `code` that read a manifest or an index: named `…Doc`, or with a
+/// `config`, `layers` or `manifests` field of descriptors. Each such struct outside otters-spec is
+/// a second manifest model beside `otters_spec::descriptor::ManifestDoc`.
+fn manifest_structs(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("#[derive(") {
+        rest = &rest[at..];
+        let derive = rest.split(']').next().unwrap_or("");
+        let Some(start) = rest.find("struct ") else {
+            break;
+        };
+        let after = &rest[start + "struct ".len()..];
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let body = after
+            .split_once('{')
+            .map_or("", |(_, b)| b.split('}').next().unwrap_or(""));
+        let reads_manifest = body.lines().any(|l| {
+            let l = l
+                .trim()
+                .trim_start_matches("pub ")
+                .trim_start_matches("pub(crate) ");
+            ["config:", "layers:", "manifests:"]
+                .iter()
+                .any(|f| l.starts_with(f))
+                && l.contains("Descriptor")
+        });
+        if derive.contains("Deserialize") && (name.ends_with("Doc") || reads_manifest) {
+            found.push(name);
+        }
+        rest = &rest["#[derive(".len()..];
+    }
+    found
+}
+
+/// One manifest and index model (issue 19 item 3): `otters_spec::descriptor::ManifestDoc` is the
+/// only struct that deserialises a manifest or an index; every other reader parses through it.
+#[test]
+fn manifests_are_read_only_through_the_spec_model() {
+    let spec = root().join("crates/otters-spec");
+    let mut stray = Vec::new();
+    for file in all_source_files() {
+        if file.starts_with(&spec) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in manifest_structs(non_test_code(&text)) {
+            stray.push(format!("{}: struct {name}", file.display()));
+        }
+    }
+    assert!(
+        stray.is_empty(),
+        "a second manifest model; parse with otters_spec::descriptor::ManifestDoc instead:\n{}",
+        stray.join("\n")
+    );
+}
+
+#[test]
+fn the_manifest_struct_finder_finds_them() {
+    let code = "#[derive(serde::Deserialize)]\nstruct IndexFile {\n    #[serde(default)]\n    manifests: Vec<Descriptor>,\n}\n\
+        #[derive(Deserialize, Default)]\npub(crate) struct Doc { layers: Vec<otters_oci::Descriptor> }\n\
+        #[derive(Deserialize)]\nstruct Layers {\n    pub layers: Vec<Descriptor>,\n}\n\
+        #[derive(Deserialize)]\nstruct Other {\n    name: String,\n}\n\
+        #[derive(Debug)]\nstruct PlanDoc {\n    layers: Vec<Descriptor>,\n}\n";
+    assert_eq!(manifest_structs(code), ["IndexFile", "Doc", "Layers"]);
+}

@@ -125,7 +125,7 @@ pub fn parse_index(bytes: &[u8], header: Option<&str>) -> Result<Vec<Descriptor>
         ));
     }
     for d in &doc.manifests {
-        if Kind::of(d.media_type.as_str()).is_none() {
+        if Kind::of(&d.media_type).is_none() {
             return Err(format!(
                 "referrer {} has media type \"{}\", which is not a manifest",
                 d.digest,

@@ -8,6 +8,7 @@
 
 use crate::spec::descriptor::{INDEX_V1, MANIFEST_V1};
 use crate::spec::digest::Digest;
+use crate::spec::media_type::MediaType;
 
 /// Largest manifest or index accepted (distribution's and containerd's own limit is 4 MiB).
 pub const MAX_MANIFEST: usize = 4 << 20;
@@ -33,11 +34,13 @@ pub enum Kind {
 
 impl Kind {
     /// The kind a manifest media type names; `None` for anything otters does not pull.
-    pub fn of(media_type: &str) -> Option<Kind> {
-        match media_type {
-            MANIFEST_V1 | DOCKER_MANIFEST_V2 => Some(Kind::Manifest),
-            INDEX_V1 | DOCKER_MANIFEST_LIST => Some(Kind::Index),
-            _ => None,
+    pub fn of(media_type: &MediaType) -> Option<Kind> {
+        if media_type.is_manifest() {
+            Some(Kind::Manifest)
+        } else if media_type.is_index() {
+            Some(Kind::Index)
+        } else {
+            None
         }
     }
 
@@ -156,9 +159,9 @@ pub fn validate_manifest(
             ));
         }
     }
-    let header_kind = header.and_then(Kind::of);
+    let header_kind = header.and_then(|h| Kind::of(&MediaType::parse(h)));
     let (media_type, kind) = match obj.get("mediaType") {
-        Some(serde_json::Value::String(m)) => match Kind::of(m) {
+        Some(serde_json::Value::String(m)) => match Kind::of(&MediaType::parse(m)) {
             Some(k) => (m.clone(), k),
             None => {
                 return Err(format!(

@@ -84,6 +84,9 @@ impl Descriptor {
 }
 
 /// A manifest or index as read (serde in only): every field optional, so one type reads both.
+/// The one model of a manifest in otters: the store, archives, the registry client, resolve and
+/// the CLI all read manifests and indexes through it (`tests/suite/tidy.rs` refuses a second).
+/// Bounds and shape checks come first, where the bytes are read (`otters_oci::validate`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestDoc {
@@ -102,6 +105,25 @@ pub struct ManifestDoc {
     pub subject: Option<Descriptor>,
     #[serde(default)]
     pub artifact_type: Option<String>,
+}
+
+impl ManifestDoc {
+    /// Reads a manifest or index from its JSON. Unknown fields are ignored; nothing is checked
+    /// beyond types, so outside bytes go through the reader's bounds and validation first.
+    pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// An image manifest's blobs: its config, then its layers.
+    pub fn blobs(&self) -> impl Iterator<Item = &Descriptor> {
+        self.config.iter().chain(self.layers.iter())
+    }
+
+    /// Everything the document names, in the order a walk stacks them: an index's manifests,
+    /// then a manifest's config and layers (so a depth-first walk reads layers first).
+    pub fn children(&self) -> impl Iterator<Item = &Descriptor> {
+        self.manifests.iter().chain(self.blobs())
+    }
 }
 
 impl Platform {

@@ -111,6 +111,11 @@ impl MediaType {
         matches!(self, MediaType::OciManifest | MediaType::DockerManifest)
     }
 
+    /// A manifest or an index: a document a graph walk reads for what it names.
+    pub fn is_manifest_or_index(&self) -> bool {
+        self.is_manifest() || self.is_index()
+    }
+
     /// An image config a runtime image carries (OCI or Docker), whose `os`/`architecture` say
     /// which platform it is for.
     pub fn is_image_config(&self) -> bool {

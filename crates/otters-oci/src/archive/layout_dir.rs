@@ -10,9 +10,10 @@
 //! whole under a fresh name created with `O_EXCL`, fsynced and renamed into place, `index.json`
 //! last and under `flock(index.json.lock)`.
 
-use super::{all_blobs, archive_entries, ArchiveError, Doc};
+use super::{all_blobs, archive_entries, ArchiveError};
 use crate::path_io::io_err;
 use crate::spec::descriptor::Descriptor;
+use crate::spec::descriptor::ManifestDoc;
 use crate::store::layout::{index_json, Store, COPY_BUFFER};
 use crate::validate::{validate_manifest, Kind as DocKind, MAX_MANIFEST};
 use crate::Digest;
@@ -350,7 +351,7 @@ fn read_index_at(dir: BorrowedFd<'_>, shown: &Path) -> Result<Vec<Descriptor>, A
     }
     validate_manifest(&bytes, None, Some(DocKind::Index))
         .map_err(|why| bad(format!("index.json is refused: {why}")))?;
-    let doc: Doc = serde_json::from_slice(&bytes).map_err(|e| bad(format!("index.json: {e}")))?;
+    let doc = ManifestDoc::parse(&bytes).map_err(|e| bad(format!("index.json: {e}")))?;
     Ok(doc.manifests)
 }
 

@@ -12,12 +12,12 @@ pub mod tar_reader;
 
 use crate::archive::tar_reader::{Kind as EntryKind, TarError, TarReader};
 use crate::path_io::{io_err, PathIoError};
-use crate::spec::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1};
+use crate::spec::descriptor::{Descriptor, ManifestDoc, ANN_REF_NAME};
+use crate::spec::graph;
 use crate::store::layout::{index_json, Store, StoreError, COPY_BUFFER};
 use crate::validate::{validate_manifest, Kind as DocKind, MAX_MANIFEST};
 use crate::{Digest, MediaType};
 use otters_core::json::to_compact;
-use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -39,54 +39,27 @@ pub enum ArchiveError {
     Destination { path: PathBuf, what: String },
 }
 
-#[derive(Deserialize)]
-pub(crate) struct Doc {
-    #[serde(rename = "mediaType", default)]
-    media_type: Option<String>,
-    #[serde(default)]
-    pub(crate) manifests: Vec<Descriptor>,
-    #[serde(default)]
-    config: Option<Descriptor>,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
-}
-
 /// Every blob reachable from `root` (the manifest itself, its config and layers, and for an
 /// index every child manifest), in a stable order.
 pub fn reachable(store: &Store, root: &Descriptor) -> Result<BTreeSet<(Digest, u64)>, StoreError> {
-    let mut seen = BTreeSet::new();
-    let mut todo = vec![root.clone()];
-    while let Some(d) = todo.pop() {
-        if !seen.insert((d.digest.clone(), d.size)) {
-            continue;
-        }
-        let digest = d.digest.clone();
-        let mt = d.media_type.as_str();
-        let is_doc = mt.ends_with("manifest.v1+json")
-            || mt.ends_with("image.index.v1+json")
-            || mt.ends_with("manifest.list.v2+json")
-            || d.media_type == MediaType::DockerManifest;
-        if !is_doc {
-            if !store.has_blob(&digest) {
-                return Err(StoreError::MissingBlob(d.digest.clone()));
+    graph::walk(
+        [root.clone()],
+        |d| (d.digest.clone(), d.size),
+        |d, _| {
+            if !d.media_type.is_manifest_or_index() {
+                if !store.has_blob(&d.digest) {
+                    return Err(StoreError::MissingBlob(d.digest.clone()));
+                }
+                return Ok(Vec::new());
             }
-            continue;
-        }
-        let bytes = store.read_blob(&digest)?;
-        let doc: Doc = serde_json::from_slice(&bytes).map_err(|e| StoreError::BadIndex {
-            path: store.blob_path(&digest),
-            source: e,
-        })?;
-        todo.extend(doc.manifests);
-        if let Some(c) = doc.config {
-            seen.insert((c.digest.clone(), c.size));
-            if !store.has_blob(&c.digest) {
-                return Err(StoreError::MissingBlob(c.digest));
-            }
-        }
-        todo.extend(doc.layers);
-    }
-    Ok(seen)
+            let bytes = store.read_blob(&d.digest)?;
+            let doc = ManifestDoc::parse(&bytes).map_err(|e| StoreError::BadIndex {
+                path: store.blob_path(&d.digest),
+                source: e,
+            })?;
+            Ok(doc.children().cloned().collect())
+        },
+    )
 }
 
 fn tar_header(name: &str, size: u64, dir: bool) -> tar::Header {
@@ -268,16 +241,19 @@ pub(crate) fn referrers_of(
     images: &[(Descriptor, Vec<String>)],
 ) -> Result<Vec<Descriptor>, StoreError> {
     let mut out: Vec<Descriptor> = Vec::new();
-    let mut todo: Vec<(Digest, usize)> =
-        images.iter().map(|(d, _)| (d.digest.clone(), 0)).collect();
-    while let Some((subject, depth)) = todo.pop() {
-        for r in store.referrers(&subject)? {
-            if depth + 1 < crate::referrers::MAX_DEPTH {
-                todo.push((r.digest.clone(), depth + 1));
+    graph::walk(
+        images.iter().map(|(d, _)| d.clone()),
+        |d| (d.digest.clone(), d.size),
+        |d, depth| {
+            if depth > 0 {
+                crate::referrers::merge(&mut out, std::slice::from_ref(d));
             }
-            crate::referrers::merge(&mut out, &[r]);
-        }
-    }
+            if depth >= crate::referrers::MAX_DEPTH {
+                return Ok(Vec::new());
+            }
+            store.referrers(&d.digest)
+        },
+    )?;
     Ok(out)
 }
 
@@ -429,9 +405,12 @@ pub fn load_stream(
         }
     }
     let index = index.ok_or_else(|| malformed("no index.json".into()))?;
-    let doc: Doc =
-        serde_json::from_slice(&index).map_err(|e| malformed(format!("index.json: {e}")))?;
-    if doc.media_type.as_deref().is_some_and(|m| m != INDEX_V1) {
+    let doc = ManifestDoc::parse(&index).map_err(|e| malformed(format!("index.json: {e}")))?;
+    if doc
+        .media_type
+        .as_ref()
+        .is_some_and(|m| *m != MediaType::OciIndex)
+    {
         return Err(malformed("index.json is not an OCI image index".into()));
     }
     let mut out = Vec::new();
@@ -466,46 +445,42 @@ pub fn check_graph(store: &Store, root: &Descriptor, src: &Path) -> Result<(), A
         path: src.to_owned(),
         what,
     };
-    let mut seen = BTreeSet::new();
-    let mut todo = vec![root.clone()];
-    while let Some(d) = todo.pop() {
-        if !seen.insert(d.digest.clone()) {
-            continue;
-        }
-        let digest = d.digest.clone();
-        match store.stored_size(&digest) {
-            None => {
-                return Err(malformed(format!(
-                    "index.json needs blob {}, which the archive does not hold (did the stream end early?)",
-                    d.digest
-                )))
+    graph::walk(
+        [root.clone()],
+        |d| d.digest.clone(),
+        |d, _| {
+            match store.stored_size(&d.digest) {
+                None => {
+                    return Err(malformed(format!(
+                        "index.json needs blob {}, which the archive does not hold (did the stream end early?)",
+                        d.digest
+                    )))
+                }
+                Some(n) if n != d.size => {
+                    return Err(malformed(format!(
+                        "blob {} is {n} bytes but its descriptor declares {}",
+                        d.digest, d.size
+                    )))
+                }
+                Some(_) => {}
             }
-            Some(n) if n != d.size => {
+            let Some(kind) = DocKind::of(&d.media_type) else {
+                return Ok(Vec::new());
+            };
+            if d.size > MAX_MANIFEST as u64 {
                 return Err(malformed(format!(
-                    "blob {} is {n} bytes but its descriptor declares {}",
+                    "manifest {} is {} bytes, more than the {MAX_MANIFEST}-byte limit",
                     d.digest, d.size
-                )))
+                )));
             }
-            Some(_) => {}
-        }
-        let Some(kind) = DocKind::of(d.media_type.as_str()) else {
-            continue;
-        };
-        if d.size > MAX_MANIFEST as u64 {
-            return Err(malformed(format!(
-                "manifest {} is {} bytes, more than the {MAX_MANIFEST}-byte limit",
-                d.digest, d.size
-            )));
-        }
-        let bytes = store.read_blob(&digest)?;
-        validate_manifest(&bytes, Some(d.media_type.as_str()), Some(kind))
-            .map_err(|why| malformed(format!("manifest {} is refused: {why}", d.digest)))?;
-        let doc: Doc = serde_json::from_slice(&bytes)
-            .map_err(|e| malformed(format!("manifest {}: {e}", d.digest)))?;
-        todo.extend(doc.manifests);
-        todo.extend(doc.config);
-        todo.extend(doc.layers);
-    }
+            let bytes = store.read_blob(&d.digest)?;
+            validate_manifest(&bytes, Some(d.media_type.as_str()), Some(kind))
+                .map_err(|why| malformed(format!("manifest {} is refused: {why}", d.digest)))?;
+            let doc = ManifestDoc::parse(&bytes)
+                .map_err(|e| malformed(format!("manifest {}: {e}", d.digest)))?;
+            Ok(doc.children().cloned().collect())
+        },
+    )?;
     Ok(())
 }
 
@@ -558,8 +533,7 @@ pub fn layout_entries(dir: &Path) -> Result<Vec<Descriptor>, ArchiveError> {
     let bytes = read_small(&dir.join("index.json"), dir)?;
     validate_manifest(&bytes, None, Some(DocKind::Index))
         .map_err(|why| malformed(format!("index.json is refused: {why}")))?;
-    let doc: Doc =
-        serde_json::from_slice(&bytes).map_err(|e| malformed(format!("index.json: {e}")))?;
+    let doc = ManifestDoc::parse(&bytes).map_err(|e| malformed(format!("index.json: {e}")))?;
     Ok(doc.manifests)
 }
 
@@ -568,69 +542,65 @@ pub fn layout_entries(dir: &Path) -> Result<Vec<Descriptor>, ArchiveError> {
 /// by [`validate_manifest`] before it is stored, each blob a regular file of its declared size,
 /// streamed in and checked against its digest before it is renamed into the store.
 pub fn import_layout(store: &Store, dir: &Path, root: &Descriptor) -> Result<(), ArchiveError> {
+    graph::walk(
+        [root.clone()],
+        |d| d.digest.clone(),
+        |d, _| import_node(store, dir, d),
+    )?;
+    Ok(())
+}
+
+/// One node of [`import_layout`]: a manifest or index is read within [`MAX_MANIFEST`], checked
+/// and stored, and its children returned; a blob is streamed in and checked.
+fn import_node(store: &Store, dir: &Path, d: &Descriptor) -> Result<Vec<Descriptor>, ArchiveError> {
     let malformed = |what: String| ArchiveError::Layout {
         path: dir.to_owned(),
         what,
     };
-    let mut seen = BTreeSet::new();
-    let mut todo = vec![root.clone()];
-    while let Some(d) = todo.pop() {
-        if !seen.insert(d.digest.clone()) {
-            continue;
-        }
-        let digest = d.digest.clone();
-        let path = dir.join("blobs/sha256").join(digest.hex());
-        if let Some(kind) = DocKind::of(d.media_type.as_str()) {
-            if d.size > MAX_MANIFEST as u64 {
-                return Err(malformed(format!(
-                    "manifest {} is {} bytes, more than the {MAX_MANIFEST}-byte limit",
-                    d.digest, d.size
-                )));
-            }
-            let bytes = read_small(&path, dir)?;
-            if Digest::of(&bytes) != digest || bytes.len() as u64 != d.size {
-                return Err(malformed(format!(
-                    "blobs/sha256/{} does not hold manifest {} ({} bytes)",
-                    digest.hex(),
-                    d.digest,
-                    d.size
-                )));
-            }
-            validate_manifest(&bytes, Some(d.media_type.as_str()), Some(kind))
-                .map_err(|why| malformed(format!("manifest {} is refused: {why}", d.digest)))?;
-            let doc: Doc = serde_json::from_slice(&bytes)
-                .map_err(|e| malformed(format!("manifest {}: {e}", d.digest)))?;
-            store.put_blob_bytes(&bytes)?;
-            todo.extend(doc.manifests);
-            todo.extend(doc.config);
-            todo.extend(doc.layers);
-            continue;
-        }
-        if store.stored_size(&digest) == Some(d.size) {
-            continue;
-        }
-        let file = open_regular(&path, dir)?;
-        let meta = file.metadata().map_err(io_err("read", &path))?;
-        if meta.len() != d.size {
+    let digest = &d.digest;
+    let path = dir.join("blobs/sha256").join(digest.hex());
+    if let Some(kind) = DocKind::of(&d.media_type) {
+        if d.size > MAX_MANIFEST as u64 {
             return Err(malformed(format!(
-                "blobs/sha256/{} is not a file of the {} bytes its descriptor declares",
+                "manifest {} is {} bytes, more than the {MAX_MANIFEST}-byte limit",
+                d.digest, d.size
+            )));
+        }
+        let bytes = read_small(&path, dir)?;
+        if Digest::of(&bytes) != *digest || bytes.len() as u64 != d.size {
+            return Err(malformed(format!(
+                "blobs/sha256/{} does not hold manifest {} ({} bytes)",
                 digest.hex(),
+                d.digest,
                 d.size
             )));
         }
-        match store.put_blob_expecting(file.take(d.size), &digest, &mut |_| {}) {
-            Err(StoreError::Corrupt { actual, .. }) => {
-                return Err(malformed(format!(
-                    "blobs/sha256/{} holds content with digest {actual}",
-                    digest.hex()
-                )))
-            }
-            other => {
-                other?;
-            }
-        }
+        validate_manifest(&bytes, Some(d.media_type.as_str()), Some(kind))
+            .map_err(|why| malformed(format!("manifest {} is refused: {why}", d.digest)))?;
+        let doc = ManifestDoc::parse(&bytes)
+            .map_err(|e| malformed(format!("manifest {}: {e}", d.digest)))?;
+        store.put_blob_bytes(&bytes)?;
+        return Ok(doc.children().cloned().collect());
     }
-    Ok(())
+    if store.stored_size(digest) == Some(d.size) {
+        return Ok(Vec::new());
+    }
+    let file = open_regular(&path, dir)?;
+    let meta = file.metadata().map_err(io_err("read", &path))?;
+    if meta.len() != d.size {
+        return Err(malformed(format!(
+            "blobs/sha256/{} is not a file of the {} bytes its descriptor declares",
+            digest.hex(),
+            d.size
+        )));
+    }
+    match store.put_blob_expecting(file.take(d.size), digest, &mut |_| {}) {
+        Err(StoreError::Corrupt { actual, .. }) => Err(malformed(format!(
+            "blobs/sha256/{} holds content with digest {actual}",
+            digest.hex()
+        ))),
+        other => other.map(|_| Vec::new()).map_err(Into::into),
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod transfer;
 use crate::reference::Reference;
 use crate::registry::config::RegistryConfig;
 use crate::registry::http::{error_chain, url_with_query, Call, CredentialSource, Transport};
+use crate::spec::descriptor::ManifestDoc;
 use crate::spec::digest::Digest;
 use crate::spec::media_type::MediaType;
 use crate::spec::platform::Platform;
@@ -354,11 +355,10 @@ impl RegistryClient {
                     platform: None,
                 });
             }
-            let index: IndexDoc =
-                serde_json::from_slice(&top.bytes).map_err(|e| RegistryError::BadDocument {
-                    reference: r.to_string(),
-                    reason: format!("the index is not valid JSON: {e}"),
-                })?;
+            let index = ManifestDoc::parse(&top.bytes).map_err(|e| RegistryError::BadDocument {
+                reference: r.to_string(),
+                reason: format!("the index is not valid JSON: {e}"),
+            })?;
             let candidates = Platform::candidates(&index.manifests);
             let Some((p, digest)) = platform.pick(&candidates) else {
                 // Platform names come from the registry: escaped, and the list bounded.
@@ -819,12 +819,6 @@ fn too_large(r: &Reference, selector: &str) -> RegistryError {
         reference: display_at(r, selector),
         reason: format!("the manifest is larger than {MAX_MANIFEST} bytes; nothing was stored"),
     }
-}
-
-#[derive(serde::Deserialize)]
-pub(crate) struct IndexDoc {
-    #[serde(default)]
-    pub manifests: Vec<crate::spec::descriptor::Descriptor>,
 }
 
 /// The answer's `Location`, resolved against the URL that answered (RFC 3986), so a relative

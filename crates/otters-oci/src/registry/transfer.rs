@@ -13,8 +13,8 @@ use crate::path_io::io_err;
 use crate::reference::Reference;
 use crate::registry::http::error_chain;
 use crate::registry::sources::Sources;
-use crate::registry::{BlobStream, IndexDoc, RegistryClient, RegistryError, MAX_MANIFEST};
-use crate::spec::descriptor::Descriptor;
+use crate::registry::{BlobStream, RegistryClient, RegistryError, MAX_MANIFEST};
+use crate::spec::descriptor::{Descriptor, ManifestDoc};
 use crate::spec::digest::{Digest, Hasher};
 use crate::spec::media_type::MediaType;
 use crate::store::layout::{Store, StoreError};
@@ -137,20 +137,6 @@ impl TransferReport {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct ManifestDoc {
-    config: Descriptor,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
-}
-
-impl ManifestDoc {
-    /// The config, then the layers.
-    fn blobs(&self) -> impl Iterator<Item = &Descriptor> {
-        std::iter::once(&self.config).chain(self.layers.iter())
-    }
-}
-
 /// Deepest nesting of indexes a push or pull follows.
 const MAX_DEPTH: usize = 4;
 
@@ -233,7 +219,7 @@ pub(crate) fn push_node(
     check_depth(depth, dest)?;
     let bytes = read_doc(store, &node.digest)?;
     if node.media_type.is_index() {
-        let index: IndexDoc = parse(&bytes, dest)?;
+        let index = parse(&bytes, dest)?;
         for child in &index.manifests {
             push_node(
                 client,
@@ -255,7 +241,7 @@ pub(crate) fn push_node(
         }
         return Ok(());
     }
-    let m: ManifestDoc = parse(&bytes, dest)?;
+    let m = parse_manifest(&bytes, dest)?;
     for blob in m.blobs() {
         let outcome = push_blob(client, store, blob, dest, sources, progress, report)?;
         blob_done(blob, dest, outcome, sources, progress, report);
@@ -401,11 +387,11 @@ fn pull_node(
 ) -> Result<(), RegistryError> {
     check_depth(depth, r)?;
     if media_type.is_index() {
-        let index: IndexDoc = parse(bytes, r)?;
+        let index = parse(bytes, r)?;
         for child in &index.manifests {
             // The entry's media type is a claim; the fetched document is validated against it
             // and its own (checked) media type is what gets stored.
-            let expected = Kind::of(child.media_type.as_str());
+            let expected = Kind::of(&child.media_type);
             report.documents.0 += 1;
             if report.documents.0 > MAX_DOCUMENTS.0 {
                 return Err(RegistryError::BadDocument {
@@ -455,7 +441,7 @@ fn pull_node(
         }
         return Ok(());
     }
-    let m: ManifestDoc = parse(bytes, r)?;
+    let m = parse_manifest(bytes, r)?;
     for blob in m.blobs() {
         let outcome = pull_blob(client, store, r, blob, progress, report)?;
         blob_done(blob, r, outcome, sources, progress, report);
@@ -676,12 +662,21 @@ pub(crate) fn read_doc(store: &Store, digest: &Digest) -> Result<Vec<u8>, Regist
     Ok(bytes)
 }
 
-fn parse<T: serde::de::DeserializeOwned>(
-    bytes: &[u8],
-    r: &impl std::fmt::Display,
-) -> Result<T, RegistryError> {
-    serde_json::from_slice(bytes).map_err(|e| RegistryError::BadDocument {
+fn parse(bytes: &[u8], r: &impl std::fmt::Display) -> Result<ManifestDoc, RegistryError> {
+    ManifestDoc::parse(bytes).map_err(|e| RegistryError::BadDocument {
         reference: r.to_string(),
         reason: format!("not a valid OCI manifest or index: {e}"),
     })
+}
+
+/// An image manifest, which must name a config (its blobs are the config, then the layers).
+fn parse_manifest(bytes: &[u8], r: &impl std::fmt::Display) -> Result<ManifestDoc, RegistryError> {
+    let m = parse(bytes, r)?;
+    if m.config.is_none() {
+        return Err(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: "not a valid OCI manifest or index: missing field `config`".into(),
+        });
+    }
+    Ok(m)
 }

@@ -16,13 +16,12 @@
 //! live process holds and that have not changed for [`STALE_TEMP_AGE`].
 
 use crate::path_io::{io_err, PathIoError};
-use crate::spec::descriptor::{Descriptor, ANN_REF_NAME, INDEX_V1, MANIFEST_V1};
+use crate::spec::descriptor::{Descriptor, ManifestDoc, ANN_REF_NAME, INDEX_V1, MANIFEST_V1};
 use crate::spec::digest::{Digest, Hasher, HashingWriter};
 use crate::spec::media_type::MediaType;
 use crate::store::refname::{tag_name, RefNameError};
 use crate::store::verify::VerifiedBlob;
 use otters_core::json::{to_compact, Value};
-use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
@@ -169,12 +168,6 @@ impl Batch {
     fn take(&self) -> Vec<PathBuf> {
         std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
     }
-}
-
-#[derive(Deserialize)]
-struct IndexFile {
-    #[serde(default)]
-    manifests: Vec<Descriptor>,
 }
 
 impl Store {
@@ -827,8 +820,8 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_err("read", &path)(e).into()),
         };
-        let index: IndexFile = serde_json::from_slice(&bytes)
-            .map_err(|source| StoreError::BadIndex { path, source })?;
+        let index =
+            ManifestDoc::parse(&bytes).map_err(|source| StoreError::BadIndex { path, source })?;
         Ok(index.manifests)
     }
 

@@ -18,6 +18,7 @@
 use crate::path_io::{io_err, PathIoError};
 use crate::spec::descriptor::ManifestDoc;
 use crate::spec::digest::Digest;
+use crate::spec::graph;
 use crate::store::layout::{Store, StoreError};
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -157,46 +158,45 @@ pub fn prune(store: &Store, opts: PruneOptions<'_>) -> Result<PruneReport, Prune
 /// of which only one platform was pulled) reaches nothing; one that cannot be read is an error,
 /// since what it references is then unknown.
 fn reachable(store: &Store, pins: Option<PinsOf<'_>>) -> Result<HashSet<Digest>, PruneError> {
-    let mut keep = HashSet::new();
     // (digest, whether it is a manifest or index to look into)
-    let mut todo: Vec<(Digest, bool)> = store
-        .read_index()?
-        .into_iter()
-        .map(|d| (d.digest, true))
-        .collect();
-    while let Some((digest, is_manifest)) = todo.pop() {
-        if !keep.insert(digest.clone()) || !is_manifest {
-            continue;
-        }
-        let bytes = match store.read_blob(&digest) {
-            Ok(b) => b,
-            Err(StoreError::MissingBlob(_)) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let doc: ManifestDoc =
-            serde_json::from_slice(&bytes).map_err(|source| PruneError::BadManifest {
+    let roots = store.read_index()?.into_iter().map(|d| (d.digest, true));
+    let keep = graph::walk(
+        roots,
+        |(digest, _)| digest.clone(),
+        |(digest, is_manifest), _| {
+            if !is_manifest {
+                return Ok(Vec::new());
+            }
+            let bytes = match store.read_blob(digest) {
+                Ok(b) => b,
+                Err(StoreError::MissingBlob(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(PruneError::from(e)),
+            };
+            let doc = ManifestDoc::parse(&bytes).map_err(|source| PruneError::BadManifest {
                 digest: digest.clone(),
                 source,
             })?;
-        if let Some(pins) = pins {
-            let pinned = pins(store, &doc).map_err(|why| PruneError::BadPins {
-                digest: digest.clone(),
-                why,
-            })?;
-            todo.extend(pinned.into_iter().map(|d| (d, true)));
-        }
-        todo.extend(doc.config.into_iter().map(|c| (c.digest, false)));
-        todo.extend(doc.layers.into_iter().map(|l| (l.digest, false)));
-        todo.extend(doc.manifests.into_iter().map(|m| (m.digest, true)));
-        // A referrer (signature, SBOM) lives as long as its subject.
-        todo.extend(
-            store
-                .referrers(&digest)?
-                .into_iter()
-                .map(|r| (r.digest, true)),
-        );
-    }
-    Ok(keep)
+            let mut next = Vec::new();
+            if let Some(pins) = pins {
+                let pinned = pins(store, &doc).map_err(|why| PruneError::BadPins {
+                    digest: digest.clone(),
+                    why,
+                })?;
+                next.extend(pinned.into_iter().map(|d| (d, true)));
+            }
+            next.extend(doc.blobs().map(|b| (b.digest.clone(), false)));
+            next.extend(doc.manifests.iter().map(|m| (m.digest.clone(), true)));
+            // A referrer (signature, SBOM) lives as long as its subject.
+            next.extend(
+                store
+                    .referrers(digest)?
+                    .into_iter()
+                    .map(|r| (r.digest, true)),
+            );
+            Ok(next)
+        },
+    )?;
+    Ok(keep.into_iter().collect())
 }
 
 fn is_recent(meta: &fs::Metadata, cutoff: SystemTime) -> bool {

@@ -15,20 +15,12 @@ use super::registry::Registry;
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_oci::reference::Reference;
 use otters_oci::registry::RegistryError;
-use otters_oci::spec::descriptor::Descriptor;
+use otters_oci::spec::descriptor::{Descriptor, ManifestDoc};
 use otters_oci::Platform;
 use std::collections::BTreeMap;
 
 /// Largest usage document read into the lock.
 const MAX_USAGE: u64 = 256 << 10;
-
-#[derive(serde::Deserialize, Default)]
-struct Doc {
-    #[serde(default)]
-    annotations: BTreeMap<String, String>,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
-}
 
 /// The first annotation present among `keys`.
 fn first(ann: &BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
@@ -102,8 +94,8 @@ pub fn resolve_image(
             hint,
         )?;
     }
-    let top: Doc = serde_json::from_slice(&resolved.top.bytes).unwrap_or_default();
-    let manifest: Doc = serde_json::from_slice(&resolved.manifest.bytes).unwrap_or_default();
+    let top = ManifestDoc::parse(&resolved.top.bytes).unwrap_or_default();
+    let manifest = ManifestDoc::parse(&resolved.manifest.bytes).unwrap_or_default();
     // The bin builder mirrors annotations onto the index; the manifest's own win.
     let mut ann = top.annotations.clone();
     ann.extend(manifest.annotations.clone());
@@ -165,10 +157,6 @@ fn check_config_platform(
     hint: diags::OfflineHint,
 ) -> Result<(), Diagnostic> {
     #[derive(serde::Deserialize)]
-    struct WithConfig {
-        config: Descriptor,
-    }
-    #[derive(serde::Deserialize)]
     struct ConfigPlatform {
         #[serde(default)]
         os: String,
@@ -177,15 +165,15 @@ fn check_config_platform(
         #[serde(default)]
         variant: Option<String>,
     }
-    let Ok(doc) = serde_json::from_slice::<WithConfig>(manifest) else {
+    let Some(config) = ManifestDoc::parse(manifest).ok().and_then(|m| m.config) else {
         return Ok(());
     };
     // Only image configs (OCI or Docker) state the platform their binaries are for.
-    if !doc.config.media_type.is_image_config() || doc.config.size > MAX_CONFIG {
+    if !config.media_type.is_image_config() || config.size > MAX_CONFIG {
         return Ok(());
     }
     let bytes = client
-        .fetch_blob(reference, &doc.config.digest, MAX_CONFIG)
+        .fetch_blob(reference, &config.digest, MAX_CONFIG)
         .map_err(|e| registry_diagnostic(span, written, reference, &e, hint))?;
     let Ok(config) = serde_json::from_slice::<ConfigPlatform>(&bytes) else {
         return Ok(());

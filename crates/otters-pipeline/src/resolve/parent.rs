@@ -18,7 +18,7 @@ use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::reference::Reference;
 use otters_oci::registry::RegistryError;
-use otters_oci::spec::descriptor::{Descriptor, AGENT_CONFIG, ANN_TITLE};
+use otters_oci::spec::descriptor::{Descriptor, ManifestDoc, AGENT_CONFIG, ANN_TITLE};
 use otters_oci::{Digest, MediaType, Platform, Store};
 
 /// Most FROM levels above an Agentfile (spec §c).
@@ -33,11 +33,14 @@ pub struct Parent {
     pub entry: Entry,
 }
 
-#[derive(serde::Deserialize)]
-struct ManifestDoc {
-    config: Descriptor,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
+/// Reads an agent's manifest through the one manifest model; it must name a config.
+fn parse_manifest(bytes: &[u8]) -> Result<(ManifestDoc, Descriptor), String> {
+    let m = ManifestDoc::parse(bytes).map_err(|e| e.to_string())?;
+    let config = m
+        .config
+        .clone()
+        .ok_or_else(|| "missing field `config`".to_owned())?;
+    Ok((m, config))
 }
 
 pub struct Ctx<'a> {
@@ -108,7 +111,7 @@ pub fn local_parent(
             .map(|(_, d)| d.digest)?
     };
     let bytes = store.read_blob(&top).ok()?;
-    let doc: otters_oci::spec::descriptor::ManifestDoc = serde_json::from_slice(&bytes).ok()?;
+    let doc = ManifestDoc::parse(&bytes).ok()?;
     if !doc.media_type.as_ref().is_some_and(MediaType::is_index) && doc.manifests.is_empty() {
         return Some(top);
     }
@@ -170,16 +173,16 @@ fn read_agent(
         return Err(bad(format!("its manifest {digest} is not in the local store; build once without --offline to fetch it")));
     }
     let bytes = store.read_blob(d).map_err(|e| bad(e.to_string()))?;
-    let manifest: ManifestDoc = serde_json::from_slice(&bytes)
-        .map_err(|e| bad(format!("its manifest is not valid: {e}")))?;
-    if manifest.config.media_type != MediaType::AgentConfig {
+    let (manifest, config) =
+        parse_manifest(&bytes).map_err(|e| bad(format!("its manifest is not valid: {e}")))?;
+    if config.media_type != MediaType::AgentConfig {
         return Err(bad(format!(
             "its config is {}, not an agent config ({AGENT_CONFIG})",
-            otters_oci::validate::escape_text(manifest.config.media_type.as_str(), 120)
+            otters_oci::validate::escape_text(config.media_type.as_str(), 120)
         )));
     }
     let config = store
-        .read_blob(&manifest.config.digest)
+        .read_blob(&config.digest)
         .map_err(|e| bad(e.to_string()))?;
     let model = otters_agentfile::ir::from_config_blob(&config)
         .map_err(|e| bad(format!("invalid artifact: {e}")))?;
@@ -277,11 +280,11 @@ fn walk_chain(
         let resolved = client
             .resolve(&r, platform)
             .map_err(|e| registry_diagnostic(span, &from, &r, &e, OfflineHint::None))?;
-        let m: ManifestDoc = serde_json::from_slice(&resolved.manifest.bytes).map_err(|e| {
+        let (_, config) = parse_manifest(&resolved.manifest.bytes).map_err(|e| {
             diags::bad_parent(span, &from, &format!("its manifest is not valid: {e}"))
         })?;
         let config = client
-            .fetch_blob(&r, &m.config.digest, 64 << 20)
+            .fetch_blob(&r, &config.digest, 64 << 20)
             .map_err(|e| registry_diagnostic(span, &from, &r, &e, OfflineHint::None))?;
         let ancestor = otters_agentfile::ir::from_config_blob(&config)
             .map_err(|e| diags::bad_parent(span, &from, &format!("invalid artifact: {e}")))?;
