@@ -1126,3 +1126,111 @@ fn verify_after_a_plain_pull_looks_at_the_registry() {
     let err = fresh.fails(&["discover", "--local", &tag]);
     assert!(err.contains("no image"), "{err}");
 }
+
+/// The `index.json` entries of `env`'s store, raw.
+fn store_index_entries(env: &Env) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(env.store().join("index.json")).expect("index.json");
+    json(&text)["manifests"]
+        .as_array()
+        .expect("manifests")
+        .clone()
+}
+
+/// Issue 18.8: every blob the store needs is reachable from `index.json` (referrers as untagged
+/// entries annotated with their subject), so `umoci gc`, which the layout spec lets delete
+/// whatever `index.json` does not reach, keeps the signature, SBOM and provenance; `images` and
+/// `save` show no such entry; a store that keeps referrers only in `referrers/` still verifies;
+/// `rm` then `prune` takes the entries with their subject.
+#[test]
+fn umoci_gc_of_the_store_keeps_signatures_sboms_and_provenance() {
+    const TEST: &str = "umoci_gc_of_the_store_keeps_signatures_sboms_and_provenance";
+    const ANN: &str = "io.openotters.referrer.subject";
+    if !crate::support::tools::require(
+        TEST,
+        "umoci",
+        &["--version"],
+        "install it with `apt-get install umoci` (.ci/install does)",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    attested_context(&ctx);
+    let (key, public) = keys(&env, "ci");
+    let tag = "local/agents/ledger:1";
+    let image = env
+        .ok(&[
+            "build",
+            "-q",
+            "--sbom",
+            "--provenance",
+            "--sign-key",
+            &key,
+            "-t",
+            tag,
+            ctx.to_str().expect("utf8"),
+        ])
+        .trim()
+        .to_owned();
+    crate::support::run_ok(
+        std::process::Command::new("umoci")
+            .args(["gc", "--layout"])
+            .arg(env.store()),
+    );
+    let out = env.ok(&["verify", tag, "--key", &public]);
+    assert!(out.contains("Verified OK"), "{out}");
+    for t in ["slsaprovenance1", "https://cyclonedx.org/bom"] {
+        let out = env.ok(&["verify", tag, "--key", &public, "--type", t]);
+        assert!(out.contains("Verified OK"), "{t}: {out}");
+    }
+    assert_eq!(discovered(&env, &[tag]).len(), 3);
+    let entries = store_index_entries(&env);
+    let referrer_entries: Vec<_> = entries
+        .iter()
+        .filter(|e| e["annotations"][ANN] == image.as_str())
+        .collect();
+    assert_eq!(referrer_entries.len(), 3, "{entries:?}");
+    assert!(referrer_entries
+        .iter()
+        .all(|e| e["annotations"]["org.opencontainers.image.ref.name"].is_null()));
+
+    // `images` lists the image only; a saved archive holds its referrers as before, unannotated.
+    let listed = json(&env.ok(&["images", "--format", "json"]));
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    let archive = env.dir.path().join("ledger.tar");
+    env.ok(&["save", tag, "-o", &archive.to_string_lossy()]);
+    let loaded = Env::new();
+    loaded.ok(&["load", "-i", &archive.to_string_lossy()]);
+    assert!(loaded
+        .ok(&["verify", tag, "--key", &public])
+        .contains("Verified OK"));
+    let raw = std::fs::read(&archive).expect("archive");
+    assert!(
+        !String::from_utf8_lossy(&raw).contains(ANN),
+        "the archive carries the store's own annotation"
+    );
+
+    // A store of an older otters (referrers only in `referrers/`) reads the same.
+    let old: Vec<_> = entries
+        .iter()
+        .filter(|e| e["annotations"][ANN].is_null())
+        .cloned()
+        .collect();
+    let mut index = json(&std::fs::read_to_string(env.store().join("index.json")).expect("index"));
+    index["manifests"] = serde_json::Value::Array(old);
+    std::fs::write(env.store().join("index.json"), index.to_string()).expect("write index");
+    assert!(env
+        .ok(&["verify", tag, "--key", &public])
+        .contains("Verified OK"));
+    assert_eq!(discovered(&env, &[tag]).len(), 3);
+
+    // Signing again fills the missing entry in; rm then prune takes the entries with the image.
+    env.ok(&["sign", tag, "--key", &key]);
+    assert!(store_index_entries(&env)
+        .iter()
+        .any(|e| e["annotations"][ANN] == image.as_str()));
+    env.ok(&["rm", tag]);
+    env.ok(&["prune", "--min-age", "0s"]);
+    let left = store_index_entries(&env);
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -19,6 +19,7 @@ use crate::path_io::{io_err, PathIoError};
 use crate::spec::descriptor::{Descriptor, ManifestDoc, ANN_REF_NAME, INDEX_V1, MANIFEST_V1};
 use crate::spec::digest::{Digest, Hasher, HashingWriter};
 use crate::spec::media_type::MediaType;
+use crate::store::referrers::is_referrer_entry;
 use crate::store::refname::{tag_name, RefNameError};
 use crate::store::verify::VerifiedBlob;
 use otters_core::json::{to_compact, Value};
@@ -813,7 +814,16 @@ impl Store {
         Ok(None)
     }
 
+    /// The image entries of `index.json`: tags and untagged images, without the entries that keep
+    /// referrers reachable for other layout tools (see [`super::referrers`]).
     pub(super) fn read_index(&self) -> Result<Vec<Descriptor>, StoreError> {
+        let mut entries = self.read_index_file()?;
+        entries.retain(|e| !is_referrer_entry(e));
+        Ok(entries)
+    }
+
+    /// Every entry of `index.json`, referrer entries included.
+    fn read_index_file(&self) -> Result<Vec<Descriptor>, StoreError> {
         let path = self.index_path();
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -849,7 +859,25 @@ impl Store {
     ) -> Result<(), StoreError> {
         self.sync_batch()?;
         let _lock = self.lock_index()?;
-        let mut entries = self.read_index()?;
+        self.rewrite_index_locked(|all| {
+            // `f` sees the images only; the referrer entries stay as they are.
+            let (mut images, referrers): (Vec<_>, Vec<_>) = std::mem::take(all)
+                .into_iter()
+                .partition(|e| !is_referrer_entry(e));
+            let changed = f(&mut images);
+            *all = images;
+            all.extend(referrers);
+            changed
+        })
+    }
+
+    /// Read-modify-write of every entry of `index.json`, referrer entries included; the caller
+    /// holds the index lock. Nothing is written when `f` returns false.
+    pub(super) fn rewrite_index_locked(
+        &self,
+        f: impl FnOnce(&mut Vec<Descriptor>) -> bool,
+    ) -> Result<(), StoreError> {
+        let mut entries = self.read_index_file()?;
         if !f(&mut entries) {
             return Ok(());
         }
