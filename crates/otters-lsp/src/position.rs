@@ -5,7 +5,7 @@
 //! position.
 //!
 //! A UTF-16 column is not a byte count, so each document keeps a [`Columns`] table built in one
-//! pass over its text: the UTF-16 units before every [`BLOCK`]-th byte. A conversion either way
+//! pass over its text: the UTF-16 units before every `BLOCK`-th byte. A conversion either way
 //! costs a binary search of the line index and of that table plus at most one block of bytes,
 //! however long the line: a 256 KB line with a finding every few bytes stays linear to publish.
 

@@ -194,16 +194,6 @@ impl Reference {
         }
     }
 
-    /// A copy with another tag and no digest.
-    #[must_use]
-    pub fn with_tag(&self, tag: &str) -> Reference {
-        Reference {
-            tag: Some(tag.to_owned()),
-            digest: None,
-            ..self.clone()
-        }
-    }
-
     /// The host the registry API answers on (`registry-1.docker.io` for Docker Hub).
     pub fn api_host(&self) -> &str {
         if self.registry == DOCKER_HUB {

@@ -122,11 +122,6 @@ pub fn credentials_in(dir: &Path, registry: &str) -> Result<Option<Credential>, 
     }
 }
 
-/// Looks up credentials for `registry` in the default docker config directory.
-pub fn credentials_for(registry: &str) -> Result<Option<Credential>, AuthError> {
-    credentials_in(&docker_config_dir(), registry)
-}
-
 /// Stores `user:pass` for `registry` under `auths` in `dir/config.json`, keeping every other key.
 pub fn store_login(
     dir: &Path,

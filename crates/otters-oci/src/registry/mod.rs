@@ -501,11 +501,6 @@ impl RegistryClient {
         Ok(resp)
     }
 
-    /// True when the repository already has the blob (`HEAD`).
-    pub fn blob_exists(&self, r: &Reference, digest: &Digest) -> Result<bool, RegistryError> {
-        self.block_on(self.blob_exists_async(r, digest))
-    }
-
     pub(crate) async fn blob_exists_async(
         &self,
         r: &Reference,

@@ -35,11 +35,6 @@ impl Sources {
         }
     }
 
-    /// A record that is never saved.
-    pub fn in_memory() -> Sources {
-        Sources::default()
-    }
-
     /// Notes that `r`'s repository holds `digest`.
     pub fn add(&mut self, digest: &Digest, r: &Reference) {
         let set = self.map.entry(digest.to_string()).or_default();

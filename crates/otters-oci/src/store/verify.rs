@@ -48,11 +48,6 @@ impl VerifiedBlob {
         self.size
     }
 
-    /// Bytes read so far.
-    pub fn bytes_read(&self) -> u64 {
-        self.read
-    }
-
     fn corrupt(&self, actual: &Digest) -> StoreError {
         StoreError::Corrupt {
             path: self.path.clone(),

@@ -1,7 +1,7 @@
 //! Writes a lowered [`Plan`] into a [`Store`]: every blob streamed and hashed once while it is
 //! stored, then the manifest.
 //!
-//! Takes: a plan, a store, `.agentignore` rules, an optional [`HashCache`] and a [`Progress`]
+//! Takes: a plan, a store, `.agentignore` rules, an optional `HashCache` and a [`Progress`]
 //! sink. Returns: the manifest's descriptor. Must never: read a whole input file into memory, hash
 //! an input twice, or write anything before every directory layer has been walked and checked
 //! (so an unsafe or unreadable input leaves the store untouched). Layers whose source is a blob

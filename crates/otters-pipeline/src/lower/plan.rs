@@ -1,7 +1,7 @@
 //! Model + pins → artifact plan: the config blob, the layers in DESIGN §3 order with their media
 //! types and titles, and the manifest annotations.
 //!
-//! Takes: the model, the Agentfile's bytes, pins, an [`Inputs`] resolver and the build options.
+//! Takes: the model, the Agentfile's bytes, pins, an `Inputs` resolver and the build options.
 //! Returns: a [`Plan`] whose file and directory sources are paths for the `oci` stage to stream
 //! (and whose inherited ADDs are blobs already in the store, reused by digest), or every input
 //! diagnostic at once. Must never: read file contents, or let anything but its inputs (no clock,

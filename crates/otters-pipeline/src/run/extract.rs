@@ -1,9 +1,9 @@
-//! Safe reading of tar / tar+gzip layers: a full unpack into a [`Tree`], and the bin lookup of
+//! Safe reading of tar / tar+gzip layers: a full unpack into a `Tree`, and the bin lookup of
 //! spec §f.3 (first regular file whose name or basename matches).
 //!
-//! Takes: a layer reader, its media type, a destination [`Tree`], [`Limits`] and the agent's
+//! Takes: a layer reader, its media type, a destination `Tree`, [`Limits`] and the agent's
 //! [`Budget`]. Returns: what was written. Must never: write outside the destination, follow or
-//! write through a symlink (the [`Tree`] opens every component with `O_NOFOLLOW`, so links left
+//! write through a symlink (the `Tree` opens every component with `O_NOFOLLOW`, so links left
 //! by earlier entries or layers are never traversed), create a device node, honour a whiteout,
 //! or read more than the limits allow (headers go through the bounded
 //! [`otters_oci::archive::tar_reader`]). Any entry with `..`, an absolute path, an escaping link, a

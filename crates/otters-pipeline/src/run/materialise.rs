@@ -4,7 +4,7 @@
 //! Takes: a plan, the store and a [`Fetcher`] for runtime/BIN images. Returns: the plan with the
 //! binaries' resolved digests, or an error that leaves the previous tree untouched. Must never:
 //! write outside `<parent>/<root>` and `<parent>/.<root>.tmp-*`, or leave a half-written tree.
-//! Every write goes through one [`Tree`] handle on the temp dir (no symlink is ever followed,
+//! Every write goes through one `Tree` handle on the temp dir (no symlink is ever followed,
 //! across all layers, binaries and generated files), every store blob is checked against its
 //! digest while it is read, and one [`Budget`] bounds the whole tree. A failed swap puts the
 //! carried directories back on every error path.

@@ -1,9 +1,8 @@
 //! The `run` stage: an agent image → a materialised agent tree → the runtime, executed on the host
 //! (system executor) or through a docker-compatible CLI (docker executor).
 //!
-//! Takes: an agent image (manifest, config blob, layers, pinned `agent.yaml`) from a
-//! [`source::BlobSource`], the runtime and BIN images from a [`source::BinFetcher`], and the
-//! user's options. Returns: a [`plan::RunPlan`] (printable with `--dry-run`) and, when executed, never
+//! Takes: an agent image (manifest, config blob, layers, pinned `agent.yaml`), its runtime and
+//! BIN images, all brought into the store by a [`source::Fetcher`], and the user's options. Returns: a [`plan::RunPlan`] (printable with `--dry-run`) and, when executed, never
 //! returns on success (the process becomes the runtime or the docker CLI). Must never: write
 //! outside the agent root and its sibling temp dir, write a credential to disk, or inherit the
 //! host environment into the runtime.

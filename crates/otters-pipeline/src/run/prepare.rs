@@ -94,7 +94,7 @@ pub struct Fetched {
     pub digest: Digest,
     /// True when it was pulled just now.
     pub pulled: bool,
-    /// The local tag a pull gave it (see [`pulled_tag`]); none when found in the store or pulled
+    /// The local tag a pull gave it (see `pulled_tag`); none when found in the store or pulled
     /// by digest alone.
     pub tag: Option<String>,
 }
