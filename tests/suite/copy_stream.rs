@@ -5,8 +5,8 @@
 //! the blob; `--progress plain|tty|quiet` as push and pull have them.
 
 use crate::registry::build_agent;
-use crate::support::cli::{json, Env};
 use crate::security_registry::hostile_registry::{digest, Body, Content, Hostile, Length, Reply};
+use crate::support::cli::{json, Env};
 use crate::support::registry::{http_status, Registry};
 use std::sync::Arc;
 
