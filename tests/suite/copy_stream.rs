@@ -128,22 +128,22 @@ enum Lie {
 /// server and that layer's digest.
 fn lying_source(lie: Lie) -> (Hostile, String) {
     let content = Arc::new(Content::new());
-    let good: &[u8] = &[7u8; 70_000];
+    let good = vec![7u8; 70_000];
     let bad: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
     content.image(
         "agents/liar",
         "1",
         br#"{"architecture":"amd64","os":"linux"}"#,
         &[
-            ("application/vnd.oci.image.layer.v1.tar", good),
+            ("application/vnd.oci.image.layer.v1.tar", &good),
             ("application/vnd.oci.image.layer.v1.tar", &bad),
         ],
     );
     let bad_digest = digest(&bad);
-    let (served, target) = (content.clone(), bad_digest.clone());
+    let (honest, target) = (content.clone(), bad_digest.clone());
     let server = Hostile::start(move |req| {
         if req.method != "GET" || !req.path().ends_with(&format!("/blobs/{target}")) {
-            return served.serve(req);
+            return honest.serve(req);
         }
         let right: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
         match lie {
@@ -167,7 +167,7 @@ fn lying_source(lie: Lie) -> (Hostile, String) {
 
 #[test]
 fn a_source_that_lies_about_a_blob_leaves_nothing_tagged_and_names_the_blob() {
-    let dest = Registry::start();
+    let real = Registry::start();
     for (lie, says) in [
         (Lie::Digest, "digest mismatch"),
         (Lie::Longer, "sent more than the 200000 bytes"),
@@ -176,17 +176,17 @@ fn a_source_that_lies_about_a_blob_leaves_nothing_tagged_and_names_the_blob() {
         let (source, bad) = lying_source(lie);
         let env = Env::new();
         let repo = format!("{lie:?}").to_lowercase();
-        let dst = format!("{}/{repo}/liar:1", dest.addr);
+        let dst = format!("{}/{repo}/liar:1", real.addr);
         let err = env.fails(&["copy", &format!("{}/agents/liar:1", source.addr), &dst]);
         assert!(err.contains(says), "{lie:?}: {err}");
         assert!(err.contains(&bad), "{lie:?}: the blob is not named: {err}");
         // No tag, no manifest, and not the blob: the destination never completed its upload.
         assert_eq!(
-            http_status(&dest.addr, &format!("/v2/{repo}/liar/manifests/1")),
+            http_status(&real.addr, &format!("/v2/{repo}/liar/manifests/1")),
             Some(404),
             "{lie:?}: the destination was tagged"
         );
-        assert!(!dest.blobs().contains(&bad), "{lie:?}");
+        assert!(!real.blobs().contains(&bad), "{lie:?}");
         // A lie is final: the source was asked for that blob once.
         let asked = source
             .requests()

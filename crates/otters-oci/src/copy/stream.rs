@@ -242,16 +242,14 @@ fn relay_once(
     };
     let open = move || -> Result<BlobStream, RegistryError> {
         let mut s = lock(&check.shared);
-        match s.body.take() {
-            Some(resp) => Ok(check.clone().stream(resp)),
-            None => {
-                s.replayed = true;
-                Err(RegistryError::Protocol {
-                    registry: check.dest.registry.clone(),
-                    what: "a lost upload (its body is sent again from a new download)".into(),
-                })
-            }
+        if let Some(resp) = s.body.take() {
+            return Ok(check.clone().stream(resp));
         }
+        s.replayed = true;
+        Err(RegistryError::Protocol {
+            registry: check.dest.registry.clone(),
+            what: "a lost upload (its body is sent again from a new download)".into(),
+        })
     };
     let result = upload_reporting(client, dest, blob, &open, &rx, progress);
     let mut s = lock(&shared);
