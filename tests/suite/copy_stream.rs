@@ -196,3 +196,44 @@ fn a_source_that_lies_about_a_blob_leaves_nothing_tagged_and_names_the_blob() {
         assert_eq!(asked, 1, "{lie:?}");
     }
 }
+
+/// What a destination receives of a lying blob, seen from a fake destination that logs every
+/// request: never the whole body (its last chunk is held back until the digest is checked), and
+/// never the `PUT` that would complete the upload.
+#[test]
+fn a_lying_blob_never_reaches_the_destination_whole() {
+    let (source, bad) = lying_source(Lie::Digest);
+    let content = Arc::new(Content::new());
+    let stored = content.clone();
+    let dest = Hostile::start(move |req| stored.serve(req));
+    let env = Env::new();
+    let err = env.fails(&[
+        "copy",
+        &format!("{}/agents/liar:1", source.addr),
+        &format!("{}/agents/liar:1", dest.addr),
+    ]);
+    assert!(
+        err.contains("digest mismatch") && err.contains(&bad),
+        "{err}"
+    );
+    let requests = dest.requests();
+    let patches: Vec<usize> = requests
+        .iter()
+        .filter(|r| r.method == "PATCH")
+        .map(|r| r.body.len())
+        .collect();
+    // The good layer and the config went whole; the lying layer's upload stopped short.
+    assert!(patches.contains(&70_000), "{patches:?}");
+    assert!(
+        patches.iter().all(|n| *n < 200_000),
+        "the lying blob was sent whole: {patches:?}"
+    );
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.method == "PUT" && r.query("digest").as_deref() == Some(bad.as_str())),
+        "the upload of the lying blob was completed"
+    );
+    assert!(content.blob(&bad).is_none());
+    assert!(content.manifest("agents/liar", "1").is_none(), "tagged");
+}
