@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Copying an agent with a 512 MiB ADD between two local registries: `otters copy` (staging in an
-# empty store, as a first copy on a fresh machine does) against `skopeo copy docker:// docker://`
-# of the same image, in the same run, each into an emptied destination registry. Both verify every
-# digest; otters also fsyncs what it staged. Also reports otters' peak RSS (GNU time), to show
-# memory stays bounded whatever the layer size.
+# Copying an agent with a 512 MiB ADD between two local registries: `otters copy` (each blob
+# streamed from the source's GET into the destination's upload, hashed on the way; a fresh home)
+# against `skopeo copy docker:// docker://` of the same image, in the same run, alternated, each
+# into an emptied destination registry. Both verify every digest. Also reports otters' peak RSS
+# (GNU time), to show memory stays bounded whatever the layer size, and the load average.
 # Goal (issue 21): otters <= 1.2x skopeo.
-# Usage: bash bench/copy.sh [SIZE_MIB]   (PROFILE=release for a quicker compile than dist)
+# Usage: bash bench/copy.sh [SIZE_MIB]   (PROFILE=release for a quicker compile than dist; RUNS=7)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib=${1:-512}
@@ -37,17 +37,36 @@ dst="127.0.0.1:$p2/bench/agent:1"
 OTTERS_HOME=$tmp/home "$bin" build -q -t "$src" --push "$tmp/ctx" >/dev/null
 
 # Emptying the destination's storage between runs (the registry keeps no cache in this config).
-clean="rm -rf $tmp/r2/data $tmp/copyhome"
-json=bench/out/copy.json; mkdir -p bench/out
-hyperfine --runs 5 -N --export-json "$json" \
-  --prepare "$clean" -n "skopeo copy" "skopeo copy --quiet --src-tls-verify=false --dest-tls-verify=false docker://$src docker://$dst" \
-  --prepare "$clean" -n "otters copy" "env OTTERS_HOME=$tmp/copyhome $bin copy -q $src $dst" >/dev/null
-$clean
+clean() { rm -rf "$tmp/r2/data" "$tmp/copyhome"; }
+# Alternated pairs (skopeo first in odd rounds, otters first in even ones), so a change of load
+# on the shared machine hits both sides alike; medians of each side and of the per-pair ratios.
+runs=${RUNS:-7}
+times=$tmp/times; : > "$times"
+timed() { # name command...
+  clean
+  local t0 t1; t0=$(date +%s.%N); "${@:2}" >/dev/null; t1=$(date +%s.%N)
+  echo "$1 $(python3 -c "print($t1 - $t0)")" >> "$times"
+}
+skopeo_copy() { skopeo copy --quiet --src-tls-verify=false --dest-tls-verify=false "docker://$src" "docker://$dst"; }
+otters_copy() { env OTTERS_HOME="$tmp/copyhome" "$bin" copy -q "$src" "$dst"; }
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for i in $(seq "$runs"); do
+  if (( i % 2 )); then timed skopeo skopeo_copy; timed otters otters_copy
+  else timed otters otters_copy; timed skopeo skopeo_copy; fi
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+clean
 rss=$( { /usr/bin/time -f '%M' env OTTERS_HOME="$tmp/copyhome" "$bin" copy -q "$src" "$dst" >/dev/null; } 2>&1 | tail -1)
-python3 - "$json" "$size_mib" "$rss" <<'PY'
-import json, sys
-res = {r["command"]: r["median"] for r in json.load(open(sys.argv[1]))["results"]}
+python3 - "$times" "$size_mib" "$rss" "$load_before" "$load_after" <<'PY'
+import statistics as st, sys
+rows = [l.split() for l in open(sys.argv[1])]
+o = [float(t) for n, t in rows if n == "otters"]
+s = [float(t) for n, t in rows if n == "skopeo"]
 mib, rss = int(sys.argv[2]), int(sys.argv[3])
-o, s = res["otters copy"], res["skopeo copy"]
-print(f"copy {mib} MiB registry to registry, medians of 5: otters {o:.2f} s ({mib/o:.0f} MiB/s), skopeo copy {s:.2f} s ({mib/s:.0f} MiB/s), ratio {o/s:.2f}x (goal <= 1.2x); otters peak RSS {rss/1024:.0f} MiB")
+mo, ms = st.median(o), st.median(s)
+pairs = st.median([a / b for a, b in zip(o, s)])
+print(f"copy {mib} MiB registry to registry, {len(o)} alternated pairs: otters median {mo:.2f} s ({mib/mo:.0f} MiB/s), "
+      f"skopeo copy median {ms:.2f} s ({mib/ms:.0f} MiB/s); ratio of medians {mo/ms:.2f}x, median of pair ratios {pairs:.2f}x (goal <= 1.2x)")
+print(f"otters runs: {' '.join(f'{t:.2f}' for t in o)}; skopeo runs: {' '.join(f'{t:.2f}' for t in s)}")
+print(f"load average before {sys.argv[4]}, after {sys.argv[5]}; otters peak RSS {rss/1024:.0f} MiB")
 PY

@@ -3,10 +3,9 @@
 //!
 //! stdout carries data (each copied image's destination and digest, or the JSON report with
 //! `--format json`); status lines and progress go to stderr.
+use super::progress::{Bars, ProgressMode};
 use super::{fail_in, CliResult, Format};
-use otters_oci::registry::transfer::{Event, Outcome};
 use otters_pipeline::copy::{copy, CopyEvent, CopyReport, CopyRequest};
-use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 /// Flags are independent switches, as clap reads them.
@@ -35,18 +34,11 @@ pub struct CopyArgs {
     /// No progress or status lines
     #[arg(short, long)]
     pub quiet: bool,
-    /// Progress on stderr: `auto` (one line per image, and a bar per blob on a terminal),
-    /// `plain` (also one line per blob, never a control sequence: for CI logs), `quiet` (as `-q`)
-    #[arg(long, value_enum, default_value_t = Shown::Auto)]
-    pub progress: Shown,
-}
-
-/// How much progress `copy` shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Shown {
-    Auto,
-    Plain,
-    Quiet,
+    /// Progress on stderr: `auto` (a line per image, and bars on a terminal), `plain` (also one
+    /// line per blob: pushed/pulled with size and time, exists, mounted; never a control
+    /// sequence: for CI logs), `tty` (bars even when stderr is not a terminal), `quiet` (as `-q`)
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
 }
 
 pub fn run(a: CopyArgs) -> CliResult {
@@ -62,10 +54,14 @@ pub fn run(a: CopyArgs) -> CliResult {
         dry_run: a.dry_run,
         insecure: a.insecure,
     };
-    let shown = if a.quiet { Shown::Quiet } else { a.progress };
-    let mut ui = Lines::new(shown);
-    let result = copy(&req, &store, &mut |e| ui.event(&e));
-    ui.done();
+    let quiet = a.quiet || a.progress == ProgressMode::Quiet;
+    let mut ui = Lines {
+        mode: a.progress,
+        quiet,
+        bars: Bars::for_mode(a.progress, quiet),
+    };
+    let result = copy(&req, &store, &mut |e| ui.event(e));
+    ui.bars.finish();
     let report = result.map_err(|e| {
         fail_in(
             format!(
@@ -76,7 +72,7 @@ pub fn run(a: CopyArgs) -> CliResult {
             e,
         )
     })?;
-    print(&report, a.format, shown == Shown::Quiet)?;
+    print(&report, a.format, quiet)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -135,82 +131,29 @@ fn print(report: &CopyReport, format: Format, quiet: bool) -> miette::Result<()>
     Ok(())
 }
 
-/// Status lines per image; per blob a line (`plain`) or a bar (a terminal).
+/// A status line per image; per blob what `--progress` asks for (the shared [`Bars`]), a fresh
+/// display for each image so its line is never drawn into the previous image's bars.
 struct Lines {
-    shown: Shown,
-    bar: Option<indicatif::ProgressBar>,
-    tty: bool,
+    mode: ProgressMode,
+    quiet: bool,
+    bars: Bars,
 }
 
 impl Lines {
-    fn new(shown: Shown) -> Lines {
-        Lines {
-            shown,
-            bar: None,
-            tty: shown == Shown::Auto && std::io::stderr().is_terminal(),
-        }
-    }
-
-    fn event(&mut self, e: &CopyEvent<'_>) {
-        if self.shown == Shown::Quiet {
-            return;
-        }
+    fn event(&mut self, e: CopyEvent<'_>) {
         match e {
             CopyEvent::Image { n, total, image } => {
-                self.done();
-                eprintln!(
-                    "[{n}/{total}] {} -> {}",
-                    escape(&image.source),
-                    escape(&image.destination)
-                );
-            }
-            CopyEvent::Blob(Event::Start {
-                size,
-                title,
-                digest,
-            }) if self.tty => {
-                let bar = indicatif::ProgressBar::new(*size);
-                let style = indicatif::ProgressStyle::with_template(
-                    "  {prefix:>12} {msg:<20} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> ");
-                bar.set_style(style);
-                bar.set_prefix(digest.hex().chars().take(12).collect::<String>());
-                bar.set_message(
-                    escape(title.unwrap_or(""))
-                        .chars()
-                        .take(20)
-                        .collect::<String>(),
-                );
-                self.bar = Some(bar);
-            }
-            CopyEvent::Blob(Event::Bytes { n, .. }) => {
-                if let Some(b) = &self.bar {
-                    b.inc(*n);
+                self.bars.finish();
+                if !self.quiet {
+                    eprintln!(
+                        "[{n}/{total}] {} -> {}",
+                        escape(&image.source),
+                        escape(&image.destination)
+                    );
                 }
+                self.bars = Bars::for_mode(self.mode, self.quiet);
             }
-            CopyEvent::Blob(Event::Done { digest, outcome }) => {
-                if let Some(b) = self.bar.take() {
-                    b.finish_and_clear();
-                }
-                if self.shown == Shown::Plain {
-                    let word = match outcome {
-                        Outcome::Uploaded => "pushed",
-                        Outcome::Downloaded => "pulled",
-                        Outcome::Skipped => "exists",
-                        Outcome::Mounted => "mounted",
-                    };
-                    eprintln!("  {word} {digest}");
-                }
-            }
-            CopyEvent::Blob(Event::Start { .. }) => {}
-        }
-    }
-
-    fn done(&mut self) {
-        if let Some(b) = self.bar.take() {
-            b.finish_and_clear();
+            CopyEvent::Blob(e) => self.bars.event(&e),
         }
     }
 }

@@ -124,6 +124,12 @@ impl Bars {
             ProgressMode::Plain | ProgressMode::Quiet => false,
         };
         let mut bars = Bars::new(tty);
+        if let (ProgressMode::Tty, Some(multi)) = (mode, &bars.multi) {
+            // indicatif hides bars on a stderr that is not a terminal; `tty` asks for them anyway.
+            multi.set_draw_target(indicatif::ProgressDrawTarget::term_like(Box::new(
+                console::Term::stderr(),
+            )));
+        }
         if mode == ProgressMode::Plain && !quiet {
             bars.plain = Some(HashMap::new());
         }

@@ -1,5 +1,6 @@
 //! `otters push|pull --progress auto|plain|tty|quiet` through the binary: `plain` is one line per
-//! blob on stderr without control sequences, `quiet` leaves stderr empty on success.
+//! blob on stderr without control sequences, `tty` draws bars even into a pipe, `quiet` leaves
+//! stderr empty on success.
 
 use crate::registry::build_agent;
 use crate::support::cli::Env;
@@ -83,4 +84,24 @@ fn quiet_progress_prints_nothing_but_the_digest() {
     assert!(err.contains("not found"), "{err}");
     let err = fresh.fails(&["pull", &tag, "--progress", "fancy"]);
     assert!(err.contains("plain") && err.contains("quiet"), "{err}");
+}
+
+#[test]
+fn tty_progress_draws_bars_even_when_stderr_is_not_a_terminal() {
+    let reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/team/tty:1", reg.addr);
+    let local = build_agent(&env, &tag, 200_000);
+    let (ok, out, err) = env.run(&["push", &tag, "--progress", "tty"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), local);
+    // stderr is a pipe here: `tty` draws the bars anyway (indicatif alone would hide them).
+    assert!(err.contains("\x1b[") && err.contains("B/"), "{err:?}");
+    let fresh = Env::new();
+    let (ok, _, err) = fresh.run(&["pull", &tag, "--progress", "tty"]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("\x1b[") && err.contains("downloaded"),
+        "{err:?}"
+    );
 }

@@ -2,11 +2,14 @@
 //! each with every platform of its index and the referrers of each of its manifests: the transfer
 //! half of `otters copy` and `otters save --with-deps` (what an agent pins is the pipeline's part).
 //!
-//! Takes: a [`RegistryClient`], a [`Store`] (where a copy stages its blobs: a copy that stops is
-//! resumed from what arrived, as a pull is) and image descriptors. Returns: transfer reports.
+//! Takes: a [`RegistryClient`], a [`Store`] (where a copy to or from a layout or archive stages
+//! its blobs, and where referrers are staged) and image descriptors. Returns: transfer reports.
 //! Must never: let a blob into the store before its digest is checked (fetches are pulls), write
 //! a layout in place (every file is a temp file renamed in, `index.json` last), or send a blob a
 //! destination already has (pushes `HEAD` first, and mount across repositories of one registry).
+//!
+//! Registry to registry ([`relay`]), an image's blobs do not touch the store: each is streamed
+//! from the source into the destination and checked on the way ([`stream`]).
 
 use crate::archive::local::LocalSource;
 use crate::archive::ArchiveError;
@@ -19,6 +22,8 @@ use crate::spec::descriptor::{Descriptor, ManifestDoc};
 use crate::spec::digest::Digest;
 use crate::store::layout::{Store, StoreError};
 use std::path::Path;
+
+pub mod stream;
 
 /// Where images come from or go: a registry reference, or `oci:DIR[:name]` /
 /// `oci-archive:FILE[:name]` (skopeo's spelling).
@@ -111,6 +116,49 @@ pub fn deliver(
         )?;
     }
     Ok(report)
+}
+
+/// Copies the image `src` names from its registry to `dest` in another (or the same) registry:
+/// every blob streamed across ([`stream::stream_image`]), then the referrers the source lists for
+/// each of its manifests, staged in the store (they are small, and `store.referrers` is what
+/// [`push_referrers`] sends) and pushed. Returns what reached the destination, and what was
+/// downloaded into the store on the way (referrers only).
+pub fn relay(
+    client: &RegistryClient,
+    store: &Store,
+    src: &Reference,
+    dest: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+) -> Result<(TransferReport, TransferReport), RegistryError> {
+    let image = stream::stream_image(client, src, dest, sources, progress)?;
+    let mut pushed = image.report;
+    let mut staged = TransferReport::new(
+        src.to_string(),
+        image.top.digest.clone(),
+        image.top.media_type.clone(),
+    );
+    for m in &image.manifests {
+        pull_referrers(
+            client,
+            store,
+            &src.with_digest(m),
+            m,
+            sources,
+            progress,
+            &mut staged,
+        )?;
+        push_referrers(
+            client,
+            store,
+            m,
+            &dest.with_digest(m),
+            sources,
+            progress,
+            &mut pushed,
+        )?;
+    }
+    Ok((pushed, staged))
 }
 
 /// Writes `images` (each with the ref names it gets) and their referrers into the OCI image

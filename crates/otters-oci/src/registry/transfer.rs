@@ -140,7 +140,7 @@ impl TransferReport {
 /// Deepest nesting of indexes a push or pull follows.
 const MAX_DEPTH: usize = 4;
 
-fn check_depth(depth: usize, r: &Reference) -> Result<(), RegistryError> {
+pub(crate) fn check_depth(depth: usize, r: &Reference) -> Result<(), RegistryError> {
     if depth > MAX_DEPTH {
         return Err(RegistryError::BadDocument {
             reference: r.to_string(),
@@ -152,7 +152,7 @@ fn check_depth(depth: usize, r: &Reference) -> Result<(), RegistryError> {
 
 /// Records a blob's outcome: in the report, as now living in `r`'s repository, and as a progress
 /// event.
-fn blob_done(
+pub(crate) fn blob_done(
     blob: &Descriptor,
     r: &Reference,
     outcome: Outcome,
@@ -263,15 +263,8 @@ fn push_blob(
         size: blob.size,
         title: blob.title(),
     });
-    if client.block_on(client.blob_exists_async(dest, &blob.digest))? {
-        return Ok(Outcome::Skipped);
-    }
-    for from in sources.repositories_on(&blob.digest, &dest.registry) {
-        if from != dest.repository
-            && client.block_on(client.mount_async(dest, &blob.digest, &from))?
-        {
-            return Ok(Outcome::Mounted);
-        }
+    if let Some(outcome) = present_or_mounted(client, dest, &blob.digest, sources)? {
+        return Ok(outcome);
     }
     let digest = blob.digest.clone();
     let path = store.blob_path(&digest);
@@ -313,31 +306,61 @@ fn push_blob(
         });
         Ok(stream.boxed())
     };
+    upload_reporting(client, dest, blob, &open, &rx, progress)?;
+    report.bytes += size;
+    Ok(Outcome::Uploaded)
+}
+
+/// `Skipped` when `dest`'s repository has `digest` already (`HEAD`), `Mounted` when its registry
+/// mounted it from another repository `sources` knows to hold it, `None` when it must be sent.
+pub(crate) fn present_or_mounted(
+    client: &RegistryClient,
+    dest: &Reference,
+    digest: &Digest,
+    sources: &Sources,
+) -> Result<Option<Outcome>, RegistryError> {
+    if client.block_on(client.blob_exists_async(dest, digest))? {
+        return Ok(Some(Outcome::Skipped));
+    }
+    for from in sources.repositories_on(digest, &dest.registry) {
+        if from != dest.repository && client.block_on(client.mount_async(dest, digest, &from))? {
+            return Ok(Some(Outcome::Mounted));
+        }
+    }
+    Ok(None)
+}
+
+/// Uploads `blob` to `dest` from `open`, turning the byte counts its streams send on `counts` into
+/// progress events while the upload runs (on the client's one thread) and after it ends.
+pub(crate) fn upload_reporting(
+    client: &RegistryClient,
+    dest: &Reference,
+    blob: &Descriptor,
+    open: &crate::registry::OpenBlob<'_>,
+    counts: &std::sync::mpsc::Receiver<u64>,
+    progress: Progress<'_>,
+) -> Result<(), RegistryError> {
+    let drain = |progress: Progress<'_>| {
+        while let Ok(n) = counts.try_recv() {
+            progress(Event::Bytes {
+                digest: &blob.digest,
+                n,
+            });
+        }
+    };
     let result = client.block_on(async {
-        let upload = client.upload_async(dest, &blob.digest, size, &open);
+        let upload = client.upload_async(dest, &blob.digest, blob.size, open);
         futures_util::pin_mut!(upload);
-        // Drain progress counts while the upload runs on the same thread.
         loop {
             let tick = tokio::time::sleep(std::time::Duration::from_millis(50));
             tokio::select! {
                 r = &mut upload => break r,
-                () = tick => {
-                    while let Ok(n) = rx.try_recv() {
-                        progress(Event::Bytes { digest: &blob.digest, n });
-                    }
-                }
+                () = tick => drain(progress),
             }
         }
     });
-    while let Ok(n) = rx.try_recv() {
-        progress(Event::Bytes {
-            digest: &blob.digest,
-            n,
-        });
-    }
-    result?;
-    report.bytes += size;
-    Ok(Outcome::Uploaded)
+    drain(progress);
+    result
 }
 
 /// Downloads `r` (an index with every manifest it lists, or a manifest) into the store, verifying
@@ -389,42 +412,7 @@ fn pull_node(
     if media_type.is_index() {
         let index = parse(bytes, r)?;
         for child in &index.manifests {
-            // The entry's media type is a claim; the fetched document is validated against it
-            // and its own (checked) media type is what gets stored.
-            let expected = Kind::of(&child.media_type);
-            report.documents.0 += 1;
-            if report.documents.0 > MAX_DOCUMENTS.0 {
-                return Err(RegistryError::BadDocument {
-                    reference: r.to_string(),
-                    reason: format!(
-                        "it needs more than {} manifests; nothing more was fetched",
-                        MAX_DOCUMENTS.0
-                    ),
-                });
-            }
-            let fetched =
-                client.block_on(client.fetch_manifest_async(r, child.digest.as_str(), expected))?;
-            report.documents.1 += fetched.bytes.len();
-            if report.documents.1 > MAX_DOCUMENTS.1 {
-                return Err(RegistryError::BadDocument {
-                    reference: r.to_string(),
-                    reason: format!(
-                        "its manifests add up to more than {} bytes; nothing more was fetched",
-                        MAX_DOCUMENTS.1
-                    ),
-                });
-            }
-            if fetched.bytes.len() as u64 != child.size {
-                return Err(RegistryError::BadDocument {
-                    reference: r.to_string(),
-                    reason: format!(
-                        "index entry {} says {} bytes but the manifest is {}; nothing was stored",
-                        child.digest,
-                        child.size,
-                        fetched.bytes.len()
-                    ),
-                });
-            }
+            let fetched = fetch_child(client, r, child, report)?;
             pull_node(
                 client,
                 store,
@@ -447,6 +435,52 @@ fn pull_node(
         blob_done(blob, r, outcome, sources, progress, report);
     }
     Ok(())
+}
+
+/// Fetches the manifest an index entry names, within the pull's budget ([`MAX_DOCUMENTS`]):
+/// validated against the entry's media type (a claim: the fetched document's own, checked type is
+/// what counts) and refused when its size is not the entry's.
+pub(crate) fn fetch_child(
+    client: &RegistryClient,
+    r: &Reference,
+    child: &Descriptor,
+    report: &mut TransferReport,
+) -> Result<crate::registry::Fetched, RegistryError> {
+    let expected = Kind::of(&child.media_type);
+    report.documents.0 += 1;
+    if report.documents.0 > MAX_DOCUMENTS.0 {
+        return Err(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: format!(
+                "it needs more than {} manifests; nothing more was fetched",
+                MAX_DOCUMENTS.0
+            ),
+        });
+    }
+    let fetched =
+        client.block_on(client.fetch_manifest_async(r, child.digest.as_str(), expected))?;
+    report.documents.1 += fetched.bytes.len();
+    if report.documents.1 > MAX_DOCUMENTS.1 {
+        return Err(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: format!(
+                "its manifests add up to more than {} bytes; nothing more was fetched",
+                MAX_DOCUMENTS.1
+            ),
+        });
+    }
+    if fetched.bytes.len() as u64 != child.size {
+        return Err(RegistryError::BadDocument {
+            reference: r.to_string(),
+            reason: format!(
+                "index entry {} says {} bytes but the manifest is {}; nothing was stored",
+                child.digest,
+                child.size,
+                fetched.bytes.len()
+            ),
+        });
+    }
+    Ok(fetched)
 }
 
 /// Streams one blob into the store: written to a temp file while hashed, never past the size its
@@ -662,7 +696,10 @@ pub(crate) fn read_doc(store: &Store, digest: &Digest) -> Result<Vec<u8>, Regist
     Ok(bytes)
 }
 
-fn parse(bytes: &[u8], r: &impl std::fmt::Display) -> Result<ManifestDoc, RegistryError> {
+pub(crate) fn parse(
+    bytes: &[u8],
+    r: &impl std::fmt::Display,
+) -> Result<ManifestDoc, RegistryError> {
     ManifestDoc::parse(bytes).map_err(|e| RegistryError::BadDocument {
         reference: r.to_string(),
         reason: format!("not a valid OCI manifest or index: {e}"),

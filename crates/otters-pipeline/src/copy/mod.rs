@@ -3,8 +3,10 @@
 //! moved as one thing, with every referrer (signatures, SBOMs, attestations) of each manifest.
 //!
 //! Takes: a [`CopyRequest`] (places as `otters copy` reads them), the local store (the staging
-//! area: a registry source is pulled into it, so a copy that stops resumes from what arrived, and
-//! a destination registry is pushed from it) and a progress callback. Returns: a [`CopyReport`].
+//! area for layouts and archives: a registry source is pulled into it when the destination is a
+//! layout or archive, a layout or archive source is loaded into it; registry to registry, blobs
+//! stream across and only referrers are staged) and a progress callback. Returns: a
+//! [`CopyReport`].
 //! Must never: print, push an image before its blobs and child manifests (the transfer layer
 //! orders that), or stop without saying which images were copied (a failure after the first is
 //! [`CopyError::Partial`]).
@@ -20,7 +22,7 @@ pub mod closure;
 use closure::{walk, Found, Lookup, Node, PinnedBy, Role, View, WalkError, Want};
 use otters_oci::archive::local::{load_layout, LocalSource};
 use otters_oci::archive::{self, ArchiveError};
-use otters_oci::copy::{deliver, fetch, write_layout, Place};
+use otters_oci::copy::{deliver, fetch, relay, write_layout, Place};
 use otters_oci::reference::Reference;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{Event, TransferReport};
@@ -74,9 +76,11 @@ pub struct CopyReport {
     pub skipped: usize,
     /// Blobs mounted from another repository of the destination registry.
     pub mounted: usize,
-    /// Blobs downloaded from the source registry (the rest were staged already).
+    /// Blobs downloaded from the source registry into the local store (the rest were staged
+    /// already): an image's blobs for a layout or archive destination, and referrers' blobs.
+    /// Registry to registry, an image's blobs stream across and count as `uploaded` only.
     pub downloaded: usize,
-    /// Bytes moved (downloaded plus uploaded).
+    /// Bytes moved (downloaded plus uploaded; a streamed blob counts once).
     pub bytes: u64,
     /// Referrers copied.
     pub referrers: usize,
@@ -263,8 +267,9 @@ enum Target {
     Local(Vec<String>),
 }
 
-/// Stages one image in the store (from a registry source) and sends it (to a registry), or
-/// returns it with its names for the layout or archive written at the end.
+/// Streams one image from a registry to a registry; otherwise stages it in the store (from a
+/// registry source) and sends it (to a registry), or returns it with its names for the layout or
+/// archive written at the end.
 #[allow(clippy::too_many_arguments)]
 fn move_one(
     client: Option<&RegistryClient>,
@@ -276,6 +281,15 @@ fn move_one(
     progress: &mut dyn FnMut(Event<'_>),
     report: &mut CopyReport,
 ) -> Result<Option<(Descriptor, Vec<String>)>, CopyError> {
+    if let (Place::Registry(_), Target::Registry(dest), Some(c)) = (source, to, client) {
+        // Registry to registry: the image's blobs stream across without touching the store.
+        let (pushed, staged) = relay(c, store, &node.source, dest, sources, progress)?;
+        report.downloaded += staged.downloaded.len();
+        report.bytes += staged.bytes;
+        count(report, &pushed);
+        report.referrers += pushed.referrers.len();
+        return Ok(None);
+    }
     let staged = match (source, client) {
         (Place::Registry(_), Some(c)) => {
             let (staged, pulled) = fetch(c, store, &node.source, sources, progress)?;
