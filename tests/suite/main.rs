@@ -4,6 +4,7 @@
 
 mod support;
 
+mod bin_contract;
 mod build_cli;
 mod ci_files;
 mod ci_reports;
