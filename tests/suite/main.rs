@@ -39,6 +39,7 @@ mod security_inputs;
 mod security_layouts;
 mod security_registry;
 mod security_store;
+mod security_web;
 mod source_date_epoch_git;
 mod store;
 mod store_hygiene;
