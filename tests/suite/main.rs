@@ -13,6 +13,7 @@ mod compat;
 mod copy;
 mod editors;
 mod emitted_codes;
+mod example_warnings;
 mod export;
 mod fmt;
 mod habits;
