@@ -273,6 +273,9 @@ impl check::SourceKinds for ContextDir {
 pub struct OfflineImages {
     locks: Vec<crate::resolve::Lockfile>,
     store: Option<otters_oci::Store>,
+    /// The store's answers so far: `otters lsp` checks a document on every edit with the options
+    /// it opened with, and asks the store once per reference, not once per keystroke.
+    seen: std::sync::Mutex<BTreeMap<String, check::BinImage>>,
 }
 
 impl OfflineImages {
@@ -286,7 +289,11 @@ impl OfflineImages {
             .is_file()
             .then(|| otters_oci::Store::open(store).ok())
             .flatten();
-        OfflineImages { locks, store }
+        OfflineImages {
+            locks,
+            store,
+            seen: std::sync::Mutex::default(),
+        }
     }
 
     /// From the local store: the image tagged `reference` (a tagged index answers by its own
@@ -343,7 +350,15 @@ impl check::ImageKinds for OfflineImages {
                 check::BinImage::NotBin(crate::resolve::lockfile::no_bin_name(e))
             }
             Some(_) => check::BinImage::Bin,
-            None => self.store_answer(reference),
+            None => {
+                let mut seen = self
+                    .seen
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                seen.entry(reference.to_owned())
+                    .or_insert_with(|| self.store_answer(reference))
+                    .clone()
+            }
         }
     }
 }
