@@ -36,8 +36,15 @@ pub fn last_commit_time(dir: &Path) -> Result<u64, GitEpochError> {
     let mut child = Command::new("git")
         .arg("-C")
         .arg(dir)
-        // A user's `log.showSignature` would print gpg's output before the time.
-        .args(["-c", "log.showSignature=false", "log", "-1", "--format=%ct"])
+        // A user's `log.showSignature` would print gpg's output before the time; a repository's
+        // `core.fsmonitor` names a program to run, which a build has no use for.
+        .args([
+            "-c",
+            "log.showSignature=false",
+            "-c",
+            "core.fsmonitor=false",
+        ])
+        .args(["log", "-1", "--format=%ct"])
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env("GIT_TERMINAL_PROMPT", "0")
