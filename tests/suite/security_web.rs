@@ -23,6 +23,8 @@ enum Body {
     Huge,
     /// `Transfer-Encoding: chunked`, 64 KiB chunks for as long as the client reads.
     Endless,
+    /// `Transfer-Encoding: chunked`, one byte every 100 ms, never ending: no cap is reached.
+    Trickle,
 }
 
 /// A server on 127.0.0.1 answering every request with `body`; stops when dropped (the accept
@@ -79,7 +81,7 @@ fn answer(mut conn: TcpStream, body: Body) {
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             1u64 << 30
         ),
-        Body::Endless => "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_owned(),
+        Body::Endless | Body::Trickle => "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_owned(),
     };
     if conn.write_all(start.as_bytes()).is_err() {
         return;
@@ -91,6 +93,10 @@ fn answer(mut conn: TcpStream, body: Body) {
                 .write_all(format!("{:x}\r\n", zeros.len()).as_bytes())
                 .and_then(|()| conn.write_all(&zeros))
                 .and_then(|()| conn.write_all(b"\r\n")),
+            Body::Trickle => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                conn.write_all(b"1\r\n0\r\n")
+            }
         };
         if sent.is_err() {
             return;
@@ -135,20 +141,16 @@ type Case<'a> = (&'a str, String, Vec<String>, Vec<(&'a str, &'a str)>);
 /// Peak RSS allowed: the answer cap is 4 MiB; reading a 1 GiB or endless answer would go far past.
 const MAX_RSS_KIB: u64 = 160 << 10;
 
-#[test]
-fn keyless_signing_refuses_huge_and_endless_answers_from_every_service() {
+/// A machine with `demo:1` built, to sign; `None` after a skip when `/usr/bin/time` (the RSS
+/// measure) is missing.
+fn machine_with_an_image(test: &str) -> Option<Env> {
     if !Path::new("/usr/bin/time").exists() {
         crate::support::tools::skip(
-            "keyless_signing_refuses_huge_and_endless_answers_from_every_service",
+            test,
             "/usr/bin/time is not installed (apt-get install time)",
         );
-        return;
+        return None;
     }
-    let Some(mock) =
-        Mock::start("keyless_signing_refuses_huge_and_endless_answers_from_every_service")
-    else {
-        return;
-    };
     let env = Env::new();
     let ctx = env.dir.path().join("ctx");
     crate::support::write(
@@ -156,6 +158,18 @@ fn keyless_signing_refuses_huge_and_endless_answers_from_every_service() {
         "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\n",
     );
     env.ok(&["build", "-q", "-t", "demo:1", ctx.to_str().expect("utf8")]);
+    Some(env)
+}
+
+#[test]
+fn keyless_signing_refuses_huge_and_endless_answers_from_every_service() {
+    let test = "keyless_signing_refuses_huge_and_endless_answers_from_every_service";
+    let Some(env) = machine_with_an_image(test) else {
+        return;
+    };
+    let Some(mock) = Mock::start(test) else {
+        return;
+    };
     let token = Mock::token(&["--github", "acme/agents"]);
     let fulcio = mock.var("FULCIO_URL").to_owned();
     // The flags of a signature with the test's token, Fulcio at `fulcio`, and `rest`.
@@ -227,4 +241,44 @@ fn keyless_signing_refuses_huge_and_endless_answers_from_every_service() {
             eprintln!("{what}: refused, peak RSS {rss} KiB");
         }
     }
+}
+
+/// An endless answer that never reaches the cap (a byte every 100 ms) ends at the call's 30 s
+/// timeout, with an error naming the endpoint, instead of holding the signature forever.
+#[test]
+fn a_trickling_endless_answer_ends_at_the_call_timeout() {
+    let Some(env) = machine_with_an_image("a_trickling_endless_answer_ends_at_the_call_timeout")
+    else {
+        return;
+    };
+    let hostile = Hostile::start(Body::Trickle);
+    let started = std::time::Instant::now();
+    let (ok, err, rss) = measured(
+        &env,
+        &[],
+        &[
+            "sign",
+            "demo:1",
+            "--keyless",
+            "--identity-token",
+            "e30.eyJpc3MiOiJpIiwic3ViIjoicyJ9.c2ln",
+            "--fulcio-url",
+            &hostile.url(""),
+            "--rekor-url",
+            "http://127.0.0.1:1",
+        ],
+    );
+    let took = started.elapsed();
+    assert!(!ok, "signing succeeded");
+    assert!(
+        err.contains(&format!(
+            "cannot reach {}",
+            hostile.url("/api/v2/signingCert")
+        )),
+        "{err}"
+    );
+    assert!(rss < MAX_RSS_KIB, "peak RSS {rss} KiB");
+    // Generous: the bound is the 30 s timeout; a missing timeout would never end.
+    assert!(took.as_secs() < 300, "took {took:?}");
+    eprintln!("trickle: refused after {took:?}, peak RSS {rss} KiB: {err}");
 }
