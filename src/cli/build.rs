@@ -83,6 +83,11 @@ pub struct Args {
     /// .revision and .url from GitHub Actions' or GitLab CI's variables
     #[arg(long)]
     pub annotations_from_ci: bool,
+    /// The time stamped into the image (created, file mtimes), overriding `SOURCE_DATE_EPOCH`:
+    /// seconds since 1970, or `git` for the committer time of the last commit of the context's
+    /// git work tree (uncommitted changes do not count)
+    #[arg(long, value_name = "SECONDS|git")]
+    pub source_date_epoch: Option<String>,
     /// Write the image digest to FILE (removed first, so a failed build leaves none)
     #[arg(long, value_name = "FILE")]
     pub iidfile: Option<PathBuf>,
@@ -321,8 +326,20 @@ pub fn run(mut a: Args) -> CliResult {
     } else {
         BTreeMap::new()
     };
-    let epoch = epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).map_err(fail)?;
     let (context, agentfile) = agentfile(&a)?;
+    let epoch = match a.source_date_epoch.as_deref() {
+        Some("git") => Some(lib::git_epoch::last_commit_time(&context).map_err(fail)?),
+        Some(n) => match epoch::parse(Some(n)) {
+            Ok(Some(seconds)) => Some(seconds),
+            _ => {
+                return Err(miette!(
+                "--source-date-epoch is `{}`, not a whole number of seconds since 1970 or `git`",
+                otters_core::escape::escape(n)
+            ))
+            }
+        },
+        None => epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).map_err(fail)?,
+    };
     let home = super::otters_home();
     // A layout destination is not the store: the image is built in the store, then written
     // there through directory handles (it may hold links planted by whoever shipped the tree).

@@ -121,6 +121,8 @@ struct Loaded {
     config: config::LintConfig,
     sources: Option<std::sync::Arc<dyn check::SourceKinds>>,
     locked: BTreeSet<String>,
+    /// What is known offline of its RUNTIME and BIN images (AF403).
+    images: Option<std::sync::Arc<dyn check::ImageKinds>>,
     /// The file to rewrite with the safe fixes (`--fix`).
     fix: Option<PathBuf>,
 }
@@ -182,6 +184,7 @@ fn settings(a: &Args) -> Result<Settings, Fatal> {
 /// be read stops the run with no partial output.
 fn load(inputs: &[Input], settings: &Settings) -> Result<Vec<Loaded>, Fatal> {
     let mut configs = ConfigFinder::default();
+    let store = super::otters_home().join("store");
     let mut loaded = Vec::with_capacity(inputs.len());
     for input in inputs {
         let bytes = input
@@ -197,6 +200,7 @@ fn load(inputs: &[Input], settings: &Settings) -> Result<Vec<Loaded>, Fatal> {
             config,
             sources: input.sources(),
             locked: input.locked_references(),
+            images: input.images(&store),
             fix: match input {
                 Input::File { path, .. } if settings.fix => Some(path.clone()),
                 _ => None,
@@ -227,6 +231,7 @@ fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCo
                 .clone()
                 .or_else(|| f.config.portability.clone()),
             sources: f.sources,
+            images: f.images,
         };
         let (mut file, mut analysis) = check::analyze_bytes(&f.name, &f.bytes, &opts);
         drop(f.bytes);

@@ -39,6 +39,7 @@ impl otters_lsp::Project for LintProject {
             portability: config.portability,
             locked: input.locked_references(),
             sources: input.sources(),
+            images: input.images(&super::otters_home().join("store")),
             ..Options::default()
         })
     }

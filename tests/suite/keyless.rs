@@ -19,8 +19,8 @@ fn harness() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/supply/keyless")
 }
 
-/// The mock services, killed on drop.
-struct Mock {
+/// The mock services, killed on drop (also used by `security_web`).
+pub(crate) struct Mock {
     child: Child,
     /// Holds the trusted root and the env file while the mock runs.
     _dir: tempfile::TempDir,
@@ -36,7 +36,7 @@ impl Drop for Mock {
 
 impl Mock {
     /// Starts `node serve.mjs DIR`, or `None` after a skip when node or the harness is missing.
-    fn start(test: &str) -> Option<Mock> {
+    pub(crate) fn start(test: &str) -> Option<Mock> {
         let npm = std::env::var("KEYLESS_NPM").unwrap_or_else(|_| "/tmp/bars-npm-keyless".into());
         if !Path::new(&npm).join("node_modules/@sigstore/mock").is_dir() {
             crate::support::tools::skip(
@@ -72,12 +72,12 @@ impl Mock {
         })
     }
 
-    fn var(&self, k: &str) -> &str {
+    pub(crate) fn var(&self, k: &str) -> &str {
         &self.vars[k]
     }
 
     /// `node token.mjs ARGS…`: a token the mock Fulcio accepts.
-    fn token(args: &[&str]) -> String {
+    pub(crate) fn token(args: &[&str]) -> String {
         let o = Command::new("node")
             .arg(harness().join("token.mjs"))
             .args(args)

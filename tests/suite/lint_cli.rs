@@ -550,15 +550,20 @@ fn explain_unknown_code_and_list() {
 
 /// An Agentfile.lock that pins `reference` as the RUNTIME.
 fn lock_pinning_runtime(reference: &str) -> otters_pipeline::resolve::lockfile::Lockfile {
-    use otters_pipeline::resolve::lockfile::{Entry, Lockfile, Role};
+    use otters_pipeline::resolve::lockfile::{BinInfo, Entry, Lockfile, Role};
     let mut lock = Lockfile::new("linux/amd64");
+    // As otters locks a RUNTIME: with its bin name (without one, lint reports AF403).
     lock.insert(Entry {
         role: Role::Runtime,
         reference: reference.into(),
         digest: otters_oci::Digest::from_hex(&"a".repeat(64)).unwrap(),
         index: None,
         platform: None,
-        bin: None,
+        bin: Some(BinInfo {
+            name: "runtime".into(),
+            path: None,
+            usage_path: None,
+        }),
         description: None,
         usage: None,
     });

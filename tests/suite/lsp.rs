@@ -187,7 +187,7 @@ fn project(env: &Env) -> std::path::PathBuf {
     )
     .unwrap();
     let lock = json!({"version": 1, "platform": "linux/amd64", "images": [
-        {"role": "runtime", "reference": "ghcr.io/o/runtime:latest", "digest": DIGEST},
+        {"role": "runtime", "reference": "ghcr.io/o/runtime:latest", "digest": DIGEST, "bin": {"name": "runtime"}},
         {"role": "bin", "reference": "ghcr.io/o/jq:1", "digest": DIGEST, "bin": {"name": "jq"}},
     ]});
     std::fs::write(dir.join("Agentfile.lock"), lock.to_string()).unwrap();

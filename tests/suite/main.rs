@@ -4,6 +4,7 @@
 
 mod support;
 
+mod bin_contract;
 mod build_cli;
 mod ci_files;
 mod ci_reports;
@@ -13,6 +14,7 @@ mod copy;
 mod copy_stream;
 mod editors;
 mod emitted_codes;
+mod example_warnings;
 mod export;
 mod fmt;
 mod habits;
@@ -39,6 +41,8 @@ mod security_inputs;
 mod security_layouts;
 mod security_registry;
 mod security_store;
+mod security_web;
+mod source_date_epoch_git;
 mod store;
 mod store_hygiene;
 mod streams;

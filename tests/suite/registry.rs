@@ -365,7 +365,7 @@ fn references_are_checked_before_anything_happens() {
 
 /// A registry holding a runtime and bins: `bins/jq` (index, io.* annotations, description),
 /// `bins/old` (single manifest, vnd.* annotations) and `bins/plain` (no bin annotations).
-fn registry_with_bins() -> (Registry, String, String, String) {
+pub(crate) fn registry_with_bins() -> (Registry, String, String, String) {
     let reg = Registry::start();
     let tmp = tempfile::tempdir().expect("tmp");
     let (_, jq_host) = images::bin_index(

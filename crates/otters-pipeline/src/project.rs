@@ -8,6 +8,8 @@
 
 use otters_agentfile::check::{self, config};
 use otters_core::files::{self, ReadError};
+use otters_oci::spec::descriptor::ManifestDoc;
+use otters_oci::store::query::read_manifest;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -156,6 +158,17 @@ impl Input {
         }
     }
 
+    /// What `otters lint` knows offline of the file's RUNTIME and BIN images: its lock, then the
+    /// local store at `store` (none for unnamed standard input). See [`OfflineImages`].
+    pub fn images(&self, store: &Path) -> Option<std::sync::Arc<dyn check::ImageKinds>> {
+        match self {
+            Input::File { path, .. } | Input::Stdin(Some(path)) => {
+                Some(std::sync::Arc::new(OfflineImages::new(path, store)))
+            }
+            Input::Stdin(None) => None,
+        }
+    }
+
     /// What an ADD source is, seen from the file's directory (none for unnamed standard input).
     pub fn sources(&self) -> Option<std::sync::Arc<dyn check::SourceKinds>> {
         match self {
@@ -248,6 +261,105 @@ impl check::SourceKinds for ContextDir {
             .components()
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
         inside && std::fs::symlink_metadata(self.0.join(rel)).is_ok_and(|m| m.file_type().is_dir())
+    }
+}
+
+/// Whether a RUNTIME or BIN image is a bin image, as far as is known without the network: the
+/// lock beside the Agentfile first (the pin a build uses; an entry records the image's bin name),
+/// then an image the local store holds under the same name. Anything else is unknown: the build
+/// asks the registry (AF403 at resolution). Never writes: a store that does not exist is not
+/// created, and the store's `index.json` is read, not resolved through (which may add entries).
+#[derive(Debug)]
+pub struct OfflineImages {
+    locks: Vec<crate::resolve::Lockfile>,
+    store: Option<otters_oci::Store>,
+    /// The store's answers so far: `otters lsp` checks a document on every edit with the options
+    /// it opened with, and asks the store once per reference, not once per keystroke.
+    seen: std::sync::Mutex<BTreeMap<String, check::BinImage>>,
+}
+
+impl OfflineImages {
+    /// For the Agentfile at `agentfile` and the store at `store`. An unreadable lock or store is
+    /// no answer: `otters build` reports it (AF409, or the store's own error).
+    pub fn new(agentfile: &Path, store: &Path) -> OfflineImages {
+        let locks = crate::resolve::Lockfile::read_all(&crate::resolve::lock_path_for(agentfile))
+            .unwrap_or_default();
+        let store = store
+            .join("index.json")
+            .is_file()
+            .then(|| otters_oci::Store::open(store).ok())
+            .flatten();
+        OfflineImages {
+            locks,
+            store,
+            seen: std::sync::Mutex::default(),
+        }
+    }
+
+    /// From the local store: the image tagged `reference` (a tagged index answers by its own
+    /// annotations, else by those of its platform manifests that are in the store).
+    fn store_answer(&self, reference: &str) -> check::BinImage {
+        let Some((docs, known)) = self.stored_manifests(reference) else {
+            return check::BinImage::Unknown;
+        };
+        let named = docs.iter().any(|d| {
+            crate::resolve::lockfile::BIN_NAME_KEYS
+                .iter()
+                .any(|k| d.annotations.get(*k).is_some_and(|v| !v.is_empty()))
+        });
+        match (named, known) {
+            (true, _) => check::BinImage::Bin,
+            (false, true) => check::BinImage::NotBin(
+                "the local store's image of that name has no such annotation".to_owned(),
+            ),
+            (false, false) => check::BinImage::Unknown,
+        }
+    }
+
+    /// The manifest (or index and the manifests of it that are here) the store holds under
+    /// `reference`, and whether they are enough to tell (an index none of whose manifests is here
+    /// says nothing about them).
+    fn stored_manifests(&self, reference: &str) -> Option<(Vec<ManifestDoc>, bool)> {
+        let store = self.store.as_ref()?;
+        let name = otters_oci::store::refname::tag_name(reference).ok()?;
+        let (_, top) = store.list().ok()?.into_iter().find(|(n, _)| *n == name)?;
+        let (_, top) = read_manifest(store, &top).ok()?;
+        let children: Vec<_> = top
+            .manifests
+            .iter()
+            .filter(|c| store.has_blob(&c.digest))
+            .map(|c| read_manifest(store, c).map(|(_, doc)| doc))
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let known = top.manifests.is_empty() || !children.is_empty();
+        let mut docs = children;
+        docs.push(top);
+        Some((docs, known))
+    }
+}
+
+impl check::ImageKinds for OfflineImages {
+    fn bin_image(&self, role: check::ImageRole, reference: &str) -> check::BinImage {
+        let role = match role {
+            check::ImageRole::Runtime => crate::resolve::Role::Runtime,
+            check::ImageRole::Bin => crate::resolve::Role::Bin,
+        };
+        let mut pinned = self.locks.iter().filter_map(|l| l.get(role, reference));
+        match pinned.next() {
+            Some(e) if e.bin.is_none() => {
+                check::BinImage::NotBin(crate::resolve::lockfile::no_bin_name(e))
+            }
+            Some(_) => check::BinImage::Bin,
+            None => {
+                let mut seen = self
+                    .seen
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                seen.entry(reference.to_owned())
+                    .or_insert_with(|| self.store_answer(reference))
+                    .clone()
+            }
+        }
     }
 }
 

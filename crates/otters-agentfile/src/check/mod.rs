@@ -11,6 +11,7 @@ pub(crate) mod rules;
 mod suppress;
 
 pub use fixes::REASON_PLACEHOLDER;
+pub use rules::not_a_bin_image::missing_bin_annotation;
 pub use rules::portability::Target;
 pub use rules::BUILTIN_CATALOGUE;
 
@@ -24,6 +25,44 @@ use std::sync::Arc;
 pub trait SourceKinds: std::fmt::Debug + Send + Sync {
     /// True when the ADD source `src` (as written, after ARG expansion) is a directory.
     fn is_dir(&self, src: &str) -> bool;
+}
+
+/// What the checker may ask about a RUNTIME or BIN image, which it never fetches itself: the
+/// caller answers from what it holds without the network (`otters lint` from `Agentfile.lock`
+/// and the local store), or says it does not know.
+pub trait ImageKinds: std::fmt::Debug + Send + Sync {
+    /// Whether the image `reference` (as written, after ARG expansion) used as `role` is a bin
+    /// image (spec §f).
+    fn bin_image(&self, role: ImageRole, reference: &str) -> BinImage;
+}
+
+/// The roles of an image that must be a bin image (spec §f: the RUNTIME is installed as a BIN is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageRole {
+    Runtime,
+    Bin,
+}
+
+impl ImageRole {
+    /// The instruction, as the messages name it.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            ImageRole::Runtime => "RUNTIME",
+            ImageRole::Bin => "BIN",
+        }
+    }
+}
+
+/// What an [`ImageKinds`] knows of one image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BinImage {
+    /// Nothing offline says (the image is neither locked nor in the local store).
+    Unknown,
+    /// It has the bin name annotation.
+    Bin,
+    /// It has no bin name annotation; the text says where that was seen (`Agentfile.lock`, the
+    /// local store).
+    NotBin(String),
 }
 
 /// What a project may do to a code's severity (`otters.toml` `[lint.severity]`).
@@ -66,6 +105,9 @@ pub struct Options {
     /// Answers whether an ADD source is a directory (AF230); `None` when there is no build
     /// context to ask (standard input, or a caller that does not care).
     pub sources: Option<Arc<dyn SourceKinds>>,
+    /// Answers whether a RUNTIME or BIN image is a bin image (AF403); `None` when the caller has
+    /// nothing to ask (the build checks this at resolution, against the registry).
+    pub images: Option<Arc<dyn ImageKinds>>,
 }
 
 impl Options {

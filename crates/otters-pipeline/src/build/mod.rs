@@ -14,6 +14,7 @@
 
 pub mod ci;
 pub mod facts;
+pub mod git_epoch;
 pub(crate) mod hash_cache;
 pub(crate) mod ignore;
 pub(crate) mod inputs;

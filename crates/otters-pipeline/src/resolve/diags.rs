@@ -3,6 +3,7 @@
 //! Takes: spans and the facts of one failure. Returns: [`Diagnostic`] values with a help line.
 //! Must never: build diagnostic text anywhere else in `resolve`.
 
+use otters_agentfile::check::ImageRole;
 use otters_agentfile::diagnostic::{Code, Diagnostic, Span};
 
 pub fn image_not_found(span: Span, reference: &str, why: &str) -> Diagnostic {
@@ -143,24 +144,20 @@ pub fn registry_denied(span: Span, reference: &str, why: &str, registry: &str) -
     ))
 }
 
-/// AF403: a RUNTIME or BIN image without the bin name annotation (spec §f.1).
+/// AF403: a RUNTIME or BIN image without the bin name annotation (spec §f.1), as the registry
+/// (or, offline, `Agentfile.lock`) says; the one message `otters lint` gives too.
 pub fn missing_bin_annotation(
     span: Span,
     reference: &str,
     role: super::lockfile::Role,
+    seen: Option<&str>,
 ) -> Diagnostic {
-    let what = if role == super::lockfile::Role::Runtime {
-        "RUNTIME"
+    let role = if role == super::lockfile::Role::Runtime {
+        ImageRole::Runtime
     } else {
-        "BIN"
+        ImageRole::Bin
     };
-    Diagnostic::new(
-        Code::MissingBinAnnotation,
-        span,
-        format!("image `{reference}` is not a bin: it has no io.openotters.bin.name (or vnd.openotters.bin.name) annotation, which a {what} image needs to say which file is its binary"),
-    )
-    .with_label("not a bin image")
-    .with_help("use an image built as an openotters bin (`otters bin build`), or add the annotation when building it")
+    otters_agentfile::check::missing_bin_annotation(span, reference, role, seen)
 }
 
 pub fn malformed_reference(span: Span, why: &str) -> Diagnostic {

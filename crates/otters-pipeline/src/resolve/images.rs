@@ -110,11 +110,11 @@ pub fn resolve_image(
         description: None,
         usage: None,
     };
-    let name = first(&ann, &["io.openotters.bin.name", "vnd.openotters.bin.name"]);
+    let name = first(&ann, &super::lockfile::BIN_NAME_KEYS);
     // The RUNTIME is installed by the same contract as a BIN (spec §f): without the name
     // annotation it is not a bin image, and the run would find no binary in it.
     if matches!(role, Role::Bin | Role::Runtime) && name.is_none() {
-        return Err(diags::missing_bin_annotation(span, written, role));
+        return Err(diags::missing_bin_annotation(span, written, role, None));
     }
     if let Some(name) = name {
         let usage_path = first(

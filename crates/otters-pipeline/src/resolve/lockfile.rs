@@ -38,6 +38,9 @@ use std::path::{Path, PathBuf};
 
 pub const LOCK_VERSION: i64 = 1;
 pub const LOCK_NAME: &str = "Agentfile.lock";
+/// The bin name annotation a RUNTIME or BIN image needs (spec §f.1), as otters and as older
+/// openotters write it, in the order they are looked up.
+pub const BIN_NAME_KEYS: [&str; 2] = ["io.openotters.bin.name", "vnd.openotters.bin.name"];
 
 /// What a locked reference is used for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
@@ -408,6 +411,14 @@ pub fn lock_path_for(agentfile: &Path) -> PathBuf {
     agentfile
         .parent()
         .map_or_else(|| PathBuf::from(LOCK_NAME), |d| d.join(LOCK_NAME))
+}
+
+/// Where AF403 was learnt from a lock entry without a bin name (offline build, `otters lint`).
+pub fn no_bin_name(e: &Entry) -> String {
+    format!(
+        "Agentfile.lock pins it to {} and records no bin name for it",
+        e.digest
+    )
 }
 
 /// The references the lock beside `agentfile` pins to a digest (as written in the Agentfile), for

@@ -316,6 +316,12 @@ fn pin_one(
             images::resolve_image(c, written, &r, role, &opts.platform, span, hint).map(Some)
         }
         None => match pinned {
+            // The same contract as a registry's answer (images::resolve_image): a RUNTIME or BIN
+            // pin whose lock entry records no bin name (a lock written before RUNTIME was
+            // checked, or edited) is no bin image, and the run would find no binary in it.
+            Some(e) if e.bin.is_none() && matches!(role, Role::Bin | Role::Runtime) => Err(
+                diags::missing_bin_annotation(span, written, role, Some(&lockfile::no_bin_name(e))),
+            ),
             Some(e) => Ok(Some(e.clone())),
             None if opts.allow_unpinned => {
                 warnings.push(diags::built_unpinned(span, written));

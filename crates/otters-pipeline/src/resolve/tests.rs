@@ -358,11 +358,17 @@ fn a_runtime_or_bin_image_without_a_bin_name_is_af403() {
 /// A lock pinning [`RUNTIME`] and [`JQ`] (with the bin's metadata) for linux/amd64.
 fn lock_for(platform: &str) -> Lockfile {
     let mut lock = Lockfile::new(platform);
-    lock.insert(entry(
+    let mut rt = entry(
         Role::Runtime,
         RUNTIME,
         &otters_oci::Digest::from_hex(&"a".repeat(64)).unwrap_or_else(|e| panic!("{e}")),
-    ));
+    );
+    rt.bin = Some(BinInfo {
+        name: "runtime".into(),
+        path: None,
+        usage_path: None,
+    });
+    lock.insert(rt);
     let mut jq = entry(
         Role::Bin,
         JQ,
@@ -402,6 +408,39 @@ fn offline_pins_come_from_the_lock_and_no_registry_is_asked() {
     let b = &res.model.agent.bins[0];
     assert_eq!(b.description.as_deref(), Some("locked description"));
     assert_eq!(b.usage.as_deref(), Some("locked usage"));
+}
+
+/// Issue 18.11 offline: a RUNTIME pin whose lock entry records no bin name (a lock written
+/// before the RUNTIME was checked) is AF403, as the registry's answer would be; no registry asked.
+#[test]
+fn offline_a_runtime_pin_without_a_bin_name_is_af403() {
+    let dir = TempDir::new().unwrap_or_else(|e| panic!("{e}"));
+    let (fake, _, _) = registry();
+    let mut lock = lock_for("linux/amd64");
+    for e in &mut lock.images {
+        if e.role == Role::Runtime {
+            e.bin = None;
+        }
+    }
+    let opts = Options {
+        offline: true,
+        ..options(&dir, "linux/amd64")
+    };
+    let d = err(resolve_with(&model(AGENT), &opts, Some(&lock), Some(&fake)));
+    assert_eq!(
+        d.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(),
+        ["AF403"]
+    );
+    assert_eq!(at(AGENT, &d[0]), RUNTIME);
+    assert!(
+        d[0].message.contains("a RUNTIME image needs")
+            && d[0]
+                .message
+                .contains("Agentfile.lock pins it to sha256:aaaa"),
+        "{}",
+        d[0].message
+    );
+    assert!(fake.calls().is_empty());
 }
 
 #[test]

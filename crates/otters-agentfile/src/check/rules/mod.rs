@@ -17,6 +17,7 @@ mod invalid_capability_name;
 mod invalid_mount_target;
 mod loader_env;
 mod name_not_path_safe;
+pub(crate) mod not_a_bin_image;
 pub(crate) mod portability;
 pub(crate) use crate::ir::names;
 mod required_config_with_value;
@@ -58,6 +59,7 @@ const RULES: &[Rule] = &[
     invalid_mount_target::check,
     duplicate_mount_target::check,
     unpinned_image_reference::check,
+    not_a_bin_image::check,
     secret_in_value::check,
     unused_arg::check,
     shadowed_declaration::check,
