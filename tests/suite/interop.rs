@@ -336,3 +336,128 @@ fn skip_fails_under_ci() {
     let r = std::panic::catch_unwind(|| skip("probe", "nothing missing, just checking"));
     assert_eq!(r.is_err(), under_ci);
 }
+
+/// A directory layer longer than one compression block (`pgzip::BLOCK`, 1 MiB): random bytes
+/// (stored blocks) and text (deflated blocks). The same digest when built on one core
+/// (`taskset -c 0`: one compression thread) as on all of them; GNU tar, oras-py, otters' own
+/// reader (`export`) and umoci all unpack exactly the source files.
+#[test]
+fn a_multi_block_directory_layer_is_the_same_on_one_core_and_unpacks_everywhere() {
+    const TEST: &str =
+        "a_multi_block_directory_layer_is_the_same_on_one_core_and_unpacks_everywhere";
+    if !require(TEST, "python3", &crate::support::oras::PROBE, PIP_ORAS)
+        || !require(TEST, "umoci", &["--version"], APT_UMOCI)
+        || !require(TEST, "taskset", &["--version"], "it is in util-linux")
+    {
+        return;
+    }
+    let Some(w) = crate::support::runnable::World::start(TEST) else {
+        return;
+    };
+    let a = &w.reg.addr;
+    let ctx = w.tmp.path().join("ctx-big");
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM scratch\nNAME big\nRUNTIME {a}/runtime:1\nADD data\n"),
+    );
+    let random = binary(3 << 20, 9);
+    let text = (0..60_000)
+        .map(|i| format!("{i:06} otters write deterministic layers\n"))
+        .collect::<Vec<_>>()
+        .concat();
+    crate::support::write(&ctx.join("data/random.bin"), &random);
+    crate::support::write(&ctx.join("data/logs/text.log"), &text);
+    crate::support::write(&ctx.join("data/small.txt"), "small\n");
+    let agent = format!("{a}/big:1");
+    let build = |home: &Path, one_core: bool| {
+        let mut cmd = std::process::Command::new("taskset");
+        cmd.args(["-c", if one_core { "0" } else { "0-1023" }])
+            .arg(assert_cmd::cargo::cargo_bin("otters"))
+            .env("OTTERS_HOME", home)
+            .env("NO_COLOR", "1")
+            .env_remove("SOURCE_DATE_EPOCH")
+            .args(["build", "-q", "-t", &agent])
+            .arg(&ctx);
+        crate::support::run_ok(&mut cmd).trim().to_owned()
+    };
+    let digest = build(&w.home, false);
+    let one_core = build(&w.tmp.path().join("home-one-core"), true);
+    assert_eq!(one_core, digest, "one compression thread wrote other bytes");
+
+    // The layer is gzip: the text is compressed, the random bytes are stored.
+    let inspect = json(&crate::support::cli::ok(
+        crate::support::cli::otters(&w.home).args(["inspect", "--format", "json", &agent]),
+    ));
+    let layer = layer_desc(&inspect, "data");
+    assert_eq!(
+        layer["mediaType"],
+        "application/vnd.oci.image.layer.v1.tar+gzip"
+    );
+    let size = layer["size"].as_u64().unwrap();
+    let raw = (random.len() + text.len()) as u64;
+    assert!(
+        size > random.len() as u64,
+        "random bytes cannot shrink: {size}"
+    );
+    assert!(
+        size < raw - text.len() as u64 / 2,
+        "the text was not compressed: {size} of {raw}"
+    );
+
+    // GNU tar (and gzip) unpack the blob from the store.
+    let blob = w.home.join("store/blobs/sha256").join(
+        layer["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:"),
+    );
+    let untar = w.tmp.path().join("untar");
+    fs::create_dir_all(&untar).unwrap();
+    crate::support::run_ok(
+        std::process::Command::new("tar")
+            .arg("-xzf")
+            .arg(&blob)
+            .arg("-C")
+            .arg(&untar),
+    );
+    assert!(
+        tree(&untar.join("data")) == tree(&ctx.join("data")),
+        "GNU tar"
+    );
+
+    // oras-py (Python's gzip and tarfile) unpacks it after a push.
+    crate::support::cli::ok(crate::support::cli::otters(&w.home).args(["push", "-q", &agent]));
+    let out = w.tmp.path().join("oras-out");
+    crate::support::oras::pull(a, &agent, &out);
+    assert!(
+        tree(&out.join("data")) == tree(&ctx.join("data")),
+        "oras-py"
+    );
+
+    // otters reads it back (export unpacks it into the runnable image), and umoci unpacks that.
+    let exported = crate::support::cli::ok(
+        crate::support::cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"]),
+    );
+    let image = format!(
+        "{a}/big@{}",
+        exported.lines().last().unwrap_or_default().trim()
+    );
+    let layout = w.tmp.path().join("layout");
+    crate::support::run_ok(std::process::Command::new("skopeo").args([
+        "copy",
+        "--src-tls-verify=false",
+        &format!("docker://{image}"),
+        &format!("oci:{}:x", layout.display()),
+    ]));
+    let bundle = w.tmp.path().join("bundle");
+    crate::support::run_ok(
+        std::process::Command::new("umoci")
+            .args(["unpack", "--rootless", "--image"])
+            .arg(format!("{}:x", layout.display()))
+            .arg(&bundle),
+    );
+    assert!(
+        tree(&bundle.join("rootfs/etc/data/data")) == tree(&ctx.join("data")),
+        "otters export + umoci"
+    );
+}

@@ -20,6 +20,7 @@ pub(crate) mod ignore;
 pub(crate) mod inputs;
 pub(crate) mod multi;
 pub(crate) mod nofollow;
+pub(crate) mod pgzip;
 pub(crate) mod tarball;
 pub mod write;
 

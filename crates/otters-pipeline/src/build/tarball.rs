@@ -6,7 +6,9 @@
 //! under `<title>/` (the oras convention, so `oras pull` unpacks them into `<title>/`); mode 0755
 //! for directories and for files with any x bit, 0644 for other files, 0777 for symlinks; uid/gid
 //! 0, empty user/group names, one mtime for all; paths over 100 bytes (and link targets) go in a
-//! PAX `path`/`linkpath` record; gzip by the pinned zlib-rs backend at level 6 with mtime 0.
+//! PAX `path`/`linkpath` record; gzip by the pinned zlib-rs backend at level 6 with mtime 0, in
+//! blocks compressed in parallel past the first MiB ([`pgzip`]: the same bytes on any number of
+//! threads).
 //! Symlinks are stored as symlinks when their target, resolved inside the added directory, stays
 //! in it; absolute targets or targets that climb out of it are refused. Sockets, FIFOs and devices
 //! are refused, and so are names with control characters and trees deeper than [`MAX_DEPTH`].
@@ -22,7 +24,7 @@
 use crate::build::hash_cache::Stamp;
 use crate::build::ignore::Ignore;
 use crate::build::nofollow::{self, Kind};
-use flate2::{Compression, GzBuilder};
+use crate::build::pgzip;
 use std::ffi::OsStr;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -333,16 +335,42 @@ impl Opener {
     }
 }
 
-/// Writes the entries as tar+gzip into `out`, calling `progress` with file bytes as they go.
+impl From<io::Error> for TarError {
+    fn from(e: io::Error) -> Self {
+        TarError::Write(e)
+    }
+}
+
+/// Writes the entries as tar+gzip into `out`, calling `progress` with file bytes as they go,
+/// compressing on as many threads as the machine has cores ([`pgzip`]: the bytes are the same
+/// for any number).
 pub fn write_tar_gz<W: Write>(
     entries: &[Entry],
     mtime: u64,
     out: W,
     progress: &mut dyn FnMut(u64),
 ) -> Result<W, TarError> {
-    let gz = GzBuilder::new()
-        .mtime(0)
-        .write(out, Compression::new(GZIP_LEVEL));
+    write_tar_gz_with(entries, mtime, out, progress, pgzip::default_workers())
+}
+
+/// [`write_tar_gz`] on `workers` compression threads.
+pub fn write_tar_gz_with<W: Write>(
+    entries: &[Entry],
+    mtime: u64,
+    out: W,
+    progress: &mut dyn FnMut(u64),
+    workers: usize,
+) -> Result<W, TarError> {
+    let (out, ()) = pgzip::gzip(out, workers, |gz| write_tar(entries, mtime, gz, progress))?;
+    Ok(out)
+}
+
+fn write_tar(
+    entries: &[Entry],
+    mtime: u64,
+    gz: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), TarError> {
     let mut builder = tar::Builder::new(gz);
     let mut opener = match entries.first() {
         Some(root) => Some(Opener {
@@ -424,8 +452,8 @@ pub fn write_tar_gz<W: Write>(
                 .map_err(TarError::Write)?,
         }
     }
-    let gz = builder.into_inner().map_err(TarError::Write)?;
-    gz.finish().map_err(TarError::Write)
+    builder.into_inner().map_err(TarError::Write)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -587,6 +615,58 @@ mod tests {
         let d = Digest::of(&build(t.path(), &Ignore::default(), 0));
         insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/../../snapshots/build"), prepend_module_to_snapshot => false}, {
             insta::assert_snapshot!("tarball_golden_digest", d.as_str());
+        });
+    }
+
+    #[test]
+    fn a_tree_over_several_blocks_has_one_digest_on_any_number_of_threads() {
+        // 2.5 MiB of random bytes and 1.5 MiB of text: several `pgzip::BLOCK`s, stored and
+        // deflated ones. Pins the block format (its digest changes only with the format).
+        let t = tempfile::tempdir().unwrap();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let random: Vec<u8> = (0..5 << 19)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.to_le_bytes()[0]
+            })
+            .collect();
+        let text = (0..48_000)
+            .map(|i| format!("{i:05} a line of text\n"))
+            .collect::<Vec<_>>()
+            .concat();
+        fs::create_dir_all(t.path().join("sub")).unwrap();
+        fs::write(t.path().join("random.bin"), &random).unwrap();
+        fs::write(t.path().join("sub/text.txt"), &text).unwrap();
+        let entries = walk(t.path(), "data", "data", &Ignore::default()).unwrap();
+        let gz =
+            |workers| write_tar_gz_with(&entries, 0, Vec::new(), &mut |_| {}, workers).unwrap();
+        let one = gz(1);
+        for n in [2, 3, 8] {
+            assert!(gz(n) == one, "{n} threads wrote other bytes");
+        }
+        assert!(one.len() < random.len() + text.len() / 2, "{}", one.len());
+        let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(&one[..]));
+        let mut got = Vec::new();
+        for e in ar.entries().unwrap() {
+            let mut e = e.unwrap();
+            let mut bytes = Vec::new();
+            e.read_to_end(&mut bytes).unwrap();
+            got.push((e.path().unwrap().display().to_string(), bytes.len()));
+        }
+        assert_eq!(
+            got,
+            [
+                ("data/".to_owned(), 0),
+                ("data/random.bin".to_owned(), random.len()),
+                ("data/sub/".to_owned(), 0),
+                ("data/sub/text.txt".to_owned(), text.len()),
+            ]
+        );
+        let d = Digest::of(&one);
+        insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/../../snapshots/build"), prepend_module_to_snapshot => false}, {
+            insta::assert_snapshot!("tarball_golden_digest_blocks", d.as_str());
         });
     }
 

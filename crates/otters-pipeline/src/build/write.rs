@@ -372,7 +372,7 @@ fn cached(cache: Option<&HashCache>, store: &Store, key: &str) -> Option<(Digest
 /// tar and the gzip level.
 fn tree_key(entries: &[Entry], mtime: u64) -> String {
     let mut h = sha2::Sha256::new();
-    h.update(format!("tar:{mtime}:{GZIP_LEVEL}\0").as_bytes());
+    h.update(format!("tar:{mtime}:{GZIP_LEVEL}:{}\0", crate::build::pgzip::BLOCK).as_bytes());
     for e in entries {
         h.update(&e.name);
         h.update(

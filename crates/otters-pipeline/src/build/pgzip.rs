@@ -1,0 +1,431 @@
+//! Deterministic block-parallel gzip: the compression of directory layers.
+//!
+//! Takes: an output writer, a worker count, and a closure that writes the uncompressed stream.
+//! Returns: the writer, after one gzip member holding the stream. The bytes depend only on the
+//! stream, never on the worker count or the machine:
+//!
+//! - A stream of at most [`BLOCK`] bytes is one deflate stream at [`GZIP_LEVEL`] (flate2's
+//!   `GzBuilder`, mtime 0), fed in the pieces it was written in (deflate's output depends on
+//!   them; the tar writer's are fixed): the format and the bytes directory layers had before this
+//!   module, so small layers keep their digests.
+//! - A longer stream is cut into blocks of exactly [`BLOCK`] bytes (the last one shorter). Each
+//!   block is deflated on its own (a fresh compressor at [`GZIP_LEVEL`], primed with the last
+//!   32 KiB of the block before it as its dictionary, as pigz does), ending in a sync flush (the
+//!   last one in the final block), so the blocks concatenate into one deflate stream that any
+//!   gzip reader unpacks. A block whose bytes are near-uniform ([`incompressible`], an integer
+//!   test of its byte histogram) is written as stored deflate blocks instead: compressing it
+//!   would cost the most time for nothing. The CRC-32 is combined from the blocks' CRCs. These
+//!   bytes do not depend on the write sizes either: each block is deflated in one call.
+//!
+//! Blocks are compressed on `workers` threads and written in order by the caller's thread, which
+//! also hashes and writes the output; at most `2 × workers` blocks are in flight.
+//! Must never: let the worker count, timing or write sizes change a byte of the output.
+
+use crate::build::tarball::GZIP_LEVEL;
+use flate2::{Compress, Compression, Crc, FlushCompress, GzBuilder, Status};
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+/// Uncompressed bytes per block. Changing it changes the digest of every layer longer than it.
+pub const BLOCK: usize = 1 << 20;
+
+/// How much of the previous block primes a block's compressor (deflate's window).
+const WINDOW: usize = 32 * 1024;
+
+/// The longest stored deflate block.
+const STORED_MAX: usize = 65_535;
+
+/// How many workers to compress with on this machine: its available cores (the affinity mask
+/// counts), at most 8. The output does not depend on it.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
+/// Runs `fill` with a writer whose bytes end up gzip-compressed in `out`; returns `out` and what
+/// `fill` returned. An error of `fill` or of `out` ends the stream; the workers stop with it.
+pub fn gzip<W: Write, T, E: From<io::Error>>(
+    out: W,
+    workers: usize,
+    fill: impl FnOnce(&mut dyn Write) -> Result<T, E>,
+) -> Result<(W, T), E> {
+    std::thread::scope(|scope| {
+        let pool = (workers > 1).then(|| {
+            let (job_tx, job_rx) = mpsc::sync_channel::<Job>(workers);
+            let job_rx = Arc::new(Mutex::new(job_rx));
+            for _ in 0..workers {
+                let rx = Arc::clone(&job_rx);
+                scope.spawn(move || work(&rx));
+            }
+            job_tx
+        });
+        let mut w = Blocks {
+            out,
+            buf: Vec::with_capacity(BLOCK),
+            pieces: Vec::new(),
+            dict: Vec::new(),
+            started: false,
+            pending: VecDeque::new(),
+            pool,
+            max_pending: 2 * workers.max(1),
+            compressor: None,
+            crc: Crc::new(),
+        };
+        let value = fill(&mut w)?;
+        Ok((w.finish()?, value))
+    })
+}
+
+/// One block to compress, and where its result goes.
+struct Job {
+    data: Vec<u8>,
+    dict: Vec<u8>,
+    last: bool,
+    done: SyncSender<io::Result<Done>>,
+}
+
+/// One compressed block, with the CRC of its uncompressed bytes.
+struct Done {
+    bytes: Vec<u8>,
+    crc: Crc,
+}
+
+fn work(jobs: &Mutex<Receiver<Job>>) {
+    let mut compressor = Compress::new(Compression::new(GZIP_LEVEL), false);
+    loop {
+        // The lock is held only while taking a job, never while compressing one.
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = job else { return };
+        let done = compress_block(&mut compressor, &job.data, &job.dict, job.last);
+        // The receiver is gone only when the stream was abandoned.
+        let _ = job.done.send(done);
+    }
+}
+
+struct Blocks<W: Write> {
+    out: W,
+    /// The block being filled.
+    buf: Vec<u8>,
+    /// While the first block is filled: where each `write` ended in it. Deflate's output depends
+    /// on how its input is cut into calls, so a stream of one block is replayed in these pieces.
+    pieces: Vec<usize>,
+    /// The last [`WINDOW`] bytes of the block handed out before `buf`.
+    dict: Vec<u8>,
+    /// Whether the gzip header is written (the stream is longer than one block).
+    started: bool,
+    /// Results of blocks handed out, in stream order.
+    pending: VecDeque<Pending>,
+    pool: Option<SyncSender<Job>>,
+    max_pending: usize,
+    /// The compressor of the one-thread path.
+    compressor: Option<Compress>,
+    crc: Crc,
+}
+
+enum Pending {
+    Ready(io::Result<Done>),
+    Waiting(Receiver<io::Result<Done>>),
+}
+
+impl<W: Write> Blocks<W> {
+    /// Hands the full (or, when `last`, final) block out for compression.
+    fn dispatch(&mut self, last: bool) -> io::Result<()> {
+        if !self.started {
+            self.out.write_all(&gzip_header())?;
+            self.started = true;
+            self.pieces = Vec::new();
+        }
+        let data = std::mem::replace(&mut self.buf, Vec::with_capacity(BLOCK));
+        let tail = data.len().saturating_sub(WINDOW);
+        let next_dict = data[tail..].to_vec();
+        let dict = std::mem::replace(&mut self.dict, next_dict);
+        if let Some(pool) = &self.pool {
+            let (done, rx) = mpsc::sync_channel(1);
+            let job = Job {
+                data,
+                dict,
+                last,
+                done,
+            };
+            pool.send(job)
+                .map_err(|_| io::Error::other("a compression worker stopped"))?;
+            self.pending.push_back(Pending::Waiting(rx));
+        } else {
+            let c = self
+                .compressor
+                .get_or_insert_with(|| Compress::new(Compression::new(GZIP_LEVEL), false));
+            let done = compress_block(c, &data, &dict, last);
+            self.pending.push_back(Pending::Ready(done));
+        }
+        while self.pending.len() >= self.max_pending {
+            self.write_oldest()?;
+        }
+        Ok(())
+    }
+
+    fn write_oldest(&mut self) -> io::Result<()> {
+        let Some(p) = self.pending.pop_front() else {
+            return Ok(());
+        };
+        let done = match p {
+            Pending::Ready(done) => done?,
+            Pending::Waiting(rx) => rx
+                .recv()
+                .map_err(|_| io::Error::other("a compression worker stopped"))??,
+        };
+        self.crc.combine(&done.crc);
+        self.out.write_all(&done.bytes)
+    }
+
+    fn finish(mut self) -> io::Result<W> {
+        if !self.started {
+            // One block or less: the single-stream format (and bytes) of before.
+            let mut gz = GzBuilder::new()
+                .mtime(0)
+                .write(self.out, Compression::new(GZIP_LEVEL));
+            let mut at = 0;
+            for end in self.pieces {
+                gz.write_all(&self.buf[at..end])?;
+                at = end;
+            }
+            return gz.finish();
+        }
+        self.dispatch(true)?;
+        while !self.pending.is_empty() {
+            self.write_oldest()?;
+        }
+        self.out.write_all(&self.crc.sum().to_le_bytes())?;
+        self.out.write_all(&self.crc.amount().to_le_bytes())?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write> Write for Blocks<W> {
+    fn write(&mut self, mut data: &[u8]) -> io::Result<usize> {
+        let n = data.len();
+        while !data.is_empty() {
+            if self.buf.len() == BLOCK {
+                self.dispatch(false)?;
+            }
+            let take = (BLOCK - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if !self.started {
+                self.pieces.push(self.buf.len());
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The header `GzBuilder::new().mtime(0)` writes at level 6: no name, no mtime, OS unknown.
+fn gzip_header() -> [u8; 10] {
+    [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]
+}
+
+/// True when `data`'s bytes are spread so evenly that deflate would gain at most about 1 %:
+/// 256 · Σ count² ≤ (17/16) · n², that is a collision entropy of at least 7.91 bits per byte
+/// (so a Shannon entropy at least that). Integer arithmetic only, the same on every machine.
+pub fn incompressible(data: &[u8]) -> bool {
+    let mut counts = [0u64; 256];
+    for &b in data {
+        counts[usize::from(b)] += 1;
+    }
+    let n = data.len() as u64;
+    let squares: u64 = counts.iter().map(|c| c * c).sum();
+    // n ≤ BLOCK = 2^20, so n² and 256 · 16 · Σc² ≤ 2^52 fit in a u64.
+    256 * 16 * squares <= 17 * n * n
+}
+
+/// One block's deflate bytes: compressed, primed with `dict`, ending in a sync flush (or the end
+/// of the stream when `last`); or stored when [`incompressible`].
+fn compress_block(c: &mut Compress, data: &[u8], dict: &[u8], last: bool) -> io::Result<Done> {
+    let mut crc = Crc::new();
+    crc.update(data);
+    let bytes = if incompressible(data) {
+        stored(data, last)
+    } else {
+        deflate(c, data, dict, last)?
+    };
+    Ok(Done { bytes, crc })
+}
+
+/// `data` as stored deflate blocks (byte-aligned: every block before ends in a sync flush).
+fn stored(data: &[u8], last: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + data.len() / STORED_MAX * 5 + 5);
+    let mut chunks = data.chunks(STORED_MAX).peekable();
+    if chunks.peek().is_none() {
+        out.extend_from_slice(&[u8::from(last), 0, 0, 0xff, 0xff]);
+    }
+    while let Some(chunk) = chunks.next() {
+        let final_bit = last && chunks.peek().is_none();
+        let len = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
+        out.push(u8::from(final_bit));
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(chunk);
+    }
+    out
+}
+
+fn deflate(c: &mut Compress, data: &[u8], dict: &[u8], last: bool) -> io::Result<Vec<u8>> {
+    let fail = |e: flate2::CompressError| io::Error::other(format!("deflate: {e}"));
+    c.reset();
+    if !dict.is_empty() {
+        c.set_dictionary(dict).map_err(fail)?;
+    }
+    let flush = if last {
+        FlushCompress::Finish
+    } else {
+        FlushCompress::Sync
+    };
+    let mut out = Vec::with_capacity(data.len() + data.len() / 8 + 1024);
+    let start = c.total_in();
+    loop {
+        let used = usize::try_from(c.total_in() - start).map_or(data.len(), |n| n.min(data.len()));
+        let status = c
+            .compress_vec(&data[used..], &mut out, flush)
+            .map_err(fail)?;
+        let all_in = c.total_in() - start == data.len() as u64;
+        // A flush is complete when the compressor returns with output space left.
+        let flushed = all_in && out.len() < out.capacity();
+        if status == Status::StreamEnd || (!last && flushed) {
+            return Ok(out);
+        }
+        if out.len() == out.capacity() {
+            out.reserve(64 * 1024);
+        } else if status == Status::BufError {
+            return Err(io::Error::other("deflate made no progress"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// Text-like and random bytes, mixed, over several blocks.
+    fn sample(len: usize) -> Vec<u8> {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut out = Vec::with_capacity(len);
+        let mut i = 0;
+        while out.len() < len {
+            if (i / 3) % 2 == 0 {
+                out.extend_from_slice(format!("line {i}: the quick brown otter\n").as_bytes());
+            } else {
+                for _ in 0..512 {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    out.push(state as u8);
+                }
+            }
+            i += 1;
+        }
+        out.truncate(len);
+        out
+    }
+
+    fn gz(data: &[u8], workers: usize, piece: usize) -> Vec<u8> {
+        let (out, ()) = gzip(Vec::new(), workers, |w| -> io::Result<()> {
+            for p in data.chunks(piece) {
+                w.write_all(p)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    fn gunzip(gz: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(gz)
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn same_bytes_for_any_worker_count_and_write_sizes() {
+        for len in [0, 10, BLOCK, BLOCK + 1, 3 * BLOCK + 12_345] {
+            let data = sample(len);
+            let one = gz(&data, 1, 4096);
+            for (workers, piece) in [(2, 1000), (3, BLOCK), (8, 7 * BLOCK)] {
+                // One block is deflated as it was written (the format of before); longer streams
+                // do not depend on the write sizes either.
+                let piece = if len <= BLOCK { 4096 } else { piece };
+                assert!(
+                    one == gz(&data, workers, piece),
+                    "len {len}, {workers} workers"
+                );
+            }
+            assert!(gunzip(&one) == data, "len {len}");
+        }
+    }
+
+    #[test]
+    fn one_block_is_the_single_stream_format_of_before() {
+        let data = sample(BLOCK);
+        let mut old = GzBuilder::new()
+            .mtime(0)
+            .write(Vec::new(), Compression::new(GZIP_LEVEL));
+        for piece in data.chunks(333) {
+            old.write_all(piece).unwrap();
+        }
+        assert!(old.finish().unwrap() == gz(&data, 2, 333));
+    }
+
+    #[test]
+    fn random_blocks_are_stored_and_text_blocks_compressed() {
+        let mut state = 7u64;
+        let random: Vec<u8> = (0..2 * BLOCK)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                (state >> 56) as u8
+            })
+            .collect();
+        assert!(incompressible(&random));
+        let out = gz(&random, 2, BLOCK);
+        // Stored: 5 bytes per 64 KiB block, a header and a trailer.
+        assert!(
+            out.len() < random.len() + random.len() / 1000 + 64,
+            "{}",
+            out.len()
+        );
+        assert!(gunzip(&out) == random);
+
+        let text: Vec<u8> = sample(3 * BLOCK).iter().map(|b| b % 16 + b'a').collect();
+        assert!(!incompressible(&text));
+        let out = gz(&text, 2, BLOCK);
+        assert!(out.len() < text.len() * 3 / 5, "{}", out.len());
+        assert!(gunzip(&out) == text);
+    }
+
+    #[test]
+    fn an_error_of_the_writer_stops_the_stream() {
+        #[derive(Debug)]
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let data = sample(5 * BLOCK);
+        let r = gzip(Full, 2, |w| w.write_all(&data));
+        assert!(r.unwrap_err().to_string().contains("disk full"));
+    }
+}
