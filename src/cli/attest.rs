@@ -6,21 +6,14 @@
 //! Takes: the build's output and the flags. Returns: the referrers' digests. Must never: attach a
 //! document about any digest but the one just built, or read the wall clock (the documents are
 //! functions of the inputs).
-use super::sign::attach_bundle;
-use super::{fail, fail_in};
-use otters_oci::reference::Reference;
-use otters_oci::registry::referrers::push_referrers;
-use otters_oci::registry::sources::Sources;
-use otters_oci::registry::transfer::TransferReport;
-use otters_oci::{Descriptor, Digest, Store};
+use super::fail;
+use otters_oci::{Digest, Store};
+use otters_pipeline::attest::{self, Wanted};
 use otters_pipeline::build::BuildOutput;
+use otters_supply::bundle;
 use otters_supply::keys::KeyPair;
-use otters_supply::statement::{Statement, Subject, PAYLOAD_TYPE};
-use otters_supply::{provenance, sbom};
-use std::collections::BTreeMap;
+use otters_supply::statement::Statement;
 use std::path::PathBuf;
-
-use otters_supply::referrer::ANN_PREDICATE_TYPE;
 
 /// The attestation flags of `otters build`.
 #[derive(Debug, Default, clap::Args)]
@@ -60,105 +53,16 @@ pub fn attach(
     key: Option<&KeyPair>,
     insecure: bool,
 ) -> miette::Result<Vec<(&'static str, Digest)>> {
-    let Some(inputs) = &out.supply else {
-        return Ok(Vec::new());
+    let wanted = Wanted {
+        sbom: flags.sbom,
+        provenance: flags.provenance,
     };
-    let subject = &out.descriptor;
-    let mut done = Vec::new();
-    if flags.sbom {
-        let d = match key {
-            Some(k) => attach_bundle(store, subject, &sbom::statement(inputs), k)?,
-            None => attach_document(
-                store,
-                subject,
-                sbom::CYCLONEDX_MEDIA_TYPE,
-                &sbom::to_bytes(inputs),
-                sbom::CYCLONEDX_PREDICATE,
-            )?,
-        };
-        done.push(("sbom", d.digest));
+    let mut by_key = key.map(|k| move |s: &Statement| Ok(bundle::sign(s, k)));
+    let sign = by_key.as_mut().map(|f| f as &mut attest::Sign<'_>);
+    let done = attest::attach_build(store, out, wanted, sign).map_err(fail)?;
+    if !done.is_empty() && !out.pushed.is_empty() {
+        let client = super::pushpull::client(insecure)?;
+        attest::push_build_referrers(&client, store, out).map_err(fail)?;
     }
-    if flags.provenance {
-        let builder = provenance::DEFAULT_BUILDER_ID;
-        let d = match key {
-            Some(k) => attach_bundle(store, subject, &provenance::statement(inputs, builder), k)?,
-            None => attach_document(
-                store,
-                subject,
-                PAYLOAD_TYPE,
-                &provenance::to_bytes(inputs, builder),
-                provenance::SLSA_PROVENANCE_V1,
-            )?,
-        };
-        done.push(("provenance", d.digest));
-    }
-    if let Some(k) = key {
-        let statement = Statement::signature(Subject {
-            name: inputs.agent.subject_name().to_owned(),
-            digest: subject.digest.clone(),
-        });
-        done.push((
-            "signature",
-            attach_bundle(store, subject, &statement, k)?.digest,
-        ));
-    }
-    push(store, out, insecure)?;
     Ok(done)
-}
-
-/// An unsigned document as a referrer: one layer of `media_type`, artifactType the same.
-fn attach_document(
-    store: &Store,
-    subject: &Descriptor,
-    media_type: &str,
-    bytes: &[u8],
-    predicate_type: &str,
-) -> miette::Result<Descriptor> {
-    let (digest, size) = store
-        .put_blob_bytes(bytes)
-        .map_err(|e| fail_in("cannot store the attestation", e))?;
-    let notes = BTreeMap::from([(ANN_PREDICATE_TYPE.to_owned(), predicate_type.to_owned())]);
-    let mut layer = Descriptor::new(media_type, digest, size).with_annotation(
-        otters_oci::spec::descriptor::ANN_TITLE,
-        otters_supply::referrer::title(predicate_type, false),
-    );
-    layer.annotations.extend(notes.clone());
-    store
-        .attach(subject, media_type, &[layer], &notes)
-        .map_err(|e| fail_in("cannot store the attestation", e))
-}
-
-/// The build pushed its tags before the referrers existed: push them now, after the image.
-fn push(store: &Store, out: &BuildOutput, insecure: bool) -> miette::Result<()> {
-    if out.pushed.is_empty() {
-        return Ok(());
-    }
-    let client = super::pushpull::client(insecure)?;
-    let mut sources = Sources::load(store.root());
-    for r in &out.pushed {
-        let dest = Reference::parse(&r.reference).map_err(fail)?;
-        let pinned = dest.with_digest(&out.descriptor.digest);
-        let mut report = TransferReport::new(
-            r.reference.clone(),
-            out.descriptor.digest.clone(),
-            out.descriptor.media_type.clone(),
-        );
-        push_referrers(
-            &client,
-            store,
-            &out.descriptor.digest,
-            &pinned,
-            &mut sources,
-            &mut |_| {},
-            &mut report,
-        )
-        .map_err(|e| {
-            fail_in(
-                format!("cannot push the referrers to {}", dest.familiar()),
-                e,
-            )
-        })?;
-    }
-    let _ = sources.save();
-    Ok(())
 }

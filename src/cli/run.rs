@@ -143,7 +143,7 @@ pub fn run(a: Args) -> CliResult {
             &store,
             &reference,
             &image.digest,
-            key,
+            &otters_supply::signer::Who::Key(key.clone()),
             a.insecure,
             pull != Pull::Never,
         )?;

@@ -30,6 +30,7 @@ const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02
 const OID_ECDSA_SHA384: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03];
 
 /// The identity a certificate must name.
+#[derive(Clone, Debug)]
 pub enum Identity<'a> {
     /// The SAN, exactly.
     Exact(&'a str),
@@ -52,7 +53,8 @@ impl Identity<'_> {
         }
     }
 
-    fn describe(&self) -> String {
+    /// The identity as a report names it: the SAN, or `/RE/`.
+    pub fn describe(&self) -> String {
         match self {
             Identity::Exact(id) => (*id).to_owned(),
             Identity::Regexp(re) => format!("/{}/", re.as_str()),
@@ -62,7 +64,7 @@ impl Identity<'_> {
 
 /// What keyless verification expects.
 pub struct Expected<'a> {
-    pub identity: Identity<'a>,
+    pub identity: &'a Identity<'a>,
     pub issuer: &'a str,
     /// The sha256 (64 hex digits) a statement subject must carry.
     pub sha256: &'a str,
