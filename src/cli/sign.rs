@@ -6,15 +6,14 @@
 //! referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must never: accept a bundle
 //! about another digest than the one the reference resolves to at verification time, or one whose
 //! signature does not verify with the given key.
+use super::attest::KeylessServices;
 use super::referrers::{names_registry, Target, WhereFlags};
 use super::{fail_in, CliResult};
 use miette::miette;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest};
 use otters_pipeline::attest;
-use otters_pipeline::keyless::{Services, TokenSource};
 use otters_supply::bundle;
-use otters_supply::keyless;
 use otters_supply::keys::KeyPair;
 use otters_supply::signer::{Loaded, Who};
 use otters_supply::statement::{Statement, Subject, SIGN_PREDICATE};
@@ -36,72 +35,13 @@ pub struct SignArgs {
         conflicts_with = "keyless"
     )]
     pub key: Option<PathBuf>,
-    #[command(flatten)]
-    pub keyless: KeylessFlags,
-    #[command(flatten)]
-    pub place: WhereFlags,
-}
-
-/// Keyless signing: an ephemeral key, a Fulcio certificate for the CI's OIDC identity, a Rekor
-/// entry and/or an RFC 3161 timestamp.
-#[derive(Debug, clap::Args)]
-pub struct KeylessFlags {
     /// Sign keylessly: a short-lived Fulcio certificate for your OIDC identity instead of a key
     #[arg(long)]
     pub keyless: bool,
-    /// The OIDC identity token [default: `$SIGSTORE_ID_TOKEN`, else GitHub Actions' token for the
-    /// audience `sigstore` (needs `permissions: id-token: write`)]
-    #[arg(
-        long,
-        value_name = "JWT",
-        env = "SIGSTORE_ID_TOKEN",
-        hide_env_values = true
-    )]
-    pub identity_token: Option<String>,
-    /// Fulcio, the certificate authority
-    #[arg(long, value_name = "URL", default_value = keyless::PUBLIC_FULCIO)]
-    pub fulcio_url: String,
-    /// Rekor, the transparency log (`none`: no log entry; then --tsa-url is needed)
-    #[arg(long, value_name = "URL", default_value = keyless::PUBLIC_REKOR)]
-    pub rekor_url: String,
-    /// An RFC 3161 timestamp authority (for example `https://timestamp.sigstore.dev/api/v1/timestamp`)
-    #[arg(long, value_name = "URL")]
-    pub tsa_url: Option<String>,
-}
-
-impl KeylessFlags {
-    /// Where the identity token comes from: the flag or `SIGSTORE_ID_TOKEN`, else GitHub Actions.
-    fn token_source(&self) -> miette::Result<TokenSource> {
-        if let Some(t) = self
-            .identity_token
-            .as_deref()
-            .filter(|t| !t.trim().is_empty())
-        {
-            return Ok(TokenSource::Given(t.to_owned()));
-        }
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        match (var("ACTIONS_ID_TOKEN_REQUEST_URL"), var("ACTIONS_ID_TOKEN_REQUEST_TOKEN")) {
-            (Some(url), Some(bearer)) => Ok(TokenSource::GithubActions { url, bearer }),
-            _ => Err(miette!(
-                "keyless signing needs an OIDC identity token: pass --identity-token, set SIGSTORE_ID_TOKEN \
-                 (GitLab: `id_tokens: SIGSTORE_ID_TOKEN: aud: sigstore`), or run in GitHub Actions with \
-                 `permissions: id-token: write`"
-            )),
-        }
-    }
-
-    /// Signs the statement `payload` keylessly: the bundle's bytes.
-    pub(super) fn sign(&self, payload: &[u8]) -> miette::Result<Vec<u8>> {
-        let token = otters_pipeline::keyless::token(&self.token_source()?)
-            .map_err(|e| fail_in("cannot get an identity token", e))?;
-        let services = Services {
-            fulcio: self.fulcio_url.clone(),
-            rekor: Some(self.rekor_url.clone()).filter(|u| u != "none"),
-            tsa: self.tsa_url.clone(),
-        };
-        otters_pipeline::keyless::sign(payload, &token, &services)
-            .map_err(|e| fail_in("cannot sign keylessly", e))
-    }
+    #[command(flatten)]
+    pub services: KeylessServices,
+    #[command(flatten)]
+    pub place: WhereFlags,
 }
 
 #[derive(Debug, clap::Args)]
@@ -200,7 +140,9 @@ pub fn run_sign(a: SignArgs) -> CliResult {
     });
     let bytes = match &key {
         Some(key) => bundle::sign(&statement, key),
-        None => a.keyless.sign(&statement.to_bytes())?,
+        None => {
+            (a.services.signer()?)(&statement).map_err(|e| miette!("cannot sign keylessly: {e}"))?
+        }
     };
     let d = attest::attach_bundle(target.store(), &subject, &statement, &bytes)
         .map_err(|e| fail_in("cannot store the signature", e))?;

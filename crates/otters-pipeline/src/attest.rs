@@ -23,8 +23,11 @@ use otters_supply::verify::{ANN_BUNDLE_CONTENT, ANN_BUNDLE_PREDICATE};
 use otters_supply::{provenance, sbom};
 use std::collections::BTreeMap;
 
-/// Signs a statement: the Sigstore bundle's bytes, or why not (a sentence).
-pub type Sign<'a> = dyn FnMut(&Statement) -> Result<Vec<u8>, String> + 'a;
+/// Why a [`Sign`] callback could not sign.
+pub type SignError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Signs a statement: the Sigstore bundle's bytes, or why not.
+pub type Sign<'a> = dyn FnMut(&Statement) -> Result<Vec<u8>, SignError> + 'a;
 
 /// What a build attaches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,8 +47,12 @@ pub enum AttestError {
         #[source]
         source: StoreError,
     },
-    #[error("cannot sign the {what}: {why}")]
-    Sign { what: &'static str, why: String },
+    #[error("cannot sign the {what}")]
+    Sign {
+        what: &'static str,
+        #[source]
+        source: SignError,
+    },
     #[error("cannot push the referrers to {reference}")]
     Reference {
         reference: String,
@@ -116,7 +123,7 @@ fn signed(
     sign: &mut Sign<'_>,
     what: &'static str,
 ) -> Result<Descriptor, AttestError> {
-    let bytes = sign(statement).map_err(|why| AttestError::Sign { what, why })?;
+    let bytes = sign(statement).map_err(|source| AttestError::Sign { what, source })?;
     attach_bundle(store, subject, statement, &bytes).map_err(stored(what))
 }
 
