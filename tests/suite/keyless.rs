@@ -643,3 +643,61 @@ fn build_sign_keyless_signs_image_sbom_and_provenance_for_the_independent_verifi
     );
     assert!(!ok && err.contains("the certificate is for"), "{err}");
 }
+
+/// The certificate's embedded SCT (issue 24): `otters verify` by identity accepts the mock
+/// Fulcio's certificate only while its SCT verifies against a CT log of the trusted root; a root
+/// without CT logs, one whose CT log has another key (a forged SCT, from the verifier's side), or
+/// another log id (an SCT from an unknown log) is refused. (The mock CA always embeds an SCT, so a
+/// certificate without one cannot be made here; the unit test covers the precertificate.)
+#[test]
+fn verify_by_identity_refuses_a_certificate_without_a_trusted_sct() {
+    const TEST: &str = "verify_by_identity_refuses_a_certificate_without_a_trusted_sct";
+    let Some(mock) = Mock::start(TEST) else {
+        return;
+    };
+    let env = Env::new();
+    build_local(&env, "demo:signed", "sct");
+    sign_local(&env, &mock, "demo:signed");
+    let root = json(&std::fs::read_to_string(mock.var("TRUSTED_ROOT")).unwrap());
+    let (ok, said) = verify_by_identity(
+        &env,
+        "demo:signed",
+        GITHUB_ID,
+        GITHUB_ISS,
+        mock.var("TRUSTED_ROOT"),
+    );
+    assert!(ok, "{said}");
+    let variant = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut r = root.clone();
+        edit(&mut r);
+        let file = env.dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, serde_json::to_vec(&r).unwrap()).unwrap();
+        verify_by_identity(
+            &env,
+            "demo:signed",
+            GITHUB_ID,
+            GITHUB_ISS,
+            file.to_str().unwrap(),
+        )
+    };
+    let (ok, said) = variant("no-ctlogs", &|r| r["ctlogs"] = serde_json::json!([]));
+    assert!(
+        !ok && said.contains("names no certificate transparency log"),
+        "{said}"
+    );
+    // The Rekor key is a real P-256 key, just not the CT log's.
+    let (ok, said) = variant("other-key", &|r| {
+        r["ctlogs"][0]["publicKey"] = r["tlogs"][0]["publicKey"].clone();
+    });
+    assert!(
+        !ok && said.contains("does not verify with its log's key"),
+        "{said}"
+    );
+    let (ok, said) = variant("other-log", &|r| {
+        r["ctlogs"][0]["logId"] = r["tlogs"][0]["logId"].clone();
+    });
+    assert!(
+        !ok && said.contains("a log the trusted root does not name"),
+        "{said}"
+    );
+}

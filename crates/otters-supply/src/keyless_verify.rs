@@ -1,6 +1,7 @@
 //! Verifying a keyless Sigstore bundle offline, against a `trusted_root.json` (Sigstore's
 //! `TrustedRoot`): the leaf certificate chains to a trusted certificate authority, its SAN equals
-//! the expected identity and its issuer extension the expected issuer, the transparency-log entry
+//! the expected identity and its issuer extension the expected issuer, the certificate carries an
+//! embedded SCT signed by a trusted certificate-transparency log, the transparency-log entry
 //! is signed (SET) and included (inclusion proof + signed checkpoint) by a trusted log, its
 //! `integratedTime` lies within the certificate's validity, the logged body is this signature
 //! over this payload, the DSSE signature holds with the certificate's key, and the statement is
@@ -9,8 +10,9 @@
 //! Takes: bundle bytes, trusted-root bytes, the expected identity, issuer and sha256. Returns:
 //! the verified statement's predicate type and the SAN. Must never: accept a prefix or substring
 //! of the identity, a certificate no trusted authority signed, a bundle without a tlog entry, or
-//! read the statement before its signature held. Not checked (documented): the certificate's
-//! embedded SCT, and RFC 3161 timestamps (the tlog entry is the trusted time).
+//! read the statement before its signature held, or a certificate without an SCT that a CT log of
+//! the trusted root signed over its precertificate (RFC 6962). Not checked (documented): RFC 3161
+//! timestamps (the tlog entry is the trusted time).
 
 use crate::bundle::pae;
 use crate::statement::PAYLOAD_TYPE;
@@ -26,6 +28,8 @@ const OID_SAN: &[u8] = &[0x55, 0x1d, 0x11];
 /// 1.3.6.1.4.1.57264.1.8 (issuer, `UTF8String`) and 1.3.6.1.4.1.57264.1.1 (issuer, raw; deprecated).
 const OID_ISSUER_V2: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xbf, 0x30, 0x01, 0x08];
 const OID_ISSUER_V1: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xbf, 0x30, 0x01, 0x01];
+/// 1.3.6.1.4.1.11129.2.4.2: the embedded signed certificate timestamp list (RFC 6962 §3.3).
+const OID_SCT_LIST: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0xd6, 0x79, 0x02, 0x04, 0x02];
 const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
 const OID_ECDSA_SHA384: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03];
 
@@ -282,6 +286,18 @@ fn b64_at(v: &J, pointer: &str) -> Result<Vec<u8>, String> {
 struct Trust {
     cas: Vec<Vec<u8>>,
     logs: Vec<(Vec<u8>, VerifyingKey)>,
+    /// Certificate transparency logs: key id (the RFC 6962 log id) and key.
+    ctlogs: Vec<(Vec<u8>, VerifyingKey)>,
+}
+
+/// The `logId.keyId` and public key of each entry of a trusted root's `tlogs` or `ctlogs`.
+fn log_keys(v: &J, field: &str) -> Result<Vec<(Vec<u8>, VerifyingKey)>, String> {
+    let mut logs = Vec::new();
+    for t in v[field].as_array().into_iter().flatten() {
+        let key = key_of(&b64_at(t, "/publicKey/rawBytes")?)?;
+        logs.push((b64_at(t, "/logId/keyId")?, key));
+    }
+    Ok(logs)
 }
 
 fn trust(root: &[u8]) -> Result<Trust, String> {
@@ -298,17 +314,144 @@ fn trust(root: &[u8]) -> Result<Trust, String> {
             cas.push(b64_at(c, "/rawBytes")?);
         }
     }
-    let mut logs = Vec::new();
-    for t in v["tlogs"].as_array().into_iter().flatten() {
-        let key = key_of(&b64_at(t, "/publicKey/rawBytes")?)?;
-        logs.push((b64_at(t, "/logId/keyId")?, key));
-    }
+    let logs = log_keys(&v, "tlogs")?;
+    let ctlogs = log_keys(&v, "ctlogs")?;
     if cas.is_empty() || logs.is_empty() {
         return Err(no(
             "the trusted root names no certificate authority or no transparency log",
         ));
     }
-    Ok(Trust { cas, logs })
+    Ok(Trust { cas, logs, ctlogs })
+}
+
+// ---- the certificate's embedded SCT (RFC 6962) ----
+
+/// A DER encoding: `tag`, the definite length, `body`.
+fn der(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = body.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes: Vec<u8> = len
+            .to_be_bytes()
+            .into_iter()
+            .skip_while(|b| *b == 0)
+            .collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(body);
+    out
+}
+
+/// The leaf's TBS as its CA signed the precertificate: the same fields without the SCT list
+/// extension (RFC 6962 §3.2); what the CT log's signature covers.
+fn precert_tbs(leaf_der: &[u8]) -> Result<Vec<u8>, String> {
+    let (cert, _) = tlv(leaf_der)?;
+    let top = children(cert.body)?;
+    let tbs = top.first().ok_or("the certificate has no TBS")?;
+    let mut body = Vec::new();
+    for field in children(tbs.body)? {
+        if field.tag != 0xa3 {
+            body.extend_from_slice(field.raw);
+            continue;
+        }
+        let (list, _) = tlv(field.body)?;
+        let mut kept = Vec::new();
+        for e in children(list.body)? {
+            if children(e.body)?.first().map(|o| o.body) != Some(OID_SCT_LIST) {
+                kept.extend_from_slice(e.raw);
+            }
+        }
+        body.extend(der(0xa3, &der(0x30, &kept)));
+    }
+    Ok(der(0x30, &body))
+}
+
+/// Reads `n` bytes of a TLS structure.
+fn take<'a>(input: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
+    if input.len() < n {
+        return Err(no("the certificate's SCT list is truncated"));
+    }
+    let (head, rest) = input.split_at(n);
+    *input = rest;
+    Ok(head)
+}
+
+/// A TLS `opaque<0..2^16-1>`: a 16-bit length, then that many bytes.
+fn take_u16_prefixed<'a>(input: &mut &'a [u8]) -> Result<&'a [u8], String> {
+    let len = take(input, 2)?;
+    take(input, usize::from(u16::from_be_bytes([len[0], len[1]])))
+}
+
+/// The leaf (issued by the CA whose key is `issuer_spki`) must carry an SCT that a CT log of the
+/// trusted root signed over this precertificate: proof the certificate was logged publicly.
+fn check_sct(
+    leaf: &Cert<'_>,
+    leaf_der: &[u8],
+    issuer_spki: &[u8],
+    trust: &Trust,
+) -> Result<(), String> {
+    let Some((_, value)) = leaf.extensions.iter().find(|(o, _)| *o == OID_SCT_LIST) else {
+        return Err(no(
+            "the certificate has no embedded SCT: no certificate transparency log vouches for it",
+        ));
+    };
+    if trust.ctlogs.is_empty() {
+        return Err(no(
+            "the trusted root names no certificate transparency log, so the certificate's SCT cannot be checked",
+        ));
+    }
+    let (octets, _) = tlv(value)?;
+    let mut list = octets.body;
+    let mut entries = take_u16_prefixed(&mut list)?;
+    let tbs = precert_tbs(leaf_der)?;
+    let tbs_len = u32::try_from(tbs.len())
+        .ok()
+        .filter(|n| *n < 1 << 24)
+        .ok_or("the certificate is too large")?;
+    let issuer_hash = Sha256::digest(issuer_spki);
+    let mut reasons = Vec::new();
+    while !entries.is_empty() {
+        let mut sct = take_u16_prefixed(&mut entries)?;
+        let version = take(&mut sct, 1)?[0];
+        let log_id = take(&mut sct, 32)?;
+        let timestamp = take(&mut sct, 8)?;
+        let extensions = take_u16_prefixed(&mut sct)?;
+        let algorithms = take(&mut sct, 2)?;
+        let signature = take_u16_prefixed(&mut sct)?;
+        if version != 0 || !sct.is_empty() {
+            reasons.push("an SCT of an unknown version or shape".to_owned());
+            continue;
+        }
+        let Some((_, key)) = trust.ctlogs.iter().find(|(id, _)| id == log_id) else {
+            reasons.push("an SCT from a log the trusted root does not name".to_owned());
+            continue;
+        };
+        // digitally-signed struct: v1, certificate_timestamp, timestamp, precert_entry,
+        // issuer_key_hash, tbs_certificate<1..2^24-1>, extensions<0..2^16-1>.
+        let mut signed = vec![0u8, 0u8];
+        signed.extend_from_slice(timestamp);
+        signed.extend_from_slice(&[0, 1]);
+        signed.extend_from_slice(&issuer_hash);
+        signed.extend_from_slice(&tbs_len.to_be_bytes()[1..]);
+        signed.extend_from_slice(&tbs);
+        signed.extend_from_slice(&(extensions.len() as u16).to_be_bytes());
+        signed.extend_from_slice(extensions);
+        // SHA-256 (4) with ECDSA (3).
+        if algorithms == [4, 3] && ecdsa_ok(key, OID_ECDSA_SHA256, &signed, signature) {
+            return Ok(());
+        }
+        reasons.push("an SCT whose signature does not verify with its log's key".to_owned());
+    }
+    if reasons.is_empty() {
+        reasons.push("an empty SCT list".to_owned());
+    }
+    Err(no(format!(
+        "the certificate's embedded SCT does not verify: {}",
+        reasons.join("; ")
+    )))
 }
 
 // ---- the transparency-log entry ----
@@ -491,19 +634,20 @@ pub fn verify(
         no("the bundle has no certificate: it is not keyless (verify it with --key)")
     })?;
     let leaf = parse_cert(&leaf_der)?;
-    // 1. The leaf chains to a trusted certificate authority.
-    let chained = trust.cas.iter().any(|ca| {
-        parse_cert(ca).is_ok_and(|ca| {
+    // 1. The leaf chains to a trusted certificate authority, and a trusted CT log saw it.
+    let issuer = trust.cas.iter().find_map(|ca| {
+        parse_cert(ca).ok().filter(|ca| {
             ca.subject == leaf.issuer
                 && key_of(ca.spki)
                     .is_ok_and(|k| ecdsa_ok(&k, leaf.sig_alg, leaf.tbs, leaf.signature))
         })
     });
-    if !chained {
+    let Some(ca) = issuer else {
         return Err(no(
             "the certificate was not issued by a certificate authority of the trusted root",
         ));
-    }
+    };
+    check_sct(&leaf, &leaf_der, ca.spki, &trust)?;
     // 2. Identity and issuer, exactly.
     let names = sans(&leaf)?;
     let Some(san) = names.iter().find(|n| expected.identity.matches(n)) else {
@@ -595,6 +739,30 @@ mod tests {
                 && !Identity::Exact("a@b.c").matches("a@b.co")
         );
         assert!(Identity::regexp("(").is_err());
+    }
+
+    #[test]
+    fn the_precertificate_is_the_tbs_without_the_sct_list() {
+        let ext =
+            |oid: &[u8], value: &[u8]| der(0x30, &[der(0x06, oid), der(0x04, value)].concat());
+        let san = ext(OID_SAN, b"x");
+        let long = vec![7u8; 300];
+        let tbs = |exts: &[u8]| {
+            der(
+                0x30,
+                &[
+                    der(0x02, &[1]),
+                    der(0x04, &long),
+                    der(0xa3, &der(0x30, exts)),
+                ]
+                .concat(),
+            )
+        };
+        let with = tbs(&[ext(OID_SCT_LIST, b"scts"), san.clone()].concat());
+        let cert = der(0x30, &[with, der(0x30, &[]), der(0x03, &[0, 1])].concat());
+        assert_eq!(precert_tbs(&cert).unwrap(), tbs(&san));
+        // Long forms: 300 bytes is 0x82 0x01 0x2c.
+        assert_eq!(&der(0x04, &long)[..4], &[0x04, 0x82, 0x01, 0x2c]);
     }
 
     #[test]
