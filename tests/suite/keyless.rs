@@ -701,3 +701,69 @@ fn verify_by_identity_refuses_a_certificate_without_a_trusted_sct() {
         "{said}"
     );
 }
+
+/// An RFC 3161 timestamp in a keyless bundle (issue 24) is a second trusted time that must verify:
+/// `otters verify` by identity accepts a bundle signed with `--tsa-url` against the mock TSA, and
+/// refuses the same bundle with its timestamp's signature tampered with, or under a trusted root
+/// that names no timestamp authority.
+#[test]
+fn verify_by_identity_checks_the_rfc3161_timestamp() {
+    const TEST: &str = "verify_by_identity_checks_the_rfc3161_timestamp";
+    let Some(mock) = Mock::start(TEST) else {
+        return;
+    };
+    let env = Env::new();
+    let root = mock.var("TRUSTED_ROOT");
+    build_local(&env, "demo:stamped", "tsa");
+    let token = Mock::token(&["--github", "acme/agents"]);
+    let sign = ["sign", "demo:stamped", "--keyless"];
+    let referrer = env
+        .ok(&[&sign[..], &keyless_flags(&mock, &token)].concat())
+        .trim()
+        .to_owned();
+    let (ok, said) = verify_by_identity(&env, "demo:stamped", GITHUB_ID, GITHUB_ISS, root);
+    assert!(ok, "{said}");
+    let good = json(&std::fs::read_to_string(bundle_of(&env, &referrer)).unwrap());
+    let pointer =
+        "/verificationMaterial/timestampVerificationData/rfc3161Timestamps/0/signedTimestamp";
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut stamp = b64
+        .decode(good.pointer(pointer).and_then(|v| v.as_str()).unwrap())
+        .unwrap();
+    // The last byte is the end of the CMS signature (no unsigned attributes follow it).
+    *stamp.last_mut().unwrap() ^= 1;
+    let mut tampered = good.clone();
+    *tampered.pointer_mut(pointer).unwrap() = b64.encode(&stamp).into();
+    build_local(&env, "demo:restamped", "tsa2");
+    let file = env.dir.path().join("restamped.json");
+    std::fs::write(&file, serde_json::to_vec(&tampered).unwrap()).unwrap();
+    env.ok(&[
+        "attach",
+        "demo:restamped",
+        "--artifact-type",
+        "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "--layer-media-type",
+        "application/vnd.dev.sigstore.bundle.v0.3+json",
+        file.to_str().unwrap(),
+    ]);
+    let (ok, said) = verify_by_identity(&env, "demo:restamped", GITHUB_ID, GITHUB_ISS, root);
+    assert!(
+        !ok && said.contains("the RFC 3161 timestamp does not verify"),
+        "{said}"
+    );
+    let mut no_tsa = json(&std::fs::read_to_string(root).unwrap());
+    no_tsa["timestampAuthorities"] = serde_json::json!([]);
+    let no_tsa_file = env.dir.path().join("no-tsa.json");
+    std::fs::write(&no_tsa_file, serde_json::to_vec(&no_tsa).unwrap()).unwrap();
+    let (ok, said) = verify_by_identity(
+        &env,
+        "demo:stamped",
+        GITHUB_ID,
+        GITHUB_ISS,
+        no_tsa_file.to_str().unwrap(),
+    );
+    assert!(
+        !ok && said.contains("timestamp authority of the trusted root"),
+        "{said}"
+    );
+}

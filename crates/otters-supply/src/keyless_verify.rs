@@ -11,8 +11,9 @@
 //! the verified statement's predicate type and the SAN. Must never: accept a prefix or substring
 //! of the identity, a certificate no trusted authority signed, a bundle without a tlog entry, or
 //! read the statement before its signature held, or a certificate without an SCT that a CT log of
-//! the trusted root signed over its precertificate (RFC 6962). Not checked (documented): RFC 3161
-//! timestamps (the tlog entry is the trusted time).
+//! the trusted root signed over its precertificate (RFC 6962), or an RFC 3161 timestamp that does not
+//! verify against a timestamp authority of the trusted root. The tlog entry stays required: a
+//! timestamp is a second trusted time, not a replacement (a TSA-only bundle is refused).
 
 use crate::bundle::pae;
 use crate::statement::PAYLOAD_TYPE;
@@ -288,6 +289,8 @@ struct Trust {
     logs: Vec<(Vec<u8>, VerifyingKey)>,
     /// Certificate transparency logs: key id (the RFC 6962 log id) and key.
     ctlogs: Vec<(Vec<u8>, VerifyingKey)>,
+    /// Each timestamp authority's signing certificate (the first of its chain).
+    tsas: Vec<Vec<u8>>,
 }
 
 /// The `logId.keyId` and public key of each entry of a trusted root's `tlogs` or `ctlogs`.
@@ -321,7 +324,18 @@ fn trust(root: &[u8]) -> Result<Trust, String> {
             "the trusted root names no certificate authority or no transparency log",
         ));
     }
-    Ok(Trust { cas, logs, ctlogs })
+    let mut tsas = Vec::new();
+    for t in v["timestampAuthorities"].as_array().into_iter().flatten() {
+        if let Some(first) = t.pointer("/certChain/certificates/0") {
+            tsas.push(b64_at(first, "/rawBytes")?);
+        }
+    }
+    Ok(Trust {
+        cas,
+        logs,
+        ctlogs,
+        tsas,
+    })
 }
 
 // ---- the certificate's embedded SCT (RFC 6962) ----
@@ -452,6 +466,129 @@ fn check_sct(
         "the certificate's embedded SCT does not verify: {}",
         reasons.join("; ")
     )))
+}
+
+// ---- an RFC 3161 timestamp (CMS SignedData over a TSTInfo) ----
+
+/// 1.2.840.113549.1.9.4: the CMS `messageDigest` signed attribute.
+const OID_MESSAGE_DIGEST: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x04];
+
+/// A `GeneralizedTime` (`YYYYMMDDHHMMSS[.fff]Z`) as seconds since the epoch.
+fn generalized_time(t: Tlv<'_>) -> Result<i64, String> {
+    let text = std::str::from_utf8(t.body).map_err(|_| no("the timestamp's time is not text"))?;
+    let whole = text.split(['.', 'Z']).next().unwrap_or_default();
+    der_time(Tlv {
+        tag: 0x18,
+        body: whole.as_bytes(),
+        raw: t.raw,
+    })
+}
+
+/// Checks an RFC 3161 timestamp (a `TimeStampResp` or its token) over the signature `sig`: the
+/// `TSTInfo`'s message imprint is the SHA-256 of `sig`, its CMS signature holds with the key of the
+/// signing certificate of a timestamp authority of the trusted root, and the signed attributes
+/// carry the `TSTInfo`'s digest. Returns the timestamp's time.
+fn check_timestamp(der_bytes: &[u8], sig: &[u8], tsas: &[Vec<u8>]) -> Result<i64, String> {
+    let bad = |what: &str| no(format!("the RFC 3161 timestamp does not verify: {what}"));
+    let (top, _) = tlv(der_bytes).map_err(|_| bad("not DER"))?;
+    let parts = children(top.body).map_err(|_| bad("not DER"))?;
+    // A TimeStampResp is { PKIStatusInfo, token }; a token is a ContentInfo { OID, [0] SignedData }.
+    let token = match parts.as_slice() {
+        [status, token, ..] if status.tag == 0x30 => {
+            children(token.body).map_err(|_| bad("not DER"))?
+        }
+        _ => parts,
+    };
+    let signed_data = token
+        .get(1)
+        .filter(|t| t.tag == 0xa0)
+        .and_then(|t| tlv(t.body).ok())
+        .map(|(t, _)| t)
+        .ok_or_else(|| bad("no SignedData"))?;
+    let sd = children(signed_data.body).map_err(|_| bad("not DER"))?;
+    let encap = sd
+        .get(2)
+        .and_then(|e| children(e.body).ok())
+        .ok_or_else(|| bad("no encapsulated TSTInfo"))?;
+    let tst_der = encap
+        .get(1)
+        .filter(|t| t.tag == 0xa0)
+        .and_then(|t| tlv(t.body).ok())
+        .map(|(t, _)| t.body)
+        .ok_or_else(|| bad("no TSTInfo"))?;
+    let (tst, _) = tlv(tst_der).map_err(|_| bad("the TSTInfo is not DER"))?;
+    let tst = children(tst.body).map_err(|_| bad("the TSTInfo is not DER"))?;
+    let imprint = tst
+        .get(2)
+        .and_then(|m| children(m.body).ok())
+        .and_then(|m| m.get(1).map(|h| h.body))
+        .ok_or_else(|| bad("no message imprint"))?;
+    if imprint != Sha256::digest(sig).as_slice() {
+        return Err(bad("it timestamps another signature"));
+    }
+    let time = tst
+        .get(4)
+        .filter(|t| t.tag == 0x18)
+        .ok_or_else(|| bad("no time"))
+        .and_then(|t| generalized_time(*t).map_err(|_| bad("its time does not parse")))?;
+    let signer = sd
+        .iter()
+        .rev()
+        .find(|t| t.tag == 0x31)
+        .and_then(|set| children(set.body).ok())
+        .and_then(|infos| infos.first().and_then(|i| children(i.body).ok()))
+        .ok_or_else(|| bad("no signer"))?;
+    let attrs = signer
+        .iter()
+        .find(|t| t.tag == 0xa0)
+        .ok_or_else(|| bad("no signed attributes"))?;
+    let digest_ok = children(attrs.body)
+        .map_err(|_| bad("not DER"))?
+        .iter()
+        .filter_map(|a| children(a.body).ok())
+        .any(|a| {
+            a.first().map(|o| o.body) == Some(OID_MESSAGE_DIGEST)
+                && a.get(1)
+                    .and_then(|set| children(set.body).ok())
+                    .and_then(|v| v.first().map(|d| d.body))
+                    .is_some_and(|d| {
+                        d == Sha256::digest(tst_der).as_slice()
+                            || d == Sha384::digest(tst_der).as_slice()
+                    })
+        });
+    if !digest_ok {
+        return Err(bad(
+            "its signed attributes do not carry the TSTInfo's digest",
+        ));
+    }
+    // What was signed: the signed attributes as a SET (RFC 5652 §5.4).
+    let attrs_set = der(0x31, attrs.body);
+    let (alg, signature) = match signer
+        .iter()
+        .skip_while(|t| t.tag != 0xa0)
+        .collect::<Vec<_>>()[..]
+    {
+        [_, alg, signature, ..] => (
+            children(alg.body)
+                .ok()
+                .and_then(|a| a.first().map(|o| o.body))
+                .unwrap_or_default(),
+            signature.body,
+        ),
+        _ => return Err(bad("no signature")),
+    };
+    let trusted = tsas.iter().any(|cert| {
+        parse_cert(cert).is_ok_and(|c| {
+            key_of(c.spki).is_ok_and(|k| ecdsa_ok(&k, alg, &attrs_set, signature))
+                && (c.not_before..=c.not_after).contains(&time)
+        })
+    });
+    if !trusted {
+        return Err(bad(
+            "its signature does not verify with a timestamp authority of the trusted root",
+        ));
+    }
+    Ok(time)
 }
 
 // ---- the transparency-log entry ----
@@ -701,6 +838,18 @@ pub fn verify(
         return Err(no(
             "the signature was logged outside the certificate's validity",
         ));
+    }
+    // An RFC 3161 timestamp, when there is one, is a second trusted time: it must verify too.
+    let stamps = b
+        .pointer("/verificationMaterial/timestampVerificationData/rfc3161Timestamps")
+        .and_then(J::as_array);
+    for stamp in stamps.into_iter().flatten() {
+        let at = check_timestamp(&b64_at(stamp, "/signedTimestamp")?, &sig, &trust.tsas)?;
+        if at < leaf.not_before || at > leaf.not_after {
+            return Err(no(
+                "the signature was timestamped outside the certificate's validity",
+            ));
+        }
     }
     // 5. Only now is the statement read.
     let st: J = serde_json::from_slice(&payload).map_err(|_| no("the payload is not JSON"))?;
