@@ -1,11 +1,13 @@
-//! `otters sign` and `otters verify`: a key-based Sigstore bundle over an image's manifest digest,
-//! attached as an OCI 1.1 referrer (artifactType `application/vnd.dev.sigstore.bundle.v0.3+json`,
-//! as cosign 3 stores bundles), and its verification against the digest the reference names now.
+//! `otters sign` and `otters verify` (and the run gate's flags): a Sigstore bundle over an image's
+//! manifest digest, key-based or keyless, attached as an OCI 1.1 referrer (artifactType
+//! `application/vnd.dev.sigstore.bundle.v0.3+json`, as cosign 3 stores bundles), and its
+//! verification against the digest the reference names now. Flags and printing only: the walk is
+//! `otters_supply::verify`, the attaching `otters_pipeline::attest`.
 //!
-//! Takes: an image (local store, or `--remote` its registry) and a key. Returns: the signature
-//! referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must never: accept a bundle
-//! about another digest than the one the reference resolves to at verification time, or one whose
-//! signature does not verify with the given key.
+//! Takes: an image (local store, or `--remote` its registry) and a key or a keyless identity.
+//! Returns: the signature referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must
+//! never: accept a bundle about another digest than the one the reference resolves to at
+//! verification time, or one whose signature does not verify for the given signer.
 use super::attest::KeylessServices;
 use super::referrers::{names_registry, Target, WhereFlags};
 use super::{fail_in, CliResult};
