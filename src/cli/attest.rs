@@ -6,24 +6,19 @@
 //! Takes: the build's output and the flags. Returns: the referrers' digests. Must never: attach a
 //! document about any digest but the one just built, or read the wall clock (the documents are
 //! functions of the inputs).
-use super::sign::attach_bundle;
 use super::{fail, fail_in};
-use otters_oci::reference::Reference;
-use otters_oci::registry::referrers::push_referrers;
-use otters_oci::registry::sources::Sources;
-use otters_oci::registry::transfer::TransferReport;
-use otters_oci::{Descriptor, Digest, Store};
+use otters_oci::{Digest, Store};
+use otters_pipeline::attest::{self, Wanted};
 use otters_pipeline::build::BuildOutput;
+use otters_pipeline::keyless::{Services, TokenSource};
+use otters_supply::bundle;
+use otters_supply::keyless;
 use otters_supply::keys::KeyPair;
-use otters_supply::statement::{Statement, Subject, PAYLOAD_TYPE};
-use otters_supply::{provenance, sbom};
-use std::collections::BTreeMap;
+use otters_supply::statement::Statement;
 use std::path::PathBuf;
 
-use otters_supply::referrer::ANN_PREDICATE_TYPE;
-
 /// The attestation flags of `otters build`.
-#[derive(Debug, Default, clap::Args)]
+#[derive(Debug, clap::Args)]
 pub struct AttestFlags {
     /// Attach a `CycloneDX` 1.6 SBOM of the agent as a referrer
     #[arg(long)]
@@ -33,22 +28,97 @@ pub struct AttestFlags {
     pub provenance: bool,
     /// Sign the image with this private key, and attach the SBOM and provenance as signed DSSE
     /// attestations (Sigstore bundles)
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", conflicts_with = "sign_keyless")]
     pub sign_key: Option<PathBuf>,
+    /// Sign the image keylessly (a short-lived Fulcio certificate for the CI's OIDC identity, a
+    /// Rekor entry and/or an RFC 3161 timestamp), and the SBOM and provenance as attestations
+    #[arg(long)]
+    pub sign_keyless: bool,
+    #[command(flatten)]
+    pub keyless: KeylessServices,
+}
+
+/// Keyless signing: an ephemeral key, a Fulcio certificate for the CI's OIDC identity, a Rekor
+/// entry and/or an RFC 3161 timestamp (`sign --keyless`, `build --sign-keyless`).
+#[derive(Debug, clap::Args)]
+pub struct KeylessServices {
+    /// Keyless: the OIDC identity token [default: `$SIGSTORE_ID_TOKEN`, else GitHub Actions' token
+    /// for the audience `sigstore` (needs `permissions: id-token: write`)]
+    #[arg(
+        long,
+        value_name = "JWT",
+        env = "SIGSTORE_ID_TOKEN",
+        hide_env_values = true
+    )]
+    pub identity_token: Option<String>,
+    /// Keyless: Fulcio, the certificate authority
+    #[arg(long, value_name = "URL", default_value = keyless::PUBLIC_FULCIO)]
+    pub fulcio_url: String,
+    /// Keyless: Rekor, the transparency log (`none`: no log entry; then --tsa-url is needed)
+    #[arg(long, value_name = "URL", default_value = keyless::PUBLIC_REKOR)]
+    pub rekor_url: String,
+    /// Keyless: an RFC 3161 timestamp authority (for example
+    /// `https://timestamp.sigstore.dev/api/v1/timestamp`)
+    #[arg(long, value_name = "URL")]
+    pub tsa_url: Option<String>,
+}
+
+impl KeylessServices {
+    /// Where the identity token comes from: the flag or `SIGSTORE_ID_TOKEN`, else GitHub Actions.
+    fn token_source(&self) -> miette::Result<TokenSource> {
+        if let Some(t) = self
+            .identity_token
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+        {
+            return Ok(TokenSource::Given(t.to_owned()));
+        }
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        match (var("ACTIONS_ID_TOKEN_REQUEST_URL"), var("ACTIONS_ID_TOKEN_REQUEST_TOKEN")) {
+            (Some(url), Some(bearer)) => Ok(TokenSource::GithubActions { url, bearer }),
+            _ => Err(miette::miette!(
+                "keyless signing needs an OIDC identity token: pass --identity-token, set SIGSTORE_ID_TOKEN \
+                 (GitLab: `id_tokens: SIGSTORE_ID_TOKEN: aud: sigstore`), or run in GitHub Actions with \
+                 `permissions: id-token: write`"
+            )),
+        }
+    }
+
+    /// A keyless signer: the identity token is fetched now, once; each statement then gets its
+    /// own ephemeral key and certificate.
+    pub fn signer(&self) -> miette::Result<Box<attest::Sign<'static>>> {
+        let token = otters_pipeline::keyless::token(&self.token_source()?)
+            .map_err(|e| fail_in("cannot get an identity token", e))?;
+        let services = Services {
+            fulcio: self.fulcio_url.clone(),
+            rekor: Some(self.rekor_url.clone()).filter(|u| u != "none"),
+            tsa: self.tsa_url.clone(),
+        };
+        Ok(Box::new(move |statement: &Statement| {
+            otters_pipeline::keyless::sign(&statement.to_bytes(), &token, &services)
+                .map_err(attest::SignError::from)
+        }))
+    }
 }
 
 impl AttestFlags {
     /// Whether the build must describe its inputs.
     pub fn wanted(&self) -> bool {
-        self.sbom || self.provenance || self.sign_key.is_some()
+        self.sbom || self.provenance || self.sign_key.is_some() || self.sign_keyless
     }
 
-    /// The signing key, read before anything is built.
-    pub fn key(&self) -> miette::Result<Option<KeyPair>> {
-        self.sign_key
-            .as_ref()
-            .map(|k| KeyPair::read(k).map_err(|e| miette::miette!("--sign-key: {e}")))
-            .transpose()
+    /// The signer, ready before anything is built: the key read, or the identity token fetched.
+    pub fn signer(&self) -> miette::Result<Option<Box<attest::Sign<'static>>>> {
+        if let Some(k) = &self.sign_key {
+            let key = KeyPair::read(k).map_err(|e| miette::miette!("--sign-key: {e}"))?;
+            return Ok(Some(Box::new(move |s: &Statement| {
+                Ok(bundle::sign(s, &key))
+            })));
+        }
+        if self.sign_keyless {
+            return self.keyless.signer().map(Some);
+        }
+        Ok(None)
     }
 }
 
@@ -57,108 +127,17 @@ pub fn attach(
     store: &Store,
     out: &BuildOutput,
     flags: &AttestFlags,
-    key: Option<&KeyPair>,
+    sign: Option<&mut attest::Sign<'_>>,
     insecure: bool,
 ) -> miette::Result<Vec<(&'static str, Digest)>> {
-    let Some(inputs) = &out.supply else {
-        return Ok(Vec::new());
+    let wanted = Wanted {
+        sbom: flags.sbom,
+        provenance: flags.provenance,
     };
-    let subject = &out.descriptor;
-    let mut done = Vec::new();
-    if flags.sbom {
-        let d = match key {
-            Some(k) => attach_bundle(store, subject, &sbom::statement(inputs), k)?,
-            None => attach_document(
-                store,
-                subject,
-                sbom::CYCLONEDX_MEDIA_TYPE,
-                &sbom::to_bytes(inputs),
-                sbom::CYCLONEDX_PREDICATE,
-            )?,
-        };
-        done.push(("sbom", d.digest));
+    let done = attest::attach_build(store, out, wanted, sign).map_err(fail)?;
+    if !done.is_empty() && !out.pushed.is_empty() {
+        let client = super::pushpull::client(insecure)?;
+        attest::push_build_referrers(&client, store, out).map_err(fail)?;
     }
-    if flags.provenance {
-        let builder = provenance::DEFAULT_BUILDER_ID;
-        let d = match key {
-            Some(k) => attach_bundle(store, subject, &provenance::statement(inputs, builder), k)?,
-            None => attach_document(
-                store,
-                subject,
-                PAYLOAD_TYPE,
-                &provenance::to_bytes(inputs, builder),
-                provenance::SLSA_PROVENANCE_V1,
-            )?,
-        };
-        done.push(("provenance", d.digest));
-    }
-    if let Some(k) = key {
-        let statement = Statement::signature(Subject {
-            name: inputs.agent.subject_name().to_owned(),
-            digest: subject.digest.clone(),
-        });
-        done.push((
-            "signature",
-            attach_bundle(store, subject, &statement, k)?.digest,
-        ));
-    }
-    push(store, out, insecure)?;
     Ok(done)
-}
-
-/// An unsigned document as a referrer: one layer of `media_type`, artifactType the same.
-fn attach_document(
-    store: &Store,
-    subject: &Descriptor,
-    media_type: &str,
-    bytes: &[u8],
-    predicate_type: &str,
-) -> miette::Result<Descriptor> {
-    let (digest, size) = store
-        .put_blob_bytes(bytes)
-        .map_err(|e| fail_in("cannot store the attestation", e))?;
-    let notes = BTreeMap::from([(ANN_PREDICATE_TYPE.to_owned(), predicate_type.to_owned())]);
-    let mut layer = Descriptor::new(media_type, digest, size).with_annotation(
-        otters_oci::spec::descriptor::ANN_TITLE,
-        otters_supply::referrer::title(predicate_type, false),
-    );
-    layer.annotations.extend(notes.clone());
-    store
-        .attach(subject, media_type, &[layer], &notes)
-        .map_err(|e| fail_in("cannot store the attestation", e))
-}
-
-/// The build pushed its tags before the referrers existed: push them now, after the image.
-fn push(store: &Store, out: &BuildOutput, insecure: bool) -> miette::Result<()> {
-    if out.pushed.is_empty() {
-        return Ok(());
-    }
-    let client = super::pushpull::client(insecure)?;
-    let mut sources = Sources::load(store.root());
-    for r in &out.pushed {
-        let dest = Reference::parse(&r.reference).map_err(fail)?;
-        let pinned = dest.with_digest(&out.descriptor.digest);
-        let mut report = TransferReport::new(
-            r.reference.clone(),
-            out.descriptor.digest.clone(),
-            out.descriptor.media_type.clone(),
-        );
-        push_referrers(
-            &client,
-            store,
-            &out.descriptor.digest,
-            &pinned,
-            &mut sources,
-            &mut |_| {},
-            &mut report,
-        )
-        .map_err(|e| {
-            fail_in(
-                format!("cannot push the referrers to {}", dest.familiar()),
-                e,
-            )
-        })?;
-    }
-    let _ = sources.save();
-    Ok(())
 }

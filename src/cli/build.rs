@@ -368,14 +368,14 @@ pub fn run(mut a: Args) -> CliResult {
         supply_inputs: a.attest.wanted(),
         ..BuildOptions::new(context, agentfile)
     };
-    let key = a.attest.key()?;
+    let mut sign = a.attest.signer()?;
     remove_result_files(&a)?;
     let mut bars = progress(&a);
     let out = lib::build(&opts, &store, &mut bars).map_err(|e| fail(failure(e)))?;
     if bars.3.is_some() {
         print_layers(&store, &out);
     }
-    let attached = super::attest::attach(&store, &out, &a.attest, key.as_ref(), a.insecure)?;
+    let attached = super::attest::attach(&store, &out, &a.attest, sign.as_deref_mut(), a.insecure)?;
     if let (false, Some(Output::Archive(dest))) = (attached.is_empty(), &output) {
         // Written by the build before the referrers existed: again, with them.
         otters_oci::archive::save(&store, &out.descriptor, &out.tags, dest)

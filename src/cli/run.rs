@@ -81,8 +81,12 @@ pub struct Args {
     pub locked: bool,
     /// Refuse the image unless a signature by this public key covers its digest (default: `key`
     /// under `[verify]` in `$OTTERS_HOME/config.toml`)
-    #[arg(long, value_name = "PUB")]
+    #[arg(long, value_name = "PUB", conflicts_with = "identity")]
     pub verify_key: Option<PathBuf>,
+    /// Refuse the image unless a keyless signature by this identity covers its digest (with
+    /// --certificate-oidc-issuer and --trusted-root; defaults: the same keys under `[verify]`)
+    #[command(flatten)]
+    pub identity: super::sign::IdentityFlags,
 }
 
 /// `--executor`: the pipeline's executor kind as a flag value.
@@ -137,13 +141,13 @@ pub fn run(a: Args) -> CliResult {
     let reference = reference(&a, pull, &store)?;
     let image = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;
     // Before anything of the image is read for the run, let alone extracted.
-    let key = verify_key(&a)?;
-    if let Some(key) = &key {
+    let who = verifier(&a)?;
+    if let Some(who) = &who {
         super::sign::verify_for_run(
             &store,
             &reference,
             &image.digest,
-            key,
+            who,
             a.insecure,
             pull != Pull::Never,
         )?;
@@ -174,7 +178,7 @@ pub fn run(a: Args) -> CliResult {
         allow_missing_mounts: a.allow_missing_mounts || a.dry_run,
         platform,
         // The signature covers the manifest and what it pins; nothing else may run.
-        require_pins: key.is_some(),
+        require_pins: who.is_some(),
         providers: a.providers.clone(),
     };
     let prepared = prepare::prepare(&store, &reference, &image.digest, request).map_err(fail)?;
@@ -196,14 +200,35 @@ pub fn run(a: Args) -> CliResult {
     Err(fail(exec::exec(&plan)))
 }
 
-/// `--verify-key`, else `[verify] key` of `$OTTERS_HOME/config.toml`.
-fn verify_key(a: &Args) -> miette::Result<Option<PathBuf>> {
-    if let Some(k) = &a.verify_key {
-        return Ok(Some(k.clone()));
-    }
+/// Who must have signed the image: `--verify-key` or `--certificate-identity[-regexp]` (with
+/// the issuer and trusted root from the flags, else from `[verify]`), else `[verify]` of
+/// `$OTTERS_HOME/config.toml` (`key`, or the keyless keys).
+fn verifier(a: &Args) -> miette::Result<Option<otters_supply::signer::Who>> {
     let path = otters_oci::registry::config::RegistryConfig::default_path();
     let config = otters_oci::registry::config::RegistryConfig::load(&path).map_err(fail)?;
-    Ok(config.verify_key())
+    let v = config.verify_settings();
+    let flags = &a.identity;
+    let named = flags.certificate_identity.is_some() || flags.certificate_identity_regexp.is_some();
+    let in_config = |e: miette::Report| e.wrap_err(format!("[verify] in {}", path.display()));
+    if a.verify_key.is_some() || named {
+        let merged = super::sign::IdentityFlags {
+            certificate_identity: flags.certificate_identity.clone(),
+            certificate_identity_regexp: flags.certificate_identity_regexp.clone(),
+            certificate_oidc_issuer: flags
+                .certificate_oidc_issuer
+                .clone()
+                .or(v.certificate_oidc_issuer),
+            trusted_root: flags.trusted_root.clone().or(v.trusted_root),
+        };
+        return super::sign::who(a.verify_key.as_deref(), &merged);
+    }
+    let from_config = super::sign::IdentityFlags {
+        certificate_identity: v.certificate_identity,
+        certificate_identity_regexp: v.certificate_identity_regexp,
+        certificate_oidc_issuer: v.certificate_oidc_issuer,
+        trusted_root: v.trusted_root,
+    };
+    super::sign::who(v.key.as_deref(), &from_config).map_err(in_config)
 }
 
 /// `-e`, `--config`, `--model` and `-v`, checked before anything is read.

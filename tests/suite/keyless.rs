@@ -107,12 +107,32 @@ impl Mock {
     }
 }
 
-fn build_and_push(env: &Env, tag: &str) -> String {
+/// The demo agent's build context in `env`.
+fn demo_context(env: &Env) -> PathBuf {
     let ctx = env.dir.path().join("ctx");
     crate::support::write(
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nCONTEXT SOUL <<EOF\nBe brief.\nEOF\n",
     );
+    ctx
+}
+
+/// The keyless signing flags for `mock`, Rekor and the TSA both, with `token`.
+fn keyless_flags<'a>(mock: &'a Mock, token: &'a str) -> [&'a str; 8] {
+    [
+        "--fulcio-url",
+        mock.var("FULCIO_URL"),
+        "--rekor-url",
+        mock.var("REKOR_URL"),
+        "--tsa-url",
+        mock.var("TSA_URL"),
+        "--identity-token",
+        token,
+    ]
+}
+
+fn build_and_push(env: &Env, tag: &str) -> String {
+    let ctx = demo_context(env);
     let digest = env
         .ok(&["build", "-q", "-t", tag, ctx.to_str().unwrap()])
         .trim()
@@ -139,20 +159,8 @@ fn keyless_bundle_from_the_registry_passes_the_independent_verifier_by_identity(
     let tag = format!("{}/agents/demo:1", reg.addr);
     let digest = build_and_push(&env, &tag);
     let token = Mock::token(&["--github", "acme/agents"]);
-    let (ok, out, err) = env.run(&[
-        "sign",
-        "--remote",
-        &tag,
-        "--keyless",
-        "--fulcio-url",
-        mock.var("FULCIO_URL"),
-        "--rekor-url",
-        mock.var("REKOR_URL"),
-        "--tsa-url",
-        mock.var("TSA_URL"),
-        "--identity-token",
-        &token,
-    ]);
+    let sign = ["sign", "--remote", &tag, "--keyless"];
+    let (ok, out, err) = env.run(&[&sign[..], &keyless_flags(&mock, &token)].concat());
     assert!(ok, "{err}");
     let referrer = out.trim().to_owned();
     // The ephemeral key never reached the disk: the store holds no private key.
@@ -456,4 +464,306 @@ fn verify_by_identity_accepts_only_the_exact_identity_issuer_root_and_untampered
     build_local(&env, "demo:signed", "e");
     let (ok, said) = verify_by_identity(&env, "demo:signed", GITHUB_ID, GITHUB_ISS, root);
     assert!(!ok && said.contains("is not signed"), "{said}");
+}
+
+/// The run gate by identity (issue 24): `otters run --certificate-identity … --certificate-oidc-issuer
+/// … --trusted-root …`, or the same keys under `[verify]` in config.toml (flags override them),
+/// runs only an image a keyless signature by exactly that identity covers; another identity is
+/// refused before anything of the image is materialised or executed.
+#[test]
+fn run_by_identity_refuses_an_image_signed_by_another_identity_before_running_it() {
+    const TEST: &str =
+        "run_by_identity_refuses_an_image_signed_by_another_identity_before_running_it";
+    let Some(mock) = Mock::start(TEST) else {
+        return;
+    };
+    let env = Env::new();
+    let digest = build_local(&env, "demo:signed", "run");
+    sign_local(&env, &mock, "demo:signed");
+    let root = mock.var("TRUSTED_ROOT");
+    let other_id = "https://github.com/acme/other/.github/workflows/ci.yml@refs/heads/main";
+    let run = |identity: &str, dry: bool| {
+        let mut args = vec!["run", "demo:signed"];
+        if dry {
+            args.push("--dry-run");
+        }
+        if !identity.is_empty() {
+            args.extend(["--certificate-identity", identity]);
+            args.extend([
+                "--certificate-oidc-issuer",
+                GITHUB_ISS,
+                "--trusted-root",
+                root,
+            ]);
+        }
+        let (ok, out, err) = env.run(&args);
+        (ok, crate::support::cli::flat(&format!("{out}{err}")))
+    };
+    // The signer's identity: the gate lets the run go on to plan the image, which stops there
+    // (this test image has no RUNTIME: nothing is ever executed here).
+    let planned = |said: &str| said.contains("has no RUNTIME") && !said.contains("refusing");
+    let (ok, said) = run(GITHUB_ID, true);
+    assert!(!ok && planned(&said), "{said}");
+    // Another identity, a prefix of it: refused, and a real run executes and materialises nothing.
+    for id in [other_id, &GITHUB_ID[..GITHUB_ID.len() - 1]] {
+        for dry in [true, false] {
+            let (ok, said) = run(id, dry);
+            assert!(
+                !ok && said.contains("refusing to run an unverified image")
+                    && said.contains(&digest)
+                    && said.contains("the certificate is for"),
+                "ran an image signed by another identity ({id}, dry run {dry}): {said}"
+            );
+        }
+    }
+    let agents = env.home().join("agents");
+    assert!(
+        std::fs::read_dir(&agents).map_or(true, |mut d| d.next().is_none()),
+        "a refused run materialised {}",
+        agents.display()
+    );
+    // The same policy from config.toml, the trusted root relative to it.
+    std::fs::copy(root, env.home().join("trusted_root.json")).unwrap();
+    let config = |identity: &str| {
+        let text = format!(
+            "[verify]\ncertificate-identity = \"{identity}\"\ncertificate-oidc-issuer = \"{GITHUB_ISS}\"\ntrusted-root = \"trusted_root.json\"\n"
+        );
+        std::fs::write(env.home().join("config.toml"), text).unwrap();
+    };
+    config(other_id);
+    let (ok, said) = run("", true);
+    assert!(!ok && said.contains("refusing to run"), "{said}");
+    // A flag overrides the file.
+    let (_, said) = run(GITHUB_ID, true);
+    assert!(planned(&said), "{said}");
+    config(GITHUB_ID);
+    let (_, said) = run("", true);
+    assert!(planned(&said), "{said}");
+    // Half a keyless policy says what is missing.
+    std::fs::write(
+        env.home().join("config.toml"),
+        format!("[verify]\ncertificate-identity = \"{GITHUB_ID}\"\n"),
+    )
+    .unwrap();
+    let (ok, said) = run("", true);
+    assert!(!ok && said.contains("--certificate-oidc-issuer"), "{said}");
+    // A key-based gate refuses the keyless signature as such.
+    std::fs::remove_file(env.home().join("config.toml")).unwrap();
+    let prefix = env.dir.path().join("k");
+    env.ok(&["key", "generate", "--out", prefix.to_str().unwrap()]);
+    let public = format!("{}.pub", prefix.display());
+    let (ok, out, err) = env.run(&["run", "--dry-run", "demo:signed", "--verify-key", &public]);
+    assert!(
+        !ok && format!("{out}{err}").contains("not key-based"),
+        "{out}{err}"
+    );
+}
+
+/// `otters build --sbom --provenance --sign-keyless --push` (issue 24): the image's signature and
+/// both attestations are keyless bundles, pushed after the image; pulled back from the registry,
+/// each passes the independent verifier (`@sigstore/verify`) for the right identity and fails for
+/// another, and `otters verify --type` reads the provenance by identity. Without a token the build
+/// stops before building anything.
+#[test]
+fn build_sign_keyless_signs_image_sbom_and_provenance_for_the_independent_verifier() {
+    const TEST: &str =
+        "build_sign_keyless_signs_image_sbom_and_provenance_for_the_independent_verifier";
+    let Some(mock) = Mock::start(TEST) else {
+        return;
+    };
+    let reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/agents/built:1", reg.addr);
+    let ctx = demo_context(&env);
+    let ctx = ctx.to_str().unwrap();
+    let err = env.fails(&["build", "-t", &tag, "--sign-keyless", "--sbom", ctx]);
+    assert!(err.contains("--identity-token"), "{err}");
+    assert!(
+        !env.ok(&["images"]).contains("built"),
+        "built before the token"
+    );
+    let token = Mock::token(&["--github", "acme/agents"]);
+    let build = [
+        "build",
+        "--push",
+        "-t",
+        &tag,
+        "--sbom",
+        "--provenance",
+        "--sign-keyless",
+        ctx,
+    ];
+    let (ok, out, err) = env.run(&[&build[..], &keyless_flags(&mock, &token)].concat());
+    assert!(ok, "{err}");
+    let digest = out.trim().to_owned();
+    let attached: Vec<(String, String)> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("attached "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(what, d)| (what.to_owned(), d.trim().to_owned()))
+        .collect();
+    let names: Vec<&str> = attached.iter().map(|(w, _)| w.as_str()).collect();
+    assert_eq!(names, ["sbom", "provenance", "signature"], "{err}");
+
+    let puller = Env::new();
+    puller.ok(&["pull", "-q", "--referrers", &tag]);
+    for (what, referrer) in &attached {
+        let bundle = bundle_of(&puller, referrer);
+        let (ok, said) = mock.verify(&bundle, GITHUB_ID, GITHUB_ISS, &digest);
+        assert!(ok, "the independent verifier refused the {what}: {said}");
+        let other = "https://github.com/acme/other/.github/workflows/ci.yml@refs/heads/main";
+        let (ok, said) = mock.verify(&bundle, other, GITHUB_ISS, &digest);
+        assert!(!ok, "the {what} passed for another identity: {said}");
+    }
+    let root = mock.var("TRUSTED_ROOT");
+    let by_identity = |extra: &[&str], id: &str| {
+        let args = [
+            "verify",
+            "--local",
+            &tag,
+            "--certificate-identity",
+            id,
+            "--certificate-oidc-issuer",
+            GITHUB_ISS,
+            "--trusted-root",
+            root,
+        ];
+        puller.run(&[&args[..], extra].concat())
+    };
+    let (ok, out, err) = by_identity(&["--type", "slsaprovenance1"], GITHUB_ID);
+    assert!(
+        ok && out.contains("https://slsa.dev/provenance/v1"),
+        "{out}{err}"
+    );
+    let (ok, out, err) = by_identity(&[], GITHUB_ID);
+    assert!(ok && out.contains("Verified OK"), "{out}{err}");
+    let (ok, _, err) = by_identity(
+        &[],
+        "https://github.com/acme/other/.github/workflows/ci.yml@refs/heads/main",
+    );
+    assert!(!ok && err.contains("the certificate is for"), "{err}");
+}
+
+/// The certificate's embedded SCT (issue 24): `otters verify` by identity accepts the mock
+/// Fulcio's certificate only while its SCT verifies against a CT log of the trusted root; a root
+/// without CT logs, one whose CT log has another key (a forged SCT, from the verifier's side), or
+/// another log id (an SCT from an unknown log) is refused. (The mock CA always embeds an SCT, so a
+/// certificate without one cannot be made here; the unit test covers the precertificate.)
+#[test]
+fn verify_by_identity_refuses_a_certificate_without_a_trusted_sct() {
+    const TEST: &str = "verify_by_identity_refuses_a_certificate_without_a_trusted_sct";
+    let Some(mock) = Mock::start(TEST) else {
+        return;
+    };
+    let env = Env::new();
+    build_local(&env, "demo:signed", "sct");
+    sign_local(&env, &mock, "demo:signed");
+    let root = json(&std::fs::read_to_string(mock.var("TRUSTED_ROOT")).unwrap());
+    let (ok, said) = verify_by_identity(
+        &env,
+        "demo:signed",
+        GITHUB_ID,
+        GITHUB_ISS,
+        mock.var("TRUSTED_ROOT"),
+    );
+    assert!(ok, "{said}");
+    let variant = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut r = root.clone();
+        edit(&mut r);
+        let file = env.dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, serde_json::to_vec(&r).unwrap()).unwrap();
+        verify_by_identity(
+            &env,
+            "demo:signed",
+            GITHUB_ID,
+            GITHUB_ISS,
+            file.to_str().unwrap(),
+        )
+    };
+    let (ok, said) = variant("no-ctlogs", &|r| r["ctlogs"] = serde_json::json!([]));
+    assert!(
+        !ok && said.contains("names no certificate transparency log"),
+        "{said}"
+    );
+    // The Rekor key is a real P-256 key, just not the CT log's.
+    let (ok, said) = variant("other-key", &|r| {
+        r["ctlogs"][0]["publicKey"] = r["tlogs"][0]["publicKey"].clone();
+    });
+    assert!(
+        !ok && said.contains("does not verify with its log's key"),
+        "{said}"
+    );
+    let (ok, said) = variant("other-log", &|r| {
+        r["ctlogs"][0]["logId"] = r["tlogs"][0]["logId"].clone();
+    });
+    assert!(
+        !ok && said.contains("a log the trusted root does not name"),
+        "{said}"
+    );
+}
+
+/// An RFC 3161 timestamp in a keyless bundle (issue 24) is a second trusted time that must verify:
+/// `otters verify` by identity accepts a bundle signed with `--tsa-url` against the mock TSA, and
+/// refuses the same bundle with its timestamp's signature tampered with, or under a trusted root
+/// that names no timestamp authority.
+#[test]
+fn verify_by_identity_checks_the_rfc3161_timestamp() {
+    const TEST: &str = "verify_by_identity_checks_the_rfc3161_timestamp";
+    let Some(mock) = Mock::start(TEST) else {
+        return;
+    };
+    let env = Env::new();
+    let root = mock.var("TRUSTED_ROOT");
+    build_local(&env, "demo:stamped", "tsa");
+    let token = Mock::token(&["--github", "acme/agents"]);
+    let sign = ["sign", "demo:stamped", "--keyless"];
+    let referrer = env
+        .ok(&[&sign[..], &keyless_flags(&mock, &token)].concat())
+        .trim()
+        .to_owned();
+    let (ok, said) = verify_by_identity(&env, "demo:stamped", GITHUB_ID, GITHUB_ISS, root);
+    assert!(ok, "{said}");
+    let good = json(&std::fs::read_to_string(bundle_of(&env, &referrer)).unwrap());
+    let pointer =
+        "/verificationMaterial/timestampVerificationData/rfc3161Timestamps/0/signedTimestamp";
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut stamp = b64
+        .decode(good.pointer(pointer).and_then(|v| v.as_str()).unwrap())
+        .unwrap();
+    // The last byte is the end of the CMS signature (no unsigned attributes follow it).
+    *stamp.last_mut().unwrap() ^= 1;
+    let mut tampered = good.clone();
+    *tampered.pointer_mut(pointer).unwrap() = b64.encode(&stamp).into();
+    build_local(&env, "demo:restamped", "tsa2");
+    let file = env.dir.path().join("restamped.json");
+    std::fs::write(&file, serde_json::to_vec(&tampered).unwrap()).unwrap();
+    env.ok(&[
+        "attach",
+        "demo:restamped",
+        "--artifact-type",
+        "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "--layer-media-type",
+        "application/vnd.dev.sigstore.bundle.v0.3+json",
+        file.to_str().unwrap(),
+    ]);
+    let (ok, said) = verify_by_identity(&env, "demo:restamped", GITHUB_ID, GITHUB_ISS, root);
+    assert!(
+        !ok && said.contains("the RFC 3161 timestamp does not verify"),
+        "{said}"
+    );
+    let mut no_tsa = json(&std::fs::read_to_string(root).unwrap());
+    no_tsa["timestampAuthorities"] = serde_json::json!([]);
+    let no_tsa_file = env.dir.path().join("no-tsa.json");
+    std::fs::write(&no_tsa_file, serde_json::to_vec(&no_tsa).unwrap()).unwrap();
+    let (ok, said) = verify_by_identity(
+        &env,
+        "demo:stamped",
+        GITHUB_ID,
+        GITHUB_ISS,
+        no_tsa_file.to_str().unwrap(),
+    );
+    assert!(
+        !ok && said.contains("timestamp authority of the trusted root"),
+        "{said}"
+    );
 }

@@ -13,6 +13,7 @@
 //!
 //! Nothing here prints: progress goes through callbacks, results and errors are values.
 
+pub mod attest;
 pub mod build;
 pub mod copy;
 pub mod export;

@@ -1,6 +1,7 @@
 //! Verifying a keyless Sigstore bundle offline, against a `trusted_root.json` (Sigstore's
 //! `TrustedRoot`): the leaf certificate chains to a trusted certificate authority, its SAN equals
-//! the expected identity and its issuer extension the expected issuer, the transparency-log entry
+//! the expected identity and its issuer extension the expected issuer, the certificate carries an
+//! embedded SCT signed by a trusted certificate-transparency log, the transparency-log entry
 //! is signed (SET) and included (inclusion proof + signed checkpoint) by a trusted log, its
 //! `integratedTime` lies within the certificate's validity, the logged body is this signature
 //! over this payload, the DSSE signature holds with the certificate's key, and the statement is
@@ -9,8 +10,10 @@
 //! Takes: bundle bytes, trusted-root bytes, the expected identity, issuer and sha256. Returns:
 //! the verified statement's predicate type and the SAN. Must never: accept a prefix or substring
 //! of the identity, a certificate no trusted authority signed, a bundle without a tlog entry, or
-//! read the statement before its signature held. Not checked (documented): the certificate's
-//! embedded SCT, and RFC 3161 timestamps (the tlog entry is the trusted time).
+//! read the statement before its signature held, or a certificate without an SCT that a CT log of
+//! the trusted root signed over its precertificate (RFC 6962), or an RFC 3161 timestamp that does not
+//! verify against a timestamp authority of the trusted root. The tlog entry stays required: a
+//! timestamp is a second trusted time, not a replacement (a TSA-only bundle is refused).
 
 use crate::bundle::pae;
 use crate::statement::PAYLOAD_TYPE;
@@ -26,10 +29,13 @@ const OID_SAN: &[u8] = &[0x55, 0x1d, 0x11];
 /// 1.3.6.1.4.1.57264.1.8 (issuer, `UTF8String`) and 1.3.6.1.4.1.57264.1.1 (issuer, raw; deprecated).
 const OID_ISSUER_V2: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xbf, 0x30, 0x01, 0x08];
 const OID_ISSUER_V1: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xbf, 0x30, 0x01, 0x01];
+/// 1.3.6.1.4.1.11129.2.4.2: the embedded signed certificate timestamp list (RFC 6962 §3.3).
+const OID_SCT_LIST: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0xd6, 0x79, 0x02, 0x04, 0x02];
 const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
 const OID_ECDSA_SHA384: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03];
 
 /// The identity a certificate must name.
+#[derive(Clone, Debug)]
 pub enum Identity<'a> {
     /// The SAN, exactly.
     Exact(&'a str),
@@ -52,7 +58,8 @@ impl Identity<'_> {
         }
     }
 
-    fn describe(&self) -> String {
+    /// The identity as a report names it: the SAN, or `/RE/`.
+    pub fn describe(&self) -> String {
         match self {
             Identity::Exact(id) => (*id).to_owned(),
             Identity::Regexp(re) => format!("/{}/", re.as_str()),
@@ -62,7 +69,7 @@ impl Identity<'_> {
 
 /// What keyless verification expects.
 pub struct Expected<'a> {
-    pub identity: Identity<'a>,
+    pub identity: &'a Identity<'a>,
     pub issuer: &'a str,
     /// The sha256 (64 hex digits) a statement subject must carry.
     pub sha256: &'a str,
@@ -280,6 +287,20 @@ fn b64_at(v: &J, pointer: &str) -> Result<Vec<u8>, String> {
 struct Trust {
     cas: Vec<Vec<u8>>,
     logs: Vec<(Vec<u8>, VerifyingKey)>,
+    /// Certificate transparency logs: key id (the RFC 6962 log id) and key.
+    ctlogs: Vec<(Vec<u8>, VerifyingKey)>,
+    /// Each timestamp authority's signing certificate (the first of its chain).
+    tsas: Vec<Vec<u8>>,
+}
+
+/// The `logId.keyId` and public key of each entry of a trusted root's `tlogs` or `ctlogs`.
+fn log_keys(v: &J, field: &str) -> Result<Vec<(Vec<u8>, VerifyingKey)>, String> {
+    let mut logs = Vec::new();
+    for t in v[field].as_array().into_iter().flatten() {
+        let key = key_of(&b64_at(t, "/publicKey/rawBytes")?)?;
+        logs.push((b64_at(t, "/logId/keyId")?, key));
+    }
+    Ok(logs)
 }
 
 fn trust(root: &[u8]) -> Result<Trust, String> {
@@ -296,17 +317,278 @@ fn trust(root: &[u8]) -> Result<Trust, String> {
             cas.push(b64_at(c, "/rawBytes")?);
         }
     }
-    let mut logs = Vec::new();
-    for t in v["tlogs"].as_array().into_iter().flatten() {
-        let key = key_of(&b64_at(t, "/publicKey/rawBytes")?)?;
-        logs.push((b64_at(t, "/logId/keyId")?, key));
-    }
+    let logs = log_keys(&v, "tlogs")?;
+    let ctlogs = log_keys(&v, "ctlogs")?;
     if cas.is_empty() || logs.is_empty() {
         return Err(no(
             "the trusted root names no certificate authority or no transparency log",
         ));
     }
-    Ok(Trust { cas, logs })
+    let mut tsas = Vec::new();
+    for t in v["timestampAuthorities"].as_array().into_iter().flatten() {
+        if let Some(first) = t.pointer("/certChain/certificates/0") {
+            tsas.push(b64_at(first, "/rawBytes")?);
+        }
+    }
+    Ok(Trust {
+        cas,
+        logs,
+        ctlogs,
+        tsas,
+    })
+}
+
+// ---- the certificate's embedded SCT (RFC 6962) ----
+
+/// A DER encoding: `tag`, the definite length, `body`.
+fn der(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = body.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes: Vec<u8> = len
+            .to_be_bytes()
+            .into_iter()
+            .skip_while(|b| *b == 0)
+            .collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(body);
+    out
+}
+
+/// The leaf's TBS as its CA signed the precertificate: the same fields without the SCT list
+/// extension (RFC 6962 §3.2); what the CT log's signature covers.
+fn precert_tbs(leaf_der: &[u8]) -> Result<Vec<u8>, String> {
+    let (cert, _) = tlv(leaf_der)?;
+    let top = children(cert.body)?;
+    let tbs = top.first().ok_or("the certificate has no TBS")?;
+    let mut body = Vec::new();
+    for field in children(tbs.body)? {
+        if field.tag != 0xa3 {
+            body.extend_from_slice(field.raw);
+            continue;
+        }
+        let (list, _) = tlv(field.body)?;
+        let mut kept = Vec::new();
+        for e in children(list.body)? {
+            if children(e.body)?.first().map(|o| o.body) != Some(OID_SCT_LIST) {
+                kept.extend_from_slice(e.raw);
+            }
+        }
+        body.extend(der(0xa3, &der(0x30, &kept)));
+    }
+    Ok(der(0x30, &body))
+}
+
+/// Reads `n` bytes of a TLS structure.
+fn take<'a>(input: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
+    if input.len() < n {
+        return Err(no("the certificate's SCT list is truncated"));
+    }
+    let (head, rest) = input.split_at(n);
+    *input = rest;
+    Ok(head)
+}
+
+/// A TLS `opaque<0..2^16-1>`: a 16-bit length, then that many bytes.
+fn take_u16_prefixed<'a>(input: &mut &'a [u8]) -> Result<&'a [u8], String> {
+    let len = take(input, 2)?;
+    take(input, usize::from(u16::from_be_bytes([len[0], len[1]])))
+}
+
+/// The leaf (issued by the CA whose key is `issuer_spki`) must carry an SCT that a CT log of the
+/// trusted root signed over this precertificate: proof the certificate was logged publicly.
+fn check_sct(
+    leaf: &Cert<'_>,
+    leaf_der: &[u8],
+    issuer_spki: &[u8],
+    trust: &Trust,
+) -> Result<(), String> {
+    let Some((_, value)) = leaf.extensions.iter().find(|(o, _)| *o == OID_SCT_LIST) else {
+        return Err(no(
+            "the certificate has no embedded SCT: no certificate transparency log vouches for it",
+        ));
+    };
+    if trust.ctlogs.is_empty() {
+        return Err(no(
+            "the trusted root names no certificate transparency log, so the certificate's SCT cannot be checked",
+        ));
+    }
+    let (octets, _) = tlv(value)?;
+    let mut list = octets.body;
+    let mut entries = take_u16_prefixed(&mut list)?;
+    let tbs = precert_tbs(leaf_der)?;
+    let tbs_len = u32::try_from(tbs.len())
+        .ok()
+        .filter(|n| *n < 1 << 24)
+        .ok_or("the certificate is too large")?;
+    let issuer_hash = Sha256::digest(issuer_spki);
+    let mut reasons = Vec::new();
+    while !entries.is_empty() {
+        let mut sct = take_u16_prefixed(&mut entries)?;
+        let version = take(&mut sct, 1)?[0];
+        let log_id = take(&mut sct, 32)?;
+        let timestamp = take(&mut sct, 8)?;
+        let extensions = take_u16_prefixed(&mut sct)?;
+        let algorithms = take(&mut sct, 2)?;
+        let signature = take_u16_prefixed(&mut sct)?;
+        if version != 0 || !sct.is_empty() {
+            reasons.push("an SCT of an unknown version or shape".to_owned());
+            continue;
+        }
+        let Some((_, key)) = trust.ctlogs.iter().find(|(id, _)| id == log_id) else {
+            reasons.push("an SCT from a log the trusted root does not name".to_owned());
+            continue;
+        };
+        // digitally-signed struct: v1, certificate_timestamp, timestamp, precert_entry,
+        // issuer_key_hash, tbs_certificate<1..2^24-1>, extensions<0..2^16-1>.
+        let mut signed = vec![0u8, 0u8];
+        signed.extend_from_slice(timestamp);
+        signed.extend_from_slice(&[0, 1]);
+        signed.extend_from_slice(&issuer_hash);
+        signed.extend_from_slice(&tbs_len.to_be_bytes()[1..]);
+        signed.extend_from_slice(&tbs);
+        signed.extend_from_slice(&(extensions.len() as u16).to_be_bytes());
+        signed.extend_from_slice(extensions);
+        // SHA-256 (4) with ECDSA (3).
+        if algorithms == [4, 3] && ecdsa_ok(key, OID_ECDSA_SHA256, &signed, signature) {
+            return Ok(());
+        }
+        reasons.push("an SCT whose signature does not verify with its log's key".to_owned());
+    }
+    if reasons.is_empty() {
+        reasons.push("an empty SCT list".to_owned());
+    }
+    Err(no(format!(
+        "the certificate's embedded SCT does not verify: {}",
+        reasons.join("; ")
+    )))
+}
+
+// ---- an RFC 3161 timestamp (CMS SignedData over a TSTInfo) ----
+
+/// 1.2.840.113549.1.9.4: the CMS `messageDigest` signed attribute.
+const OID_MESSAGE_DIGEST: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x04];
+
+/// A `GeneralizedTime` (`YYYYMMDDHHMMSS[.fff]Z`) as seconds since the epoch.
+fn generalized_time(t: Tlv<'_>) -> Result<i64, String> {
+    let text = std::str::from_utf8(t.body).map_err(|_| no("the timestamp's time is not text"))?;
+    let whole = text.split(['.', 'Z']).next().unwrap_or_default();
+    der_time(Tlv {
+        tag: 0x18,
+        body: whole.as_bytes(),
+        raw: t.raw,
+    })
+}
+
+/// Checks an RFC 3161 timestamp (a `TimeStampResp` or its token) over the signature `sig`: the
+/// `TSTInfo`'s message imprint is the SHA-256 of `sig`, its CMS signature holds with the key of the
+/// signing certificate of a timestamp authority of the trusted root, and the signed attributes
+/// carry the `TSTInfo`'s digest. Returns the timestamp's time.
+fn check_timestamp(der_bytes: &[u8], sig: &[u8], tsas: &[Vec<u8>]) -> Result<i64, String> {
+    let bad = |what: &str| no(format!("the RFC 3161 timestamp does not verify: {what}"));
+    let (top, _) = tlv(der_bytes).map_err(|_| bad("not DER"))?;
+    let parts = children(top.body).map_err(|_| bad("not DER"))?;
+    // A TimeStampResp is { PKIStatusInfo, token }; a token is a ContentInfo { OID, [0] SignedData }.
+    let token = match parts.as_slice() {
+        [status, token, ..] if status.tag == 0x30 => {
+            children(token.body).map_err(|_| bad("not DER"))?
+        }
+        _ => parts,
+    };
+    let signed_data = token
+        .get(1)
+        .filter(|t| t.tag == 0xa0)
+        .and_then(|t| tlv(t.body).ok())
+        .map(|(t, _)| t)
+        .ok_or_else(|| bad("no SignedData"))?;
+    let sd = children(signed_data.body).map_err(|_| bad("not DER"))?;
+    let encap = sd
+        .get(2)
+        .and_then(|e| children(e.body).ok())
+        .ok_or_else(|| bad("no encapsulated TSTInfo"))?;
+    let tst_der = encap
+        .get(1)
+        .filter(|t| t.tag == 0xa0)
+        .and_then(|t| tlv(t.body).ok())
+        .map(|(t, _)| t.body)
+        .ok_or_else(|| bad("no TSTInfo"))?;
+    let (tst, _) = tlv(tst_der).map_err(|_| bad("the TSTInfo is not DER"))?;
+    let tst = children(tst.body).map_err(|_| bad("the TSTInfo is not DER"))?;
+    let imprint = tst
+        .get(2)
+        .and_then(|m| children(m.body).ok())
+        .and_then(|m| m.get(1).map(|h| h.body))
+        .ok_or_else(|| bad("no message imprint"))?;
+    if imprint != Sha256::digest(sig).as_slice() {
+        return Err(bad("it timestamps another signature"));
+    }
+    let time = tst
+        .get(4)
+        .filter(|t| t.tag == 0x18)
+        .ok_or_else(|| bad("no time"))
+        .and_then(|t| generalized_time(*t).map_err(|_| bad("its time does not parse")))?;
+    let signer = sd
+        .iter()
+        .rev()
+        .find(|t| t.tag == 0x31)
+        .and_then(|set| children(set.body).ok())
+        .and_then(|infos| infos.first().and_then(|i| children(i.body).ok()))
+        .ok_or_else(|| bad("no signer"))?;
+    let attrs = signer
+        .iter()
+        .find(|t| t.tag == 0xa0)
+        .ok_or_else(|| bad("no signed attributes"))?;
+    let digest_ok = children(attrs.body)
+        .map_err(|_| bad("not DER"))?
+        .iter()
+        .filter_map(|a| children(a.body).ok())
+        .any(|a| {
+            a.first().map(|o| o.body) == Some(OID_MESSAGE_DIGEST)
+                && a.get(1)
+                    .and_then(|set| children(set.body).ok())
+                    .and_then(|v| v.first().map(|d| d.body))
+                    .is_some_and(|d| {
+                        d == Sha256::digest(tst_der).as_slice()
+                            || d == Sha384::digest(tst_der).as_slice()
+                    })
+        });
+    if !digest_ok {
+        return Err(bad(
+            "its signed attributes do not carry the TSTInfo's digest",
+        ));
+    }
+    // What was signed: the signed attributes as a SET (RFC 5652 §5.4).
+    let attrs_set = der(0x31, attrs.body);
+    let (alg, signature) = match signer
+        .iter()
+        .skip_while(|t| t.tag != 0xa0)
+        .collect::<Vec<_>>()[..]
+    {
+        [_, alg, signature, ..] => (
+            children(alg.body)
+                .ok()
+                .and_then(|a| a.first().map(|o| o.body))
+                .unwrap_or_default(),
+            signature.body,
+        ),
+        _ => return Err(bad("no signature")),
+    };
+    let trusted = tsas.iter().any(|cert| {
+        parse_cert(cert).is_ok_and(|c| {
+            key_of(c.spki).is_ok_and(|k| ecdsa_ok(&k, alg, &attrs_set, signature))
+                && (c.not_before..=c.not_after).contains(&time)
+        })
+    });
+    if !trusted {
+        return Err(bad(
+            "its signature does not verify with a timestamp authority of the trusted root",
+        ));
+    }
+    Ok(time)
 }
 
 // ---- the transparency-log entry ----
@@ -489,19 +771,20 @@ pub fn verify(
         no("the bundle has no certificate: it is not keyless (verify it with --key)")
     })?;
     let leaf = parse_cert(&leaf_der)?;
-    // 1. The leaf chains to a trusted certificate authority.
-    let chained = trust.cas.iter().any(|ca| {
-        parse_cert(ca).is_ok_and(|ca| {
+    // 1. The leaf chains to a trusted certificate authority, and a trusted CT log saw it.
+    let issuer = trust.cas.iter().find_map(|ca| {
+        parse_cert(ca).ok().filter(|ca| {
             ca.subject == leaf.issuer
                 && key_of(ca.spki)
                     .is_ok_and(|k| ecdsa_ok(&k, leaf.sig_alg, leaf.tbs, leaf.signature))
         })
     });
-    if !chained {
+    let Some(ca) = issuer else {
         return Err(no(
             "the certificate was not issued by a certificate authority of the trusted root",
         ));
-    }
+    };
+    check_sct(&leaf, &leaf_der, ca.spki, &trust)?;
     // 2. Identity and issuer, exactly.
     let names = sans(&leaf)?;
     let Some(san) = names.iter().find(|n| expected.identity.matches(n)) else {
@@ -556,6 +839,18 @@ pub fn verify(
             "the signature was logged outside the certificate's validity",
         ));
     }
+    // An RFC 3161 timestamp, when there is one, is a second trusted time: it must verify too.
+    let stamps = b
+        .pointer("/verificationMaterial/timestampVerificationData/rfc3161Timestamps")
+        .and_then(J::as_array);
+    for stamp in stamps.into_iter().flatten() {
+        let at = check_timestamp(&b64_at(stamp, "/signedTimestamp")?, &sig, &trust.tsas)?;
+        if at < leaf.not_before || at > leaf.not_after {
+            return Err(no(
+                "the signature was timestamped outside the certificate's validity",
+            ));
+        }
+    }
     // 5. Only now is the statement read.
     let st: J = serde_json::from_slice(&payload).map_err(|_| no("the payload is not JSON"))?;
     let about = st["subject"]
@@ -593,6 +888,30 @@ mod tests {
                 && !Identity::Exact("a@b.c").matches("a@b.co")
         );
         assert!(Identity::regexp("(").is_err());
+    }
+
+    #[test]
+    fn the_precertificate_is_the_tbs_without_the_sct_list() {
+        let ext =
+            |oid: &[u8], value: &[u8]| der(0x30, &[der(0x06, oid), der(0x04, value)].concat());
+        let san = ext(OID_SAN, b"x");
+        let long = vec![7u8; 300];
+        let tbs = |exts: &[u8]| {
+            der(
+                0x30,
+                &[
+                    der(0x02, &[1]),
+                    der(0x04, &long),
+                    der(0xa3, &der(0x30, exts)),
+                ]
+                .concat(),
+            )
+        };
+        let with = tbs(&[ext(OID_SCT_LIST, b"scts"), san.clone()].concat());
+        let cert = der(0x30, &[with, der(0x30, &[]), der(0x03, &[0, 1])].concat());
+        assert_eq!(precert_tbs(&cert).unwrap(), tbs(&san));
+        // Long forms: 300 bytes is 0x82 0x01 0x2c.
+        assert_eq!(&der(0x04, &long)[..4], &[0x04, 0x82, 0x01, 0x2c]);
     }
 
     #[test]

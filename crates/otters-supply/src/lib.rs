@@ -14,6 +14,7 @@ pub mod keys;
 pub mod provenance;
 pub mod referrer;
 pub mod sbom;
+pub mod signer;
 pub mod statement;
 pub mod verify;
 

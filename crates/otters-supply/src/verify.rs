@@ -1,15 +1,18 @@
 //! Verification of an image through its referrers: which bundle referrers to try, in which order,
-//! within which budget, and what the signed statement must say (`otters verify` and the run gate
-//! `otters run --verify-key` both end here).
+//! within which budget, by which signer (a key, or a keyless identity under a trusted root), and
+//! what the signed statement must say. `otters verify` and the run gate (`otters run --verify-key`
+//! or `--certificate-identity`) both end here: one walk for key-based and keyless bundles.
 //!
 //! Takes: a [`Referrers`] source (the local store, or a registry, behind the caller's trait
-//! object), the image's manifest digest and [`VerifyOptions`]. Returns: the first statement that
+//! object), the image's manifest digest and [`VerifyOptions`]; for [`verify_local_first`] a second
+//! source the caller opens only when the first does not do. Returns: the first statement that
 //! verifies, or what was found and why none held. Must never: accept a statement of another
 //! predicate type than the one asked for (a signed "scan: FAILED" attestation is not a signature),
 //! read more than the budget allows, or trust a referrer list, an `artifactType` or an annotation
 //! for anything but the order in which bundles are tried.
 
 use crate::bundle::{self, Verified, BUNDLE_V03, MAX_BUNDLE};
+use crate::keyless_verify::{self, Identity, KeylessVerified};
 use crate::keys::PublicKey;
 use crate::statement::SIGN_PREDICATE;
 use otters_spec::descriptor::{Descriptor, ManifestDoc};
@@ -74,11 +77,25 @@ pub trait Referrers {
     fn blob(&self, d: &Descriptor, max: u64) -> Result<Vec<u8>, String>;
 }
 
-/// How an image is verified. New ways to trust a bundle (a certificate identity) are new fields.
+/// Who must have signed a bundle.
+#[derive(Clone, Debug)]
+pub enum Signer<'a> {
+    /// The holder of this key (a key-based bundle).
+    Key(&'a PublicKey),
+    /// A keyless signer: a certificate chaining to `trusted_root` (Sigstore's `trusted_root.json`)
+    /// for exactly this identity and OIDC issuer.
+    Keyless {
+        identity: Identity<'a>,
+        issuer: &'a str,
+        trusted_root: &'a [u8],
+    },
+}
+
+/// How an image is verified.
 #[derive(Clone, Debug)]
 pub struct VerifyOptions<'a> {
-    /// The public key the bundle must be signed with.
-    pub key: &'a PublicKey,
+    /// Who must have signed the bundle.
+    pub signer: Signer<'a>,
     /// The predicate type the signed statement must have; [`SIGN_PREDICATE`] for a signature.
     pub predicate_type: String,
     /// At most this many bytes of referrer manifests and bundles are read.
@@ -90,12 +107,77 @@ pub struct VerifyOptions<'a> {
 impl<'a> VerifyOptions<'a> {
     /// A plain signature by `key` (cosign's `verify`), with the default budget.
     pub fn signature(key: &'a PublicKey) -> Self {
+        VerifyOptions::by(Signer::Key(key))
+    }
+
+    /// A plain signature by `signer`, with the default budget.
+    pub fn by(signer: Signer<'a>) -> Self {
         VerifyOptions {
-            key,
+            signer,
             predicate_type: SIGN_PREDICATE.to_owned(),
             max_bytes: MAX_TOTAL_BYTES,
             max_candidates: MAX_CANDIDATES,
         }
+    }
+}
+
+/// A bundle that verified, and what it says of its signer.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    /// A key-based bundle.
+    Key(Verified),
+    /// A keyless bundle: the certificate's identity and issuer.
+    Keyless(KeylessVerified),
+}
+
+impl Verdict {
+    /// The signed statement's predicate type.
+    pub fn predicate_type(&self) -> &str {
+        match self {
+            Verdict::Key(v) => &v.predicate_type,
+            Verdict::Keyless(v) => &v.predicate_type,
+        }
+    }
+}
+
+/// When [`verify_local_first`] turns to its second source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// Only when the first has no bundle at all (`otters verify`: a plain pull brings none).
+    WhenUnsigned,
+    /// Whenever the first does not verify (the run gate: the registry may hold a newer signature).
+    OnAnyFailure,
+}
+
+/// A source opened on demand: `Ok(None)` when there is no second place to look.
+pub type OpenSource<'s> = dyn FnOnce() -> Result<Option<Box<dyn Referrers + 's>>, String> + 's;
+
+/// Verifies `digest` in `first`; when that fails as `when` allows, in the source `second` opens
+/// (the image's registry), whose answer is then the answer.
+///
+/// # Errors
+/// As [`verify_image`]; a second source that cannot be opened is [`ImageVerifyError::List`].
+pub fn verify_local_first(
+    first: &dyn Referrers,
+    second: Box<OpenSource<'_>>,
+    digest: &Digest,
+    opts: &VerifyOptions<'_>,
+    when: Fallback,
+) -> Result<Verdict, ImageVerifyError> {
+    let err = match verify_image(first, digest, opts) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let retry = match when {
+        Fallback::WhenUnsigned => err == ImageVerifyError::NotSigned,
+        Fallback::OnAnyFailure => true,
+    };
+    if !retry {
+        return Err(err);
+    }
+    match second().map_err(ImageVerifyError::List)? {
+        Some(source) => verify_image(source.as_ref(), digest, opts),
+        None => Err(err),
     }
 }
 
@@ -149,7 +231,7 @@ fn rank(d: &Descriptor, wanted: &str) -> Option<u8> {
 }
 
 /// Verifies the image `digest`: tries its bundle referrers, best first, and returns the first
-/// statement that is signed by `opts.key`, is about `digest` and has `opts.predicate_type`.
+/// statement that is signed by `opts.signer`, is about `digest` and has `opts.predicate_type`.
 ///
 /// # Errors
 /// [`ImageVerifyError`]: no bundle at all, or each one tried and why it failed (and whether the
@@ -158,7 +240,7 @@ pub fn verify_image(
     source: &dyn Referrers,
     digest: &Digest,
     opts: &VerifyOptions<'_>,
-) -> Result<Verified, ImageVerifyError> {
+) -> Result<Verdict, ImageVerifyError> {
     let listed = source.list(digest).map_err(ImageVerifyError::List)?;
     let mut candidates: Vec<(u8, Descriptor)> = listed
         .into_iter()
@@ -209,7 +291,7 @@ pub fn verify_image(
 }
 
 enum Checked {
-    Verified(Verified),
+    Verified(Verdict),
     /// An unclassified referrer whose manifest says it is something else.
     NotABundle,
     Failed(String),
@@ -217,7 +299,7 @@ enum Checked {
 }
 
 /// One referrer: its manifest must name `digest` as subject and carry a bundle layer that
-/// verifies with the key, is about `digest` and has the predicate type asked for.
+/// verifies by the signer, is about `digest` and has the predicate type asked for.
 fn check_one(
     source: &dyn Referrers,
     r: &Descriptor,
@@ -269,10 +351,31 @@ fn check_one(
         Err(e) => return Checked::Failed(e),
     };
     *spent = spent.saturating_add(blob.len() as u64);
-    match bundle::verify(&blob, opts.key, digest.hex()) {
-        Ok(v) if v.predicate_type == opts.predicate_type => Checked::Verified(v),
-        Ok(v) => Checked::Failed(wrong_type(&v.predicate_type, &opts.predicate_type)),
-        Err(e) => Checked::Failed(e.to_string()),
+    match verify_bundle(&blob, &opts.signer, digest) {
+        Ok(v) if v.predicate_type() == opts.predicate_type => Checked::Verified(v),
+        Ok(v) => Checked::Failed(wrong_type(v.predicate_type(), &opts.predicate_type)),
+        Err(e) => Checked::Failed(e),
+    }
+}
+
+/// One bundle's signature, by `signer`, over a statement about `digest`.
+fn verify_bundle(blob: &[u8], signer: &Signer<'_>, digest: &Digest) -> Result<Verdict, String> {
+    match signer {
+        Signer::Key(key) => bundle::verify(blob, key, digest.hex())
+            .map(Verdict::Key)
+            .map_err(|e| e.to_string()),
+        Signer::Keyless {
+            identity,
+            issuer,
+            trusted_root,
+        } => {
+            let expected = keyless_verify::Expected {
+                identity,
+                issuer,
+                sha256: digest.hex(),
+            };
+            keyless_verify::verify(blob, trusted_root, &expected).map(Verdict::Keyless)
+        }
     }
 }
 
@@ -369,11 +472,11 @@ mod tests {
         let mut opts = VerifyOptions::signature(&public);
         opts.predicate_type = "https://example.com/scan/v1".into();
         let v = verify_image(&m, &subject().digest, &opts).expect("asked for");
-        assert_eq!(v.predicate_type, "https://example.com/scan/v1");
+        assert_eq!(v.predicate_type(), "https://example.com/scan/v1");
         add(&mut m, &statement(SIGN_PREDICATE), &key, Some(BUNDLE_V03));
         let v = verify_image(&m, &subject().digest, &VerifyOptions::signature(&public))
             .expect("the signature");
-        assert_eq!(v.predicate_type, SIGN_PREDICATE);
+        assert_eq!(v.predicate_type(), SIGN_PREDICATE);
     }
 
     #[test]
@@ -437,6 +540,55 @@ mod tests {
         let mut opts = VerifyOptions::signature(&public);
         opts.max_candidates = 1;
         verify_image(&m, &subject().digest, &opts).expect("the signature is tried first");
+    }
+
+    #[test]
+    fn the_second_source_is_opened_only_when_the_first_does_not_do() {
+        let key = KeyPair::generate();
+        let public = key.public();
+        let opts = VerifyOptions::signature(&public);
+        let digest = subject().digest;
+        let mut signed = mem();
+        add(
+            &mut signed,
+            &statement(SIGN_PREDICATE),
+            &key,
+            Some(BUNDLE_V03),
+        );
+        let mut wrong = mem();
+        add(
+            &mut wrong,
+            &statement(SIGN_PREDICATE),
+            &KeyPair::generate(),
+            Some(BUNDLE_V03),
+        );
+        let never = || -> Box<OpenSource<'static>> {
+            Box::new(|| Err("opened the second source".to_owned()))
+        };
+        // Signed in the first: the second is never opened.
+        verify_local_first(&signed, never(), &digest, &opts, Fallback::OnAnyFailure)
+            .expect("signed locally");
+        // A wrong signature in the first: `verify` keeps its answer, the run gate looks further.
+        let err = verify_local_first(&wrong, never(), &digest, &opts, Fallback::WhenUnsigned)
+            .expect_err("wrong key");
+        assert!(
+            matches!(err, ImageVerifyError::NoneVerifies { .. }),
+            "{err}"
+        );
+        let second: Box<OpenSource<'_>> =
+            Box::new(|| Ok(Some(Box::new(signed) as Box<dyn Referrers>)));
+        verify_local_first(&wrong, second, &digest, &opts, Fallback::OnAnyFailure)
+            .expect("signed in the registry");
+        // Nothing in the first and nowhere else to look: the first's answer.
+        let err = verify_local_first(
+            &mem(),
+            Box::new(|| Ok(None)),
+            &digest,
+            &opts,
+            Fallback::WhenUnsigned,
+        )
+        .expect_err("unsigned");
+        assert_eq!(err, ImageVerifyError::NotSigned);
     }
 
     #[test]

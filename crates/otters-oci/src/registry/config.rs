@@ -11,7 +11,10 @@
 //! ca = "/etc/ssl/internal-ca.pem"   # also trusted, for this registry only
 //!
 //! [verify]
-//! key = "ci.pub"   # `otters run` materialises only images signed by this key
+//! key = "ci.pub"   # `otters run` materialises only images signed by this key, or keyless:
+//! # certificate-identity = "https://github.com/acme/agents/.github/workflows/release.yml@refs/heads/main"
+//! # certificate-oidc-issuer = "https://token.actions.githubusercontent.com"
+//! # trusted-root = "trusted_root.json"
 //! [registry."docker.io"]
 //! mirrors = ["mirror.internal:5000"]   # pulls try these first, in order; pushes never
 //! ```
@@ -64,6 +67,18 @@ pub struct VerifySettings {
     /// (relative: to the file's directory).
     #[serde(default)]
     pub key: Option<PathBuf>,
+    /// Keyless: the SAN the signing certificate must name, exactly.
+    #[serde(default, rename = "certificate-identity")]
+    pub certificate_identity: Option<String>,
+    /// Keyless: a regular expression the whole SAN must match.
+    #[serde(default, rename = "certificate-identity-regexp")]
+    pub certificate_identity_regexp: Option<String>,
+    /// Keyless: the OIDC issuer the signing certificate must name, exactly.
+    #[serde(default, rename = "certificate-oidc-issuer")]
+    pub certificate_oidc_issuer: Option<String>,
+    /// Keyless: Sigstore's `trusted_root.json` (relative: to the file's directory).
+    #[serde(default, rename = "trusted-root")]
+    pub trusted_root: Option<PathBuf>,
 }
 
 /// What `config.toml` says about registries; empty when there is no file.
@@ -241,6 +256,14 @@ impl RegistryConfig {
     /// `[verify] key`: the public key `otters run` requires a signature by (absolute).
     pub fn verify_key(&self) -> Option<PathBuf> {
         self.verify.key.as_ref().map(|k| self.base.join(k))
+    }
+
+    /// `[verify]`, its paths made absolute: the signature policy of `otters run`.
+    pub fn verify_settings(&self) -> VerifySettings {
+        let mut v = self.verify.clone();
+        v.key = self.verify_key();
+        v.trusted_root = v.trusted_root.map(|r| self.base.join(r));
+        v
     }
 
     /// The mirrors configured for `registry`, in the order to try them (none: the registry only).
