@@ -549,28 +549,12 @@ fn lint_fix_applies_the_safe_fixes_and_reports_what_is_left() {
 #[test]
 fn neovim_opens_a_broken_file_and_sees_the_diagnostics() {
     const TEST: &str = "neovim_opens_a_broken_file_and_sees_the_diagnostics";
-    let install = "install Neovim (Debian: apt-get install neovim)";
-    if !crate::support::tools::require(TEST, "nvim", &["--version"], install) {
-        return;
-    }
     let env = Env::new();
     let dir = project(&env);
     let file = dir.join("Agentfile");
-    let out = env.dir.path().join("nvim.out");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/lsp_nvim/diagnostics.lua");
-    let mut nvim = Command::new("nvim")
-        .args(["--headless", "-u", "NONE", "-i", "NONE", "-c"])
-        .arg(format!("luafile {}", script.display()))
-        .env("OTTERS_BIN", assert_cmd::cargo::cargo_bin("otters"))
-        .env("OTTERS_HOME", env.home())
-        .env("AGENTFILE", &file)
-        .env("OUT", &out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start nvim");
-    assert_eq!(wait_exit(&mut nvim), 0);
-    let seen = std::fs::read_to_string(&out).expect("nvim wrote what it saw");
+    let Some(seen) = neovim(TEST, &env, "diagnostics.lua", &file) else {
+        return;
+    };
     // What Neovim shows is what `otters lint` reports: the same codes, lines and messages.
     let want: Vec<String> = from_lint(&env, &file)
         .into_iter()
@@ -1167,4 +1151,115 @@ fn arg_references_highlight_and_rename() {
     let after: Vec<String> = from_lint(&env, &file).into_iter().map(|f| f.0).collect();
     assert_eq!(before, after);
     assert_eq!(c.finish(), 0);
+}
+
+impl Client {
+    /// A request's whole answer, error or result.
+    fn request_answer(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(method, |v| v["id"] == id)
+    }
+}
+
+/// Range formatting changes only the lines of the range; a file with a syntax error is not
+/// formatted, and the answer says why (which line), for the client to show. Issue 23.
+#[test]
+fn range_formatting_and_why_a_file_cannot_be_formatted() {
+    let env = Env::new();
+    let (mut c, init) = Client::start(&env, None);
+    assert_eq!(
+        init["capabilities"]["documentRangeFormattingProvider"],
+        true
+    );
+    let uri = "untitled:Agentfile";
+    c.open(uri, "from scratch\nNAME   a\nMODEL    m/x\nlabel a=b\n");
+    let range = |l0: u32, c0: u32, l1: u32, c1: u32| {
+        json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true},
+            "range": {"start": {"line": l0, "character": c0}, "end": {"line": l1, "character": c1}}})
+    };
+    let edits = c.request("textDocument/rangeFormatting", range(1, 2, 2, 3));
+    let edits = edits.as_array().expect("edits");
+    let lines: Vec<(u64, &str)> = edits
+        .iter()
+        .map(|e| {
+            (
+                e["range"]["start"]["line"].as_u64().unwrap(),
+                e["newText"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(lines, [(1, "NAME a\n"), (2, "MODEL m/x\n")], "{edits:?}");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [{"text": "FROM scratch\nNAME a\nCONTEXT P <<EOF\nx\n"}]}),
+    );
+    c.diagnostics(uri);
+    for (method, params) in [
+        ("textDocument/rangeFormatting", range(0, 0, 1, 0)),
+        (
+            "textDocument/formatting",
+            json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
+        ),
+    ] {
+        let a = c.request_answer(method, params);
+        assert_eq!(a["error"]["code"], -32803, "{method}: {a}");
+        let why = a["error"]["message"].as_str().unwrap();
+        assert!(
+            why.contains("cannot format") && why.contains("line 3"),
+            "{method}: {why}"
+        );
+    }
+    assert_eq!(c.finish(), 0);
+}
+
+/// Runs `tests/suite/lsp_nvim/<script>` in headless Neovim on `file` with the real binary;
+/// returns what it wrote, or `None` when Neovim is not installed (`test` names the skip).
+fn neovim(test: &str, env: &Env, script: &str, file: &Path) -> Option<String> {
+    let install = "install Neovim (Debian: apt-get install neovim)";
+    if !crate::support::tools::require(test, "nvim", &["--version"], install) {
+        return None;
+    }
+    let out = env.dir.path().join(format!("{script}.out"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/suite/lsp_nvim")
+        .join(script);
+    let mut nvim = Command::new("nvim")
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("OTTERS_BIN", assert_cmd::cargo::cargo_bin("otters"))
+        .env("OTTERS_HOME", env.home())
+        .env("AGENTFILE", file)
+        .env("OUT", &out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start nvim");
+    assert_eq!(wait_exit(&mut nvim), 0);
+    Some(std::fs::read_to_string(&out).expect("nvim wrote what it saw"))
+}
+
+/// Neovim range-formats two lines through the server and applies the edits; the rest of the
+/// file is untouched. A formatting request on a broken buffer gets the reason as its error.
+#[test]
+fn neovim_range_formats_and_is_told_why_a_broken_file_is_not_formatted() {
+    const TEST: &str = "neovim_range_formats_and_is_told_why_a_broken_file_is_not_formatted";
+    let env = Env::new();
+    let file = env.dir.path().join("Agentfile");
+    std::fs::write(&file, "from scratch\nNAME   a\nMODEL    m/x\nlabel a=b\n").unwrap();
+    let Some(seen) = neovim(TEST, &env, "format.lua", &file) else {
+        return;
+    };
+    let lines: Vec<&str> = seen.lines().collect();
+    assert_eq!(
+        lines[..4],
+        ["from scratch", "NAME a", "MODEL m/x", "label a=b"],
+        "{seen}"
+    );
+    assert!(
+        lines[4].starts_with("ERROR otters cannot format") && lines[4].contains("line 5"),
+        "{seen}"
+    );
 }

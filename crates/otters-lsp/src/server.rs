@@ -18,8 +18,8 @@ use lsp_types::notification::{
 use lsp_types::request::{
     CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentHighlightRequest,
     DocumentSymbolRequest, FoldingRangeRequest, Formatting, GotoDefinition, HoverRequest,
-    PrepareRenameRequest, References, Rename, Request as _, SemanticTokensFullDeltaRequest,
-    SemanticTokensFullRequest,
+    PrepareRenameRequest, RangeFormatting, References, Rename, Request as _,
+    SemanticTokensFullDeltaRequest, SemanticTokensFullRequest,
 };
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
@@ -79,6 +79,7 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
         folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
         document_formatting_provider: Some(OneOf::Left(true)),
+        document_range_formatting_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
         document_highlight_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
@@ -244,6 +245,14 @@ fn ok<R: Serialize>(id: lsp_server::RequestId, r: R) -> Response {
     Response::new_ok(id, r)
 }
 
+/// The result, or a `RequestFailed` error with why (the client shows the message).
+fn answer<R: Serialize>(id: lsp_server::RequestId, r: Result<R, String>) -> Response {
+    match r {
+        Ok(r) => ok(id, r),
+        Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
+    }
+}
+
 /// Answers one request.
 pub fn request(state: &State, req: Request) -> Response {
     macro_rules! handle {
@@ -279,7 +288,14 @@ pub fn request(state: &State, req: Request) -> Response {
             let at = p.text_document_position_params;
             state.definition(&at.text_document.uri, at.position)
         }),
-        Formatting::METHOD => handle!(Formatting, |p| state.formatting(&p.text_document.uri)),
+        Formatting::METHOD => match parse::<lsp_types::DocumentFormattingParams>(req) {
+            Ok((id, p)) => answer(id, state.formatting(&p.text_document.uri)),
+            Err(e) => *e,
+        },
+        RangeFormatting::METHOD => match parse::<lsp_types::DocumentRangeFormattingParams>(req) {
+            Ok((id, p)) => answer(id, state.range_formatting(&p.text_document.uri, p.range)),
+            Err(e) => *e,
+        },
         References::METHOD => handle!(References, |p| {
             let at = p.text_document_position;
             state.references(
@@ -293,19 +309,16 @@ pub fn request(state: &State, req: Request) -> Response {
             state.highlights(&at.text_document.uri, at.position)
         }),
         PrepareRenameRequest::METHOD => match parse::<lsp_types::TextDocumentPositionParams>(req) {
-            Ok((id, p)) => match state.prepare_rename(&p.text_document.uri, p.position) {
-                Ok(range) => ok(id, range),
-                Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
-            },
+            Ok((id, p)) => answer(id, state.prepare_rename(&p.text_document.uri, p.position)),
             Err(e) => *e,
         },
         Rename::METHOD => match parse::<lsp_types::RenameParams>(req) {
             Ok((id, p)) => {
                 let at = p.text_document_position;
-                match state.rename(&at.text_document.uri, at.position, &p.new_name) {
-                    Ok(edit) => ok(id, edit),
-                    Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
-                }
+                answer(
+                    id,
+                    state.rename(&at.text_document.uri, at.position, &p.new_name),
+                )
             }
             Err(e) => *e,
         },

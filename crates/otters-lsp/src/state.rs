@@ -378,18 +378,35 @@ impl State {
         )])))
     }
 
-    /// One edit replacing the whole text with its formatted form; none when it is already
-    /// formatted or cannot be (syntax errors).
-    pub fn formatting(&self, uri: &Url) -> Vec<TextEdit> {
+    /// One edit replacing the whole text with its formatted form (none when it is already
+    /// formatted), or why it cannot be formatted (syntax errors): the client shows that.
+    pub fn formatting(&self, uri: &Url) -> Result<Vec<TextEdit>, String> {
         let Some(doc) = self.docs.get(uri) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
-        match format::formatted(doc.text()) {
-            Some(new) if new != doc.text() => {
-                let whole = otters_agentfile::Span::new(0, doc.text().len());
-                vec![TextEdit::new(doc.range(whole, self.encoding), new)]
-            }
-            _ => Vec::new(),
+        let new = format::formatted(doc)?;
+        if new == doc.text() {
+            return Ok(Vec::new());
         }
+        let whole = otters_agentfile::Span::new(0, doc.text().len());
+        Ok(vec![TextEdit::new(doc.range(whole, self.encoding), new)])
+    }
+
+    /// `textDocument/rangeFormatting`: the formatting edits of the lines `range` covers (a range
+    /// ending at the start of a line does not cover that line), or why the document cannot be
+    /// formatted.
+    pub fn range_formatting(&self, uri: &Url, range: Range) -> Result<Vec<TextEdit>, String> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Ok(Vec::new());
+        };
+        let first = range.start.line as usize;
+        let mut last = range.end.line as usize;
+        if range.end.character == 0 && last > first {
+            last -= 1;
+        }
+        Ok(format::range_edits(doc, first, last.max(first))?
+            .into_iter()
+            .map(|(span, text)| TextEdit::new(doc.range(span, self.encoding), text))
+            .collect())
     }
 }
