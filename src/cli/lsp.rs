@@ -42,6 +42,10 @@ impl otters_lsp::Project for LintProject {
             ..Options::default()
         })
     }
+
+    fn capabilities(&self, file: &Path) -> Result<Vec<String>, String> {
+        project::read_capabilities(file).map_err(|e| e.to_string())
+    }
 }
 
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.

@@ -35,6 +35,14 @@ impl Client {
 
     /// Starts `otters lsp` and initializes it with the client capabilities `caps`.
     fn start_with(env: &Env, caps: Value) -> (Client, Value) {
+        Client::start_raw(
+            env,
+            json!({"processId": null, "rootUri": null, "capabilities": caps}),
+        )
+    }
+
+    /// Starts `otters lsp` and initializes it with `params`.
+    fn start_raw(env: &Env, params: Value) -> (Client, Value) {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("otters"));
         cmd.arg("lsp")
             .env("OTTERS_HOME", env.home())
@@ -79,10 +87,7 @@ impl Client {
             inbox,
             next_id: 0,
         };
-        let init = c.request(
-            "initialize",
-            json!({"processId": null, "rootUri": null, "capabilities": caps}),
-        );
+        let init = c.request("initialize", params);
         c.notify("initialized", json!({}));
         (c, init)
     }
@@ -98,7 +103,7 @@ impl Client {
     }
 
     /// The next message `want` accepts (others, such as log messages, are skipped).
-    fn wait(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+    fn wait(&self, what: &str, mut want: impl FnMut(&Value) -> bool) -> Value {
         loop {
             let v = self
                 .inbox
@@ -470,12 +475,13 @@ fn actions_outline_definition_and_formatting() {
     let def = client.at("textDocument/definition", &uri, 6, 20);
     assert_eq!(def["uri"], uri_of(&dir.join("ctx.md")));
 
-    // Formatting: a file with syntax errors is never reformatted.
-    let formatted = client.request(
+    // Formatting: a file with syntax errors is never reformatted; the answer says why.
+    let refused = client.request_answer(
         "textDocument/formatting",
         json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
     );
-    assert_eq!(formatted, json!([]));
+    assert_eq!(refused["error"]["code"], -32803, "{refused}");
+    assert!(refused.get("result").is_none(), "{refused}");
     // A clean but untidy file: one edit, the whole text as `otters fmt -` writes it.
     let messy = "from scratch\nNAME   a\nMODEL m/x\n\n\n\nLABEL k=\"v\"";
     let tidy_uri = uri_of(&dir.join("Tidy.agentfile"));
@@ -1218,6 +1224,17 @@ fn range_formatting_and_why_a_file_cannot_be_formatted() {
 /// Runs `tests/suite/lsp_nvim/<script>` in headless Neovim on `file` with the real binary;
 /// returns what it wrote, or `None` when Neovim is not installed (`test` names the skip).
 fn neovim(test: &str, env: &Env, script: &str, file: &Path) -> Option<String> {
+    neovim_with(test, env, script, file, &[])
+}
+
+/// [`neovim`] with more environment variables for the script.
+fn neovim_with(
+    test: &str,
+    env: &Env,
+    script: &str,
+    file: &Path,
+    vars: &[(&str, &str)],
+) -> Option<String> {
     let install = "install Neovim (Debian: apt-get install neovim)";
     if !crate::support::tools::require(test, "nvim", &["--version"], install) {
         return None;
@@ -1233,6 +1250,7 @@ fn neovim(test: &str, env: &Env, script: &str, file: &Path) -> Option<String> {
         .env("OTTERS_HOME", env.home())
         .env("AGENTFILE", file)
         .env("OUT", &out)
+        .envs(vars.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()
@@ -1261,5 +1279,157 @@ fn neovim_range_formats_and_is_told_why_a_broken_file_is_not_formatted() {
     assert!(
         lines[4].starts_with("ERROR otters cannot format") && lines[4].contains("line 5"),
         "{seen}"
+    );
+}
+
+/// The codes of a publishDiagnostics notification, sorted.
+fn codes(published: &Value) -> Vec<String> {
+    let mut out: Vec<String> = published["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap_or("").to_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The editor's settings reach the checks as `otters lint`'s flags do: from
+/// `initializationOptions`, from `workspace/didChangeConfiguration`, and from the client's answer
+/// to `workspace/configuration`; `run = onSave` holds the findings until a save; a bad setting is
+/// shown, not fatal. Issue 23.
+#[test]
+fn settings_from_initialization_change_and_configuration_pull() {
+    let env = Env::new();
+    let dir = env.dir.path().join("ws");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("caps.txt"), "# ours\nnote_save\nteleport\n").unwrap();
+    let text = "FROM scratch\nNAME a\nMODEL m/x\nCAPABILITY note_save\nCAPABILITY teleport\n";
+    let file = dir.join("Agentfile");
+    std::fs::write(&file, text).unwrap();
+    let uri = uri_of(&file);
+    let root = uri_of(&dir);
+    let start = |caps: Value, init: Value| {
+        let mut cmd = json!({"processId": null, "rootUri": root, "capabilities": caps});
+        cmd["initializationOptions"] = init;
+        cmd
+    };
+    // Defaults: `teleport` is not in the built-in catalogue (AF211); `note_save` has `_` (AF232).
+    let (mut c, _) = Client::start(&env, None);
+    let defaults = codes(&c.open(&uri, text));
+    assert!(
+        defaults.contains(&"AF211".to_owned()) && defaults.contains(&"AF232".to_owned()),
+        "{defaults:?}"
+    );
+    assert_eq!(c.finish(), 0);
+
+    // initializationOptions: target alpha.50 only, and the capability list (relative to the root).
+    let (mut c, _) = Client::start_raw(
+        &env,
+        start(
+            json!({}),
+            json!({"otters": {"targets": ["alpha.50"], "capabilities": "caps.txt"}}),
+        ),
+    );
+    let configured = codes(&c.open(&uri, text));
+    assert!(
+        !configured.contains(&"AF211".to_owned()) && !configured.contains(&"AF232".to_owned()),
+        "{configured:?}"
+    );
+    // didChangeConfiguration back to the defaults: every open document is checked again.
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"otters": {}}}),
+    );
+    assert_eq!(codes(&c.diagnostics(&uri)), defaults);
+    // A setting that does not fit is shown on the first line; the defaults apply.
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"otters": {"targets": ["alpha.49"]}}}),
+    );
+    let bad = c.diagnostics(&uri);
+    let first = bad["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(
+        first.contains("otters settings: targets: \"alpha.49\""),
+        "{bad}"
+    );
+    // run = onSave: an edit is not checked until the save.
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"otters": {"run": "onSave"}}}),
+    );
+    assert_eq!(codes(&c.diagnostics(&uri)), defaults);
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": "FORM scratch\n"}]}),
+    );
+    // Nothing is published before the answer to a request sent after the edit.
+    c.next_id += 1;
+    let id = c.next_id;
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/documentSymbol",
+        "params": {"textDocument": {"uri": uri}}}),
+    );
+    let mut early = Vec::new();
+    c.wait("documentSymbol", |v| {
+        early.push(v["method"].clone());
+        v["id"] == id
+    });
+    assert!(
+        !early.contains(&json!("textDocument/publishDiagnostics")),
+        "the edit was published before the save: {early:?}"
+    );
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let saved = c.diagnostics(&uri);
+    assert!(codes(&saved).contains(&"AF003".to_owned()), "{saved}");
+    assert_eq!(c.finish(), 0);
+
+    // A client that answers workspace/configuration is asked after `initialized`.
+    let (mut c, _) = Client::start_raw(
+        &env,
+        start(json!({"workspace": {"configuration": true}}), Value::Null),
+    );
+    let ask = c.wait("workspace/configuration", |v| {
+        v["method"] == "workspace/configuration"
+    });
+    assert_eq!(ask["params"]["items"][0]["section"], "otters", "{ask}");
+    c.open(&uri, text);
+    c.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": [{"targets": ["alpha.50"], "capabilities": "caps.txt"}]}));
+    assert_eq!(codes(&c.diagnostics(&uri)), configured);
+    assert_eq!(c.finish(), 0);
+}
+
+/// Neovim's `settings` reach the server (its answer to `workspace/configuration`): with the
+/// capability list and target alpha.50 set, AF211 and AF232 go away.
+#[test]
+fn neovim_settings_reach_the_checks() {
+    const TEST: &str = "neovim_settings_reach_the_checks";
+    let env = Env::new();
+    let dir = env.dir.path().join("ws");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("caps.txt"), "note_save\nteleport\n").unwrap();
+    let file = dir.join("Agentfile");
+    std::fs::write(
+        &file,
+        "FROM scratch\nNAME a\nMODEL m/x\nCAPABILITY note_save\nCAPABILITY teleport\nENV path=1\n",
+    )
+    .unwrap();
+    let settings = r#"{"otters": {"targets": ["alpha.50"], "capabilities": "caps.txt"}}"#;
+    let Some(seen) = neovim_with(
+        TEST,
+        &env,
+        "diagnostics.lua",
+        &file,
+        &[("SETTINGS", settings), ("GONE", "AF211")],
+    ) else {
+        return;
+    };
+    assert!(!seen.is_empty(), "no diagnostics");
+    assert!(
+        !seen.contains("AF211") && !seen.contains("AF232"),
+        "the settings did not reach the checks:\n{seen}"
     );
 }

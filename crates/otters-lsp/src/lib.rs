@@ -14,6 +14,7 @@
 //! document   one open document: text, line index, findings, model, lazily its AST
 //! position   byte offsets ⇄ LSP positions (UTF-16 by default, UTF-8 when offered)
 //! convert    findings and fixes → LSP diagnostics, edits and code actions
+//! settings   the editor's settings (targets, capabilities, build args, when to check)
 //! hover, complete, outline, navigate, format, semantic   one feature each
 //! ```
 
@@ -28,6 +29,7 @@ mod outline;
 pub mod position;
 mod semantic;
 mod server;
+mod settings;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -35,6 +37,7 @@ mod transport;
 
 pub use position::Encoding;
 pub use server::{run, run_stdio};
+pub use settings::{Run, Settings};
 pub use state::State;
 
 use otters_agentfile::check::Options;
@@ -48,6 +51,15 @@ use std::path::Path;
 /// line; the document is then checked with the default options.
 pub trait Project {
     fn options(&self, path: Option<&Path>) -> Result<Options, String>;
+
+    /// The capability list in `file` (one name a line, `#` comments), as
+    /// `otters lint --capabilities FILE` reads it: for the `capabilities` setting.
+    fn capabilities(&self, file: &Path) -> Result<Vec<String>, String> {
+        Err(format!(
+            "{}: this server reads no capability list",
+            file.display()
+        ))
+    }
 }
 
 /// No project: every document is checked with the default options (tests, benchmarks).

@@ -8,12 +8,13 @@
 //! `InternalError` and the session goes on.
 
 use crate::position::Encoding;
+use crate::settings::Settings;
 use crate::state::State;
 use crate::Project;
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::{
-    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
-    DidSaveTextDocument, Notification as _, PublishDiagnostics,
+    DidChangeConfiguration, DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument,
+    DidOpenTextDocument, DidSaveTextDocument, Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
     CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentHighlightRequest,
@@ -102,46 +103,7 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
 
 /// Runs the session on `connection`; see [`run_stdio`].
 pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, String> {
-    let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
-    let snippet_edits = params
-        .pointer("/capabilities/workspace/workspaceEdit/snippetEditSupport")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
-    let pull = params
-        .pointer("/capabilities/textDocument/diagnostic")
-        .is_some_and(serde_json::Value::is_object);
-    let params_refresh = params
-        .pointer("/capabilities/workspace/diagnostics/refreshSupport")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
-    let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
-    let enc = negotiate(&params);
-    let mut caps = capabilities(enc);
-    if pull {
-        caps.diagnostic_provider = Some(lsp_types::DiagnosticServerCapabilities::Options(
-            lsp_types::DiagnosticOptions {
-                identifier: Some("otters".to_owned()),
-                inter_file_dependencies: false,
-                workspace_diagnostics: false,
-                ..lsp_types::DiagnosticOptions::default()
-            },
-        ));
-    }
-    let result = serde_json::json!({
-        "capabilities": caps,
-        "serverInfo": ServerInfo {
-            name: "otters".to_owned(),
-            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
-        },
-    });
-    connection
-        .initialize_finish(id, result)
-        .map_err(|e| e.to_string())?;
-    let mut state = State::new(project, enc);
-    state.snippet_edits = snippet_edits;
-    state.pull = pull;
-    let refresh = pull && params_refresh;
-    let mut refreshes = 0u64;
+    let (mut state, mut session) = handshake(connection, project)?;
     let mut shut_down = false;
     for msg in &connection.receiver {
         match msg {
@@ -193,34 +155,188 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
                     n.method.as_str(),
                     DidSaveTextDocument::METHOD | DidChangeWatchedFiles::METHOD
                 );
-                let mut published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
-                    .unwrap_or_default();
-                if state.pull {
-                    // The client asks for them (textDocument/diagnostic); after a save or a
-                    // project change, it is told to ask again.
-                    if refresh && rechecks {
-                        refreshes += 1;
-                        let r = Request::new(
-                            format!("otters-refresh-{refreshes}").into(),
-                            "workspace/diagnostic/refresh".to_owned(),
-                            serde_json::Value::Null,
-                        );
-                        let _ = connection.sender.send(Message::Request(r));
+                if n.method == DidChangeConfiguration::METHOD {
+                    // A client that answers `workspace/configuration` is asked (its
+                    // notification may carry nothing); another sends the settings in it.
+                    if session.config_pull {
+                        session.ask_configuration(state.root.as_ref());
+                        continue;
                     }
-                    published.clear();
+                    let settings = n.params.get("settings").unwrap_or(&serde_json::Value::Null);
+                    let published = state.configure(Settings::from_json(settings));
+                    if !session.deliver(&state, published, true) {
+                        return Ok(shut_down);
+                    }
+                    continue;
                 }
-                for p in published {
-                    let n = Notification::new(PublishDiagnostics::METHOD.to_owned(), p);
-                    if connection.sender.send(Message::Notification(n)).is_err() {
+                let published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
+                    .unwrap_or_default();
+                if !session.deliver(&state, published, rechecks) {
+                    return Ok(shut_down);
+                }
+            }
+            Message::Response(r) => {
+                let configuration = matches!(&r.id.to_string(), s if s.contains(CONFIGURATION));
+                if let (true, Some(result)) = (configuration, r.result) {
+                    let section = result.get(0).cloned().unwrap_or_default();
+                    let published = state.configure(Settings::from_json(&section));
+                    if !session.deliver(&state, published, true) {
                         return Ok(shut_down);
                     }
                 }
             }
-            Message::Response(_) => {}
         }
     }
     // The client went away without `exit`.
     Ok(false)
+}
+
+/// The initialize handshake: what the client offers, the capabilities answered, the state.
+fn handshake(
+    connection: &Connection,
+    project: Box<dyn Project>,
+) -> Result<(State, Session<'_>), String> {
+    let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
+    let snippet_edits = params
+        .pointer("/capabilities/workspace/workspaceEdit/snippetEditSupport")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let pull = params
+        .pointer("/capabilities/textDocument/diagnostic")
+        .is_some_and(serde_json::Value::is_object);
+    let params_refresh = params
+        .pointer("/capabilities/workspace/diagnostics/refreshSupport")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    // Settings: `initializationOptions`, then (a client that answers it) `workspace/configuration`.
+    let init_settings = params
+        .get("initializationOptions")
+        .map(crate::settings::Settings::from_json);
+    let config_pull = params
+        .pointer("/capabilities/workspace/configuration")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
+    let enc = negotiate(&params);
+    let mut caps = capabilities(enc);
+    if pull {
+        caps.diagnostic_provider = Some(lsp_types::DiagnosticServerCapabilities::Options(
+            lsp_types::DiagnosticOptions {
+                identifier: Some("otters".to_owned()),
+                inter_file_dependencies: false,
+                workspace_diagnostics: false,
+                ..lsp_types::DiagnosticOptions::default()
+            },
+        ));
+    }
+    let result = serde_json::json!({
+        "capabilities": caps,
+        "serverInfo": ServerInfo {
+            name: "otters".to_owned(),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        },
+    });
+    connection
+        .initialize_finish(id, result)
+        .map_err(|e| e.to_string())?;
+    let mut state = State::new(project, enc);
+    state.snippet_edits = snippet_edits;
+    state.pull = pull;
+    state.root = root(&params);
+    if let Some(s) = init_settings {
+        state.configure(s);
+    }
+    let mut session = Session {
+        connection,
+        refresh: pull && params_refresh,
+        config_pull,
+        sent: 0,
+    };
+    // `initialize_finish` waited for `initialized`: ask for the settings now.
+    session.ask_configuration(state.root.as_ref());
+    Ok((state, session))
+}
+
+/// The prefix of the ids of the server's `workspace/configuration` requests.
+const CONFIGURATION: &str = "otters-configuration-";
+
+/// What the loop sends on its own: diagnostics, refresh and configuration requests.
+struct Session<'c> {
+    connection: &'c Connection,
+    /// The client pulls diagnostics and takes `workspace/diagnostic/refresh`.
+    refresh: bool,
+    /// The client answers `workspace/configuration`.
+    config_pull: bool,
+    /// Requests sent, for their ids.
+    sent: u64,
+}
+
+impl Session<'_> {
+    fn send_request(&mut self, prefix: &str, method: &str, params: serde_json::Value) {
+        self.sent += 1;
+        let r = Request::new(
+            format!("{prefix}{}", self.sent).into(),
+            method.to_owned(),
+            params,
+        );
+        let _ = self.connection.sender.send(Message::Request(r));
+    }
+
+    /// Asks the client for the `otters` section of its settings (when it answers that).
+    fn ask_configuration(&mut self, root: Option<&std::path::PathBuf>) {
+        if !self.config_pull {
+            return;
+        }
+        let scope = root.and_then(|r| lsp_types::Url::from_directory_path(r).ok());
+        let params = serde_json::json!({"items": [{"section": "otters", "scopeUri": scope}]});
+        self.send_request(CONFIGURATION, "workspace/configuration", params);
+    }
+
+    /// Publishes `published`, or for a client that pulls diagnostics, after a recheck, asks it
+    /// to pull again. `false` when the client is gone.
+    fn deliver(
+        &mut self,
+        state: &State,
+        mut published: Vec<PublishDiagnosticsParams>,
+        rechecked: bool,
+    ) -> bool {
+        if state.pull {
+            // The client asks for them (textDocument/diagnostic); after a save or a project
+            // change, it is told to ask again.
+            if self.refresh && rechecked {
+                self.send_request(
+                    "otters-refresh-",
+                    "workspace/diagnostic/refresh",
+                    serde_json::Value::Null,
+                );
+            }
+            published.clear();
+        }
+        for p in published {
+            let n = Notification::new(PublishDiagnostics::METHOD.to_owned(), p);
+            if self
+                .connection
+                .sender
+                .send(Message::Notification(n))
+                .is_err()
+            {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The workspace root: the first workspace folder, else `rootUri`, as a directory.
+#[allow(deprecated)] // rootUri: the only root older clients (Neovim 0.7) send.
+fn root(params: &InitializeParams) -> Option<std::path::PathBuf> {
+    params
+        .workspace_folders
+        .as_ref()
+        .and_then(|f| f.first())
+        .map(|f| &f.uri)
+        .or(params.root_uri.as_ref())
+        .and_then(|u| u.to_file_path().ok())
 }
 
 fn respond(connection: &Connection, r: Response) {

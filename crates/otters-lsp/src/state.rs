@@ -4,6 +4,7 @@
 use crate::convert;
 use crate::document::Document;
 use crate::position::{self, Encoding};
+use crate::settings::{Run, Settings};
 use crate::{complete, format, hover, lock, navigate, outline, Project};
 use lsp_types::{
     CompletionItem, DocumentSymbol, FoldingRange, Hover, HoverContents, Location, MarkupContent,
@@ -11,6 +12,7 @@ use lsp_types::{
     TextEdit, Url,
 };
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 fn json(action: lsp_types::CodeAction) -> serde_json::Value {
     serde_json::to_value(action).unwrap_or_default()
@@ -30,6 +32,13 @@ pub struct State {
     docs: HashMap<Url, Document>,
     /// The semantic tokens last sent per document, with their result id (for deltas).
     sent_tokens: std::cell::RefCell<HashMap<Url, (String, Vec<u32>)>>,
+    /// The editor's settings, or why the last ones sent did not fit (the defaults apply then).
+    settings: Result<Settings, String>,
+    /// The workspace root: relative settings paths start there.
+    pub root: Option<PathBuf>,
+    /// With `run = onSave`, the findings shown when a document was last checked on open or
+    /// save, with their result id, while edits since are not shown.
+    held: HashMap<Url, (String, Vec<lsp_types::Diagnostic>)>,
 }
 
 impl State {
@@ -42,6 +51,43 @@ impl State {
             checks: 0,
             sent_tokens: std::cell::RefCell::default(),
             docs: HashMap::new(),
+            settings: Ok(Settings::default()),
+            root: None,
+            held: HashMap::new(),
+        }
+    }
+
+    /// The settings in effect (the defaults while the last ones sent do not fit).
+    pub fn settings(&self) -> Settings {
+        self.settings.clone().unwrap_or_default()
+    }
+
+    /// New settings from the client (or why they do not fit): every open document is checked
+    /// again with them; returns the diagnostics to publish.
+    pub fn configure(
+        &mut self,
+        settings: Result<Settings, String>,
+    ) -> Vec<PublishDiagnosticsParams> {
+        if self.settings == settings {
+            return Vec::new();
+        }
+        self.settings = settings;
+        self.recheck_all()
+    }
+
+    /// The options for the file at `path`, and why something of them could not be used.
+    fn options(
+        &self,
+        path: Option<&std::path::Path>,
+    ) -> (otters_agentfile::check::Options, Option<String>) {
+        let project = self.project.as_ref();
+        let root = self.root.as_deref();
+        match &self.settings {
+            Ok(s) => s.options(project, path, root),
+            Err(e) => {
+                let (o, _) = Settings::default().options(project, path, root);
+                (o, Some(e.clone()))
+            }
         }
     }
 
@@ -59,7 +105,8 @@ impl State {
 
     /// `textDocument/didOpen`: checks the text and returns its diagnostics.
     pub fn open(&mut self, uri: Url, version: i32, text: String) -> PublishDiagnosticsParams {
-        let mut doc = Document::new(uri.clone(), version, text, self.project.as_ref());
+        let mut doc = Document::new(uri.clone(), version, text, |p| self.options(p));
+        self.held.remove(&uri);
         self.checks += 1;
         doc.check = self.checks;
         let out = self.publish(&doc);
@@ -68,7 +115,8 @@ impl State {
     }
 
     /// `textDocument/didChange`: full text (or, from a client that sends ranges anyway, each
-    /// edit applied in turn), checked again. `None` for a document that is not open.
+    /// edit applied in turn), checked again. `None` for a document that is not open, and with
+    /// `run = onSave` (the findings of the last open or save stay shown).
     pub fn change(
         &mut self,
         uri: &Url,
@@ -90,17 +138,27 @@ impl State {
                 }
             }
         }
+        let on_save = self.settings().run == Run::OnSave;
+        if on_save && !self.held.contains_key(uri) {
+            let shown = (
+                doc.check.to_string(),
+                convert::diagnostics(doc, self.encoding),
+            );
+            self.held.insert(uri.clone(), shown);
+        }
         let mut doc = doc.edited(version, text);
         self.checks += 1;
         doc.check = self.checks;
+        // Checked all the same: hover, completion and the rest follow the text.
         let out = self.publish(&doc);
         self.docs.insert(uri.clone(), doc);
-        Some(out)
+        (!on_save).then_some(out)
     }
 
     /// `textDocument/didClose`: forgets the document and clears its diagnostics.
     pub fn close(&mut self, uri: &Url) -> PublishDiagnosticsParams {
         self.docs.remove(uri);
+        self.held.remove(uri);
         self.sent_tokens.borrow_mut().remove(uri);
         PublishDiagnosticsParams::new(uri.clone(), Vec::new(), None)
     }
@@ -125,15 +183,19 @@ impl State {
         let Some(doc) = self.docs.get(uri) else {
             return serde_json::json!({"kind": "full", "items": []});
         };
-        let id = doc.check.to_string();
+        let (id, items) = match self.held.get(uri) {
+            Some((id, items)) => (id.clone(), items.clone()),
+            None => (doc.check.to_string(), Vec::new()),
+        };
         if previous == Some(id.as_str()) {
             return serde_json::json!({"kind": "unchanged", "resultId": id});
         }
-        serde_json::json!({
-            "kind": "full",
-            "resultId": id,
-            "items": convert::diagnostics(doc, self.encoding),
-        })
+        let items = if self.held.contains_key(uri) {
+            items
+        } else {
+            convert::diagnostics(doc, self.encoding)
+        };
+        serde_json::json!({"kind": "full", "resultId": id, "items": items})
     }
 
     /// `textDocument/semanticTokens/full`, and `/full/delta` when `previous` names the result

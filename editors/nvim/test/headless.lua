@@ -77,6 +77,15 @@ local function run()
   if #started >= 1 then
     eq('server command', started[1].config.cmd, { 'otters', 'lsp' })
     eq('server name', started[1].config.name, 'otters')
+    -- The settings go to the server in didChangeConfiguration from on_init (0.7 does not
+    -- announce workspace/configuration, so the server would not ask for them).
+    local sent = {}
+    local fake = { config = { settings = { otters = { run = 'onSave' } } } }
+    function fake.notify(method, params)
+      table.insert(sent, { method, params })
+    end
+    started[1].config.on_init(fake)
+    eq('settings sent on init', sent, { { 'workspace/didChangeConfiguration', { settings = { otters = { run = 'onSave' } } } } })
     local root = started[1].config.root_dir
     eq('root: the directory of otters.toml', root and vim.fn.resolve(root), vim.fn.resolve(project))
   end

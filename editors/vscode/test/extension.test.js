@@ -99,6 +99,12 @@ test('activation starts `otters lsp` over stdio for agentfile documents', async 
     ['file:agentfile', 'untitled:agentfile'],
   );
   assert.equal(c.clientOptions.synchronize.fileEvents.glob, '**/{otters.toml,Agentfile.lock}');
+  assert.equal(c.clientOptions.synchronize.configurationSection, 'otters');
+  // The settings the server reads (crates/otters-lsp/src/settings.rs) are contributed.
+  const props = manifest.contributes.configuration.properties;
+  for (const key of ['targets', 'capabilities', 'buildArgs', 'run']) {
+    assert.ok(props[`otters.${key}`], `otters.${key} is a setting`);
+  }
   assert.deepEqual(record.errors, []);
 });
 
