@@ -35,6 +35,7 @@ mod state;
 mod tests;
 mod transport;
 
+pub use lock::{Lock, Pin, Role};
 pub use position::Encoding;
 pub use server::{run, run_stdio};
 pub use settings::{Run, Settings};
@@ -45,7 +46,9 @@ use std::path::Path;
 
 /// What the server asks of the project around a document: the options `otters lint` would check
 /// the file at `path` with (its `otters.toml`, the references its `Agentfile.lock` pins, the
-/// directory ADD sources are looked up in). `None` is a document with no file (unsaved).
+/// directory ADD sources are looked up in), the lock itself, and where a source would be read
+/// from. `None` is a document with no file (unsaved). The binary (`otters lsp`) answers with the
+/// build's own readers; this crate links none of them (no pipeline, no network stack).
 ///
 /// An error is the config's own message (`invalid config …`), shown on the document's first
 /// line; the document is then checked with the default options.
@@ -59,6 +62,19 @@ pub trait Project {
             "{}: this server reads no capability list",
             file.display()
         ))
+    }
+
+    /// The `Agentfile.lock` beside the Agentfile at `agentfile`, as the build reads it; `None`
+    /// when there is none or it cannot be read.
+    fn lock(&self, _agentfile: &Path) -> Option<Lock> {
+        None
+    }
+
+    /// The real path of the ADD or CONTEXT `file://` source `src` in the build context `dir`,
+    /// only where the build would read it (no absolute path, `..`, symlink out of `dir`, FIFO or
+    /// device); `None` otherwise.
+    fn source(&self, _dir: &Path, _src: &str) -> Option<std::path::PathBuf> {
+        None
     }
 }
 

@@ -1,8 +1,8 @@
 //! Go to definition: from `${NAME}` to the ARG that declares it, from a CONTEXT's `file://path`
 //! or an ADD source to that file (relative to the document's directory, as the build reads it).
 //!
-//! A source is opened only where the build would read it (`otters_pipeline::build::source_path`,
-//! the build's own confinement): never an absolute path, `..`, a symlink out of the directory,
+//! A source is opened only where the build would read it ([`crate::Project::source`]: the
+//! binary answers with the build's own confinement): never an absolute path, `..`, a symlink out of the directory,
 //! a FIFO or a device, so a hostile Agentfile cannot make the editor open `/etc/shadow`.
 
 use crate::document::Document;
@@ -18,7 +18,7 @@ pub enum Target {
     File(PathBuf),
 }
 
-pub fn definition(doc: &Document, offset: usize) -> Option<Target> {
+pub fn definition(doc: &Document, project: &dyn crate::Project, offset: usize) -> Option<Target> {
     let line = doc.line_at(offset)?;
     let LineKind::Instruction(ins) = &line.kind else {
         return None;
@@ -38,9 +38,7 @@ pub fn definition(doc: &Document, offset: usize) -> Option<Target> {
     if !(source.span.start <= offset && offset <= source.span.end) {
         return None;
     }
-    otters_pipeline::build::source_path(&doc.dir()?, &source.text)
-        .ok()
-        .map(Target::File)
+    project.source(&doc.dir()?, &source.text).map(Target::File)
 }
 
 /// The NAME of the `${NAME}` around `offset` on the instruction line `span`.

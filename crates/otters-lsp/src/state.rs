@@ -232,7 +232,7 @@ impl State {
 
     pub fn hover(&self, uri: &Url, pos: Position) -> Option<Hover> {
         let (doc, offset) = self.at(uri, pos)?;
-        let value = hover::hover(doc, offset)?;
+        let value = hover::hover(doc, self.project.as_ref(), offset)?;
         Some(Hover {
             contents: HoverContents::Markup(MarkupContent {
                 kind: MarkupKind::Markdown,
@@ -327,7 +327,7 @@ impl State {
             .filter(|r| touches(r.span))
             .collect();
         if !refs.is_empty() {
-            if let Some(l) = lock::read(doc) {
+            if let Some(l) = lock::read(doc, self.project.as_ref()) {
                 for r in &refs {
                     if let Some(fix) = lock::entry(&l, r).and_then(|e| lock::pin_fix(doc, r, e)) {
                         out.push(json(convert::action(doc, &fix, None, self.encoding)));
@@ -351,7 +351,7 @@ impl State {
 
     pub fn definition(&self, uri: &Url, pos: Position) -> Option<Location> {
         let (doc, offset) = self.at(uri, pos)?;
-        match navigate::definition(doc, offset)? {
+        match navigate::definition(doc, self.project.as_ref(), offset)? {
             navigate::Target::Here(span) => {
                 Some(Location::new(uri.clone(), doc.range(span, self.encoding)))
             }
