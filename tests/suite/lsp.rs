@@ -1433,3 +1433,100 @@ fn neovim_settings_reach_the_checks() {
         "the settings did not reach the checks:\n{seen}"
     );
 }
+
+/// Document links (CONTEXT and ADD files where the build would read them, image references to
+/// their registry page where one is known), inlay hints (`${NAME}` values, lock-pinned digests)
+/// and plain-text hover for a client that takes no markdown. Issue 23.
+#[test]
+fn links_inlay_hints_and_plain_text_hover() {
+    let env = Env::new();
+    let dir = project(&env);
+    std::fs::write(env.dir.path().join("secret"), "x\n").unwrap();
+    let uri = uri_of(&dir.join("Agentfile"));
+    let text = "FROM scratch\nRUNTIME ghcr.io/o/runtime:latest\nNAME a\nMODEL m/x\nARG VERSION=1\nBIN jq ghcr.io/o/jq:${VERSION}\nBIN k bitnami/kubectl:1.30\nCONTEXT S file://ctx.md\nADD ../secret\n";
+    let caps = json!({"textDocument": {
+        "hover": {"contentFormat": ["plaintext"]},
+        "completion": {"completionItem": {"documentationFormat": ["plaintext"]}},
+    }});
+    let (mut c, init) = Client::start_with(&env, caps);
+    assert!(
+        init["capabilities"]["documentLinkProvider"].is_object(),
+        "{init}"
+    );
+    assert_eq!(init["capabilities"]["inlayHintProvider"], true, "{init}");
+    c.open(&uri, text);
+
+    let links = c.request(
+        "textDocument/documentLink",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let got: Vec<(u64, u64, &str)> = links
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["range"]["start"]["line"].as_u64().unwrap(),
+                l["range"]["start"]["character"].as_u64().unwrap(),
+                l["target"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let ctx = uri_of(&std::fs::canonicalize(dir.join("ctx.md")).unwrap());
+    // No link for ADD ../secret (outside the context: the build refuses it) nor for ghcr.io.
+    assert_eq!(
+        got,
+        [
+            (6, 6, "https://hub.docker.com/r/bitnami/kubectl"),
+            (7, 10, ctx.as_str()),
+        ],
+        "{links}"
+    );
+
+    let hints = c.request(
+        "textDocument/inlayHint",
+        json!({"textDocument": {"uri": uri},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}}}),
+    );
+    let got: Vec<(u64, u64, &str)> = hints
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["position"]["line"].as_u64().unwrap(),
+                h["position"]["character"].as_u64().unwrap(),
+                h["label"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, 32, "@sha256:aaaaaaaaaaaa…"),
+            (5, 30, "= 1"),
+            (5, 30, "@sha256:aaaaaaaaaaaa…"),
+        ],
+        "{hints}"
+    );
+    // A range holding only line 4 has none.
+    let none = c.request(
+        "textDocument/inlayHint",
+        json!({"textDocument": {"uri": uri},
+            "range": {"start": {"line": 4, "character": 0}, "end": {"line": 4, "character": 5}}}),
+    );
+    assert_eq!(none, json!([]));
+
+    let hover = c.at("textDocument/hover", &uri, 1, 0);
+    assert_eq!(hover["contents"]["kind"], "plaintext", "{hover}");
+    let value = hover["contents"]["value"].as_str().unwrap();
+    assert!(
+        value.starts_with("RUNTIME") && !value.contains('`') && !value.contains("**"),
+        "{value}"
+    );
+    let items = c.at("textDocument/completion", &uri, 2, 0);
+    let doc = &items[0]["documentation"];
+    assert_eq!(doc["kind"], "plaintext", "{items}");
+    assert!(!doc["value"].as_str().unwrap().contains('`'), "{doc}");
+    assert_eq!(c.finish(), 0);
+}

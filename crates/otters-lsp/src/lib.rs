@@ -15,7 +15,8 @@
 //! position   byte offsets ⇄ LSP positions (UTF-16 by default, UTF-8 when offered)
 //! convert    findings and fixes → LSP diagnostics, edits and code actions
 //! settings   the editor's settings (targets, capabilities, build args, when to check)
-//! hover, complete, outline, navigate, format, semantic   one feature each
+//! hover, complete, outline, navigate, format, semantic, links (document links, inlay hints)
+//!            one feature each
 //! ```
 
 mod complete;
@@ -23,6 +24,7 @@ mod convert;
 mod document;
 mod format;
 mod hover;
+mod links;
 mod lock;
 mod navigate;
 mod outline;

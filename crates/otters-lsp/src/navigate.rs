@@ -41,19 +41,30 @@ pub fn definition(doc: &Document, project: &dyn crate::Project, offset: usize) -
     project.source(&doc.dir()?, &source.text).map(Target::File)
 }
 
-/// The NAME of the `${NAME}` around `offset` on the instruction line `span`.
-pub(crate) fn arg_reference(text: &str, span: Span, offset: usize) -> Option<&str> {
-    let line = text.get(span.start..span.end)?;
+/// Every `${NAME}` on the instruction line `span`: its span (braces included) and the NAME.
+pub(crate) fn arg_uses(text: &str, span: Span) -> Vec<(Span, &str)> {
+    let Some(line) = text.get(span.start..span.end) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
     let mut from = 0;
     while let Some(open) = line[from..].find("${").map(|i| from + i) {
-        let close = line[open..].find('}').map(|i| open + i)?;
-        let (start, end) = (span.start + open, span.start + close + 1);
-        if start <= offset && offset <= end {
-            return Some(&line[open + 2..close]);
-        }
+        let Some(close) = line[open..].find('}').map(|i| open + i) else {
+            break;
+        };
+        let whole = Span::new(span.start + open, span.start + close + 1);
+        out.push((whole, &line[open + 2..close]));
         from = close + 1;
     }
-    None
+    out
+}
+
+/// The NAME of the `${NAME}` around `offset` on the instruction line `span`.
+pub(crate) fn arg_reference(text: &str, span: Span, offset: usize) -> Option<&str> {
+    arg_uses(text, span)
+        .into_iter()
+        .find(|(s, _)| s.start <= offset && offset <= s.end)
+        .map(|(_, name)| name)
 }
 
 /// The key of the last `ARG name` before `offset`, else of the first one after it.

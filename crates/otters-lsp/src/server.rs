@@ -18,9 +18,9 @@ use lsp_types::notification::{
 };
 use lsp_types::request::{
     CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentHighlightRequest,
-    DocumentSymbolRequest, FoldingRangeRequest, Formatting, GotoDefinition, HoverRequest,
-    PrepareRenameRequest, RangeFormatting, References, Rename, Request as _,
-    SemanticTokensFullDeltaRequest, SemanticTokensFullRequest,
+    DocumentLinkRequest, DocumentSymbolRequest, FoldingRangeRequest, Formatting, GotoDefinition,
+    HoverRequest, InlayHintRequest, PrepareRenameRequest, RangeFormatting, References, Rename,
+    Request as _, SemanticTokensFullDeltaRequest, SemanticTokensFullRequest,
 };
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
@@ -81,6 +81,11 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
         definition_provider: Some(OneOf::Left(true)),
         document_formatting_provider: Some(OneOf::Left(true)),
         document_range_formatting_provider: Some(OneOf::Left(true)),
+        document_link_provider: Some(lsp_types::DocumentLinkOptions {
+            resolve_provider: Some(false),
+            work_done_progress_options: lsp_types::WorkDoneProgressOptions::default(),
+        }),
+        inlay_hint_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
         document_highlight_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
@@ -216,6 +221,11 @@ fn handshake(
         .pointer("/capabilities/workspace/configuration")
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false);
+    let plain_hover = plain(&params, "/capabilities/textDocument/hover/contentFormat");
+    let plain_docs = plain(
+        &params,
+        "/capabilities/textDocument/completion/completionItem/documentationFormat",
+    );
     let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
     let enc = negotiate(&params);
     let mut caps = capabilities(enc);
@@ -240,7 +250,11 @@ fn handshake(
         .initialize_finish(id, result)
         .map_err(|e| e.to_string())?;
     let mut state = State::new(project, enc);
-    state.snippet_edits = snippet_edits;
+    state.client = crate::state::ClientCaps {
+        snippet_edits,
+        plain_hover,
+        plain_docs,
+    };
     state.pull = pull;
     state.root = root(&params);
     if let Some(s) = init_settings {
@@ -255,6 +269,15 @@ fn handshake(
     // `initialize_finish` waited for `initialized`: ask for the settings now.
     session.ask_configuration(state.root.as_ref());
     Ok((state, session))
+}
+
+/// Whether the formats the client lists at `pointer` leave markdown out (a client that lists
+/// none takes markdown, as most do).
+fn plain(params: &serde_json::Value, pointer: &str) -> bool {
+    params
+        .pointer(pointer)
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|f| !f.iter().any(|k| k == "markdown"))
 }
 
 /// The prefix of the ids of the server's `workspace/configuration` requests.
@@ -438,6 +461,11 @@ pub fn request(state: &State, req: Request) -> Response {
             }
             Err(e) => *e,
         },
+        DocumentLinkRequest::METHOD => {
+            handle!(DocumentLinkRequest, |p| state.links(&p.text_document.uri))
+        }
+        InlayHintRequest::METHOD => handle!(InlayHintRequest, |p| state
+            .inlay_hints(&p.text_document.uri, p.range)),
         SemanticTokensFullRequest::METHOD => handle!(SemanticTokensFullRequest, |p| state
             .semantic_tokens(&p.text_document.uri, None)),
         SemanticTokensFullDeltaRequest::METHOD => {

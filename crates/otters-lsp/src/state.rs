@@ -5,7 +5,7 @@ use crate::convert;
 use crate::document::Document;
 use crate::position::{self, Encoding};
 use crate::settings::{Run, Settings};
-use crate::{complete, format, hover, lock, navigate, outline, Project};
+use crate::{complete, format, hover, links, lock, navigate, outline, Project};
 use lsp_types::{
     CompletionItem, DocumentSymbol, FoldingRange, Hover, HoverContents, Location, MarkupContent,
     MarkupKind, Position, PublishDiagnosticsParams, Range, TextDocumentContentChangeEvent,
@@ -14,15 +14,43 @@ use lsp_types::{
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+/// `value` (markdown) as the client takes it: markdown, or plain text without the markup
+/// (backticks, bold) for a client that shows no markdown.
+fn markup(value: String, plain: bool) -> MarkupContent {
+    if plain {
+        MarkupContent {
+            kind: MarkupKind::PlainText,
+            value: value.replace("**", "").replace('`', ""),
+        }
+    } else {
+        MarkupContent {
+            kind: MarkupKind::Markdown,
+            value,
+        }
+    }
+}
+
 fn json(action: lsp_types::CodeAction) -> serde_json::Value {
     serde_json::to_value(action).unwrap_or_default()
+}
+
+/// What the client takes, beyond what `lsp_types` reads for the server.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientCaps {
+    /// Snippet edits inside workspace edits (LSP 3.18).
+    pub snippet_edits: bool,
+    /// No markdown in hovers (`textDocument.hover.contentFormat` without `markdown`): they are
+    /// sent as plain text.
+    pub plain_hover: bool,
+    /// The same for completion documentation (`completionItem.documentationFormat`).
+    pub plain_docs: bool,
 }
 
 pub struct State {
     project: Box<dyn Project>,
     pub encoding: Encoding,
-    /// The client applies snippet edits inside workspace edits (LSP 3.18).
-    pub snippet_edits: bool,
+    /// What the client takes, from its `initialize` capabilities.
+    pub client: ClientCaps,
     /// The client pulls diagnostics (`textDocument/diagnostic`, LSP 3.17) instead of being sent
     /// them: the server then publishes nothing, so no client shows a finding twice.
     pub pull: bool,
@@ -46,7 +74,7 @@ impl State {
         State {
             project,
             encoding,
-            snippet_edits: false,
+            client: ClientCaps::default(),
             pull: false,
             checks: 0,
             sent_tokens: std::cell::RefCell::default(),
@@ -234,18 +262,75 @@ impl State {
         let (doc, offset) = self.at(uri, pos)?;
         let value = hover::hover(doc, self.project.as_ref(), offset)?;
         Some(Hover {
-            contents: HoverContents::Markup(MarkupContent {
-                kind: MarkupKind::Markdown,
-                value,
-            }),
+            contents: HoverContents::Markup(markup(value, self.client.plain_hover)),
             range: None,
         })
     }
 
     pub fn completion(&self, uri: &Url, pos: Position) -> Vec<CompletionItem> {
-        self.at(uri, pos)
+        let mut items = self
+            .at(uri, pos)
             .map(|(doc, offset)| complete::complete(doc, offset))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if self.client.plain_docs {
+            for i in &mut items {
+                if let Some(lsp_types::Documentation::MarkupContent(m)) = &i.documentation {
+                    let plain = markup(m.value.clone(), true);
+                    i.documentation = Some(lsp_types::Documentation::MarkupContent(plain));
+                }
+            }
+        }
+        items
+    }
+
+    /// `textDocument/documentLink`: CONTEXT `file://` paths and ADD sources to their files
+    /// (where the build would read them), image references to their registry pages.
+    pub fn links(&self, uri: &Url) -> Vec<lsp_types::DocumentLink> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Vec::new();
+        };
+        links::links(doc, self.project.as_ref())
+            .into_iter()
+            .filter_map(|l| {
+                let (target, tooltip) = match l.target {
+                    links::Target::File(p) => (Url::from_file_path(p).ok()?, None),
+                    links::Target::Page(u, what) => {
+                        (Url::parse(&u).ok()?, Some(format!("Open on {what}")))
+                    }
+                };
+                Some(lsp_types::DocumentLink {
+                    range: doc.range(l.span, self.encoding),
+                    target: Some(target),
+                    tooltip,
+                    data: None,
+                })
+            })
+            .collect()
+    }
+
+    /// `textDocument/inlayHint`: in `range`, the value of each `${NAME}` and the digest the lock
+    /// pins an unpinned reference to.
+    pub fn inlay_hints(&self, uri: &Url, range: Range) -> Vec<lsp_types::InlayHint> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Vec::new();
+        };
+        let from = doc.offset(range.start, self.encoding);
+        let to = doc.offset(range.end, self.encoding);
+        links::hints(doc, self.project.as_ref(), from, to)
+            .into_iter()
+            .map(|h| lsp_types::InlayHint {
+                position: doc
+                    .range(otters_agentfile::Span::new(h.at, h.at), self.encoding)
+                    .start,
+                label: lsp_types::InlayHintLabel::String(h.label),
+                kind: None,
+                text_edits: None,
+                tooltip: Some(lsp_types::InlayHintTooltip::String(h.tooltip)),
+                padding_left: Some(true),
+                padding_right: None,
+                data: None,
+            })
+            .collect()
     }
 
     /// Quick fixes of the findings on the lines of `range`, and pins of the image references in it
@@ -315,7 +400,7 @@ impl State {
             }
             if let Some(fix) = &suppress {
                 let action = convert::action(doc, fix, Some(lsp.clone()), self.encoding);
-                out.push(if self.snippet_edits {
+                out.push(if self.client.snippet_edits {
                     convert::with_snippet_reason(doc, fix, action, self.encoding)
                 } else {
                     json(action)

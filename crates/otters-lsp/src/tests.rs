@@ -221,6 +221,13 @@ proptest! {
             assert!(f.start_line < f.end_line && f.end_line < n, "{f:?}");
         }
         let _ = state.formatting(&uri);
+        for l in state.links(&uri) {
+            inside(&l.range, n);
+        }
+        let whole = Range::new(Position::new(0, 0), Position::new(n, 0));
+        for h in state.inlay_hints(&uri, whole) {
+            inside(&Range::new(h.position, h.position), n);
+        }
         if let Ok(edits) = state.range_formatting(&uri, Range::new(Position::new(1, 0), Position::new(n / 2, 1))) {
             for e in edits {
                 inside(&e.range, n);
