@@ -1530,3 +1530,71 @@ fn links_inlay_hints_and_plain_text_hover() {
     assert!(!doc["value"].as_str().unwrap().contains('`'), "{doc}");
     assert_eq!(c.finish(), 0);
 }
+
+/// Workspace diagnostics: the closed Agentfiles under the root, with the findings `otters lint`
+/// reports for them; an open one is left to textDocument/diagnostic, a hidden directory is not
+/// entered, an unchanged file is answered `unchanged`, and a save makes every result new.
+/// Issue 23.
+#[test]
+fn workspace_diagnostics_cover_the_closed_agentfiles() {
+    let env = Env::new();
+    let dir = project(&env);
+    let root = env.dir.path();
+    std::fs::create_dir_all(root.join("b")).unwrap();
+    std::fs::create_dir_all(root.join(".hidden")).unwrap();
+    std::fs::write(root.join("b/web.agentfile"), "FORM scratch\n").unwrap();
+    std::fs::write(root.join(".hidden/Agentfile"), "FORM scratch\n").unwrap();
+    std::fs::write(root.join("open.agentfile"), "FORM scratch\n").unwrap();
+    let caps = json!({"textDocument": {"diagnostic": {}}});
+    let (mut c, init) = Client::start_raw(
+        &env,
+        json!({"processId": null, "rootUri": uri_of(root), "capabilities": caps}),
+    );
+    assert_eq!(
+        init["capabilities"]["diagnosticProvider"]["workspaceDiagnostics"],
+        true
+    );
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri_of(&root.join("open.agentfile")), "languageId": "agentfile", "version": 1, "text": "FORM scratch\n"}}),
+    );
+    let report = c.request("workspace/diagnostic", json!({"previousResultIds": []}));
+    let items = report["items"].as_array().unwrap();
+    let uris: Vec<&str> = items.iter().map(|i| i["uri"].as_str().unwrap()).collect();
+    let agent = uri_of(&dir.join("Agentfile"));
+    let web = uri_of(&root.join("b/web.agentfile"));
+    assert_eq!(uris, [agent.as_str(), web.as_str()], "{report}");
+    let text = std::fs::read_to_string(dir.join("Agentfile")).unwrap();
+    let mut got = from_lsp(&items[0]["items"], &text, "utf-16");
+    let mut want = from_lint(&env, &dir.join("Agentfile"));
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    // Asked again with the result ids: nothing changed.
+    let previous: Vec<Value> = items
+        .iter()
+        .map(|i| json!({"uri": i["uri"], "value": i["resultId"]}))
+        .collect();
+    let again = c.request(
+        "workspace/diagnostic",
+        json!({"previousResultIds": previous}),
+    );
+    let kinds: Vec<&str> = again["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["unchanged", "unchanged"], "{again}");
+    // A save may have changed otters.toml or a lock: every result is new.
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri_of(&root.join("open.agentfile"))}}),
+    );
+    let after = c.request(
+        "workspace/diagnostic",
+        json!({"previousResultIds": previous}),
+    );
+    assert_eq!(after["items"][0]["kind"], "full", "{after}");
+    assert_eq!(c.finish(), 0);
+}

@@ -14,6 +14,7 @@
 //! document   one open document: text, line index, findings, model, lazily its AST
 //! position   byte offsets ⇄ LSP positions (UTF-16 by default, UTF-8 when offered)
 //! convert    findings and fixes → LSP diagnostics, edits and code actions
+//! workspace  workspace diagnostics: the closed Agentfiles under the root, bounded
 //! settings   the editor's settings (targets, capabilities, build args, when to check)
 //! hover, complete, outline, navigate, format, semantic, links (document links, inlay hints)
 //!            one feature each
@@ -36,6 +37,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 mod transport;
+mod workspace;
 
 pub use lock::{Lock, Pin, Role};
 pub use position::Encoding;

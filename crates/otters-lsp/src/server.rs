@@ -21,6 +21,7 @@ use lsp_types::request::{
     DocumentLinkRequest, DocumentSymbolRequest, FoldingRangeRequest, Formatting, GotoDefinition,
     HoverRequest, InlayHintRequest, PrepareRenameRequest, RangeFormatting, References, Rename,
     Request as _, SemanticTokensFullDeltaRequest, SemanticTokensFullRequest,
+    WorkspaceDiagnosticRequest,
 };
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
@@ -234,7 +235,7 @@ fn handshake(
             lsp_types::DiagnosticOptions {
                 identifier: Some("otters".to_owned()),
                 inter_file_dependencies: false,
-                workspace_diagnostics: false,
+                workspace_diagnostics: true,
                 ..lsp_types::DiagnosticOptions::default()
             },
         ));
@@ -474,6 +475,14 @@ pub fn request(state: &State, req: Request) -> Response {
                 Some(p.previous_result_id.as_str())
             ))
         }
+        WorkspaceDiagnosticRequest::METHOD => handle!(WorkspaceDiagnosticRequest, |p| {
+            let previous = p
+                .previous_result_ids
+                .into_iter()
+                .map(|r| (r.uri, r.value))
+                .collect();
+            state.workspace_diagnostics(&previous)
+        }),
         DocumentDiagnosticRequest::METHOD => handle!(DocumentDiagnosticRequest, |p| state
             .pull_diagnostics(&p.text_document.uri, p.previous_result_id.as_deref())),
         _ => Response::new_err(

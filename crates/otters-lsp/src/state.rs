@@ -62,6 +62,9 @@ pub struct State {
     sent_tokens: std::cell::RefCell<HashMap<Url, (String, Vec<u32>)>>,
     /// The editor's settings, or why the last ones sent did not fit (the defaults apply then).
     settings: Result<Settings, String>,
+    /// Counts the settings and project changes (saves, watched files): workspace result ids
+    /// hold it, so a change makes every closed file's findings new.
+    generation: u64,
     /// The workspace root: relative settings paths start there.
     pub root: Option<PathBuf>,
     /// With `run = onSave`, the findings shown when a document was last checked on open or
@@ -81,6 +84,7 @@ impl State {
             docs: HashMap::new(),
             settings: Ok(Settings::default()),
             root: None,
+            generation: 0,
             held: HashMap::new(),
         }
     }
@@ -194,6 +198,7 @@ impl State {
     /// `textDocument/didSave`, or a change to a project file: checks every open document again
     /// (its `otters.toml` or `Agentfile.lock` may have changed).
     pub fn recheck_all(&mut self) -> Vec<PublishDiagnosticsParams> {
+        self.generation += 1;
         let docs: Vec<(Url, i32, String)> = self
             .docs
             .values()
@@ -224,6 +229,52 @@ impl State {
             convert::diagnostics(doc, self.encoding)
         };
         serde_json::json!({"kind": "full", "resultId": id, "items": items})
+    }
+
+    /// `workspace/diagnostic`: the findings of every Agentfile under the workspace root that is
+    /// not open (open ones answer `textDocument/diagnostic`), within [`crate::workspace`]'s
+    /// bounds; `unchanged` for a file whose result id in `previous` still holds.
+    pub fn workspace_diagnostics(&self, previous: &HashMap<Url, String>) -> serde_json::Value {
+        let deadline = std::time::Instant::now() + crate::workspace::BUDGET;
+        let Some(root) = &self.root else {
+            return serde_json::json!({"items": []});
+        };
+        let mut items = Vec::new();
+        for path in crate::workspace::agentfiles(root, deadline) {
+            if std::time::Instant::now() > deadline {
+                break;
+            }
+            let Ok(uri) = Url::from_file_path(&path) else {
+                continue;
+            };
+            if self.docs.contains_key(&uri) {
+                continue;
+            }
+            let Ok(bytes) = otters_core::files::read_named(
+                &path,
+                "Agentfile",
+                otters_core::files::MAX_AGENTFILE,
+            ) else {
+                continue;
+            };
+            let Ok(text) = String::from_utf8(bytes) else {
+                continue;
+            };
+            let id = crate::workspace::result_id(self.generation, &text);
+            if previous.get(&uri) == Some(&id) {
+                items.push(serde_json::json!({"kind": "unchanged", "uri": uri, "version": null, "resultId": id}));
+                continue;
+            }
+            let doc = Document::new(uri.clone(), 0, text, |p| self.options(p));
+            items.push(serde_json::json!({
+                "kind": "full",
+                "uri": uri,
+                "version": null,
+                "resultId": id,
+                "items": convert::diagnostics(&doc, self.encoding),
+            }));
+        }
+        serde_json::json!({"items": items})
     }
 
     /// `textDocument/semanticTokens/full`, and `/full/delta` when `previous` names the result
