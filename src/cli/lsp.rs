@@ -71,6 +71,13 @@ impl otters_lsp::Project for LintProject {
         Some(Lock { pins })
     }
 
+    /// This binary itself: `otters lock DIR`, `otters build DIR`.
+    fn command(&self, what: &str, dir: &Path) -> Option<std::process::Command> {
+        let mut cmd = std::process::Command::new(std::env::current_exe().ok()?);
+        cmd.arg(what).arg(dir).env("NO_COLOR", "1");
+        Some(cmd)
+    }
+
     /// The build's own confinement of sources.
     fn source(&self, dir: &Path, src: &str) -> Option<PathBuf> {
         otters_pipeline::build::source_path(dir, src).ok()

@@ -1598,3 +1598,57 @@ fn workspace_diagnostics_cover_the_closed_agentfiles() {
     assert_eq!(after["items"][0]["kind"], "full", "{after}");
     assert_eq!(c.finish(), 0);
 }
+
+/// Code lenses "otters lock" and "otters build" above the first instruction; executing one runs
+/// the real command for the document's directory and shows how it ended (window/showMessage);
+/// a directory that is not an open Agentfile's is refused. Issue 23.
+#[test]
+fn code_lens_runs_otters_lock_and_says_how_it_ended() {
+    let env = Env::new();
+    let dir = env.dir.path().join("agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = "# syntax=openotters/agentfile:1\nFROM scratch\nNAME a\nMODEL m/x\n";
+    std::fs::write(dir.join("Agentfile"), text).unwrap();
+    let uri = uri_of(&dir.join("Agentfile"));
+    let (mut c, init) = Client::start(&env, None);
+    assert_eq!(
+        init["capabilities"]["executeCommandProvider"]["commands"],
+        json!(["otters.lock", "otters.build"])
+    );
+    c.open(&uri, text);
+    let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": uri}}));
+    let got: Vec<(u64, &str, &str)> = lenses
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["range"]["start"]["line"].as_u64().unwrap(),
+                l["command"]["title"].as_str().unwrap(),
+                l["command"]["command"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(1, "otters lock", "otters.lock"), (1, "otters build", "otters.build")],
+        "{lenses}"
+    );
+    let lock = lenses[0]["command"].clone();
+    let done = c.request(
+        "workspace/executeCommand",
+        json!({"command": lock["command"], "arguments": lock["arguments"]}),
+    );
+    assert!(done.is_null(), "{done}");
+    let shown = c.wait("window/showMessage", |v| v["method"] == "window/showMessage");
+    assert_eq!(shown["params"]["type"], 3, "{shown}");
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(message.starts_with("otters lock ") && message.contains("wrote"), "{message}");
+    assert!(dir.join("Agentfile.lock").is_file());
+    let refused = c.request_answer(
+        "workspace/executeCommand",
+        json!({"command": "otters.lock", "arguments": ["/"]}),
+    );
+    assert_eq!(refused["error"]["code"], -32803, "{refused}");
+    assert_eq!(c.finish(), 0);
+}

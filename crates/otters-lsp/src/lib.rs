@@ -14,6 +14,7 @@
 //! document   one open document: text, line index, findings, model, lazily its AST
 //! position   byte offsets ⇄ LSP positions (UTF-16 by default, UTF-8 when offered)
 //! convert    findings and fixes → LSP diagnostics, edits and code actions
+//! lens       code lenses running `otters lock` / `otters build` (workspace/executeCommand)
 //! workspace  workspace diagnostics: the closed Agentfiles under the root, bounded
 //! settings   the editor's settings (targets, capabilities, build args, when to check)
 //! hover, complete, outline, navigate, format, semantic, links (document links, inlay hints)
@@ -25,6 +26,7 @@ mod convert;
 mod document;
 mod format;
 mod hover;
+mod lens;
 mod links;
 mod lock;
 mod navigate;
@@ -78,6 +80,12 @@ pub trait Project {
     /// only where the build would read it (no absolute path, `..`, symlink out of `dir`, FIFO or
     /// device); `None` otherwise.
     fn source(&self, _dir: &Path, _src: &str) -> Option<std::path::PathBuf> {
+        None
+    }
+
+    /// The process that runs `otters lock DIR` or `otters build DIR` (`what` is `lock` or
+    /// `build`) for the code lenses; `None` (the default) offers no lens.
+    fn command(&self, _what: &str, _dir: &Path) -> Option<std::process::Command> {
         None
     }
 }

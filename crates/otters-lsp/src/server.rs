@@ -17,11 +17,11 @@ use lsp_types::notification::{
     DidOpenTextDocument, DidSaveTextDocument, Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentHighlightRequest,
-    DocumentLinkRequest, DocumentSymbolRequest, FoldingRangeRequest, Formatting, GotoDefinition,
-    HoverRequest, InlayHintRequest, PrepareRenameRequest, RangeFormatting, References, Rename,
-    Request as _, SemanticTokensFullDeltaRequest, SemanticTokensFullRequest,
-    WorkspaceDiagnosticRequest,
+    CodeActionRequest, CodeLensRequest, Completion, DocumentDiagnosticRequest,
+    DocumentHighlightRequest, DocumentLinkRequest, DocumentSymbolRequest, FoldingRangeRequest,
+    Formatting, GotoDefinition, HoverRequest, InlayHintRequest, PrepareRenameRequest,
+    RangeFormatting, References, Rename, Request as _, SemanticTokensFullDeltaRequest,
+    SemanticTokensFullRequest, WorkspaceDiagnosticRequest,
 };
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
@@ -87,6 +87,16 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
             work_done_progress_options: lsp_types::WorkDoneProgressOptions::default(),
         }),
         inlay_hint_provider: Some(OneOf::Left(true)),
+        code_lens_provider: Some(lsp_types::CodeLensOptions {
+            resolve_provider: Some(false),
+        }),
+        execute_command_provider: Some(lsp_types::ExecuteCommandOptions {
+            commands: crate::lens::COMMANDS
+                .iter()
+                .map(|(c, _)| (*c).to_owned())
+                .collect(),
+            work_done_progress_options: lsp_types::WorkDoneProgressOptions::default(),
+        }),
         references_provider: Some(OneOf::Left(true)),
         document_highlight_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
@@ -140,6 +150,22 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
                 if req.method == "shutdown" {
                     shut_down = true;
                     respond(connection, Response::new_ok(req.id, ()));
+                    continue;
+                }
+                if req.method == "workspace/executeCommand" {
+                    let sender = connection.sender.clone();
+                    let response = match parse::<lsp_types::ExecuteCommandParams>(req) {
+                        Ok((id, p)) => answer(
+                            id,
+                            state
+                                .execute_command(&p.command, &p.arguments, move |m| {
+                                    let _ = sender.send(m);
+                                })
+                                .map(|()| serde_json::Value::Null),
+                        ),
+                        Err(e) => *e,
+                    };
+                    respond(connection, response);
                     continue;
                 }
                 let id = req.id.clone();
@@ -464,6 +490,9 @@ pub fn request(state: &State, req: Request) -> Response {
         },
         DocumentLinkRequest::METHOD => {
             handle!(DocumentLinkRequest, |p| state.links(&p.text_document.uri))
+        }
+        CodeLensRequest::METHOD => {
+            handle!(CodeLensRequest, |p| state.code_lenses(&p.text_document.uri))
         }
         InlayHintRequest::METHOD => handle!(InlayHintRequest, |p| state
             .inlay_hints(&p.text_document.uri, p.range)),

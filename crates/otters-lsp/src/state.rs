@@ -231,6 +231,30 @@ impl State {
         serde_json::json!({"kind": "full", "resultId": id, "items": items})
     }
 
+    /// `textDocument/codeLens`: "otters lock" and "otters build" above the first instruction.
+    pub fn code_lenses(&self, uri: &Url) -> Vec<lsp_types::CodeLens> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Vec::new();
+        };
+        let first = doc
+            .ast()
+            .instructions()
+            .next()
+            .map_or(0, |i| doc.range(i.span, self.encoding).start.line);
+        crate::lens::lenses(doc, self.project.as_ref(), first)
+    }
+
+    /// `workspace/executeCommand`: starts a lens's command (see [`crate::lens::execute`]).
+    pub fn execute_command(
+        &self,
+        command: &str,
+        arguments: &[serde_json::Value],
+        send: impl FnOnce(lsp_server::Message) + Send + 'static,
+    ) -> Result<(), String> {
+        let dirs: Vec<PathBuf> = self.docs.values().filter_map(Document::dir).collect();
+        crate::lens::execute(self.project.as_ref(), command, arguments, &dirs, send)
+    }
+
     /// `workspace/diagnostic`: the findings of every Agentfile under the workspace root that is
     /// not open (open ones answer `textDocument/diagnostic`), within [`crate::workspace`]'s
     /// bounds; `unchanged` for a file whose result id in `previous` still holds.
