@@ -1616,7 +1616,10 @@ fn code_lens_runs_otters_lock_and_says_how_it_ended() {
         json!(["otters.lock", "otters.build"])
     );
     c.open(&uri, text);
-    let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": uri}}));
+    let lenses = c.request(
+        "textDocument/codeLens",
+        json!({"textDocument": {"uri": uri}}),
+    );
     let got: Vec<(u64, &str, &str)> = lenses
         .as_array()
         .unwrap()
@@ -1631,7 +1634,10 @@ fn code_lens_runs_otters_lock_and_says_how_it_ended() {
         .collect();
     assert_eq!(
         got,
-        [(1, "otters lock", "otters.lock"), (1, "otters build", "otters.build")],
+        [
+            (1, "otters lock", "otters.lock"),
+            (1, "otters build", "otters.build")
+        ],
         "{lenses}"
     );
     let lock = lenses[0]["command"].clone();
@@ -1640,10 +1646,15 @@ fn code_lens_runs_otters_lock_and_says_how_it_ended() {
         json!({"command": lock["command"], "arguments": lock["arguments"]}),
     );
     assert!(done.is_null(), "{done}");
-    let shown = c.wait("window/showMessage", |v| v["method"] == "window/showMessage");
+    let shown = c.wait("window/showMessage", |v| {
+        v["method"] == "window/showMessage"
+    });
     assert_eq!(shown["params"]["type"], 3, "{shown}");
     let message = shown["params"]["message"].as_str().unwrap();
-    assert!(message.starts_with("otters lock ") && message.contains("wrote"), "{message}");
+    assert!(
+        message.starts_with("otters lock ") && message.contains("wrote"),
+        "{message}"
+    );
     assert!(dir.join("Agentfile.lock").is_file());
     let refused = c.request_answer(
         "workspace/executeCommand",

@@ -89,11 +89,6 @@ impl State {
         }
     }
 
-    /// The settings in effect (the defaults while the last ones sent do not fit).
-    pub fn settings(&self) -> Settings {
-        self.settings.clone().unwrap_or_default()
-    }
-
     /// New settings from the client (or why they do not fit): every open document is checked
     /// again with them; returns the diagnostics to publish.
     pub fn configure(
@@ -170,7 +165,7 @@ impl State {
                 }
             }
         }
-        let on_save = self.settings().run == Run::OnSave;
+        let on_save = self.settings.as_ref().is_ok_and(|s| s.run == Run::OnSave);
         if on_save && !self.held.contains_key(uri) {
             let shown = (
                 doc.check.to_string(),
