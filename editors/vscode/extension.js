@@ -27,6 +27,9 @@ function clientOptions() {
       { scheme: 'untitled', language: 'agentfile' },
     ],
     synchronize: {
+      // A change to the `otters` settings is announced; the server then asks for them
+      // (workspace/configuration), as it does at start.
+      configurationSection: 'otters',
       // otters.toml (lint configuration) and Agentfile.lock (pinned digests) change what the
       // server reports.
       fileEvents: vscode.workspace.createFileSystemWatcher('**/{otters.toml,Agentfile.lock}'),

@@ -5,8 +5,10 @@
 //! `Agentfile.lock` beside it pins, and its directory as the build context.
 use super::CliResult;
 use otters_agentfile::check::Options;
+use otters_lsp::{Lock, Pin, Role};
 use otters_pipeline::project::{self, ConfigFinder};
-use std::path::Path;
+use otters_pipeline::resolve::lockfile::{self, lock_path_for, Lockfile};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -42,6 +44,44 @@ impl otters_lsp::Project for LintProject {
             images: input.images(&super::otters_home().join("store")),
             ..Options::default()
         })
+    }
+
+    fn capabilities(&self, file: &Path) -> Result<Vec<String>, String> {
+        project::read_capabilities(file).map_err(|e| e.to_string())
+    }
+
+    /// The build's reader: its format checks and its confinement of a symlinked lock.
+    fn lock(&self, agentfile: &Path) -> Option<Lock> {
+        let lock = Lockfile::read(&lock_path_for(agentfile)).ok().flatten()?;
+        let pins = lock
+            .images
+            .into_iter()
+            .map(|e| Pin {
+                role: match e.role {
+                    lockfile::Role::From => Role::From,
+                    lockfile::Role::Runtime => Role::Runtime,
+                    lockfile::Role::Bin => Role::Bin,
+                },
+                reference: e.reference,
+                digest: e.digest.to_string(),
+                index: e.index.map(|i| i.to_string()),
+                platform: e.platform,
+                description: e.description,
+            })
+            .collect();
+        Some(Lock { pins })
+    }
+
+    /// This binary itself: `otters lock DIR`, `otters build DIR`.
+    fn command(&self, what: &str, dir: &Path) -> Option<std::process::Command> {
+        let mut cmd = std::process::Command::new(std::env::current_exe().ok()?);
+        cmd.arg(what).arg(dir).env("NO_COLOR", "1");
+        Some(cmd)
+    }
+
+    /// The build's own confinement of sources.
+    fn source(&self, dir: &Path, src: &str) -> Option<PathBuf> {
+        otters_pipeline::build::source_path(dir, src).ok()
     }
 }
 

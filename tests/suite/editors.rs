@@ -59,3 +59,16 @@ fn editor_support_passes_its_checks() {
         );
     }
 }
+
+/// The upstream-ready snippets of docs/editors.md are the files the editor tests load, verbatim.
+#[test]
+fn the_upstream_snippets_in_the_docs_are_the_tested_files() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(repo.join("docs/editors.md")).unwrap();
+    let file = "editors/upstream/nvim-lspconfig/lsp/otters.lua";
+    let text = std::fs::read_to_string(repo.join(file)).unwrap();
+    assert!(
+        docs.contains(&format!("```lua\n{text}```")),
+        "docs/editors.md does not show {file} verbatim"
+    );
+}

@@ -35,6 +35,14 @@ impl Client {
 
     /// Starts `otters lsp` and initializes it with the client capabilities `caps`.
     fn start_with(env: &Env, caps: Value) -> (Client, Value) {
+        Client::start_raw(
+            env,
+            json!({"processId": null, "rootUri": null, "capabilities": caps}),
+        )
+    }
+
+    /// Starts `otters lsp` and initializes it with `params`.
+    fn start_raw(env: &Env, params: Value) -> (Client, Value) {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("otters"));
         cmd.arg("lsp")
             .env("OTTERS_HOME", env.home())
@@ -79,10 +87,7 @@ impl Client {
             inbox,
             next_id: 0,
         };
-        let init = c.request(
-            "initialize",
-            json!({"processId": null, "rootUri": null, "capabilities": caps}),
-        );
+        let init = c.request("initialize", params);
         c.notify("initialized", json!({}));
         (c, init)
     }
@@ -98,7 +103,7 @@ impl Client {
     }
 
     /// The next message `want` accepts (others, such as log messages, are skipped).
-    fn wait(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+    fn wait(&self, what: &str, mut want: impl FnMut(&Value) -> bool) -> Value {
         loop {
             let v = self
                 .inbox
@@ -470,12 +475,13 @@ fn actions_outline_definition_and_formatting() {
     let def = client.at("textDocument/definition", &uri, 6, 20);
     assert_eq!(def["uri"], uri_of(&dir.join("ctx.md")));
 
-    // Formatting: a file with syntax errors is never reformatted.
-    let formatted = client.request(
+    // Formatting: a file with syntax errors is never reformatted; the answer says why.
+    let refused = client.request_answer(
         "textDocument/formatting",
         json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
     );
-    assert_eq!(formatted, json!([]));
+    assert_eq!(refused["error"]["code"], -32803, "{refused}");
+    assert!(refused.get("result").is_none(), "{refused}");
     // A clean but untidy file: one edit, the whole text as `otters fmt -` writes it.
     let messy = "from scratch\nNAME   a\nMODEL m/x\n\n\n\nLABEL k=\"v\"";
     let tidy_uri = uri_of(&dir.join("Tidy.agentfile"));
@@ -549,28 +555,12 @@ fn lint_fix_applies_the_safe_fixes_and_reports_what_is_left() {
 #[test]
 fn neovim_opens_a_broken_file_and_sees_the_diagnostics() {
     const TEST: &str = "neovim_opens_a_broken_file_and_sees_the_diagnostics";
-    let install = "install Neovim (Debian: apt-get install neovim)";
-    if !crate::support::tools::require(TEST, "nvim", &["--version"], install) {
-        return;
-    }
     let env = Env::new();
     let dir = project(&env);
     let file = dir.join("Agentfile");
-    let out = env.dir.path().join("nvim.out");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/lsp_nvim/diagnostics.lua");
-    let mut nvim = Command::new("nvim")
-        .args(["--headless", "-u", "NONE", "-i", "NONE", "-c"])
-        .arg(format!("luafile {}", script.display()))
-        .env("OTTERS_BIN", assert_cmd::cargo::cargo_bin("otters"))
-        .env("OTTERS_HOME", env.home())
-        .env("AGENTFILE", &file)
-        .env("OUT", &out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start nvim");
-    assert_eq!(wait_exit(&mut nvim), 0);
-    let seen = std::fs::read_to_string(&out).expect("nvim wrote what it saw");
+    let Some(seen) = neovim(TEST, &env, "diagnostics.lua", &file) else {
+        return;
+    };
     // What Neovim shows is what `otters lint` reports: the same codes, lines and messages.
     let want: Vec<String> = from_lint(&env, &file)
         .into_iter()
@@ -1166,5 +1156,510 @@ fn arg_references_highlight_and_rename() {
     std::fs::write(&file, &renamed).unwrap();
     let after: Vec<String> = from_lint(&env, &file).into_iter().map(|f| f.0).collect();
     assert_eq!(before, after);
+    assert_eq!(c.finish(), 0);
+}
+
+impl Client {
+    /// A request's whole answer, error or result.
+    fn request_answer(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(method, |v| v["id"] == id)
+    }
+}
+
+/// Range formatting changes only the lines of the range; a file with a syntax error is not
+/// formatted, and the answer says why (which line), for the client to show. Issue 23.
+#[test]
+fn range_formatting_and_why_a_file_cannot_be_formatted() {
+    let env = Env::new();
+    let (mut c, init) = Client::start(&env, None);
+    assert_eq!(
+        init["capabilities"]["documentRangeFormattingProvider"],
+        true
+    );
+    let uri = "untitled:Agentfile";
+    c.open(uri, "from scratch\nNAME   a\nMODEL    m/x\nlabel a=b\n");
+    let range = |l0: u32, c0: u32, l1: u32, c1: u32| {
+        json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true},
+            "range": {"start": {"line": l0, "character": c0}, "end": {"line": l1, "character": c1}}})
+    };
+    let edits = c.request("textDocument/rangeFormatting", range(1, 2, 2, 3));
+    let edits = edits.as_array().expect("edits");
+    let lines: Vec<(u64, &str)> = edits
+        .iter()
+        .map(|e| {
+            (
+                e["range"]["start"]["line"].as_u64().unwrap(),
+                e["newText"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(lines, [(1, "NAME a\n"), (2, "MODEL m/x\n")], "{edits:?}");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [{"text": "FROM scratch\nNAME a\nCONTEXT P <<EOF\nx\n"}]}),
+    );
+    c.diagnostics(uri);
+    for (method, params) in [
+        ("textDocument/rangeFormatting", range(0, 0, 1, 0)),
+        (
+            "textDocument/formatting",
+            json!({"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": true}}),
+        ),
+    ] {
+        let a = c.request_answer(method, params);
+        assert_eq!(a["error"]["code"], -32803, "{method}: {a}");
+        let why = a["error"]["message"].as_str().unwrap();
+        assert!(
+            why.contains("cannot format") && why.contains("line 3"),
+            "{method}: {why}"
+        );
+    }
+    assert_eq!(c.finish(), 0);
+}
+
+/// Runs `tests/suite/lsp_nvim/<script>` in headless Neovim on `file` with the real binary;
+/// returns what it wrote, or `None` when Neovim is not installed (`test` names the skip).
+fn neovim(test: &str, env: &Env, script: &str, file: &Path) -> Option<String> {
+    neovim_with(test, env, script, file, &[])
+}
+
+/// [`neovim`] with more environment variables for the script.
+fn neovim_with(
+    test: &str,
+    env: &Env,
+    script: &str,
+    file: &Path,
+    vars: &[(&str, &str)],
+) -> Option<String> {
+    let install = "install Neovim (Debian: apt-get install neovim)";
+    if !crate::support::tools::require(test, "nvim", &["--version"], install) {
+        return None;
+    }
+    let out = env.dir.path().join(format!("{script}.out"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/suite/lsp_nvim")
+        .join(script);
+    let mut nvim = Command::new("nvim")
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("OTTERS_BIN", assert_cmd::cargo::cargo_bin("otters"))
+        .env("OTTERS_HOME", env.home())
+        .env("AGENTFILE", file)
+        .env("OUT", &out)
+        .envs(vars.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start nvim");
+    assert_eq!(wait_exit(&mut nvim), 0);
+    Some(std::fs::read_to_string(&out).expect("nvim wrote what it saw"))
+}
+
+/// Neovim range-formats two lines through the server and applies the edits; the rest of the
+/// file is untouched. A formatting request on a broken buffer gets the reason as its error.
+#[test]
+fn neovim_range_formats_and_is_told_why_a_broken_file_is_not_formatted() {
+    const TEST: &str = "neovim_range_formats_and_is_told_why_a_broken_file_is_not_formatted";
+    let env = Env::new();
+    let file = env.dir.path().join("Agentfile");
+    std::fs::write(&file, "from scratch\nNAME   a\nMODEL    m/x\nlabel a=b\n").unwrap();
+    let Some(seen) = neovim(TEST, &env, "format.lua", &file) else {
+        return;
+    };
+    let lines: Vec<&str> = seen.lines().collect();
+    assert_eq!(
+        lines[..4],
+        ["from scratch", "NAME a", "MODEL m/x", "label a=b"],
+        "{seen}"
+    );
+    assert!(
+        lines[4].starts_with("ERROR otters cannot format") && lines[4].contains("line 5"),
+        "{seen}"
+    );
+}
+
+/// The codes of a publishDiagnostics notification, sorted.
+fn codes(published: &Value) -> Vec<String> {
+    let mut out: Vec<String> = published["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap_or("").to_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The editor's settings reach the checks as `otters lint`'s flags do: from
+/// `initializationOptions`, from `workspace/didChangeConfiguration`, and from the client's answer
+/// to `workspace/configuration`; `run = onSave` holds the findings until a save; a bad setting is
+/// shown, not fatal. Issue 23.
+#[test]
+fn settings_from_initialization_change_and_configuration_pull() {
+    let env = Env::new();
+    let dir = env.dir.path().join("ws");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("caps.txt"), "# ours\nnote_save\nteleport\n").unwrap();
+    let text = "FROM scratch\nNAME a\nMODEL m/x\nCAPABILITY note_save\nCAPABILITY teleport\n";
+    let file = dir.join("Agentfile");
+    std::fs::write(&file, text).unwrap();
+    let uri = uri_of(&file);
+    let root = uri_of(&dir);
+    let start = |caps: Value, init: Value| {
+        let mut cmd = json!({"processId": null, "rootUri": root, "capabilities": caps});
+        cmd["initializationOptions"] = init;
+        cmd
+    };
+    // Defaults: `teleport` is not in the built-in catalogue (AF211); `note_save` has `_` (AF232).
+    let (mut c, _) = Client::start(&env, None);
+    let defaults = codes(&c.open(&uri, text));
+    assert!(
+        defaults.contains(&"AF211".to_owned()) && defaults.contains(&"AF232".to_owned()),
+        "{defaults:?}"
+    );
+    assert_eq!(c.finish(), 0);
+
+    // initializationOptions: target alpha.50 only, and the capability list (relative to the root).
+    let (mut c, _) = Client::start_raw(
+        &env,
+        start(
+            json!({}),
+            json!({"otters": {"targets": ["alpha.50"], "capabilities": "caps.txt"}}),
+        ),
+    );
+    let configured = codes(&c.open(&uri, text));
+    assert!(
+        !configured.contains(&"AF211".to_owned()) && !configured.contains(&"AF232".to_owned()),
+        "{configured:?}"
+    );
+    // didChangeConfiguration back to the defaults: every open document is checked again.
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"otters": {}}}),
+    );
+    assert_eq!(codes(&c.diagnostics(&uri)), defaults);
+    // A setting that does not fit is shown on the first line; the defaults apply.
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"otters": {"targets": ["alpha.49"]}}}),
+    );
+    let bad = c.diagnostics(&uri);
+    let first = bad["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(
+        first.contains("otters settings: targets: \"alpha.49\""),
+        "{bad}"
+    );
+    // run = onSave: an edit is not checked until the save.
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"otters": {"run": "onSave"}}}),
+    );
+    assert_eq!(codes(&c.diagnostics(&uri)), defaults);
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": "FORM scratch\n"}]}),
+    );
+    // Nothing is published before the answer to a request sent after the edit.
+    c.next_id += 1;
+    let id = c.next_id;
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/documentSymbol",
+        "params": {"textDocument": {"uri": uri}}}),
+    );
+    let mut early = Vec::new();
+    c.wait("documentSymbol", |v| {
+        early.push(v["method"].clone());
+        v["id"] == id
+    });
+    assert!(
+        !early.contains(&json!("textDocument/publishDiagnostics")),
+        "the edit was published before the save: {early:?}"
+    );
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let saved = c.diagnostics(&uri);
+    assert!(codes(&saved).contains(&"AF003".to_owned()), "{saved}");
+    assert_eq!(c.finish(), 0);
+
+    // A client that answers workspace/configuration is asked after `initialized`.
+    let (mut c, _) = Client::start_raw(
+        &env,
+        start(json!({"workspace": {"configuration": true}}), Value::Null),
+    );
+    let ask = c.wait("workspace/configuration", |v| {
+        v["method"] == "workspace/configuration"
+    });
+    assert_eq!(ask["params"]["items"][0]["section"], "otters", "{ask}");
+    c.open(&uri, text);
+    c.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": [{"targets": ["alpha.50"], "capabilities": "caps.txt"}]}));
+    assert_eq!(codes(&c.diagnostics(&uri)), configured);
+    assert_eq!(c.finish(), 0);
+}
+
+/// Neovim's `settings` reach the server (its answer to `workspace/configuration`): with the
+/// capability list and target alpha.50 set, AF211 and AF232 go away.
+#[test]
+fn neovim_settings_reach_the_checks() {
+    const TEST: &str = "neovim_settings_reach_the_checks";
+    let env = Env::new();
+    let dir = env.dir.path().join("ws");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("caps.txt"), "note_save\nteleport\n").unwrap();
+    let file = dir.join("Agentfile");
+    std::fs::write(
+        &file,
+        "FROM scratch\nNAME a\nMODEL m/x\nCAPABILITY note_save\nCAPABILITY teleport\nENV path=1\n",
+    )
+    .unwrap();
+    let settings = r#"{"otters": {"targets": ["alpha.50"], "capabilities": "caps.txt"}}"#;
+    let Some(seen) = neovim_with(
+        TEST,
+        &env,
+        "diagnostics.lua",
+        &file,
+        &[("SETTINGS", settings), ("GONE", "AF211")],
+    ) else {
+        return;
+    };
+    assert!(!seen.is_empty(), "no diagnostics");
+    assert!(
+        !seen.contains("AF211") && !seen.contains("AF232"),
+        "the settings did not reach the checks:\n{seen}"
+    );
+}
+
+/// Document links (CONTEXT and ADD files where the build would read them, image references to
+/// their registry page where one is known), inlay hints (`${NAME}` values, lock-pinned digests)
+/// and plain-text hover for a client that takes no markdown. Issue 23.
+#[test]
+fn links_inlay_hints_and_plain_text_hover() {
+    let env = Env::new();
+    let dir = project(&env);
+    std::fs::write(env.dir.path().join("secret"), "x\n").unwrap();
+    let uri = uri_of(&dir.join("Agentfile"));
+    let text = "FROM scratch\nRUNTIME ghcr.io/o/runtime:latest\nNAME a\nMODEL m/x\nARG VERSION=1\nBIN jq ghcr.io/o/jq:${VERSION}\nBIN k bitnami/kubectl:1.30\nCONTEXT S file://ctx.md\nADD ../secret\n";
+    let caps = json!({"textDocument": {
+        "hover": {"contentFormat": ["plaintext"]},
+        "completion": {"completionItem": {"documentationFormat": ["plaintext"]}},
+    }});
+    let (mut c, init) = Client::start_with(&env, caps);
+    assert!(
+        init["capabilities"]["documentLinkProvider"].is_object(),
+        "{init}"
+    );
+    assert_eq!(init["capabilities"]["inlayHintProvider"], true, "{init}");
+    c.open(&uri, text);
+
+    let links = c.request(
+        "textDocument/documentLink",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let got: Vec<(u64, u64, &str)> = links
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["range"]["start"]["line"].as_u64().unwrap(),
+                l["range"]["start"]["character"].as_u64().unwrap(),
+                l["target"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let ctx = uri_of(&std::fs::canonicalize(dir.join("ctx.md")).unwrap());
+    // No link for ADD ../secret (outside the context: the build refuses it) nor for ghcr.io.
+    assert_eq!(
+        got,
+        [
+            (6, 6, "https://hub.docker.com/r/bitnami/kubectl"),
+            (7, 10, ctx.as_str()),
+        ],
+        "{links}"
+    );
+
+    let hints = c.request(
+        "textDocument/inlayHint",
+        json!({"textDocument": {"uri": uri},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}}}),
+    );
+    let got: Vec<(u64, u64, &str)> = hints
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["position"]["line"].as_u64().unwrap(),
+                h["position"]["character"].as_u64().unwrap(),
+                h["label"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, 32, "@sha256:aaaaaaaaaaaa…"),
+            (5, 30, "= 1"),
+            (5, 30, "@sha256:aaaaaaaaaaaa…"),
+        ],
+        "{hints}"
+    );
+    // A range holding only line 4 has none.
+    let none = c.request(
+        "textDocument/inlayHint",
+        json!({"textDocument": {"uri": uri},
+            "range": {"start": {"line": 4, "character": 0}, "end": {"line": 4, "character": 5}}}),
+    );
+    assert_eq!(none, json!([]));
+
+    let hover = c.at("textDocument/hover", &uri, 1, 0);
+    assert_eq!(hover["contents"]["kind"], "plaintext", "{hover}");
+    let value = hover["contents"]["value"].as_str().unwrap();
+    assert!(
+        value.starts_with("RUNTIME") && !value.contains('`') && !value.contains("**"),
+        "{value}"
+    );
+    let items = c.at("textDocument/completion", &uri, 2, 0);
+    let doc = &items[0]["documentation"];
+    assert_eq!(doc["kind"], "plaintext", "{items}");
+    assert!(!doc["value"].as_str().unwrap().contains('`'), "{doc}");
+    assert_eq!(c.finish(), 0);
+}
+
+/// Workspace diagnostics: the closed Agentfiles under the root, with the findings `otters lint`
+/// reports for them; an open one is left to textDocument/diagnostic, a hidden directory is not
+/// entered, an unchanged file is answered `unchanged`, and a save makes every result new.
+/// Issue 23.
+#[test]
+fn workspace_diagnostics_cover_the_closed_agentfiles() {
+    let env = Env::new();
+    let dir = project(&env);
+    let root = env.dir.path();
+    std::fs::create_dir_all(root.join("b")).unwrap();
+    std::fs::create_dir_all(root.join(".hidden")).unwrap();
+    std::fs::write(root.join("b/web.agentfile"), "FORM scratch\n").unwrap();
+    std::fs::write(root.join(".hidden/Agentfile"), "FORM scratch\n").unwrap();
+    std::fs::write(root.join("open.agentfile"), "FORM scratch\n").unwrap();
+    let caps = json!({"textDocument": {"diagnostic": {}}});
+    let (mut c, init) = Client::start_raw(
+        &env,
+        json!({"processId": null, "rootUri": uri_of(root), "capabilities": caps}),
+    );
+    assert_eq!(
+        init["capabilities"]["diagnosticProvider"]["workspaceDiagnostics"],
+        true
+    );
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri_of(&root.join("open.agentfile")), "languageId": "agentfile", "version": 1, "text": "FORM scratch\n"}}),
+    );
+    let report = c.request("workspace/diagnostic", json!({"previousResultIds": []}));
+    let items = report["items"].as_array().unwrap();
+    let uris: Vec<&str> = items.iter().map(|i| i["uri"].as_str().unwrap()).collect();
+    let agent = uri_of(&dir.join("Agentfile"));
+    let web = uri_of(&root.join("b/web.agentfile"));
+    assert_eq!(uris, [agent.as_str(), web.as_str()], "{report}");
+    let text = std::fs::read_to_string(dir.join("Agentfile")).unwrap();
+    let mut got = from_lsp(&items[0]["items"], &text, "utf-16");
+    let mut want = from_lint(&env, &dir.join("Agentfile"));
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    // Asked again with the result ids: nothing changed.
+    let previous: Vec<Value> = items
+        .iter()
+        .map(|i| json!({"uri": i["uri"], "value": i["resultId"]}))
+        .collect();
+    let again = c.request(
+        "workspace/diagnostic",
+        json!({"previousResultIds": previous}),
+    );
+    let kinds: Vec<&str> = again["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["unchanged", "unchanged"], "{again}");
+    // A save may have changed otters.toml or a lock: every result is new.
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri_of(&root.join("open.agentfile"))}}),
+    );
+    let after = c.request(
+        "workspace/diagnostic",
+        json!({"previousResultIds": previous}),
+    );
+    assert_eq!(after["items"][0]["kind"], "full", "{after}");
+    assert_eq!(c.finish(), 0);
+}
+
+/// Code lenses "otters lock" and "otters build" above the first instruction; executing one runs
+/// the real command for the document's directory and shows how it ended (window/showMessage);
+/// a directory that is not an open Agentfile's is refused. Issue 23.
+#[test]
+fn code_lens_runs_otters_lock_and_says_how_it_ended() {
+    let env = Env::new();
+    let dir = env.dir.path().join("agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = "# syntax=openotters/agentfile:1\nFROM scratch\nNAME a\nMODEL m/x\n";
+    std::fs::write(dir.join("Agentfile"), text).unwrap();
+    let uri = uri_of(&dir.join("Agentfile"));
+    let (mut c, init) = Client::start(&env, None);
+    assert_eq!(
+        init["capabilities"]["executeCommandProvider"]["commands"],
+        json!(["otters.lock", "otters.build"])
+    );
+    c.open(&uri, text);
+    let lenses = c.request(
+        "textDocument/codeLens",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let got: Vec<(u64, &str, &str)> = lenses
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["range"]["start"]["line"].as_u64().unwrap(),
+                l["command"]["title"].as_str().unwrap(),
+                l["command"]["command"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, "otters lock", "otters.lock"),
+            (1, "otters build", "otters.build")
+        ],
+        "{lenses}"
+    );
+    let lock = lenses[0]["command"].clone();
+    let done = c.request(
+        "workspace/executeCommand",
+        json!({"command": lock["command"], "arguments": lock["arguments"]}),
+    );
+    assert!(done.is_null(), "{done}");
+    let shown = c.wait("window/showMessage", |v| {
+        v["method"] == "window/showMessage"
+    });
+    assert_eq!(shown["params"]["type"], 3, "{shown}");
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("otters lock ") && message.contains("wrote"),
+        "{message}"
+    );
+    assert!(dir.join("Agentfile.lock").is_file());
+    let refused = c.request_answer(
+        "workspace/executeCommand",
+        json!({"command": "otters.lock", "arguments": ["/"]}),
+    );
+    assert_eq!(refused["error"]["code"], -32803, "{refused}");
     assert_eq!(c.finish(), 0);
 }

@@ -6,7 +6,6 @@
 //! refuses those too; one finding says so).
 
 use crate::position::{Columns, Encoding};
-use crate::Project;
 use lsp_types::Url;
 use lsp_types::{Position, Range};
 use otters_agentfile::check::{self, Options};
@@ -15,7 +14,7 @@ use otters_agentfile::syntax::{self, Ast, Line};
 use otters_agentfile::{ir, Diagnostic, Severity};
 use otters_core::files;
 use std::cell::OnceCell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// At most this many findings are kept and published per document, the first by position (as
 /// `otters lint` draws its first 200); one more diagnostic counts the rest. A 1 MiB file of
@@ -59,16 +58,20 @@ pub struct Document {
 }
 
 impl Document {
-    pub fn new(uri: Url, version: i32, text: String, project: &dyn Project) -> Document {
+    /// The document at `uri`, checked with the options `settings` gives for its file (and why
+    /// something of them could not be used).
+    pub fn new(
+        uri: Url,
+        version: i32,
+        text: String,
+        settings: impl FnOnce(Option<&Path>) -> (Options, Option<String>),
+    ) -> Document {
         let path = if uri.scheme() == "file" {
             uri.to_file_path().ok()
         } else {
             None
         };
-        let settings = match project.options(path.as_deref()) {
-            Ok(o) => (o, None),
-            Err(e) => (Options::default(), Some(e)),
-        };
+        let settings = settings(path.as_deref());
         Document::checked(uri, path, version, text, settings)
     }
 

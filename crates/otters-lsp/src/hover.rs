@@ -41,7 +41,7 @@ fn word_at(text: &str, offset: usize) -> Option<&str> {
 }
 
 /// The markdown shown at `offset`, or `None` when there is nothing to say.
-pub fn hover(doc: &Document, offset: usize) -> Option<String> {
+pub fn hover(doc: &Document, project: &dyn crate::Project, offset: usize) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     if let Some(LineKind::Instruction(ins)) = doc.line_at(offset).map(|l| &l.kind) {
         let arg = (offset <= ins.span.end)
@@ -69,7 +69,7 @@ pub fn hover(doc: &Document, offset: usize) -> Option<String> {
         .filter(|r| r.span.start <= offset && offset <= r.span.end)
         .collect();
     if !here.is_empty() {
-        let locked = lock::read(doc);
+        let locked = lock::read(doc, project);
         for r in here {
             let text = match locked.as_ref().and_then(|l| lock::entry(l, r)) {
                 Some(e) => {

@@ -1,8 +1,8 @@
 //! Go to definition: from `${NAME}` to the ARG that declares it, from a CONTEXT's `file://path`
 //! or an ADD source to that file (relative to the document's directory, as the build reads it).
 //!
-//! A source is opened only where the build would read it (`otters_pipeline::build::source_path`,
-//! the build's own confinement): never an absolute path, `..`, a symlink out of the directory,
+//! A source is opened only where the build would read it ([`crate::Project::source`]: the
+//! binary answers with the build's own confinement): never an absolute path, `..`, a symlink out of the directory,
 //! a FIFO or a device, so a hostile Agentfile cannot make the editor open `/etc/shadow`.
 
 use crate::document::Document;
@@ -18,7 +18,7 @@ pub enum Target {
     File(PathBuf),
 }
 
-pub fn definition(doc: &Document, offset: usize) -> Option<Target> {
+pub fn definition(doc: &Document, project: &dyn crate::Project, offset: usize) -> Option<Target> {
     let line = doc.line_at(offset)?;
     let LineKind::Instruction(ins) = &line.kind else {
         return None;
@@ -38,24 +38,33 @@ pub fn definition(doc: &Document, offset: usize) -> Option<Target> {
     if !(source.span.start <= offset && offset <= source.span.end) {
         return None;
     }
-    otters_pipeline::build::source_path(&doc.dir()?, &source.text)
-        .ok()
-        .map(Target::File)
+    project.source(&doc.dir()?, &source.text).map(Target::File)
+}
+
+/// Every `${NAME}` on the instruction line `span`: its span (braces included) and the NAME.
+pub(crate) fn arg_uses(text: &str, span: Span) -> Vec<(Span, &str)> {
+    let Some(line) = text.get(span.start..span.end) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(open) = line[from..].find("${").map(|i| from + i) {
+        let Some(close) = line[open..].find('}').map(|i| open + i) else {
+            break;
+        };
+        let whole = Span::new(span.start + open, span.start + close + 1);
+        out.push((whole, &line[open + 2..close]));
+        from = close + 1;
+    }
+    out
 }
 
 /// The NAME of the `${NAME}` around `offset` on the instruction line `span`.
 pub(crate) fn arg_reference(text: &str, span: Span, offset: usize) -> Option<&str> {
-    let line = text.get(span.start..span.end)?;
-    let mut from = 0;
-    while let Some(open) = line[from..].find("${").map(|i| from + i) {
-        let close = line[open..].find('}').map(|i| open + i)?;
-        let (start, end) = (span.start + open, span.start + close + 1);
-        if start <= offset && offset <= end {
-            return Some(&line[open + 2..close]);
-        }
-        from = close + 1;
-    }
-    None
+    arg_uses(text, span)
+        .into_iter()
+        .find(|(s, _)| s.start <= offset && offset <= s.end)
+        .map(|(_, name)| name)
 }
 
 /// The key of the last `ARG name` before `offset`, else of the first one after it.

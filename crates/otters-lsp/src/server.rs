@@ -8,18 +8,20 @@
 //! `InternalError` and the session goes on.
 
 use crate::position::Encoding;
+use crate::settings::Settings;
 use crate::state::State;
 use crate::Project;
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::{
-    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
-    DidSaveTextDocument, Notification as _, PublishDiagnostics,
+    DidChangeConfiguration, DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument,
+    DidOpenTextDocument, DidSaveTextDocument, Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    CodeActionRequest, Completion, DocumentDiagnosticRequest, DocumentHighlightRequest,
-    DocumentSymbolRequest, FoldingRangeRequest, Formatting, GotoDefinition, HoverRequest,
-    PrepareRenameRequest, References, Rename, Request as _, SemanticTokensFullDeltaRequest,
-    SemanticTokensFullRequest,
+    CodeActionRequest, CodeLensRequest, Completion, DocumentDiagnosticRequest,
+    DocumentHighlightRequest, DocumentLinkRequest, DocumentSymbolRequest, FoldingRangeRequest,
+    Formatting, GotoDefinition, HoverRequest, InlayHintRequest, PrepareRenameRequest,
+    RangeFormatting, References, Rename, Request as _, SemanticTokensFullDeltaRequest,
+    SemanticTokensFullRequest, WorkspaceDiagnosticRequest,
 };
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions,
@@ -79,6 +81,22 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
         folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
         document_formatting_provider: Some(OneOf::Left(true)),
+        document_range_formatting_provider: Some(OneOf::Left(true)),
+        document_link_provider: Some(lsp_types::DocumentLinkOptions {
+            resolve_provider: Some(false),
+            work_done_progress_options: lsp_types::WorkDoneProgressOptions::default(),
+        }),
+        inlay_hint_provider: Some(OneOf::Left(true)),
+        code_lens_provider: Some(lsp_types::CodeLensOptions {
+            resolve_provider: Some(false),
+        }),
+        execute_command_provider: Some(lsp_types::ExecuteCommandOptions {
+            commands: crate::lens::COMMANDS
+                .iter()
+                .map(|(c, _)| (*c).to_owned())
+                .collect(),
+            work_done_progress_options: lsp_types::WorkDoneProgressOptions::default(),
+        }),
         references_provider: Some(OneOf::Left(true)),
         document_highlight_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
@@ -101,46 +119,7 @@ pub fn capabilities(enc: Encoding) -> ServerCapabilities {
 
 /// Runs the session on `connection`; see [`run_stdio`].
 pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, String> {
-    let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
-    let snippet_edits = params
-        .pointer("/capabilities/workspace/workspaceEdit/snippetEditSupport")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
-    let pull = params
-        .pointer("/capabilities/textDocument/diagnostic")
-        .is_some_and(serde_json::Value::is_object);
-    let params_refresh = params
-        .pointer("/capabilities/workspace/diagnostics/refreshSupport")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
-    let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
-    let enc = negotiate(&params);
-    let mut caps = capabilities(enc);
-    if pull {
-        caps.diagnostic_provider = Some(lsp_types::DiagnosticServerCapabilities::Options(
-            lsp_types::DiagnosticOptions {
-                identifier: Some("otters".to_owned()),
-                inter_file_dependencies: false,
-                workspace_diagnostics: false,
-                ..lsp_types::DiagnosticOptions::default()
-            },
-        ));
-    }
-    let result = serde_json::json!({
-        "capabilities": caps,
-        "serverInfo": ServerInfo {
-            name: "otters".to_owned(),
-            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
-        },
-    });
-    connection
-        .initialize_finish(id, result)
-        .map_err(|e| e.to_string())?;
-    let mut state = State::new(project, enc);
-    state.snippet_edits = snippet_edits;
-    state.pull = pull;
-    let refresh = pull && params_refresh;
-    let mut refreshes = 0u64;
+    let (mut state, mut session) = handshake(connection, project)?;
     let mut shut_down = false;
     for msg in &connection.receiver {
         match msg {
@@ -173,6 +152,22 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
                     respond(connection, Response::new_ok(req.id, ()));
                     continue;
                 }
+                if req.method == "workspace/executeCommand" {
+                    let sender = connection.sender.clone();
+                    let response = match parse::<lsp_types::ExecuteCommandParams>(req) {
+                        Ok((id, p)) => answer(
+                            id,
+                            state
+                                .execute_command(&p.command, &p.arguments, move |m| {
+                                    let _ = sender.send(m);
+                                })
+                                .map(|()| serde_json::Value::Null),
+                        ),
+                        Err(e) => *e,
+                    };
+                    respond(connection, response);
+                    continue;
+                }
                 let id = req.id.clone();
                 let response = catch_unwind(AssertUnwindSafe(|| request(&state, req)))
                     .unwrap_or_else(|_| {
@@ -192,34 +187,206 @@ pub fn run(connection: &Connection, project: Box<dyn Project>) -> Result<bool, S
                     n.method.as_str(),
                     DidSaveTextDocument::METHOD | DidChangeWatchedFiles::METHOD
                 );
-                let mut published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
-                    .unwrap_or_default();
-                if state.pull {
-                    // The client asks for them (textDocument/diagnostic); after a save or a
-                    // project change, it is told to ask again.
-                    if refresh && rechecks {
-                        refreshes += 1;
-                        let r = Request::new(
-                            format!("otters-refresh-{refreshes}").into(),
-                            "workspace/diagnostic/refresh".to_owned(),
-                            serde_json::Value::Null,
-                        );
-                        let _ = connection.sender.send(Message::Request(r));
+                if n.method == DidChangeConfiguration::METHOD {
+                    // A client that answers `workspace/configuration` is asked (its
+                    // notification may carry nothing); another sends the settings in it.
+                    if session.config_pull {
+                        session.ask_configuration(state.root.as_ref());
+                        continue;
                     }
-                    published.clear();
+                    let settings = n.params.get("settings").unwrap_or(&serde_json::Value::Null);
+                    let published = state.configure(Settings::from_json(settings));
+                    if !session.deliver(&state, published, true) {
+                        return Ok(shut_down);
+                    }
+                    continue;
                 }
-                for p in published {
-                    let n = Notification::new(PublishDiagnostics::METHOD.to_owned(), p);
-                    if connection.sender.send(Message::Notification(n)).is_err() {
+                let published = catch_unwind(AssertUnwindSafe(|| notification(&mut state, n)))
+                    .unwrap_or_default();
+                if !session.deliver(&state, published, rechecks) {
+                    return Ok(shut_down);
+                }
+            }
+            Message::Response(r) => {
+                let configuration = matches!(&r.id.to_string(), s if s.contains(CONFIGURATION));
+                if let (true, Some(result)) = (configuration, r.result) {
+                    let section = result.get(0).cloned().unwrap_or_default();
+                    let published = state.configure(Settings::from_json(&section));
+                    if !session.deliver(&state, published, true) {
                         return Ok(shut_down);
                     }
                 }
             }
-            Message::Response(_) => {}
         }
     }
     // The client went away without `exit`.
     Ok(false)
+}
+
+/// The initialize handshake: what the client offers, the capabilities answered, the state.
+fn handshake(
+    connection: &Connection,
+    project: Box<dyn Project>,
+) -> Result<(State, Session<'_>), String> {
+    let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
+    let snippet_edits = params
+        .pointer("/capabilities/workspace/workspaceEdit/snippetEditSupport")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let pull = params
+        .pointer("/capabilities/textDocument/diagnostic")
+        .is_some_and(serde_json::Value::is_object);
+    let params_refresh = params
+        .pointer("/capabilities/workspace/diagnostics/refreshSupport")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    // Settings: `initializationOptions`, then (a client that answers it) `workspace/configuration`.
+    let init_settings = params
+        .get("initializationOptions")
+        .map(crate::settings::Settings::from_json);
+    let config_pull = params
+        .pointer("/capabilities/workspace/configuration")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let plain_hover = plain(&params, "/capabilities/textDocument/hover/contentFormat");
+    let plain_docs = plain(
+        &params,
+        "/capabilities/textDocument/completion/completionItem/documentationFormat",
+    );
+    let params: InitializeParams = serde_json::from_value(params).unwrap_or_default();
+    let enc = negotiate(&params);
+    let mut caps = capabilities(enc);
+    if pull {
+        caps.diagnostic_provider = Some(lsp_types::DiagnosticServerCapabilities::Options(
+            lsp_types::DiagnosticOptions {
+                identifier: Some("otters".to_owned()),
+                inter_file_dependencies: false,
+                workspace_diagnostics: true,
+                ..lsp_types::DiagnosticOptions::default()
+            },
+        ));
+    }
+    let result = serde_json::json!({
+        "capabilities": caps,
+        "serverInfo": ServerInfo {
+            name: "otters".to_owned(),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        },
+    });
+    connection
+        .initialize_finish(id, result)
+        .map_err(|e| e.to_string())?;
+    let mut state = State::new(project, enc);
+    state.client = crate::state::ClientCaps {
+        snippet_edits,
+        plain_hover,
+        plain_docs,
+    };
+    state.pull = pull;
+    state.root = root(&params);
+    if let Some(s) = init_settings {
+        state.configure(s);
+    }
+    let mut session = Session {
+        connection,
+        refresh: pull && params_refresh,
+        config_pull,
+        sent: 0,
+    };
+    // `initialize_finish` waited for `initialized`: ask for the settings now.
+    session.ask_configuration(state.root.as_ref());
+    Ok((state, session))
+}
+
+/// Whether the formats the client lists at `pointer` leave markdown out (a client that lists
+/// none takes markdown, as most do).
+fn plain(params: &serde_json::Value, pointer: &str) -> bool {
+    params
+        .pointer(pointer)
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|f| !f.iter().any(|k| k == "markdown"))
+}
+
+/// The prefix of the ids of the server's `workspace/configuration` requests.
+const CONFIGURATION: &str = "otters-configuration-";
+
+/// What the loop sends on its own: diagnostics, refresh and configuration requests.
+struct Session<'c> {
+    connection: &'c Connection,
+    /// The client pulls diagnostics and takes `workspace/diagnostic/refresh`.
+    refresh: bool,
+    /// The client answers `workspace/configuration`.
+    config_pull: bool,
+    /// Requests sent, for their ids.
+    sent: u64,
+}
+
+impl Session<'_> {
+    fn send_request(&mut self, prefix: &str, method: &str, params: serde_json::Value) {
+        self.sent += 1;
+        let r = Request::new(
+            format!("{prefix}{}", self.sent).into(),
+            method.to_owned(),
+            params,
+        );
+        let _ = self.connection.sender.send(Message::Request(r));
+    }
+
+    /// Asks the client for the `otters` section of its settings (when it answers that).
+    fn ask_configuration(&mut self, root: Option<&std::path::PathBuf>) {
+        if !self.config_pull {
+            return;
+        }
+        let scope = root.and_then(|r| lsp_types::Url::from_directory_path(r).ok());
+        let params = serde_json::json!({"items": [{"section": "otters", "scopeUri": scope}]});
+        self.send_request(CONFIGURATION, "workspace/configuration", params);
+    }
+
+    /// Publishes `published`, or for a client that pulls diagnostics, after a recheck, asks it
+    /// to pull again. `false` when the client is gone.
+    fn deliver(
+        &mut self,
+        state: &State,
+        mut published: Vec<PublishDiagnosticsParams>,
+        rechecked: bool,
+    ) -> bool {
+        if state.pull {
+            // The client asks for them (textDocument/diagnostic); after a save or a project
+            // change, it is told to ask again.
+            if self.refresh && rechecked {
+                self.send_request(
+                    "otters-refresh-",
+                    "workspace/diagnostic/refresh",
+                    serde_json::Value::Null,
+                );
+            }
+            published.clear();
+        }
+        for p in published {
+            let n = Notification::new(PublishDiagnostics::METHOD.to_owned(), p);
+            if self
+                .connection
+                .sender
+                .send(Message::Notification(n))
+                .is_err()
+            {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The workspace root: the first workspace folder, else `rootUri`, as a directory.
+#[allow(deprecated)] // rootUri: the only root older clients (Neovim 0.7) send.
+fn root(params: &InitializeParams) -> Option<std::path::PathBuf> {
+    params
+        .workspace_folders
+        .as_ref()
+        .and_then(|f| f.first())
+        .map(|f| &f.uri)
+        .or(params.root_uri.as_ref())
+        .and_then(|u| u.to_file_path().ok())
 }
 
 fn respond(connection: &Connection, r: Response) {
@@ -242,6 +409,14 @@ fn parse<P: DeserializeOwned>(req: Request) -> Result<(lsp_server::RequestId, P)
 
 fn ok<R: Serialize>(id: lsp_server::RequestId, r: R) -> Response {
     Response::new_ok(id, r)
+}
+
+/// The result, or a `RequestFailed` error with why (the client shows the message).
+fn answer<R: Serialize>(id: lsp_server::RequestId, r: Result<R, String>) -> Response {
+    match r {
+        Ok(r) => ok(id, r),
+        Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
+    }
 }
 
 /// Answers one request.
@@ -279,7 +454,14 @@ pub fn request(state: &State, req: Request) -> Response {
             let at = p.text_document_position_params;
             state.definition(&at.text_document.uri, at.position)
         }),
-        Formatting::METHOD => handle!(Formatting, |p| state.formatting(&p.text_document.uri)),
+        Formatting::METHOD => match parse::<lsp_types::DocumentFormattingParams>(req) {
+            Ok((id, p)) => answer(id, state.formatting(&p.text_document.uri)),
+            Err(e) => *e,
+        },
+        RangeFormatting::METHOD => match parse::<lsp_types::DocumentRangeFormattingParams>(req) {
+            Ok((id, p)) => answer(id, state.range_formatting(&p.text_document.uri, p.range)),
+            Err(e) => *e,
+        },
         References::METHOD => handle!(References, |p| {
             let at = p.text_document_position;
             state.references(
@@ -293,22 +475,27 @@ pub fn request(state: &State, req: Request) -> Response {
             state.highlights(&at.text_document.uri, at.position)
         }),
         PrepareRenameRequest::METHOD => match parse::<lsp_types::TextDocumentPositionParams>(req) {
-            Ok((id, p)) => match state.prepare_rename(&p.text_document.uri, p.position) {
-                Ok(range) => ok(id, range),
-                Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
-            },
+            Ok((id, p)) => answer(id, state.prepare_rename(&p.text_document.uri, p.position)),
             Err(e) => *e,
         },
         Rename::METHOD => match parse::<lsp_types::RenameParams>(req) {
             Ok((id, p)) => {
                 let at = p.text_document_position;
-                match state.rename(&at.text_document.uri, at.position, &p.new_name) {
-                    Ok(edit) => ok(id, edit),
-                    Err(why) => Response::new_err(id, ErrorCode::RequestFailed as i32, why),
-                }
+                answer(
+                    id,
+                    state.rename(&at.text_document.uri, at.position, &p.new_name),
+                )
             }
             Err(e) => *e,
         },
+        DocumentLinkRequest::METHOD => {
+            handle!(DocumentLinkRequest, |p| state.links(&p.text_document.uri))
+        }
+        CodeLensRequest::METHOD => {
+            handle!(CodeLensRequest, |p| state.code_lenses(&p.text_document.uri))
+        }
+        InlayHintRequest::METHOD => handle!(InlayHintRequest, |p| state
+            .inlay_hints(&p.text_document.uri, p.range)),
         SemanticTokensFullRequest::METHOD => handle!(SemanticTokensFullRequest, |p| state
             .semantic_tokens(&p.text_document.uri, None)),
         SemanticTokensFullDeltaRequest::METHOD => {
@@ -317,6 +504,14 @@ pub fn request(state: &State, req: Request) -> Response {
                 Some(p.previous_result_id.as_str())
             ))
         }
+        WorkspaceDiagnosticRequest::METHOD => handle!(WorkspaceDiagnosticRequest, |p| {
+            let previous = p
+                .previous_result_ids
+                .into_iter()
+                .map(|r| (r.uri, r.value))
+                .collect();
+            state.workspace_diagnostics(&previous)
+        }),
         DocumentDiagnosticRequest::METHOD => handle!(DocumentDiagnosticRequest, |p| state
             .pull_diagnostics(&p.text_document.uri, p.previous_result_id.as_deref())),
         _ => Response::new_err(

@@ -4,23 +4,53 @@
 use crate::convert;
 use crate::document::Document;
 use crate::position::{self, Encoding};
-use crate::{complete, format, hover, lock, navigate, outline, Project};
+use crate::settings::{Run, Settings};
+use crate::{complete, format, hover, links, lock, navigate, outline, Project};
 use lsp_types::{
     CompletionItem, DocumentSymbol, FoldingRange, Hover, HoverContents, Location, MarkupContent,
     MarkupKind, Position, PublishDiagnosticsParams, Range, TextDocumentContentChangeEvent,
     TextEdit, Url,
 };
 use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// `value` (markdown) as the client takes it: markdown, or plain text without the markup
+/// (backticks, bold) for a client that shows no markdown.
+fn markup(value: String, plain: bool) -> MarkupContent {
+    if plain {
+        MarkupContent {
+            kind: MarkupKind::PlainText,
+            value: value.replace("**", "").replace('`', ""),
+        }
+    } else {
+        MarkupContent {
+            kind: MarkupKind::Markdown,
+            value,
+        }
+    }
+}
 
 fn json(action: lsp_types::CodeAction) -> serde_json::Value {
     serde_json::to_value(action).unwrap_or_default()
 }
 
+/// What the client takes, beyond what `lsp_types` reads for the server.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientCaps {
+    /// Snippet edits inside workspace edits (LSP 3.18).
+    pub snippet_edits: bool,
+    /// No markdown in hovers (`textDocument.hover.contentFormat` without `markdown`): they are
+    /// sent as plain text.
+    pub plain_hover: bool,
+    /// The same for completion documentation (`completionItem.documentationFormat`).
+    pub plain_docs: bool,
+}
+
 pub struct State {
     project: Box<dyn Project>,
     pub encoding: Encoding,
-    /// The client applies snippet edits inside workspace edits (LSP 3.18).
-    pub snippet_edits: bool,
+    /// What the client takes, from its `initialize` capabilities.
+    pub client: ClientCaps,
     /// The client pulls diagnostics (`textDocument/diagnostic`, LSP 3.17) instead of being sent
     /// them: the server then publishes nothing, so no client shows a finding twice.
     pub pull: bool,
@@ -30,6 +60,16 @@ pub struct State {
     docs: HashMap<Url, Document>,
     /// The semantic tokens last sent per document, with their result id (for deltas).
     sent_tokens: std::cell::RefCell<HashMap<Url, (String, Vec<u32>)>>,
+    /// The editor's settings, or why the last ones sent did not fit (the defaults apply then).
+    settings: Result<Settings, String>,
+    /// Counts the settings and project changes (saves, watched files): workspace result ids
+    /// hold it, so a change makes every closed file's findings new.
+    generation: u64,
+    /// The workspace root: relative settings paths start there.
+    pub root: Option<PathBuf>,
+    /// With `run = onSave`, the findings shown when a document was last checked on open or
+    /// save, with their result id, while edits since are not shown.
+    held: HashMap<Url, (String, Vec<lsp_types::Diagnostic>)>,
 }
 
 impl State {
@@ -37,11 +77,44 @@ impl State {
         State {
             project,
             encoding,
-            snippet_edits: false,
+            client: ClientCaps::default(),
             pull: false,
             checks: 0,
             sent_tokens: std::cell::RefCell::default(),
             docs: HashMap::new(),
+            settings: Ok(Settings::default()),
+            root: None,
+            generation: 0,
+            held: HashMap::new(),
+        }
+    }
+
+    /// New settings from the client (or why they do not fit): every open document is checked
+    /// again with them; returns the diagnostics to publish.
+    pub fn configure(
+        &mut self,
+        settings: Result<Settings, String>,
+    ) -> Vec<PublishDiagnosticsParams> {
+        if self.settings == settings {
+            return Vec::new();
+        }
+        self.settings = settings;
+        self.recheck_all()
+    }
+
+    /// The options for the file at `path`, and why something of them could not be used.
+    fn options(
+        &self,
+        path: Option<&std::path::Path>,
+    ) -> (otters_agentfile::check::Options, Option<String>) {
+        let project = self.project.as_ref();
+        let root = self.root.as_deref();
+        match &self.settings {
+            Ok(s) => s.options(project, path, root),
+            Err(e) => {
+                let (o, _) = Settings::default().options(project, path, root);
+                (o, Some(e.clone()))
+            }
         }
     }
 
@@ -59,7 +132,8 @@ impl State {
 
     /// `textDocument/didOpen`: checks the text and returns its diagnostics.
     pub fn open(&mut self, uri: Url, version: i32, text: String) -> PublishDiagnosticsParams {
-        let mut doc = Document::new(uri.clone(), version, text, self.project.as_ref());
+        let mut doc = Document::new(uri.clone(), version, text, |p| self.options(p));
+        self.held.remove(&uri);
         self.checks += 1;
         doc.check = self.checks;
         let out = self.publish(&doc);
@@ -68,7 +142,8 @@ impl State {
     }
 
     /// `textDocument/didChange`: full text (or, from a client that sends ranges anyway, each
-    /// edit applied in turn), checked again. `None` for a document that is not open.
+    /// edit applied in turn), checked again. `None` for a document that is not open, and with
+    /// `run = onSave` (the findings of the last open or save stay shown).
     pub fn change(
         &mut self,
         uri: &Url,
@@ -90,17 +165,27 @@ impl State {
                 }
             }
         }
+        let on_save = self.settings.as_ref().is_ok_and(|s| s.run == Run::OnSave);
+        if on_save && !self.held.contains_key(uri) {
+            let shown = (
+                doc.check.to_string(),
+                convert::diagnostics(doc, self.encoding),
+            );
+            self.held.insert(uri.clone(), shown);
+        }
         let mut doc = doc.edited(version, text);
         self.checks += 1;
         doc.check = self.checks;
+        // Checked all the same: hover, completion and the rest follow the text.
         let out = self.publish(&doc);
         self.docs.insert(uri.clone(), doc);
-        Some(out)
+        (!on_save).then_some(out)
     }
 
     /// `textDocument/didClose`: forgets the document and clears its diagnostics.
     pub fn close(&mut self, uri: &Url) -> PublishDiagnosticsParams {
         self.docs.remove(uri);
+        self.held.remove(uri);
         self.sent_tokens.borrow_mut().remove(uri);
         PublishDiagnosticsParams::new(uri.clone(), Vec::new(), None)
     }
@@ -108,6 +193,7 @@ impl State {
     /// `textDocument/didSave`, or a change to a project file: checks every open document again
     /// (its `otters.toml` or `Agentfile.lock` may have changed).
     pub fn recheck_all(&mut self) -> Vec<PublishDiagnosticsParams> {
+        self.generation += 1;
         let docs: Vec<(Url, i32, String)> = self
             .docs
             .values()
@@ -125,15 +211,89 @@ impl State {
         let Some(doc) = self.docs.get(uri) else {
             return serde_json::json!({"kind": "full", "items": []});
         };
-        let id = doc.check.to_string();
+        let (id, items) = match self.held.get(uri) {
+            Some((id, items)) => (id.clone(), items.clone()),
+            None => (doc.check.to_string(), Vec::new()),
+        };
         if previous == Some(id.as_str()) {
             return serde_json::json!({"kind": "unchanged", "resultId": id});
         }
-        serde_json::json!({
-            "kind": "full",
-            "resultId": id,
-            "items": convert::diagnostics(doc, self.encoding),
-        })
+        let items = if self.held.contains_key(uri) {
+            items
+        } else {
+            convert::diagnostics(doc, self.encoding)
+        };
+        serde_json::json!({"kind": "full", "resultId": id, "items": items})
+    }
+
+    /// `textDocument/codeLens`: "otters lock" and "otters build" above the first instruction.
+    pub fn code_lenses(&self, uri: &Url) -> Vec<lsp_types::CodeLens> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Vec::new();
+        };
+        let first = doc
+            .ast()
+            .instructions()
+            .next()
+            .map_or(0, |i| doc.range(i.span, self.encoding).start.line);
+        crate::lens::lenses(doc, self.project.as_ref(), first)
+    }
+
+    /// `workspace/executeCommand`: starts a lens's command (see [`crate::lens::execute`]).
+    pub fn execute_command(
+        &self,
+        command: &str,
+        arguments: &[serde_json::Value],
+        send: impl FnOnce(lsp_server::Message) + Send + 'static,
+    ) -> Result<(), String> {
+        let dirs: Vec<PathBuf> = self.docs.values().filter_map(Document::dir).collect();
+        crate::lens::execute(self.project.as_ref(), command, arguments, &dirs, send)
+    }
+
+    /// `workspace/diagnostic`: the findings of every Agentfile under the workspace root that is
+    /// not open (open ones answer `textDocument/diagnostic`), within [`crate::workspace`]'s
+    /// bounds; `unchanged` for a file whose result id in `previous` still holds.
+    pub fn workspace_diagnostics(&self, previous: &HashMap<Url, String>) -> serde_json::Value {
+        let deadline = std::time::Instant::now() + crate::workspace::BUDGET;
+        let Some(root) = &self.root else {
+            return serde_json::json!({"items": []});
+        };
+        let mut items = Vec::new();
+        for path in crate::workspace::agentfiles(root, deadline) {
+            if std::time::Instant::now() > deadline {
+                break;
+            }
+            let Ok(uri) = Url::from_file_path(&path) else {
+                continue;
+            };
+            if self.docs.contains_key(&uri) {
+                continue;
+            }
+            let Ok(bytes) = otters_core::files::read_named(
+                &path,
+                "Agentfile",
+                otters_core::files::MAX_AGENTFILE,
+            ) else {
+                continue;
+            };
+            let Ok(text) = String::from_utf8(bytes) else {
+                continue;
+            };
+            let id = crate::workspace::result_id(self.generation, &text);
+            if previous.get(&uri) == Some(&id) {
+                items.push(serde_json::json!({"kind": "unchanged", "uri": uri, "version": null, "resultId": id}));
+                continue;
+            }
+            let doc = Document::new(uri.clone(), 0, text, |p| self.options(p));
+            items.push(serde_json::json!({
+                "kind": "full",
+                "uri": uri,
+                "version": null,
+                "resultId": id,
+                "items": convert::diagnostics(&doc, self.encoding),
+            }));
+        }
+        serde_json::json!({"items": items})
     }
 
     /// `textDocument/semanticTokens/full`, and `/full/delta` when `previous` names the result
@@ -170,20 +330,77 @@ impl State {
 
     pub fn hover(&self, uri: &Url, pos: Position) -> Option<Hover> {
         let (doc, offset) = self.at(uri, pos)?;
-        let value = hover::hover(doc, offset)?;
+        let value = hover::hover(doc, self.project.as_ref(), offset)?;
         Some(Hover {
-            contents: HoverContents::Markup(MarkupContent {
-                kind: MarkupKind::Markdown,
-                value,
-            }),
+            contents: HoverContents::Markup(markup(value, self.client.plain_hover)),
             range: None,
         })
     }
 
     pub fn completion(&self, uri: &Url, pos: Position) -> Vec<CompletionItem> {
-        self.at(uri, pos)
+        let mut items = self
+            .at(uri, pos)
             .map(|(doc, offset)| complete::complete(doc, offset))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if self.client.plain_docs {
+            for i in &mut items {
+                if let Some(lsp_types::Documentation::MarkupContent(m)) = &i.documentation {
+                    let plain = markup(m.value.clone(), true);
+                    i.documentation = Some(lsp_types::Documentation::MarkupContent(plain));
+                }
+            }
+        }
+        items
+    }
+
+    /// `textDocument/documentLink`: CONTEXT `file://` paths and ADD sources to their files
+    /// (where the build would read them), image references to their registry pages.
+    pub fn links(&self, uri: &Url) -> Vec<lsp_types::DocumentLink> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Vec::new();
+        };
+        links::links(doc, self.project.as_ref())
+            .into_iter()
+            .filter_map(|l| {
+                let (target, tooltip) = match l.target {
+                    links::Target::File(p) => (Url::from_file_path(p).ok()?, None),
+                    links::Target::Page(u, what) => {
+                        (Url::parse(&u).ok()?, Some(format!("Open on {what}")))
+                    }
+                };
+                Some(lsp_types::DocumentLink {
+                    range: doc.range(l.span, self.encoding),
+                    target: Some(target),
+                    tooltip,
+                    data: None,
+                })
+            })
+            .collect()
+    }
+
+    /// `textDocument/inlayHint`: in `range`, the value of each `${NAME}` and the digest the lock
+    /// pins an unpinned reference to.
+    pub fn inlay_hints(&self, uri: &Url, range: Range) -> Vec<lsp_types::InlayHint> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Vec::new();
+        };
+        let from = doc.offset(range.start, self.encoding);
+        let to = doc.offset(range.end, self.encoding);
+        links::hints(doc, self.project.as_ref(), from, to)
+            .into_iter()
+            .map(|h| lsp_types::InlayHint {
+                position: doc
+                    .range(otters_agentfile::Span::new(h.at, h.at), self.encoding)
+                    .start,
+                label: lsp_types::InlayHintLabel::String(h.label),
+                kind: None,
+                text_edits: None,
+                tooltip: Some(lsp_types::InlayHintTooltip::String(h.tooltip)),
+                padding_left: Some(true),
+                padding_right: None,
+                data: None,
+            })
+            .collect()
     }
 
     /// Quick fixes of the findings on the lines of `range`, and pins of the image references in it
@@ -253,7 +470,7 @@ impl State {
             }
             if let Some(fix) = &suppress {
                 let action = convert::action(doc, fix, Some(lsp.clone()), self.encoding);
-                out.push(if self.snippet_edits {
+                out.push(if self.client.snippet_edits {
                     convert::with_snippet_reason(doc, fix, action, self.encoding)
                 } else {
                     json(action)
@@ -265,7 +482,7 @@ impl State {
             .filter(|r| touches(r.span))
             .collect();
         if !refs.is_empty() {
-            if let Some(l) = lock::read(doc) {
+            if let Some(l) = lock::read(doc, self.project.as_ref()) {
                 for r in &refs {
                     if let Some(fix) = lock::entry(&l, r).and_then(|e| lock::pin_fix(doc, r, e)) {
                         out.push(json(convert::action(doc, &fix, None, self.encoding)));
@@ -289,7 +506,7 @@ impl State {
 
     pub fn definition(&self, uri: &Url, pos: Position) -> Option<Location> {
         let (doc, offset) = self.at(uri, pos)?;
-        match navigate::definition(doc, offset)? {
+        match navigate::definition(doc, self.project.as_ref(), offset)? {
             navigate::Target::Here(span) => {
                 Some(Location::new(uri.clone(), doc.range(span, self.encoding)))
             }
@@ -378,18 +595,35 @@ impl State {
         )])))
     }
 
-    /// One edit replacing the whole text with its formatted form; none when it is already
-    /// formatted or cannot be (syntax errors).
-    pub fn formatting(&self, uri: &Url) -> Vec<TextEdit> {
+    /// One edit replacing the whole text with its formatted form (none when it is already
+    /// formatted), or why it cannot be formatted (syntax errors): the client shows that.
+    pub fn formatting(&self, uri: &Url) -> Result<Vec<TextEdit>, String> {
         let Some(doc) = self.docs.get(uri) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
-        match format::formatted(doc.text()) {
-            Some(new) if new != doc.text() => {
-                let whole = otters_agentfile::Span::new(0, doc.text().len());
-                vec![TextEdit::new(doc.range(whole, self.encoding), new)]
-            }
-            _ => Vec::new(),
+        let new = format::formatted(doc)?;
+        if new == doc.text() {
+            return Ok(Vec::new());
         }
+        let whole = otters_agentfile::Span::new(0, doc.text().len());
+        Ok(vec![TextEdit::new(doc.range(whole, self.encoding), new)])
+    }
+
+    /// `textDocument/rangeFormatting`: the formatting edits of the lines `range` covers (a range
+    /// ending at the start of a line does not cover that line), or why the document cannot be
+    /// formatted.
+    pub fn range_formatting(&self, uri: &Url, range: Range) -> Result<Vec<TextEdit>, String> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Ok(Vec::new());
+        };
+        let first = range.start.line as usize;
+        let mut last = range.end.line as usize;
+        if range.end.character == 0 && last > first {
+            last -= 1;
+        }
+        Ok(format::range_edits(doc, first, last.max(first))?
+            .into_iter()
+            .map(|(span, text)| TextEdit::new(doc.range(span, self.encoding), text))
+            .collect())
     }
 }

@@ -221,6 +221,18 @@ proptest! {
             assert!(f.start_line < f.end_line && f.end_line < n, "{f:?}");
         }
         let _ = state.formatting(&uri);
+        for l in state.links(&uri) {
+            inside(&l.range, n);
+        }
+        let whole = Range::new(Position::new(0, 0), Position::new(n, 0));
+        for h in state.inlay_hints(&uri, whole) {
+            inside(&Range::new(h.position, h.position), n);
+        }
+        if let Ok(edits) = state.range_formatting(&uri, Range::new(Position::new(1, 0), Position::new(n / 2, 1))) {
+            for e in edits {
+                inside(&e.range, n);
+            }
+        }
         // The same requests through the dispatcher, with parameters that do not fit.
         let bad = lsp_server::Request::new(1.into(), "textDocument/hover".to_owned(), serde_json::json!({"x": pos_junk()}));
         prop_assert!(crate::server::request(&state, bad).error.is_some());
@@ -271,4 +283,63 @@ fn an_invalid_config_is_shown_and_the_file_still_checked() {
         messages.contains(&"unknown instruction `NAEM`"),
         "{messages:?}"
     );
+}
+
+/// Applies LSP edits (UTF-16, ASCII text) to `text`, last first.
+fn apply_edits(state: &State, uri: &Url, mut edits: Vec<lsp_types::TextEdit>) -> String {
+    let doc = state.document(uri).unwrap();
+    let mut text = doc.text().to_owned();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.range.start));
+    for e in edits {
+        let (a, b) = (
+            doc.offset(e.range.start, Encoding::Utf16),
+            doc.offset(e.range.end, Encoding::Utf16),
+        );
+        text.replace_range(a..b, &e.new_text);
+    }
+    text
+}
+
+#[test]
+fn range_formatting_formats_only_the_lines_of_the_range() {
+    let mut state = State::new(Box::new(NoProject), Encoding::Utf16);
+    let uri = Url::parse("untitled:a").unwrap();
+    let text = "from scratch\nNAME   a\nMODEL    m/x\nlabel a=b\n";
+    state.open(uri.clone(), 1, text.to_owned());
+    let whole = state.formatting(&uri).unwrap();
+    let formatted = apply_edits(&state, &uri, whole);
+    assert_eq!(formatted, "FROM scratch\nNAME a\nMODEL m/x\nLABEL a=b\n");
+    // Lines 1 and 2 (a range ending at the start of line 3 does not take line 3).
+    let edits = state
+        .range_formatting(&uri, Range::new(Position::new(1, 4), Position::new(3, 0)))
+        .unwrap();
+    assert_eq!(
+        apply_edits(&state, &uri, edits),
+        "from scratch\nNAME a\nMODEL m/x\nlabel a=b\n"
+    );
+    // The whole range is the whole formatting.
+    let edits = state
+        .range_formatting(&uri, Range::new(Position::new(0, 0), Position::new(4, 0)))
+        .unwrap();
+    assert_eq!(apply_edits(&state, &uri, edits), formatted);
+}
+
+#[test]
+fn a_file_with_syntax_errors_is_not_formatted_and_the_answer_says_why() {
+    let mut state = State::new(Box::new(NoProject), Encoding::Utf16);
+    let uri = Url::parse("untitled:a").unwrap();
+    state.open(
+        uri.clone(),
+        1,
+        "FROM scratch\nCONTEXT P <<EOF\nx\n".to_owned(),
+    );
+    let why = state.formatting(&uri).unwrap_err();
+    assert!(
+        why.contains("cannot format") && why.contains("line 2"),
+        "{why}"
+    );
+    let why = state
+        .range_formatting(&uri, Range::new(Position::new(0, 0), Position::new(0, 3)))
+        .unwrap_err();
+    assert!(why.contains("line 2"), "{why}");
 }

@@ -77,6 +77,15 @@ local function run()
   if #started >= 1 then
     eq('server command', started[1].config.cmd, { 'otters', 'lsp' })
     eq('server name', started[1].config.name, 'otters')
+    -- The settings go to the server in didChangeConfiguration from on_init (0.7 does not
+    -- announce workspace/configuration, so the server would not ask for them).
+    local sent = {}
+    local fake = { config = { settings = { otters = { run = 'onSave' } } } }
+    function fake.notify(method, params)
+      table.insert(sent, { method, params })
+    end
+    started[1].config.on_init(fake)
+    eq('settings sent on init', sent, { { 'workspace/didChangeConfiguration', { settings = { otters = { run = 'onSave' } } } } })
     local root = started[1].config.root_dir
     eq('root: the directory of otters.toml', root and vim.fn.resolve(root), vim.fn.resolve(project))
   end
@@ -88,6 +97,20 @@ local function run()
   eq('no server for other filetypes', attached, 2)
   filetype_of(tmp .. '/loose/Agentfile')
   eq('root without otters.toml or .git: the file directory', vim.fn.resolve(started[#started].config.root_dir), vim.fn.resolve(tmp .. '/loose'))
+
+  -- The first-line marker makes any file an Agentfile; another syntax marker does not.
+  write(tmp .. '/marked/agent.conf', '# syntax=openotters/agentfile:1\nFROM scratch\n')
+  write(tmp .. '/marked/docker.conf', '# syntax=docker/dockerfile:1\nFROM scratch\n')
+  eq('the first-line marker is agentfile', filetype_of(tmp .. '/marked/agent.conf'), 'agentfile')
+  check('another syntax marker is not', filetype_of(tmp .. '/marked/docker.conf') ~= 'agentfile')
+
+  -- The upstream nvim-lspconfig snippet is the package's own configuration.
+  local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h')
+  local upstream = dofile(here .. '/../../upstream/nvim-lspconfig/lsp/otters.lua')
+  local own = require('otters').config()
+  eq('upstream snippet: cmd', upstream.cmd, own.cmd)
+  eq('upstream snippet: filetypes', upstream.filetypes, own.filetypes)
+  eq('upstream snippet: root markers', upstream.root_markers, own.root_markers)
 
   if not vim.lsp.start then
     -- Neovim 0.7 maps nothing for a server by itself: otters sets K and the omnifunc.

@@ -71,6 +71,14 @@ test('manifest: the agentfile language for Agentfile and *.agentfile, with its g
   assert.equal(lang.id, 'agentfile');
   assert.deepEqual(lang.filenames, ['Agentfile']);
   assert.deepEqual(lang.extensions, ['.agentfile']);
+  // The first-line marker: any file starting with it is an Agentfile; Docker's is not.
+  const first = new RegExp(lang.firstLine);
+  assert.ok(first.test('# syntax=openotters/agentfile:1'));
+  assert.ok(first.test('#syntax=openotters/agentfile'));
+  assert.ok(!first.test('# syntax=docker/dockerfile:1'));
+  // Marketplace/Open VSX fields.
+  assert.equal(manifest.repository.url, 'https://github.com/openotters/otters');
+  assert.ok(manifest.publisher && manifest.categories.includes('Programming Languages'));
   const config = JSON.parse(fs.readFileSync(path.join(extensionDir, lang.configuration), 'utf8'));
   assert.equal(config.comments.lineComment, '#');
   const [grammar] = manifest.contributes.grammars;
@@ -99,6 +107,12 @@ test('activation starts `otters lsp` over stdio for agentfile documents', async 
     ['file:agentfile', 'untitled:agentfile'],
   );
   assert.equal(c.clientOptions.synchronize.fileEvents.glob, '**/{otters.toml,Agentfile.lock}');
+  assert.equal(c.clientOptions.synchronize.configurationSection, 'otters');
+  // The settings the server reads (crates/otters-lsp/src/settings.rs) are contributed.
+  const props = manifest.contributes.configuration.properties;
+  for (const key of ['targets', 'capabilities', 'buildArgs', 'run']) {
+    assert.ok(props[`otters.${key}`], `otters.${key} is a setting`);
+  }
   assert.deepEqual(record.errors, []);
 });
 

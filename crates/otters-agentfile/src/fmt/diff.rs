@@ -106,6 +106,47 @@ fn hunk(out: &mut String, ops: &[Op], start: usize, end: usize, a: &[&str], b: &
     }
 }
 
+/// One changed block of a line diff: the lines `old` of the old text (0-based, end exclusive)
+/// become the lines `new` of the new text. Lines keep their breaks (`split_inclusive('\n')`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineChange {
+    pub old: std::ops::Range<usize>,
+    pub new: std::ops::Range<usize>,
+}
+
+/// The changed blocks from `old` to `new`, in order (the same script [`unified`] renders): what
+/// the language server's range formatting edits, one block at a time.
+pub fn line_changes(old: &str, new: &str) -> Vec<LineChange> {
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    let mut out: Vec<LineChange> = Vec::new();
+    let (mut ai, mut bi, mut open) = (0, 0, false);
+    for op in script(&a, &b) {
+        if op == Op::Equal {
+            open = false;
+        } else if !open {
+            out.push(LineChange {
+                old: ai..ai,
+                new: bi..bi,
+            });
+            open = true;
+        }
+        match op {
+            Op::Equal => {
+                ai += 1;
+                bi += 1;
+            }
+            Op::Delete => ai += 1,
+            Op::Insert => bi += 1,
+        }
+        if let Some(c) = out.last_mut().filter(|_| open) {
+            c.old.end = ai;
+            c.new.end = bi;
+        }
+    }
+    out
+}
+
 /// The edit script from `a` to `b`: equal head, the middle's shortest script, equal tail.
 fn script(a: &[&str], b: &[&str]) -> Vec<Op> {
     let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();

@@ -11,7 +11,7 @@ mod quote;
 #[cfg(test)]
 mod tests;
 
-pub use diff::unified;
+pub use diff::{line_changes, unified, LineChange};
 pub use quote::quote;
 
 use crate::diagnostic::{Code, Diagnostic, SourceFile};

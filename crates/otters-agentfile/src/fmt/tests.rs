@@ -375,6 +375,34 @@ fn unified_diff_shows_changed_lines_with_context() {
     );
 }
 
+#[test]
+fn line_changes_are_the_blocks_of_the_diff() {
+    assert_eq!(line_changes("x\n", "x\n"), vec![]);
+    let old = "1\n2\nthree\n4\nfive\nsix\n7\n";
+    let new = "1\n2\n3\n4\n5\n7\n";
+    assert_eq!(
+        line_changes(old, new),
+        vec![
+            LineChange {
+                old: 2..3,
+                new: 2..3
+            },
+            LineChange {
+                old: 4..6,
+                new: 4..5
+            },
+        ]
+    );
+    // A pure insertion is an empty old range at the place it goes.
+    assert_eq!(
+        line_changes("a\nc\n", "a\nb\nc\n"),
+        vec![LineChange {
+            old: 1..1,
+            new: 1..2
+        }]
+    );
+}
+
 /// Applies a unified diff made by [`unified`] to `old`.
 fn apply(old: &str, diff: &str) -> String {
     let a: Vec<&str> = old.split_inclusive('\n').collect();

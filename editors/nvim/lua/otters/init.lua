@@ -55,6 +55,14 @@ function M.start(bufnr, config)
     cmd = config.cmd,
     root_dir = M.root_dir(bufnr, config.root_markers),
     settings = config.settings,
+    -- The settings (`{ otters = { targets = …, capabilities = …, buildArgs = …, run = … } }`)
+    -- reach the server in didChangeConfiguration: Neovim 0.7 does not announce that it answers
+    -- workspace/configuration, so the server would not ask.
+    on_init = function(client)
+      if client.config.settings and next(client.config.settings) then
+        client.notify('workspace/didChangeConfiguration', { settings = client.config.settings })
+      end
+    end,
   }
   if vim.lsp.start then
     -- Neovim 0.8+: reuses a running client with the same name and root.
