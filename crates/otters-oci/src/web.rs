@@ -71,6 +71,17 @@ pub fn call(req: &Request<'_>, timeout: Duration) -> Result<Answer, WebError> {
         url: shown.clone(),
         why: e.to_string(),
     };
+    // A timeout reads as what it is, not as reqwest's "error decoding response body".
+    let http = |e: reqwest::Error| {
+        if e.is_timeout() {
+            reach(&format_args!(
+                "no complete answer within {} s (timed out)",
+                timeout.as_secs()
+            ))
+        } else {
+            reach(&e)
+        }
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -94,11 +105,11 @@ pub fn call(req: &Request<'_>, timeout: Duration) -> Result<Answer, WebError> {
         if let Some(token) = req.bearer {
             rb = rb.bearer_auth(token);
         }
-        let resp = rb.send().await.map_err(|e| reach(&e))?;
+        let resp = rb.send().await.map_err(http)?;
         let status = resp.status().as_u16();
         let body = read_capped(resp, MAX_ANSWER)
             .await
-            .map_err(|e| reach(&e))?
+            .map_err(http)?
             .ok_or(WebError::TooLarge { url: shown.clone() })?;
         Ok(Answer { status, body })
     })
