@@ -133,7 +133,7 @@ fn push(store: &Store, out: &BuildOutput, insecure: bool) -> miette::Result<()> 
     if out.pushed.is_empty() {
         return Ok(());
     }
-    let client = super::pushpull::client(insecure)?;
+    let client = super::common::client(insecure)?;
     let mut sources = Sources::load(store.root());
     for r in &out.pushed {
         let dest = Reference::parse(&r.reference).map_err(fail)?;

@@ -2,16 +2,14 @@
 //!
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
+use super::common::{build_failure, human_size, open_store_leased, print_diagnostics};
 use super::progress::{Bars as PushBars, ProgressMode};
 use super::{fail, fail_in, CliResult, Format};
 use miette::miette;
-use otters_agentfile::diagnostic::codes;
-use otters_agentfile::diagnostic::render::human;
-use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
 use otters_oci::registry::transfer::Event;
 use otters_oci::Store;
 use otters_pipeline::build::write::Progress;
-use otters_pipeline::build::{self as lib, AgentfileSource, BuildError, BuildOptions, BuildOutput};
+use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, BuildOutput};
 use otters_pipeline::lower::epoch;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -207,19 +205,6 @@ fn parse_output(spec: &str) -> miette::Result<Output> {
     }
 }
 
-pub(super) fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
-    if !diags.is_empty() {
-        eprint!(
-            "{}",
-            human(
-                &[(file.clone(), diags.to_vec())],
-                codes::RULES,
-                super::stderr_colour()
-            )
-        );
-    }
-}
-
 /// Progress bars on a TTY, nothing elsewhere; with `--progress plain`, lines (the fourth field).
 struct Bars(
     Option<indicatif::ProgressBar>,
@@ -263,7 +248,7 @@ impl Progress for Bars {
         if let Some((title, size, t)) = self.3.as_mut().and_then(|p| p.input.take()) {
             eprintln!(
                 "wrote {title} ({}) in {:.1}s",
-                super::images::human_size(size),
+                human_size(size),
                 t.elapsed().as_secs_f64()
             );
         }
@@ -283,7 +268,7 @@ impl lib::Progress for Bars {
                 if let Some((size, t)) = p.blobs.remove(*digest) {
                     eprintln!(
                         "push {digest}: {outcome:?} ({}) in {:.1}s",
-                        super::images::human_size(size),
+                        human_size(size),
                         t.elapsed().as_secs_f64()
                     );
                 }
@@ -298,14 +283,6 @@ impl lib::Progress for Bars {
 
 fn read_stdin() -> miette::Result<Vec<u8>> {
     otters_pipeline::project::read_agentfile_stream(std::io::stdin().lock()).map_err(fail)
-}
-
-/// Shows a failed build's diagnostics on stderr and returns what failed, to report.
-pub(super) fn failure(e: BuildError) -> lib::ErrorKind {
-    if let Some(file) = &e.file {
-        print_diagnostics(file, &e.diagnostics);
-    }
-    e.kind
 }
 
 pub fn run(mut a: Args) -> CliResult {
@@ -326,10 +303,7 @@ pub fn run(mut a: Args) -> CliResult {
     let home = super::otters_home();
     // A layout destination is not the store: the image is built in the store, then written
     // there through directory handles (it may hold links planted by whoever shipped the tree).
-    let store_root = home.join("store");
-    let store = Store::open(&store_root)
-        .and_then(|s| s.leased())
-        .map_err(|e| fail_in(format!("cannot open the store {}", store_root.display()), e))?;
+    let store = open_store_leased()?;
     let opts = BuildOptions {
         tags: a.tags.clone(),
         build_args,
@@ -354,7 +328,7 @@ pub fn run(mut a: Args) -> CliResult {
     let key = a.attest.key()?;
     remove_result_files(&a)?;
     let mut bars = progress(&a);
-    let out = lib::build(&opts, &store, &mut bars).map_err(|e| fail(failure(e)))?;
+    let out = lib::build(&opts, &store, &mut bars).map_err(|e| fail(build_failure(e)))?;
     if bars.3.is_some() {
         print_layers(&store, &out);
     }
@@ -444,7 +418,7 @@ fn print_layers(store: &Store, out: &BuildOutput) {
             "layer {} {} ({})",
             l.title().unwrap_or("-"),
             l.digest,
-            super::images::human_size(l.size)
+            human_size(l.size)
         );
     }
 }

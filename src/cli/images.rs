@@ -1,13 +1,13 @@
 //! `otters images` and `otters inspect`: read-only views of the local store, and of a registry
 //! with `inspect --remote` (manifest and config blob only: no layer is downloaded, nothing is
 //! written to the store).
+use super::common::{client, esc, human_size, open_store, parse_reference};
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
 use otters_agentfile::ir::Agent;
 use otters_core::escape::{escape, json_controls};
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::store::query::{self, ImageEntry};
-use otters_oci::Store;
 use otters_oci::{Digest, MediaType, Platform};
 use serde_json::json;
 use std::process::ExitCode;
@@ -151,27 +151,6 @@ pub struct InspectArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-}
-
-pub(super) fn open_store() -> miette::Result<Store> {
-    let root = super::otters_home().join("store");
-    Store::open(&root).into_diagnostic()
-}
-
-/// Decimal units, as `docker images` shows sizes.
-#[allow(clippy::cast_precision_loss)] // a rounded display value
-pub(super) fn human_size(n: u64) -> String {
-    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
-    if n < 1000 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1000.0;
-    let mut unit = 0;
-    while v >= 1000.0 && unit < UNITS.len() - 1 {
-        v /= 1000.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
 }
 
 /// What `images --format` asks for: a table, JSON, or a line per image from a template.
@@ -337,8 +316,8 @@ fn inspect_local(reference: &str) -> miette::Result<Shown> {
 
 /// The manifest (or index) and config blob from the registry; layers are never fetched.
 fn inspect_remote(a: &InspectArgs) -> miette::Result<Shown> {
-    let r = super::pushpull::parse_reference(&a.reference)?;
-    let client = super::pushpull::client(a.insecure)?;
+    let r = parse_reference(&a.reference)?;
+    let client = client(a.insecure)?;
     let top = client
         .fetch_manifest(&r)
         .map_err(|e| fail_in(format!("cannot inspect {}", r.familiar()), e))?;
@@ -612,10 +591,4 @@ fn section(title: &str, items: impl Iterator<Item = String>) {
             outln!("    {i}");
         }
     }
-}
-
-/// Text from an image or a registry, made safe for a terminal (controls and bidi overrides shown
-/// escaped).
-fn esc(s: &str) -> String {
-    otters_core::escape::escape(s).into_owned()
 }

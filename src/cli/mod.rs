@@ -24,6 +24,7 @@ macro_rules! out {
 mod attest;
 mod blob;
 mod build;
+mod common;
 mod copy;
 mod explain;
 mod export;

@@ -47,7 +47,7 @@ impl Bars {
                 let sized = |verb: &str| {
                     format!(
                         "{verb} {digest} {} in {:.1}s",
-                        super::images::human_size(size),
+                        super::common::human_size(size),
                         t.elapsed().as_secs_f64()
                     )
                 };

@@ -2,17 +2,18 @@
 //!
 //! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
 //! and progress go to stderr: bars on a TTY, one line per blob with `--progress plain`.
-use super::build::print_diagnostics;
+use super::common::{client, human_size, open_store_leased, parse_reference, print_diagnostics};
 use super::progress::{Bars, ProgressMode};
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
+use otters_oci::archive::local::{self, LocalError, LocalSource};
 use otters_oci::reference::Reference;
 use otters_oci::registry::referrers;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{self, TransferReport};
-use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
+use otters_oci::registry::RegistryError;
+use otters_oci::store::refname::new_tag_name;
 use otters_oci::Platform;
-use otters_oci::Store;
 use otters_pipeline::lock;
 use std::process::ExitCode;
 
@@ -97,28 +98,8 @@ pub struct LockArgs {
     pub build_args: Vec<String>,
 }
 
-pub(super) fn open_store() -> miette::Result<Store> {
-    let root = super::otters_home().join("store");
-    // Leased: what a pull writes is kept by a concurrent prune until it is tagged.
-    Store::open(&root)
-        .and_then(|s| s.leased())
-        .map_err(|e| fail_in(format!("cannot open the local store {}", root.display()), e))
-}
-
-pub(super) fn parse_reference(text: &str) -> miette::Result<Reference> {
-    Reference::parse(text).map_err(fail)
-}
-
-pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
-    RegistryClient::new(ClientOptions {
-        insecure,
-        ..ClientOptions::default()
-    })
-    .map_err(fail)
-}
-
 pub fn run_push(a: PushArgs) -> CliResult {
-    let store = open_store()?;
+    let store = open_store_leased()?;
     let local = store
         .resolve(&a.reference)
         .into_diagnostic()?
@@ -165,7 +146,7 @@ pub fn run_push(a: PushArgs) -> CliResult {
 }
 
 pub fn run_pull(a: PullArgs) -> CliResult {
-    if let Some(done) = super::store_cmds::pull_local(
+    if let Some(done) = pull_local(
         &a.reference,
         a.tag.as_deref(),
         a.flags.quiet(),
@@ -173,7 +154,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     ) {
         return done;
     }
-    let store = open_store()?;
+    let store = open_store_leased()?;
     let mut r = parse_reference(&a.reference)?;
     let client = client(a.flags.insecure)?;
     if let Some(p) = &a.platform {
@@ -310,7 +291,7 @@ fn print_report(
         eprintln!(
             "{verb} {}{from}: {moved} blob(s) transferred ({}), {} already present, {} mounted",
             report.reference,
-            human_bytes(report.bytes),
+            human_size(report.bytes),
             report.skipped.len(),
             report.mounted.len()
         );
@@ -322,13 +303,57 @@ fn print_report(
     Ok(())
 }
 
-fn human_bytes(n: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
-    let f = n as f64;
-    match n {
-        0..=1023 => format!("{n} B"),
-        1024..=1_048_575 => format!("{:.1} KiB", f / 1024.0),
-        1_048_576..=1_073_741_823 => format!("{:.1} MiB", f / 1_048_576.0),
-        _ => format!("{:.2} GiB", f / 1_073_741_824.0),
+/// `otters pull oci:DIR[:tag]` / `oci-archive:FILE[:tag]`: an OCI layout or archive written by
+/// another tool (skopeo, buildah, oras) copied into the store with the checks a registry pull
+/// applies. `None` when `reference` names neither transport.
+pub fn pull_local(
+    reference: &str,
+    tag: Option<&str>,
+    quiet: bool,
+    json: bool,
+) -> Option<CliResult> {
+    let src = LocalSource::parse(reference)?;
+    Some(pull_local_from(&src, tag, quiet, json))
+}
+
+fn pull_local_from(src: &LocalSource, tag: Option<&str>, quiet: bool, json: bool) -> CliResult {
+    if let Some(t) = tag {
+        new_tag_name(t).map_err(fail)?;
     }
+    let store = open_store_leased()?;
+    let imported = local::import(&store, src).map_err(|e| match e {
+        LocalError::Archive(e) => fail_in("cannot pull", e),
+        LocalError::NoSuchImage { ref holds, .. } => {
+            miette!(help = format!("it holds: {holds}"), "{e}")
+        }
+        LocalError::Several { ref holds, .. } => {
+            miette!(
+                help = format!("name one after a `:` (it holds: {holds})"),
+                "{e}"
+            )
+        }
+    })?;
+    let root = &imported.root;
+    let name = if let Some(t) = imported.local_name(tag) {
+        Some(store.tag(&t, root).into_diagnostic()?)
+    } else {
+        store.add_untagged(root).into_diagnostic()?;
+        None
+    };
+    if json {
+        let v = serde_json::json!({"source": src.path.display().to_string(), "digest": root.digest, "tag": name});
+        outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !quiet {
+        match &name {
+            Some(n) => eprintln!("tagged {n}"),
+            None => eprintln!(
+                "stored untagged; name it with `otters tag {} NAME:TAG` (or pull with -t)",
+                root.digest.short()
+            ),
+        }
+    }
+    outln!("{}", root.digest);
+    Ok(ExitCode::SUCCESS)
 }

@@ -3,7 +3,7 @@
 //!
 //! stdout carries data (the new referrer's digest; the tree, or JSON with `--format json`).
 //! Everything shown of a referrer comes from the image or a registry and is escaped.
-use super::pushpull::{client, open_store, parse_reference};
+use super::common::{client, esc, open_store_leased, parse_reference, WhereFlags};
 use super::{fail, fail_in, CliResult, Format};
 use miette::miette;
 use otters_oci::reference::Reference;
@@ -17,21 +17,6 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// The flags that pick where an image is: the local store, or `--remote` its registry. Without
-/// either, `verify` and `discover` use the registry of a reference the store does not hold.
-#[derive(Debug, clap::Args)]
-pub struct WhereFlags {
-    /// Work on the image in its registry instead of the local store
-    #[arg(long, conflicts_with = "local")]
-    pub remote: bool,
-    /// Use only the local store, never the registry
-    #[arg(long)]
-    pub local: bool,
-    /// Allow plain HTTP and unverified TLS for a registry not on this machine
-    #[arg(long, conflicts_with = "local")]
-    pub insecure: bool,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct AttachArgs {
@@ -84,7 +69,7 @@ impl Target {
         if place.remote || place.local {
             return Target::resolve(reference, place);
         }
-        let store = open_store()?;
+        let store = open_store_leased()?;
         let held = store
             .resolve(reference)
             .map_err(|e| fail_in(format!("cannot read {reference} from the local store"), e))?;
@@ -126,7 +111,7 @@ impl Target {
     }
 
     pub(super) fn resolve(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
-        let store = open_store()?;
+        let store = open_store_leased()?;
         if !place.remote {
             let d = store
                 .resolve(reference)
@@ -412,8 +397,4 @@ fn print_tree(nodes: &[serde_json::Value], prefix: &str) {
             print_tree(below, &deeper);
         }
     }
-}
-
-fn esc(s: &str) -> String {
-    otters_core::escape::escape(s).into_owned()
 }

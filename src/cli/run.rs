@@ -309,7 +309,7 @@ fn build_first(path: &str, a: &Args, pull: Pull, store: &Store) -> miette::Resul
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
     let out = lib::build(&opts, store, &mut NoProgress).map_err(|e| {
-        let kind = super::build::failure(e);
+        let kind = super::common::build_failure(e);
         fail_in(format!("building {path} failed; nothing was run"), kind)
     })?;
     let warnings: Vec<_> = out
@@ -317,6 +317,6 @@ fn build_first(path: &str, a: &Args, pull: Pull, store: &Store) -> miette::Resul
         .into_iter()
         .filter(|d| d.severity >= otters_agentfile::diagnostic::Severity::Warning)
         .collect();
-    super::build::print_diagnostics(&out.file, &warnings);
+    super::common::print_diagnostics(&out.file, &warnings);
     Ok(tag)
 }

@@ -6,7 +6,8 @@
 //! referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must never: accept a bundle
 //! about another digest than the one the reference resolves to at verification time, or one whose
 //! signature does not verify with the given key.
-use super::referrers::{names_registry, Target, WhereFlags};
+use super::common::WhereFlags;
+use super::referrers::{names_registry, Target};
 use super::{fail_in, CliResult};
 use miette::miette;
 use otters_oci::spec::descriptor::ManifestDoc;
@@ -468,7 +469,7 @@ pub(super) fn verify_for_run(
     let Some(r) = remote else {
         return Err(err.wrap_err("refusing to run an unverified image"));
     };
-    let client = super::pushpull::client(insecure)?;
+    let client = super::common::client(insecure)?;
     let remote = Target::Remote(store.clone(), Box::new(client), r.with_digest(digest), d);
     verify_target(&remote, digest, &key, key_path, reference)
         .map(|_| ())

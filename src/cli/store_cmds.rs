@@ -1,9 +1,9 @@
 //! `otters rm`, `tag`, `prune`, `save`, `load`: local store maintenance and oci-archive
 //! transport.
-use super::images::{human_size, open_store};
+use super::common::{human_size, open_store, open_store_leased};
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
-use otters_oci::archive::{self, local, local::LocalError, local::LocalSource};
+use otters_oci::archive::{self, local};
 use otters_oci::store::prune::{prune, PruneOptions, PruneReport};
 use otters_oci::store::query::{self, QueryError};
 use otters_oci::store::refname::new_tag_name;
@@ -243,7 +243,7 @@ pub fn run_save(a: SaveArgs) -> CliResult {
     }
     // `--with-deps` pulls what the store lacks: leased, so a concurrent `prune` keeps it.
     let store = if a.with_deps {
-        open_store()?.leased().into_diagnostic()?
+        open_store_leased()?
     } else {
         open_store()?
     };
@@ -272,7 +272,7 @@ pub fn run_save(a: SaveArgs) -> CliResult {
 }
 
 pub fn run_load(a: LoadArgs) -> CliResult {
-    let store = open_store()?.leased().into_diagnostic()?;
+    let store = open_store_leased()?;
     let (loaded, from) = if let Some(path) = file_arg(a.input.as_ref()) {
         let loaded = if path.is_dir() {
             local::load_layout(&store, path).into_diagnostic()?
@@ -319,60 +319,5 @@ pub fn run_load(a: LoadArgs) -> CliResult {
             outln!("{name} {}", d.digest);
         }
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `otters pull oci:DIR[:tag]` / `oci-archive:FILE[:tag]`: an OCI layout or archive written by
-/// another tool (skopeo, buildah, oras) copied into the store with the checks a registry pull
-/// applies. `None` when `reference` names neither transport.
-pub fn pull_local(
-    reference: &str,
-    tag: Option<&str>,
-    quiet: bool,
-    json: bool,
-) -> Option<CliResult> {
-    let src = LocalSource::parse(reference)?;
-    Some(pull_local_from(&src, tag, quiet, json))
-}
-
-fn pull_local_from(src: &LocalSource, tag: Option<&str>, quiet: bool, json: bool) -> CliResult {
-    if let Some(t) = tag {
-        new_tag_name(t).map_err(fail)?;
-    }
-    let store = open_store()?.leased().into_diagnostic()?;
-    let imported = local::import(&store, src).map_err(|e| match e {
-        LocalError::Archive(e) => fail_in("cannot pull", e),
-        LocalError::NoSuchImage { ref holds, .. } => {
-            miette!(help = format!("it holds: {holds}"), "{e}")
-        }
-        LocalError::Several { ref holds, .. } => {
-            miette!(
-                help = format!("name one after a `:` (it holds: {holds})"),
-                "{e}"
-            )
-        }
-    })?;
-    let root = &imported.root;
-    let name = if let Some(t) = imported.local_name(tag) {
-        Some(store.tag(&t, root).into_diagnostic()?)
-    } else {
-        store.add_untagged(root).into_diagnostic()?;
-        None
-    };
-    if json {
-        let v = serde_json::json!({"source": src.path.display().to_string(), "digest": root.digest, "tag": name});
-        outln!("{}", serde_json::to_string_pretty(&v).into_diagnostic()?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    if !quiet {
-        match &name {
-            Some(n) => eprintln!("tagged {n}"),
-            None => eprintln!(
-                "stored untagged; name it with `otters tag {} NAME:TAG` (or pull with -t)",
-                root.digest.short()
-            ),
-        }
-    }
-    outln!("{}", root.digest);
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,114 @@
+//! What several commands present the same way: the local store and a registry client opened
+//! with one error message, a reference parsed, sizes in one unit system, text from images made
+//! safe for the terminal, and Agentfile diagnostics printed.
+//!
+//! Takes: values the commands already hold. Returns: library handles or display text. Must
+//! never: hold a command's logic (that lives in the library crates) or use a command's module.
+use super::{fail, fail_in};
+use otters_agentfile::diagnostic::render::human;
+use otters_agentfile::diagnostic::{codes, Diagnostic, SourceFile};
+use otters_oci::reference::Reference;
+use otters_oci::registry::{ClientOptions, RegistryClient};
+use otters_oci::Store;
+
+/// The local store under `$OTTERS_HOME/store`, for reading and for writes that tag at once.
+pub(super) fn open_store() -> miette::Result<Store> {
+    let root = super::otters_home().join("store");
+    Store::open(&root)
+        .map_err(|e| fail_in(format!("cannot open the local store {}", root.display()), e))
+}
+
+/// The local store with a lease: what this process writes is kept by a concurrent `prune` until
+/// it is tagged (pulls, loads, builds).
+pub(super) fn open_store_leased() -> miette::Result<Store> {
+    let root = super::otters_home().join("store");
+    Store::open(&root)
+        .and_then(|s| s.leased())
+        .map_err(|e| fail_in(format!("cannot open the local store {}", root.display()), e))
+}
+
+pub(super) fn parse_reference(text: &str) -> miette::Result<Reference> {
+    Reference::parse(text).map_err(fail)
+}
+
+/// A registry client; `insecure` is `--insecure`.
+pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
+    RegistryClient::new(ClientOptions {
+        insecure,
+        ..ClientOptions::default()
+    })
+    .map_err(fail)
+}
+
+/// A size for people, in binary units (`512 B`, `1.5 KiB`, `300.0 MiB`, `1.25 GiB`): the one
+/// spelling of every size the CLI prints.
+#[allow(clippy::cast_precision_loss)] // a rounded display value
+pub(super) fn human_size(n: u64) -> String {
+    let f = n as f64;
+    match n {
+        0..=1023 => format!("{n} B"),
+        1024..=1_048_575 => format!("{:.1} KiB", f / 1024.0),
+        1_048_576..=1_073_741_823 => format!("{:.1} MiB", f / 1_048_576.0),
+        _ => format!("{:.2} GiB", f / 1_073_741_824.0),
+    }
+}
+
+/// Text from an image, a registry or a file name, made safe for a terminal (controls and bidi
+/// overrides shown escaped).
+pub(super) fn esc(s: &str) -> String {
+    otters_core::escape::escape(s).into_owned()
+}
+
+/// An Agentfile's diagnostics on stderr, as `otters lint` shows them.
+pub(super) fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
+    if !diags.is_empty() {
+        eprint!(
+            "{}",
+            human(
+                &[(file.clone(), diags.to_vec())],
+                codes::RULES,
+                super::stderr_colour()
+            )
+        );
+    }
+}
+
+/// Shows a failed build's diagnostics on stderr and returns what failed, to report.
+pub(super) fn build_failure(
+    e: otters_pipeline::build::BuildError,
+) -> otters_pipeline::build::ErrorKind {
+    if let Some(file) = &e.file {
+        print_diagnostics(file, &e.diagnostics);
+    }
+    e.kind
+}
+
+/// The flags that pick where an image is: the local store, or `--remote` its registry. Without
+/// either, `verify` and `discover` use the registry of a reference the store does not hold.
+#[derive(Debug, clap::Args)]
+pub struct WhereFlags {
+    /// Work on the image in its registry instead of the local store
+    #[arg(long, conflicts_with = "local")]
+    pub remote: bool,
+    /// Use only the local store, never the registry
+    #[arg(long)]
+    pub local: bool,
+    /// Allow plain HTTP and unverified TLS for a registry not on this machine
+    #[arg(long, conflicts_with = "local")]
+    pub insecure: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_size;
+
+    #[test]
+    fn sizes_are_in_binary_units() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(1024), "1.0 KiB");
+        assert_eq!(human_size(300_000), "293.0 KiB");
+        assert_eq!(human_size(5 << 20), "5.0 MiB");
+        assert_eq!(human_size(3 << 30), "3.00 GiB");
+    }
+}
