@@ -4,10 +4,14 @@
 //!
 //! Takes: values the commands already hold. Returns: library handles or display text. Must
 //! never: hold a command's logic (that lives in the library crates) or use a command's module.
+use super::progress::{Bars, ProgressMode};
+use super::Format;
 use super::{fail, fail_in};
+use miette::miette;
 use otters_agentfile::diagnostic::render::human;
 use otters_agentfile::diagnostic::{codes, Diagnostic, SourceFile};
 use otters_oci::reference::Reference;
+use otters_oci::registry::transfer::TransferReport;
 use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::Store;
 
@@ -96,6 +100,81 @@ pub struct WhereFlags {
     /// Allow plain HTTP and unverified TLS for a registry not on this machine
     #[arg(long, conflicts_with = "local")]
     pub insecure: bool,
+}
+
+/// The flags `push` and `pull` share.
+#[derive(Debug, clap::Args)]
+pub struct TransferFlags {
+    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
+    #[arg(long)]
+    pub insecure: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// No progress bars or status lines
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Progress output on stderr: `auto` (bars on a terminal, nothing elsewhere), `plain` (one
+    /// line per blob: pushed/pulled with size and time, exists, mounted; for CI logs), `tty` (bars
+    /// even when stderr is not a terminal), `quiet` (same as `-q`: nothing but errors)
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+}
+
+impl TransferFlags {
+    /// `-q`, or `--progress quiet`.
+    pub(super) fn quiet(&self) -> bool {
+        self.quiet || self.progress == ProgressMode::Quiet
+    }
+
+    /// The progress display the flags ask for.
+    pub(super) fn bars(&self) -> Bars {
+        Bars::for_mode(self.progress, self.quiet())
+    }
+}
+
+pub(super) fn print_report(
+    report: &TransferReport,
+    format: Format,
+    quiet: bool,
+    verb: &str,
+) -> miette::Result<()> {
+    if format == Format::Json {
+        let text = serde_json::to_string_pretty(report)
+            .map_err(|e| fail_in("cannot write the report", e))?;
+        outln!("{text}");
+        return Ok(());
+    }
+    if !quiet {
+        let moved = report.uploaded.len() + report.downloaded.len();
+        // Said only when a mirror took part: otherwise the reference names the host.
+        let registry = Reference::parse(&report.reference).map(|r| r.registry);
+        let from = if report.from.iter().any(|h| Ok(h) != registry.as_ref()) {
+            format!(" from {}", report.from.join(", "))
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "{verb} {}{from}: {moved} blob(s) transferred ({}), {} already present, {} mounted",
+            report.reference,
+            human_size(report.bytes),
+            report.skipped.len(),
+            report.mounted.len()
+        );
+        if !report.referrers.is_empty() {
+            eprintln!("{verb} {} referrer(s)", report.referrers.len());
+        }
+    }
+    outln!("{}", report.digest);
+    Ok(())
+}
+
+/// An image the local store does not hold, with where to look.
+pub(super) fn not_found(reference: &str) -> miette::Report {
+    miette!(
+        help = "list local images with `otters images`",
+        "image `{reference}` is not in the local store"
+    )
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ macro_rules! out {
     };
 }
 
+mod archive;
 mod attest;
 mod blob;
 mod build;
@@ -30,18 +31,22 @@ mod explain;
 mod export;
 mod fmt;
 mod images;
+mod inspect;
 mod key;
 mod kube;
 mod lint;
+mod lock;
 mod login;
 mod lsp;
 mod meta;
 mod progress;
-mod pushpull;
+mod prune;
+mod pull;
+mod push;
 mod referrers;
 mod run;
 mod sign;
-mod store_cmds;
+mod tag;
 
 use clap::{Parser, Subcommand};
 use otters_core::escape::escape;
@@ -73,24 +78,24 @@ pub enum Command {
     /// List the images in the local store
     Images(images::ImagesArgs),
     /// Show an image's manifest, config and layers
-    Inspect(images::InspectArgs),
+    Inspect(inspect::InspectArgs),
     /// Remove image tags from the local store
-    Rm(store_cmds::RmArgs),
+    Rm(tag::RmArgs),
     /// Add a tag to an image in the local store
-    Tag(store_cmds::TagArgs),
+    Tag(tag::TagArgs),
     /// Remove the blobs no image in the local store uses (after `rm`)
-    Prune(store_cmds::PruneArgs),
+    Prune(prune::PruneArgs),
     /// Manage images in the local store (`otters image prune`, as in Docker)
     #[command(subcommand)]
     Image(ImageCommand),
     /// Write images to an oci-archive tarball (a file, or standard output)
-    Save(store_cmds::SaveArgs),
+    Save(archive::SaveArgs),
     /// Load images from an oci-archive tarball (a file, or standard input)
-    Load(store_cmds::LoadArgs),
+    Load(archive::LoadArgs),
     /// Upload an image from the local store to a registry
     ///
     /// Always to the registry itself, never to a mirror configured for it.
-    Push(pushpull::PushArgs),
+    Push(push::PushArgs),
     /// Turn an agent into an ordinary OCI image any container runtime runs (`--as runnable`)
     Export(export::Args),
     /// Print the Kubernetes objects that run an agent's runnable export (YAML)
@@ -102,9 +107,9 @@ pub enum Command {
     /// (with a warning) and the registry asked. Each mirror gets its own stored credentials, never
     /// the registry's; digests are checked whoever serves. The status line and `--format json`
     /// (`from`) say which hosts served the pull. See docs/registries.md, "Mirrors".
-    Pull(pushpull::PullArgs),
+    Pull(pull::PullArgs),
     /// Resolve the images an Agentfile names and write Agentfile.lock
-    Lock(pushpull::LockArgs),
+    Lock(lock::LockArgs),
     /// Copy an image, with `-r` everything it pins, between registries, OCI layouts and archives
     ///
     /// Keeps every digest, every platform of an index, and the referrers (signatures, SBOMs,
@@ -145,7 +150,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum ImageCommand {
     /// Remove the blobs no image in the local store uses (same as `otters prune`)
-    Prune(store_cmds::PruneArgs),
+    Prune(prune::PruneArgs),
 }
 
 /// Entry point of the binary.
@@ -170,15 +175,15 @@ pub fn main() -> ExitCode {
         Command::Explain(a) => explain::run(a),
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),
-        Command::Inspect(a) => images::run_inspect(a),
-        Command::Rm(a) => store_cmds::run_rm(a),
-        Command::Tag(a) => store_cmds::run_tag(a),
-        Command::Prune(a) | Command::Image(ImageCommand::Prune(a)) => store_cmds::run_prune(a),
-        Command::Save(a) => store_cmds::run_save(a),
-        Command::Load(a) => store_cmds::run_load(a),
-        Command::Push(a) => pushpull::run_push(a),
-        Command::Pull(a) => pushpull::run_pull(a),
-        Command::Lock(a) => pushpull::run_lock(a),
+        Command::Inspect(a) => inspect::run_inspect(a),
+        Command::Rm(a) => tag::run_rm(a),
+        Command::Tag(a) => tag::run_tag(a),
+        Command::Prune(a) | Command::Image(ImageCommand::Prune(a)) => prune::run_prune(a),
+        Command::Save(a) => archive::run_save(a),
+        Command::Load(a) => archive::run_load(a),
+        Command::Push(a) => push::run_push(a),
+        Command::Pull(a) => pull::run_pull(a),
+        Command::Lock(a) => lock::run_lock(a),
         Command::Copy(a) => copy::run(a),
         Command::Login(a) => login::run_login(a),
         Command::Logout(a) => login::run_logout(a),
