@@ -4,7 +4,6 @@
 //!
 //! Takes: values the commands already hold. Returns: library handles or display text. Must
 //! never: hold a command's logic (that lives in the library crates) or use a command's module.
-use super::progress::{Bars, ProgressMode};
 use super::Format;
 use super::{fail, fail_in};
 use miette::miette;
@@ -14,6 +13,7 @@ use otters_oci::reference::Reference;
 use otters_oci::registry::transfer::TransferReport;
 use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::Store;
+use otters_pipeline::target::{Place, Target, TargetError};
 
 /// The local store under `$OTTERS_HOME/store`, for reading and for writes that tag at once.
 pub(super) fn open_store() -> miette::Result<Store> {
@@ -102,37 +102,6 @@ pub struct WhereFlags {
     pub insecure: bool,
 }
 
-/// The flags `push` and `pull` share.
-#[derive(Debug, clap::Args)]
-pub struct TransferFlags {
-    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
-    #[arg(long)]
-    pub insecure: bool,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    /// No progress bars or status lines
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Progress output on stderr: `auto` (bars on a terminal, nothing elsewhere), `plain` (one
-    /// line per blob: pushed/pulled with size and time, exists, mounted; for CI logs), `tty` (bars
-    /// even when stderr is not a terminal), `quiet` (same as `-q`: nothing but errors)
-    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    pub progress: ProgressMode,
-}
-
-impl TransferFlags {
-    /// `-q`, or `--progress quiet`.
-    pub(super) fn quiet(&self) -> bool {
-        self.quiet || self.progress == ProgressMode::Quiet
-    }
-
-    /// The progress display the flags ask for.
-    pub(super) fn bars(&self) -> Bars {
-        Bars::for_mode(self.progress, self.quiet())
-    }
-}
-
 pub(super) fn print_report(
     report: &TransferReport,
     format: Format,
@@ -175,6 +144,49 @@ pub(super) fn not_found(reference: &str) -> miette::Report {
         help = "list local images with `otters images`",
         "image `{reference}` is not in the local store"
     )
+}
+
+/// The image `reference` names for a command that adds a referrer (`attach`, `sign`): in the
+/// local store, or with `--remote` in its registry.
+pub(super) fn target(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
+    let p = if place.remote {
+        Place::Remote
+    } else {
+        Place::Local
+    };
+    Target::resolve(open_store_leased()?, reference, p, place.insecure).map_err(target_error)
+}
+
+/// The image `reference` names for a read (`verify`, `discover`): with neither `--local` nor
+/// `--remote`, a registry reference the local store does not hold is read from its registry,
+/// with a note on stderr.
+pub(super) fn target_for_read(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
+    let p = match (place.remote, place.local) {
+        (true, _) => Place::Remote,
+        (_, true) => Place::Local,
+        _ => Place::Auto,
+    };
+    let target = Target::resolve(open_store_leased()?, reference, p, place.insecure)
+        .map_err(target_error)?;
+    if let (Place::Auto, Some(r)) = (p, target.registry_reference()) {
+        eprintln!(
+            "note: {} is not in the local store; reading it from {} (pass --local to use only the store)",
+            esc(reference),
+            esc(&r.registry)
+        );
+    }
+    Ok(target)
+}
+
+/// A [`Target`] error as a report; an image the store lacks says which flag reads its registry.
+pub(super) fn target_error(e: TargetError) -> miette::Report {
+    match e {
+        TargetError::NotInStore(reference) => miette!(
+            "no image {} in the local store: build or pull it, or pass --remote to use its registry",
+            esc(&reference)
+        ),
+        e => fail(e),
+    }
 }
 
 #[cfg(test)]

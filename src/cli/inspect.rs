@@ -1,115 +1,76 @@
 //! `otters inspect`: an image's manifest, config and layers, and an agent's own content, from
-//! the local store or (`--remote`) its registry (manifest and config blob only: no layer is
-//! downloaded, nothing is written to the store).
-use super::common::{client, esc, human_size, open_store, parse_reference};
+//! the local store or its registry (`--remote`, or a registry reference the store does not hold;
+//! manifest and config blob only: no layer is downloaded, nothing is written to the store).
+use super::common::{client, esc, human_size, open_store, parse_reference, WhereFlags};
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
 use otters_agentfile::ir::Agent;
 use otters_core::escape::json_controls;
-use otters_oci::spec::descriptor::ManifestDoc;
-use otters_oci::store::query::{self};
-use otters_oci::{Digest, MediaType, Platform};
+use otters_oci::store::query::{self, ImageDetails};
+use otters_oci::Platform;
+use otters_pipeline::target::{names_registry, remote_details};
 use serde_json::json;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct InspectArgs {
-    /// Image reference: a tag, a digest or a digest prefix (with --remote: a registry reference)
+    /// Image reference: a tag, a digest or a digest prefix, or a registry reference (read from
+    /// its registry, with a note, when the local store does not hold it)
     pub reference: String,
-    /// Read the image from its registry instead of the local store (manifest and config only)
-    #[arg(long)]
-    pub remote: bool,
-    /// With --remote: allow plain HTTP and unverified TLS for a registry not on this machine
-    #[arg(long, requires = "remote")]
-    pub insecure: bool,
-    /// With --remote: show this platform's manifest of an index (e.g. linux/arm64)
-    #[arg(long, requires = "remote")]
+    /// Show this platform's manifest of an index read from a registry (e.g. linux/arm64)
+    #[arg(long, conflicts_with = "local")]
     pub platform: Option<String>,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    #[command(flatten)]
+    pub place: WhereFlags,
 }
 
-/// What `inspect` shows, from the store or a registry.
-struct Shown {
-    digest: Digest,
-    media_type: MediaType,
-    artifact_type: Option<String>,
-    size: u64,
-    bytes: Vec<u8>,
-    manifest: ManifestDoc,
-    config: Option<serde_json::Value>,
-}
-
-fn inspect_local(reference: &str) -> miette::Result<Shown> {
-    let store = open_store()?;
-    let d = query::details(&store, reference)
-        .map_err(fail)?
-        .ok_or_else(|| {
-            miette!(
+/// The image from the local store, or from its registry: with `--remote`, or for a registry
+/// reference the store does not hold (unless `--local`), with a note.
+fn inspected(a: &InspectArgs) -> miette::Result<ImageDetails> {
+    let platform = a
+        .platform
+        .as_deref()
+        .map(|p| Platform::parse(p).map_err(|e| fail_in("--platform", e)))
+        .transpose()?;
+    if !a.place.remote {
+        let store = open_store()?;
+        if let Some(d) = query::details(&store, &a.reference).map_err(fail)? {
+            if platform.is_some() {
+                return Err(miette!(
+                    "--platform picks a manifest of an index read from a registry; `{}` is in the local store: pass --remote to read it from its registry",
+                    esc(&a.reference)
+                ));
+            }
+            return Ok(d);
+        }
+    }
+    let r = match names_registry(&a.reference) {
+        Some(r) if !a.place.remote && !a.place.local => {
+            eprintln!(
+                "note: {} is not in the local store; reading it from {} (pass --local to use only the store)",
+                esc(&a.reference),
+                esc(&r.registry)
+            );
+            r
+        }
+        _ if a.place.remote => parse_reference(&a.reference)?,
+        _ => {
+            return Err(miette!(
                 help = "list local images with `otters images`, fetch it with `otters pull`, or read it from its registry with `otters inspect --remote`",
-                "image `{reference}` is not in the local store"
-            )
-        })?;
-    Ok(Shown {
-        digest: d.descriptor.digest,
-        media_type: d.descriptor.media_type,
-        artifact_type: d.descriptor.artifact_type,
-        size: d.descriptor.size,
-        bytes: d.bytes,
-        manifest: d.manifest,
-        config: d.config,
-    })
-}
-
-/// The manifest (or index) and config blob from the registry; layers are never fetched.
-fn inspect_remote(a: &InspectArgs) -> miette::Result<Shown> {
-    let r = parse_reference(&a.reference)?;
-    let client = client(a.insecure)?;
-    let top = client
-        .fetch_manifest(&r)
-        .map_err(|e| fail_in(format!("cannot inspect {}", r.familiar()), e))?;
-    let fetched = match &a.platform {
-        Some(p) if top.media_type.is_index() => {
-            let platform = Platform::parse(p).map_err(|e| fail_in("--platform", e))?;
-            client
-                .resolve(&r, &platform)
-                .map_err(|e| fail_in(format!("cannot inspect {}", r.familiar()), e))?
-                .manifest
+                "image `{}` is not in the local store",
+                esc(&a.reference)
+            ))
         }
-        _ => top,
     };
-    let m: ManifestDoc = serde_json::from_slice(&fetched.bytes)
-        .map_err(|e| miette!("manifest {} is not valid JSON: {e}", fetched.digest))?;
-    let config = match &m.config {
-        Some(c) => {
-            let bytes = client
-                .fetch_blob(&r, &c.digest, 64 << 20)
-                .map_err(|e| fail_in(format!("cannot read the config of {}", r.familiar()), e))?;
-            serde_json::from_slice::<serde_json::Value>(&bytes).ok()
-        }
-        None => None,
-    };
-    let artifact_type = serde_json::from_slice::<serde_json::Value>(&fetched.bytes)
-        .ok()
-        .and_then(|v| v["artifactType"].as_str().map(str::to_owned));
-    Ok(Shown {
-        digest: fetched.digest,
-        media_type: fetched.media_type,
-        artifact_type,
-        size: fetched.bytes.len() as u64,
-        bytes: fetched.bytes,
-        manifest: m,
-        config,
-    })
+    let client = client(a.place.insecure)?;
+    remote_details(&client, &r, platform.as_ref()).map_err(fail)
 }
 
 pub fn run_inspect(a: InspectArgs) -> CliResult {
-    let shown = if a.remote {
-        inspect_remote(&a)?
-    } else {
-        inspect_local(&a.reference)?
-    };
+    let shown = inspected(&a)?;
     match a.format {
         Format::Json => print_inspect_json(&a.reference, shown)?,
         Format::Text => print_inspect_text(&a.reference, shown),
@@ -117,7 +78,7 @@ pub fn run_inspect(a: InspectArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_inspect_json(reference: &str, shown: Shown) -> miette::Result<()> {
+fn print_inspect_json(reference: &str, shown: ImageDetails) -> miette::Result<()> {
     let manifest: serde_json::Value = serde_json::from_slice(&shown.bytes).into_diagnostic()?;
     let layers: Vec<_> = shown
         .manifest
@@ -127,9 +88,9 @@ fn print_inspect_json(reference: &str, shown: Shown) -> miette::Result<()> {
         .collect();
     let mut v = json!({
         "reference": reference,
-        "digest": shown.digest,
-        "mediaType": shown.media_type,
-        "size": shown.size,
+        "digest": shown.descriptor.digest,
+        "mediaType": shown.descriptor.media_type,
+        "size": shown.descriptor.size,
         "manifest": manifest,
         "config": shown.config,
         "layers": layers,
@@ -144,11 +105,15 @@ fn print_inspect_json(reference: &str, shown: Shown) -> miette::Result<()> {
     Ok(())
 }
 
-fn print_inspect_text(reference: &str, shown: Shown) {
-    let Shown {
-        digest,
-        media_type,
-        artifact_type,
+fn print_inspect_text(reference: &str, shown: ImageDetails) {
+    let ImageDetails {
+        descriptor:
+            otters_oci::Descriptor {
+                digest,
+                media_type,
+                artifact_type,
+                ..
+            },
         manifest: m,
         config,
         ..

@@ -1,5 +1,6 @@
 //! Progress on stderr, shared by every command that moves blobs: the `--progress` modes, and
 //! the per-blob display (bars on a terminal, one plain line per finished blob for CI logs).
+use super::Format;
 use otters_oci::registry::transfer::{Event, Outcome};
 use std::collections::HashMap;
 use std::io::IsTerminal as _;
@@ -128,5 +129,36 @@ impl Bars {
             bars.plain = Some(HashMap::new());
         }
         bars
+    }
+}
+
+/// The flags `push` and `pull` share.
+#[derive(Debug, clap::Args)]
+pub struct TransferFlags {
+    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
+    #[arg(long)]
+    pub insecure: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// No progress bars or status lines
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Progress output on stderr: `auto` (bars on a terminal, nothing elsewhere), `plain` (one
+    /// line per blob: pushed/pulled with size and time, exists, mounted; for CI logs), `tty` (bars
+    /// even when stderr is not a terminal), `quiet` (same as `-q`: nothing but errors)
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+}
+
+impl TransferFlags {
+    /// `-q`, or `--progress quiet`.
+    pub(crate) fn quiet(&self) -> bool {
+        self.quiet || self.progress == ProgressMode::Quiet
+    }
+
+    /// The progress display the flags ask for.
+    pub(crate) fn bars(&self) -> Bars {
+        Bars::for_mode(self.progress, self.quiet())
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
 //! and progress go to stderr: bars on a TTY, one line per blob with `--progress plain`.
-use super::common::{client, open_store_leased, parse_reference, print_report, TransferFlags};
+use super::common::{client, open_store_leased, parse_reference, print_report};
+use super::progress::TransferFlags;
 use super::{fail, fail_in, CliResult, Format};
 use miette::{miette, IntoDiagnostic};
 use otters_oci::archive::local::{self, LocalError, LocalSource};

@@ -6,19 +6,18 @@
 //! referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must never: accept a bundle
 //! about another digest than the one the reference resolves to at verification time, or one whose
 //! signature does not verify with the given key.
-use super::common::WhereFlags;
-use super::referrers::{names_registry, Target};
+use super::common::{target, target_error, target_for_read, WhereFlags};
 use super::{fail_in, CliResult};
 use miette::miette;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest};
 use otters_pipeline::keyless::{Services, TokenSource};
+use otters_pipeline::target::{names_registry, Target};
 use otters_supply::bundle::{self, BUNDLE_V03, MAX_BUNDLE};
 use otters_supply::keys::{KeyPair, PublicKey};
 use otters_supply::statement::{Statement, Subject, SIGN_PREDICATE};
 use otters_supply::verify::{
-    verify_image, ImageVerifyError, Referrers, VerifyOptions, ANN_BUNDLE_CONTENT,
-    ANN_BUNDLE_PREDICATE,
+    verify_image, ImageVerifyError, VerifyOptions, ANN_BUNDLE_CONTENT, ANN_BUNDLE_PREDICATE,
 };
 use otters_supply::{keyless, keyless_verify};
 use std::collections::BTreeMap;
@@ -181,7 +180,7 @@ pub fn run_sign(a: SignArgs) -> CliResult {
         Some(path) => Some(KeyPair::read(path).map_err(|e| miette!("{e}"))?),
         None => None,
     };
-    let target = Target::resolve(&a.reference, &a.place)?;
+    let target = target(&a.reference, &a.place)?;
     let subject = target.descriptor().clone();
     let statement = Statement::signature(Subject {
         name: target.subject_name(&a.reference),
@@ -193,7 +192,7 @@ pub fn run_sign(a: SignArgs) -> CliResult {
         let bytes = a.keyless.sign(&statement.to_bytes())?;
         attach_bundle_bytes(target.store(), &subject, &statement, &bytes)?
     };
-    target.publish(&d)?;
+    target.publish(&d).map_err(target_error)?;
     eprintln!("signed {}@{}", esc(&a.reference), subject.digest);
     outln!("{}", d.digest);
     Ok(ExitCode::SUCCESS)
@@ -221,7 +220,7 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
         opts.predicate_type =
             otters_supply::verify::predicate_type(t).map_err(|e| miette!("{e}"))?;
     }
-    let target = Target::resolve_for_read(&a.reference, &a.place)?;
+    let target = target_for_read(&a.reference, &a.place)?;
     let digest = target.descriptor().digest.clone();
     let ok = match verify_image(&target, &digest, &opts) {
         Ok(v) => v,
@@ -234,7 +233,9 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
                         esc(&a.reference),
                         esc(&r.registry)
                     );
-                    let remote = target.in_registry(&r, a.place.insecure)?;
+                    let remote = target
+                        .in_registry(&r, a.place.insecure)
+                        .map_err(target_error)?;
                     verify_target_with(&remote, &digest, &opts, key_path, &a.reference)?
                 }
                 Some(_) => {
@@ -276,7 +277,7 @@ fn verify_keyless(
     };
     let root = otters_core::files::read_named(root_path, "trusted root", MAX_BUNDLE as u64)
         .map_err(|e| miette!("{e} (the trusted root: Sigstore's trusted_root.json)"))?;
-    let target = Target::resolve(&a.reference, &a.place)?;
+    let target = target(&a.reference, &a.place)?;
     let digest = target.descriptor().digest.clone();
     let expected = keyless_verify::Expected {
         identity,
@@ -288,7 +289,9 @@ fn verify_keyless(
         Some(t) => otters_supply::verify::predicate_type(t).map_err(|e| miette!("{e}"))?,
         None => SIGN_PREDICATE.to_owned(),
     };
-    let found = target.referrers(&digest, Some(BUNDLE_V03))?;
+    let found = target
+        .referrers(&digest, Some(BUNDLE_V03))
+        .map_err(target_error)?;
     let mut reasons = Vec::new();
     // Bounded as key-based verification is (issue 17.14): at most this many bundles are read.
     for r in found.iter().take(KEYLESS_MAX_BUNDLES) {
@@ -406,29 +409,6 @@ fn explain(
             key_path.display()
         ),
     }
-}
-
-/// The referrers `verify` reads: the local store's, or the registry's.
-impl Referrers for Target {
-    fn list(&self, subject: &Digest) -> Result<Vec<Descriptor>, String> {
-        self.referrers(subject, None).map_err(|e| report_text(&e))
-    }
-
-    fn manifest(&self, d: &Descriptor) -> Result<Vec<u8>, String> {
-        Target::manifest(self, d).map_err(|e| report_text(&e))
-    }
-
-    fn blob(&self, d: &Descriptor, max: u64) -> Result<Vec<u8>, String> {
-        Target::blob(self, d, max).map_err(|e| report_text(&e))
-    }
-}
-
-/// A report and its causes on one line.
-fn report_text(e: &miette::Report) -> String {
-    e.chain()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ")
 }
 
 fn esc(s: &str) -> String {
