@@ -2,7 +2,7 @@
 //!
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
-use super::common::{build_failure, human_size, open_store_leased, print_diagnostics};
+use super::common::{build_error, build_failure, human_size, open_store_leased, print_diagnostics};
 use super::progress::{Bars as PushBars, ProgressMode};
 use super::{fail, fail_in, CliResult, Format};
 use miette::miette;
@@ -288,7 +288,7 @@ fn read_stdin() -> miette::Result<Vec<u8>> {
 pub fn run(mut a: Args) -> CliResult {
     a.quiet |= a.progress == ProgressMode::Quiet;
     // Before anything is read or written (not even the store directory).
-    lib::check_tags(&a.tags).map_err(fail)?;
+    lib::check_tags(&a.tags).map_err(build_error)?;
     let output = a.output.as_deref().map(parse_output).transpose()?;
     let build_args = parse_build_args(&a.build_args, a.quiet)?;
     let labels = parse_pairs("--label", &a.labels)?;
@@ -328,7 +328,7 @@ pub fn run(mut a: Args) -> CliResult {
     let key = a.attest.key()?;
     remove_result_files(&a)?;
     let mut bars = progress(&a);
-    let out = lib::build(&opts, &store, &mut bars).map_err(|e| fail(build_failure(e)))?;
+    let out = lib::build(&opts, &store, &mut bars).map_err(|e| build_error(build_failure(e)))?;
     if bars.3.is_some() {
         print_layers(&store, &out);
     }

@@ -13,6 +13,7 @@ use otters_oci::reference::Reference;
 use otters_oci::registry::transfer::TransferReport;
 use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::Store;
+use otters_pipeline::build::{BuildError, ErrorKind};
 use otters_pipeline::target::{Place, Target, TargetError};
 
 /// The local store under `$OTTERS_HOME/store`, for reading and for writes that tag at once.
@@ -78,13 +79,22 @@ pub(super) fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
 }
 
 /// Shows a failed build's diagnostics on stderr and returns what failed, to report.
-pub(super) fn build_failure(
-    e: otters_pipeline::build::BuildError,
-) -> otters_pipeline::build::ErrorKind {
+pub(super) fn build_failure(e: BuildError) -> ErrorKind {
     if let Some(file) = &e.file {
         print_diagnostics(file, &e.diagnostics);
     }
     e.kind
+}
+
+/// What failed in a build, as a report that names the flags where the library speaks of values
+/// (`-t`, `--platform`, `--sbom`…).
+pub(super) fn build_error(kind: ErrorKind) -> miette::Report {
+    match kind {
+        ErrorKind::Tag { tag, source } => fail_in(format!("-t {tag}"), source),
+        ErrorKind::Platform(e) => fail_in("--platform", e),
+        ErrorKind::SupplyMultiPlatform => miette!("--sbom, --provenance and --sign-key attach to one platform's image; a build for several platforms cannot take them yet: build for one --platform at a time to attach them"),
+        kind => fail(kind),
+    }
 }
 
 /// The flags that pick where an image is: the local store, or `--remote` its registry. Without

@@ -74,8 +74,7 @@ pub fn run_attach(a: AttachArgs) -> CliResult {
     let store = target.store();
     let mut layers = Vec::new();
     for path in &a.files {
-        let file = std::fs::File::open(path)
-            .map_err(|e| miette!("cannot read {}: {e}", path.display()))?;
+        let file = otters_core::files::open_named(path, "file to attach").map_err(fail)?;
         let (digest, size) = store
             .put_blob_from_reader(file, &mut |_| {})
             .map_err(|e| fail_in(format!("cannot store {}", path.display()), e))?;
