@@ -2,11 +2,14 @@
 //!
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
-use super::common::{build_error, build_failure, human_size, open_store_leased, print_diagnostics};
+use super::common::{
+    build_error, build_failure, human_size, open_store_leased, parse_build_args, print_diagnostics,
+};
 use super::progress::{Bars as PushBars, ProgressMode};
 use super::{fail, fail_in, CliResult, Format};
 use miette::miette;
 use otters_oci::registry::transfer::Event;
+use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::Store;
 use otters_pipeline::build::write::Progress;
 use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, BuildOutput};
@@ -87,41 +90,6 @@ pub struct Args {
     /// Write build results as JSON to FILE (buildx's keys, plus otters.*)
     #[arg(long, value_name = "FILE")]
     pub metadata_file: Option<PathBuf>,
-}
-
-/// `--build-arg K=V`, or `--build-arg K` taking the value of the environment variable `K` (as
-/// docker does; skipped with a note when `K` is not set).
-fn parse_build_args(items: &[String], quiet: bool) -> miette::Result<BTreeMap<String, String>> {
-    let mut args = BTreeMap::new();
-    for kv in items {
-        let (k, v) = match kv.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_owned())),
-            None => match std::env::var(kv) {
-                Ok(v) => (kv.as_str(), Some(v)),
-                Err(std::env::VarError::NotPresent) => (kv.as_str(), None),
-                Err(std::env::VarError::NotUnicode(_)) => {
-                    return Err(miette!(
-                        "--build-arg {kv}: the environment variable {kv} is not UTF-8; pass --build-arg {kv}=value"
-                    ))
-                }
-            },
-        };
-        if k.is_empty() {
-            return Err(miette!(
-                "--build-arg `{kv}` has no name; write it as --build-arg NAME=value or --build-arg NAME"
-            ));
-        }
-        match v {
-            Some(v) => {
-                args.insert(k.to_owned(), v);
-            }
-            None if !quiet => eprintln!(
-                "note: --build-arg {k}: {k} is not set in the environment; the ARG keeps its default"
-            ),
-            None => {}
-        }
-    }
-    Ok(args)
 }
 
 /// `--label` / `--annotation` values: `K=V` with a non-empty key. An annotation may carry buildx's
@@ -401,15 +369,10 @@ fn progress(a: &Args) -> Bars {
 
 /// `--progress plain`: one line per layer of the built manifest (title, digest, size).
 fn print_layers(store: &Store, out: &BuildOutput) {
-    #[derive(serde::Deserialize)]
-    struct Layers {
-        #[serde(default)]
-        layers: Vec<otters_oci::Descriptor>,
-    }
     let Some(doc) = store
         .read_blob(&out.descriptor.digest)
         .ok()
-        .and_then(|b| serde_json::from_slice::<Layers>(&b).ok())
+        .and_then(|b| serde_json::from_slice::<ManifestDoc>(&b).ok())
     else {
         return;
     };

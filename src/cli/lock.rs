@@ -1,7 +1,6 @@
 //! `otters lock`: resolve the images an Agentfile names and write Agentfile.lock.
-use super::common::print_diagnostics;
+use super::common::{parse_build_args, print_diagnostics};
 use super::{fail, fail_in, CliResult};
-use miette::miette;
 use otters_oci::Platform;
 use otters_pipeline::lock;
 use std::process::ExitCode;
@@ -20,20 +19,15 @@ pub struct LockArgs {
     /// Allow plain HTTP and unverified TLS for registries that are not on this machine
     #[arg(long)]
     pub insecure: bool,
-    /// Set a build argument (repeatable)
+    /// Set a build argument (repeatable); a bare KEY takes its value from the environment, as
+    /// `otters build --build-arg` does
     #[arg(long = "build-arg", value_name = "K=V")]
     pub build_args: Vec<String>,
 }
 
 pub fn run_lock(a: LockArgs) -> CliResult {
     let (context, agentfile) = otters_pipeline::project::locate(&a.path, a.file.as_deref());
-    let mut build_args = std::collections::BTreeMap::new();
-    for kv in &a.build_args {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| miette!("--build-arg {kv}: write K=V"))?;
-        build_args.insert(k.to_owned(), v.to_owned());
-    }
+    let build_args = parse_build_args(&a.build_args, false)?;
     let platform = match &a.platform {
         Some(p) => Platform::parse(p).map_err(|e| fail_in("--platform", e))?,
         None => Platform::host(),

@@ -51,10 +51,10 @@ pub enum TargetError {
     #[error("{context}: {source}")]
     Registry {
         context: String,
-        source: RegistryError,
+        source: Box<RegistryError>,
     },
     #[error(transparent)]
-    Client(RegistryError),
+    Client(Box<RegistryError>),
     #[error("cannot read the store's referrers: {0}")]
     Referrers(#[source] StoreError),
     #[error(transparent)]
@@ -81,7 +81,7 @@ fn client(insecure: bool) -> Result<RegistryClient, TargetError> {
         insecure,
         ..ClientOptions::default()
     })
-    .map_err(TargetError::Client)
+    .map_err(client_error)
 }
 
 impl Target {
@@ -116,7 +116,7 @@ impl Target {
             .subject_descriptor(r)
             .map_err(|source| TargetError::Registry {
                 context: format!("cannot read {}", r.familiar()),
-                source,
+                source: Box::new(source),
             })?;
         let pinned = r.with_digest(&d.digest);
         Ok(Target::Remote(store, Box::new(client), pinned, d))
@@ -219,7 +219,7 @@ impl Target {
             Target::Local(store, _) => store.read_blob(&d.digest).map_err(TargetError::Read),
             Target::Remote(_, client, r, _) => Ok(client
                 .fetch_manifest(&r.with_digest(&d.digest))
-                .map_err(TargetError::Client)?
+                .map_err(client_error)?
                 .bytes),
         }
     }
@@ -235,9 +235,9 @@ impl Target {
         }
         match self {
             Target::Local(store, _) => store.read_blob(&d.digest).map_err(TargetError::Read),
-            Target::Remote(_, client, r, _) => client
-                .fetch_blob(r, &d.digest, max)
-                .map_err(TargetError::Client),
+            Target::Remote(_, client, r, _) => {
+                client.fetch_blob(r, &d.digest, max).map_err(client_error)
+            }
         }
     }
 
@@ -264,7 +264,7 @@ impl Target {
             let _ = sources.save();
             result.map_err(|source| TargetError::Registry {
                 context: format!("cannot push the referrer to {}", r.familiar()),
-                source,
+                source: Box::new(source),
             })?;
         }
         Ok(())
@@ -278,9 +278,9 @@ pub fn remote_details(
     r: &Reference,
     platform: Option<&Platform>,
 ) -> Result<ImageDetails, TargetError> {
-    let inspecting = |source| TargetError::Registry {
+    let inspecting = |source: RegistryError| TargetError::Registry {
         context: format!("cannot inspect {}", r.familiar()),
-        source,
+        source: Box::new(source),
     };
     let top = client.fetch_manifest(r).map_err(inspecting)?;
     let fetched = match platform {
@@ -298,7 +298,7 @@ pub fn remote_details(
                 .fetch_blob(r, &c.digest, MAX_CONFIG)
                 .map_err(|source| TargetError::Registry {
                     context: format!("cannot read the config of {}", r.familiar()),
-                    source,
+                    source: Box::new(source),
                 })?;
             serde_json::from_slice::<serde_json::Value>(&bytes).ok()
         }
@@ -323,10 +323,14 @@ pub fn remote_details(
 /// The largest config blob `inspect` reads from a registry.
 const MAX_CONFIG: u64 = 64 << 20;
 
+fn client_error(e: RegistryError) -> TargetError {
+    TargetError::Client(Box::new(e))
+}
+
 fn listing_error(r: &Reference, source: RegistryError) -> TargetError {
     TargetError::Registry {
         context: format!("cannot list the referrers of {}", r.familiar()),
-        source,
+        source: Box::new(source),
     }
 }
 
@@ -373,29 +377,17 @@ mod tests {
         assert_eq!(r.registry, "127.0.0.1:5000");
     }
 
-    /// An error that quotes its cause, or not, as library errors do.
-    #[derive(Debug)]
-    struct E(&'static str, Option<Box<E>>);
-
-    impl std::fmt::Display for E {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(self.0)
-        }
-    }
-
-    impl std::error::Error for E {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            self.1
-                .as_deref()
-                .map(|e| e as &(dyn std::error::Error + 'static))
-        }
-    }
-
     #[test]
     fn a_cause_already_quoted_is_said_once() {
-        let deep = E("the disk is full", None);
-        let io = E("write failed", Some(Box::new(deep)));
-        let e = E("cannot list: write failed", Some(Box::new(io)));
-        assert_eq!(one_line(&e), "cannot list: write failed: the disk is full");
+        let io = otters_oci::path_io::PathIoError {
+            action: "read",
+            path: "x".into(),
+            source: std::io::Error::other("the disk is full"),
+        };
+        let e = TargetError::Referrers(StoreError::Io(io));
+        assert_eq!(
+            one_line(&e),
+            "cannot read the store's referrers: cannot read x: the disk is full"
+        );
     }
 }
