@@ -5,17 +5,14 @@
 use super::common::{
     build_error, build_failure, human_size, open_store_leased, parse_build_args, print_diagnostics,
 };
-use super::progress::{Bars as PushBars, ProgressMode};
+use super::progress::{BuildBars, ProgressMode};
 use super::{fail, fail_in, CliResult, Format};
 use miette::miette;
-use otters_oci::registry::transfer::Event;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::Store;
-use otters_pipeline::build::write::Progress;
 use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, BuildOutput};
 use otters_pipeline::lower::epoch;
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -173,82 +170,6 @@ fn parse_output(spec: &str) -> miette::Result<Output> {
     }
 }
 
-/// Progress bars on a TTY, nothing elsewhere; with `--progress plain`, lines (the fourth field).
-struct Bars(
-    Option<indicatif::ProgressBar>,
-    bool,
-    PushBars,
-    Option<Plain>,
-);
-
-/// `--progress plain`: what is under way, to print one line when it ends.
-#[derive(Default)]
-struct Plain {
-    input: Option<(String, u64, std::time::Instant)>,
-    blobs: std::collections::HashMap<otters_oci::Digest, (u64, std::time::Instant)>,
-}
-
-impl Progress for Bars {
-    fn begin(&mut self, title: &str, total: u64) {
-        if let Some(p) = &mut self.3 {
-            p.input = Some((title.to_owned(), total, std::time::Instant::now()));
-        }
-        if self.1 {
-            let bar = indicatif::ProgressBar::new(total);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{msg:20!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
-            ) {
-                bar.set_style(style);
-            }
-            bar.set_message(title.to_owned());
-            self.0 = Some(bar);
-        }
-    }
-    fn advance(&mut self, bytes: u64) {
-        if let Some(b) = &self.0 {
-            b.inc(bytes);
-        }
-    }
-    fn end(&mut self) {
-        if let Some(b) = self.0.take() {
-            b.finish_and_clear();
-        }
-        if let Some((title, size, t)) = self.3.as_mut().and_then(|p| p.input.take()) {
-            eprintln!(
-                "wrote {title} ({}) in {:.1}s",
-                human_size(size),
-                t.elapsed().as_secs_f64()
-            );
-        }
-    }
-}
-
-impl lib::Progress for Bars {
-    fn transfer(&mut self, event: &Event<'_>) {
-        self.2.event(event);
-        let Some(p) = &mut self.3 else { return };
-        match event {
-            Event::Start { digest, size, .. } => {
-                p.blobs
-                    .insert((*digest).clone(), (*size, std::time::Instant::now()));
-            }
-            Event::Done { digest, outcome } => {
-                if let Some((size, t)) = p.blobs.remove(*digest) {
-                    eprintln!(
-                        "push {digest}: {outcome:?} ({}) in {:.1}s",
-                        human_size(size),
-                        t.elapsed().as_secs_f64()
-                    );
-                }
-            }
-            Event::Bytes { .. } => {}
-        }
-    }
-    fn push_finished(&mut self, _reference: &str) {
-        self.2.finish();
-    }
-}
-
 fn read_stdin() -> miette::Result<Vec<u8>> {
     otters_pipeline::project::read_agentfile_stream(std::io::stdin().lock()).map_err(fail)
 }
@@ -295,9 +216,9 @@ pub fn run(mut a: Args) -> CliResult {
     };
     let key = a.attest.key()?;
     remove_result_files(&a)?;
-    let mut bars = progress(&a);
+    let mut bars = BuildBars::for_mode(a.progress, a.quiet);
     let out = lib::build(&opts, &store, &mut bars).map_err(|e| build_error(build_failure(e)))?;
-    if bars.3.is_some() {
+    if bars.plain() {
         print_layers(&store, &out);
     }
     let attached = super::attest::attach(&store, &out, &a.attest, key.as_ref(), a.insecure)?;
@@ -354,17 +275,6 @@ fn remove_result_files(a: &Args) -> miette::Result<()> {
         }
     }
     Ok(())
-}
-
-/// The progress display `--progress` and `-q` ask for.
-fn progress(a: &Args) -> Bars {
-    let tty = match a.progress {
-        ProgressMode::Tty => !a.quiet,
-        ProgressMode::Auto => !a.quiet && std::io::stderr().is_terminal(),
-        ProgressMode::Plain | ProgressMode::Quiet => false,
-    };
-    let plain = (a.progress == ProgressMode::Plain && !a.quiet).then(Plain::default);
-    Bars(None, tty, PushBars::new(tty), plain)
 }
 
 /// `--progress plain`: one line per layer of the built manifest (title, digest, size).
