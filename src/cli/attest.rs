@@ -136,7 +136,7 @@ pub fn attach(
     };
     let done = attest::attach_build(store, out, wanted, sign).map_err(fail)?;
     if !done.is_empty() && !out.pushed.is_empty() {
-        let client = super::pushpull::client(insecure)?;
+        let client = super::common::client(insecure)?;
         attest::push_build_referrers(&client, store, out).map_err(fail)?;
     }
     Ok(done)

@@ -65,7 +65,7 @@ fn subject_digest(file: Option<&Path>, digest: Option<&str>) -> miette::Result<(
     }
     let path = file.ok_or_else(|| miette!("give a FILE or --digest sha256:HEX"))?;
     let mut f =
-        std::fs::File::open(path).map_err(|e| miette!("cannot read {}: {e}", path.display()))?;
+        otters_core::files::open_named(path, "file to sign or verify").map_err(super::fail)?;
     let mut w = HashingWriter::new(std::io::sink());
     std::io::copy(&mut f, &mut w).map_err(|e| miette!("cannot read {}: {e}", path.display()))?;
     let name = path.file_name().map_or_else(
@@ -120,21 +120,9 @@ pub fn run_verify(a: VerifyBlobArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A bundle or predicate file, at most [`bundle::MAX_BUNDLE`] bytes (the verifier refuses more).
+/// A bundle or predicate file, at most [`bundle::MAX_BUNDLE`] bytes (the verifier refuses more);
+/// a FIFO or a device is refused before it is read.
 fn read_bounded(path: &Path) -> miette::Result<Vec<u8>> {
-    use std::io::Read as _;
-    let f =
-        std::fs::File::open(path).map_err(|e| miette!("cannot read {}: {e}", path.display()))?;
-    let mut buf = Vec::new();
-    f.take(bundle::MAX_BUNDLE as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| miette!("cannot read {}: {e}", path.display()))?;
-    if buf.len() > bundle::MAX_BUNDLE {
-        return Err(miette!(
-            "{} is larger than {} bytes, more than a bundle or predicate may be",
-            path.display(),
-            bundle::MAX_BUNDLE
-        ));
-    }
-    Ok(buf)
+    otters_core::files::read_named(path, "bundle or predicate", bundle::MAX_BUNDLE as u64)
+        .map_err(super::fail)
 }

@@ -2,19 +2,17 @@
 //!
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
-use super::progress::{Bars as PushBars, ProgressMode};
+use super::common::{
+    build_error, build_failure, human_size, open_store_leased, parse_build_args, print_diagnostics,
+};
+use super::progress::{BuildBars, ProgressMode};
 use super::{fail, fail_in, CliResult, Format};
 use miette::miette;
-use otters_agentfile::diagnostic::codes;
-use otters_agentfile::diagnostic::render::human;
-use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
-use otters_oci::registry::transfer::Event;
+use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::Store;
-use otters_pipeline::build::write::Progress;
-use otters_pipeline::build::{self as lib, AgentfileSource, BuildError, BuildOptions, BuildOutput};
+use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, BuildOutput};
 use otters_pipeline::lower::epoch;
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -94,41 +92,6 @@ pub struct Args {
     /// Write build results as JSON to FILE (buildx's keys, plus otters.*)
     #[arg(long, value_name = "FILE")]
     pub metadata_file: Option<PathBuf>,
-}
-
-/// `--build-arg K=V`, or `--build-arg K` taking the value of the environment variable `K` (as
-/// docker does; skipped with a note when `K` is not set).
-fn parse_build_args(items: &[String], quiet: bool) -> miette::Result<BTreeMap<String, String>> {
-    let mut args = BTreeMap::new();
-    for kv in items {
-        let (k, v) = match kv.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_owned())),
-            None => match std::env::var(kv) {
-                Ok(v) => (kv.as_str(), Some(v)),
-                Err(std::env::VarError::NotPresent) => (kv.as_str(), None),
-                Err(std::env::VarError::NotUnicode(_)) => {
-                    return Err(miette!(
-                        "--build-arg {kv}: the environment variable {kv} is not UTF-8; pass --build-arg {kv}=value"
-                    ))
-                }
-            },
-        };
-        if k.is_empty() {
-            return Err(miette!(
-                "--build-arg `{kv}` has no name; write it as --build-arg NAME=value or --build-arg NAME"
-            ));
-        }
-        match v {
-            Some(v) => {
-                args.insert(k.to_owned(), v);
-            }
-            None if !quiet => eprintln!(
-                "note: --build-arg {k}: {k} is not set in the environment; the ARG keeps its default"
-            ),
-            None => {}
-        }
-    }
-    Ok(args)
 }
 
 /// `--label` / `--annotation` values: `K=V` with a non-empty key. An annotation may carry buildx's
@@ -212,111 +175,14 @@ fn parse_output(spec: &str) -> miette::Result<Output> {
     }
 }
 
-pub(super) fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
-    if !diags.is_empty() {
-        eprint!(
-            "{}",
-            human(
-                &[(file.clone(), diags.to_vec())],
-                codes::RULES,
-                super::stderr_colour()
-            )
-        );
-    }
-}
-
-/// Progress bars on a TTY, nothing elsewhere; with `--progress plain`, lines (the fourth field).
-struct Bars(
-    Option<indicatif::ProgressBar>,
-    bool,
-    PushBars,
-    Option<Plain>,
-);
-
-/// `--progress plain`: what is under way, to print one line when it ends.
-#[derive(Default)]
-struct Plain {
-    input: Option<(String, u64, std::time::Instant)>,
-    blobs: std::collections::HashMap<otters_oci::Digest, (u64, std::time::Instant)>,
-}
-
-impl Progress for Bars {
-    fn begin(&mut self, title: &str, total: u64) {
-        if let Some(p) = &mut self.3 {
-            p.input = Some((title.to_owned(), total, std::time::Instant::now()));
-        }
-        if self.1 {
-            let bar = indicatif::ProgressBar::new(total);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{msg:20!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
-            ) {
-                bar.set_style(style);
-            }
-            bar.set_message(title.to_owned());
-            self.0 = Some(bar);
-        }
-    }
-    fn advance(&mut self, bytes: u64) {
-        if let Some(b) = &self.0 {
-            b.inc(bytes);
-        }
-    }
-    fn end(&mut self) {
-        if let Some(b) = self.0.take() {
-            b.finish_and_clear();
-        }
-        if let Some((title, size, t)) = self.3.as_mut().and_then(|p| p.input.take()) {
-            eprintln!(
-                "wrote {title} ({}) in {:.1}s",
-                super::images::human_size(size),
-                t.elapsed().as_secs_f64()
-            );
-        }
-    }
-}
-
-impl lib::Progress for Bars {
-    fn transfer(&mut self, event: &Event<'_>) {
-        self.2.event(event);
-        let Some(p) = &mut self.3 else { return };
-        match event {
-            Event::Start { digest, size, .. } => {
-                p.blobs
-                    .insert((*digest).clone(), (*size, std::time::Instant::now()));
-            }
-            Event::Done { digest, outcome } => {
-                if let Some((size, t)) = p.blobs.remove(*digest) {
-                    eprintln!(
-                        "push {digest}: {outcome:?} ({}) in {:.1}s",
-                        super::images::human_size(size),
-                        t.elapsed().as_secs_f64()
-                    );
-                }
-            }
-            Event::Bytes { .. } => {}
-        }
-    }
-    fn push_finished(&mut self, _reference: &str) {
-        self.2.finish();
-    }
-}
-
 fn read_stdin() -> miette::Result<Vec<u8>> {
     otters_pipeline::project::read_agentfile_stream(std::io::stdin().lock()).map_err(fail)
-}
-
-/// Shows a failed build's diagnostics on stderr and returns what failed, to report.
-pub(super) fn failure(e: BuildError) -> lib::ErrorKind {
-    if let Some(file) = &e.file {
-        print_diagnostics(file, &e.diagnostics);
-    }
-    e.kind
 }
 
 pub fn run(mut a: Args) -> CliResult {
     a.quiet |= a.progress == ProgressMode::Quiet;
     // Before anything is read or written (not even the store directory).
-    lib::check_tags(&a.tags).map_err(fail)?;
+    lib::check_tags(&a.tags).map_err(build_error)?;
     let output = a.output.as_deref().map(parse_output).transpose()?;
     let build_args = parse_build_args(&a.build_args, a.quiet)?;
     let labels = parse_pairs("--label", &a.labels)?;
@@ -343,10 +209,7 @@ pub fn run(mut a: Args) -> CliResult {
     let home = super::otters_home();
     // A layout destination is not the store: the image is built in the store, then written
     // there through directory handles (it may hold links planted by whoever shipped the tree).
-    let store_root = home.join("store");
-    let store = Store::open(&store_root)
-        .and_then(|s| s.leased())
-        .map_err(|e| fail_in(format!("cannot open the store {}", store_root.display()), e))?;
+    let store = open_store_leased()?;
     let opts = BuildOptions {
         tags: a.tags.clone(),
         build_args,
@@ -370,9 +233,9 @@ pub fn run(mut a: Args) -> CliResult {
     };
     let mut sign = a.attest.signer()?;
     remove_result_files(&a)?;
-    let mut bars = progress(&a);
-    let out = lib::build(&opts, &store, &mut bars).map_err(|e| fail(failure(e)))?;
-    if bars.3.is_some() {
+    let mut bars = BuildBars::for_mode(a.progress, a.quiet);
+    let out = lib::build(&opts, &store, &mut bars).map_err(|e| build_error(build_failure(e)))?;
+    if bars.plain() {
         print_layers(&store, &out);
     }
     let attached = super::attest::attach(&store, &out, &a.attest, sign.as_deref_mut(), a.insecure)?;
@@ -431,23 +294,12 @@ fn remove_result_files(a: &Args) -> miette::Result<()> {
     Ok(())
 }
 
-/// The progress display `--progress` and `-q` ask for.
-fn progress(a: &Args) -> Bars {
-    let tty = match a.progress {
-        ProgressMode::Tty => !a.quiet,
-        ProgressMode::Auto => !a.quiet && std::io::stderr().is_terminal(),
-        ProgressMode::Plain | ProgressMode::Quiet => false,
-    };
-    let plain = (a.progress == ProgressMode::Plain && !a.quiet).then(Plain::default);
-    Bars(None, tty, PushBars::new(tty), plain)
-}
-
 /// `--progress plain`: one line per layer of the built manifest (title, digest, size).
 fn print_layers(store: &Store, out: &BuildOutput) {
     let Some(doc) = store
         .read_blob(&out.descriptor.digest)
         .ok()
-        .and_then(|b| otters_oci::spec::descriptor::ManifestDoc::parse(&b).ok())
+        .and_then(|b| ManifestDoc::parse(&b).ok())
     else {
         return;
     };
@@ -456,7 +308,7 @@ fn print_layers(store: &Store, out: &BuildOutput) {
             "layer {} {} ({})",
             l.title().unwrap_or("-"),
             l.digest,
-            super::images::human_size(l.size)
+            human_size(l.size)
         );
     }
 }

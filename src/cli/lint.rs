@@ -8,8 +8,7 @@ use otters_agentfile::check::{self, config, Options};
 use otters_agentfile::diagnostic::codes;
 use otters_agentfile::diagnostic::render::{self, FileReport};
 use otters_agentfile::diagnostic::{apply_safe_fixes, Severity};
-use otters_pipeline::project::{self, ConfigFinder, Input, ProjectError};
-use std::collections::BTreeSet;
+use otters_pipeline::project::{self, ConfigFinder, Input, LintFlags, ProjectError};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -119,19 +118,16 @@ struct Loaded {
     name: String,
     bytes: Vec<u8>,
     config: config::LintConfig,
-    sources: Option<std::sync::Arc<dyn check::SourceKinds>>,
-    locked: BTreeSet<String>,
-    /// What is known offline of its RUNTIME and BIN images (AF403).
-    images: Option<std::sync::Arc<dyn check::ImageKinds>>,
+    /// What the file is checked with ([`project::lint_options`]).
+    opts: Options,
     /// The file to rewrite with the safe fixes (`--fix`).
     fix: Option<PathBuf>,
 }
 
 /// The flags that apply to every file.
 struct Settings {
-    catalogue: Option<Vec<String>>,
+    flags: LintFlags,
     config: Option<config::LintConfig>,
-    targets: Option<Vec<check::Target>>,
     fix: bool,
 }
 
@@ -149,7 +145,7 @@ fn lint(a: &Args) -> Result<ExitCode, Fatal> {
     }
     let settings = settings(a)?;
     let loaded = load(&inputs, &settings)?;
-    Ok(check_and_print(a, &settings, loaded))
+    Ok(check_and_print(a, loaded))
 }
 
 fn settings(a: &Args) -> Result<Settings, Fatal> {
@@ -173,9 +169,12 @@ fn settings(a: &Args) -> Result<Settings, Fatal> {
         })?)
     };
     Ok(Settings {
-        catalogue,
+        flags: LintFlags {
+            build_args: a.build_arg.iter().cloned().collect(),
+            catalogue,
+            targets,
+        },
         config,
-        targets,
         fix: a.fix,
     })
 }
@@ -197,10 +196,8 @@ fn load(inputs: &[Input], settings: &Settings) -> Result<Vec<Loaded>, Fatal> {
         loaded.push(Loaded {
             name: input.name(),
             bytes,
+            opts: project::lint_options(input, &config, &settings.flags, &store),
             config,
-            sources: input.sources(),
-            locked: input.locked_references(),
-            images: input.images(&store),
             fix: match input {
                 Input::File { path, .. } if settings.fix => Some(path.clone()),
                 _ => None,
@@ -212,7 +209,7 @@ fn load(inputs: &[Input], settings: &Settings) -> Result<Vec<Loaded>, Fatal> {
 
 /// Each file is checked, printed and dropped in turn, so memory holds one file's findings, not
 /// every file's (json, sarif, gitlab, junit and checkstyle are one document and keep them all).
-fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCode {
+fn check_and_print(a: &Args, loaded: Vec<Loaded>) -> ExitCode {
     let rules = codes::RULES;
     let mut human = render::Human::new(rules, super::stderr_colour());
     let mut counts = Counts::default();
@@ -221,18 +218,7 @@ fn check_and_print(a: &Args, settings: &Settings, loaded: Vec<Loaded>) -> ExitCo
     // A fixed file that could not be written: exit 2, as for any I/O error.
     let mut unwritten = false;
     for f in loaded {
-        let opts = Options {
-            build_args: a.build_arg.iter().cloned().collect(),
-            capability_catalogue: settings.catalogue.clone(),
-            severity_overrides: f.config.severity.clone(),
-            locked: f.locked,
-            portability: settings
-                .targets
-                .clone()
-                .or_else(|| f.config.portability.clone()),
-            sources: f.sources,
-            images: f.images,
-        };
+        let opts = f.opts;
         let (mut file, mut analysis) = check::analyze_bytes(&f.name, &f.bytes, &opts);
         drop(f.bytes);
         if let Some(path) = &f.fix {

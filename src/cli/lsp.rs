@@ -36,14 +36,12 @@ impl otters_lsp::Project for LintProject {
             .find(&input.dir())
             .map_err(|e| e.to_string())?
             .unwrap_or_default();
-        Ok(Options {
-            severity_overrides: config.severity,
-            portability: config.portability,
-            locked: input.locked_references(),
-            sources: input.sources(),
-            images: input.images(&super::otters_home().join("store")),
-            ..Options::default()
-        })
+        Ok(project::lint_options(
+            &input,
+            &config,
+            &project::LintFlags::default(),
+            &super::otters_home().join("store"),
+        ))
     }
 
     fn capabilities(&self, file: &Path) -> Result<Vec<String>, String> {

@@ -21,29 +21,37 @@ macro_rules! out {
     };
 }
 
+mod archive;
 mod attest;
 mod blob;
 mod build;
+mod common;
 mod copy;
+mod errors;
 mod explain;
 mod export;
 mod fmt;
 mod images;
+mod inspect;
 mod key;
 mod kube;
 mod lint;
+mod lock;
 mod login;
 mod lsp;
 mod meta;
 mod progress;
-mod pushpull;
+mod prune;
+mod pull;
+mod push;
 mod referrers;
 mod run;
 mod sign;
-mod store_cmds;
+mod tag;
+mod trust;
 
 use clap::{Parser, Subcommand};
-use otters_core::escape::escape;
+pub(crate) use errors::{fail, fail_in, render};
 use std::process::ExitCode;
 
 /// Compile Agentfiles into reproducible OCI artifacts, move them through registries, and run them.
@@ -72,24 +80,24 @@ pub enum Command {
     /// List the images in the local store
     Images(images::ImagesArgs),
     /// Show an image's manifest, config and layers
-    Inspect(images::InspectArgs),
+    Inspect(inspect::InspectArgs),
     /// Remove image tags from the local store
-    Rm(store_cmds::RmArgs),
+    Rm(tag::RmArgs),
     /// Add a tag to an image in the local store
-    Tag(store_cmds::TagArgs),
+    Tag(tag::TagArgs),
     /// Remove the blobs no image in the local store uses (after `rm`)
-    Prune(store_cmds::PruneArgs),
+    Prune(prune::PruneArgs),
     /// Manage images in the local store (`otters image prune`, as in Docker)
     #[command(subcommand)]
     Image(ImageCommand),
     /// Write images to an oci-archive tarball (a file, or standard output)
-    Save(store_cmds::SaveArgs),
+    Save(archive::SaveArgs),
     /// Load images from an oci-archive tarball (a file, or standard input)
-    Load(store_cmds::LoadArgs),
+    Load(archive::LoadArgs),
     /// Upload an image from the local store to a registry
     ///
     /// Always to the registry itself, never to a mirror configured for it.
-    Push(pushpull::PushArgs),
+    Push(push::PushArgs),
     /// Turn an agent into an ordinary OCI image any container runtime runs (`--as runnable`)
     Export(export::Args),
     /// Print the Kubernetes objects that run an agent's runnable export (YAML)
@@ -101,9 +109,9 @@ pub enum Command {
     /// (with a warning) and the registry asked. Each mirror gets its own stored credentials, never
     /// the registry's; digests are checked whoever serves. The status line and `--format json`
     /// (`from`) say which hosts served the pull. See docs/registries.md, "Mirrors".
-    Pull(pushpull::PullArgs),
+    Pull(pull::PullArgs),
     /// Resolve the images an Agentfile names and write Agentfile.lock
-    Lock(pushpull::LockArgs),
+    Lock(lock::LockArgs),
     /// Copy an image, with `-r` everything it pins, between registries, OCI layouts and archives
     ///
     /// Keeps every digest, every platform of an index, and the referrers (signatures, SBOMs,
@@ -144,13 +152,13 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum ImageCommand {
     /// Remove the blobs no image in the local store uses (same as `otters prune`)
-    Prune(store_cmds::PruneArgs),
+    Prune(prune::PruneArgs),
 }
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     // Before any report exists: miette fixes a report's handler when the report is made.
-    error_hook();
+    errors::error_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -169,15 +177,15 @@ pub fn main() -> ExitCode {
         Command::Explain(a) => explain::run(a),
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),
-        Command::Inspect(a) => images::run_inspect(a),
-        Command::Rm(a) => store_cmds::run_rm(a),
-        Command::Tag(a) => store_cmds::run_tag(a),
-        Command::Prune(a) | Command::Image(ImageCommand::Prune(a)) => store_cmds::run_prune(a),
-        Command::Save(a) => store_cmds::run_save(a),
-        Command::Load(a) => store_cmds::run_load(a),
-        Command::Push(a) => pushpull::run_push(a),
-        Command::Pull(a) => pushpull::run_pull(a),
-        Command::Lock(a) => pushpull::run_lock(a),
+        Command::Inspect(a) => inspect::run_inspect(a),
+        Command::Rm(a) => tag::run_rm(a),
+        Command::Tag(a) => tag::run_tag(a),
+        Command::Prune(a) | Command::Image(ImageCommand::Prune(a)) => prune::run_prune(a),
+        Command::Save(a) => archive::run_save(a),
+        Command::Load(a) => archive::run_load(a),
+        Command::Push(a) => push::run_push(a),
+        Command::Pull(a) => pull::run_pull(a),
+        Command::Lock(a) => lock::run_lock(a),
         Command::Copy(a) => copy::run(a),
         Command::Login(a) => login::run_login(a),
         Command::Logout(a) => login::run_logout(a),
@@ -202,173 +210,6 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// How an error report reads on the terminal: escaped, each cause once (see [`Clean`]), wrapped
-/// only at spaces outside backticks, so a reference or a suggested command is never cut
-/// ([`error_hook`]).
-pub(crate) fn render(report: &miette::Report) -> String {
-    format!("{:?}", miette::Report::new(Clean::of(report.as_ref())))
-}
-
-/// miette's report handler with otters' wrapping (`render::keep_words`): at spaces outside
-/// backticks, never inside a word; `COLUMNS`, when set, is the width (else the terminal's, else
-/// 80). Installed by [`main`] before anything can make a report (miette gives a report the hook
-/// set when it is made, and the default one if none is).
-fn error_hook() {
-    let _ = miette::set_hook(Box::new(|_| {
-        use otters_agentfile::diagnostic::render;
-        let mut opts = miette::MietteHandlerOpts::new()
-            .word_separator(render::word_separator())
-            .word_splitter(render::word_splitter())
-            .break_words(false);
-        if let Some(w) = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.trim().parse::<usize>().ok())
-            .filter(|&w| w > 0)
-        {
-            opts = opts.width(w);
-        }
-        Box::new(opts.build())
-    }));
-}
-
-/// An error report with every text escaped (see [`otters_core::escape`]): registry error
-/// bodies, image contents and file names reach these messages, and must not reach the terminal
-/// as escape sequences. Every error the CLI ends with is printed through it.
-#[derive(Debug)]
-struct Clean {
-    message: String,
-    help: Option<String>,
-    code: Option<String>,
-    severity: Option<miette::Severity>,
-    cause: Option<Box<Clean>>,
-}
-
-impl Clean {
-    fn of(d: &dyn miette::Diagnostic) -> Clean {
-        let text = |s: &dyn std::fmt::Display| escape(&s.to_string()).into_owned();
-        let message = d.to_string();
-        let mut said = message.to_lowercase();
-        Clean {
-            message: text(&message),
-            help: d.help().map(|h| text(&h)),
-            code: d.code().map(|c| text(&c)),
-            severity: d.severity(),
-            cause: d.source().and_then(|e| Clean::chain(e, &mut said)),
-        }
-    }
-
-    /// The causes below an error, each shown once: a cause whose text the messages above already
-    /// hold (an error that quotes its source, as most here do) is skipped, its own causes not.
-    fn chain(e: &dyn std::error::Error, said: &mut String) -> Option<Box<Clean>> {
-        let message = e.to_string();
-        if already_said(said, &message) {
-            return e.source().and_then(|e| Clean::chain(e, said));
-        }
-        said.push_str(&message.to_lowercase());
-        Some(Box::new(Clean {
-            message: escape(&message).into_owned(),
-            help: None,
-            code: None,
-            severity: None,
-            cause: e.source().and_then(|e| Clean::chain(e, said)),
-        }))
-    }
-}
-
-/// True when `message` (case aside, and without an I/O error's `(os error N)`) is part of `said`.
-fn already_said(said: &str, message: &str) -> bool {
-    let core = message.split(" (os error").next().unwrap_or(message);
-    said.contains(&core.trim().to_lowercase())
-}
-
-impl std::fmt::Display for Clean {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Clean {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause
-            .as_deref()
-            .map(|c| c as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl miette::Diagnostic for Clean {
-    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
-        self.code
-            .as_ref()
-            .map(|c| Box::new(c) as Box<dyn std::fmt::Display>)
-    }
-
-    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
-        self.help
-            .as_ref()
-            .map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
-    }
-
-    fn severity(&self) -> Option<miette::Severity> {
-        self.severity
-    }
-}
-
-/// A library error as a report that keeps it as its source, so the cause chain survives to the
-/// renderer (see [`Clean::chain`]), where `miette!("{e}")` would flatten it into a string.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    message: String,
-    source: Box<dyn std::error::Error + Send + Sync + 'static>,
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Failure {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(self.source.as_ref())
-    }
-}
-
-impl miette::Diagnostic for Failure {}
-
-impl Failure {
-    /// `e`'s text, `e` as the source.
-    pub(crate) fn of(e: impl std::error::Error + Send + Sync + 'static) -> Failure {
-        Failure {
-            message: e.to_string(),
-            source: Box::new(e),
-        }
-    }
-
-    /// `context: e`, `e` as the source.
-    pub(crate) fn during(
-        context: impl std::fmt::Display,
-        e: impl std::error::Error + Send + Sync + 'static,
-    ) -> Failure {
-        Failure {
-            message: format!("{context}: {e}"),
-            source: Box::new(e),
-        }
-    }
-}
-
-/// A report of a library error, keeping it as the source (see [`Failure`]).
-pub(crate) fn fail(e: impl std::error::Error + Send + Sync + 'static) -> miette::Report {
-    miette::Report::new(Failure::of(e))
-}
-
-/// `context: e` as a report, keeping `e` as the source (see [`Failure`]).
-pub(crate) fn fail_in(
-    context: impl std::fmt::Display,
-    e: impl std::error::Error + Send + Sync + 'static,
-) -> miette::Report {
-    miette::Report::new(Failure::during(context, e))
 }
 
 /// `--format` of the commands whose output is text for people or JSON for programs.
@@ -407,61 +248,5 @@ pub(crate) fn stderr_colour() -> otters_agentfile::diagnostic::render::ColorChoi
         ColorChoice::Always
     } else {
         ColorChoice::Never
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An error with a message and an optional cause, as library errors are.
-    #[derive(Debug)]
-    struct E(&'static str, Option<Box<E>>);
-
-    impl std::fmt::Display for E {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(self.0)
-        }
-    }
-
-    impl std::error::Error for E {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            self.1
-                .as_deref()
-                .map(|e| e as &(dyn std::error::Error + 'static))
-        }
-    }
-
-    fn causes(c: &Clean) -> Vec<String> {
-        let mut out = vec![c.message.clone()];
-        let mut next = c.cause.as_deref();
-        while let Some(c) = next {
-            out.push(c.message.clone());
-            next = c.cause.as_deref();
-        }
-        out
-    }
-
-    #[test]
-    fn every_cause_is_shown_once() {
-        // The middle error quotes the I/O error (as `files::reason` does: lower case, no
-        // "(os error N)"); the innermost says something new.
-        let inner = E("the disk said \u{1b}[31mno", None);
-        let io = E("Permission denied (os error 13)", Some(Box::new(inner)));
-        let read = E("cannot read x: permission denied", Some(Box::new(io)));
-        let report = fail_in("cannot lock", read);
-        let c = Clean::of(report.as_ref());
-        assert_eq!(
-            causes(&c),
-            [
-                "cannot lock: cannot read x: permission denied",
-                // Escaped for the terminal.
-                "the disk said \\u{1b}[31mno",
-            ]
-        );
-        assert_eq!(
-            causes(&Clean::of(fail(E("alone", None)).as_ref())),
-            ["alone"]
-        );
     }
 }

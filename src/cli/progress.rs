@@ -1,6 +1,9 @@
 //! Progress on stderr, shared by every command that moves blobs: the `--progress` modes, and
-//! the per-blob display (bars on a terminal, one plain line per finished blob for CI logs).
+//! the per-blob display (bars on a terminal, one plain line per finished blob for CI logs), the
+//! `TransferFlags` of push and pull, and `build`'s display (inputs written, blobs pushed).
+use super::Format;
 use otters_oci::registry::transfer::{Event, Outcome};
+use otters_pipeline::build::write::Progress;
 use std::collections::HashMap;
 use std::io::IsTerminal as _;
 
@@ -47,7 +50,7 @@ impl Bars {
                 let sized = |verb: &str| {
                     format!(
                         "{verb} {digest} {} in {:.1}s",
-                        super::images::human_size(size),
+                        super::common::human_size(size),
                         t.elapsed().as_secs_f64()
                     )
                 };
@@ -134,5 +137,126 @@ impl Bars {
             bars.plain = Some(HashMap::new());
         }
         bars
+    }
+}
+
+/// The flags `push` and `pull` share.
+#[derive(Debug, clap::Args)]
+pub struct TransferFlags {
+    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
+    #[arg(long)]
+    pub insecure: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// No progress bars or status lines
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Progress output on stderr: `auto` (bars on a terminal, nothing elsewhere), `plain` (one
+    /// line per blob: pushed/pulled with size and time, exists, mounted; for CI logs), `tty` (bars
+    /// even when stderr is not a terminal), `quiet` (same as `-q`: nothing but errors)
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+}
+
+impl TransferFlags {
+    /// `-q`, or `--progress quiet`.
+    pub(crate) fn quiet(&self) -> bool {
+        self.quiet || self.progress == ProgressMode::Quiet
+    }
+
+    /// The progress display the flags ask for.
+    pub(crate) fn bars(&self) -> Bars {
+        Bars::for_mode(self.progress, self.quiet())
+    }
+}
+
+/// `otters build`'s progress: a bar per large input on a TTY, the per-blob [`Bars`] of a
+/// `--push`, and with `--progress plain` one line per input written and per blob pushed.
+pub(crate) struct BuildBars(Option<indicatif::ProgressBar>, bool, Bars, Option<Plain>);
+
+/// `--progress plain`: what is under way, to print one line when it ends.
+#[derive(Default)]
+struct Plain {
+    input: Option<(String, u64, std::time::Instant)>,
+    blobs: std::collections::HashMap<otters_oci::Digest, (u64, std::time::Instant)>,
+}
+
+impl Progress for BuildBars {
+    fn begin(&mut self, title: &str, total: u64) {
+        if let Some(p) = &mut self.3 {
+            p.input = Some((title.to_owned(), total, std::time::Instant::now()));
+        }
+        if self.1 {
+            let bar = indicatif::ProgressBar::new(total);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{msg:20!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+            ) {
+                bar.set_style(style);
+            }
+            bar.set_message(title.to_owned());
+            self.0 = Some(bar);
+        }
+    }
+    fn advance(&mut self, bytes: u64) {
+        if let Some(b) = &self.0 {
+            b.inc(bytes);
+        }
+    }
+    fn end(&mut self) {
+        if let Some(b) = self.0.take() {
+            b.finish_and_clear();
+        }
+        if let Some((title, size, t)) = self.3.as_mut().and_then(|p| p.input.take()) {
+            eprintln!(
+                "wrote {title} ({}) in {:.1}s",
+                super::common::human_size(size),
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
+impl otters_pipeline::build::Progress for BuildBars {
+    fn transfer(&mut self, event: &Event<'_>) {
+        self.2.event(event);
+        let Some(p) = &mut self.3 else { return };
+        match event {
+            Event::Start { digest, size, .. } => {
+                p.blobs
+                    .insert((*digest).clone(), (*size, std::time::Instant::now()));
+            }
+            Event::Done { digest, outcome } => {
+                if let Some((size, t)) = p.blobs.remove(*digest) {
+                    eprintln!(
+                        "push {digest}: {outcome:?} ({}) in {:.1}s",
+                        super::common::human_size(size),
+                        t.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            Event::Bytes { .. } => {}
+        }
+    }
+    fn push_finished(&mut self, _reference: &str) {
+        self.2.finish();
+    }
+}
+
+impl BuildBars {
+    /// The display `--progress MODE` asks for; `quiet` (`-q`) wins over every mode.
+    pub(crate) fn for_mode(mode: ProgressMode, quiet: bool) -> Self {
+        let tty = match mode {
+            ProgressMode::Tty => !quiet,
+            ProgressMode::Auto => !quiet && std::io::stderr().is_terminal(),
+            ProgressMode::Plain | ProgressMode::Quiet => false,
+        };
+        let plain = (mode == ProgressMode::Plain && !quiet).then(Plain::default);
+        BuildBars(None, tty, Bars::new(tty), plain)
+    }
+
+    /// `--progress plain`: lines rather than bars.
+    pub(crate) fn plain(&self) -> bool {
+        self.3.is_some()
     }
 }

@@ -86,7 +86,7 @@ pub struct Args {
     /// Refuse the image unless a keyless signature by this identity covers its digest (with
     /// --certificate-oidc-issuer and --trusted-root; defaults: the same keys under `[verify]`)
     #[command(flatten)]
-    pub identity: super::sign::IdentityFlags,
+    pub identity: super::trust::IdentityFlags,
 }
 
 /// `--executor`: the pipeline's executor kind as a flag value.
@@ -143,7 +143,7 @@ pub fn run(a: Args) -> CliResult {
     // Before anything of the image is read for the run, let alone extracted.
     let who = verifier(&a)?;
     if let Some(who) = &who {
-        super::sign::verify_for_run(
+        super::trust::verify_for_run(
             &store,
             &reference,
             &image.digest,
@@ -211,7 +211,7 @@ fn verifier(a: &Args) -> miette::Result<Option<otters_supply::signer::Who>> {
     let named = flags.certificate_identity.is_some() || flags.certificate_identity_regexp.is_some();
     let in_config = |e: miette::Report| e.wrap_err(format!("[verify] in {}", path.display()));
     if a.verify_key.is_some() || named {
-        let merged = super::sign::IdentityFlags {
+        let merged = super::trust::IdentityFlags {
             certificate_identity: flags.certificate_identity.clone(),
             certificate_identity_regexp: flags.certificate_identity_regexp.clone(),
             certificate_oidc_issuer: flags
@@ -220,15 +220,15 @@ fn verifier(a: &Args) -> miette::Result<Option<otters_supply::signer::Who>> {
                 .or(v.certificate_oidc_issuer),
             trusted_root: flags.trusted_root.clone().or(v.trusted_root),
         };
-        return super::sign::who(a.verify_key.as_deref(), &merged);
+        return super::trust::who(a.verify_key.as_deref(), &merged);
     }
-    let from_config = super::sign::IdentityFlags {
+    let from_config = super::trust::IdentityFlags {
         certificate_identity: v.certificate_identity,
         certificate_identity_regexp: v.certificate_identity_regexp,
         certificate_oidc_issuer: v.certificate_oidc_issuer,
         trusted_root: v.trusted_root,
     };
-    super::sign::who(v.key.as_deref(), &from_config).map_err(in_config)
+    super::trust::who(v.key.as_deref(), &from_config).map_err(in_config)
 }
 
 /// `-e`, `--config`, `--model` and `-v`, checked before anything is read.
@@ -334,7 +334,7 @@ fn build_first(path: &str, a: &Args, pull: Pull, store: &Store) -> miette::Resul
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
     let out = lib::build(&opts, store, &mut NoProgress).map_err(|e| {
-        let kind = super::build::failure(e);
+        let kind = super::common::build_failure(e);
         fail_in(format!("building {path} failed; nothing was run"), kind)
     })?;
     let warnings: Vec<_> = out
@@ -342,6 +342,6 @@ fn build_first(path: &str, a: &Args, pull: Pull, store: &Store) -> miette::Resul
         .into_iter()
         .filter(|d| d.severity >= otters_agentfile::diagnostic::Severity::Warning)
         .collect();
-    super::build::print_diagnostics(&out.file, &warnings);
+    super::common::print_diagnostics(&out.file, &warnings);
     Ok(tag)
 }

@@ -1088,6 +1088,51 @@ fn push_counts_each_blob_once_and_oras_saves_referrers_by_title() {
     );
 }
 
+/// Issue 18.4: `inspect` of a registry reference the local store does not hold reads it from its
+/// registry, with a note on stderr (as `run`, `verify` and `discover` do), and writes nothing to
+/// the store; `--local` refuses; a local tag (no registry host) is never looked up on Docker Hub;
+/// `--remote` reads the registry although the store holds the image.
+#[test]
+fn inspect_of_a_reference_the_store_lacks_reads_its_registry() {
+    let reg = Registry::start();
+    let env = Env::new();
+    let tag = format!("{}/agents/inspected:1", reg.addr);
+    let digest = build(&env, &tag, "inspected");
+    env.ok(&["push", "-q", &tag]);
+
+    let fresh = Env::new();
+    let (ok, out, err) = fresh.run(&["inspect", "--format", "json", &tag]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("inspect --format json");
+    assert_eq!(v["digest"], digest.as_str(), "{out}");
+    assert!(
+        err.contains("not in the local store")
+            && err.contains(&reg.addr)
+            && err.contains("--local"),
+        "{err}"
+    );
+    assert_eq!(
+        fresh.ok(&["images", "-q"]).trim(),
+        "",
+        "inspect stored an image"
+    );
+
+    let err = fresh.fails(&["inspect", "--local", &tag]);
+    assert!(err.contains("not in the local store"), "{err}");
+    let err = fresh.fails(&["inspect", "agents/inspected:1"]);
+    assert!(
+        err.contains("not in the local store") && !err.contains("reading it from"),
+        "{err}"
+    );
+
+    let (ok, out, err) = env.run(&["inspect", "--remote", &tag]);
+    assert!(ok && out.contains(&digest), "{out}{err}");
+    assert!(!err.contains("note:"), "{err}");
+    let (ok, out, err) = env.run(&["inspect", &tag]);
+    assert!(ok && out.contains(&digest), "{out}{err}");
+    assert!(!err.contains("note:"), "{err}");
+}
+
 /// Issue 18.4: after a plain `pull` (no referrers in the store), `verify` looks in the registry
 /// the image came from, with a note; `--local` refuses and says how to fetch the referrers; and
 /// `verify` and `discover` of a registry reference the store does not hold use the registry.

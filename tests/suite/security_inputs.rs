@@ -764,3 +764,69 @@ fn the_hash_cache_notices_a_same_size_rewrite_with_the_old_mtime() {
         "both the file and the directory layer were re-read"
     );
 }
+
+/// Issue 19: a FIFO named where a file is expected — a file to attach, to sign or verify, a
+/// bundle, a predicate — is refused at once as a named pipe, never waited on (the CLI read these
+/// with plain opens, which block on a FIFO until a writer comes).
+#[test]
+fn a_fifo_given_where_a_file_is_expected_is_refused_promptly() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    let fifo = dir.join("pipe");
+    rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, 0o600.into()).unwrap();
+    let fifo = fifo.to_str().unwrap();
+    let prefix = dir.join("k");
+    env.ok(&["key", "generate", "--out", prefix.to_str().unwrap()]);
+    let (key, public) = (
+        format!("{}.key", prefix.display()),
+        format!("{}.pub", prefix.display()),
+    );
+    let ctx = dir.join("ctx");
+    crate::support::write(&ctx.join("Agentfile"), "FROM scratch\nNAME fifo\n");
+    env.ok(&["build", "-q", "-t", "fifo:1", ctx.to_str().unwrap()]);
+    let digest = format!("sha256:{}", "a".repeat(64));
+    let cases: [&[&str]; 4] = [
+        &[
+            "attach",
+            "fifo:1",
+            "--artifact-type",
+            "application/x.test",
+            fifo,
+        ],
+        &["sign-blob", "--key", &key, fifo],
+        &[
+            "sign-blob",
+            "--key",
+            &key,
+            "--digest",
+            &digest,
+            "--predicate-type",
+            "https://example.com/p",
+            "--predicate",
+            fifo,
+        ],
+        &[
+            "verify-blob",
+            "--key",
+            &public,
+            "--bundle",
+            fifo,
+            "--digest",
+            &digest,
+        ],
+    ];
+    for args in cases {
+        let out = env
+            .otters()
+            .args(args)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = flat(&String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "{args:?} must fail");
+        assert!(
+            err.contains("pipe") && err.contains("named pipe, not a regular file"),
+            "{args:?}: {err}"
+        );
+    }
+}

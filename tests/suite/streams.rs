@@ -425,7 +425,7 @@ fn build_progress_plain_prints_a_line_per_step_and_auto_is_unchanged() {
     };
     let (ok, out, plain) = with(&["--progress", "plain", "-t", "big:1"]);
     assert!(ok, "{plain}");
-    assert!(plain.contains("wrote data.bin (34.6 MB) in "), "{plain}");
+    assert!(plain.contains("wrote data.bin (33.0 MiB) in "), "{plain}");
     assert_eq!(
         plain.lines().filter(|l| l.starts_with("layer ")).count(),
         3,

@@ -205,6 +205,156 @@ fn the_cycle_finder_finds_cycles() {
     );
 }
 
+/// The first path segment of every `PREFIX…` path in `code`, for each prefix: `super::build::x`
+/// gives `build`, `super::{fail, images::human_size}` gives `fail` and `images`.
+fn sibling_paths(code: &str, prefixes: &[&str]) -> BTreeSet<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for prefix in prefixes {
+        let mut rest = code;
+        while let Some(at) = rest.find(prefix) {
+            let before = rest[..at].chars().next_back();
+            rest = &rest[at + prefix.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue; // `self::super::…` or `other_crate::…`
+            }
+            if let Some(group) = rest.strip_prefix('{') {
+                // A `use` group: its items up to the matching brace.
+                let mut depth = 1;
+                let end = group
+                    .char_indices()
+                    .find(|&(_, c)| {
+                        depth += match c {
+                            '{' => 1,
+                            '}' => -1,
+                            _ => 0,
+                        };
+                        depth == 0
+                    })
+                    .map_or(group.len(), |(i, _)| i);
+                let mut item_depth = 0;
+                let mut start = 0;
+                for (i, c) in group[..end].char_indices() {
+                    match c {
+                        '{' => item_depth += 1,
+                        '}' => item_depth -= 1,
+                        ',' if item_depth == 0 => {
+                            out.insert(ident(&group[start..i]));
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                out.insert(ident(&group[start..end]));
+            } else {
+                out.insert(ident(rest));
+            }
+        }
+    }
+    out.remove("");
+    out
+}
+
+/// The command files of the CLI share code only through its shared modules (`common`,
+/// `progress`) or the library crates: none uses a sibling command's module, through `super::` or
+/// `crate::cli::`, so a command can be read, moved or deleted alone (issue 19). Nor do any two
+/// CLI modules, shared ones included, use each other in a circle.
+#[test]
+fn cli_commands_do_not_use_each_other() {
+    let offenders = cli_sibling_imports(&root().join("src/cli"));
+    assert!(
+        offenders.is_empty(),
+        "CLI files using a sibling command's module (move the shared code into src/cli/common.rs or a library crate): {offenders:#?}"
+    );
+}
+
+/// The CLI modules `file` uses (sibling files of src/cli), above its tests.
+fn cli_uses(file: &Path, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    sibling_paths(non_test_code(&text), &["super::", "crate::cli::"])
+        .into_iter()
+        .filter(|m| modules.contains(m))
+        .collect()
+}
+
+/// `(file, sibling command modules it uses)` for every CLI file that uses one, and a circle
+/// among the CLI's modules as one more entry (`"circle"`, the modules on it).
+fn cli_sibling_imports(cli: &Path) -> Vec<(String, Vec<String>)> {
+    // Shared modules, not commands: presentation (`common`, `progress`, `errors`), the signer
+    // flags and the run gate `verify` and `run` share (`trust`), and the attestation and keyless
+    // flag groups `build` and `sign` share (`attest`).
+    const SHARED: [&str; 5] = ["common", "progress", "errors", "trust", "attest"];
+    let mut files = Vec::new();
+    rust_files(cli, &mut files);
+    let name = |f: &Path| f.file_stem().unwrap().to_string_lossy().into_owned();
+    let modules: BTreeSet<String> = files
+        .iter()
+        .map(|f| name(f))
+        .filter(|n| n != "mod")
+        .collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut offenders = Vec::new();
+    for file in files.iter().filter(|f| name(f) != "mod") {
+        let me = name(file);
+        let used: BTreeSet<String> = cli_uses(file, &modules)
+            .into_iter()
+            .filter(|m| *m != me)
+            .collect();
+        let commands: Vec<String> = used
+            .iter()
+            .filter(|m| !SHARED.contains(&m.as_str()))
+            .cloned()
+            .collect();
+        if !commands.is_empty() {
+            offenders.push((me.clone(), commands));
+        }
+        edges.insert(me, used);
+    }
+    if let Some(circle) = find_cycle(&edges) {
+        offenders.push(("circle".to_owned(), circle));
+    }
+    offenders
+}
+
+#[test]
+fn the_sibling_check_sees_super_and_group_imports() {
+    let code = "use super::{fail, images::{human_size, x}, CliResult};\n\
+                let c = super::pushpull::client(true);\n\
+                use crate::cli::build::print_diagnostics;\n\
+                otters_x::super::no; self::super::no;";
+    assert_eq!(
+        sibling_paths(code, &["super::", "crate::cli::"]),
+        ["CliResult", "build", "fail", "images", "pushpull"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    );
+    // A circle through shared modules is found as well.
+    let dir = std::env::temp_dir().join(format!("otters-tidy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("common.rs"), "use super::progress::x;").unwrap();
+    std::fs::write(dir.join("progress.rs"), "use super::common::y;").unwrap();
+    std::fs::write(dir.join("push.rs"), "use super::{common::z, pull};").unwrap();
+    std::fs::write(dir.join("pull.rs"), "use super::common::z;").unwrap();
+    let found = cli_sibling_imports(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        found,
+        [
+            ("push".to_owned(), vec!["pull".to_owned()]),
+            (
+                "circle".to_owned(),
+                vec!["common".to_owned(), "progress".to_owned()]
+            ),
+        ]
+    );
+}
+
 /// The otters crates each of ours may use, from its Cargo.toml. Dependencies point one way: core
 /// ← agentfile, core ← spec ← oci, spec ← supply, {agentfile, oci, supply} ← pipeline ← the binary.
 #[test]

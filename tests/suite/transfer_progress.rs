@@ -26,11 +26,11 @@ fn plain_progress_is_one_line_per_blob_without_escapes() {
     assert!(!err.contains('\x1b') && !err.contains('\r'), "{err:?}");
     let pushed = blob_lines(&err, "pushed");
     assert!(pushed.len() >= 3, "{err}");
-    // The 300 kB layer, with its size and time.
+    // The 300,000-byte layer, with its size (binary units, as every size the CLI prints) and time.
     assert!(
         pushed
             .iter()
-            .any(|l| l.contains(" 300.0 kB in ") && l.ends_with('s')),
+            .any(|l| l.contains(" 293.0 KiB in ") && l.ends_with('s')),
         "{err}"
     );
     assert!(err.contains(&format!("pushed {tag}:")), "{err}");

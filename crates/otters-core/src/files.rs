@@ -125,6 +125,23 @@ pub fn read_named(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u8>
     read_open(file, path, what, limit)
 }
 
+/// Opens a file the user named on the command line to stream it whole (an attachment, a file to
+/// hash): symlinks are followed, but it must be a regular file, so a FIFO or a device is refused
+/// at once instead of blocking or never ending.
+pub fn open_named(path: &Path, what: &'static str) -> Result<std::fs::File, ReadError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nonblocking())
+        .open(path)
+        .map_err(|source| ReadError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+    check_regular(&file, path, what)?;
+    Ok(file)
+}
+
 /// Reads `root/rel`, following symlinks only while they stay inside `root`. `shown` is the path
 /// to name in errors. `rel` must be relative and free of `..` (see [`split_inside`]).
 pub fn read_confined(
@@ -214,6 +231,23 @@ fn read_open(
     what: &'static str,
     limit: u64,
 ) -> Result<Vec<u8>, ReadError> {
+    let meta = check_regular(&file, shown, what)?;
+    if meta.len() > limit {
+        return Err(ReadError::TooLarge {
+            path: shown.to_owned(),
+            what,
+            limit,
+        });
+    }
+    read_stream(file, shown, what, limit)
+}
+
+/// The opened file's metadata, when it is a regular file (`fstat`: no race with the open).
+fn check_regular(
+    file: &std::fs::File,
+    shown: &Path,
+    what: &'static str,
+) -> Result<std::fs::Metadata, ReadError> {
     use std::os::unix::fs::FileTypeExt as _;
     let meta = file.metadata().map_err(|source| ReadError::Io {
         path: shown.to_owned(),
@@ -242,14 +276,7 @@ fn read_open(
             kind,
         });
     }
-    if meta.len() > limit {
-        return Err(ReadError::TooLarge {
-            path: shown.to_owned(),
-            what,
-            limit,
-        });
-    }
-    read_stream(file, shown, what, limit)
+    Ok(meta)
 }
 
 #[cfg(test)]
@@ -326,6 +353,15 @@ mod tests {
         )
         .unwrap();
         let e = read_named(&fifo, "test", 10).unwrap_err();
+        // Opened to stream (an attachment): refused the same way, before any read.
+        assert!(matches!(
+            open_named(&fifo, "test").unwrap_err(),
+            ReadError::NotRegular {
+                kind: "named pipe",
+                ..
+            }
+        ));
+        assert!(open_named(t.path(), "test").is_err());
         assert!(
             matches!(
                 e,

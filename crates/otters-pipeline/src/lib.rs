@@ -9,7 +9,8 @@
 //!
 //! Beside the stages, `project` finds a project's files (the Agentfile a path names, `otters.toml`)
 //! and `lock` writes `Agentfile.lock`, and `copy` moves an agent with everything it pins: entry
-//! points every front end shares.
+//! points every front end shares; `target` is an image named on the command line, in the
+//! local store or its registry.
 //!
 //! Nothing here prints: progress goes through callbacks, results and errors are values.
 
@@ -24,3 +25,4 @@ pub mod lower;
 pub mod project;
 pub mod resolve;
 pub mod run;
+pub mod target;

@@ -363,6 +363,39 @@ impl check::ImageKinds for OfflineImages {
     }
 }
 
+/// What a command line adds to a project's lint options (none for the language server).
+#[derive(Clone, Debug, Default)]
+pub struct LintFlags {
+    /// `--build-arg K=V`.
+    pub build_args: BTreeMap<String, String>,
+    /// `--capabilities FILE`: the capabilities AF211 checks against.
+    pub catalogue: Option<Vec<String>>,
+    /// `--target`: the openotters versions to check portability against, over `otters.toml`'s.
+    pub targets: Option<Vec<check::Target>>,
+}
+
+/// The options `otters lint` checks `input` with, and the language server a document: `config`
+/// (the project's `otters.toml`), the references the input's `Agentfile.lock` pins, its
+/// directory as the build context, what the local store at `store` knows of its RUNTIME and BIN
+/// images (AF403, read only), and what `flags` add. One builder, so the editor and the command
+/// line never disagree about a file.
+pub fn lint_options(
+    input: &Input,
+    config: &config::LintConfig,
+    flags: &LintFlags,
+    store: &Path,
+) -> check::Options {
+    check::Options {
+        build_args: flags.build_args.clone(),
+        capability_catalogue: flags.catalogue.clone(),
+        severity_overrides: config.severity.clone(),
+        locked: input.locked_references(),
+        portability: flags.targets.clone().or_else(|| config.portability.clone()),
+        sources: input.sources(),
+        images: input.images(store),
+    }
+}
+
 /// Reads a config file: one named by the user (`--config`) as given, one found by the search
 /// only inside its own directory (a repository's `otters.toml` linked elsewhere is refused, since
 /// a parse error would quote the file it points to).

@@ -194,11 +194,13 @@ pub enum ErrorKind {
     Unresolved(String),
     #[error("{0} names build inputs that cannot be used; nothing was built")]
     Inputs(String),
-    #[error("--platform: {0}")]
+    /// The platform asked for is not one (the front end names its flag).
+    #[error("platform: {0}")]
     Platform(#[from] BadPlatform),
-    #[error("--sbom, --provenance and --sign-key attach to one platform's image; a build for several platforms cannot take them yet: build for one --platform at a time to attach them")]
+    #[error("an SBOM, provenance or signature attaches to one platform's image; a build for several platforms cannot take them yet: build for one platform at a time to attach them")]
     SupplyMultiPlatform,
-    #[error("-t {tag}: {source}")]
+    /// A tag asked for is not one (the front end names its flag).
+    #[error("tag {tag}: {source}")]
     Tag { tag: String, source: RefNameError },
     #[error("cannot open build context {}: {source}", path.display())]
     Context {

@@ -1,0 +1,254 @@
+//! What several commands present the same way: the local store and a registry client opened
+//! with one error message, a reference parsed, sizes in one unit system, text from images made
+//! safe for the terminal, and Agentfile diagnostics printed.
+//!
+//! Takes: values the commands already hold. Returns: library handles or display text. Must
+//! never: hold a command's logic (that lives in the library crates) or use a command's module.
+use super::Format;
+use super::{fail, fail_in};
+use miette::miette;
+use otters_agentfile::diagnostic::render::human;
+use otters_agentfile::diagnostic::{codes, Diagnostic, SourceFile};
+use otters_oci::reference::Reference;
+use otters_oci::registry::transfer::TransferReport;
+use otters_oci::registry::{ClientOptions, RegistryClient};
+use otters_oci::Store;
+use otters_pipeline::build::{BuildError, ErrorKind};
+use otters_pipeline::target::{Place, Target, TargetError};
+use std::collections::BTreeMap;
+
+/// The local store under `$OTTERS_HOME/store`, for reading and for writes that tag at once.
+pub(super) fn open_store() -> miette::Result<Store> {
+    let root = super::otters_home().join("store");
+    Store::open(&root)
+        .map_err(|e| fail_in(format!("cannot open the local store {}", root.display()), e))
+}
+
+/// The local store with a lease: what this process writes is kept by a concurrent `prune` until
+/// it is tagged (pulls, loads, builds).
+pub(super) fn open_store_leased() -> miette::Result<Store> {
+    let root = super::otters_home().join("store");
+    Store::open(&root)
+        .and_then(|s| s.leased())
+        .map_err(|e| fail_in(format!("cannot open the local store {}", root.display()), e))
+}
+
+pub(super) fn parse_reference(text: &str) -> miette::Result<Reference> {
+    Reference::parse(text).map_err(fail)
+}
+
+/// A registry client; `insecure` is `--insecure`.
+pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
+    RegistryClient::new(ClientOptions {
+        insecure,
+        ..ClientOptions::default()
+    })
+    .map_err(fail)
+}
+
+/// A size for people, in binary units (`512 B`, `1.5 KiB`, `300.0 MiB`, `1.25 GiB`): the one
+/// spelling of every size the CLI prints.
+#[allow(clippy::cast_precision_loss)] // a rounded display value
+pub(super) fn human_size(n: u64) -> String {
+    let f = n as f64;
+    match n {
+        0..=1023 => format!("{n} B"),
+        1024..=1_048_575 => format!("{:.1} KiB", f / 1024.0),
+        1_048_576..=1_073_741_823 => format!("{:.1} MiB", f / 1_048_576.0),
+        _ => format!("{:.2} GiB", f / 1_073_741_824.0),
+    }
+}
+
+/// Text from an image, a registry or a file name, made safe for a terminal (controls and bidi
+/// overrides shown escaped).
+pub(super) fn esc(s: &str) -> String {
+    otters_core::escape::escape(s).into_owned()
+}
+
+/// An Agentfile's diagnostics on stderr, as `otters lint` shows them.
+pub(super) fn print_diagnostics(file: &SourceFile, diags: &[Diagnostic]) {
+    if !diags.is_empty() {
+        eprint!(
+            "{}",
+            human(
+                &[(file.clone(), diags.to_vec())],
+                codes::RULES,
+                super::stderr_colour()
+            )
+        );
+    }
+}
+
+/// Shows a failed build's diagnostics on stderr and returns what failed, to report.
+pub(super) fn build_failure(e: BuildError) -> ErrorKind {
+    if let Some(file) = &e.file {
+        print_diagnostics(file, &e.diagnostics);
+    }
+    e.kind
+}
+
+/// What failed in a build, as a report that names the flags where the library speaks of values
+/// (`-t`, `--platform`, `--sbom`…).
+pub(super) fn build_error(kind: ErrorKind) -> miette::Report {
+    match kind {
+        ErrorKind::Tag { tag, source } => fail_in(format!("-t {tag}"), source),
+        ErrorKind::Platform(e) => fail_in("--platform", e),
+        ErrorKind::SupplyMultiPlatform => miette!("--sbom, --provenance and --sign-key attach to one platform's image; a build for several platforms cannot take them yet: build for one --platform at a time to attach them"),
+        kind => fail(kind),
+    }
+}
+
+/// `--build-arg K=V` of `build` and `lock`, or `--build-arg K` taking the value of the environment variable `K` (as
+/// docker does; skipped with a note when `K` is not set).
+pub(super) fn parse_build_args(
+    items: &[String],
+    quiet: bool,
+) -> miette::Result<BTreeMap<String, String>> {
+    let mut args = BTreeMap::new();
+    for kv in items {
+        let (k, v) = match kv.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_owned())),
+            None => match std::env::var(kv) {
+                Ok(v) => (kv.as_str(), Some(v)),
+                Err(std::env::VarError::NotPresent) => (kv.as_str(), None),
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    return Err(miette!(
+                        "--build-arg {kv}: the environment variable {kv} is not UTF-8; pass --build-arg {kv}=value"
+                    ))
+                }
+            },
+        };
+        if k.is_empty() {
+            return Err(miette!(
+                "--build-arg `{kv}` has no name; write it as --build-arg NAME=value or --build-arg NAME"
+            ));
+        }
+        match v {
+            Some(v) => {
+                args.insert(k.to_owned(), v);
+            }
+            None if !quiet => eprintln!(
+                "note: --build-arg {k}: {k} is not set in the environment; the ARG keeps its default"
+            ),
+            None => {}
+        }
+    }
+    Ok(args)
+}
+
+/// The flags that pick where an image is: the local store, or `--remote` its registry. Without
+/// either, `verify` and `discover` use the registry of a reference the store does not hold.
+#[derive(Debug, clap::Args)]
+pub struct WhereFlags {
+    /// Work on the image in its registry instead of the local store
+    #[arg(long, conflicts_with = "local")]
+    pub remote: bool,
+    /// Use only the local store, never the registry
+    #[arg(long)]
+    pub local: bool,
+    /// Allow plain HTTP and unverified TLS for a registry not on this machine
+    #[arg(long, conflicts_with = "local")]
+    pub insecure: bool,
+}
+
+pub(super) fn print_report(
+    report: &TransferReport,
+    format: Format,
+    quiet: bool,
+    verb: &str,
+) -> miette::Result<()> {
+    if format == Format::Json {
+        let text = serde_json::to_string_pretty(report)
+            .map_err(|e| fail_in("cannot write the report", e))?;
+        outln!("{text}");
+        return Ok(());
+    }
+    if !quiet {
+        let moved = report.uploaded.len() + report.downloaded.len();
+        // Said only when a mirror took part: otherwise the reference names the host.
+        let registry = Reference::parse(&report.reference).map(|r| r.registry);
+        let from = if report.from.iter().any(|h| Ok(h) != registry.as_ref()) {
+            format!(" from {}", report.from.join(", "))
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "{verb} {}{from}: {moved} blob(s) transferred ({}), {} already present, {} mounted",
+            report.reference,
+            human_size(report.bytes),
+            report.skipped.len(),
+            report.mounted.len()
+        );
+        if !report.referrers.is_empty() {
+            eprintln!("{verb} {} referrer(s)", report.referrers.len());
+        }
+    }
+    outln!("{}", report.digest);
+    Ok(())
+}
+
+/// An image the local store does not hold, with where to look.
+pub(super) fn not_found(reference: &str) -> miette::Report {
+    miette!(
+        help = "list local images with `otters images`",
+        "image `{reference}` is not in the local store"
+    )
+}
+
+/// The image `reference` names for a command that adds a referrer (`attach`, `sign`): in the
+/// local store, or with `--remote` in its registry.
+pub(super) fn target(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
+    let p = if place.remote {
+        Place::Remote
+    } else {
+        Place::Local
+    };
+    Target::resolve(open_store_leased()?, reference, p, place.insecure).map_err(target_error)
+}
+
+/// The image `reference` names for a read (`verify`, `discover`): with neither `--local` nor
+/// `--remote`, a registry reference the local store does not hold is read from its registry,
+/// with a note on stderr.
+pub(super) fn target_for_read(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
+    let p = match (place.remote, place.local) {
+        (true, _) => Place::Remote,
+        (_, true) => Place::Local,
+        _ => Place::Auto,
+    };
+    let target = Target::resolve(open_store_leased()?, reference, p, place.insecure)
+        .map_err(target_error)?;
+    if let (Place::Auto, Some(r)) = (p, target.registry_reference()) {
+        eprintln!(
+            "note: {} is not in the local store; reading it from {} (pass --local to use only the store)",
+            esc(reference),
+            esc(&r.registry)
+        );
+    }
+    Ok(target)
+}
+
+/// A [`Target`] error as a report; an image the store lacks says which flag reads its registry.
+pub(super) fn target_error(e: TargetError) -> miette::Report {
+    match e {
+        TargetError::NotInStore(reference) => miette!(
+            "no image {} in the local store: build or pull it, or pass --remote to use its registry",
+            esc(&reference)
+        ),
+        e => fail(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_size;
+
+    #[test]
+    fn sizes_are_in_binary_units() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(1024), "1.0 KiB");
+        assert_eq!(human_size(300_000), "293.0 KiB");
+        assert_eq!(human_size(5 << 20), "5.0 MiB");
+        assert_eq!(human_size(3 << 30), "3.00 GiB");
+    }
+}

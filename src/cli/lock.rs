@@ -1,0 +1,62 @@
+//! `otters lock`: resolve the images an Agentfile names and write Agentfile.lock.
+use super::common::{parse_build_args, print_diagnostics};
+use super::{fail, fail_in, CliResult};
+use otters_oci::Platform;
+use otters_pipeline::lock;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct LockArgs {
+    /// Build context directory or Agentfile
+    #[arg(default_value = ".")]
+    pub path: std::path::PathBuf,
+    /// The Agentfile, relative to the context (default: <PATH>/Agentfile)
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<std::path::PathBuf>,
+    /// Platform to resolve images for (default: this machine)
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Allow plain HTTP and unverified TLS for registries that are not on this machine
+    #[arg(long)]
+    pub insecure: bool,
+    /// Set a build argument (repeatable); a bare KEY takes its value from the environment, as
+    /// `otters build --build-arg` does
+    #[arg(long = "build-arg", value_name = "K=V")]
+    pub build_args: Vec<String>,
+}
+
+pub fn run_lock(a: LockArgs) -> CliResult {
+    let (context, agentfile) = otters_pipeline::project::locate(&a.path, a.file.as_deref());
+    let build_args = parse_build_args(&a.build_args, false)?;
+    let platform = match &a.platform {
+        Some(p) => Platform::parse(p).map_err(|e| fail_in("--platform", e))?,
+        None => Platform::host(),
+    };
+    let request = lock::LockRequest {
+        context,
+        agentfile,
+        build_args,
+        platform,
+        insecure: a.insecure,
+        docker_config: None,
+        store: super::otters_home().join("store"),
+    };
+    let locked = lock::lock(&request).map_err(|e| {
+        if let Some((file, diags)) = e.diagnostics() {
+            print_diagnostics(file, diags);
+        }
+        fail(e)
+    })?;
+    print_diagnostics(&locked.file, &locked.warnings);
+    eprintln!(
+        "{} {} ({} image(s) pinned)",
+        if locked.changed {
+            "wrote"
+        } else {
+            "unchanged:"
+        },
+        locked.lock_path.display(),
+        locked.lock.images.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
