@@ -152,10 +152,11 @@ step "vscode: package the .vsix"
   { cat "$work/vsce.out"; fail "vsce package"; }
 python3 - "$work/otters-agentfile.vsix" <<'PY'
 import sys, zipfile
-names = set(zipfile.ZipFile(sys.argv[1]).namelist())
+z = zipfile.ZipFile(sys.argv[1])
+names = set(z.namelist())
 need = [
     "extension.vsixmanifest", "[Content_Types].xml",
-    "extension/package.json", "extension/extension.js", "extension/readme.md",
+    "extension/package.json", "extension/extension.js", "extension/readme.md", "extension/icon.png",
     "extension/language-configuration.json", "extension/syntaxes/agentfile.tmLanguage.json",
     "extension/node_modules/vscode-languageclient/package.json",
     "extension/node_modules/vscode-languageclient/node.js",
@@ -169,6 +170,11 @@ banned = ("extension/test/", "extension/package-lock.json", "extension/node_modu
 extra = sorted(n for n in names if n.startswith(banned) or n.endswith(".vsix"))
 if missing or extra:
     sys.exit(f"vsix contents: missing {missing}, unexpected {extra[:10]}")
+# The Marketplace and Open VSX want a PNG icon of at least 128x128 named by the manifest.
+icon = z.read("extension/icon.png")
+width, height = int.from_bytes(icon[16:20], "big"), int.from_bytes(icon[20:24], "big")
+if icon[:8] != b"\x89PNG\r\n\x1a\n" or width < 128 or height < 128:
+    sys.exit(f"vsix icon: not a PNG of at least 128x128 ({width}x{height})")
 print(f"ok the .vsix holds {len(names)} files: the extension, its grammar, vscode-languageclient")
 PY
 
