@@ -6,6 +6,8 @@
 # name or time.
 #   ci/release.sh [OUT_DIR]        (default dist/)
 #   OTTERS_BIN=path/to/otters ci/release.sh   packages that binary instead of building one
+#   OTTERS_VSIX=1 ci/release.sh    also packages the VS Code extension: otters-agentfile-VERSION.vsix
+#                                  and its .sha256 (needs Node.js; runs `npm ci` in editors/vscode)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-dist}
@@ -27,3 +29,11 @@ tar --sort=name --owner=0 --group=0 --numeric-owner --mode=0755 --mtime="@$epoch
 mv "$out/$name.tmp" "$out/$name"
 (cd "$out" && sha256sum "$name" > "$name.sha256")
 cat "$out/$name.sha256"
+if [ "${OTTERS_VSIX:-}" = 1 ]; then
+  vsix="otters-agentfile-$version.vsix"
+  [ -x editors/vscode/node_modules/.bin/vsce ] || (cd editors/vscode && npm ci --no-audit --no-fund)
+  bash editors/vscode/package.sh "$out/$vsix.tmp" >&2
+  mv "$out/$vsix.tmp" "$out/$vsix"
+  (cd "$out" && sha256sum "$vsix" > "$vsix.sha256")
+  cat "$out/$vsix.sha256"
+fi

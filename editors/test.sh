@@ -147,8 +147,7 @@ step "vscode: TextMate scopes and the language client"
 echo "ok TextMate scopes and the language client"
 
 step "vscode: package the .vsix"
-(cd "$vscode" && ./node_modules/.bin/vsce package --skip-license \
-  --out "$work/otters-agentfile.vsix") >"$work/vsce.out" 2>&1 ||
+bash "$vscode/package.sh" "$work/otters-agentfile.vsix" >"$work/vsce.out" 2>&1 ||
   { cat "$work/vsce.out"; fail "vsce package"; }
 python3 - "$work/otters-agentfile.vsix" <<'PY'
 import sys, zipfile
