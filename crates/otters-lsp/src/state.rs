@@ -239,7 +239,7 @@ impl State {
         crate::lens::lenses(doc, self.project.as_ref(), first)
     }
 
-    /// `workspace/executeCommand`: starts a lens's command (see [`crate::lens::execute`]).
+    /// `workspace/executeCommand`: starts a lens's command (see `lens::execute`).
     pub fn execute_command(
         &self,
         command: &str,
@@ -251,7 +251,7 @@ impl State {
     }
 
     /// `workspace/diagnostic`: the findings of every Agentfile under the workspace root that is
-    /// not open (open ones answer `textDocument/diagnostic`), within [`crate::workspace`]'s
+    /// not open (open ones answer `textDocument/diagnostic`), within `workspace`'s
     /// bounds; `unchanged` for a file whose result id in `previous` still holds.
     pub fn workspace_diagnostics(&self, previous: &HashMap<Url, String>) -> serde_json::Value {
         let deadline = std::time::Instant::now() + crate::workspace::BUDGET;
