@@ -3,13 +3,12 @@
 //!
 //! stdout carries data (each copied image's destination and digest, or the JSON report with
 //! `--format json`); status lines and progress go to stderr.
-use super::progress::{Bars, ProgressMode};
+use super::common::esc;
+use super::progress::{Bars, ProgressMode, TransferFlags};
 use super::{fail_in, CliResult, Format};
 use otters_pipeline::copy::{copy, CopyEvent, CopyReport, CopyRequest};
 use std::process::ExitCode;
 
-/// Flags are independent switches, as clap reads them.
-#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
 pub struct CopyArgs {
     /// What to copy: a registry reference (by tag or digest), `oci:DIR[:name]` or
@@ -25,20 +24,8 @@ pub struct CopyArgs {
     /// List what would be copied; move nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// Allow plain HTTP and unverified TLS for registries that are not on this machine
-    #[arg(long)]
-    pub insecure: bool,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    /// No progress or status lines
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Progress on stderr: `auto` (a line per image, and bars on a terminal), `plain` (also one
-    /// line per blob: pushed/pulled with size and time, exists, mounted; never a control
-    /// sequence: for CI logs), `tty` (bars even when stderr is not a terminal), `quiet` (as `-q`)
-    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    pub progress: ProgressMode,
+    #[command(flatten)]
+    pub transfer: TransferFlags,
 }
 
 pub fn run(a: CopyArgs) -> CliResult {
@@ -52,32 +39,24 @@ pub fn run(a: CopyArgs) -> CliResult {
         destination: a.destination.clone(),
         recursive: a.recursive,
         dry_run: a.dry_run,
-        insecure: a.insecure,
+        insecure: a.transfer.insecure,
     };
-    let quiet = a.quiet || a.progress == ProgressMode::Quiet;
+    let quiet = a.transfer.quiet();
     let mut ui = Lines {
-        mode: a.progress,
+        mode: a.transfer.progress,
         quiet,
-        bars: Bars::for_mode(a.progress, quiet),
+        bars: a.transfer.bars(),
     };
     let result = copy(&req, &store, &mut |e| ui.event(e));
     ui.bars.finish();
     let report = result.map_err(|e| {
         fail_in(
-            format!(
-                "cannot copy {} to {}",
-                escape(&a.source),
-                escape(&a.destination)
-            ),
+            format!("cannot copy {} to {}", esc(&a.source), esc(&a.destination)),
             e,
         )
     })?;
-    print(&report, a.format, quiet)?;
+    print(&report, a.transfer.format, quiet)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn escape(s: &str) -> String {
-    otters_core::escape::escape(s).into_owned()
 }
 
 fn print(report: &CopyReport, format: Format, quiet: bool) -> miette::Result<()> {
@@ -100,11 +79,11 @@ fn print(report: &CopyReport, format: Format, quiet: bool) -> miette::Result<()>
         if report.dry_run {
             outln!(
                 "{role:<8} {} -> {}{platforms}",
-                escape(&i.source),
-                escape(&i.destination)
+                esc(&i.source),
+                esc(&i.destination)
             );
         } else {
-            outln!("{} {}", escape(&i.destination), i.digest);
+            outln!("{} {}", esc(&i.destination), i.digest);
         }
     }
     if !quiet {
@@ -117,7 +96,7 @@ fn print(report: &CopyReport, format: Format, quiet: bool) -> miette::Result<()>
             "{verb} {} image(s) and {} referrer(s) to {}{}",
             report.images.len(),
             report.referrers,
-            escape(&report.destination),
+            esc(&report.destination),
             if report.dry_run {
                 String::new()
             } else {
@@ -147,8 +126,8 @@ impl Lines {
                 if !self.quiet {
                     eprintln!(
                         "[{n}/{total}] {} -> {}",
-                        escape(&image.source),
-                        escape(&image.destination)
+                        esc(&image.source),
+                        esc(&image.destination)
                     );
                 }
                 self.bars = Bars::for_mode(self.mode, self.quiet);

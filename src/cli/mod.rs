@@ -115,8 +115,10 @@ pub enum Command {
     /// Copy an image, with `-r` everything it pins, between registries, OCI layouts and archives
     ///
     /// Keeps every digest, every platform of an index, and the referrers (signatures, SBOMs,
-    /// attestations). Blobs are staged in the local store, so a copy that stops is finished by
-    /// running it again. See docs/registries.md, "Promote an agent between registries".
+    /// attestations). Between registries each blob streams from the source to the destination,
+    /// checked on the way; to or from a layout or an archive, blobs are staged in the local store.
+    /// A copy that stops is finished by running it again (what arrived is skipped). See
+    /// docs/registries.md, "Promote an agent between registries".
     Copy(copy::CopyArgs),
     /// Store credentials for a registry
     Login(login::LoginArgs),

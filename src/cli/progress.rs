@@ -140,7 +140,7 @@ impl Bars {
     }
 }
 
-/// The flags `push` and `pull` share.
+/// The flags `push`, `pull` and `copy` share.
 #[derive(Debug, clap::Args)]
 pub struct TransferFlags {
     /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
@@ -152,9 +152,10 @@ pub struct TransferFlags {
     /// No progress bars or status lines
     #[arg(short, long)]
     pub quiet: bool,
-    /// Progress output on stderr: `auto` (bars on a terminal, nothing elsewhere), `plain` (one
-    /// line per blob: pushed/pulled with size and time, exists, mounted; for CI logs), `tty` (bars
-    /// even when stderr is not a terminal), `quiet` (same as `-q`: nothing but errors)
+    /// Progress output on stderr: `auto` (status lines, and bars on a terminal), `plain` (also one
+    /// line per blob: pushed/pulled with size and time, exists, mounted; never a control sequence:
+    /// for CI logs), `tty` (bars even when stderr is not a terminal), `quiet` (same as `-q`:
+    /// nothing but errors)
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
 }

@@ -50,20 +50,21 @@ const MAX_DEPTH: usize = 4;
 /// order (the subjects whose referrers travel with the image).
 pub fn manifests(store: &Store, root: &Descriptor) -> Result<Vec<Digest>, StoreError> {
     let mut out = Vec::new();
-    let mut todo = vec![(root.clone(), 0)];
-    while let Some((d, depth)) = todo.pop() {
-        if out.contains(&d.digest) {
-            continue;
-        }
-        out.push(d.digest.clone());
-        if !d.media_type.is_index() || depth >= MAX_DEPTH {
-            continue;
-        }
-        let bytes = store.read_blob(&d.digest)?;
-        if let Ok(doc) = serde_json::from_slice::<ManifestDoc>(&bytes) {
-            todo.extend(doc.manifests.into_iter().rev().map(|m| (m, depth + 1)));
-        }
-    }
+    crate::spec::graph::walk(
+        [root.clone()],
+        |d| d.digest.clone(),
+        |d: &Descriptor, depth| -> Result<Vec<Descriptor>, StoreError> {
+            out.push(d.digest.clone());
+            if !d.media_type.is_index() || depth >= MAX_DEPTH {
+                return Ok(Vec::new());
+            }
+            let bytes = store.read_blob(&d.digest)?;
+            // Reversed: the walk takes the child pushed last first, so entries come out in order.
+            Ok(ManifestDoc::parse(&bytes)
+                .map(|doc| doc.manifests.into_iter().rev().collect())
+                .unwrap_or_default())
+        },
+    )?;
     Ok(out)
 }
 
