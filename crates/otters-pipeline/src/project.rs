@@ -148,24 +148,31 @@ impl Input {
         }
     }
 
-    /// The references `Agentfile.lock` beside a file pins (none for unnamed standard input).
-    pub fn locked_references(&self) -> BTreeSet<String> {
+    /// What `otters lint` knows of the file from its `Agentfile.lock`, read once: the references
+    /// it pins, and what is known offline of the RUNTIME and BIN images (the lock, then the local
+    /// store at `store`; see [`OfflineImages`]). Nothing for unnamed standard input.
+    pub fn lock_facts(
+        &self,
+        store: &Path,
+    ) -> (
+        BTreeSet<String>,
+        Option<std::sync::Arc<dyn check::ImageKinds>>,
+    ) {
         match self {
             Input::File { path, .. } | Input::Stdin(Some(path)) => {
-                crate::resolve::lockfile::pinned_beside(path)
+                let locks =
+                    crate::resolve::Lockfile::read_all(&crate::resolve::lock_path_for(path))
+                        .unwrap_or_default();
+                let locked = locks
+                    .iter()
+                    .flat_map(|l| l.images.iter().map(|e| e.reference.clone()))
+                    .collect();
+                (
+                    locked,
+                    Some(std::sync::Arc::new(OfflineImages::new(locks, store))),
+                )
             }
-            Input::Stdin(None) => BTreeSet::new(),
-        }
-    }
-
-    /// What `otters lint` knows offline of the file's RUNTIME and BIN images: its lock, then the
-    /// local store at `store` (none for unnamed standard input). See [`OfflineImages`].
-    pub fn images(&self, store: &Path) -> Option<std::sync::Arc<dyn check::ImageKinds>> {
-        match self {
-            Input::File { path, .. } | Input::Stdin(Some(path)) => {
-                Some(std::sync::Arc::new(OfflineImages::new(path, store)))
-            }
-            Input::Stdin(None) => None,
+            Input::Stdin(None) => (BTreeSet::new(), None),
         }
     }
 
@@ -272,28 +279,37 @@ impl check::SourceKinds for ContextDir {
 #[derive(Debug)]
 pub struct OfflineImages {
     locks: Vec<crate::resolve::Lockfile>,
-    store: Option<otters_oci::Store>,
+    store_root: PathBuf,
+    store: std::sync::OnceLock<Option<otters_oci::Store>>,
     /// The store's answers so far: `otters lsp` checks a document on every edit with the options
     /// it opened with, and asks the store once per reference, not once per keystroke.
     seen: std::sync::Mutex<BTreeMap<String, check::BinImage>>,
 }
 
 impl OfflineImages {
-    /// For the Agentfile at `agentfile` and the store at `store`. An unreadable lock or store is
-    /// no answer: `otters build` reports it (AF409, or the store's own error).
-    pub fn new(agentfile: &Path, store: &Path) -> OfflineImages {
-        let locks = crate::resolve::Lockfile::read_all(&crate::resolve::lock_path_for(agentfile))
-            .unwrap_or_default();
-        let store = store
-            .join("index.json")
-            .is_file()
-            .then(|| otters_oci::Store::open(store).ok())
-            .flatten();
+    /// For an Agentfile whose lock holds `locks`, and the store at `store`. An unreadable lock or
+    /// store is no answer: `otters build` reports it (AF409, or the store's own error). The store
+    /// is opened only when a reference the locks do not pin is asked about.
+    pub fn new(locks: Vec<crate::resolve::Lockfile>, store: &Path) -> OfflineImages {
         OfflineImages {
             locks,
-            store,
+            store_root: store.to_path_buf(),
+            store: std::sync::OnceLock::new(),
             seen: std::sync::Mutex::default(),
         }
+    }
+
+    /// The local store, opened on first use; none when it does not exist (never created here).
+    fn store(&self) -> Option<&otters_oci::Store> {
+        self.store
+            .get_or_init(|| {
+                self.store_root
+                    .join("index.json")
+                    .is_file()
+                    .then(|| otters_oci::Store::open(&self.store_root).ok())
+                    .flatten()
+            })
+            .as_ref()
     }
 
     /// From the local store: the image tagged `reference` (a tagged index answers by its own
@@ -320,7 +336,7 @@ impl OfflineImages {
     /// `reference`, and whether they are enough to tell (an index none of whose manifests is here
     /// says nothing about them).
     fn stored_manifests(&self, reference: &str) -> Option<(Vec<ManifestDoc>, bool)> {
-        let store = self.store.as_ref()?;
+        let store = self.store()?;
         let name = otters_oci::store::refname::tag_name(reference).ok()?;
         let (_, top) = store.list().ok()?.into_iter().find(|(n, _)| *n == name)?;
         let (_, top) = read_manifest(store, &top).ok()?;
@@ -385,14 +401,15 @@ pub fn lint_options(
     flags: &LintFlags,
     store: &Path,
 ) -> check::Options {
+    let (locked, images) = input.lock_facts(store);
     check::Options {
         build_args: flags.build_args.clone(),
         capability_catalogue: flags.catalogue.clone(),
         severity_overrides: config.severity.clone(),
-        locked: input.locked_references(),
+        locked,
         portability: flags.targets.clone().or_else(|| config.portability.clone()),
         sources: input.sources(),
-        images: input.images(store),
+        images,
     }
 }
 
