@@ -271,6 +271,9 @@ impl check::SourceKinds for ContextDir {
     }
 }
 
+/// A store and its tagged names (`Store::list`).
+type Listed = (otters_oci::Store, Vec<(String, otters_oci::Descriptor)>);
+
 /// Whether a RUNTIME or BIN image is a bin image, as far as is known without the network: the
 /// lock beside the Agentfile first (the pin a build uses; an entry records the image's bin name),
 /// then an image the local store holds under the same name. Anything else is unknown: the build
@@ -280,7 +283,8 @@ impl check::SourceKinds for ContextDir {
 pub struct OfflineImages {
     locks: Vec<crate::resolve::Lockfile>,
     store_root: PathBuf,
-    store: std::sync::OnceLock<Option<otters_oci::Store>>,
+    /// The local store and its listing, read on first use (once, whatever is asked after).
+    store: std::sync::OnceLock<Option<Listed>>,
     /// The store's answers so far: `otters lsp` checks a document on every edit with the options
     /// it opened with, and asks the store once per reference, not once per keystroke.
     seen: std::sync::Mutex<BTreeMap<String, check::BinImage>>,
@@ -299,15 +303,17 @@ impl OfflineImages {
         }
     }
 
-    /// The local store, opened on first use; none when it does not exist (never created here).
-    fn store(&self) -> Option<&otters_oci::Store> {
+    /// The local store and its tagged names, opened and listed on first use; none when it does
+    /// not exist (never created here) or cannot be read.
+    fn store(&self) -> Option<&Listed> {
         self.store
             .get_or_init(|| {
-                self.store_root
-                    .join("index.json")
-                    .is_file()
-                    .then(|| otters_oci::Store::open(&self.store_root).ok())
-                    .flatten()
+                if !self.store_root.join("index.json").is_file() {
+                    return None;
+                }
+                let store = otters_oci::Store::open(&self.store_root).ok()?;
+                let listed = store.list().ok()?;
+                Some((store, listed))
             })
             .as_ref()
     }
@@ -336,10 +342,10 @@ impl OfflineImages {
     /// `reference`, and whether they are enough to tell (an index none of whose manifests is here
     /// says nothing about them).
     fn stored_manifests(&self, reference: &str) -> Option<(Vec<ManifestDoc>, bool)> {
-        let store = self.store()?;
+        let (store, listed) = self.store()?;
         let name = otters_oci::store::refname::tag_name(reference).ok()?;
-        let (_, top) = store.list().ok()?.into_iter().find(|(n, _)| *n == name)?;
-        let (_, top) = read_manifest(store, &top).ok()?;
+        let (_, top) = listed.iter().find(|(n, _)| *n == name)?;
+        let (_, top) = read_manifest(store, top).ok()?;
         let children: Vec<_> = top
             .manifests
             .iter()
