@@ -300,17 +300,27 @@ impl Store {
         }
         pending.sort();
         pending.dedup();
-        let synced = pending.iter().try_for_each(|path| {
-            File::open(path)
-                .and_then(|f| f.sync_all())
-                .map_err(io_err("sync", path))
-        });
+        let sync = |path: &PathBuf| File::open(path).and_then(|f| f.sync_all());
+        let synced = pending
+            .iter()
+            .try_for_each(|path| -> Result<(), StoreError> {
+                match sync(path) {
+                    // A concurrent `prune` moves a blob aside while it checks the leases, and
+                    // puts a leased one back before it lets go of the index lock: wait for that
+                    // lock, then look again. A blob still missing was not leased: an error.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        drop(self.lock_index()?);
+                        Ok(sync(path).map_err(io_err("sync", path))?)
+                    }
+                    other => Ok(other.map_err(io_err("sync", path))?),
+                }
+            });
         if let Err(e) = synced {
             // Not durable: keep them pending, so a retry syncs them again.
             for path in pending {
                 batch.record(path);
             }
-            return Err(e.into());
+            return Err(e);
         }
         let dir = self.root.join("blobs/sha256");
         File::open(&dir)
@@ -1160,6 +1170,34 @@ mod tests {
         // A plain handle records nothing.
         assert!(store.batch.is_none());
         store.sync_batch().unwrap();
+    }
+
+    /// What `prune` does to a leased blob it looked at before the lease was taken: under the index
+    /// lock, moved aside, the leases read again, put back. A sync in that window waits for the
+    /// lock instead of failing (the race `store_hygiene`'s concurrent builds and prunes hit).
+    #[test]
+    fn a_sync_waits_for_a_prune_that_has_a_leased_blob_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s")).unwrap();
+        let batch = store.batched();
+        let (d, _) = batch.put_blob_bytes(b"leased").unwrap();
+        let path = store.blob_path(&d);
+        let aside = store.tmp_dir().join("prune-test");
+        let (moved, wait) = std::sync::mpsc::channel();
+        let prune = {
+            let (store, path, aside) = (store.clone(), path.clone(), aside.clone());
+            std::thread::spawn(move || {
+                let _lock = store.lock_index().unwrap();
+                fs::rename(&path, &aside).unwrap();
+                moved.send(()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                fs::rename(&aside, &path).unwrap();
+            })
+        };
+        wait.recv().unwrap();
+        batch.sync_batch().unwrap();
+        prune.join().unwrap();
+        assert_eq!(store.read_blob(&d).unwrap(), b"leased");
     }
 
     #[test]
