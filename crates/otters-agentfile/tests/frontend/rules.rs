@@ -9,7 +9,6 @@ use otters_agentfile::check::{self, Options};
 use otters_agentfile::diagnostic::render::{concise, human, ColorChoice};
 use otters_agentfile::diagnostic::{codes, Code};
 use std::collections::BTreeSet;
-use std::path::Path;
 
 /// The fixture directory as the build context: AF230 asks it whether an ADD source is a
 /// directory, as `otters lint` asks the Agentfile's directory.
@@ -18,16 +17,12 @@ struct FixtureDir;
 
 impl check::SourceKinds for FixtureDir {
     fn is_dir(&self, src: &str) -> bool {
-        !src.contains("..")
-            && Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("testdata/check")
-                .join(src)
-                .is_dir()
+        !src.contains("..") && crate::workspace("testdata/check").join(src).is_dir()
     }
 }
 
 fn fixtures() -> Vec<std::path::PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/check");
+    let dir = crate::workspace("testdata/check");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("testdata/check exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -79,7 +74,7 @@ fn fixtures_produce_their_code_and_match_snapshots() {
             human(&reports, codes::RULES, ColorChoice::Never)
         );
         insta::with_settings!({
-            snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/check"),
+            snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/../../snapshots/check"),
             prepend_module_to_snapshot => false,
             omit_expression => true,
         }, {

@@ -7,7 +7,6 @@ use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
 use otters_agentfile::syntax::{Args, Ast, LineKind, Token, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 fn tok(t: &Token) -> String {
     format!("{:?}@{}..{}", t.text, t.span.start, t.span.end)
@@ -172,9 +171,7 @@ fn render_diags(file: &SourceFile, diags: &[Diagnostic]) -> String {
 }
 
 fn run_dir(kind: &str) -> usize {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/syntax")
-        .join(kind);
+    let dir = crate::workspace("testdata/syntax").join(kind);
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -226,7 +223,7 @@ fn run_dir(kind: &str) -> usize {
 
 fn snap(name: &str, value: &str) {
     insta::with_settings!({
-        snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/syntax"),
+        snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/../../snapshots/syntax"),
         prepend_module_to_snapshot => false,
         omit_expression => true,
     }, {

@@ -4,7 +4,6 @@
 use otters_agentfile::diagnostic::SourceFile;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 fn front_end(bytes: &[u8]) -> usize {
     let text = match otters_agentfile::syntax::decode(bytes) {
@@ -61,11 +60,12 @@ fn front_end(bytes: &[u8]) -> usize {
 fn corpus() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for dir in [
+        // `../shared` beside the checkout (see TESTING.md in it).
         "../shared/conformance/openotters/agents",
         "testdata/syntax/ok",
         "testdata/syntax/err",
     ] {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let root = crate::workspace(dir);
         let Ok(rd) = std::fs::read_dir(&root) else {
             // The shared corpus may be absent on a developer's machine; never under CI.
             assert!(
@@ -130,7 +130,7 @@ const FRAGMENTS: &[&str] = &[
 ];
 
 proptest! {
-    // 400 cases per property in the suite; `OTTERS_FUZZ_CASES=100000` searches longer by hand.
+    // 400 cases per property a run; `OTTERS_FUZZ_CASES=100000` searches longer by hand.
     #![proptest_config(ProptestConfig { cases: fuzz_cases(), failure_persistence: None, .. ProptestConfig::default() })]
 
     #[test]
