@@ -2,13 +2,10 @@
 //! `.agentignore`, concurrent builds, skopeo interoperability, golden digests, conformance.
 
 use crate::support::cli::{json, ok, Env};
+use crate::support::{fixture, repo};
 use assert_cmd::Command;
 use std::fs;
-use std::path::{Path, PathBuf};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use std::path::Path;
 
 /// `otters build --offline --allow-unpinned -q` with `args` through `cmd`; returns the digest.
 fn build_with(cmd: &mut Command, args: &[&str]) -> String {
@@ -53,10 +50,6 @@ fn sh(script: &str, dir: &Path) {
         .status()
         .unwrap();
     assert!(ok.success(), "{script}");
-}
-
-fn fixture(case: &str) -> PathBuf {
-    repo().join("testdata/build").join(case)
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! mismatch and reuses its cache; `ci/release.sh` makes the same archive twice.
 
 use crate::support::ci_tools::venv_bin;
+use crate::support::repo;
 use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -12,12 +13,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn files(dir: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yml"))
@@ -55,7 +52,7 @@ fn action_workflows_and_gitlab_components_validate_against_their_schemas() {
     };
     schema(
         "vendor.github-actions",
-        &[root().join("ci/github/setup-otters/action.yml")],
+        &[repo().join("ci/github/setup-otters/action.yml")],
     );
     schema("vendor.github-workflows", &files("ci/github/examples"));
     // A component is a `spec:` header document, `---`, then the jobs: each part is validated.
@@ -121,7 +118,7 @@ fn zizmor_finds_nothing_of_medium_severity_or_more() {
         return;
     };
     let mut paths = files("ci/github/examples");
-    paths.push(root().join("ci/github/setup-otters/action.yml"));
+    paths.push(repo().join("ci/github/setup-otters/action.yml"));
     let serious: Vec<_> = zizmor(&z, &paths)
         .into_iter()
         .filter(|(_, s)| s == "Medium" || s == "High")
@@ -179,7 +176,7 @@ fn release(dir: &Path, epoch: &str) -> (Vec<u8>, String, PathBuf) {
     let out = dir.join(format!("dist-{epoch}"));
     let (ok, said) = output(
         Command::new("bash")
-            .arg(root().join("ci/release.sh"))
+            .arg(repo().join("ci/release.sh"))
             .arg(&out)
             .env("OTTERS_BIN", &bin)
             .env("OTTERS_TARGET", "x86_64-unknown-linux-gnu")
@@ -226,7 +223,7 @@ fn release_archive_is_reproducible_with_otters_at_its_top_level() {
 fn setup(runner: &Path, url: &str, sha: &str) -> (bool, String) {
     output(
         Command::new("bash")
-            .arg(root().join("ci/github/setup-otters/setup.sh"))
+            .arg(repo().join("ci/github/setup-otters/setup.sh"))
             .env("OTTERS_VERSION", "9.9.9")
             .env("OTTERS_URL", url)
             .env("OTTERS_SHA256", sha)

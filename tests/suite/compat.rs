@@ -14,7 +14,7 @@
 
 use crate::support::cli::{flat, json as parse_json, Env};
 use crate::support::images::{self, BinPrefix, Layout};
-use crate::support::registry::Registry;
+use crate::support::World;
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,22 +27,38 @@ const CONTEXT_LAYER: &str = "application/vnd.openotters.context.v1";
 const OCTET: &str = "application/octet-stream";
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
-/// A registry holding the test runtime, and one user's machine.
-struct World {
-    env: Env,
-    reg: Registry,
-}
-
+/// The shared [`World`] with the test runtime pushed as `<registry>/runtime:1`.
 fn world() -> World {
-    let env = Env::new();
-    let reg = Registry::start();
-    let rt = env.dir.path().join("rt");
-    images::bin_index(&rt, "1", "runtime", RUNTIME.as_bytes(), BinPrefix::Io, None);
-    images::skopeo_push(&rt, "1", &format!("{}/runtime:1", reg.addr), None);
-    World { env, reg }
+    let w = World::new();
+    images::push_bin_index(
+        &w.dir().join("rt"),
+        &w.runtime(),
+        "runtime",
+        RUNTIME.as_bytes(),
+        BinPrefix::Io,
+        None,
+    );
+    w
 }
 
-impl World {
+/// `compat`'s steps on the shared [`World`] (a temp machine and a registry).
+trait Compat {
+    /// `<registry>/runtime:1`, the test runtime.
+    fn runtime(&self) -> String;
+    /// The agent root `<agents>/<name>`.
+    fn root(&self, name: &str) -> PathBuf;
+    /// `otters run REF --root <agents>/<root> EXTRA…`; (success, stdout + stderr flattened).
+    fn run(&self, reference: &str, root: &str, extra: &[&str]) -> (bool, String);
+    /// `otters run REF --dry-run`, which must succeed: the plan.
+    fn dry_run(&self, reference: &str) -> Value;
+    /// Builds the Agentfile `text` in a context holding `files`, tagged `<registry>/<name>:1`.
+    fn build(&self, name: &str, text: &str, files: &[(&str, &str)]) -> String;
+    /// Pushes an image written as openotters writes one (see [`go_image`]) as
+    /// `<registry>/<name>:1`.
+    fn push_go_image(&self, name: &str, config: &Value, layers: &[(&str, &str, &[u8])]) -> String;
+}
+
+impl Compat for World {
     fn runtime(&self) -> String {
         format!("{}/runtime:1", self.reg.addr)
     }
@@ -51,7 +67,6 @@ impl World {
         self.env.dir.path().join("agents").join(name)
     }
 
-    /// `otters run REF --root <agents>/<root> EXTRA…`; (success, stdout + stderr flattened).
     fn run(&self, reference: &str, root: &str, extra: &[&str]) -> (bool, String) {
         let root = self.root(root);
         let mut args = vec!["run", reference, "--root", root.to_str().unwrap()];
@@ -60,7 +75,6 @@ impl World {
         (ok, flat(&format!("{out}\n{err}")))
     }
 
-    /// `otters run REF --dry-run`, which must succeed: the plan.
     fn dry_run(&self, reference: &str) -> Value {
         let root = self.root("dry");
         parse_json(&self.env.ok(&[
@@ -72,21 +86,14 @@ impl World {
         ]))
     }
 
-    /// Builds the Agentfile `text` in a context holding `files`, tagged `<registry>/<name>:1`.
     fn build(&self, name: &str, text: &str, files: &[(&str, &str)]) -> String {
-        let ctx = self.env.dir.path().join(format!("ctx-{name}"));
-        for (p, content) in files {
-            crate::support::write(&ctx.join(p), content);
-        }
-        crate::support::write(&ctx.join("Agentfile"), text);
+        let ctx = self.context(&format!("ctx-{name}"), text, files);
         let tag = format!("{}/{name}:1", self.reg.addr);
         self.env
             .ok(&["build", "-q", "-t", &tag, ctx.to_str().unwrap()]);
         tag
     }
 
-    /// Pushes an image written as openotters writes one (see [`go_image`]) as
-    /// `<registry>/<name>:1`.
     fn push_go_image(&self, name: &str, config: &Value, layers: &[(&str, &str, &[u8])]) -> String {
         let dir = self.env.dir.path().join(format!("layout-{name}"));
         let mut l = Layout::new(&dir);

@@ -60,7 +60,7 @@ fn push_two_arch(dir: &Path, name: &str, content: &str, dest: &str) -> (String, 
 }
 
 /// Two registries and a user's machine holding a signed child agent built against the first.
-struct World {
+struct CopyWorld {
     env: Env,
     reg1: Registry,
     reg2: Registry,
@@ -70,8 +70,8 @@ struct World {
     public: String,
 }
 
-impl World {
-    fn new(big_layer: Option<usize>) -> World {
+impl CopyWorld {
+    fn new(big_layer: Option<usize>) -> CopyWorld {
         let env = Env::new();
         let (reg1, reg2) = (Registry::start(), Registry::start());
         let a = reg1.addr.clone();
@@ -126,7 +126,7 @@ impl World {
             &format!("{a}/agents/child:1"),
             child_ctx.to_str().unwrap(),
         ]);
-        World {
+        CopyWorld {
             env,
             reg1,
             reg2,
@@ -158,7 +158,7 @@ fn sha256(bytes: &[u8]) -> String {
 }
 
 /// Every image, platform and referrer of `w`'s closure is in registry `reg`, with its digest.
-fn assert_closure_in(w: &World, reg: &Registry, child_digest: &str) {
+fn assert_closure_in(w: &CopyWorld, reg: &Registry, child_digest: &str) {
     let addr = &reg.addr;
     for (repo, (index, platforms)) in [("tools/runtime", &w.runtime), ("tools/tool", &w.tool)] {
         let raw = skopeo_raw(&format!("docker://{addr}/{repo}:1"))
@@ -199,7 +199,7 @@ fn assert_closure_in(w: &World, reg: &Registry, child_digest: &str) {
 
 #[test]
 fn copy_r_moves_the_whole_closure_between_registries_and_it_verifies_there() {
-    let w = World::new(None);
+    let w = CopyWorld::new(None);
     let child_digest = sha256(&skopeo_raw(&format!("docker://{}", agent(&w.reg1))).unwrap());
 
     // --dry-run lists the four images and moves nothing.
@@ -283,7 +283,7 @@ fn copy_r_moves_the_whole_closure_between_registries_and_it_verifies_there() {
 
 #[test]
 fn save_with_deps_then_load_runs_verifies_and_rebuilds_with_no_registry() {
-    let mut w = World::new(None);
+    let mut w = CopyWorld::new(None);
     let child = agent(&w.reg1);
     let archive = w.env.dir.path().join("air-gap.tar");
     w.env.ok(&[
@@ -347,7 +347,7 @@ fn save_with_deps_then_load_runs_verifies_and_rebuilds_with_no_registry() {
 
 #[test]
 fn copy_through_an_oci_layout_and_an_archive_keeps_every_digest() {
-    let w = World::new(None);
+    let w = CopyWorld::new(None);
     let child_digest = sha256(&skopeo_raw(&format!("docker://{}", agent(&w.reg1))).unwrap());
     let dir = w.env.dir.path().join("layout");
     let tar = w.env.dir.path().join("closure.tar");
@@ -384,7 +384,7 @@ fn copy_through_an_oci_layout_and_an_archive_keeps_every_digest() {
 
 #[test]
 fn a_copy_killed_midway_completes_when_run_again() {
-    let w = World::new(Some(48 << 20));
+    let w = CopyWorld::new(Some(48 << 20));
     let child_digest = sha256(&skopeo_raw(&format!("docker://{}", agent(&w.reg1))).unwrap());
     // A machine that never saw the agent: the big layer streams from the first registry into
     // the second, and the copy is killed while it does.
@@ -433,7 +433,7 @@ fn a_copy_killed_midway_completes_when_run_again() {
 
 #[test]
 fn a_pin_gone_from_its_source_names_the_agentfile_line_that_pinned_it() {
-    let w = World::new(None);
+    let w = CopyWorld::new(None);
     // The tool's index and its platform manifests are deleted from the first registry.
     let a = &w.reg1.addr;
     for d in w.tool.1.iter().chain([&w.tool.0]) {

@@ -5,7 +5,7 @@
 //! CONFIG and ENV, a bind-mounted MOUNT, as a non-root user.
 
 use crate::support::cli::{self, flat, ok};
-use crate::support::runnable::{assert_report, last_line, podman, World};
+use crate::support::runnable::{assert_report, last_line, podman, StaticWorld};
 use crate::support::{run_ok, write};
 use serde_json::Value;
 use std::fs;
@@ -24,7 +24,7 @@ fn skopeo_inspect(reference: &str) -> Value {
 
 /// `otters run --executor docker` with a stand-in docker CLI that does nothing: the tree the
 /// docker executor would show the container, written at `root`.
-fn run_tree(w: &World, agent: &str, root: &Path) {
+fn run_tree(w: &StaticWorld, agent: &str, root: &Path) {
     let fake = w.tmp.path().join("fake-docker");
     write(&fake, "#!/bin/sh\nexit 0\n");
     fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
@@ -98,7 +98,7 @@ fn manifest_of(reference: &str) -> Value {
 
 /// umoci unpacks the image into the files of a run's tree (the docker executor's view), its
 /// writable directories owned by the image's user, no directory world-writable.
-fn umoci_gives_the_run_tree(w: &World, agent: &str, image: &str) {
+fn umoci_gives_the_run_tree(w: &StaticWorld, agent: &str, image: &str) {
     // umoci unpacks it into the files of a run's tree (the docker executor's view).
     let layout = w.tmp.path().join("layout");
     run_ok(Command::new("skopeo").args([
@@ -187,7 +187,9 @@ fn umoci_gives_the_run_tree(w: &World, agent: &str, image: &str) {
 #[test]
 fn export_is_an_image_that_skopeo_umoci_and_podman_take() {
     let test = "export_is_an_image_that_skopeo_umoci_and_podman_take";
-    let Some(w) = World::start(test) else { return };
+    let Some(w) = StaticWorld::start(test) else {
+        return;
+    };
     let agent = w.agent("probe", "probe");
     let out = ok(cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"]));
     let digest = last_line(&out);
@@ -318,7 +320,9 @@ fn export_refuses_an_agent_without_runtime_and_a_bad_push_target() {
 #[test]
 fn an_agent_built_as_an_index_exports_an_index_of_one_image_per_platform() {
     let test = "an_agent_built_as_an_index_exports_an_index_of_one_image_per_platform";
-    let Some(w) = World::start(test) else { return };
+    let Some(w) = StaticWorld::start(test) else {
+        return;
+    };
     // The bin images have this machine's architecture and s390x (ppc64le on s390x).
     let other = if crate::support::host_arch() == "s390x" {
         "ppc64le"
@@ -388,7 +392,7 @@ fn an_agent_built_as_an_index_exports_an_index_of_one_image_per_platform() {
     );
 }
 
-fn w_fails(w: &World, args: &[&str]) -> String {
+fn w_fails(w: &StaticWorld, args: &[&str]) -> String {
     let out = cli::otters(&w.home).args(args).output().unwrap();
     assert!(!out.status.success(), "{args:?} succeeded");
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -2,14 +2,9 @@
 //! and the flags and commands users of `docker buildx`, `docker image` and `oras` expect.
 
 use crate::support::cli::{flat, ok, Env};
+use crate::support::fixture;
 use std::fs;
 use std::path::{Path, PathBuf};
-
-fn fixture(case: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/build")
-        .join(case)
-}
 
 /// A copy of `testdata/build/minimal` (FROM scratch, a RUNTIME, NAME tiny) in `env`'s dir.
 fn minimal(env: &Env) -> PathBuf {

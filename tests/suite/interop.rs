@@ -351,7 +351,7 @@ fn a_multi_block_directory_layer_is_the_same_on_one_core_and_unpacks_everywhere(
     {
         return;
     }
-    let Some(w) = crate::support::runnable::World::start(TEST) else {
+    let Some(w) = crate::support::runnable::StaticWorld::start(TEST) else {
         return;
     };
     let a = &w.reg.addr;

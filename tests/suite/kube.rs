@@ -10,7 +10,7 @@
 //! `/tmp/otters-k8s-venv`); without them the test is skipped (and fails under CI).
 
 use crate::support::cli::{self, flat, ok};
-use crate::support::runnable::{assert_report, last_line, podman, World};
+use crate::support::runnable::{assert_report, last_line, podman, StaticWorld};
 use crate::support::tools::skip;
 use crate::support::write;
 use serde_yaml_ng::Value;
@@ -224,7 +224,9 @@ fn play(podman: &dyn Fn() -> Command, file: &Path, prefix: &str) -> String {
 #[test]
 fn kube_objects_validate_pass_checkov_and_run_under_podman() {
     let test = "kube_objects_validate_pass_checkov_and_run_under_podman";
-    let Some(w) = World::start(test) else { return };
+    let Some(w) = StaticWorld::start(test) else {
+        return;
+    };
     let agent = w.agent("Probe_Agent", "probe");
     let export = last_line(&ok(
         cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"])
@@ -324,7 +326,9 @@ fn kube_objects_validate_pass_checkov_and_run_under_podman() {
 #[test]
 fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
     let test = "kube_refuses_missing_config_unmapped_mounts_and_no_export";
-    let Some(w) = World::start(test) else { return };
+    let Some(w) = StaticWorld::start(test) else {
+        return;
+    };
     let agent = w.agent("probe", "probe");
     let mounts = ["--mount", "/data=emptydir", "--mount", "/out=pvc:results"];
 

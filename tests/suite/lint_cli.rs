@@ -1,6 +1,7 @@
 //! `otters lint` and `otters explain` through the real binary: exit codes, every output format,
 //! colour rules, suppressions, the project config file, stdin, and the conformance corpus.
 
+use crate::support::repo;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -8,14 +9,10 @@ use std::path::{Path, PathBuf};
 const MIXED: &str = "testdata/check/AF216_mixed_severities.agentfile";
 const CLEAN: &str = "FROM scratch\nRUNTIME ghcr.io/openotters/runtime:v1.2.0\nMODEL anthropic/claude-haiku-4-5\nNAME clean\nCONTEXT SOUL <<EOF\nYou help.\nEOF\n";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// `otters` run from the repository root, with colour variables cleared.
 fn otters() -> Command {
     let mut c = Command::cargo_bin("otters").expect("otters binary");
-    c.current_dir(root())
+    c.current_dir(repo())
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE");
     c
@@ -219,7 +216,7 @@ fn sarif_format_has_the_2_1_0_structure() {
             r["helpUri"].as_str(),
             Some(format!("{home}/blob/main/docs/rules/{id}.md").as_str())
         );
-        assert!(root().join(format!("docs/rules/{id}.md")).is_file(), "{id}");
+        assert!(repo().join(format!("docs/rules/{id}.md")).is_file(), "{id}");
         assert!(["error", "warning", "note"]
             .contains(&r["defaultConfiguration"]["level"].as_str().unwrap()));
     }
@@ -449,7 +446,7 @@ fn non_utf8_input_is_af001_with_offset() {
 
 #[test]
 fn conformance_agentfiles_lint_with_zero_errors() {
-    let dir = root().join("../shared/conformance");
+    let dir = repo().join("../shared/conformance");
     if !dir.is_dir() {
         // A missing corpus must never pass silently where it is required.
         assert!(
@@ -507,7 +504,7 @@ fn count_agentfiles(dir: &Path) -> usize {
 fn explain_prints_exactly_the_docs_page_for_every_code() {
     for r in otters_agentfile::diagnostic::codes::RULES {
         let page =
-            std::fs::read_to_string(root().join(format!("docs/rules/{}.md", r.code))).unwrap();
+            std::fs::read_to_string(repo().join(format!("docs/rules/{}.md", r.code))).unwrap();
         let o = run(otters().args(["explain", r.code.as_str()]));
         assert_eq!(o.code, 0);
         assert_eq!(

@@ -5,7 +5,7 @@
 
 use crate::support::cli::{json, Env};
 use crate::support::images::{self, BinPrefix, Layout};
-use crate::support::registry::Registry;
+use crate::support::World;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,25 +13,16 @@ use std::process::Command;
 
 const BOTH: &str = "linux/amd64,linux/arm64";
 
-struct World {
-    env: Env,
-    reg: Registry,
-}
-
-impl World {
-    fn new() -> World {
-        World {
-            env: Env::new(),
-            reg: Registry::start(),
-        }
-    }
-
-    fn dir(&self) -> &Path {
-        self.env.dir.path()
-    }
-
+/// `multiplatform`'s steps on the shared [`World`] (a temp machine and a registry).
+trait MultiPlatform {
     /// Pushes a bin image named `bin` under `name:1`, an index with one manifest per `arch`
     /// (linux, different bytes each); returns each arch's manifest digest.
+    fn push_index(&self, name: &str, bin: &str, archs: &[&str]) -> BTreeMap<String, String>;
+    /// A context whose Agentfile uses `runtime:1` and the BIN `tool:1` of this registry.
+    fn agent_context(&self) -> PathBuf;
+}
+
+impl MultiPlatform for World {
     fn push_index(&self, name: &str, bin: &str, archs: &[&str]) -> BTreeMap<String, String> {
         let dir = self.dir().join(format!("layouts/{name}"));
         let mut l = Layout::new(&dir);
@@ -64,15 +55,13 @@ impl World {
         digests
     }
 
-    /// A context whose Agentfile uses `runtime:1` and the BIN `tool:1` of this registry.
-    fn context(&self) -> PathBuf {
-        let ctx = self.dir().join("ctx");
+    fn agent_context(&self) -> PathBuf {
         let reg = &self.reg.addr;
-        crate::support::write(
-            &ctx.join("Agentfile"),
-            format!("FROM scratch\nNAME multi\nRUNTIME {reg}/runtime:1\nMODEL anthropic/claude-test\nBIN tool {reg}/tool:1\n"),
-        );
-        ctx
+        self.context(
+            "ctx",
+            &format!("FROM scratch\nNAME multi\nRUNTIME {reg}/runtime:1\nMODEL anthropic/claude-test\nBIN tool {reg}/tool:1\n"),
+            &[],
+        )
     }
 }
 
@@ -135,7 +124,7 @@ fn a_two_platform_build_is_an_index_pushed_pulled_and_run_for_the_host() {
     let w = World::new();
     let rt = w.push_index("runtime", "runtime", &["amd64", "arm64"]);
     let tool = w.push_index("tool", "tool", &["amd64", "arm64"]);
-    let ctx = w.context();
+    let ctx = w.agent_context();
     let tag = format!("{}/agent:1", w.reg.addr);
     let ctx_s = ctx.to_str().unwrap();
     let digest = w
@@ -268,7 +257,7 @@ fn a_platform_the_runtime_lacks_fails_the_build_naming_image_and_platform() {
     let w = World::new();
     w.push_index("runtime", "runtime", &["amd64"]);
     w.push_index("tool", "tool", &["amd64", "arm64"]);
-    let ctx = w.context();
+    let ctx = w.agent_context();
     let err = w
         .env
         .fails(&["build", "--platform", BOTH, ctx.to_str().unwrap()]);

@@ -2,13 +2,12 @@
 //! `--locked`, `--offline`) → store → push → inspect --remote → FROM inheritance → run, against a
 //! real `docker-registry` with runtime and BIN images built by the shared harness.
 
-use crate::support::cli::{json, ok, Env};
+use crate::support::cli::{json, ok};
 use crate::support::images::{self, BinPrefix};
-use crate::support::registry::Registry;
-use assert_cmd::Command;
+use crate::support::World;
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A runtime that only writes which version it is (shell builtins only: its PATH is empty).
 fn runtime_script(version: &str) -> String {
@@ -17,72 +16,49 @@ fn runtime_script(version: &str) -> String {
 
 const TOOL: &str = "#!/bin/sh\necho tool\n";
 
-/// A temp machine (`OTTERS_HOME`, docker config, room for contexts) and a registry.
-struct World {
-    env: Env,
-    reg: Registry,
-}
-
-impl World {
-    fn new() -> World {
-        World {
-            env: Env::new(),
-            reg: Registry::start(),
-        }
-    }
-
-    fn dir(&self) -> &Path {
-        self.env.dir.path()
-    }
-
-    fn otters(&self) -> Command {
-        self.env.otters()
-    }
-
+/// `pipeline`'s steps on the shared [`World`] (a temp machine and a registry).
+trait Pipeline {
     /// Pushes a runtime image (an index with this host's platform) under `name:tag`; returns
     /// the host manifest's digest.
+    fn push_runtime(&self, name: &str, tag: &str, version: &str) -> String;
+    /// Pushes a BIN image `tool` under `name:tag`; returns the host manifest's digest.
+    fn push_tool(&self, name: &str, tag: &str) -> String;
+    /// `otters build` with `args`; returns (exit code, stdout, stderr).
+    fn build(&self, args: &[&str]) -> (i32, String, String);
+    /// `otters build` that must succeed; returns the digest.
+    fn build_ok(&self, args: &[&str]) -> String;
+    fn inspect(&self, reference: &str) -> Value;
+    /// The bytes of the layer titled `title` of a local image.
+    fn layer(&self, reference: &str, title: &str) -> Vec<u8>;
+}
+
+impl Pipeline for World {
     fn push_runtime(&self, name: &str, tag: &str, version: &str) -> String {
-        let dir = self.dir().join(format!("layouts/{name}-{version}"));
-        let (_, digest) = images::bin_index(
-            &dir,
-            tag,
+        let (_, digest) = images::push_bin_index(
+            &self.dir().join(format!("layouts/{name}-{version}")),
+            &format!("{}/{name}:{tag}", self.reg.addr),
             "runtime",
             runtime_script(version).as_bytes(),
             BinPrefix::Io,
             Some("test runtime"),
         );
-        images::skopeo_push(&dir, tag, &format!("{}/{name}:{tag}", self.reg.addr), None);
         digest
     }
 
-    /// Pushes a BIN image `tool` under `name:tag`; returns the host manifest's digest.
     fn push_tool(&self, name: &str, tag: &str) -> String {
-        let dir = self.dir().join(format!("layouts/{name}"));
-        let (_, digest) = images::bin_index(
-            &dir,
-            tag,
+        let (_, digest) = images::push_bin_index(
+            &self.dir().join(format!("layouts/{name}")),
+            &format!("{}/{name}:{tag}", self.reg.addr),
             "tool",
             TOOL.as_bytes(),
             BinPrefix::Io,
             Some("a tool"),
         );
-        images::skopeo_push(&dir, tag, &format!("{}/{name}:{tag}", self.reg.addr), None);
         digest
     }
 
-    /// Writes an Agentfile (and `files`) into a new context directory.
-    fn context(&self, name: &str, agentfile: &str, files: &[(&str, &str)]) -> PathBuf {
-        let ctx = self.dir().join(name);
-        crate::support::write(&ctx.join("Agentfile"), agentfile);
-        for (path, body) in files {
-            crate::support::write(&ctx.join(path), body);
-        }
-        ctx
-    }
-
-    /// `otters build` with `args`; returns (exit code, stdout, stderr).
     fn build(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.otters().arg("build").args(args).output().unwrap();
+        let out = self.env.otters().arg("build").args(args).output().unwrap();
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).trim().to_owned(),
@@ -90,7 +66,6 @@ impl World {
         )
     }
 
-    /// `otters build` that must succeed; returns the digest.
     fn build_ok(&self, args: &[&str]) -> String {
         let (code, out, err) = self.build(args);
         assert_eq!(code, 0, "build {args:?} failed:\n{err}");
@@ -101,7 +76,6 @@ impl World {
         json(&self.env.ok(&["inspect", "--format", "json", reference]))
     }
 
-    /// The bytes of the layer titled `title` of a local image.
     fn layer(&self, reference: &str, title: &str) -> Vec<u8> {
         let v = self.inspect(reference);
         let layer = v["layers"]

@@ -6,14 +6,11 @@
 //! beside others. Every line must exit 0; then the files a user would look at are checked. The
 //! `otters` lines of the README's opening block run the same way (offline, no registry).
 
+use crate::support::repo;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const TEST: &str = "the_readme_tour_runs_as_written";
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The lines of the first `sh` code block after `## A tour` in README.md.
 fn tour_lines(readme: &str) -> Vec<String> {

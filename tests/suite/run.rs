@@ -44,35 +44,33 @@ fn have(cmd: &str) -> bool {
 }
 
 /// Push the runtime and tool images, write an Agentfile, and build it into `home`'s store.
-struct World {
+struct ProbeWorld {
     tmp: tempfile::TempDir,
     reg: Registry,
     home: PathBuf,
     agent: String,
 }
 
-fn world(tag: &str) -> World {
+fn world(tag: &str) -> ProbeWorld {
     let tmp = tempfile::tempdir().unwrap();
     let reg = Registry::start();
     let a = &reg.addr;
-    images::bin_index(
+    images::push_bin_index(
         &tmp.path().join("rt"),
-        "1",
+        &format!("{a}/runtime:1"),
         "runtime",
         RUNTIME.as_bytes(),
         BinPrefix::Io,
         Some("test runtime"),
     );
-    images::skopeo_push(&tmp.path().join("rt"), "1", &format!("{a}/runtime:1"), None);
-    images::bin_index(
+    images::push_bin_index(
         &tmp.path().join("tool"),
-        "1",
+        &format!("{a}/tool:1"),
         "tool",
         TOOL.as_bytes(),
         BinPrefix::Vnd,
         Some("a tool"),
     );
-    images::skopeo_push(&tmp.path().join("tool"), "1", &format!("{a}/tool:1"), None);
     let ctx = tmp.path().join("ctx");
     fs::create_dir_all(&ctx).unwrap();
     fs::write(ctx.join("notes.txt"), "some notes\n").unwrap();
@@ -88,7 +86,7 @@ fn world(tag: &str) -> World {
     ok(cli::otters(&home)
         .args(["build", "-q", "-t", &agent])
         .arg(&ctx));
-    World {
+    ProbeWorld {
         tmp,
         reg,
         home,
@@ -98,7 +96,7 @@ fn world(tag: &str) -> World {
 
 /// A [`world`] and an empty `data` directory for its `/data` MOUNT, when the test runtime can run
 /// on this host (it needs `/bin/busybox`); `None` after [`skip`] otherwise.
-fn busybox_world(test: &str, tag: &str) -> Option<(World, PathBuf)> {
+fn busybox_world(test: &str, tag: &str) -> Option<(ProbeWorld, PathBuf)> {
     if !Path::new("/bin/busybox").exists() {
         skip(test, "/bin/busybox (busybox-static) is not installed");
         return None;
@@ -114,7 +112,7 @@ fn text(p: &Path) -> String {
     fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-fn otters(w: &World) -> Command {
+fn otters(w: &ProbeWorld) -> Command {
     let mut c = cli::otters(&w.home);
     c.env("ANTHROPIC_API_KEY", "sk-test-secret")
         .env("OTTERS_LEAK_CANARY", "leaked");
@@ -489,7 +487,7 @@ impl Drop for Podman {
 
 impl Podman {
     /// `otters run` of the world's agent with the docker executor against this podman service.
-    fn run(&self, w: &World) -> Command {
+    fn run(&self, w: &ProbeWorld) -> Command {
         let mut c = otters(w);
         c.env("DOCKER_HOST", format!("unix://{}", self.sock.display()))
             .env("CONTAINERS_CONF", &self.conf)

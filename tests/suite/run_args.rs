@@ -3,10 +3,7 @@
 //! firewall. Needs no registry: the example's images are recorded unpinned, never fetched.
 
 use crate::support::cli::{flat, Env};
-
-fn repo() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo;
 
 #[test]
 fn a_mistyped_path_is_reported_as_a_missing_path() {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 const RUNTIME: &str = "#!/bin/sh\necho ran > ran.txt\n";
 
 /// A registry with a runtime, an agent built from it, and a host dir with a canary.
-struct World {
+struct CanaryWorld {
     env: Env,
     reg: Registry,
     agent: String,
@@ -27,13 +27,19 @@ struct World {
     host: tempfile::TempDir,
 }
 
-fn world() -> World {
+fn world() -> CanaryWorld {
     let env = Env::new();
     let reg = Registry::start();
     let a = reg.addr.clone();
     let rt = env.dir.path().join("rt");
-    images::bin_index(&rt, "1", "runtime", RUNTIME.as_bytes(), BinPrefix::Io, None);
-    images::skopeo_push(&rt, "1", &format!("{a}/runtime:1"), None);
+    images::push_bin_index(
+        &rt,
+        &format!("{a}/runtime:1"),
+        "runtime",
+        RUNTIME.as_bytes(),
+        BinPrefix::Io,
+        None,
+    );
     let ctx = env.dir.path().join("ctx");
     crate::support::write(
         &ctx.join("Agentfile"),
@@ -47,7 +53,7 @@ fn world() -> World {
         .tempdir()
         .unwrap();
     fs::write(host.path().join("canary"), "original").unwrap();
-    World {
+    CanaryWorld {
         env,
         reg,
         agent,
@@ -55,7 +61,7 @@ fn world() -> World {
     }
 }
 
-impl World {
+impl CanaryWorld {
     fn store(&self) -> PathBuf {
         self.env.store()
     }
@@ -182,7 +188,7 @@ fn a_hard_link_through_a_replaced_directory_never_links_a_host_file() {
 }
 
 /// Peak RSS in KiB of `otters ARGS` (GNU time), with its combined output.
-fn peak_rss(w: &World, args: &[&str]) -> (u64, String) {
+fn peak_rss(w: &CanaryWorld, args: &[&str]) -> (u64, String) {
     let rss = w.env.dir.path().join("rss.txt");
     let out = std::process::Command::new("/usr/bin/time")
         .arg("-f")

@@ -3,13 +3,10 @@
 //! would write, FIFOs inside a layout that `pull oci:` or `load -i` reads.
 
 use crate::support::cli::Env;
+use crate::support::fixture;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-
-fn minimal() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/build/minimal")
-}
 
 fn build_args(out: &str) -> Vec<&str> {
     vec![
@@ -42,7 +39,7 @@ fn old_file(dir: &Path, name: &str) -> PathBuf {
 #[test]
 fn a_layout_destination_with_planted_links_never_reaches_outside() {
     let env = Env::new();
-    let ctx = minimal();
+    let ctx = fixture("minimal");
     let victim = env.dir.path().join("victim");
     let precious = old_file(&victim, "precious.txt");
 
@@ -118,7 +115,7 @@ fn file_type(path: &Path) -> fs::FileType {
 fn save_and_build_write_into_a_fifo_or_device_and_never_replace_it() {
     use std::os::unix::fs::FileTypeExt;
     let env = Env::new();
-    let ctx = minimal();
+    let ctx = fixture("minimal");
     let dir = env.dir.path();
     let plain = ["build", "--offline", "--allow-unpinned", "-q", "-t", "x:1"];
     let mut args = plain.to_vec();
@@ -215,7 +212,7 @@ fn run_bounded(env: &Env, args: &[&str]) -> (bool, bool, String) {
 #[test]
 fn fifos_inside_a_layout_are_refused_not_waited_on() {
     let env = Env::new();
-    let ctx = minimal();
+    let ctx = fixture("minimal");
     let good = env.dir.path().join("good");
     let spec = format!("type=oci-layout,dest={}", good.display());
     let mut args = build_args(&spec);
@@ -285,7 +282,7 @@ fn many_names(dir: &Path, n: usize) {
 #[test]
 fn load_tags_in_one_update_caps_its_index_and_never_moves_a_tag_silently() {
     let env = Env::new();
-    let ctx = minimal();
+    let ctx = fixture("minimal");
     let dir = env.dir.path();
     let plain = ["build", "--offline", "--allow-unpinned", "-q"];
     let build = |env: &Env, extra: &[&str]| {

@@ -3,10 +3,7 @@
 
 use crate::support::cli::{flat, json, Env};
 use crate::support::registry::Registry;
-
-fn repo() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo;
 
 #[test]
 fn a_damaged_store_blob_is_never_pushed() {

@@ -1,15 +1,11 @@
 //! The local store commands through the real binary: images, inspect, tag, rm, save, load.
 
 use crate::support::cli::Env;
-use std::path::PathBuf;
-
-fn minimal() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/build/minimal")
-}
+use crate::support::fixture;
 
 /// Builds the `minimal` fixture offline with `args` before the context; returns its digest.
 fn build_minimal(env: &Env, args: &[&str]) -> String {
-    let ctx = minimal();
+    let ctx = fixture("minimal");
     let mut all = vec!["build", "--offline", "--allow-unpinned", "-q"];
     all.extend_from_slice(args);
     all.push(ctx.to_str().unwrap());

@@ -249,8 +249,7 @@ fn images_lists_untagged_pulls_quiet_and_full_digests() {
     images::skopeo_push(&rt, "1", &format!("{}/runtime:1", reg.addr), None);
     let pulled = index["digest"].as_str().unwrap().to_owned();
     env.ok(&["pull", "-q", &format!("{}/runtime@{pulled}", reg.addr)]);
-    let minimal =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/build/minimal");
+    let minimal = crate::support::fixture("minimal");
     let built = env
         .ok(&[
             "build",

@@ -2,12 +2,9 @@
 //! printing only in the CLI, and the workspace's architecture (which crate may depend on which, no
 //! cycle between the top-level modules of a crate).
 
+use crate::support::repo;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -26,8 +23,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The `src/` directory of every crate: the binary's and each library's under `crates/`.
 fn crate_sources() -> Vec<(String, PathBuf)> {
-    let mut out = vec![("otters".to_owned(), root().join("src"))];
-    let mut crates: Vec<_> = std::fs::read_dir(root().join("crates"))
+    let mut out = vec![("otters".to_owned(), repo().join("src"))];
+    let mut crates: Vec<_> = std::fs::read_dir(repo().join("crates"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -68,7 +65,7 @@ fn every_module_has_a_header() {
 #[test]
 fn only_the_cli_prints() {
     let files = all_source_files();
-    let cli = root().join("src/cli");
+    let cli = repo().join("src/cli");
     let offenders: Vec<_> = files
         .iter()
         .filter(|f| !f.starts_with(&cli) && !f.ends_with("main.rs"))
@@ -266,7 +263,7 @@ fn sibling_paths(code: &str, prefixes: &[&str]) -> BTreeSet<String> {
 /// CLI modules, shared ones included, use each other in a circle.
 #[test]
 fn cli_commands_do_not_use_each_other() {
-    let offenders = cli_sibling_imports(&root().join("src/cli"));
+    let offenders = cli_sibling_imports(&repo().join("src/cli"));
     assert!(
         offenders.is_empty(),
         "CLI files using a sibling command's module (move the shared code into src/cli/common.rs or a library crate): {offenders:#?}"
@@ -381,7 +378,7 @@ fn crates_depend_one_way() {
     ];
     for (krate, may) in allowed {
         let manifest =
-            std::fs::read_to_string(root().join("crates").join(krate).join("Cargo.toml")).unwrap();
+            std::fs::read_to_string(repo().join("crates").join(krate).join("Cargo.toml")).unwrap();
         let deps = manifest
             .split("[dependencies]")
             .nth(1)
@@ -425,7 +422,7 @@ fn normal_dependencies(krate: &str) -> String {
             "-p",
             krate,
         ])
-        .current_dir(root())
+        .current_dir(repo())
         .output()
         .unwrap();
     assert!(
@@ -520,7 +517,7 @@ fn manifest_structs(code: &str) -> Vec<String> {
 /// only struct that deserialises a manifest or an index; every other reader parses through it.
 #[test]
 fn manifests_are_read_only_through_the_spec_model() {
-    let spec = root().join("crates/otters-spec");
+    let spec = repo().join("crates/otters-spec");
     let mut stray = Vec::new();
     for file in all_source_files() {
         if file.starts_with(&spec) {

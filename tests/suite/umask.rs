@@ -3,12 +3,9 @@
 //! through the binary, started by `sh` with the umask set.
 
 use crate::support::cli::Env;
+use crate::support::repo;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Runs otters under `umask` through `sh`, which must succeed.
 fn under_umask(env: &Env, umask: &str, args: &[&str]) {

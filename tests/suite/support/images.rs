@@ -238,6 +238,22 @@ pub fn skopeo_push(layout: &Path, tag: &str, dest: &str, creds: Option<(&str, &s
     super::run_ok(&mut cmd);
 }
 
+/// [`bin_index`] written to the layout `dir` and copied by skopeo to `dest` (`host/repo:tag`, no
+/// credentials): how a test puts a RUNTIME or BIN image on a registry. Returns what [`bin_index`]
+/// returns (the index descriptor, the host manifest's digest).
+pub fn push_bin_index(
+    dir: &Path,
+    dest: &str,
+    name: &str,
+    content: &[u8],
+    prefix: BinPrefix,
+    description: Option<&str>,
+) -> (Value, String) {
+    let pushed = bin_index(dir, "1", name, content, prefix, description);
+    skopeo_push(dir, "1", dest, None);
+    pushed
+}
+
 /// `sha256` of the raw manifest skopeo reads from `docker://reference`.
 pub fn skopeo_digest(reference: &str, creds: Option<(&str, &str)>) -> String {
     let mut cmd = Command::new("skopeo");

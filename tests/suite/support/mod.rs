@@ -1,9 +1,11 @@
 //! Shared test harness: real registries (no auth, htpasswd, token), a token server, and builders
 //! for small OCI images (bins, runtimes, openotters-style agents), oras-py as a third-party client,
-//! and the skip rule for missing tools.
+//! the skip rule for missing tools, the [`World`] fixture (a temp machine and a registry) and the
+//! checkout's paths ([`repo`], [`fixture`]).
 //!
-//! Used from test files with `mod support;`. Everything lives in temp dirs on free ports, so tests
-//! run in parallel. Never used by the library.
+//! The one set of helpers of the suite: a helper two test files need lives here, not as a copy in
+//! each. Everything lives in temp dirs on free ports, so tests run in parallel. Never used by the
+//! library.
 
 pub mod ci_tools;
 pub mod cli;
@@ -15,9 +17,24 @@ pub mod runnable;
 pub mod tls_registry;
 pub mod token;
 pub mod tools;
+pub mod world;
 
-use std::path::Path;
+pub use world::World;
+
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The workspace root (this checkout): where `testdata/`, `examples/`, `snapshots/`, `docs/` and
+/// `../shared` are found.
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `testdata/build/<case>`: a build context of the checkout (`minimal` is FROM scratch, a RUNTIME,
+/// NAME tiny).
+pub fn fixture(case: &str) -> PathBuf {
+    repo().join("testdata/build").join(case)
+}
 
 /// Runs a command and returns its stdout, panicking with stderr when it fails.
 pub fn run_ok(cmd: &mut Command) -> String {

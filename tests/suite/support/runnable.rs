@@ -19,7 +19,7 @@ use std::process::Command;
 const AGENTFILE: &str = "FROM scratch\nNAME {name}\nRUNTIME {a}/runtime:1\nMODEL anthropic/claude-test\nBIN tool {a}/tool:1 \"prints tool-ran\"\nCONFIG max-tokens=256\nCONFIG webhook! \"where to post\"\nENV LOG_LEVEL=debug\nADD notes.txt \"notes\"\nMOUNT /data ro \"input files\"\nMOUNT /out rw \"results\"\nCONTEXT SOUL \"rules\" <<EOF\nBe brief.\nEOF\n";
 
 /// A registry holding the static runtime and tool, and agents built from them.
-pub struct World {
+pub struct StaticWorld {
     pub tmp: tempfile::TempDir,
     pub reg: Registry,
     /// `$OTTERS_HOME` of the builds.
@@ -55,9 +55,9 @@ pub fn static_binary(test: &str, dir: &Path, name: &str) -> Option<Vec<u8>> {
     }
 }
 
-impl World {
+impl StaticWorld {
     /// Starts a registry and pushes the static runtime and tool images to it (with skopeo).
-    pub fn start(test: &str) -> Option<World> {
+    pub fn start(test: &str) -> Option<StaticWorld> {
         let tmp = tempfile::tempdir().expect("temp dir");
         let runtime = static_binary(test, tmp.path(), "runtime")?;
         let tool = static_binary(test, tmp.path(), "tool")?;
@@ -68,11 +68,17 @@ impl World {
             ("tool", &tool, BinPrefix::Vnd),
         ] {
             let dir = tmp.path().join(format!("img-{name}"));
-            images::bin_index(&dir, "1", name, bytes, prefix, Some(name));
-            images::skopeo_push(&dir, "1", &format!("{a}/{name}:1"), None);
+            images::push_bin_index(
+                &dir,
+                &format!("{a}/{name}:1"),
+                name,
+                bytes,
+                prefix,
+                Some(name),
+            );
         }
         let home = tmp.path().join("home");
-        Some(World { tmp, reg, home })
+        Some(StaticWorld { tmp, reg, home })
     }
 
     /// Writes the Agentfile (NAME `name`), builds it as `REG/<repo>:1`, pushes it, and returns
@@ -81,7 +87,7 @@ impl World {
         self.agent_for(name, repo, &[])
     }
 
-    /// [`World::agent`], with extra `otters build` flags (e.g. `--platform`).
+    /// [`StaticWorld::agent`], with extra `otters build` flags (e.g. `--platform`).
     pub fn agent_for(&self, name: &str, repo: &str, flags: &[&str]) -> String {
         let ctx = self.tmp.path().join(format!("ctx-{repo}"));
         fs::create_dir_all(&ctx).expect("context dir");
