@@ -190,10 +190,15 @@ fn umoci_unpacks_an_ordinary_image_from_the_otters_store_and_refuses_an_agent() 
     let reg = Registry::start();
     let tool = [b"#!/bin/sh\necho tool\n".as_slice(), &binary(40_000, 4)].concat();
     let layout = env.dir.path().join("layout");
-    let (_, host_manifest) =
-        images::bin_index(&layout, "1", "tool", &tool, BinPrefix::Io, Some("a tool"));
     let remote = format!("{}/tools/tool:1", reg.addr);
-    images::skopeo_push(&layout, "1", &remote, None);
+    let (_, host_manifest) = images::push_bin_index(
+        &layout,
+        &remote,
+        "tool",
+        &tool,
+        BinPrefix::Io,
+        Some("a tool"),
+    );
 
     // Pull this platform's manifest into the store, tagged with the full registry reference.
     let platform = format!("linux/{}", crate::support::host_arch());

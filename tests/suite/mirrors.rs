@@ -319,18 +319,12 @@ fn resolution_for_lock_uses_the_mirror() {
     let mirror = Registry::start();
     let upstream = format!("127.0.0.1:{}", free_port());
     let tmp = tempfile::tempdir().expect("tmp");
-    let (_, rt_host) = images::bin_index(
+    let (_, rt_host) = images::push_bin_index(
         &tmp.path().join("rt"),
-        "1",
+        &format!("{}/runtime:1", mirror.addr),
         "runtime",
         b"rt",
         BinPrefix::Io,
-        None,
-    );
-    images::skopeo_push(
-        &tmp.path().join("rt"),
-        "1",
-        &format!("{}/runtime:1", mirror.addr),
         None,
     );
     let env = Env::new();

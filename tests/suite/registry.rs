@@ -246,16 +246,15 @@ fn pulls_an_image_skopeo_copied_in_and_picks_the_platform() {
     let reg = Registry::start();
     let tmp = tempfile::tempdir().expect("tmp");
     let layout = tmp.path().join("bin");
-    let (idx, host_manifest) = images::bin_index(
+    let tag = format!("{}/bins/jq:1", reg.addr);
+    let (idx, host_manifest) = images::push_bin_index(
         &layout,
-        "1",
+        &tag,
         "jq",
         b"jq binary",
         BinPrefix::Io,
         Some("json tool"),
     );
-    let tag = format!("{}/bins/jq:1", reg.addr);
-    images::skopeo_push(&layout, "1", &tag, None);
 
     let env = Env::new();
     let out = env.ok(&["pull", &tag]);
@@ -368,19 +367,13 @@ fn references_are_checked_before_anything_happens() {
 pub(crate) fn registry_with_bins() -> (Registry, String, String, String) {
     let reg = Registry::start();
     let tmp = tempfile::tempdir().expect("tmp");
-    let (_, jq_host) = images::bin_index(
+    let (_, jq_host) = images::push_bin_index(
         &tmp.path().join("jq"),
-        "1",
+        &format!("{}/bins/jq:1", reg.addr),
         "jq",
         b"jq",
         BinPrefix::Io,
         Some("json processor"),
-    );
-    images::skopeo_push(
-        &tmp.path().join("jq"),
-        "1",
-        &format!("{}/bins/jq:1", reg.addr),
-        None,
     );
     let old = images::bin_single(
         &tmp.path().join("old"),
@@ -410,18 +403,12 @@ pub(crate) fn registry_with_bins() -> (Registry, String, String, String) {
         &format!("{}/bins/plain:1", reg.addr),
         None,
     );
-    let (_, rt_host) = images::bin_index(
+    let (_, rt_host) = images::push_bin_index(
         &tmp.path().join("rt"),
-        "1",
+        &format!("{}/runtime:1", reg.addr),
         "runtime",
         b"rt",
         BinPrefix::Io,
-        None,
-    );
-    images::skopeo_push(
-        &tmp.path().join("rt"),
-        "1",
-        &format!("{}/runtime:1", reg.addr),
         None,
     );
     (reg, jq_host, old, rt_host)

@@ -30,15 +30,14 @@ fn s(p: &Path) -> &str {
 /// `REG/name:tag`; returns the host manifest's digest.
 fn push_runtime_index(env: &Env, reg: &Registry, name: &str, tag: &str) -> String {
     let dir = env.dir.path().join(format!("layouts/{name}-{tag}"));
-    let (_, digest) = images::bin_index(
+    let (_, digest) = images::push_bin_index(
         &dir,
-        tag,
+        &format!("{}/{name}:{tag}", reg.addr),
         "runtime",
         RUNTIME.as_bytes(),
         BinPrefix::Io,
         Some("test runtime"),
     );
-    images::skopeo_push(&dir, tag, &format!("{}/{name}:{tag}", reg.addr), None);
     digest
 }
 

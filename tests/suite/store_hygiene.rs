@@ -71,9 +71,15 @@ fn prune_frees_exactly_a_removed_images_blobs_and_keeps_the_rest_readable() {
     let reg = Registry::start();
     let env = Env::new();
     let rt = env.dir.path().join("rt");
-    images::bin_index(&rt, "1", "runtime", b"#!/bin/sh\n", BinPrefix::Io, None);
     let runtime = format!("{}/runtime:1", reg.addr);
-    images::skopeo_push(&rt, "1", &runtime, None);
+    images::push_bin_index(
+        &rt,
+        &runtime,
+        "runtime",
+        b"#!/bin/sh\n",
+        BinPrefix::Io,
+        None,
+    );
 
     // A 64 MiB image and a small one; the same RUNTIME, so some blobs could be shared.
     let big: Vec<u8> = (0..64 * MIB).map(|i| (i * 7 % 251) as u8).collect();
@@ -245,8 +251,14 @@ fn images_lists_untagged_pulls_quiet_and_full_digests() {
     let reg = Registry::start();
     let env = Env::new();
     let rt = env.dir.path().join("rt");
-    let (index, _) = images::bin_index(&rt, "1", "runtime", b"#!/bin/sh\n", BinPrefix::Io, None);
-    images::skopeo_push(&rt, "1", &format!("{}/runtime:1", reg.addr), None);
+    let (index, _) = images::push_bin_index(
+        &rt,
+        &format!("{}/runtime:1", reg.addr),
+        "runtime",
+        b"#!/bin/sh\n",
+        BinPrefix::Io,
+        None,
+    );
     let pulled = index["digest"].as_str().unwrap().to_owned();
     env.ok(&["pull", "-q", &format!("{}/runtime@{pulled}", reg.addr)]);
     let minimal = crate::support::fixture("minimal");
@@ -315,9 +327,15 @@ fn prune_keeps_the_images_a_tagged_agent_pins() {
     let reg = Registry::start();
     let env = Env::new();
     let rt = env.dir.path().join("rt");
-    let (_, pinned) = images::bin_index(&rt, "1", "runtime", b"#!/bin/sh\n", BinPrefix::Io, None);
     let runtime = format!("{}/runtime:1", reg.addr);
-    images::skopeo_push(&rt, "1", &runtime, None);
+    let (_, pinned) = images::push_bin_index(
+        &rt,
+        &runtime,
+        "runtime",
+        b"#!/bin/sh\n",
+        BinPrefix::Io,
+        None,
+    );
     let ctx = env.dir.path().join("agent");
     context(&ctx, &runtime, "pinned", b"data\n");
     env.ok(&["build", "-q", "-t", "pinned:1", ctx.to_str().unwrap()]);

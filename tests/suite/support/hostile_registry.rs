@@ -51,7 +51,7 @@ impl Req {
         let q = self.target.split_once('?')?.1;
         q.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=')?;
-            (k == key).then(|| percent_decode(v))
+            (k == key).then(|| crate::support::percent_decode(v))
         })
     }
 }
@@ -582,22 +582,4 @@ fn digest_of_ref(reference: &str) -> String {
     } else {
         String::new()
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

@@ -65,6 +65,26 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) {
     std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
+/// Decodes `%XX` escapes of a URL query value (bytes that are not UTF-8 become U+FFFD); a `+` stays
+/// a `+` (form decoding replaces it with a space first).
+pub fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The OCI architecture name of this machine.
 pub fn host_arch() -> &'static str {
     match std::env::consts::ARCH {

@@ -94,40 +94,8 @@ impl Registry {
 
     /// Writes the config and starts the process; waits until `/v2/` answers.
     fn spawn(&mut self) -> Result<(), String> {
-        let cfg = self.config();
-        let cfg_path = self.dir.path().join("config.yml");
-        super::write(&cfg_path, cfg);
-        let log = std::fs::File::create(self.dir.path().join("registry.log"))
-            .map_err(|e| e.to_string())?;
-        let log2 = log.try_clone().map_err(|e| e.to_string())?;
-        let child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&cfg_path)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2)
-            .spawn()
-            .map_err(|e| format!("cannot start docker-registry: {e}"))?;
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Some(c) = self.child.as_mut() {
-                if let Ok(Some(status)) = c.try_wait() {
-                    self.child = None;
-                    return Err(format!("registry exited ({status}): {}", self.log()));
-                }
-            }
-            if http_status(&self.addr, "/v2/").is_some() {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.kill();
-        Err(format!(
-            "registry on {} never answered: {}",
-            self.addr,
-            self.log()
-        ))
+        self.child = Some(serve(self.dir.path(), &self.config(), &self.addr)?);
+        Ok(())
     }
 
     fn config(&self) -> String {
@@ -259,6 +227,40 @@ pub fn free_port() -> u16 {
 }
 
 /// The status of a plain `GET` over HTTP/1.0, or `None` when nothing answers.
+/// Starts `docker-registry serve` with the config `cfg` (written to `dir/config.yml`, its output
+/// to `dir/registry.log`) and waits until it answers `/v2/` on `addr` (any status: a TLS server
+/// answers plain HTTP with 400, and is listening). On an early exit or no answer in 10 s the
+/// process is gone and the error holds the log.
+pub fn serve(dir: &Path, cfg: &str, addr: &str) -> Result<Child, String> {
+    let cfg_path = dir.join("config.yml");
+    super::write(&cfg_path, cfg);
+    let log_path = dir.join("registry.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
+    let log2 = log.try_clone().map_err(|e| e.to_string())?;
+    let mut child = Command::new("docker-registry")
+        .arg("serve")
+        .arg(&cfg_path)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .spawn()
+        .map_err(|e| format!("cannot start docker-registry: {e}"))?;
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("registry exited ({status}): {}", log()));
+        }
+        if http_status(addr, "/v2/").is_some() {
+            return Ok(child);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(format!("registry on {addr} never answered: {}", log()))
+}
+
 pub fn http_status(addr: &str, path: &str) -> Option<u16> {
     use std::io::{Read as _, Write as _};
     let mut s = std::net::TcpStream::connect(addr).ok()?;

@@ -2,10 +2,9 @@
 //! from a throwaway CA that `openssl` makes per test; the CA's PEM is at [`TlsRegistry::ca`].
 //! Killed on drop.
 
-use super::registry::{free_port, http_status};
+use super::registry::{free_port, serve};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
 
 /// A running HTTPS registry without authentication.
 pub struct TlsRegistry {
@@ -118,33 +117,7 @@ fn spawn(dir: &Path, addr: &str) -> Result<Child, String> {
         dir.join("server.pem").display(),
         dir.join("server.key").display(),
     );
-    let cfg_path = dir.join("config.yml");
-    super::write(&cfg_path, cfg);
-    let log = std::fs::File::create(dir.join("registry.log")).map_err(|e| e.to_string())?;
-    let log2 = log.try_clone().map_err(|e| e.to_string())?;
-    let mut child = Command::new("docker-registry")
-        .arg("serve")
-        .arg(&cfg_path)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log2)
-        .spawn()
-        .map_err(|e| format!("cannot start docker-registry: {e}"))?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            let log = std::fs::read_to_string(dir.join("registry.log")).unwrap_or_default();
-            return Err(format!("registry exited ({status}): {log}"));
-        }
-        // A Go TLS server answers plain HTTP with 400: it is listening.
-        if http_status(addr, "/v2/").is_some() {
-            return Ok(child);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    Err(format!("TLS registry on {addr} never answered"))
+    serve(dir, &cfg, addr)
 }
 
 impl Drop for TlsRegistry {

@@ -113,7 +113,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         .split('&')
         .filter_map(|kv| kv.split_once('='))
         .filter(|(k, _)| *k == "scope")
-        .map(|(_, v)| percent_decode(v))
+        .map(|(_, v)| super::percent_decode(&v.replace('+', " ")))
         .collect();
     let user = match auth.as_deref().and_then(|a| a.strip_prefix("Basic ")) {
         None => None,
@@ -204,22 +204,4 @@ fn respond(mut stream: TcpStream, status: u16, body: &str) -> std::io::Result<()
         body.len()
     )?;
     stream.flush()
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(if b[i] == b'+' { b' ' } else { b[i] });
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
