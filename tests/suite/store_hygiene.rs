@@ -53,6 +53,23 @@ fn stored_blobs(env: &Env) -> BTreeSet<String> {
 }
 
 /// A context whose Agentfile names `runtime` and ADDs `data.bin` holding `data`.
+/// A registry holding a `/bin/sh` runtime, and a machine: the registry, the machine, the runtime's
+/// reference (`<registry>/runtime:1`) and what [`images::push_bin_index`] returned for it.
+fn runtime_and_machine() -> (Registry, Env, String, (Value, String)) {
+    let reg = Registry::start();
+    let env = Env::new();
+    let runtime = format!("{}/runtime:1", reg.addr);
+    let pushed = images::push_bin_index(
+        &env.dir.path().join("rt"),
+        &runtime,
+        "runtime",
+        b"#!/bin/sh\n",
+        BinPrefix::Io,
+        None,
+    );
+    (reg, env, runtime, pushed)
+}
+
 fn context(dir: &Path, runtime: &str, name: &str, data: &[u8]) {
     fs::create_dir_all(dir).unwrap();
     fs::write(dir.join("data.bin"), data).unwrap();
@@ -68,18 +85,7 @@ fn prune_frees_exactly_a_removed_images_blobs_and_keeps_the_rest_readable() {
     if !crate::support::tools::require("prune_frees", "skopeo", &["--version"], "install skopeo") {
         return;
     }
-    let reg = Registry::start();
-    let env = Env::new();
-    let rt = env.dir.path().join("rt");
-    let runtime = format!("{}/runtime:1", reg.addr);
-    images::push_bin_index(
-        &rt,
-        &runtime,
-        "runtime",
-        b"#!/bin/sh\n",
-        BinPrefix::Io,
-        None,
-    );
+    let (_reg, env, runtime, _) = runtime_and_machine();
 
     // A 64 MiB image and a small one; the same RUNTIME, so some blobs could be shared.
     let big: Vec<u8> = (0..64 * MIB).map(|i| (i * 7 % 251) as u8).collect();
@@ -248,17 +254,7 @@ fn images_lists_untagged_pulls_quiet_and_full_digests() {
     ) {
         return;
     }
-    let reg = Registry::start();
-    let env = Env::new();
-    let rt = env.dir.path().join("rt");
-    let (index, _) = images::push_bin_index(
-        &rt,
-        &format!("{}/runtime:1", reg.addr),
-        "runtime",
-        b"#!/bin/sh\n",
-        BinPrefix::Io,
-        None,
-    );
+    let (reg, env, _, (index, _)) = runtime_and_machine();
     let pulled = index["digest"].as_str().unwrap().to_owned();
     env.ok(&["pull", "-q", &format!("{}/runtime@{pulled}", reg.addr)]);
     let minimal = crate::support::fixture("minimal");
@@ -324,18 +320,7 @@ fn prune_keeps_the_images_a_tagged_agent_pins() {
     ) {
         return;
     }
-    let reg = Registry::start();
-    let env = Env::new();
-    let rt = env.dir.path().join("rt");
-    let runtime = format!("{}/runtime:1", reg.addr);
-    let (_, pinned) = images::push_bin_index(
-        &rt,
-        &runtime,
-        "runtime",
-        b"#!/bin/sh\n",
-        BinPrefix::Io,
-        None,
-    );
+    let (reg, env, runtime, (_, pinned)) = runtime_and_machine();
     let ctx = env.dir.path().join("agent");
     context(&ctx, &runtime, "pinned", b"data\n");
     env.ok(&["build", "-q", "-t", "pinned:1", ctx.to_str().unwrap()]);
