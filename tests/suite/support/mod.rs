@@ -72,9 +72,12 @@ pub fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
+        // Bytes, not a `&str` slice: a multi-byte character after `%` must not panic on a
+        // char boundary.
         if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
+            let hex = |c: u8| (c as char).to_digit(16);
+            if let (Some(hi), Some(lo)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((hi * 16 + lo) as u8);
                 i += 3;
                 continue;
             }
@@ -83,6 +86,14 @@ pub fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn percent_decode_takes_a_final_escape_and_a_multibyte_character_after_a_percent() {
+    assert_eq!(percent_decode("a%2Fb%41"), "a/bA");
+    // `%` followed by a two-byte character: kept as written, no panic on the char boundary.
+    assert_eq!(percent_decode("%1é"), "%1é");
+    assert_eq!(percent_decode("%zz%"), "%zz%");
 }
 
 /// The OCI architecture name of this machine.
