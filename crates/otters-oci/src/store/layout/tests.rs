@@ -1,3 +1,6 @@
+//! Unit tests of the store layout: round trips, the batch sync, leases against prune, a blob of
+//! the wrong size replaced, stale temp collection, corrupt blobs reported.
+
 use super::*;
 use crate::spec::descriptor::MANIFEST_V1;
 use std::fs::File;
