@@ -1,7 +1,6 @@
 //! The docker executor: how the tree is shown to the container, and the `docker run` argv.
 
-use crate::run::env::EnvEntry;
-use crate::run::mounts::UserMount;
+use super::RunPlan;
 use std::path::Path;
 
 /// Where the docker executor shows the runtime inside the container (its entrypoint).
@@ -63,20 +62,24 @@ fn mount_arg(kind: &str, source: &Path, target: &str, read_only: bool) -> String
     v
 }
 
-/// The `docker run` argv of spec §g.5 (binaries extracted on the host and bind-mounted read-only).
-#[allow(clippy::too_many_arguments)]
+/// The `docker run` argv of spec §g.5 (binaries extracted on the host and bind-mounted read-only)
+/// for `plan` (its root, name, id, environment and mounts) with the docker executor's `cli`,
+/// `base_image` and `user`; `runtime_args` follow the image (see [`container_args`]).
 pub(super) fn docker_argv(
+    plan: &RunPlan,
     cli: &Path,
     base_image: &str,
     user: &str,
-    root: &Path,
-    name: &str,
-    id: &str,
-    env: &[EnvEntry],
-    mounts: &[UserMount],
-    exec: &[String],
-    model: &str,
+    runtime_args: Vec<String>,
 ) -> Vec<String> {
+    let RunPlan {
+        root,
+        name,
+        id,
+        env,
+        mounts,
+        ..
+    } = plan;
     let mut a: Vec<String> = vec![cli.display().to_string(), "run".into(), "--rm".into()];
     let short: String = id
         .chars()
@@ -114,7 +117,7 @@ pub(super) fn docker_argv(
         });
     }
     a.push(base_image.to_owned());
-    a.extend(container_args(exec, model));
+    a.extend(runtime_args);
     a
 }
 #[cfg(test)]

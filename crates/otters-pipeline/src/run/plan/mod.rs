@@ -22,7 +22,7 @@ pub use model::{
 };
 
 use super::context_docs::DocInputs;
-use super::env::{self, EnvEntry, Layout};
+use super::env::{self, Layout};
 use super::mounts::{self, UserMount};
 use super::overrides::{self, Overrides};
 use super::source::AgentImage;
@@ -30,7 +30,6 @@ use crate::lower::agent_yaml::{self, Executor as YamlExecutor, ImageRef};
 use docker::docker_argv;
 use draft::{check_inside, Draft};
 use otters_agentfile::ir::{ConfigValue, Mount};
-use std::path::PathBuf;
 
 /// Build the plan. `host_env` is consulted only for the model provider's credentials.
 pub fn plan(
@@ -99,10 +98,9 @@ pub fn plan(
             .map(|e| (e.key.clone(), e.value.clone()))
             .collect::<Vec<_>>(),
     );
-    let (argv, cwd) = command(opts, image, &effective, &env, &user_mounts);
     let Draft { tree, warnings } = draft;
     check_inside(image, &tree)?;
-    Ok(RunPlan {
+    let mut run = RunPlan {
         name: opts.name.clone(),
         id: opts.id.clone(),
         image: ImageInfo {
@@ -113,13 +111,15 @@ pub fn plan(
         executor: opts.executor.clone(),
         root: opts.root.clone(),
         tree,
-        argv,
-        cwd,
+        argv: Vec::new(),
+        cwd: opts.root.join("workspace"),
         env,
         mounts: user_mounts,
         missing_mounts: missing,
         warnings,
-    })
+    };
+    run.argv = command(&run, exec_args(image), effective.model.unwrap_or_default());
+    Ok(run)
 }
 
 /// The image's RUNTIME reference; an agent without one cannot run.
@@ -237,50 +237,29 @@ fn agent_yaml_of(
     )
 }
 
-/// The program otters execs and its working directory: the runtime itself (system executor),
-/// or the docker CLI (docker executor).
-fn command(
-    opts: &RunOptions,
-    image: &AgentImage,
-    effective: &overrides::Effective,
-    env: &[EnvEntry],
-    user_mounts: &[UserMount],
-) -> (Vec<String>, PathBuf) {
-    let model_name = effective.model.clone().unwrap_or_default();
-    let exec = exec_args(image);
-    match &opts.executor {
+/// The program otters execs, from the plan's executor, root, names, environment and mounts: the
+/// runtime itself (system executor), or the docker CLI (docker executor). `exec` and `model` are
+/// the runtime's first arguments and its model.
+fn command(plan: &RunPlan, exec: Vec<String>, model: String) -> Vec<String> {
+    match &plan.executor {
         Launcher::System => {
-            let mut argv = vec![opts
+            let mut argv = vec![plan
                 .root
                 .join("usr/local/bin/runtime")
                 .display()
                 .to_string()];
             argv.extend(exec);
-            argv.extend(["--root".to_owned(), opts.root.display().to_string()]);
-            if !model_name.is_empty() {
-                argv.extend(["--model".to_owned(), model_name]);
+            argv.extend(["--root".to_owned(), plan.root.display().to_string()]);
+            if !model.is_empty() {
+                argv.extend(["--model".to_owned(), model]);
             }
-            (argv, opts.root.join("workspace"))
+            argv
         }
         Launcher::Docker {
             cli,
             base_image,
             user,
-        } => {
-            let argv = docker_argv(
-                cli,
-                base_image,
-                user,
-                &opts.root,
-                &opts.name,
-                &opts.id,
-                env,
-                user_mounts,
-                &exec,
-                &model_name,
-            );
-            (argv, opts.root.join("workspace"))
-        }
+        } => docker_argv(plan, cli, base_image, user, container_args(&exec, &model)),
     }
 }
 
