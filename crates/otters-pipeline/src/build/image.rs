@@ -146,7 +146,7 @@ pub(super) fn write_image(
     store: &Store,
     plan: &plan::Plan,
     ignore: &Ignore,
-    progress: &mut dyn Progress,
+    progress: Progress<'_>,
     name: &str,
 ) -> Result<Descriptor, Failed> {
     let mut cache = opts.hash_cache.as_ref().map(HashCache::load);

@@ -45,30 +45,10 @@ use image::{
 use options::tags_for;
 use otters_agentfile::diagnostic::Diagnostic;
 use otters_agentfile::ir::Agentfile;
-use otters_oci::registry::transfer::Event;
+use otters_oci::progress::Progress;
 use otters_oci::Store;
 use outcome::{Failed, Stored};
 use publish::{push_if_asked, save_archive, supply_phase, tag_all, write_lock, SupplyPhase};
-
-/// Receives progress: large inputs being stored, and blobs being pushed.
-pub trait Progress: write::Progress {
-    /// A push to `reference` starts.
-    fn push_started(&mut self, _reference: &str) {}
-    fn transfer(&mut self, _event: &Event<'_>) {}
-    /// The push to `reference` ended (successfully or not).
-    fn push_finished(&mut self, _reference: &str) {}
-}
-
-/// Reports nothing.
-pub struct NoProgress;
-
-impl write::Progress for NoProgress {
-    fn begin(&mut self, _: &str, _: u64) {}
-    fn advance(&mut self, _: u64) {}
-    fn end(&mut self) {}
-}
-
-impl Progress for NoProgress {}
 
 pub use crate::project::locate;
 pub use inputs::source_path;
@@ -77,7 +57,7 @@ pub use inputs::source_path;
 pub fn build(
     opts: &BuildOptions,
     store: &Store,
-    progress: &mut dyn Progress,
+    progress: Progress<'_>,
 ) -> Result<BuildOutput, BuildError> {
     check_tags(&opts.tags)?;
     if !opts.context.is_dir() {
@@ -121,7 +101,7 @@ pub fn build(
 fn resolve_and_store(
     opts: &BuildOptions,
     store: &Store,
-    progress: &mut dyn Progress,
+    progress: Progress<'_>,
     agentfile: &AgentfileText,
     analyzed: &Agentfile,
     shown: &mut Vec<Diagnostic>,

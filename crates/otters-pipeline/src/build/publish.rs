@@ -5,6 +5,7 @@ use super::{facts, AgentfileText, BuildOptions, ErrorKind, LockWrite, Progress};
 use crate::lower::{plan, Pins};
 use crate::resolve;
 use otters_oci::archive;
+use otters_oci::progress::{Event, Step};
 use otters_oci::reference::Reference;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::{self, TransferReport};
@@ -44,7 +45,7 @@ pub(super) fn push_if_asked(
     store: &Store,
     descriptor: &Descriptor,
     tags: &[String],
-    progress: &mut dyn Progress,
+    progress: Progress<'_>,
 ) -> Result<Vec<TransferReport>, ErrorKind> {
     if opts.push {
         push_tags(opts, store, descriptor, tags, progress)
@@ -131,7 +132,7 @@ fn push_tags(
     store: &Store,
     descriptor: &Descriptor,
     tags: &[String],
-    progress: &mut dyn Progress,
+    progress: Progress<'_>,
 ) -> Result<Vec<TransferReport>, ErrorKind> {
     let client = RegistryClient::new(ClientOptions {
         insecure: opts.insecure,
@@ -154,12 +155,11 @@ fn push_tags(
         if dest.tag.is_none() && dest.digest.is_none() {
             dest.tag = Some("latest".into());
         }
-        progress.push_started(tag);
+        let step = Step::Push { reference: tag };
+        progress(Event::StepStarted(step));
         let result =
-            transfer::push_image(&client, store, descriptor, &dest, &mut sources, &mut |e| {
-                progress.transfer(&e);
-            });
-        progress.push_finished(tag);
+            transfer::push_image(&client, store, descriptor, &dest, &mut sources, progress);
+        progress(Event::StepDone(step));
         let _ = sources.save();
         reports.push(result.map_err(|source| ErrorKind::Push {
             digest: descriptor.digest.clone(),
