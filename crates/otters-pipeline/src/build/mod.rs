@@ -3,7 +3,7 @@
 //!
 //! Takes: [`BuildOptions`], the target [`Store`] and a [`Progress`] sink. Returns: a
 //! [`BuildOutput`] (descriptor, tags, warnings to show, lock and push results) or a [`BuildError`]
-//! that carries the diagnostics and the [`SourceFile`] to render them against. Must never: print,
+//! that carries the diagnostics and the [`SourceFile`](otters_agentfile::diagnostic::SourceFile) to render them against. Must never: print,
 //! write `Agentfile.lock` before the image is in the store, write a lock for an Agentfile read from
 //! stdin or in an `offline` build, or contact a registry with `offline` (resolution reads pins
 //! from the lock alone).

@@ -30,7 +30,7 @@ pub struct BuildOptions {
     pub labels: BTreeMap<String, String>,
     /// `--annotation`: manifest annotations only, set last (they override LABELs and the title).
     pub annotations: BTreeMap<String, String>,
-    /// `--annotations-from-ci` ([`ci::annotations`]): on every manifest (before `annotations`,
+    /// `--annotations-from-ci` ([`super::ci::annotations`]): on every manifest (before `annotations`,
     /// which override them) and on a multi-platform index.
     pub ci_annotations: BTreeMap<String, String>,
     /// Also write the image to this oci-archive file.
@@ -52,7 +52,7 @@ pub struct BuildOptions {
     pub source_date_epoch: Option<u64>,
     /// Where registry credentials are read from; default `$DOCKER_CONFIG` or `~/.docker`.
     pub docker_config: Option<PathBuf>,
-    /// Describe the build's inputs for an SBOM and provenance ([`BuildOutput::supply`]).
+    /// Describe the build's inputs for an SBOM and provenance ([`super::BuildOutput::supply`]).
     pub supply_inputs: bool,
 }
 
@@ -101,7 +101,7 @@ pub(super) fn tags_for(wanted: &[String], name: Option<&str>) -> Result<Vec<Stri
 }
 
 /// The stored names of the tags a user asked for (`-t`), or the first one that is not a valid
-/// reference (with the rule it breaks and a suggestion). [`build`] calls it before it reads or
+/// reference (with the rule it breaks and a suggestion). [`super::build`] calls it before it reads or
 /// writes anything, so a bad tag costs nothing; a CLI may call it before opening the store.
 pub fn check_tags(wanted: &[String]) -> Result<Vec<String>, ErrorKind> {
     wanted

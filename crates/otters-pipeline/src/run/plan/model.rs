@@ -48,7 +48,7 @@ pub struct RunOptions {
     /// ([`PlanError::Unpinned`]) instead of resolved by its tag.
     pub require_pins: bool,
     /// Model providers the user named (`--provider`): their credentials are passed like a known
-    /// provider's ([`env::untrusted_provider`]).
+    /// provider's ([`crate::run::env::untrusted_provider`]).
     pub providers: Vec<String>,
 }
 
