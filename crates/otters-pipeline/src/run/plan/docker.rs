@@ -123,6 +123,72 @@ pub(super) fn docker_argv(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::env::EnvEntry;
+    use crate::run::mounts::UserMount;
+    use crate::run::plan::{ImageInfo, Launcher};
+    use std::path::PathBuf;
+
+    #[test]
+    fn docker_argv_takes_the_names_tree_environment_and_mounts_from_the_plan() {
+        let plan = RunPlan {
+            name: "meteo".into(),
+            id: "0a-1b2c3d4e5f6a7b8c".into(),
+            image: ImageInfo {
+                reference: "meteo:latest".into(),
+                digest: otters_oci::Digest::of(b"m"),
+            },
+            platform: otters_oci::Platform::parse("linux/amd64").unwrap(),
+            executor: Launcher::System,
+            root: PathBuf::from("/agents/meteo"),
+            tree: Vec::new(),
+            argv: Vec::new(),
+            cwd: PathBuf::from("/agents/meteo/workspace"),
+            env: vec![
+                EnvEntry {
+                    key: "A".into(),
+                    value: "1".into(),
+                    secret: false,
+                },
+                EnvEntry {
+                    key: "KEY".into(),
+                    value: "s3cret".into(),
+                    secret: true,
+                },
+            ],
+            mounts: vec![UserMount {
+                host: PathBuf::from("/data"),
+                target: "/mnt/data".into(),
+                description: None,
+                read_only: true,
+            }],
+            missing_mounts: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let argv = docker_argv(
+            &plan,
+            Path::new("/usr/bin/podman"),
+            "base:1",
+            "65532:65532",
+            container_args(&["serve".to_owned()], "m"),
+        );
+        assert_eq!(argv[..3], ["/usr/bin/podman", "run", "--rm"]);
+        assert!(argv.contains(&"--name=otters-meteo-0a1b2c3d4e5f".to_owned()));
+        assert!(argv.contains(&"--label=io.openotters.agent.id=0a-1b2c3d4e5f6a7b8c".to_owned()));
+        assert!(argv.contains(&"--user=65532:65532".to_owned()));
+        assert!(
+            argv.contains(&"type=bind,source=/agents/meteo/workspace,target=/workspace".to_owned())
+        );
+        assert!(argv.contains(&"type=bind,source=/data,target=/mnt/data,readonly".to_owned()));
+        assert!(argv.contains(&"A=1".to_owned()));
+        // A secret is passed by name only: its value travels in the CLI's environment.
+        assert!(argv.contains(&"KEY".to_owned()));
+        assert!(!argv.iter().any(|a| a.contains("s3cret")));
+        let image = argv.iter().position(|a| a == "base:1").unwrap();
+        assert_eq!(
+            argv[image + 1..],
+            container_args(&["serve".to_owned()], "m")
+        );
+    }
 
     #[test]
     fn mount_args_quote_commas_and_quotes() {
