@@ -234,7 +234,8 @@ pub fn run(mut a: Args) -> CliResult {
     let mut sign = a.attest.signer()?;
     remove_result_files(&a)?;
     let mut bars = BuildBars::for_mode(a.progress, a.quiet);
-    let out = lib::build(&opts, &store, &mut bars).map_err(|e| build_error(build_failure(e)))?;
+    let out = lib::build(&opts, &store, &mut |e| bars.event(&e))
+        .map_err(|e| build_error(build_failure(e)))?;
     if bars.plain() {
         print_layers(&store, &out);
     }

@@ -4,9 +4,9 @@
 //! stdout carries data (each copied image's destination and digest, or the JSON report with
 //! `--format json`); status lines and progress go to stderr.
 use super::common::esc;
-use super::progress::{Bars, ProgressMode, TransferFlags};
+use super::progress::TransferFlags;
 use super::{fail_in, CliResult, Format};
-use otters_pipeline::copy::{copy, CopyEvent, CopyReport, CopyRequest};
+use otters_pipeline::copy::{copy, CopyReport, CopyRequest};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -42,13 +42,9 @@ pub fn run(a: CopyArgs) -> CliResult {
         insecure: a.transfer.insecure,
     };
     let quiet = a.transfer.quiet();
-    let mut ui = Lines {
-        mode: a.transfer.progress,
-        quiet,
-        bars: a.transfer.bars(),
-    };
-    let result = copy(&req, &store, &mut |e| ui.event(e));
-    ui.bars.finish();
+    let mut ui = a.transfer.bars();
+    let result = copy(&req, &store, &mut |e| ui.event(&e));
+    ui.finish();
     let report = result.map_err(|e| {
         fail_in(
             format!("cannot copy {} to {}", esc(&a.source), esc(&a.destination)),
@@ -108,31 +104,4 @@ fn print(report: &CopyReport, format: Format, quiet: bool) -> miette::Result<()>
         );
     }
     Ok(())
-}
-
-/// A status line per image; per blob what `--progress` asks for (the shared [`Bars`]), a fresh
-/// display for each image so its line is never drawn into the previous image's bars.
-struct Lines {
-    mode: ProgressMode,
-    quiet: bool,
-    bars: Bars,
-}
-
-impl Lines {
-    fn event(&mut self, e: CopyEvent<'_>) {
-        match e {
-            CopyEvent::Image { n, total, image } => {
-                self.bars.finish();
-                if !self.quiet {
-                    eprintln!(
-                        "[{n}/{total}] {} -> {}",
-                        esc(&image.source),
-                        esc(&image.destination)
-                    );
-                }
-                self.bars = Bars::for_mode(self.mode, self.quiet);
-            }
-            CopyEvent::Blob(e) => self.bars.event(&e),
-        }
-    }
 }

@@ -1,9 +1,10 @@
 //! Progress on stderr, shared by every command that moves blobs: the `--progress` modes, and
-//! the per-blob display (bars on a terminal, one plain line per finished blob for CI logs), the
-//! `TransferFlags` of push and pull, and `build`'s display (inputs written, blobs pushed).
+//! the renderers of the library's one event type ([`Event`]): [`Bars`] for push, pull and copy
+//! (bars on a terminal, one plain line per finished blob for CI logs, a status line per copied
+//! image), [`BuildBars`] for `build` (inputs written, blobs pushed); and the `TransferFlags` of
+//! push, pull and copy.
 use super::Format;
-use otters_oci::registry::transfer::{Event, Outcome};
-use otters_pipeline::build::write::Progress;
+use otters_oci::progress::{Event, Outcome, Step};
 use std::collections::HashMap;
 use std::io::IsTerminal as _;
 
@@ -16,20 +17,67 @@ pub enum ProgressMode {
     Quiet,
 }
 
-/// Progress bars per blob on a TTY, plain lines (`--progress plain`), or nothing.
+/// Progress bars per blob on a TTY, plain lines (`--progress plain`), or nothing; for a copy, a
+/// status line per image and a fresh display for each, so its line is never drawn into the
+/// previous image's bars.
 pub(crate) struct Bars {
     multi: Option<indicatif::MultiProgress>,
     by_digest: HashMap<otters_oci::Digest, indicatif::ProgressBar>,
     /// `--progress plain`: each started blob's size and start time.
     plain: Option<HashMap<otters_oci::Digest, (u64, std::time::Instant)>>,
+    /// `--progress tty`: bars drawn even when stderr is not a terminal.
+    forced: bool,
+    /// A status line per image of a copy (not with `-q`).
+    status: bool,
 }
 
 impl Bars {
-    pub(crate) fn new(enabled: bool) -> Self {
+    fn new(enabled: bool) -> Self {
         Bars {
             multi: enabled.then(indicatif::MultiProgress::new),
             by_digest: HashMap::new(),
             plain: None,
+            forced: false,
+            status: false,
+        }
+    }
+
+    /// Bars on `stderr`, drawn even when it is not a terminal when `forced`.
+    fn new_multi(forced: bool) -> indicatif::MultiProgress {
+        let multi = indicatif::MultiProgress::new();
+        if forced {
+            // indicatif hides bars on a stderr that is not a terminal; `tty` asks for them anyway.
+            multi.set_draw_target(indicatif::ProgressDrawTarget::term_like(Box::new(
+                console::Term::stderr(),
+            )));
+        }
+        multi
+    }
+
+    /// A step starts: a copied image gets its status line and a fresh display.
+    fn step_started(&mut self, step: &Step<'_>) {
+        let Step::Copy {
+            n,
+            total,
+            source,
+            destination,
+        } = step
+        else {
+            return;
+        };
+        self.finish();
+        if self.status {
+            eprintln!(
+                "[{n}/{total}] {} -> {}",
+                super::common::esc(source),
+                super::common::esc(destination)
+            );
+        }
+        if self.multi.is_some() {
+            self.multi = Some(Self::new_multi(self.forced));
+        }
+        if self.plain.is_some() {
+            self.plain = Some(HashMap::new());
         }
     }
 
@@ -40,10 +88,10 @@ impl Bars {
             return;
         };
         match e {
-            Event::Start { digest, size, .. } => {
+            Event::BlobStarted { digest, size, .. } => {
                 started.insert((*digest).clone(), (*size, std::time::Instant::now()));
             }
-            Event::Done { digest, outcome } => {
+            Event::BlobDone { digest, outcome } => {
                 let (size, t) = started
                     .remove(*digest)
                     .unwrap_or((0, std::time::Instant::now()));
@@ -62,15 +110,20 @@ impl Bars {
                 };
                 eprintln!("{line}");
             }
-            Event::Bytes { .. } => {}
+            _ => {}
         }
     }
 
     pub(crate) fn event(&mut self, e: &Event<'_>) {
+        match e {
+            Event::StepStarted(step) => return self.step_started(step),
+            Event::StepDone(_) => return self.finish(),
+            _ => {}
+        }
         self.plain_event(e);
         let Some(multi) = &self.multi else { return };
         match e {
-            Event::Start {
+            Event::BlobStarted {
                 digest,
                 size,
                 title,
@@ -88,12 +141,12 @@ impl Bars {
                 bar.set_message(title.chars().take(24).collect::<String>());
                 self.by_digest.insert((*digest).clone(), bar);
             }
-            Event::Bytes { digest, n } => {
+            Event::BlobAdvanced { digest, n } => {
                 if let Some(b) = self.by_digest.get(*digest) {
                     b.inc(*n);
                 }
             }
-            Event::Done { digest, outcome } => {
+            Event::BlobDone { digest, outcome } => {
                 if let Some(b) = self.by_digest.remove(*digest) {
                     let word = match outcome {
                         Outcome::Uploaded => "uploaded",
@@ -104,6 +157,7 @@ impl Bars {
                     b.finish_with_message(word);
                 }
             }
+            _ => {}
         }
     }
 
@@ -126,17 +180,14 @@ impl Bars {
             ProgressMode::Auto => !quiet && std::io::stderr().is_terminal(),
             ProgressMode::Plain | ProgressMode::Quiet => false,
         };
-        let mut bars = Bars::new(tty);
-        if let (ProgressMode::Tty, Some(multi)) = (mode, &bars.multi) {
-            // indicatif hides bars on a stderr that is not a terminal; `tty` asks for them anyway.
-            multi.set_draw_target(indicatif::ProgressDrawTarget::term_like(Box::new(
-                console::Term::stderr(),
-            )));
+        let forced = mode == ProgressMode::Tty;
+        Bars {
+            multi: tty.then(|| Self::new_multi(forced)),
+            by_digest: HashMap::new(),
+            plain: (mode == ProgressMode::Plain && !quiet).then(HashMap::new),
+            forced,
+            status: !quiet,
         }
-        if mode == ProgressMode::Plain && !quiet {
-            bars.plain = Some(HashMap::new());
-        }
-        bars
     }
 }
 
@@ -183,8 +234,22 @@ struct Plain {
     blobs: std::collections::HashMap<otters_oci::Digest, (u64, std::time::Instant)>,
 }
 
-impl Progress for BuildBars {
-    fn begin(&mut self, title: &str, total: u64) {
+impl BuildBars {
+    /// Renders one event of a build: its large inputs, and with `--push` its blobs.
+    pub(crate) fn event(&mut self, e: &Event<'_>) {
+        match *e {
+            Event::InputStarted { title, size } => self.input_started(title, size),
+            Event::InputAdvanced { n, .. } => {
+                if let Some(b) = &self.0 {
+                    b.inc(n);
+                }
+            }
+            Event::InputDone { .. } => self.input_done(),
+            _ => self.transfer(e),
+        }
+    }
+
+    fn input_started(&mut self, title: &str, total: u64) {
         if let Some(p) = &mut self.3 {
             p.input = Some((title.to_owned(), total, std::time::Instant::now()));
         }
@@ -199,12 +264,8 @@ impl Progress for BuildBars {
             self.0 = Some(bar);
         }
     }
-    fn advance(&mut self, bytes: u64) {
-        if let Some(b) = &self.0 {
-            b.inc(bytes);
-        }
-    }
-    fn end(&mut self) {
+
+    fn input_done(&mut self) {
         if let Some(b) = self.0.take() {
             b.finish_and_clear();
         }
@@ -216,18 +277,18 @@ impl Progress for BuildBars {
             );
         }
     }
-}
 
-impl otters_pipeline::build::Progress for BuildBars {
+    /// A push's events: the shared bars (closed when the push ends), and with `--progress
+    /// plain` a line per blob pushed.
     fn transfer(&mut self, event: &Event<'_>) {
         self.2.event(event);
         let Some(p) = &mut self.3 else { return };
         match event {
-            Event::Start { digest, size, .. } => {
+            Event::BlobStarted { digest, size, .. } => {
                 p.blobs
                     .insert((*digest).clone(), (*size, std::time::Instant::now()));
             }
-            Event::Done { digest, outcome } => {
+            Event::BlobDone { digest, outcome } => {
                 if let Some((size, t)) = p.blobs.remove(*digest) {
                     eprintln!(
                         "push {digest}: {outcome:?} ({}) in {:.1}s",
@@ -236,11 +297,8 @@ impl otters_pipeline::build::Progress for BuildBars {
                     );
                 }
             }
-            Event::Bytes { .. } => {}
+            _ => {}
         }
-    }
-    fn push_finished(&mut self, _reference: &str) {
-        self.2.finish();
     }
 }
 

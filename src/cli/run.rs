@@ -316,7 +316,7 @@ fn dry_run(a: &Args, plan: &RunPlan) -> CliResult {
 /// Prints nothing on stdout (so `--dry-run` output stays one JSON document); warnings and errors
 /// go to stderr.
 fn build_first(path: &str, a: &Args, pull: Pull, store: &Store) -> miette::Result<String> {
-    use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, NoProgress};
+    use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions};
     let tag = prepare::build_tag(Path::new(path)).map_err(fail)?;
     let (context, agentfile) = lib::locate(Path::new(path), None);
     let opts = BuildOptions {
@@ -333,7 +333,7 @@ fn build_first(path: &str, a: &Args, pull: Pull, store: &Store) -> miette::Resul
         .map_err(fail)?,
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
-    let out = lib::build(&opts, store, &mut NoProgress).map_err(|e| {
+    let out = lib::build(&opts, store, &mut |_| {}).map_err(|e| {
         let kind = super::common::build_failure(e);
         fail_in(format!("building {path} failed; nothing was run"), kind)
     })?;

@@ -13,10 +13,11 @@
 
 use crate::archive::local::LocalSource;
 use crate::archive::ArchiveError;
+use crate::progress::Progress;
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::referrers::{pull_referrers, push_referrers};
 use crate::registry::sources::Sources;
-use crate::registry::transfer::{pull_image, push_image, Progress, TransferReport};
+use crate::registry::transfer::{pull_image, push_image, TransferReport};
 use crate::registry::{RegistryClient, RegistryError};
 use crate::spec::descriptor::{Descriptor, ManifestDoc};
 use crate::spec::digest::Digest;

@@ -12,6 +12,7 @@
 pub mod archive;
 pub mod copy;
 pub mod path_io;
+pub mod progress;
 pub mod referrers;
 pub mod registry;
 pub mod store;

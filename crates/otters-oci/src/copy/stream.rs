@@ -15,12 +15,13 @@
 //! connection on either side restarts that blob (a new `GET`, a new upload), within the client's
 //! retry budget; what arrived before is skipped when the copy is run again.
 
+use crate::progress::{Event, Outcome, Progress};
 use crate::reference::Reference;
 use crate::registry::http::error_chain;
 use crate::registry::sources::Sources;
 use crate::registry::transfer::{
-    blob_done, check_depth, fetch_child, parse, present_or_mounted, upload_reporting, Event,
-    Outcome, Progress, TransferReport,
+    blob_done, check_depth, fetch_child, parse, present_or_mounted, upload_reporting,
+    TransferReport,
 };
 use crate::registry::{BlobStream, Fetched, RegistryClient, RegistryError};
 use crate::spec::digest::Hasher;
@@ -146,7 +147,7 @@ fn relay_blob(
     progress: Progress<'_>,
     report: &mut TransferReport,
 ) -> Result<Outcome, RegistryError> {
-    progress(Event::Start {
+    progress(Event::BlobStarted {
         digest: &blob.digest,
         size: blob.size,
         title: blob.title(),

@@ -9,6 +9,7 @@
 //! the index is read, merged, written, and read again, and the merge is repeated when an entry
 //! went missing because another writer raced us.
 
+use crate::progress::Progress;
 use crate::reference::Reference;
 use crate::referrers::{
     descriptor_of, filter, index_bytes, merge, parse_index, plain_media_type, subject_of,
@@ -16,7 +17,7 @@ use crate::referrers::{
 };
 use crate::registry::http::{encode_component, error_chain};
 use crate::registry::sources::Sources;
-use crate::registry::transfer::{pull_image, push_node, read_doc, Progress, TransferReport};
+use crate::registry::transfer::{pull_image, push_node, read_doc, TransferReport};
 use crate::registry::{RegistryClient, RegistryError, MAX_MANIFEST};
 use crate::spec::descriptor::{Descriptor, INDEX_V1};
 use crate::spec::digest::Digest;

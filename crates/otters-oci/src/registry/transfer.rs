@@ -23,36 +23,7 @@ use futures_util::StreamExt as _;
 use serde::Serialize;
 use std::io::{Read as _, Write as _};
 
-/// What happened to one blob.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Uploaded,
-    /// Already in the registry (push) or in the store (pull).
-    Skipped,
-    Mounted,
-    Downloaded,
-}
-
-/// Progress events, for the CLI's bars.
-#[derive(Clone, Debug)]
-pub enum Event<'a> {
-    Start {
-        digest: &'a Digest,
-        size: u64,
-        title: Option<&'a str>,
-    },
-    Bytes {
-        digest: &'a Digest,
-        n: u64,
-    },
-    Done {
-        digest: &'a Digest,
-        outcome: Outcome,
-    },
-}
-
-pub type Progress<'p> = &'p mut dyn FnMut(Event<'_>);
+pub use crate::progress::{Event, Outcome, Progress};
 
 /// The result of a push or pull.
 #[derive(Clone, Debug, Serialize)]
@@ -162,7 +133,7 @@ pub(crate) fn blob_done(
 ) {
     report.record(&blob.digest, outcome);
     sources.add(&blob.digest, r);
-    progress(Event::Done {
+    progress(Event::BlobDone {
         digest: &blob.digest,
         outcome,
     });
@@ -258,7 +229,7 @@ fn push_blob(
     progress: Progress<'_>,
     report: &mut TransferReport,
 ) -> Result<Outcome, RegistryError> {
-    progress(Event::Start {
+    progress(Event::BlobStarted {
         digest: &blob.digest,
         size: blob.size,
         title: blob.title(),
@@ -342,7 +313,7 @@ pub(crate) fn upload_reporting(
 ) -> Result<(), RegistryError> {
     let drain = |progress: Progress<'_>| {
         while let Ok(n) = counts.try_recv() {
-            progress(Event::Bytes {
+            progress(Event::BlobAdvanced {
                 digest: &blob.digest,
                 n,
             });
@@ -496,7 +467,7 @@ pub fn pull_blob(
     report: &mut TransferReport,
 ) -> Result<Outcome, RegistryError> {
     let digest = &blob.digest;
-    progress(Event::Start {
+    progress(Event::BlobStarted {
         digest: &blob.digest,
         size: blob.size,
         title: blob.title(),
@@ -670,7 +641,7 @@ async fn download<'s>(
         part.writer
             .write_all(&chunk)
             .map_err(|e| Step::Fail(io_err("write", &tmp_path)(e).into()))?;
-        progress(Event::Bytes {
+        progress(Event::BlobAdvanced {
             digest: &blob.digest,
             n: chunk.len() as u64,
         });

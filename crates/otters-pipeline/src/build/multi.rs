@@ -47,7 +47,7 @@ pub(super) fn platforms(flag: Option<&str>) -> Result<Vec<Platform>, ErrorKind> 
 pub(super) fn resolve_and_store_each(
     opts: &BuildOptions,
     store: &Store,
-    progress: &mut dyn Progress,
+    progress: Progress<'_>,
     agentfile: &AgentfileText,
     analyzed: &Agentfile,
     platforms: &[Platform],

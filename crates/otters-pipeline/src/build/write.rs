@@ -2,7 +2,7 @@
 //! stored, then the manifest.
 //!
 //! Takes: a plan, a store, `.agentignore` rules, an optional `HashCache` and a [`Progress`]
-//! sink. Returns: the manifest's descriptor. Must never: read a whole input file into memory, hash
+//! sink (large inputs are reported as `Event::Input*`). Returns: the manifest's descriptor. Must never: read a whole input file into memory, hash
 //! an input twice, or write anything before every directory layer has been walked and checked
 //! (so an unsafe or unreadable input leaves the store untouched). Layers whose source is a blob
 //! already in the store (a FROM parent's ADDs) are checked to be there and reused by digest.
@@ -14,6 +14,7 @@ use crate::build::tarball::{self, Checked, Entry, TarError, GZIP_LEVEL};
 use crate::lower::{Layer, Plan, Source};
 use otters_agentfile::diagnostic::Span;
 use otters_core::json::{to_compact, Value};
+use otters_oci::progress::{Event, Progress};
 use otters_oci::spec::descriptor::{
     string_map, Descriptor, AGENT_ARTIFACT, AGENT_CONFIG, MANIFEST_V1,
 };
@@ -25,22 +26,6 @@ use std::path::Path;
 
 /// Inputs at least this large get a progress bar.
 pub const PROGRESS_THRESHOLD: u64 = 32 << 20;
-
-/// Receives progress while large inputs are stored. The CLI draws bars; tests pass [`NoProgress`].
-pub trait Progress {
-    fn begin(&mut self, title: &str, total: u64);
-    fn advance(&mut self, bytes: u64);
-    fn end(&mut self);
-}
-
-/// Reports nothing.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn begin(&mut self, _: &str, _: u64) {}
-    fn advance(&mut self, _: u64) {}
-    fn end(&mut self) {}
-}
 
 /// What went wrong with one layer's input.
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +71,7 @@ impl WriteError {
 pub struct WriteOptions<'a> {
     pub ignore: &'a Ignore,
     pub cache: Option<&'a mut HashCache>,
-    pub progress: &'a mut dyn Progress,
+    pub progress: Progress<'a>,
 }
 
 /// A layer's input after the checking pass: what the storing pass will write, carrying the
@@ -180,7 +165,7 @@ fn store_layer(
     layer: &Layer,
     prep: Prepared<'_>,
     cache: Option<&mut HashCache>,
-    progress: &mut dyn Progress,
+    progress: Progress<'_>,
 ) -> Result<(Digest, u64), WriteError> {
     let title = title_of(layer);
     // `store_file` and `store_dir` name no layer; name it here.
@@ -295,7 +280,7 @@ fn store_file(
     path: &Path,
     title: &str,
     stamp: Stamp,
-    progress: &mut dyn Progress,
+    progress: Progress<'_>,
 ) -> Result<(Digest, u64), WriteError> {
     let shown = path.display().to_string();
     let changed_err = || {
@@ -315,15 +300,18 @@ fn store_file(
     };
     let big = stamp.size >= PROGRESS_THRESHOLD;
     if big {
-        progress.begin(title, stamp.size);
+        progress(Event::InputStarted {
+            title,
+            size: stamp.size,
+        });
     }
     let result = store.put_blob_from_reader(reader, &mut |n| {
         if big {
-            progress.advance(n);
+            progress(Event::InputAdvanced { title, n });
         }
     });
     if big {
-        progress.end();
+        progress(Event::InputDone { title });
     }
     if changed.get() {
         return Err(changed_err());
@@ -337,7 +325,7 @@ fn store_dir(
     entries: &[Entry],
     mtime: u64,
     title: &str,
-    progress: &mut dyn Progress,
+    progress: Progress<'_>,
 ) -> Result<(Digest, u64), WriteError> {
     let total: u64 = entries
         .iter()
@@ -348,16 +336,16 @@ fn store_dir(
         .sum();
     let big = total >= PROGRESS_THRESHOLD;
     if big {
-        progress.begin(title, total);
+        progress(Event::InputStarted { title, size: total });
     }
     let w = store.blob_writer()?;
     let result = tarball::write_tar_gz(entries, mtime, w, &mut |n| {
         if big {
-            progress.advance(n);
+            progress(Event::InputAdvanced { title, n });
         }
     });
     if big {
-        progress.end();
+        progress(Event::InputDone { title });
     }
     Ok(result.map_err(|e| input_err(e.into()))?.commit()?)
 }

@@ -23,9 +23,10 @@ use closure::{walk, Found, Lookup, Node, PinnedBy, Role, View, WalkError, Want};
 use otters_oci::archive::local::{load_layout, LocalSource};
 use otters_oci::archive::{self, ArchiveError};
 use otters_oci::copy::{deliver, fetch, relay, write_layout, Place};
+use otters_oci::progress::{Event, Progress, Step};
 use otters_oci::reference::Reference;
 use otters_oci::registry::sources::Sources;
-use otters_oci::registry::transfer::{Event, TransferReport};
+use otters_oci::registry::transfer::TransferReport;
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest, MediaType, Store, StoreError};
@@ -86,18 +87,6 @@ pub struct CopyReport {
     pub referrers: usize,
 }
 
-/// Progress of a copy.
-pub enum CopyEvent<'a> {
-    /// Image `n` of `total` starts moving.
-    Image {
-        n: usize,
-        total: usize,
-        image: &'a CopiedImage,
-    },
-    /// A blob of the current image.
-    Blob(Event<'a>),
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
     #[error("{text}: {source}")]
@@ -148,7 +137,7 @@ pub enum CopyError {
 pub fn copy(
     req: &CopyRequest,
     store: &Store,
-    progress: &mut dyn FnMut(CopyEvent<'_>),
+    progress: Progress<'_>,
 ) -> Result<CopyReport, CopyError> {
     let place = |text: &str| {
         Place::parse(text).map_err(|source| CopyError::Place {
@@ -210,22 +199,25 @@ pub fn copy(
     let total = images.len();
     let mut copied = Vec::new();
     for (i, ((image, to), node)) in images.iter().zip(&nodes).enumerate() {
-        progress(CopyEvent::Image {
+        let step = Step::Copy {
             n: i + 1,
             total,
-            image,
-        });
-        let step = move_one(
+            source: &image.source,
+            destination: &image.destination,
+        };
+        progress(Event::StepStarted(step));
+        let moved = move_one(
             client,
             store,
             node,
             to,
             &source,
             &mut sources,
-            &mut |e| progress(CopyEvent::Blob(e)),
+            progress,
             &mut report,
         );
-        match step {
+        progress(Event::StepDone(step));
+        match moved {
             Ok(Some(local)) => local_out.push(local),
             Ok(None) => {}
             Err(e) => {
@@ -278,7 +270,7 @@ fn move_one(
     to: &Target,
     source: &Place,
     sources: &mut Sources,
-    progress: &mut dyn FnMut(Event<'_>),
+    progress: Progress<'_>,
     report: &mut CopyReport,
 ) -> Result<Option<(Descriptor, Vec<String>)>, CopyError> {
     if let (Place::Registry(_), Target::Registry(dest), Some(c)) = (source, to, client) {

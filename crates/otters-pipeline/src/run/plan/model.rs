@@ -1,0 +1,165 @@
+//! The plan's types: what the user asked for ([`RunOptions`]), what `otters run` will do
+//! ([`RunPlan`], [`TreeEntry`]), and why it cannot ([`PlanError`]).
+
+use crate::run::env::EnvEntry;
+use crate::run::mounts::{MountError, UserMount};
+use crate::run::overrides::{OverrideError, Overrides};
+use crate::run::source::Platform;
+use otters_agentfile::ir::names::shown;
+use otters_oci::{Digest, MediaType};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// How the chosen executor launches the agent: on the host, or through a docker-compatible CLI
+/// with its settings (the kind alone is [`crate::lower::agent_yaml::Executor`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Launcher {
+    /// Replace otters with the runtime on the host.
+    System,
+    /// Exec a docker-compatible CLI (`docker`, `podman`) with `docker run`.
+    Docker {
+        cli: PathBuf,
+        base_image: String,
+        user: String,
+    },
+}
+
+/// The default base image of the docker executor (spec §g.5).
+pub const DEFAULT_BASE_IMAGE: &str = "gcr.io/distroless/static-debian12:nonroot";
+
+/// The container user of the docker executor when otters runs as root.
+pub const CONTAINER_USER: &str = "65532:65532";
+
+/// What the user asked for.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Absolute agent root.
+    pub root: PathBuf,
+    pub name: String,
+    pub id: String,
+    pub executor: Launcher,
+    pub overrides: Overrides,
+    pub mounts: Vec<UserMount>,
+    pub allow_missing_mounts: bool,
+    pub platform: Platform,
+    /// A verify key is in force (`--verify-key`, `[verify] key`): the signature covers only the
+    /// agent manifest and what it pins, so a RUNTIME or BIN without a pinned digest is refused
+    /// ([`PlanError::Unpinned`]) instead of resolved by its tag.
+    pub require_pins: bool,
+    /// Model providers the user named (`--provider`): their credentials are passed like a known
+    /// provider's ([`crate::run::env::untrusted_provider`]).
+    pub providers: Vec<String>,
+}
+
+/// One thing in the materialised tree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TreeEntry {
+    Dir {
+        path: String,
+    },
+    /// A layer copied verbatim, or unpacked (tar layers of ADD directories).
+    Layer {
+        path: String,
+        digest: Digest,
+        media_type: MediaType,
+        unpack: bool,
+        /// The title of an unpacked layer: its entries lie under `<title>/`, which is removed.
+        #[serde(skip)]
+        title: Option<String>,
+    },
+    /// A file otters writes (AGENT.md, agent.yaml …); `content` is not printed.
+    Generated {
+        path: String,
+        bytes: usize,
+        #[serde(skip)]
+        content: String,
+    },
+    /// A binary located in an image by the bin contract.
+    Binary {
+        path: String,
+        reference: String,
+        digest: Option<Digest>,
+        name: String,
+    },
+    /// The usage doc of a BIN: from its image when it ships one, else the Agentfile's heredoc.
+    Usage {
+        path: String,
+        reference: String,
+        digest: Option<Digest>,
+        #[serde(skip)]
+        fallback: Option<String>,
+    },
+    /// A host mount shown inside the tree (system executor).
+    Symlink {
+        path: String,
+        target: PathBuf,
+    },
+}
+
+impl TreeEntry {
+    pub fn path(&self) -> &str {
+        match self {
+            TreeEntry::Dir { path }
+            | TreeEntry::Layer { path, .. }
+            | TreeEntry::Generated { path, .. }
+            | TreeEntry::Binary { path, .. }
+            | TreeEntry::Usage { path, .. }
+            | TreeEntry::Symlink { path, .. } => path,
+        }
+    }
+}
+
+/// Everything `otters run` does, in order.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunPlan {
+    pub name: String,
+    pub id: String,
+    pub image: ImageInfo,
+    pub platform: Platform,
+    pub executor: Launcher,
+    pub root: PathBuf,
+    pub tree: Vec<TreeEntry>,
+    /// The program otters execs (the runtime, or the docker CLI) and its arguments.
+    pub argv: Vec<String>,
+    /// Working directory of the exec'd program (host path; `/workspace` inside a container).
+    pub cwd: PathBuf,
+    /// The runtime's environment (sorted; secrets redacted when printed).
+    pub env: Vec<EnvEntry>,
+    pub mounts: Vec<UserMount>,
+    /// Declared MOUNT targets left unmounted (`--allow-missing-mounts`).
+    pub missing_mounts: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ImageInfo {
+    pub reference: String,
+    pub digest: Digest,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Mount(#[from] MountError),
+    #[error(transparent)]
+    Override(#[from] OverrideError),
+    #[error("{reference}: the agent has no RUNTIME, so there is nothing to run; add a RUNTIME line to its Agentfile")]
+    NoRuntime { reference: String },
+    #[error("{reference}: refusing to run with a verify key: {} has no pinned digest in the image, so the signature does not cover it and whoever moves that tag would choose the code that runs; pin it and sign again: `otters lock` in the agent's directory, then `otters build` (without --allow-unpinned) and `otters sign`", .unpinned.join(", "))]
+    Unpinned {
+        reference: String,
+        /// `RUNTIME ref`, `BIN name (ref)`, each escaped.
+        unpinned: Vec<String>,
+    },
+    #[error("{reference}: invalid artifact: it would write {} outside the agent tree", shown(.path))]
+    UnsafePath { reference: String, path: String },
+    #[error("{reference}: invalid artifact: layers[{index}] title {} is not a safe file name (names are 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit); layer {digest}", shown(.title))]
+    BadTitle {
+        reference: String,
+        index: usize,
+        digest: Digest,
+        title: String,
+    },
+}
