@@ -22,7 +22,7 @@
 #   FILE_MIB=512 DIR_MIB=128 PUSH_MIB=512 ROUNDS=5 LINT_ROUNDS=200  sizes and rounds (defaults)
 #   BASE=/path/to/old/otters   adds the older binary beside (before/after column)
 #   BIN=/path/to/otters        measures that binary instead of building `cargo build --release`
-# Needs: hyperfine-free; python3, openssl, skopeo, docker-registry, curl, GNU time (.ci/install).
+# Needs python3, openssl, skopeo, docker-registry, curl and GNU time (.ci/install); not hyperfine.
 # At the default sizes it takes about 5-10 minutes on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
