@@ -9,7 +9,7 @@
 //!   them; the tar writer's are fixed): the format and the bytes directory layers had before this
 //!   module, so small layers keep their digests.
 //! - A longer stream is cut into blocks of exactly [`BLOCK`] bytes (the last one shorter). Each
-//!   block is deflated on its own (a fresh compressor at [`GZIP_LEVEL`], primed with the last
+//!   block is deflated on its own (a fresh compressor at [`BLOCK_LEVEL`], primed with the last
 //!   32 KiB of the block before it as its dictionary, as pigz does), ending in a sync flush (the
 //!   last one in the final block), so the blocks concatenate into one deflate stream that any
 //!   gzip reader unpacks. A block whose bytes are near-uniform ([`incompressible`], an integer
@@ -30,6 +30,15 @@ use std::sync::{Arc, Mutex};
 
 /// Uncompressed bytes per block. Changing it changes the digest of every layer longer than it.
 pub const BLOCK: usize = 1 << 20;
+
+/// The deflate level of the blocks of a stream longer than one [`BLOCK`] (a stream of one block
+/// keeps [`GZIP_LEVEL`] and the bytes it had before). Level 1 because directory layers must stay
+/// gzip (oras' `io.deis.oras.content.unpack` and openotters' loader read only `tar+gzip`), and a
+/// build of text at level 6 was 10× the floor: on text-like data (`bench/dir.sh`), zlib-rs needs
+/// 28 instructions per byte at level 1, 58 at 2, 79 at 3 and 160 at 6 (cachegrind), for layers
+/// of 0.34, 0.24, 0.22 and 0.17 of the input (docs/performance.md, "Directory ADD").
+/// Changing it changes the digest of every layer longer than a block.
+pub const BLOCK_LEVEL: u32 = 1;
 
 /// How much of the previous block primes a block's compressor (deflate's window).
 const WINDOW: usize = 32 * 1024;
@@ -92,7 +101,7 @@ struct Done {
 }
 
 fn work(jobs: &Mutex<Receiver<Job>>) {
-    let mut compressor = Compress::new(Compression::new(GZIP_LEVEL), false);
+    let mut compressor = Compress::new(Compression::new(BLOCK_LEVEL), false);
     loop {
         // The lock is held only while taking a job, never while compressing one.
         let job = match jobs.lock() {
@@ -157,7 +166,7 @@ impl<W: Write> Blocks<W> {
         } else {
             let c = self
                 .compressor
-                .get_or_insert_with(|| Compress::new(Compression::new(GZIP_LEVEL), false));
+                .get_or_insert_with(|| Compress::new(Compression::new(BLOCK_LEVEL), false));
             let done = compress_block(c, &data, &dict, last);
             self.pending.push_back(Pending::Ready(done));
         }
@@ -405,7 +414,10 @@ mod tests {
         );
         assert!(gunzip(&out) == random);
 
-        let text: Vec<u8> = sample(3 * BLOCK).iter().map(|b| b % 16 + b'a').collect();
+        let text: Vec<u8> = (0..)
+            .flat_map(|i| format!("line {i}: the quick brown otter\n").into_bytes())
+            .take(3 * BLOCK)
+            .collect();
         assert!(!incompressible(&text));
         let out = gz(&text, 2, BLOCK);
         assert!(out.len() < text.len() * 3 / 5, "{}", out.len());

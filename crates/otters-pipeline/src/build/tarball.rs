@@ -6,9 +6,9 @@
 //! under `<title>/` (the oras convention, so `oras pull` unpacks them into `<title>/`); mode 0755
 //! for directories and for files with any x bit, 0644 for other files, 0777 for symlinks; uid/gid
 //! 0, empty user/group names, one mtime for all; paths over 100 bytes (and link targets) go in a
-//! PAX `path`/`linkpath` record; gzip by the pinned zlib-rs backend at level 6 with mtime 0, in
-//! blocks compressed in parallel past the first MiB ([`pgzip`]: the same bytes on any number of
-//! threads).
+//! PAX `path`/`linkpath` record; gzip by the pinned zlib-rs backend with mtime 0: a stream of at
+//! most 1 MiB at level 6 in one piece, a longer one in 1 MiB blocks at level 1 compressed in
+//! parallel ([`pgzip`]: the same bytes on any number of threads).
 //! Symlinks are stored as symlinks when their target, resolved inside the added directory, stays
 //! in it; absolute targets or targets that climb out of it are refused. Sockets, FIFOs and devices
 //! are refused, and so are names with control characters and trees deeper than [`MAX_DEPTH`].
@@ -32,7 +32,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// The gzip level of directory layers. Changing it changes every directory layer's digest.
+/// The gzip level of directory layers of at most one `pgzip::BLOCK` (longer ones:
+/// `pgzip::BLOCK_LEVEL`). Changing it changes the digest of those layers.
 pub const GZIP_LEVEL: u32 = 6;
 
 /// How many directory levels a directory ADD may have below the added directory.

@@ -357,10 +357,11 @@ fn cached(cache: Option<&HashCache>, store: &Store, key: &str) -> Option<(Digest
 }
 
 /// A directory layer's cache key: every entry's name, kind and stamp, the mtime stamped into the
-/// tar and the gzip level.
+/// tar and the gzip format (level of one-block layers, block size, level of the blocks).
 fn tree_key(entries: &[Entry], mtime: u64) -> String {
+    use crate::build::pgzip::{BLOCK, BLOCK_LEVEL};
     let mut h = sha2::Sha256::new();
-    h.update(format!("tar:{mtime}:{GZIP_LEVEL}:{}\0", crate::build::pgzip::BLOCK).as_bytes());
+    h.update(format!("tar:{mtime}:{GZIP_LEVEL}:{BLOCK}:{BLOCK_LEVEL}\0").as_bytes());
     for e in entries {
         h.update(&e.name);
         h.update(

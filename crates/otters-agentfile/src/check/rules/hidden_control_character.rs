@@ -35,6 +35,26 @@ fn reported(c: char) -> bool {
     )
 }
 
+/// False for a byte that starts no character [`reported`] is true for (in UTF-8: C0 controls and
+/// DEL are one byte, C1 controls start with 0xC2, the bidi controls with 0xE2). Tab and line feed
+/// are never reported; a carriage return may be.
+fn may_start_reported(b: u8) -> bool {
+    (b < 0x20 && b != b'\t' && b != b'\n') || b == 0x7f || b == 0xc2 || b == 0xe2
+}
+
+/// The characters of `s` that [`reported`] is true for, with their byte offsets. Only the bytes
+/// [`may_start_reported`] lets through are decoded (each is a character's first byte, never a
+/// continuation byte), so a line of ordinary text costs one test per byte.
+fn reported_in(s: &str) -> impl Iterator<Item = (usize, char)> + '_ {
+    s.bytes()
+        .enumerate()
+        .filter(|&(_, b)| may_start_reported(b))
+        .filter_map(move |(i, _)| {
+            let c = s.get(i..)?.chars().next()?;
+            reported(c).then_some((i, c))
+        })
+}
+
 fn describe(c: char) -> String {
     let name = match c {
         '\u{1b}' => "ESCAPE, which starts terminal escape sequences",
@@ -107,7 +127,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     let mut escapes: Vec<(Span, char)> = Vec::new();
     for ins in cx.ast.instructions() {
         for t in ins.args.tokens() {
-            let Some(c) = t.text.chars().find(|&c| reported(c)) else {
+            let Some((_, c)) = reported_in(&t.text).next() else {
                 continue;
             };
             let written = text.get(t.span.start..t.span.end).unwrap_or("");
@@ -115,6 +135,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
                 escapes.push((t.span, c));
             }
         }
+    }
+    // Almost every file holds none: one pass over its bytes settles it (char-by-char passes over
+    // every token and line were a tenth of a lint's instructions, issue 22).
+    if escapes.is_empty() && reported_in(text).next().is_none() {
+        return;
     }
     escapes.sort_by_key(|(span, _)| span.start);
     let mut escapes = escapes.into_iter().peekable();
@@ -128,11 +153,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
             .unwrap_or(body);
         let mut first: Option<Hidden> = None;
         let mut count = 0;
-        for (i, c) in body.char_indices() {
-            if reported(c) {
-                count += 1;
-                first.get_or_insert(Hidden::Raw(offset + i, c));
-            }
+        for (i, c) in reported_in(body) {
+            count += 1;
+            first.get_or_insert(Hidden::Raw(offset + i, c));
         }
         while let Some(&(span, c)) = escapes.peek().filter(|(s, _)| s.start < end) {
             escapes.next();
@@ -159,6 +182,36 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 #[cfg(test)]
 mod tests {
     use crate::diagnostic::Code;
+
+    #[test]
+    fn the_byte_prefilter_lets_every_reported_character_through() {
+        // The fast path skips a line (or the file) none of whose bytes may start a reported
+        // character: every reported character must start with such a byte.
+        let mut buf = [0u8; 4];
+        let reported = (0..=0x10_ffff_u32)
+            .filter_map(char::from_u32)
+            .filter(|&c| super::reported(c));
+        let mut n = 0;
+        for c in reported {
+            n += 1;
+            let first = c.encode_utf8(&mut buf).as_bytes()[0];
+            assert!(super::may_start_reported(first), "U+{:04X}", u32::from(c));
+        }
+        assert_eq!(n, 9 + 21 + 33 + 5 + 4);
+        assert!(!super::may_start_reported(b'\t') && !super::may_start_reported(b'\n'));
+    }
+
+    #[test]
+    fn reported_in_finds_what_a_char_by_char_scan_finds() {
+        let s = "a — b\u{1b}[2J é\u{85}\u{202e}x\u{2066}\r\t\u{200f}→ \u{7f}\u{0}日本 \u{9f}\u{a0}";
+        let naive: Vec<(usize, char)> = s
+            .char_indices()
+            .filter(|&(_, c)| super::reported(c))
+            .collect();
+        let fast: Vec<(usize, char)> = super::reported_in(s).collect();
+        assert_eq!(fast, naive);
+        assert_eq!(fast.len(), 8);
+    }
 
     #[test]
     fn table() {
