@@ -20,6 +20,7 @@ pub mod copy;
 pub mod export;
 pub mod keyless;
 pub mod kube;
+pub mod lint;
 pub mod lock;
 pub mod lower;
 pub mod project;

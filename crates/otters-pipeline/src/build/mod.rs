@@ -21,6 +21,7 @@ pub(crate) mod inputs;
 pub(crate) mod multi;
 pub(crate) mod nofollow;
 pub(crate) mod pgzip;
+pub mod results;
 pub(crate) mod tarball;
 pub mod write;
 
