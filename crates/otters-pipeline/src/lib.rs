@@ -26,4 +26,6 @@ pub mod lower;
 pub mod project;
 pub mod resolve;
 pub mod run;
+pub mod signing;
 pub mod target;
+pub mod trust;
