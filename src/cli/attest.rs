@@ -7,6 +7,7 @@
 //! document about any digest but the one just built, or read the wall clock (the documents are
 //! functions of the inputs).
 use super::{fail, fail_in};
+use otters_oci::registry::ClientOptions;
 use otters_oci::{Digest, Store};
 use otters_pipeline::attest::{self, Wanted};
 use otters_pipeline::build::BuildOutput;
@@ -106,10 +107,9 @@ pub fn attach(
         sbom: flags.sbom,
         provenance: flags.provenance,
     };
-    let done = attest::attach_build(store, out, wanted, sign).map_err(fail)?;
-    if !done.is_empty() && !out.pushed.is_empty() {
-        let client = super::common::client(insecure)?;
-        attest::push_build_referrers(&client, store, out).map_err(fail)?;
-    }
-    Ok(done)
+    let client = ClientOptions {
+        insecure,
+        ..ClientOptions::default()
+    };
+    signing::attach_and_push(store, out, wanted, sign, &client).map_err(fail)
 }

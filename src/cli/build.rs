@@ -2,11 +2,9 @@
 //!
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
-use super::common::{
-    build_error, build_failure, human_size, open_store_leased, parse_build_args, print_diagnostics,
-};
+use super::common::{build_error, build_failure, human_size, open_store_leased, print_diagnostics};
 use super::progress::{BuildBars, ProgressMode};
-use super::{fail, fail_in, CliResult, Format};
+use super::{fail, CliResult, Format};
 use miette::miette;
 use otters_pipeline::build::results::{self, Output};
 use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, BuildOutput};
@@ -27,9 +25,8 @@ pub struct Args {
     /// Tag the image (repeatable); default <NAME>:latest, or agent:latest without NAME
     #[arg(short = 't', long = "tag")]
     pub tags: Vec<String>,
-    /// Set a build argument (repeatable); a bare KEY takes its value from the environment
-    #[arg(long = "build-arg", value_name = "K=V")]
-    pub build_args: Vec<String>,
+    #[command(flatten)]
+    pub build_args: super::flags::BuildArgFlags,
     /// Also write the image to `type=oci,dest=FILE` (a tarball), or build it into
     /// `type=oci,tar=false,dest=DIR` / `type=oci-layout,dest=DIR` (a directory)
     #[arg(short = 'o', long)]
@@ -45,15 +42,8 @@ pub struct Args {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Take every pin from Agentfile.lock; never contact a registry
-    #[arg(long)]
-    pub offline: bool,
-    /// Build references that have no pin without a digest (with a warning)
-    #[arg(long)]
-    pub allow_unpinned: bool,
-    /// Fail when resolution would change Agentfile.lock
-    #[arg(long)]
-    pub locked: bool,
+    #[command(flatten)]
+    pub pins: super::flags::PinFlags,
     /// Push the tags to their registries after building
     #[arg(long)]
     pub push: bool,
@@ -115,7 +105,7 @@ pub fn run(mut a: Args) -> CliResult {
     // Before anything is read or written (not even the store directory).
     lib::check_tags(&a.tags).map_err(build_error)?;
     let output = output(&a)?;
-    let build_args = parse_build_args(&a.build_args, a.quiet)?;
+    let build_args = a.build_args.values(a.quiet)?;
     let labels = pairs("--label", &a.labels)?;
     let annotations = pairs("--annotation", &a.annotations)?;
     let ci_annotations = if a.annotations_from_ci {
@@ -145,9 +135,9 @@ pub fn run(mut a: Args) -> CliResult {
             Some(Output::Archive(dest)) => Some(dest.clone()),
             _ => None,
         },
-        offline: a.offline,
-        locked: a.locked,
-        allow_unpinned: a.allow_unpinned,
+        offline: a.pins.offline,
+        locked: a.pins.locked,
+        allow_unpinned: a.pins.allow_unpinned,
         platform: a.platform.clone(),
         insecure: a.insecure,
         push: a.push,
@@ -171,20 +161,8 @@ pub fn run(mut a: Args) -> CliResult {
         }
     }
     let attached = super::attest::attach(&store, &out, &a.attest, sign.as_deref_mut(), a.insecure)?;
-    if let (false, Some(Output::Archive(dest))) = (attached.is_empty(), &output) {
-        // Written by the build before the referrers existed: again, with them.
-        otters_oci::archive::save(&store, &out.descriptor, &out.tags, dest)
-            .map_err(|e| fail_in(format!("cannot write {}", dest.display()), e))?;
-    }
-    if let Some(Output::Layout(dir)) = &output {
-        let images = [(out.descriptor.clone(), out.tags.clone())];
-        otters_oci::archive::layout_dir::export_layout(&store, &images, dir).map_err(|e| {
-            let what = format!(
-                "the image was built ({}) but not written",
-                out.descriptor.digest
-            );
-            fail_in(what, e)
-        })?;
+    if let Some(o) = &output {
+        results::write_output(&store, &out, o, !attached.is_empty()).map_err(fail)?;
     }
     if !a.quiet && a.format == Format::Text {
         for (what, d) in &attached {

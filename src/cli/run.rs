@@ -20,6 +20,11 @@ use std::process::ExitCode;
 // Rationale: the flags mirror `otters run`'s command-line switches one to one.
 #[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("offline", |a| a.help("Never contact a registry (same as `--pull never`); when REFERENCE is a path, build from Agentfile.lock and the local store only, as `otters build --offline` does")),
+    mut_arg("allow_unpinned", |a| a.help("When REFERENCE is a path: build even when an image cannot be pinned to a digest")),
+    mut_arg("locked", |a| a.help("When REFERENCE is a path: fail if Agentfile.lock is missing or out of date"))
+)]
 pub struct Args {
     /// Image reference, or a path to an Agentfile / build context to build first
     pub reference: String,
@@ -69,16 +74,8 @@ pub struct Args {
     /// Pull missing images from their registry, or never contact one
     #[arg(long, value_enum, default_value = "missing")]
     pub pull: PullArg,
-    /// Never contact a registry (same as `--pull never`); when REFERENCE is a path, build from
-    /// Agentfile.lock and the local store only, as `otters build --offline` does
-    #[arg(long)]
-    pub offline: bool,
-    /// When REFERENCE is a path: build even when an image cannot be pinned to a digest
-    #[arg(long)]
-    pub allow_unpinned: bool,
-    /// When REFERENCE is a path: fail if Agentfile.lock is missing or out of date
-    #[arg(long)]
-    pub locked: bool,
+    #[command(flatten)]
+    pub pins: super::flags::PinFlags,
     /// Refuse the image unless a signature by this public key covers its digest (default: `key`
     /// under `[verify]` in `$OTTERS_HOME/config.toml`)
     #[arg(long, value_name = "PUB", conflicts_with = "identity")]
@@ -105,7 +102,7 @@ pub enum PullArg {
 
 pub fn run(a: Args) -> CliResult {
     let pull = match a.pull {
-        _ if a.offline => Pull::Never,
+        _ if a.pins.offline => Pull::Never,
         PullArg::Never => Pull::Never,
         PullArg::Missing => Pull::Missing,
     };
@@ -220,8 +217,8 @@ fn reference(a: &Args, pull: Pull, store: &Store) -> miette::Result<String> {
                 platform: a.platform.clone(),
                 insecure: a.insecure,
                 offline: pull == Pull::Never,
-                allow_unpinned: a.allow_unpinned,
-                locked: a.locked,
+                allow_unpinned: a.pins.allow_unpinned,
+                locked: a.pins.locked,
                 hash_cache: Some(super::otters_home().join("cache/blobs.json")),
                 source_date_epoch: std::env::var("SOURCE_DATE_EPOCH").ok(),
             };

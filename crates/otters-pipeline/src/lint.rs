@@ -55,6 +55,8 @@ pub enum LintError {
     FixSymlink(PathBuf),
     #[error(transparent)]
     Rewrite(#[from] otters_core::rewrite::RewriteError),
+    #[error("{} names no Agentfile", .0.display())]
+    NoAgentfile(PathBuf),
 }
 
 /// One Agentfile read, with what checking it needs.
@@ -124,6 +126,24 @@ pub fn load(
         });
     }
     Ok(loaded)
+}
+
+/// The options `otters lint FILE` checks the file at `path` with, as the language server checks
+/// a document: the file as an input, its `otters.toml` (lint's own search), the references its
+/// lock pins, its directory as the build context; `store` as in [`load`].
+pub fn options_for(path: &Path, store: &Path) -> Result<Options, LintError> {
+    let input = project::agentfiles(&[path.to_path_buf()], false, None)?
+        .pop()
+        .ok_or_else(|| LintError::NoAgentfile(path.to_path_buf()))?;
+    let config = ConfigFinder::default()
+        .find(&input.dir())?
+        .unwrap_or_default();
+    Ok(project::lint_options(
+        &input,
+        &config,
+        &LintFlags::default(),
+        store,
+    ))
 }
 
 /// One file's findings.
@@ -263,6 +283,20 @@ mod tests {
         };
         let e = load(&fix, Path::new("/nonexistent"), std::io::empty()).unwrap_err();
         assert!(matches!(e, LintError::FixStdin), "{e}");
+    }
+
+    #[test]
+    fn a_file_is_checked_with_its_own_config() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("otters.toml"),
+            "[lint.severity]\nAF201 = \"off\"\n",
+        )
+        .unwrap();
+        let file = dir.path().join("Agentfile");
+        std::fs::write(&file, "FROM a\n").unwrap();
+        let opts = options_for(&file, &dir.path().join("store")).unwrap();
+        assert_eq!(opts.severity_overrides.len(), 1);
     }
 
     #[test]

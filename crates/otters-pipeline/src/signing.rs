@@ -2,11 +2,16 @@
 //! file, or keyless (the identity token found and fetched once, then for each statement an
 //! ephemeral key and a Fulcio certificate).
 //!
+//! Also attaches a build's SBOM and provenance with them, and pushes those after the image.
+//!
 //! Takes: a key path, or a token given and the environment, and the services' URLs. Returns: an
-//! [`attest::Sign`] callback. Must never: read the environment itself (the caller passes a
+//! [`attest::Sign`] callback; the attached documents' digests. Must never: read the environment itself (the caller passes a
 //! lookup), or keep the ephemeral keys.
 use crate::attest;
+use crate::build::BuildOutput;
 use crate::keyless::{KeylessSignError, Services, TokenSource};
+use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
+use otters_oci::{Digest, Store};
 use otters_supply::bundle;
 use otters_supply::keys::{KeyError, KeyPair};
 use otters_supply::statement::Statement;
@@ -62,6 +67,32 @@ pub fn keyless_signer(
         crate::keyless::sign(&statement.to_bytes(), &token, &services)
             .map_err(attest::SignError::from)
     }))
+}
+
+/// Attaching a build's documents, or pushing them, failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    #[error(transparent)]
+    Attest(#[from] attest::AttestError),
+    #[error(transparent)]
+    Client(#[from] RegistryError),
+}
+
+/// Attaches what `wanted` asks for to the built image (signed with `sign`), and when the build
+/// pushed, pushes them after the image with a client made with `client`.
+pub fn attach_and_push(
+    store: &Store,
+    out: &BuildOutput,
+    wanted: attest::Wanted,
+    sign: Option<&mut attest::Sign<'_>>,
+    client: &ClientOptions,
+) -> Result<Vec<(&'static str, Digest)>, AttachError> {
+    let done = attest::attach_build(store, out, wanted, sign)?;
+    if !done.is_empty() && !out.pushed.is_empty() {
+        let client = RegistryClient::new(client.clone())?;
+        attest::push_build_referrers(&client, store, out)?;
+    }
+    Ok(done)
 }
 
 #[cfg(test)]

@@ -77,6 +77,37 @@ impl Output {
     }
 }
 
+/// The image could not be written to its `--output` destination.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("cannot write {}", .0.display())]
+    Archive(PathBuf, #[source] otters_oci::archive::ArchiveError),
+    #[error("the image was built ({0}) but not written")]
+    Layout(Digest, #[source] otters_oci::archive::ArchiveError),
+}
+
+/// Writes the built image to `output` where the build itself did not: a layout directory
+/// always; a tarball again when `referrers_added` (the build wrote it before they existed).
+pub fn write_output(
+    store: &Store,
+    out: &BuildOutput,
+    output: &Output,
+    referrers_added: bool,
+) -> Result<(), OutputError> {
+    match output {
+        Output::Archive(dest) if referrers_added => {
+            otters_oci::archive::save(store, &out.descriptor, &out.tags, dest)
+                .map_err(|e| OutputError::Archive(dest.clone(), e))
+        }
+        Output::Archive(_) => Ok(()),
+        Output::Layout(dir) => {
+            let images = [(out.descriptor.clone(), out.tags.clone())];
+            otters_oci::archive::layout_dir::export_layout(store, &images, dir)
+                .map_err(|e| OutputError::Layout(out.descriptor.digest.clone(), e))
+        }
+    }
+}
+
 /// `K=V` pairs (labels, annotations) with a non-empty key without whitespace; with `prefix`, a
 /// value may start with it (buildx's `manifest:`), which is dropped. The error is the item that
 /// is not `K=V`.

@@ -153,3 +153,39 @@ pub fn warnings(
     out.extend(prepare::missing_provider_key(model, providers, &plan.env));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn overrides_are_checked_before_anything_is_read() {
+        let (o, mounts) = overrides(
+            Some("m".into()),
+            &strings(&["A=1"]),
+            &strings(&["k=v"]),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(o.model.as_deref(), Some("m"));
+        assert_eq!(o.envs, [("A".to_owned(), "1".to_owned())]);
+        assert_eq!(o.configs, [("k".to_owned(), "v".to_owned())]);
+        assert!(mounts.is_empty());
+        assert!(matches!(
+            overrides(None, &strings(&["A"]), &[], &[]),
+            Err(RequestError::Env(_))
+        ));
+        assert!(matches!(
+            overrides(None, &[], &strings(&["=v"]), &[]),
+            Err(RequestError::Config(_))
+        ));
+        assert!(matches!(
+            overrides(None, &[], &[], &strings(&["no-colon"])),
+            Err(RequestError::Mount(_))
+        ));
+    }
+}
