@@ -7,14 +7,12 @@
 //! document about any digest but the one just built, or read the wall clock (the documents are
 //! functions of the inputs).
 use super::{fail, fail_in};
+use otters_oci::registry::ClientOptions;
 use otters_oci::{Digest, Store};
 use otters_pipeline::attest::{self, Wanted};
 use otters_pipeline::build::BuildOutput;
-use otters_pipeline::keyless::{Services, TokenSource};
-use otters_supply::bundle;
+use otters_pipeline::signing;
 use otters_supply::keyless;
-use otters_supply::keys::KeyPair;
-use otters_supply::statement::Statement;
 use std::path::PathBuf;
 
 /// The attestation flags of `otters build`.
@@ -64,40 +62,16 @@ pub struct KeylessServices {
 }
 
 impl KeylessServices {
-    /// Where the identity token comes from: the flag or `SIGSTORE_ID_TOKEN`, else GitHub Actions.
-    fn token_source(&self) -> miette::Result<TokenSource> {
-        if let Some(t) = self
-            .identity_token
-            .as_deref()
-            .filter(|t| !t.trim().is_empty())
-        {
-            return Ok(TokenSource::Given(t.to_owned()));
-        }
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        match (var("ACTIONS_ID_TOKEN_REQUEST_URL"), var("ACTIONS_ID_TOKEN_REQUEST_TOKEN")) {
-            (Some(url), Some(bearer)) => Ok(TokenSource::GithubActions { url, bearer }),
-            _ => Err(miette::miette!(
-                "keyless signing needs an OIDC identity token: pass --identity-token, set SIGSTORE_ID_TOKEN \
-                 (GitLab: `id_tokens: SIGSTORE_ID_TOKEN: aud: sigstore`), or run in GitHub Actions with \
-                 `permissions: id-token: write`"
-            )),
-        }
-    }
-
-    /// A keyless signer: the identity token is fetched now, once; each statement then gets its
-    /// own ephemeral key and certificate.
+    /// A keyless signer: the identity token (the flag or `SIGSTORE_ID_TOKEN`, else GitHub
+    /// Actions') is fetched now, once; each statement then gets its own ephemeral key and
+    /// certificate.
     pub fn signer(&self) -> miette::Result<Box<attest::Sign<'static>>> {
-        let token = otters_pipeline::keyless::token(&self.token_source()?)
-            .map_err(|e| fail_in("cannot get an identity token", e))?;
-        let services = Services {
-            fulcio: self.fulcio_url.clone(),
-            rekor: Some(self.rekor_url.clone()).filter(|u| u != "none"),
-            tsa: self.tsa_url.clone(),
-        };
-        Ok(Box::new(move |statement: &Statement| {
-            otters_pipeline::keyless::sign(&statement.to_bytes(), &token, &services)
-                .map_err(attest::SignError::from)
-        }))
+        let var = |k: &str| std::env::var(k).ok();
+        let source = signing::token_source(self.identity_token.as_deref(), var).map_err(fail)?;
+        let services =
+            signing::services(&self.fulcio_url, &self.rekor_url, self.tsa_url.as_deref());
+        signing::keyless_signer(&source, services)
+            .map_err(|e| fail_in("cannot get an identity token", e))
     }
 }
 
@@ -110,10 +84,9 @@ impl AttestFlags {
     /// The signer, ready before anything is built: the key read, or the identity token fetched.
     pub fn signer(&self) -> miette::Result<Option<Box<attest::Sign<'static>>>> {
         if let Some(k) = &self.sign_key {
-            let key = KeyPair::read(k).map_err(|e| miette::miette!("--sign-key: {e}"))?;
-            return Ok(Some(Box::new(move |s: &Statement| {
-                Ok(bundle::sign(s, &key))
-            })));
+            return signing::key_signer(k)
+                .map(Some)
+                .map_err(|e| fail_in("--sign-key", e));
         }
         if self.sign_keyless {
             return self.keyless.signer().map(Some);
@@ -134,10 +107,9 @@ pub fn attach(
         sbom: flags.sbom,
         provenance: flags.provenance,
     };
-    let done = attest::attach_build(store, out, wanted, sign).map_err(fail)?;
-    if !done.is_empty() && !out.pushed.is_empty() {
-        let client = super::common::client(insecure)?;
-        attest::push_build_referrers(&client, store, out).map_err(fail)?;
-    }
-    Ok(done)
+    let client = ClientOptions {
+        insecure,
+        ..ClientOptions::default()
+    };
+    signing::attach_and_push(store, out, wanted, sign, &client).map_err(fail)
 }

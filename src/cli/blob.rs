@@ -6,13 +6,12 @@
 //! Takes: a key, a FILE or `--digest sha256:…`, a bundle path. Returns: the bundle (a file or
 //! stdout); "Verified OK" and exit 0, or the reason it did not verify and exit 1. Must never: verify
 //! a bundle against anything but the digest the user gave or the FILE's bytes hash to now.
-use super::CliResult;
-use miette::{miette, IntoDiagnostic};
-use otters_oci::spec::digest::{Digest, HashingWriter};
+use super::{fail, fail_in, CliResult};
+use otters_supply::blob::{self, BlobError};
 use otters_supply::bundle;
 use otters_supply::keys::{KeyPair, PublicKey};
-use otters_supply::statement::{from_serde, Statement, Subject};
-use std::path::{Path, PathBuf};
+use otters_supply::statement::{Statement, Subject};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -56,61 +55,41 @@ pub struct VerifyBlobArgs {
     pub digest: Option<String>,
 }
 
-/// The digest named by `--digest` or the FILE's sha256, and the default subject name.
-fn subject_digest(file: Option<&Path>, digest: Option<&str>) -> miette::Result<(Digest, String)> {
-    if let Some(d) = digest {
-        let d = Digest::parse(d).map_err(|e| miette!("--digest: {e}"))?;
-        let name = d.to_string();
-        return Ok((d, name));
+/// A subject or predicate error, named by its flag where one was given.
+fn blob_error(e: BlobError) -> miette::Report {
+    match e {
+        BlobError::Digest(e) => fail_in("--digest", e),
+        e @ (BlobError::NotJson { .. } | BlobError::NotObject(_)) => fail_in("--predicate", e),
+        e => fail(e),
     }
-    let path = file.ok_or_else(|| miette!("give a FILE or --digest sha256:HEX"))?;
-    let mut f =
-        otters_core::files::open_named(path, "file to sign or verify").map_err(super::fail)?;
-    let mut w = HashingWriter::new(std::io::sink());
-    std::io::copy(&mut f, &mut w).map_err(|e| miette!("cannot read {}: {e}", path.display()))?;
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    Ok((w.finish().0, name))
 }
 
 pub fn run_sign(a: SignBlobArgs) -> CliResult {
-    let key = KeyPair::read(&a.key).map_err(|e| miette!("{e}"))?;
-    let (digest, default_name) = subject_digest(a.file.as_deref(), a.digest.as_deref())?;
+    let key = KeyPair::read(&a.key).map_err(fail)?;
+    let (digest, default_name) =
+        blob::subject(a.file.as_deref(), a.digest.as_deref()).map_err(blob_error)?;
     let mut statement = Statement::signature(Subject {
         name: a.name.unwrap_or(default_name),
         digest,
     });
     if let (Some(ty), Some(path)) = (a.predicate_type, a.predicate) {
-        let text = read_bounded(&path)?;
-        let value: serde_json::Value = serde_json::from_slice(&text)
-            .map_err(|e| miette!("--predicate {} is not JSON: {e}", path.display()))?;
-        if !value.is_object() {
-            return Err(miette!(
-                "--predicate {} is not a JSON object",
-                path.display()
-            ));
-        }
-        statement.predicate_type = ty;
-        statement.predicate = from_serde(&value);
+        blob::attest(&mut statement, ty, &path).map_err(blob_error)?;
     }
     let bytes = bundle::sign(&statement, &key);
     match a.output {
-        Some(p) if p.as_os_str() != "-" => {
-            std::fs::write(&p, &bytes).map_err(|e| miette!("cannot write {}: {e}", p.display()))?;
-        }
-        _ => out!("{}", String::from_utf8(bytes).into_diagnostic()?),
+        Some(p) if p.as_os_str() != "-" => std::fs::write(&p, &bytes)
+            .map_err(|e| fail_in(format!("cannot write {}", p.display()), e))?,
+        _ => out!("{}", String::from_utf8(bytes).map_err(fail)?),
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_verify(a: VerifyBlobArgs) -> CliResult {
-    let key = PublicKey::read(&a.key).map_err(|e| miette!("{e}"))?;
-    let (digest, _) = subject_digest(a.file.as_deref(), a.digest.as_deref())?;
-    let bytes = read_bounded(&a.bundle)?;
+    let key = PublicKey::read(&a.key).map_err(fail)?;
+    let (digest, _) = blob::subject(a.file.as_deref(), a.digest.as_deref()).map_err(blob_error)?;
+    let bytes = blob::read_bounded(&a.bundle).map_err(fail)?;
     let v = bundle::verify(&bytes, &key, digest.hex())
-        .map_err(|e| miette!("{} does not verify: {e}", a.bundle.display()))?;
+        .map_err(|e| fail_in(format!("{} does not verify", a.bundle.display()), e))?;
     outln!(
         "Verified OK: {} signs {} ({})",
         a.key.display(),
@@ -118,11 +97,4 @@ pub fn run_verify(a: VerifyBlobArgs) -> CliResult {
         v.predicate_type
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// A bundle or predicate file, at most [`bundle::MAX_BUNDLE`] bytes (the verifier refuses more);
-/// a FIFO or a device is refused before it is read.
-fn read_bounded(path: &Path) -> miette::Result<Vec<u8>> {
-    otters_core::files::read_named(path, "bundle or predicate", bundle::MAX_BUNDLE as u64)
-        .map_err(super::fail)
 }

@@ -3,15 +3,11 @@
 //! stdout carries the image's (or index's) digest as its last line, as `build` does; what was
 //! made goes to stderr.
 use super::{fail, fail_in, CliResult};
-use miette::miette;
 use otters_core::escape::escape;
 use otters_oci::reference::Reference;
-use otters_oci::registry::referrers::push_referrer;
-use otters_oci::registry::sources::Sources;
-use otters_oci::registry::transfer::TransferReport;
-use otters_oci::registry::{ClientOptions, RegistryClient};
-use otters_oci::{Platform, Store};
-use otters_pipeline::export;
+use otters_oci::registry::ClientOptions;
+use otters_oci::{Descriptor, Digest, Platform, Store};
+use otters_pipeline::export::{self, push::push_export};
 use otters_pipeline::run::extract::Limits;
 use otters_pipeline::run::fetch::RegistryFetcher;
 use otters_pipeline::run::prepare::{self, Pull};
@@ -100,36 +96,15 @@ pub fn run(a: Args) -> CliResult {
 }
 
 /// Pushes the export into the agent's repository, as a referrer of the agent.
-fn push(
-    a: &Args,
-    store: &Store,
-    agent: &otters_oci::Digest,
-    d: &otters_oci::Descriptor,
-) -> miette::Result<()> {
+fn push(a: &Args, store: &Store, agent: &Digest, d: &Descriptor) -> miette::Result<()> {
     let dest = Reference::parse(&a.reference).map_err(|e| {
-        miette!(
-            "--push needs the agent's registry reference (e.g. registry.example.com/team/agent:1): {e}"
-        )
+        let what =
+            "--push needs the agent's registry reference (e.g. registry.example.com/team/agent:1)";
+        fail_in(what, e)
     })?;
-    let client = RegistryClient::new(ClientOptions {
-        insecure: a.insecure,
-        ..ClientOptions::default()
-    })
-    .map_err(fail)?;
-    let mut sources = Sources::load(store.root());
-    let mut report = TransferReport::new(dest.to_string(), d.digest.clone(), d.media_type.clone());
-    let result = push_referrer(
-        &client,
-        store,
-        agent,
-        d,
-        &dest,
-        &mut sources,
-        &mut |_| {},
-        &mut report,
-    );
-    let _ = sources.save();
-    result.map_err(|e| fail_in(format!("cannot push the export to {}", dest.familiar()), e))?;
+    let client = super::common::client(a.insecure)?;
+    push_export(&client, store, agent, d, &dest)
+        .map_err(|e| fail_in(format!("cannot push the export to {}", dest.familiar()), e))?;
     if !a.quiet {
         eprintln!("pushed {}@{}", escape(&dest.name()), d.digest);
     }

@@ -36,7 +36,7 @@ fn generate(a: &GenerateArgs) -> CliResult {
         ));
     }
     let key = KeyPair::generate();
-    let (private, public) = key.write_new(&a.out).map_err(|e| miette!("{e}"))?;
+    let (private, public) = key.write_new(&a.out).map_err(super::fail)?;
     outln!(
         "private key: {} (mode 0600; keep it secret)",
         private.display()

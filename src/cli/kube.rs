@@ -1,17 +1,12 @@
 //! `otters kube REF`: the Kubernetes objects that run an agent's runnable export (see
 //! docs/kubernetes.md). The YAML goes to stdout, or to `-o FILE`.
 use super::{fail, fail_in, CliResult};
-use miette::miette;
-use otters_core::escape::escape;
-use otters_oci::reference::Reference;
-use otters_oci::registry::{ClientOptions, RegistryClient};
+use otters_oci::registry::ClientOptions;
 use otters_oci::{Platform, Store};
 use otters_pipeline::export;
+use otters_pipeline::kube::agent::{agent_objects, Fetch};
 use otters_pipeline::kube::{self, Kind, Options, Resources};
-use otters_pipeline::run::fetch::RegistryFetcher;
 use otters_pipeline::run::overrides::parse_config;
-use otters_pipeline::run::prepare::{self, Pull};
-use otters_pipeline::run::source;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -103,76 +98,43 @@ pub fn run(a: Args) -> CliResult {
         Some(p) => Platform::parse(p).map_err(fail)?,
         None => export::linux_host(),
     };
-    let configs = a
-        .configs
-        .iter()
-        .map(|c| parse_config(c))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(fail)?;
-    let config_from = a
-        .config_from
-        .iter()
-        .map(|c| kube::parse_config_from(c))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(fail)?;
-    let mounts = a
-        .mounts
-        .iter()
-        .map(|m| kube::parse_mount(m))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(fail)?;
-    let store = Store::open(super::otters_home().join("store")).map_err(fail)?;
-    let client_options = ClientOptions {
-        insecure: a.insecure,
-        ..ClientOptions::default()
-    };
-    let registry = RegistryFetcher::new(client_options.clone());
-    let pull = if a.offline {
-        Pull::Never
-    } else {
-        Pull::Missing
-    };
-    let top = prepare::fetch_image(&store, &registry, &a.reference, pull)
-        .map_err(fail)?
-        .digest;
-    let manifest = source::agent_manifest(&store, &a.reference, &top, &platform).map_err(fail)?;
-    let image = source::load_agent(&store, &a.reference, &manifest).map_err(fail)?;
-    let image_ref = match &a.image {
-        Some(i) => i.clone(),
-        None => find_image(&a, &store, &top, &platform, client_options)?,
-    };
     let opts = Options {
         kind: match a.kind {
             KindArg::Pod => Kind::Pod,
             KindArg::Job => Kind::Job,
             KindArg::Deployment => Kind::Deployment,
         },
-        name: a.name.clone(),
-        namespace: a.namespace.clone(),
-        image: image_ref,
-        secret: a.secret.clone(),
-        configs,
-        config_from,
-        mounts,
+        name: a.name,
+        namespace: a.namespace,
+        // Set by `agent_objects`: --image, else the agent's runnable export.
+        image: String::new(),
+        secret: a.secret,
+        configs: parse_all(&a.configs, parse_config)?,
+        config_from: parse_all(&a.config_from, kube::parse_config_from)?,
+        mounts: parse_all(&a.mounts, kube::parse_mount)?,
         allow_missing_mounts: a.allow_missing_mounts,
-        var_lib_pvc: a.var_lib_pvc.clone(),
+        var_lib_pvc: a.var_lib_pvc,
         resources: Resources {
-            cpu_request: a.cpu_request.clone(),
-            memory_request: a.memory_request.clone(),
-            cpu_limit: a.cpu_limit.clone(),
-            memory_limit: a.memory_limit.clone(),
+            cpu_request: a.cpu_request,
+            memory_request: a.memory_request,
+            cpu_limit: a.cpu_limit,
+            memory_limit: a.memory_limit,
         },
-        image_pull_secrets: a.image_pull_secrets.clone(),
+        image_pull_secrets: a.image_pull_secrets,
         network_policy: a.network_policy,
         service: a.service,
         replicas: a.replicas,
     };
-    let text = kube::manifests(&image, &opts).map_err(|e| {
-        fail_in(
-            format!("cannot make Kubernetes objects for {}", a.reference),
-            e,
-        )
-    })?;
+    let store = Store::open(super::otters_home().join("store")).map_err(fail)?;
+    let fetch = Fetch {
+        offline: a.offline,
+        client: ClientOptions {
+            insecure: a.insecure,
+            ..ClientOptions::default()
+        },
+    };
+    let image = a.image.as_deref();
+    let text = agent_objects(&store, &a.reference, &platform, &fetch, image, opts).map_err(fail)?;
     match &a.output {
         Some(path) => otters_oci::archive::write_output(path, text.as_bytes())
             .map_err(|e| fail_in(format!("cannot write {}", path.display()), e))?,
@@ -181,38 +143,10 @@ pub fn run(a: Args) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The agent's runnable export as `REPO@sha256:…`: from the store's referrers, else from the
-/// registry's (unless offline).
-fn find_image(
-    a: &Args,
-    store: &Store,
-    top: &otters_oci::Digest,
-    platform: &Platform,
-    client_options: ClientOptions,
-) -> miette::Result<String> {
-    let none = || {
-        miette!(
-            "{} has no runnable export for {platform}; run `otters export {} --as runnable --push` first, or pass --image REPO@sha256:…",
-            escape(&a.reference),
-            escape(&a.reference)
-        )
-    };
-    let reference = Reference::parse(&a.reference).ok();
-    let local = export::exports_of(store, top).map_err(fail)?;
-    let mut found = export::pick_export(&local, platform);
-    if found.is_none() && !a.offline {
-        if let Some(r) = &reference {
-            let client = RegistryClient::new(client_options).map_err(fail)?;
-            let remote = export::remote_exports(&client, r, top).map_err(fail)?;
-            found = export::pick_export(&remote, platform);
-        }
-    }
-    let digest = found.ok_or_else(none)?;
-    let r = reference.ok_or_else(|| {
-        miette!(
-            "{} names no registry, so a cluster cannot pull its export; push the agent and run `otters export REF --as runnable --push`, or pass --image REPO@sha256:…",
-            escape(&a.reference)
-        )
-    })?;
-    Ok(format!("{}@{digest}", r.name()))
+/// Each value of a repeatable flag, parsed.
+fn parse_all<T, E: std::error::Error + Send + Sync + 'static>(
+    items: &[String],
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> miette::Result<Vec<T>> {
+    items.iter().map(|s| parse(s).map_err(fail)).collect()
 }

@@ -1,11 +1,12 @@
 //! `otters lock`: resolve the images an Agentfile names and write Agentfile.lock.
-use super::common::{parse_build_args, print_diagnostics};
+use super::common::print_diagnostics;
 use super::{fail, fail_in, CliResult};
 use otters_oci::Platform;
 use otters_pipeline::lock;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("build_args", |a| a.help("Set a build argument (repeatable); a bare KEY takes its value from the environment, as `otters build --build-arg` does")))]
 pub struct LockArgs {
     /// Build context directory or Agentfile
     #[arg(default_value = ".")]
@@ -19,15 +20,13 @@ pub struct LockArgs {
     /// Allow plain HTTP and unverified TLS for registries that are not on this machine
     #[arg(long)]
     pub insecure: bool,
-    /// Set a build argument (repeatable); a bare KEY takes its value from the environment, as
-    /// `otters build --build-arg` does
-    #[arg(long = "build-arg", value_name = "K=V")]
-    pub build_args: Vec<String>,
+    #[command(flatten)]
+    pub build_args: super::flags::BuildArgFlags,
 }
 
 pub fn run_lock(a: LockArgs) -> CliResult {
     let (context, agentfile) = otters_pipeline::project::locate(&a.path, a.file.as_deref());
-    let build_args = parse_build_args(&a.build_args, false)?;
+    let build_args = a.build_args.values(false)?;
     let platform = match &a.platform {
         Some(p) => Platform::parse(p).map_err(|e| fail_in("--platform", e))?,
         None => Platform::host(),

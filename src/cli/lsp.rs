@@ -6,7 +6,7 @@
 use super::CliResult;
 use otters_agentfile::check::Options;
 use otters_lsp::{Lock, Pin, Role};
-use otters_pipeline::project::{self, ConfigFinder};
+use otters_pipeline::project;
 use otters_pipeline::resolve::lockfile::{self, lock_path_for, Lockfile};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -26,22 +26,9 @@ impl otters_lsp::Project for LintProject {
         let Some(path) = path else {
             return Ok(Options::default());
         };
-        // The same steps as `otters lint FILE`: the file as an input, its otters.toml, the
-        // references its lock pins, its directory as the build context.
-        let input = project::agentfiles(&[path.to_path_buf()], false, None)
-            .map_err(|e| e.to_string())?
-            .pop()
-            .ok_or_else(|| format!("{} names no Agentfile", path.display()))?;
-        let config = ConfigFinder::default()
-            .find(&input.dir())
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
-        Ok(project::lint_options(
-            &input,
-            &config,
-            &project::LintFlags::default(),
-            &super::otters_home().join("store"),
-        ))
+        // The same steps as `otters lint FILE`.
+        let store = super::otters_home().join("store");
+        otters_pipeline::lint::options_for(path, &store).map_err(|e| e.to_string())
     }
 
     fn capabilities(&self, file: &Path) -> Result<Vec<String>, String> {

@@ -30,6 +30,7 @@ mod copy;
 mod errors;
 mod explain;
 mod export;
+mod flags;
 mod fmt;
 mod images;
 mod inspect;

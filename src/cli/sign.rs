@@ -10,14 +10,14 @@
 //! verification time, or one whose signature does not verify for the given signer.
 use super::attest::KeylessServices;
 use super::common::{esc, target, target_error, target_for_read, WhereFlags};
-use super::trust::{explain, report_text, who, IdentityFlags};
-use super::{fail_in, CliResult};
+use super::trust::{report_text, IdentityFlags};
+use super::{fail, fail_in, CliResult};
 use miette::miette;
 use otters_pipeline::attest;
 use otters_pipeline::target::{names_registry, Target};
+use otters_pipeline::trust;
 use otters_supply::bundle;
 use otters_supply::keys::KeyPair;
-use otters_supply::signer::Loaded;
 use otters_supply::statement::{Statement, Subject};
 use otters_supply::verify::{
     verify_local_first, Fallback, ImageVerifyError, OpenSource, Referrers, Verdict, VerifyOptions,
@@ -70,7 +70,7 @@ pub struct VerifyArgs {
 
 pub fn run_sign(a: SignArgs) -> CliResult {
     let key = match &a.key {
-        Some(path) => Some(KeyPair::read(path).map_err(|e| miette!("{e}"))?),
+        Some(path) => Some(KeyPair::read(path).map_err(fail)?),
         None => None,
     };
     let target = target(&a.reference, &a.place)?;
@@ -94,14 +94,15 @@ pub fn run_sign(a: SignArgs) -> CliResult {
 }
 
 pub fn run_verify(a: VerifyArgs) -> CliResult {
-    let Some(who) = who(a.key.as_deref(), &a.identity)? else {
+    let who = trust::who(a.key.as_deref(), &a.identity.identity()).map_err(fail)?;
+    let Some(who) = who else {
         return Err(miette!("pass --key PUB, or --certificate-identity ID --certificate-oidc-issuer URL --trusted-root FILE"));
     };
-    let signer = Loaded::load(who).map_err(|e| miette!("{e}"))?;
+    let signer = trust::load(who).map_err(fail)?;
     let mut opts = VerifyOptions::by(signer.signer());
     if let Some(t) = &a.predicate_type {
         opts.predicate_type =
-            otters_supply::verify::predicate_type(t).map_err(|e| miette!("{e}"))?;
+            otters_supply::verify::predicate_type(t).map_err(miette::Report::msg)?;
     }
     let target = target_for_read(&a.reference, &a.place)?;
     let digest = target.descriptor().digest.clone();
@@ -130,7 +131,10 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
                 esc(&a.reference)
             ))
         }
-        Err(e) => return Err(explain(e, &digest, &opts, &signer, &a.reference)),
+        Err(e) => {
+            let why = trust::explain(&e, &digest, &opts.predicate_type, &signer, &a.reference);
+            return Err(fail(why));
+        }
     };
     let by = match &verdict {
         Verdict::Key(_) => signer.describe(),

@@ -284,8 +284,8 @@ fn cli_uses(file: &Path, modules: &BTreeSet<String>) -> BTreeSet<String> {
 fn cli_sibling_imports(cli: &Path) -> Vec<(String, Vec<String>)> {
     // Shared modules, not commands: presentation (`common`, `progress`, `errors`), the signer
     // flags and the run gate `verify` and `run` share (`trust`), and the attestation and keyless
-    // flag groups `build` and `sign` share (`attest`).
-    const SHARED: [&str; 5] = ["common", "progress", "errors", "trust", "attest"];
+    // flag groups `build` and `sign` share (`attest`), and the flag groups of `flags`.
+    const SHARED: [&str; 6] = ["common", "progress", "errors", "trust", "attest", "flags"];
     let mut files = Vec::new();
     rust_files(cli, &mut files);
     let name = |f: &Path| f.file_stem().unwrap().to_string_lossy().into_owned();

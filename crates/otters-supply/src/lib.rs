@@ -6,6 +6,7 @@
 //! Depends on `otters-core` (canonical JSON) and `otters-oci`'s `spec` values only; attaching these
 //! documents to images as OCI referrers is the registry side's work.
 
+pub mod blob;
 pub mod bundle;
 pub mod inputs;
 pub mod keyless;

@@ -30,6 +30,7 @@ mod options;
 mod outcome;
 pub(crate) mod pgzip;
 mod publish;
+pub mod results;
 pub(crate) mod tarball;
 pub mod write;
 

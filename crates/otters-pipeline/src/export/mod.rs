@@ -16,6 +16,7 @@
 //! umask or directory order (same agent, same digest).
 
 pub mod layers;
+pub mod push;
 
 use crate::run::env::EnvEntry;
 use crate::run::extract::Limits;

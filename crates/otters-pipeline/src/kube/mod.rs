@@ -8,6 +8,7 @@
 //! from a Secret), accept a required CONFIG without value or an unmapped MOUNT (unless asked), or
 //! write a name that is not DNS-1123.
 
+pub mod agent;
 pub mod yaml;
 
 use crate::export::{RUNNABLE, USER_ID};

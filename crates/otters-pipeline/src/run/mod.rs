@@ -19,5 +19,6 @@ pub mod mounts;
 pub mod overrides;
 pub mod plan;
 pub mod prepare;
+pub mod request;
 pub mod source;
 pub(crate) mod tree;

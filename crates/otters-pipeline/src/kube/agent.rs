@@ -1,0 +1,131 @@
+//! `otters kube REF` end to end: the agent fetched (pulled when missing, unless offline), its
+//! manifest for the platform loaded, its runnable export found (the store's referrers, else the
+//! registry's), and the objects made with [`super::manifests`].
+//!
+//! Takes: the store, the reference, the export's platform and the object options. Returns: the
+//! YAML. Must never: point a cluster at an export of another agent or platform, or at an image
+//! no registry holds.
+use super::{KubeError, Options};
+use crate::export;
+use crate::run::fetch::RegistryFetcher;
+use crate::run::prepare::{self, PrepareError, Pull};
+use crate::run::source::{self, SourceError};
+use otters_core::escape::escape;
+use otters_oci::reference::Reference;
+use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
+use otters_oci::{Digest, Platform, Store, StoreError};
+
+/// Where the agent and its export may come from.
+#[derive(Clone, Debug, Default)]
+pub struct Fetch {
+    /// Use only the local store.
+    pub offline: bool,
+    /// The registry client's options (`--insecure`).
+    pub client: ClientOptions,
+}
+
+/// Why the objects could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentKubeError {
+    #[error(transparent)]
+    Prepare(#[from] PrepareError),
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("{} has no runnable export for {platform}; run `otters export {} --as runnable --push` first, or pass --image REPO@sha256:…", escape(.reference), escape(.reference))]
+    NoExport {
+        reference: String,
+        platform: Platform,
+    },
+    #[error("{} names no registry, so a cluster cannot pull its export; push the agent and run `otters export REF --as runnable --push`, or pass --image REPO@sha256:…", escape(.0))]
+    NoRegistry(String),
+    #[error("cannot make Kubernetes objects for {reference}")]
+    Objects {
+        reference: String,
+        #[source]
+        source: Box<KubeError>,
+    },
+}
+
+/// The YAML that runs the agent `reference` names in the image `image`, by default the agent's
+/// runnable export for `platform` as `REPO@sha256:…` (`opts.image` is set to it).
+pub fn agent_objects(
+    store: &Store,
+    reference: &str,
+    platform: &Platform,
+    fetch: &Fetch,
+    image: Option<&str>,
+    mut opts: Options,
+) -> Result<String, AgentKubeError> {
+    let registry = RegistryFetcher::new(fetch.client.clone());
+    let pull = if fetch.offline {
+        Pull::Never
+    } else {
+        Pull::Missing
+    };
+    let top = prepare::fetch_image(store, &registry, reference, pull)?.digest;
+    let manifest = source::agent_manifest(store, reference, &top, platform)?;
+    let agent = source::load_agent(store, reference, &manifest)?;
+    opts.image = match image {
+        Some(i) => i.to_owned(),
+        None => find_export(store, reference, &top, platform, fetch)?,
+    };
+    super::manifests(&agent, &opts).map_err(|e| AgentKubeError::Objects {
+        reference: reference.to_owned(),
+        source: Box::new(e),
+    })
+}
+
+/// The agent's runnable export as `REPO@sha256:…`: from the store's referrers, else from the
+/// registry's (unless offline).
+pub fn find_export(
+    store: &Store,
+    reference: &str,
+    top: &Digest,
+    platform: &Platform,
+    fetch: &Fetch,
+) -> Result<String, AgentKubeError> {
+    let parsed = Reference::parse(reference).ok();
+    let local = export::exports_of(store, top)?;
+    let mut found = export::pick_export(&local, platform);
+    if found.is_none() && !fetch.offline {
+        if let Some(r) = &parsed {
+            let client = RegistryClient::new(fetch.client.clone())?;
+            let remote = export::remote_exports(&client, r, top)?;
+            found = export::pick_export(&remote, platform);
+        }
+    }
+    let digest = found.ok_or_else(|| AgentKubeError::NoExport {
+        reference: reference.to_owned(),
+        platform: platform.clone(),
+    })?;
+    let r = parsed.ok_or_else(|| AgentKubeError::NoRegistry(reference.to_owned()))?;
+    Ok(format!("{}@{digest}", r.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_without_an_export_says_how_to_make_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let top = Digest::of(b"agent");
+        let offline = Fetch {
+            offline: true,
+            ..Fetch::default()
+        };
+        let platform = Platform::parse("linux/amd64").unwrap();
+        let e = find_export(&store, "r.example/a:1", &top, &platform, &offline).unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, AgentKubeError::NoExport { .. }), "{text}");
+        assert!(
+            text.contains("run `otters export r.example/a:1 --as runnable --push` first"),
+            "{text}"
+        );
+    }
+}

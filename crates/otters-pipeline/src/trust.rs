@@ -1,0 +1,283 @@
+//! Who must have signed an image, and the checks that ask: a key or a keyless identity from
+//! `otters verify`'s and `otters run`'s flags or `[verify]` in config.toml ([`who`],
+//! [`for_run`]), the run gate ([`verify_for_run`]), and how a failed verification reads
+//! ([`explain`]).
+//!
+//! Takes: the values of the flags and of `[verify]`, the store, a reference and its digest.
+//! Returns: a [`Who`], or the gate's answer. Must never: accept a signature over another digest
+//! than the one the run resolved, or ask an implied Docker Hub about a local tag.
+use crate::target::Target;
+use otters_core::escape::escape;
+use otters_oci::registry::config::VerifySettings;
+use otters_oci::registry::{ClientOptions, RegistryClient};
+use otters_oci::spec::descriptor::ManifestDoc;
+use otters_oci::{Descriptor, Digest, MediaType, Store, StoreError};
+use otters_supply::signer::{Loaded, Who};
+use otters_supply::statement::SIGN_PREDICATE;
+use otters_supply::verify::{
+    verify_local_first, Fallback, ImageVerifyError, OpenSource, Referrers, VerifyOptions,
+};
+use std::path::{Path, PathBuf};
+
+/// A keyless identity as given: the SAN exactly or as a pattern, the issuer, the trusted root.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Identity {
+    pub identity: Option<String>,
+    pub identity_regexp: Option<String>,
+    pub issuer: Option<String>,
+    pub trusted_root: Option<PathBuf>,
+}
+
+impl Identity {
+    /// `[verify]`'s keyless keys.
+    pub fn of_config(v: &VerifySettings) -> Identity {
+        Identity {
+            identity: v.certificate_identity.clone(),
+            identity_regexp: v.certificate_identity_regexp.clone(),
+            issuer: v.certificate_oidc_issuer.clone(),
+            trusted_root: v.trusted_root.clone(),
+        }
+    }
+
+    /// Whether an identity (exact or pattern) is named.
+    pub fn named(&self) -> bool {
+        self.identity.is_some() || self.identity_regexp.is_some()
+    }
+}
+
+/// Half a keyless identity.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WhoError {
+    #[error("keyless verification needs --certificate-oidc-issuer URL beside the identity (for GitHub Actions: https://token.actions.githubusercontent.com)")]
+    NoIssuer,
+    #[error("keyless verification needs --trusted-root FILE (Sigstore's trusted_root.json; see docs/supply-chain.md for where the public-good one comes from)")]
+    NoRoot,
+    /// The same, in `[verify]` of a config file.
+    #[error("[verify] in {}", path.display())]
+    InConfig {
+        path: PathBuf,
+        #[source]
+        source: Box<WhoError>,
+    },
+}
+
+/// The signer `key` or `id` name; `None` when they name none.
+pub fn who(key: Option<&Path>, id: &Identity) -> Result<Option<Who>, WhoError> {
+    if let Some(k) = key {
+        return Ok(Some(Who::Key(k.to_owned())));
+    }
+    let (identity, regexp) = match (&id.identity, &id.identity_regexp) {
+        (Some(id), _) => (id.clone(), false),
+        (None, Some(re)) => (re.clone(), true),
+        (None, None) => return Ok(None),
+    };
+    let issuer = id.issuer.clone().ok_or(WhoError::NoIssuer)?;
+    let root = id.trusted_root.clone().ok_or(WhoError::NoRoot)?;
+    Ok(Some(Who::Keyless {
+        identity,
+        regexp,
+        issuer,
+        root,
+    }))
+}
+
+/// Who must have signed an image `otters run` runs: the `key` or identity given (the issuer and
+/// trusted root, when not given, from `[verify]`), else `[verify]` of the config file at `path`
+/// (`key`, or the keyless keys).
+pub fn for_run(
+    key: Option<&Path>,
+    given: &Identity,
+    config: &VerifySettings,
+    path: &Path,
+) -> Result<Option<Who>, WhoError> {
+    if key.is_some() || given.named() {
+        let merged = Identity {
+            issuer: given
+                .issuer
+                .clone()
+                .or_else(|| config.certificate_oidc_issuer.clone()),
+            trusted_root: given
+                .trusted_root
+                .clone()
+                .or_else(|| config.trusted_root.clone()),
+            ..given.clone()
+        };
+        return who(key, &merged);
+    }
+    who(config.key.as_deref(), &Identity::of_config(config)).map_err(|e| WhoError::InConfig {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })
+}
+
+/// A signer that cannot be read (a key file, a trusted root, an identity pattern).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SignerError(pub String);
+
+/// Reads the key or trusted root `who` names.
+pub fn load(who: Who) -> Result<Loaded, SignerError> {
+    Loaded::load(who).map_err(SignerError)
+}
+
+/// Why an image did not verify, as a sentence naming the image, the signer and how to sign it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Unverified(pub String);
+
+/// Why `reference` (`digest`) did not verify for `signer` with `predicate_type`.
+pub fn explain(
+    e: &ImageVerifyError,
+    digest: &Digest,
+    predicate_type: &str,
+    signer: &Loaded,
+    reference: &str,
+) -> Unverified {
+    let image = format!("{}@{digest}", escape(reference));
+    let by = signer.describe();
+    Unverified(match e {
+        ImageVerifyError::NotSigned => {
+            let how = match signer {
+                Loaded::Key { .. } => "--key KEY",
+                Loaded::Keyless { .. } => "--keyless",
+            };
+            format!(
+                "{image} is not signed: it has no Sigstore bundle referrer (sign it with `otters sign {} {how}`)",
+                escape(reference)
+            )
+        }
+        ImageVerifyError::List(_) => format!("{image}: {e}"),
+        e @ ImageVerifyError::NoneVerifies { .. } if predicate_type == SIGN_PREDICATE => {
+            format!("{image} has no valid signature by {by}: {e}")
+        }
+        e @ ImageVerifyError::NoneVerifies { .. } => format!(
+            "{image} has no valid attestation of type {} by {by}: {e}",
+            escape(predicate_type)
+        ),
+    })
+}
+
+/// Why the run gate refused.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(transparent)]
+    Signer(#[from] SignerError),
+    #[error(transparent)]
+    Read(#[from] StoreError),
+    #[error("refusing to run an unverified image")]
+    Unverified(#[source] Unverified),
+}
+
+/// The run gate (`otters run --verify-key`, `--certificate-identity…`): the image `digest` (what
+/// `reference` resolved to for this run) must carry a signature by `who`, found in the local
+/// store or, when the run may contact a registry and `reference` names one, in that registry.
+pub fn verify_for_run(
+    store: &Store,
+    reference: &str,
+    digest: &Digest,
+    who: &Who,
+    insecure: bool,
+    may_contact: bool,
+) -> Result<(), GateError> {
+    let signer = load(who.clone())?;
+    let opts = VerifyOptions::by(signer.signer());
+    let bytes = store.read_blob(digest)?;
+    let media_type = ManifestDoc::parse(&bytes)
+        .ok()
+        .and_then(|m| m.media_type)
+        .unwrap_or(MediaType::OciManifest);
+    let d = Descriptor::new(media_type, digest.clone(), bytes.len() as u64);
+    let local = Target::Local(store.clone(), d.clone());
+    let remote = otters_oci::reference::Reference::parse(reference)
+        .ok()
+        // Only a reference that names its registry (never an implied Docker Hub for a local tag).
+        .filter(|r| may_contact && reference.starts_with(&format!("{}/", r.registry)));
+    let second: Box<OpenSource<'_>> = Box::new(move || {
+        let Some(r) = remote else { return Ok(None) };
+        let client = RegistryClient::new(ClientOptions {
+            insecure,
+            ..ClientOptions::default()
+        })
+        .map_err(|e| e.to_string())?;
+        let remote = Target::Remote(store.clone(), Box::new(client), r.with_digest(digest), d);
+        Ok(Some(Box::new(remote) as Box<dyn Referrers>))
+    });
+    verify_local_first(&local, second, digest, &opts, Fallback::OnAnyFailure)
+        .map(|_| ())
+        .map_err(|e| {
+            let why = explain(&e, digest, &opts.predicate_type, &signer, reference);
+            GateError::Unverified(why)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(identity: Option<&str>, issuer: Option<&str>, root: Option<&str>) -> Identity {
+        Identity {
+            identity: identity.map(str::to_owned),
+            issuer: issuer.map(str::to_owned),
+            trusted_root: root.map(PathBuf::from),
+            ..Identity::default()
+        }
+    }
+
+    #[test]
+    fn half_an_identity_names_what_is_missing() {
+        assert_eq!(who(None, &Identity::default()), Ok(None));
+        assert_eq!(
+            who(Some(Path::new("k.pub")), &Identity::default()),
+            Ok(Some(Who::Key("k.pub".into())))
+        );
+        assert_eq!(
+            who(None, &id(Some("me"), None, None)),
+            Err(WhoError::NoIssuer)
+        );
+        assert_eq!(
+            who(None, &id(Some("me"), Some("i"), None)),
+            Err(WhoError::NoRoot)
+        );
+        let regexp = Identity {
+            identity_regexp: Some("m.*".into()),
+            ..id(None, Some("i"), Some("r.json"))
+        };
+        assert!(matches!(
+            who(None, &regexp),
+            Ok(Some(Who::Keyless { regexp: true, .. }))
+        ));
+    }
+
+    #[test]
+    fn run_takes_the_flags_then_the_config() {
+        let config = VerifySettings {
+            key: Some("config.pub".into()),
+            certificate_oidc_issuer: Some("https://issuer".into()),
+            trusted_root: Some("root.json".into()),
+            ..VerifySettings::default()
+        };
+        let path = Path::new("/home/me/.otters/config.toml");
+        // A flag identity takes the issuer and root from the config.
+        let got = for_run(None, &id(Some("me"), None, None), &config, path).unwrap();
+        assert_eq!(
+            got,
+            Some(Who::Keyless {
+                identity: "me".into(),
+                regexp: false,
+                issuer: "https://issuer".into(),
+                root: "root.json".into(),
+            })
+        );
+        // Nothing given: the config's key.
+        let got = for_run(None, &Identity::default(), &config, path).unwrap();
+        assert_eq!(got, Some(Who::Key("config.pub".into())));
+        // Half an identity in the config: the error names the file.
+        let half = VerifySettings {
+            certificate_identity: Some("me".into()),
+            ..VerifySettings::default()
+        };
+        let e = for_run(None, &Identity::default(), &half, path).unwrap_err();
+        assert_eq!(e.to_string(), "[verify] in /home/me/.otters/config.toml");
+        assert!(matches!(e, WhoError::InConfig { source, .. } if *source == WhoError::NoIssuer));
+    }
+}
