@@ -122,6 +122,7 @@ impl miette::Diagnostic for Clean {
 #[derive(Debug)]
 pub(crate) struct Failure {
     message: String,
+    help: Option<String>,
     source: Box<dyn std::error::Error + Send + Sync + 'static>,
 }
 
@@ -137,13 +138,20 @@ impl std::error::Error for Failure {
     }
 }
 
-impl miette::Diagnostic for Failure {}
+impl miette::Diagnostic for Failure {
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+    }
+}
 
 impl Failure {
     /// `e`'s text, `e` as the source.
     pub(crate) fn of(e: impl std::error::Error + Send + Sync + 'static) -> Failure {
         Failure {
             message: e.to_string(),
+            help: None,
             source: Box::new(e),
         }
     }
@@ -155,8 +163,15 @@ impl Failure {
     ) -> Failure {
         Failure {
             message: format!("{context}: {e}"),
+            help: None,
             source: Box::new(e),
         }
+    }
+
+    /// With `help`: what to do about it, where the library spoke of values (a flag, a command).
+    pub(crate) fn help(mut self, help: impl Into<String>) -> Failure {
+        self.help = Some(help.into());
+        self
     }
 }
 
@@ -171,6 +186,15 @@ pub(crate) fn fail_in(
     e: impl std::error::Error + Send + Sync + 'static,
 ) -> miette::Report {
     miette::Report::new(Failure::during(context, e))
+}
+
+/// A report of a library error with `help` (what to do, in the CLI's terms), keeping it as the
+/// source.
+pub(crate) fn fail_help(
+    e: impl std::error::Error + Send + Sync + 'static,
+    help: impl Into<String>,
+) -> miette::Report {
+    miette::Report::new(Failure::of(e).help(help))
 }
 
 #[cfg(test)]

@@ -14,10 +14,13 @@
 //!
 //! Nothing here prints: progress goes through callbacks, results and errors are values.
 
+pub mod archive;
+pub mod attach;
 pub mod attest;
 pub mod build;
 pub mod copy;
 pub mod export;
+pub mod inspect;
 pub mod keyless;
 pub mod kube;
 pub mod lock;
@@ -26,3 +29,5 @@ pub mod project;
 pub mod resolve;
 pub mod run;
 pub mod target;
+pub mod transfer;
+pub mod view;

@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod config;
 pub(crate) mod http;
+pub mod login;
 pub mod mirror;
 pub mod referrers;
 pub mod sources;
