@@ -5,6 +5,7 @@
 //! Takes: library errors and reports. Returns: reports and their rendered text. Must never: let
 //! a registry's or an image's text reach the terminal unescaped.
 use otters_core::escape::escape;
+use otters_oci::registry::RegistryError;
 
 /// How an error report reads on the terminal: escaped, each cause once (see [`Clean`]), wrapped
 /// only at spaces outside backticks, so a reference or a suggested command is never cut
@@ -54,7 +55,10 @@ impl Clean {
         let mut said = message.to_lowercase();
         Clean {
             message: text(&message),
-            help: d.help().map(|h| text(&h)),
+            help: d
+                .help()
+                .map(|h| text(&h))
+                .or_else(|| d.source().and_then(hint)),
             code: d.code().map(|c| text(&c)),
             severity: d.severity(),
             cause: d.source().and_then(|e| Clean::chain(e, &mut said)),
@@ -77,6 +81,61 @@ impl Clean {
             cause: e.source().and_then(|e| Clean::chain(e, said)),
         }))
     }
+}
+
+/// What to do about a typed library error anywhere in `e`'s chain, in the CLI's terms: the
+/// library speaks of values (the platform wanted, those available), the CLI names its flags.
+fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use otters_pipeline::export::ExportError;
+    use otters_pipeline::run::exec::{ExecCause, ExecError};
+    use otters_pipeline::run::source::SourceError;
+    use otters_pipeline::run::{materialise::MaterialiseError, prepare::PrepareError};
+    /// `e` as a `T`, held directly or boxed (a boxed source is its own link of the chain).
+    fn of<'a, T: std::error::Error + 'static>(
+        e: &'a (dyn std::error::Error + 'static),
+    ) -> Option<&'a T> {
+        e.downcast_ref::<T>()
+            .or_else(|| e.downcast_ref::<Box<T>>().map(|b| &**b))
+    }
+    // Transparent wrappers are not links of the chain: look through them.
+    let source = of::<SourceError>(e)
+        .or(match of::<PrepareError>(e) {
+            Some(PrepareError::Source(s)) => Some(s),
+            _ => None,
+        })
+        .or(match of::<ExportError>(e) {
+            Some(
+                ExportError::Source(s) | ExportError::Materialise(MaterialiseError::Source(s)),
+            ) => Some(s),
+            _ => None,
+        })
+        .or(match of::<MaterialiseError>(e) {
+            Some(MaterialiseError::Source(s)) => Some(s),
+            _ => None,
+        });
+    let here = if let Some(RegistryError::Platform { .. }) = of(e) {
+        Some("pass --platform with one of them".to_owned())
+    } else if let Some(ExportError::NoPlatform { .. }) = of(e) {
+        Some("pass --platform with one of those".to_owned())
+    } else if let Some(SourceError::PinnedPlatform { wanted, .. }) = source {
+        Some(format!(
+            "rebuild the agent with `otters build --platform {wanted}`"
+        ))
+    } else if let Some(ExecError::Exec { cause, .. }) = of(e) {
+        match cause {
+            ExecCause::NoContainerCli => Some(
+                "install the docker CLI or pass --docker PATH (e.g. --docker podman)".to_owned(),
+            ),
+            ExecCause::NotForThisHost => Some(
+                "the runtime may not be built for this host: try --platform or --executor docker"
+                    .to_owned(),
+            ),
+            ExecCause::Other => None,
+        }
+    } else {
+        None
+    };
+    here.or_else(|| e.source().and_then(hint))
 }
 
 /// True when `message` (case aside, and without an I/O error's `(os error N)`) is part of `said`.
@@ -250,5 +309,42 @@ mod tests {
             causes(&Clean::of(fail(E("alone", None)).as_ref())),
             ["alone"]
         );
+    }
+
+    #[test]
+    fn typed_library_errors_get_the_flag_that_helps() {
+        use otters_pipeline::run::exec::ExecCause;
+        let platform = || RegistryError::Platform {
+            reference: "r:1".into(),
+            wanted: "windows/arm64".into(),
+            available: "linux/amd64".into(),
+        };
+        let help = |r: miette::Report| Clean::of(r.as_ref()).help;
+        assert_eq!(
+            help(fail_in("cannot pull r:1", platform())).as_deref(),
+            Some("pass --platform with one of them")
+        );
+        // Boxed, below another error.
+        let boxed = otters_pipeline::transfer::PullError::Registry {
+            reference: "r:1".into(),
+            source: Box::new(platform()),
+        };
+        assert_eq!(
+            help(fail(boxed)).as_deref(),
+            Some("pass --platform with one of them")
+        );
+        let exec = |cause| otters_pipeline::run::exec::ExecError::Exec {
+            program: "docker".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            cause,
+        };
+        assert!(help(fail(exec(ExecCause::NoContainerCli)))
+            .is_some_and(|h| h.starts_with("install the docker CLI or pass --docker PATH")));
+        assert!(help(fail(exec(ExecCause::NotForThisHost)))
+            .is_some_and(|h| h.contains("try --platform or --executor docker")));
+        assert_eq!(help(fail(exec(ExecCause::Other))), None);
+        // A help the report has already wins.
+        let own = miette::Report::new(Failure::of(platform()).help("mine"));
+        assert_eq!(help(own).as_deref(), Some("mine"));
     }
 }

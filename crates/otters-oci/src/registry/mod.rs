@@ -113,7 +113,7 @@ pub enum RegistryError {
         expected: String,
         actual: String,
     },
-    #[error("image {reference} has no manifest for platform {wanted} (available: {available}); pass --platform with one of them")]
+    #[error("image {reference} has no manifest for platform {wanted} (available: {available})")]
     Platform {
         reference: String,
         wanted: String,
