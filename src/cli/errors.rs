@@ -5,7 +5,8 @@
 //! Takes: library errors and reports. Returns: reports and their rendered text. Must never: let
 //! a registry's or an image's text reach the terminal unescaped.
 use otters_core::escape::escape;
-use otters_oci::registry::RegistryError;
+
+mod hints;
 
 /// How an error report reads on the terminal: escaped, each cause once (see [`Clean`]), wrapped
 /// only at spaces outside backticks, so a reference or a suggested command is never cut
@@ -58,7 +59,7 @@ impl Clean {
             help: d
                 .help()
                 .map(|h| text(&h))
-                .or_else(|| d.source().and_then(hint)),
+                .or_else(|| d.source().and_then(hints::hint)),
             code: d.code().map(|c| text(&c)),
             severity: d.severity(),
             cause: d.source().and_then(|e| Clean::chain(e, &mut said)),
@@ -81,61 +82,6 @@ impl Clean {
             cause: e.source().and_then(|e| Clean::chain(e, said)),
         }))
     }
-}
-
-/// What to do about a typed library error anywhere in `e`'s chain, in the CLI's terms: the
-/// library speaks of values (the platform wanted, those available), the CLI names its flags.
-fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
-    use otters_pipeline::export::ExportError;
-    use otters_pipeline::run::exec::{ExecCause, ExecError};
-    use otters_pipeline::run::source::SourceError;
-    use otters_pipeline::run::{materialise::MaterialiseError, prepare::PrepareError};
-    /// `e` as a `T`, held directly or boxed (a boxed source is its own link of the chain).
-    fn of<'a, T: std::error::Error + 'static>(
-        e: &'a (dyn std::error::Error + 'static),
-    ) -> Option<&'a T> {
-        e.downcast_ref::<T>()
-            .or_else(|| e.downcast_ref::<Box<T>>().map(|b| &**b))
-    }
-    // Transparent wrappers are not links of the chain: look through them.
-    let source = of::<SourceError>(e)
-        .or(match of::<PrepareError>(e) {
-            Some(PrepareError::Source(s)) => Some(s),
-            _ => None,
-        })
-        .or(match of::<ExportError>(e) {
-            Some(
-                ExportError::Source(s) | ExportError::Materialise(MaterialiseError::Source(s)),
-            ) => Some(s),
-            _ => None,
-        })
-        .or(match of::<MaterialiseError>(e) {
-            Some(MaterialiseError::Source(s)) => Some(s),
-            _ => None,
-        });
-    let here = if let Some(RegistryError::Platform { .. }) = of(e) {
-        Some("pass --platform with one of them".to_owned())
-    } else if let Some(ExportError::NoPlatform { .. }) = of(e) {
-        Some("pass --platform with one of those".to_owned())
-    } else if let Some(SourceError::PinnedPlatform { wanted, .. }) = source {
-        Some(format!(
-            "rebuild the agent with `otters build --platform {wanted}`"
-        ))
-    } else if let Some(ExecError::Exec { cause, .. }) = of(e) {
-        match cause {
-            ExecCause::NoContainerCli => Some(
-                "install the docker CLI or pass --docker PATH (e.g. --docker podman)".to_owned(),
-            ),
-            ExecCause::NotForThisHost => Some(
-                "the runtime may not be built for this host: try --platform or --executor docker"
-                    .to_owned(),
-            ),
-            ExecCause::Other => None,
-        }
-    } else {
-        None
-    };
-    here.or_else(|| e.source().and_then(hint))
 }
 
 /// True when `message` (case aside, and without an I/O error's `(os error N)`) is part of `said`.
@@ -313,6 +259,7 @@ mod tests {
 
     #[test]
     fn typed_library_errors_get_the_flag_that_helps() {
+        use otters_oci::registry::RegistryError;
         use otters_pipeline::run::exec::ExecCause;
         let platform = || RegistryError::Platform {
             reference: "r:1".into(),
