@@ -1,11 +1,12 @@
 //! `otters save` and `otters load`: images of the local store to and from an oci-archive (a
 //! file, or a stream).
+//! Selection, the archive and the naming are `otters_pipeline::archive`.
 use super::common::{not_found, open_store, open_store_leased};
-use super::{fail, fail_in, CliResult};
-use miette::{miette, IntoDiagnostic};
-use otters_oci::archive::{self, local};
-use otters_oci::store::query::{self, QueryError};
-use otters_oci::StoreError;
+use super::errors::fail_help;
+use super::{fail, CliResult};
+use miette::miette;
+use otters_oci::store::query::QueryError;
+use otters_pipeline::archive::{self as lib, LoadError, SaveError};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -58,24 +59,21 @@ pub fn run_save(a: SaveArgs) -> CliResult {
     } else {
         open_store()?
     };
-    let images = query::select(&store, &a.references).map_err(|e| match e {
-        QueryError::NotFound(r) => not_found(&r),
-        e => fail(e),
-    })?;
-    let images = if a.with_deps {
-        otters_pipeline::copy::with_deps(&store, &images, a.insecure)
-            .map_err(|e| fail_in("cannot gather the images they pin", e))?
-    } else {
-        images
-    };
-    if let Some(path) = dest {
-        archive::save_many(&store, &images, path).into_diagnostic()?;
-    } else {
-        let out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-        archive::save_stream(&store, &images, out, Path::new("standard output"))
-            .into_diagnostic()?;
-    }
+    let images =
+        lib::select(&store, &a.references, a.with_deps, a.insecure).map_err(|e| match e {
+            SaveError::Query(QueryError::NotFound(r)) => not_found(&r),
+            e => fail(e),
+        })?;
     let to = dest.map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
+    let out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    lib::save(
+        &store,
+        &images,
+        dest.map(PathBuf::as_path),
+        out,
+        Path::new(&to),
+    )
+    .map_err(fail)?;
     for (d, _) in &images {
         eprintln!("saved {} to {to}", d.digest);
     }
@@ -84,51 +82,29 @@ pub fn run_save(a: SaveArgs) -> CliResult {
 
 pub fn run_load(a: LoadArgs) -> CliResult {
     let store = open_store_leased()?;
-    let (loaded, from) = if let Some(path) = file_arg(a.input.as_ref()) {
-        let loaded = if path.is_dir() {
-            local::load_layout(&store, path).into_diagnostic()?
-        } else {
-            archive::load(&store, path).into_diagnostic()?
-        };
-        (loaded, path.display().to_string())
-    } else {
-        let label = Path::new("standard input");
-        let loaded = archive::load_stream(&store, std::io::stdin().lock(), label);
-        (loaded.into_diagnostic()?, "standard input".to_owned())
-    };
-    if loaded.is_empty() {
-        return Err(miette!("{from} holds no images"));
-    }
-    // One index update for every name, however many (the blobs are in; nothing is tagged yet).
-    let (names, moved) = match store.tag_all(&loaded, a.force) {
-        Err(StoreError::WouldMove(moved)) => {
-            let list: Vec<String> = moved.iter().map(ToString::to_string).collect();
-            return Err(miette!(
-                help = "pass --force to move them, or `otters tag`/`otters rm` the local ones first; the loaded blobs stay in the store untagged",
-                "{from} would move {} local tag(s): {}",
-                moved.len(),
-                list.join(", ")
-            ));
-        }
-        other => other.map_err(|e| fail_in("cannot tag the loaded images", e))?,
-    };
-    for m in &moved {
+    let path = file_arg(a.input.as_ref()).map(PathBuf::as_path);
+    let from = path.map_or_else(|| "standard input".to_owned(), |p| p.display().to_string());
+    let loaded = lib::load(&store, path, std::io::stdin().lock(), &from, a.force).map_err(|e| match e {
+        LoadError::WouldMove { .. } => fail_help(e, "pass --force to move them, or `otters tag`/`otters rm` the local ones first; the loaded blobs stay in the store untagged"),
+        e => fail(e),
+    })?;
+    for m in &loaded.moved {
         eprintln!("moved tag {} from {} to {}", m.name, m.from, m.to);
     }
-    for (name, (_, d)) in names.iter().zip(&loaded) {
-        if name.is_empty() {
-            if let Some(bare) = d.ref_name() {
-                eprintln!(
-                    "{} is named only `{}` in {from} (a tag without a repository): stored untagged; name it with `otters tag {} NAME:TAG`",
-                    d.digest,
-                    otters_oci::validate::escape_text(bare, 80),
-                    d.digest.short()
-                );
-            }
-            outln!("{}", d.digest);
-        } else {
+    for (name, d) in &loaded.images {
+        if !name.is_empty() {
             outln!("{name} {}", d.digest);
+            continue;
         }
+        if let Some(bare) = d.ref_name() {
+            eprintln!(
+                "{} is named only `{}` in {from} (a tag without a repository): stored untagged; name it with `otters tag {} NAME:TAG`",
+                d.digest,
+                otters_oci::validate::escape_text(bare, 80),
+                d.digest.short()
+            );
+        }
+        outln!("{}", d.digest);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,6 @@ use super::{fail, fail_in};
 use miette::miette;
 use otters_agentfile::diagnostic::render::human;
 use otters_agentfile::diagnostic::{codes, Diagnostic, SourceFile};
-use otters_oci::reference::Reference;
 use otters_oci::registry::transfer::TransferReport;
 use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::Store;
@@ -33,10 +32,6 @@ pub(super) fn open_store_leased() -> miette::Result<Store> {
         .map_err(|e| fail_in(format!("cannot open the local store {}", root.display()), e))
 }
 
-pub(super) fn parse_reference(text: &str) -> miette::Result<Reference> {
-    Reference::parse(text).map_err(fail)
-}
-
 /// A registry client; `insecure` is `--insecure`.
 pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
     RegistryClient::new(ClientOptions {
@@ -46,17 +41,9 @@ pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
     .map_err(fail)
 }
 
-/// A size for people, in binary units (`512 B`, `1.5 KiB`, `300.0 MiB`, `1.25 GiB`): the one
-/// spelling of every size the CLI prints.
-#[allow(clippy::cast_precision_loss)] // a rounded display value
+/// A size for people, in binary units: `otters_pipeline::view::human_size`, the one spelling.
 pub(super) fn human_size(n: u64) -> String {
-    let f = n as f64;
-    match n {
-        0..=1023 => format!("{n} B"),
-        1024..=1_048_575 => format!("{:.1} KiB", f / 1024.0),
-        1_048_576..=1_073_741_823 => format!("{:.1} MiB", f / 1_048_576.0),
-        _ => format!("{:.2} GiB", f / 1_073_741_824.0),
-    }
+    otters_pipeline::view::human_size(n)
 }
 
 /// Text from an image, a registry or a file name, made safe for a terminal (controls and bidi
@@ -151,6 +138,36 @@ pub struct WhereFlags {
     pub insecure: bool,
 }
 
+impl WhereFlags {
+    /// Where a read looks: `--remote`, `--local`, or (neither) the store then the registry a
+    /// reference spells out.
+    pub fn for_read(&self) -> Place {
+        match (self.remote, self.local) {
+            (true, _) => Place::Remote,
+            (_, true) => Place::Local,
+            _ => Place::Auto,
+        }
+    }
+}
+
+/// The note of a read that goes to a registry because the store does not hold the image.
+pub(super) fn note_remote(reference: &str, registry: &str) {
+    eprintln!(
+        "note: {} is not in the local store; reading it from {} (pass --local to use only the store)",
+        esc(reference),
+        esc(registry)
+    );
+}
+
+/// A value as pretty JSON on stdout (`--format json`).
+pub(super) fn print_json(v: &impl serde::Serialize) -> miette::Result<()> {
+    let text =
+        serde_json::to_string_pretty(v).map_err(|e| fail_in("cannot write the report", e))?;
+    outln!("{text}");
+    Ok(())
+}
+
+/// A push's or pull's report: the digest on stdout (or the JSON report), the summary on stderr.
 pub(super) fn print_report(
     report: &TransferReport,
     format: Format,
@@ -158,30 +175,10 @@ pub(super) fn print_report(
     verb: &str,
 ) -> miette::Result<()> {
     if format == Format::Json {
-        let text = serde_json::to_string_pretty(report)
-            .map_err(|e| fail_in("cannot write the report", e))?;
-        outln!("{text}");
-        return Ok(());
+        return print_json(report);
     }
     if !quiet {
-        let moved = report.uploaded.len() + report.downloaded.len();
-        // Said only when a mirror took part: otherwise the reference names the host.
-        let registry = Reference::parse(&report.reference).map(|r| r.registry);
-        let from = if report.from.iter().any(|h| Ok(h) != registry.as_ref()) {
-            format!(" from {}", report.from.join(", "))
-        } else {
-            String::new()
-        };
-        eprintln!(
-            "{verb} {}{from}: {moved} blob(s) transferred ({}), {} already present, {} mounted",
-            report.reference,
-            human_size(report.bytes),
-            report.skipped.len(),
-            report.mounted.len()
-        );
-        if !report.referrers.is_empty() {
-            eprintln!("{verb} {} referrer(s)", report.referrers.len());
-        }
+        eprint!("{}", otters_pipeline::view::transfer::summary(report, verb));
     }
     outln!("{}", report.digest);
     Ok(())
@@ -210,19 +207,11 @@ pub(super) fn target(reference: &str, place: &WhereFlags) -> miette::Result<Targ
 /// `--remote`, a registry reference the local store does not hold is read from its registry,
 /// with a note on stderr.
 pub(super) fn target_for_read(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
-    let p = match (place.remote, place.local) {
-        (true, _) => Place::Remote,
-        (_, true) => Place::Local,
-        _ => Place::Auto,
-    };
+    let p = place.for_read();
     let target = Target::resolve(open_store_leased()?, reference, p, place.insecure)
         .map_err(target_error)?;
     if let (Place::Auto, Some(r)) = (p, target.registry_reference()) {
-        eprintln!(
-            "note: {} is not in the local store; reading it from {} (pass --local to use only the store)",
-            esc(reference),
-            esc(&r.registry)
-        );
+        note_remote(reference, &r.registry);
     }
     Ok(target)
 }
@@ -235,20 +224,5 @@ pub(super) fn target_error(e: TargetError) -> miette::Report {
             esc(&reference)
         ),
         e => fail(e),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::human_size;
-
-    #[test]
-    fn sizes_are_in_binary_units() {
-        assert_eq!(human_size(0), "0 B");
-        assert_eq!(human_size(1023), "1023 B");
-        assert_eq!(human_size(1024), "1.0 KiB");
-        assert_eq!(human_size(300_000), "293.0 KiB");
-        assert_eq!(human_size(5 << 20), "5.0 MiB");
-        assert_eq!(human_size(3 << 30), "3.00 GiB");
     }
 }

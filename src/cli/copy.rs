@@ -3,10 +3,11 @@
 //!
 //! stdout carries data (each copied image's destination and digest, or the JSON report with
 //! `--format json`); status lines and progress go to stderr.
-use super::common::esc;
+use super::common::{esc, open_store_leased, print_json};
 use super::progress::TransferFlags;
 use super::{fail_in, CliResult, Format};
 use otters_pipeline::copy::{copy, CopyReport, CopyRequest};
+use otters_pipeline::view::transfer as view;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -29,11 +30,8 @@ pub struct CopyArgs {
 }
 
 pub fn run(a: CopyArgs) -> CliResult {
-    let home = super::otters_home().join("store");
     // Leased, as build and pull are: a concurrent `prune` keeps the blobs a copy stages.
-    let store = otters_oci::Store::open(&home)
-        .and_then(|s| s.leased())
-        .map_err(|e| fail_in(format!("cannot open the local store {}", home.display()), e))?;
+    let store = open_store_leased()?;
     let req = CopyRequest {
         source: a.source.clone(),
         destination: a.destination.clone(),
@@ -57,51 +55,11 @@ pub fn run(a: CopyArgs) -> CliResult {
 
 fn print(report: &CopyReport, format: Format, quiet: bool) -> miette::Result<()> {
     if format == Format::Json {
-        let text = serde_json::to_string_pretty(report)
-            .map_err(|e| fail_in("cannot write the report", e))?;
-        outln!("{text}");
-        return Ok(());
+        return print_json(report);
     }
-    for i in &report.images {
-        let platforms = if i.platforms.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", i.platforms.join(", "))
-        };
-        let role = serde_json::to_value(&i.role)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        if report.dry_run {
-            outln!(
-                "{role:<8} {} -> {}{platforms}",
-                esc(&i.source),
-                esc(&i.destination)
-            );
-        } else {
-            outln!("{} {}", esc(&i.destination), i.digest);
-        }
-    }
+    out!("{}", view::copied(report));
     if !quiet {
-        let verb = if report.dry_run {
-            "would copy"
-        } else {
-            "copied"
-        };
-        eprintln!(
-            "{verb} {} image(s) and {} referrer(s) to {}{}",
-            report.images.len(),
-            report.referrers,
-            esc(&report.destination),
-            if report.dry_run {
-                String::new()
-            } else {
-                format!(
-                    ": {} blob(s) downloaded, {} uploaded, {} mounted, {} already present ({} bytes moved)",
-                    report.downloaded, report.uploaded, report.mounted, report.skipped, report.bytes
-                )
-            }
-        );
+        eprint!("{}", view::copy_summary(report));
     }
     Ok(())
 }

@@ -6,6 +6,8 @@
 //! a registry's or an image's text reach the terminal unescaped.
 use otters_core::escape::escape;
 
+mod hints;
+
 /// How an error report reads on the terminal: escaped, each cause once (see [`Clean`]), wrapped
 /// only at spaces outside backticks, so a reference or a suggested command is never cut
 /// ([`error_hook`]).
@@ -54,7 +56,10 @@ impl Clean {
         let mut said = message.to_lowercase();
         Clean {
             message: text(&message),
-            help: d.help().map(|h| text(&h)),
+            help: d
+                .help()
+                .map(|h| text(&h))
+                .or_else(|| d.source().and_then(hints::hint)),
             code: d.code().map(|c| text(&c)),
             severity: d.severity(),
             cause: d.source().and_then(|e| Clean::chain(e, &mut said)),
@@ -122,6 +127,7 @@ impl miette::Diagnostic for Clean {
 #[derive(Debug)]
 pub(crate) struct Failure {
     message: String,
+    help: Option<String>,
     source: Box<dyn std::error::Error + Send + Sync + 'static>,
 }
 
@@ -137,13 +143,20 @@ impl std::error::Error for Failure {
     }
 }
 
-impl miette::Diagnostic for Failure {}
+impl miette::Diagnostic for Failure {
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+    }
+}
 
 impl Failure {
     /// `e`'s text, `e` as the source.
     pub(crate) fn of(e: impl std::error::Error + Send + Sync + 'static) -> Failure {
         Failure {
             message: e.to_string(),
+            help: None,
             source: Box::new(e),
         }
     }
@@ -155,8 +168,15 @@ impl Failure {
     ) -> Failure {
         Failure {
             message: format!("{context}: {e}"),
+            help: None,
             source: Box::new(e),
         }
+    }
+
+    /// With `help`: what to do about it, where the library spoke of values (a flag, a command).
+    pub(crate) fn help(mut self, help: impl Into<String>) -> Failure {
+        self.help = Some(help.into());
+        self
     }
 }
 
@@ -171,6 +191,15 @@ pub(crate) fn fail_in(
     e: impl std::error::Error + Send + Sync + 'static,
 ) -> miette::Report {
     miette::Report::new(Failure::during(context, e))
+}
+
+/// A report of a library error with `help` (what to do, in the CLI's terms), keeping it as the
+/// source.
+pub(crate) fn fail_help(
+    e: impl std::error::Error + Send + Sync + 'static,
+    help: impl Into<String>,
+) -> miette::Report {
+    miette::Report::new(Failure::of(e).help(help))
 }
 
 #[cfg(test)]
@@ -226,5 +255,43 @@ mod tests {
             causes(&Clean::of(fail(E("alone", None)).as_ref())),
             ["alone"]
         );
+    }
+
+    #[test]
+    fn typed_library_errors_get_the_flag_that_helps() {
+        use otters_oci::registry::RegistryError;
+        use otters_pipeline::run::exec::ExecCause;
+        let platform = || RegistryError::Platform {
+            reference: "r:1".into(),
+            wanted: "windows/arm64".into(),
+            available: "linux/amd64".into(),
+        };
+        let help = |r: miette::Report| Clean::of(r.as_ref()).help;
+        assert_eq!(
+            help(fail_in("cannot pull r:1", platform())).as_deref(),
+            Some("pass --platform with one of them")
+        );
+        // Boxed, below another error.
+        let boxed = otters_pipeline::transfer::PullError::Registry {
+            reference: "r:1".into(),
+            source: Box::new(platform()),
+        };
+        assert_eq!(
+            help(fail(boxed)).as_deref(),
+            Some("pass --platform with one of them")
+        );
+        let exec = |cause| otters_pipeline::run::exec::ExecError::Exec {
+            program: "docker".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            cause,
+        };
+        assert!(help(fail(exec(ExecCause::NoContainerCli)))
+            .is_some_and(|h| h.starts_with("install the docker CLI or pass --docker PATH")));
+        assert!(help(fail(exec(ExecCause::NotForThisHost)))
+            .is_some_and(|h| h.contains("try --platform or --executor docker")));
+        assert_eq!(help(fail(exec(ExecCause::Other))), None);
+        // A help the report has already wins.
+        let own = miette::Report::new(Failure::of(platform()).help("mine"));
+        assert_eq!(help(own).as_deref(), Some("mine"));
     }
 }

@@ -3,14 +3,12 @@
 //!
 //! stdout carries data (the new referrer's digest; the tree, or JSON with `--format json`).
 //! Everything shown of a referrer comes from the image or a registry and is escaped.
-use super::common::{esc, target, target_error, target_for_read, WhereFlags};
+use super::common::{print_json, target, target_error, target_for_read, WhereFlags};
 use super::{fail, fail_in, CliResult, Format};
-use miette::miette;
-use otters_oci::referrers::{walk, Node};
-use otters_oci::Descriptor;
+use otters_oci::referrers::walk;
+use otters_pipeline::attach::{attach, AttachError, Attachment};
 use otters_pipeline::target::Target;
-use serde_json::json;
-use std::collections::BTreeMap;
+use otters_pipeline::view::transfer as view;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -52,47 +50,28 @@ pub struct DiscoverArgs {
 }
 
 pub fn run_attach(a: AttachArgs) -> CliResult {
-    for (flag, value) in [
-        ("--artifact-type", &a.artifact_type),
-        ("--layer-media-type", &a.layer_media_type),
-    ] {
-        if !otters_oci::referrers::plain_media_type(value) {
-            return Err(miette!(
-                "{flag} {}: write a media type, e.g. application/vnd.example.report+json",
-                esc(value)
-            ));
-        }
-    }
-    let mut annotations = BTreeMap::new();
-    for kv in &a.annotations {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| miette!("--annotation {kv}: write KEY=VALUE"))?;
-        annotations.insert(k.to_owned(), v.to_owned());
-    }
+    let attachment = Attachment::new(
+        &a.artifact_type,
+        &a.layer_media_type,
+        &a.files,
+        &a.annotations,
+    )
+    .map_err(attach_error)?;
     let target = target(&a.reference, &a.place)?;
-    let store = target.store();
-    let mut layers = Vec::new();
-    for path in &a.files {
-        let file = otters_core::files::open_named(path, "file to attach").map_err(fail)?;
-        let (digest, size) = store
-            .put_blob_from_reader(file, &mut |_| {})
-            .map_err(|e| fail_in(format!("cannot store {}", path.display()), e))?;
-        let title = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        layers.push(
-            Descriptor::new(a.layer_media_type.as_str(), digest, size)
-                .with_annotation(otters_oci::spec::descriptor::ANN_TITLE, title),
-        );
-    }
-    let d = store
-        .attach(target.descriptor(), &a.artifact_type, &layers, &annotations)
-        .map_err(|e| fail_in("cannot store the referrer", e))?;
-    target.publish(&d).map_err(target_error)?;
+    let d = attach(&target, &attachment).map_err(attach_error)?;
     outln!("{}", d.digest);
     Ok(ExitCode::SUCCESS)
+}
+
+/// An [`AttachError`] with the flag it is about.
+fn attach_error(e: AttachError) -> miette::Report {
+    match e {
+        AttachError::ArtifactType(_) => fail_in("--artifact-type", e),
+        AttachError::LayerMediaType(_) => fail_in("--layer-media-type", e),
+        AttachError::Annotation(_) => fail_in("--annotation", e),
+        AttachError::Publish(e) => target_error(e),
+        e => fail(e),
+    }
 }
 
 pub fn run_discover(a: DiscoverArgs) -> CliResult {
@@ -110,25 +89,9 @@ pub fn run_discover(a: DiscoverArgs) -> CliResult {
         &mut |s, at| target.listing(s, at),
     )
     .map_err(target_error)?;
-    let nodes = json_nodes(&tree.referrers);
     match a.format {
-        Format::Json => {
-            let mut v = json!({
-                "reference": a.reference,
-                "digest": root.digest,
-                "mediaType": root.media_type,
-                "referrers": nodes,
-            });
-            if tree.cut {
-                v["truncated"] = json!(true);
-                v["requests"] = json!(tree.requests);
-            }
-            outln!("{}", serde_json::to_string_pretty(&v).map_err(fail)?);
-        }
-        Format::Text => {
-            outln!("{}@{}", esc(&a.reference), root.digest);
-            print_tree(&nodes, "");
-        }
+        Format::Json => print_json(&view::referrers_json(&a.reference, &root, &tree))?,
+        Format::Text => out!("{}", view::referrers_text(&a.reference, &root, &tree)),
     }
     if tree.cut {
         eprintln!(
@@ -137,50 +100,4 @@ pub fn run_discover(a: DiscoverArgs) -> CliResult {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The discovered tree as JSON nodes, each with its kind (signature, SBOM, …) when known.
-fn json_nodes(nodes: &[Node]) -> Vec<serde_json::Value> {
-    nodes
-        .iter()
-        .map(|n| {
-            let d = &n.descriptor;
-            let mut v = json!({
-                "digest": d.digest,
-                "mediaType": d.media_type,
-                "size": d.size,
-                "artifactType": d.artifact_type,
-                "annotations": d.annotations,
-                "referrers": json_nodes(&n.referrers),
-            });
-            if let Some(k) =
-                otters_supply::referrer::kind(d.artifact_type.as_deref(), &d.annotations)
-            {
-                v["kind"] = json!(k);
-            }
-            v
-        })
-        .collect()
-}
-
-fn print_tree(nodes: &[serde_json::Value], prefix: &str) {
-    for (i, n) in nodes.iter().enumerate() {
-        let last = i + 1 == nodes.len();
-        let at = n["artifactType"].as_str().unwrap_or("(no artifact type)");
-        let digest = n["digest"].as_str().unwrap_or_default();
-        let kind = n["kind"]
-            .as_str()
-            .map(|k| format!(" ({k})"))
-            .unwrap_or_default();
-        outln!(
-            "{prefix}{} {} {}{kind}",
-            if last { "└──" } else { "├──" },
-            esc(at),
-            esc(digest)
-        );
-        if let Some(below) = n["referrers"].as_array() {
-            let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
-            print_tree(below, &deeper);
-        }
-    }
 }

@@ -269,6 +269,11 @@ fn pulls_an_image_skopeo_copied_in_and_picks_the_platform() {
         err.contains("no manifest for platform windows/arm64") && err.contains("s390x"),
         "{err}"
     );
+    // The library names the platforms; the CLI adds the flag that helps.
+    assert!(
+        err.contains("help: pass --platform with one of them"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -14,10 +14,13 @@
 //!
 //! Nothing here prints: progress goes through callbacks, results and errors are values.
 
+pub mod archive;
+pub mod attach;
 pub mod attest;
 pub mod build;
 pub mod copy;
 pub mod export;
+pub mod inspect;
 pub mod keyless;
 pub mod kube;
 pub mod lint;
@@ -28,4 +31,6 @@ pub mod resolve;
 pub mod run;
 pub mod signing;
 pub mod target;
+pub mod transfer;
 pub mod trust;
+pub mod view;

@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod config;
 pub(crate) mod http;
+pub mod login;
 pub mod mirror;
 pub mod referrers;
 pub mod sources;
@@ -112,7 +113,7 @@ pub enum RegistryError {
         expected: String,
         actual: String,
     },
-    #[error("image {reference} has no manifest for platform {wanted} (available: {available}); pass --platform with one of them")]
+    #[error("image {reference} has no manifest for platform {wanted} (available: {available})")]
     Platform {
         reference: String,
         wanted: String,

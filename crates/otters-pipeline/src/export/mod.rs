@@ -63,7 +63,7 @@ pub enum ExportError {
     Store(#[from] StoreError),
     #[error("cannot create a temporary directory for the export: {0}")]
     Temp(std::io::Error),
-    #[error("{reference}: the index has no image for {wanted} (it has: {available}); pass --platform with one of those")]
+    #[error("{reference}: the index has no image for {wanted} (it has: {available})")]
     NoPlatform {
         reference: String,
         wanted: String,

@@ -13,12 +13,23 @@ use std::process::Command;
 pub enum ExecError {
     #[error("the plan has an empty argv")]
     Empty,
-    #[error("cannot execute {program}: {source}{hint}")]
+    #[error("cannot execute {program}: {source}")]
     Exec {
         program: String,
         source: std::io::Error,
-        hint: &'static str,
+        /// What the failure most likely means (the front end says what to do about it).
+        cause: ExecCause,
     },
+}
+
+/// Why a program that could not be executed most likely failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecCause {
+    /// The container CLI (`docker`, or what the plan names) is not installed.
+    NoContainerCli,
+    /// The runtime is missing or not executable here: perhaps built for another platform.
+    NotForThisHost,
+    Other,
 }
 
 /// The command the plan describes, ready to exec (exposed for tests).
@@ -53,18 +64,16 @@ pub fn exec(plan: &RunPlan) -> ExecError {
         Err(e) => return e,
     };
     let source = cmd.exec();
-    let hint = match (&plan.executor, source.kind()) {
-        (Launcher::Docker { .. }, std::io::ErrorKind::NotFound) => {
-            "; install the docker CLI or pass --docker PATH (e.g. --docker podman)"
-        }
+    let cause = match (&plan.executor, source.kind()) {
+        (Launcher::Docker { .. }, std::io::ErrorKind::NotFound) => ExecCause::NoContainerCli,
         (Launcher::System, std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotFound) => {
-            "; the runtime may not be built for this host (try --platform or --executor docker)"
+            ExecCause::NotForThisHost
         }
-        _ => "",
+        _ => ExecCause::Other,
     };
     ExecError::Exec {
         program: plan.argv.first().cloned().unwrap_or_default(),
         source,
-        hint,
+        cause,
     }
 }

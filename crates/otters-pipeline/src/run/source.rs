@@ -46,7 +46,7 @@ pub enum SourceError {
         wanted: String,
         available: String,
     },
-    #[error("{reference}: no image for platform {wanted}: the pinned manifest is for {actual}; rebuild the agent with `otters build --platform {wanted}`")]
+    #[error("{reference}: no image for platform {wanted}: the pinned manifest is for {actual}")]
     PinnedPlatform {
         reference: String,
         wanted: String,

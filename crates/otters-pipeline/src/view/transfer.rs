@@ -1,0 +1,230 @@
+//! What moved: a push's or pull's [`TransferReport`], a copy's [`CopyReport`], and the referrer
+//! tree `discover` found.
+use super::{esc, human_size, line};
+use crate::copy::CopyReport;
+use otters_oci::reference::Reference;
+use otters_oci::referrers::{Node, Tree};
+use otters_oci::registry::transfer::TransferReport;
+use otters_oci::Descriptor;
+use serde_json::json;
+
+/// The status lines of a push or pull (`verb`: `pushed`, `pulled`): what was transferred, and
+/// from which hosts when a mirror took part.
+pub fn summary(report: &TransferReport, verb: &str) -> String {
+    let moved = report.uploaded.len() + report.downloaded.len();
+    // Said only when a mirror took part: otherwise the reference names the host.
+    let registry = Reference::parse(&report.reference).map(|r| r.registry);
+    let from = if report.from.iter().any(|h| Ok(h) != registry.as_ref()) {
+        format!(" from {}", report.from.join(", "))
+    } else {
+        String::new()
+    };
+    let mut out = String::new();
+    line!(
+        out,
+        "{verb} {}{from}: {moved} blob(s) transferred ({}), {} already present, {} mounted",
+        report.reference,
+        human_size(report.bytes),
+        report.skipped.len(),
+        report.mounted.len()
+    );
+    if !report.referrers.is_empty() {
+        line!(out, "{verb} {} referrer(s)", report.referrers.len());
+    }
+    out
+}
+
+/// A copy's data: per image its destination and digest (with `dry_run`: its role, source and
+/// destination, and an index's platforms).
+pub fn copied(report: &CopyReport) -> String {
+    let mut out = String::new();
+    for i in &report.images {
+        let platforms = if i.platforms.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", i.platforms.join(", "))
+        };
+        let role = serde_json::to_value(&i.role)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let (source, destination) = (esc(&i.source), esc(&i.destination));
+        if report.dry_run {
+            line!(out, "{role:<8} {source} -> {destination}{platforms}");
+        } else {
+            line!(out, "{destination} {}", i.digest);
+        }
+    }
+    out
+}
+
+/// A copy's status line: how many images and referrers went where, and the blobs moved.
+pub fn copy_summary(report: &CopyReport) -> String {
+    let verb = if report.dry_run {
+        "would copy"
+    } else {
+        "copied"
+    };
+    let moved = if report.dry_run {
+        String::new()
+    } else {
+        format!(
+            ": {} blob(s) downloaded, {} uploaded, {} mounted, {} already present ({} bytes moved)",
+            report.downloaded, report.uploaded, report.mounted, report.skipped, report.bytes
+        )
+    };
+    format!(
+        "{verb} {} image(s) and {} referrer(s) to {}{moved}\n",
+        report.images.len(),
+        report.referrers,
+        esc(&report.destination),
+    )
+}
+
+/// `discover --format json`: the image and its referrer tree, each node with its kind
+/// (signature, SBOM, …) when known; `truncated` and `requests` when the budget cut the walk.
+pub fn referrers_json(reference: &str, root: &Descriptor, tree: &Tree) -> serde_json::Value {
+    let mut v = json!({
+        "reference": reference,
+        "digest": root.digest,
+        "mediaType": root.media_type,
+        "referrers": json_nodes(&tree.referrers),
+    });
+    if tree.cut {
+        v["truncated"] = json!(true);
+        v["requests"] = json!(tree.requests);
+    }
+    v
+}
+
+fn json_nodes(nodes: &[Node]) -> Vec<serde_json::Value> {
+    nodes
+        .iter()
+        .map(|n| {
+            let d = &n.descriptor;
+            let mut v = json!({
+                "digest": d.digest,
+                "mediaType": d.media_type,
+                "size": d.size,
+                "artifactType": d.artifact_type,
+                "annotations": d.annotations,
+                "referrers": json_nodes(&n.referrers),
+            });
+            if let Some(k) =
+                otters_supply::referrer::kind(d.artifact_type.as_deref(), &d.annotations)
+            {
+                v["kind"] = json!(k);
+            }
+            v
+        })
+        .collect()
+}
+
+/// `discover`'s text: the image, then its referrers as a tree (artifact type, digest, kind).
+pub fn referrers_text(reference: &str, root: &Descriptor, tree: &Tree) -> String {
+    let mut out = String::new();
+    line!(out, "{}@{}", esc(reference), root.digest);
+    tree_lines(&mut out, &tree.referrers, "");
+    out
+}
+
+fn tree_lines(out: &mut String, nodes: &[Node], prefix: &str) {
+    for (i, n) in nodes.iter().enumerate() {
+        let last = i + 1 == nodes.len();
+        let d = &n.descriptor;
+        let at = d.artifact_type.as_deref().unwrap_or("(no artifact type)");
+        let kind = otters_supply::referrer::kind(d.artifact_type.as_deref(), &d.annotations)
+            .map(|k| format!(" ({k})"))
+            .unwrap_or_default();
+        let branch = if last { "└──" } else { "├──" };
+        line!(
+            out,
+            "{prefix}{branch} {} {}{kind}",
+            esc(at),
+            esc(d.digest.as_str())
+        );
+        let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
+        tree_lines(out, &n.referrers, &deeper);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use otters_oci::Digest;
+
+    fn node(at: Option<&str>, n: u8, below: Vec<Node>) -> Node {
+        let mut d = Descriptor::new(
+            "application/vnd.oci.image.manifest.v1+json",
+            Digest::of(&[n]),
+            1,
+        );
+        d.artifact_type = at.map(str::to_owned);
+        Node {
+            descriptor: d,
+            referrers: below,
+        }
+    }
+
+    #[test]
+    fn a_tree_draws_branches_and_kinds() {
+        let root = Descriptor::new(
+            "application/vnd.oci.image.manifest.v1+json",
+            Digest::of(b"r"),
+            1,
+        );
+        let tree = Tree {
+            referrers: vec![
+                node(
+                    Some("application/vnd.dev.sigstore.bundle.v0.3+json"),
+                    1,
+                    vec![node(None, 2, vec![])],
+                ),
+                node(Some("text/\u{1b}[2J"), 3, vec![]),
+            ],
+            requests: 3,
+            cut: false,
+        };
+        let text = referrers_text("demo:1", &root, &tree);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("demo:1@{}", root.digest));
+        assert!(
+            lines[1].starts_with("├── application/vnd.dev.sigstore.bundle.v0.3+json sha256:"),
+            "{text}"
+        );
+        assert!(
+            lines[2].starts_with("│   └── (no artifact type) sha256:"),
+            "{text}"
+        );
+        assert!(
+            lines[3].starts_with("└── text/\\u{1b}[2J sha256:"),
+            "{text}"
+        );
+        let v = referrers_json("demo:1", &root, &tree);
+        assert_eq!(
+            v["referrers"][0]["referrers"][0]["digest"],
+            Digest::of(&[2]).to_string()
+        );
+        assert!(v.get("truncated").is_none());
+        let cut = Tree { cut: true, ..tree };
+        assert_eq!(referrers_json("demo:1", &root, &cut)["requests"], 3);
+    }
+
+    #[test]
+    fn a_summary_names_mirrors_only_when_one_served() {
+        let mut report = TransferReport::new(
+            "127.0.0.1:5000/a:1".into(),
+            Digest::of(b"m"),
+            otters_oci::MediaType::parse(otters_oci::spec::media_type::MANIFEST_V1),
+        );
+        report.bytes = 2048;
+        report.from = vec!["127.0.0.1:5000".into()];
+        assert_eq!(
+            summary(&report, "pulled"),
+            "pulled 127.0.0.1:5000/a:1: 0 blob(s) transferred (2.0 KiB), 0 already present, 0 mounted\n"
+        );
+        report.from.insert(0, "mirror:5000".into());
+        assert!(summary(&report, "pulled")
+            .starts_with("pulled 127.0.0.1:5000/a:1 from mirror:5000, 127.0.0.1:5000: "));
+    }
+}
