@@ -162,14 +162,17 @@ impl Failure {
     }
 
     /// `context: e`, `e` as the source.
+    /// `e` may also be an already boxed error (a signer's `Box<dyn Error>`), which is not itself
+    /// an `Error` type.
     pub(crate) fn during(
         context: impl std::fmt::Display,
-        e: impl std::error::Error + Send + Sync + 'static,
+        e: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
     ) -> Failure {
+        let source = e.into();
         Failure {
-            message: format!("{context}: {e}"),
+            message: format!("{context}: {source}"),
             help: None,
-            source: Box::new(e),
+            source,
         }
     }
 
@@ -188,7 +191,7 @@ pub(crate) fn fail(e: impl std::error::Error + Send + Sync + 'static) -> miette:
 /// `context: e` as a report, keeping `e` as the source (see [`Failure`]).
 pub(crate) fn fail_in(
     context: impl std::fmt::Display,
-    e: impl std::error::Error + Send + Sync + 'static,
+    e: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
 ) -> miette::Report {
     miette::Report::new(Failure::during(context, e))
 }

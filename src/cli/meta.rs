@@ -5,9 +5,8 @@
 //! stdout; one roff man page per command written into DIR (`otters.1`, `otters-build.1`, …, the
 //! naming `docker` and `podman` pages use). Must never: write anywhere but DIR, or print a page
 //! for a hidden command.
-use super::{Cli, CliResult, Format};
+use super::{fail, fail_in, Cli, CliResult, Format};
 use clap::CommandFactory;
-use miette::{miette, IntoDiagnostic};
 use otters_oci::Platform;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -78,11 +77,11 @@ pub fn run_version(a: VersionArgs) -> CliResult {
 
 pub fn run_manpages(a: ManpagesArgs) -> CliResult {
     std::fs::create_dir_all(&a.dir)
-        .map_err(|e| miette!("cannot create {}: {e}", a.dir.display()))?;
+        .map_err(|e| fail_in(format!("cannot create {}", a.dir.display()), e))?;
     // The pages' date: SOURCE_DATE_EPOCH's when set (reproducible packages), else today.
     let epoch =
         otters_pipeline::lower::epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref())
-            .into_diagnostic()?
+            .map_err(fail)?
             .unwrap_or_else(|| {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -105,9 +104,10 @@ pub fn run_manpages(a: ManpagesArgs) -> CliResult {
             .manual("otters manual");
         let mut page = Vec::new();
         man.render(&mut page)
-            .map_err(|e| miette!("cannot render {}: {e}", man.get_filename()))?;
+            .map_err(|e| fail_in(format!("cannot render {}", man.get_filename()), e))?;
         let path = a.dir.join(man.get_filename());
-        std::fs::write(&path, page).map_err(|e| miette!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, page)
+            .map_err(|e| fail_in(format!("cannot write {}", path.display()), e))?;
         outln!("{}", path.display());
     }
     Ok(ExitCode::SUCCESS)

@@ -82,7 +82,7 @@ pub fn run_sign(a: SignArgs) -> CliResult {
     let bytes = match &key {
         Some(key) => bundle::sign(&statement, key),
         None => {
-            (a.services.signer()?)(&statement).map_err(|e| miette!("cannot sign keylessly: {e}"))?
+            (a.services.signer()?)(&statement).map_err(|e| fail_in("cannot sign keylessly", e))?
         }
     };
     let d = attest::attach_bundle(target.store(), &subject, &statement, &bytes)

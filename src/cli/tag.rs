@@ -1,7 +1,6 @@
 //! `otters rm` and `otters tag`: the names of images in the local store.
 use super::common::{not_found, open_store};
 use super::{fail, fail_in, CliResult};
-use miette::IntoDiagnostic;
 use otters_oci::store::refname::new_tag_name;
 use std::process::ExitCode;
 
@@ -61,9 +60,9 @@ pub fn run_tag(a: TagArgs) -> CliResult {
     let store = open_store()?;
     let d = store
         .resolve(&a.source)
-        .into_diagnostic()?
+        .map_err(fail)?
         .ok_or_else(|| not_found(&a.source))?;
-    let name = store.tag(&a.target, &d).into_diagnostic()?;
+    let name = store.tag(&a.target, &d).map_err(fail)?;
     eprintln!("tagged {name}");
     Ok(ExitCode::SUCCESS)
 }

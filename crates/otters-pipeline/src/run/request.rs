@@ -107,8 +107,8 @@ pub fn build_first(store: &Store, path: &Path, how: &BuildFirst) -> Result<Built
         source_date_epoch: crate::lower::epoch::parse(how.source_date_epoch.as_deref())?,
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
-    let out = build::build(&opts, store, &mut |_| {})
-        .map_err(|e| BuildFirstError::Build(Box::new(e)))?;
+    let out =
+        build::build(&opts, store, &mut |_| {}).map_err(|e| BuildFirstError::Build(Box::new(e)))?;
     let warnings = out
         .diagnostics
         .into_iter()
