@@ -91,7 +91,7 @@ pub fn login(r: &Reference, user: &str, pass: &str, insecure: bool) -> Result<St
 /// The longest answer read (a token pasted by mistake twice is still far below this).
 const MAX: usize = 4096;
 
-/// One line (a user name), at most [`MAX`] bytes, without its line break and outer spaces.
+/// One line (a user name), at most `MAX` (4 KiB) bytes, without its line break and outer spaces.
 pub fn read_answer(input: &mut impl std::io::BufRead) -> std::io::Result<String> {
     let mut s = String::new();
     input.take(MAX as u64).read_line(&mut s)?;
