@@ -558,6 +558,33 @@ fn login_on_a_terminal_asks_for_user_and_password_without_echo() {
     );
 }
 
+#[test]
+fn login_password_stdin_refuses_more_than_64_kib() {
+    let reg = Registry::start_basic("alice", "s3cret");
+    let env = Env::new();
+    // A file piped in by mistake (1 MiB): refused by size, not read whole, nothing stored.
+    let out = env
+        .otters()
+        .args(["login", "-u", "alice", "--password-stdin", &reg.addr])
+        .write_stdin(vec![b'x'; 1 << 20])
+        .output()
+        .expect("run");
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("more than 64 KiB on standard input"), "{err}");
+    assert!(!env.docker().join("config.json").exists());
+    // 64 KiB exactly is still read (and then refused by the registry, as a wrong password).
+    let out = env
+        .otters()
+        .args(["login", "-u", "alice", "--password-stdin", &reg.addr])
+        .write_stdin(vec![b'x'; 64 * 1024])
+        .output()
+        .expect("run");
+    let err = flat(&String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{err}");
+    assert!(!err.contains("more than 64 KiB"), "{err}");
+}
+
 /// A credential helper that records what it is given: `store` keeps the JSON, `get` returns it,
 /// `erase` records the server and forgets it.
 const FAKE_HELPER: &str = r#"#!/bin/sh

@@ -98,10 +98,24 @@ pub fn read_answer(input: &mut impl std::io::BufRead) -> std::io::Result<String>
     Ok(s.trim_end_matches(['\n', '\r']).trim().to_owned())
 }
 
-/// A password from the pipe on standard input: all of it, without the final line break.
+/// The longest password or token `--password-stdin` takes (registry tokens are a few KiB; a
+/// file piped in by mistake is refused instead of read whole into memory).
+pub const MAX_PIPED: u64 = 64 * 1024;
+
+/// A password from the pipe on standard input: all of it, without the final line break; at
+/// most [`MAX_PIPED`] bytes (more is an `InvalidInput` error, nothing is stored).
 pub fn read_piped(input: &mut impl std::io::Read) -> std::io::Result<String> {
     let mut s = String::new();
-    input.read_to_string(&mut s)?;
+    input.take(MAX_PIPED + 1).read_to_string(&mut s)?;
+    if s.len() as u64 > MAX_PIPED {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "more than {} KiB on standard input; pipe in only the password or token",
+                MAX_PIPED / 1024
+            ),
+        ));
+    }
     Ok(s.trim_end_matches(['\n', '\r']).to_owned())
 }
 
@@ -214,6 +228,14 @@ mod tests {
         );
         assert_eq!(read_piped(&mut &b"s3cret \n"[..]).unwrap(), "s3cret ");
         assert_eq!(read_piped(&mut &b"a\nb\n\n"[..]).unwrap(), "a\nb");
+        let at_most = vec![b'x'; MAX_PIPED as usize];
+        assert_eq!(
+            read_piped(&mut &at_most[..]).unwrap().len(),
+            MAX_PIPED as usize
+        );
+        let more = vec![b'x'; MAX_PIPED as usize + 1];
+        let e = read_piped(&mut &more[..]).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     }
 
     #[test]
