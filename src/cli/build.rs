@@ -2,12 +2,13 @@
 //!
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
-use super::common::{build_error, build_failure, human_size, open_store_leased, print_diagnostics};
+use super::common::{build_error, build_failure, open_store_leased, print_diagnostics};
 use super::progress::{BuildBars, ProgressMode};
 use super::{fail, CliResult, Format};
 use miette::miette;
 use otters_pipeline::build::results::{self, Output};
 use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, BuildOutput};
+use otters_pipeline::view::human_size;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

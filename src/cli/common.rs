@@ -41,11 +41,6 @@ pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
     .map_err(fail)
 }
 
-/// A size for people, in binary units: `otters_pipeline::view::human_size`, the one spelling.
-pub(super) fn human_size(n: u64) -> String {
-    otters_pipeline::view::human_size(n)
-}
-
 /// Text from an image, a registry or a file name, made safe for a terminal (controls and bidi
 /// overrides shown escaped).
 pub(super) fn esc(s: &str) -> String {

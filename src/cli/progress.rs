@@ -98,7 +98,7 @@ impl Bars {
                 let sized = |verb: &str| {
                     format!(
                         "{verb} {digest} {} in {:.1}s",
-                        super::common::human_size(size),
+                        otters_pipeline::view::human_size(size),
                         t.elapsed().as_secs_f64()
                     )
                 };
@@ -272,7 +272,7 @@ impl BuildBars {
         if let Some((title, size, t)) = self.3.as_mut().and_then(|p| p.input.take()) {
             eprintln!(
                 "wrote {title} ({}) in {:.1}s",
-                super::common::human_size(size),
+                otters_pipeline::view::human_size(size),
                 t.elapsed().as_secs_f64()
             );
         }
@@ -292,7 +292,7 @@ impl BuildBars {
                 if let Some((size, t)) = p.blobs.remove(*digest) {
                     eprintln!(
                         "push {digest}: {outcome:?} ({}) in {:.1}s",
-                        super::common::human_size(size),
+                        otters_pipeline::view::human_size(size),
                         t.elapsed().as_secs_f64()
                     );
                 }

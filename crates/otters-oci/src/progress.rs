@@ -6,6 +6,7 @@
 //! events (the CLI's bars, plain lines or nothing). Must never: carry text from outside that the
 //! renderer does not escape (a layer title comes from an image), or a secret.
 
+use crate::spec::descriptor::Descriptor;
 use crate::spec::digest::Digest;
 use serde::Serialize;
 
@@ -64,6 +65,17 @@ pub enum Event<'a> {
     StepStarted(Step<'a>),
     /// A step ended, successfully or not.
     StepDone(Step<'a>),
+}
+
+impl<'a> Event<'a> {
+    /// [`Event::BlobStarted`] for the blob `blob` describes: its digest, size and layer title.
+    pub fn blob_started(blob: &'a Descriptor) -> Event<'a> {
+        Event::BlobStarted {
+            digest: &blob.digest,
+            size: blob.size,
+            title: blob.title(),
+        }
+    }
 }
 
 /// The sink every operation reports to. A caller that wants nothing passes `&mut |_| {}`.

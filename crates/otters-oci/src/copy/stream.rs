@@ -147,11 +147,7 @@ fn relay_blob(
     progress: Progress<'_>,
     report: &mut TransferReport,
 ) -> Result<Outcome, RegistryError> {
-    progress(Event::BlobStarted {
-        digest: &blob.digest,
-        size: blob.size,
-        title: blob.title(),
-    });
+    progress(Event::blob_started(blob));
     // The source's repository holds the blob: within one registry it is mounted from there.
     sources.add(&blob.digest, src);
     if let Some(outcome) = present_or_mounted(client, dest, &blob.digest, sources)? {

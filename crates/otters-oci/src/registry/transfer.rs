@@ -229,11 +229,7 @@ fn push_blob(
     progress: Progress<'_>,
     report: &mut TransferReport,
 ) -> Result<Outcome, RegistryError> {
-    progress(Event::BlobStarted {
-        digest: &blob.digest,
-        size: blob.size,
-        title: blob.title(),
-    });
+    progress(Event::blob_started(blob));
     if let Some(outcome) = present_or_mounted(client, dest, &blob.digest, sources)? {
         return Ok(outcome);
     }
@@ -467,11 +463,7 @@ pub fn pull_blob(
     report: &mut TransferReport,
 ) -> Result<Outcome, RegistryError> {
     let digest = &blob.digest;
-    progress(Event::BlobStarted {
-        digest: &blob.digest,
-        size: blob.size,
-        title: blob.title(),
-    });
+    progress(Event::blob_started(blob));
     if store.has_blob(digest) {
         return Ok(Outcome::Skipped);
     }
