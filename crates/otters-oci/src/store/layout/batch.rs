@@ -58,10 +58,12 @@ impl Store {
             .try_for_each(|path| -> Result<(), StoreError> {
                 match sync(path) {
                     // A concurrent `prune` moves a blob aside while it checks the leases, and
-                    // puts a leased one back before it lets go of the index lock: wait for that
-                    // lock, then look again. A blob still missing was not leased: an error.
+                    // puts a leased one back before it lets go of the index lock: take that
+                    // lock, and look again while holding it (a prune that starts after the lock
+                    // is let go may move the blob aside again). A blob still missing was not
+                    // leased: an error.
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        drop(self.lock_index()?);
+                        let _lock = self.lock_index()?;
                         Ok(sync(path).map_err(io_err("sync", path))?)
                     }
                     other => Ok(other.map_err(io_err("sync", path))?),

@@ -65,13 +65,24 @@ impl Store {
     fn take_lease(&self) -> Result<Store, StoreError> {
         let dir = self.root.join(LEASES_DIR);
         fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
-        let (file, path) = tempfile::Builder::new()
+        // Made and locked in `.tmp/` (whose collector leaves young files alone), then renamed
+        // into `leases/`: a lease is never seen there unlocked. Created in `leases/` and locked
+        // after, a `prune` reading the leases in between took it for a dead process's, removed
+        // it, and every blob this handle then leased was unprotected.
+        let tmp = self.tmp_dir();
+        fs::create_dir_all(&tmp).map_err(io_err("create directory", &tmp))?;
+        let (file, made) = tempfile::Builder::new()
             .prefix(&format!("{}-", std::process::id()))
-            .tempfile_in(&dir)
-            .map_err(io_err("create a lease in", &dir))?
+            .tempfile_in(&tmp)
+            .map_err(io_err("create a lease in", &tmp))?
             .keep()
-            .map_err(|e| io_err("create a lease in", &dir)(e.error))?;
-        file.lock().map_err(io_err("lock", &path))?;
+            .map_err(|e| io_err("create a lease in", &tmp)(e.error))?;
+        file.lock().map_err(io_err("lock", &made))?;
+        let path = dir.join(made.file_name().unwrap_or_default());
+        if let Err(e) = fs::rename(&made, &path) {
+            let _ = fs::remove_file(&made);
+            return Err(io_err("move a lease into", &dir)(e).into());
+        }
         Ok(Store {
             root: self.root.clone(),
             batch: self.batch.clone(),
