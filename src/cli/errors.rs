@@ -183,6 +183,20 @@ impl Failure {
     }
 }
 
+/// The `help:` text for a library error a command prints as a plain `error:` line, not as a
+/// report (`lint`): the flag that helps, from [`hints`] by the error's typed variant.
+pub(crate) fn hint_of(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    hints::hint(e)
+}
+
+/// `e`'s text, with `otters fmt`'s `help:` line when it has one (a read-only file: `--diff`).
+pub(crate) fn fmt_write_failure(e: &otters_core::rewrite::RewriteError) -> String {
+    match hints::fmt_write(e) {
+        Some(help) => format!("{e}\nhelp: {help}"),
+        None => e.to_string(),
+    }
+}
+
 /// A report of a library error, keeping it as the source (see [`Failure`]).
 pub(crate) fn fail(e: impl std::error::Error + Send + Sync + 'static) -> miette::Report {
     miette::Report::new(Failure::of(e))

@@ -600,7 +600,7 @@ fn lint_reports_portability_for_the_targeted_versions() {
     let (ok, _, err) = env.run(&["lint", "--target", "beta", dir.to_str().unwrap()]);
     assert!(!ok);
     assert!(
-        err.contains("--target \"beta\" is not an openotters version"),
+        err.contains("target \"beta\" is not an openotters version"),
         "{err}"
     );
     // The build does not report them (it reads no otters.toml), though it shows other lints.

@@ -38,7 +38,7 @@ pub struct Effective {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OverrideError {
-    #[error("--config {text:?}: must be KEY=VALUE with a non-empty KEY")]
+    #[error("config {text:?}: must be KEY=VALUE with a non-empty KEY")]
     ConfigShape { text: String },
     #[error("{}", missing_message(.0))]
     RequiredMissing(Vec<Missing>),
