@@ -161,10 +161,11 @@ fn system_executor_end_to_end() {
         .output()
         .unwrap();
     assert!(!out.status.success());
+    let err = cli::flat(&String::from_utf8_lossy(&out.stderr));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("required config(s) have no value: webhook"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        err.contains("required config(s) have no value: webhook")
+            && err.contains("help: pass --config webhook=VALUE"),
+        "{err}"
     );
     let out = otters(&w)
         .args(["run", &w.agent, "--config", "webhook=http://hook"])

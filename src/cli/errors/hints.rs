@@ -86,6 +86,7 @@ fn value_hint(
     };
     use otters_pipeline::kube::{agent::AgentKubeError, KubeError};
     use otters_pipeline::lint::LintError;
+    use otters_pipeline::run::overrides::OverrideError;
     use otters_pipeline::run::plan::PlanError;
     use otters_pipeline::run::{
         marker::ClaimError, materialise::MaterialiseError, mounts::MountError,
@@ -93,9 +94,13 @@ fn value_hint(
     };
     use otters_pipeline::trust::WhoError;
     use otters_supply::keys::KeyError;
-    // `PlanError::Mount` is transparent: look through it.
+    // `PlanError::Mount` and `PlanError::Override` are transparent: look through them.
     let mount = of::<MountError>(e).or(match of::<PlanError>(e) {
         Some(PlanError::Mount(m)) => Some(m),
+        _ => None,
+    });
+    let config = of::<OverrideError>(e).or(match of::<PlanError>(e) {
+        Some(PlanError::Override(o)) => Some(o),
         _ => None,
     });
     let git =
@@ -128,6 +133,12 @@ fn value_hint(
         "map each with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"
     } else if let Some(MountError::DeclaredMissing { .. }) = of(e) {
         "supply them with -v HOST:TARGET, or pass --allow-missing-mounts"
+    } else if let Some(OverrideError::RequiredMissing(missing)) = config {
+        let each: Vec<_> = missing
+            .iter()
+            .map(|m| format!("--config {}=VALUE", m.key))
+            .collect();
+        return Some(format!("pass {}", each.join(" ")));
     } else if let Some(MountError::DeclaredMissing { .. }) = mount {
         "supply them with -v HOST:TARGET, or pass --allow-missing-mounts"
     } else if let Some(KubeError::BadName { .. }) = of(e) {
