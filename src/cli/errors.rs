@@ -183,6 +183,20 @@ impl Failure {
     }
 }
 
+/// The `help:` text for a library error a command prints as a plain `error:` line, not as a
+/// report (`lint`): the flag that helps, from [`hints`] by the error's typed variant.
+pub(crate) fn hint_of(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    hints::hint(e)
+}
+
+/// `e`'s text, with `otters fmt`'s `help:` line when it has one (a read-only file: `--diff`).
+pub(crate) fn fmt_write_failure(e: &otters_core::rewrite::RewriteError) -> String {
+    match hints::fmt_write(e) {
+        Some(help) => format!("{e}\nhelp: {help}"),
+        None => e.to_string(),
+    }
+}
+
 /// A report of a library error, keeping it as the source (see [`Failure`]).
 pub(crate) fn fail(e: impl std::error::Error + Send + Sync + 'static) -> miette::Report {
     miette::Report::new(Failure::of(e))
@@ -296,5 +310,37 @@ mod tests {
         // A help the report has already wins.
         let own = miette::Report::new(Failure::of(platform()).help("mine"));
         assert_eq!(help(own).as_deref(), Some("mine"));
+    }
+
+    #[test]
+    fn value_errors_get_their_flag_through_transparent_wrappers_and_not_from_a_config_file() {
+        use otters_pipeline::run::{marker::ClaimError, mounts::MountError, plan::PlanError};
+        use otters_pipeline::trust::WhoError;
+        let help = |r: miette::Report| Clean::of(r.as_ref()).help;
+        // `PrepareError::Claim` and `PlanError::Mount` forward `source()`: looked through.
+        let claim = otters_pipeline::run::prepare::PrepareError::Claim(ClaimError::Symlink(
+            "/tmp/link".into(),
+        ));
+        assert_eq!(
+            help(fail(claim)).as_deref(),
+            Some("pass --root with the directory itself")
+        );
+        let mount = PlanError::Mount(MountError::DeclaredMissing {
+            targets: "/data".into(),
+        });
+        assert_eq!(
+            help(fail_in("cannot plan", mount)).as_deref(),
+            Some("supply them with -v HOST:TARGET, or pass --allow-missing-mounts")
+        );
+        // The flag fixes a flag's identity, not one from a config file's [verify].
+        assert_eq!(
+            help(fail(WhoError::NoIssuer)).as_deref(),
+            Some("pass --certificate-oidc-issuer URL")
+        );
+        let in_config = WhoError::InConfig {
+            path: "/home/u/.otters/config.toml".into(),
+            source: Box::new(WhoError::NoIssuer),
+        };
+        assert_eq!(help(fail(in_config)), None);
     }
 }

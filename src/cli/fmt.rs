@@ -116,5 +116,7 @@ fn one(a: &Args, input: &Input, human: &mut Human<'_>) -> Outcome {
 fn write_back(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let real = std::fs::canonicalize(path)
         .map_err(|e| format!("cannot write {}: {}", path.display(), reason(&e)))?;
-    rewrite(&real, bytes).map(drop).map_err(|e| e.to_string())
+    rewrite(&real, bytes)
+        .map(drop)
+        .map_err(|e| super::errors::fmt_write_failure(&e))
 }

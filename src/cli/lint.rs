@@ -114,6 +114,9 @@ pub fn run(a: Args) -> CliResult {
 /// A usage or I/O problem: printed to stderr, exit 2.
 fn fatal(e: &LintError) -> ExitCode {
     eprintln!("error: {}", otters_core::escape::escape(&e.to_string()));
+    if let Some(help) = super::errors::hint_of(e) {
+        eprintln!("help: {}", otters_core::escape::escape(&help));
+    }
     ExitCode::from(2)
 }
 

@@ -812,6 +812,11 @@ fn annotations_from_ci_reach_manifests_and_index_and_the_job_summary() {
         err.contains("GITHUB_REPOSITORY") && err.contains("CI_PROJECT_URL"),
         "{err}"
     );
+    // The flag that does without them, as the CLI's help line.
+    assert!(
+        err.contains("help: or pass --annotation KEY=VALUE instead of --annotations-from-ci"),
+        "{err}"
+    );
     let m = read(&built(ci_build(
         &env,
         &ctx,

@@ -295,7 +295,9 @@ fn a_read_only_agentfile_is_refused_and_left_as_it_was() {
     let o = otters(&env, dir, &["fmt", "Agentfile"], None);
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
-        o.stderr.contains("Agentfile is read-only (mode 0444)") && o.stderr.contains("chmod u+w"),
+        o.stderr.contains("Agentfile is read-only (mode 0444)")
+            && o.stderr.contains("chmod u+w")
+            && o.stderr.contains("help: or see the change with --diff"),
         "{}",
         o.stderr
     );

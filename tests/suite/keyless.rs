@@ -545,8 +545,14 @@ fn run_by_identity_refuses_an_image_signed_by_another_identity_before_running_it
         format!("[verify]\ncertificate-identity = \"{GITHUB_ID}\"\n"),
     )
     .unwrap();
+    // It comes from the file, so no flag is offered as the fix (issue 19 item 5).
     let (ok, said) = run("", true);
-    assert!(!ok && said.contains("--certificate-oidc-issuer"), "{said}");
+    assert!(
+        !ok && said.contains("[verify] in")
+            && said.contains("keyless verification needs the certificate's OIDC issuer")
+            && !said.contains("help: pass --certificate-oidc-issuer"),
+        "{said}"
+    );
     // A key-based gate refuses the keyless signature as such.
     std::fs::remove_file(env.home().join("config.toml")).unwrap();
     let prefix = env.dir.path().join("k");

@@ -340,7 +340,8 @@ fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
     assert!(
         err.contains("has no runnable export")
             && err.contains("otters export")
-            && err.contains("--push"),
+            && err.contains("--push")
+            && err.contains("help: or pass --image REPO@sha256:…"),
         "{err}"
     );
     ok(cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"]));
@@ -353,7 +354,9 @@ fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
     let err = flat(&String::from_utf8_lossy(&out.stderr));
     assert!(
         err.contains("required config(s) have no value: webhook")
-            && err.contains("--config webhook=VALUE"),
+            && err.contains(
+                "help: pass --config webhook=VALUE, or --config-from secret:NAME|configmap:NAME"
+            ),
         "{err}"
     );
 
@@ -373,7 +376,7 @@ fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
     let err = flat(&String::from_utf8_lossy(&out.stderr));
     assert!(
         err.contains("declared mount(s) not mapped: /data")
-            && err.contains("--allow-missing-mounts"),
+            && err.contains("help: map each with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"),
         "{err}"
     );
     // A fresh home finds the export through the registry's referrers.

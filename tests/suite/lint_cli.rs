@@ -662,7 +662,10 @@ fn stdin_filename_finds_the_config_and_names_the_file() {
     let o = lint(&["--stdin-filename", path_s, path_s]);
     assert_eq!(o.code, 2);
     assert!(
-        o.stderr.contains("--stdin-filename names standard input"),
+        o.stderr
+            .contains("standard input (`-`) is not among the inputs")
+            && o.stderr
+                .contains("help: --stdin-filename names standard input: pass `-` to read it"),
         "{}",
         o.stderr
     );

@@ -549,7 +549,11 @@ fn lint_fix_applies_the_safe_fixes_and_reports_what_is_left() {
         before
     );
     let err = env.fails(&["lint", "--fix", "-"]);
-    assert!(err.contains("cannot fix standard input"), "{err}");
+    assert!(err.contains("standard input cannot be fixed"), "{err}");
+    assert!(
+        err.contains("help: --fix rewrites files: name the file itself to fix it"),
+        "{err}"
+    );
 }
 
 #[test]

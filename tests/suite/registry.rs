@@ -365,6 +365,13 @@ fn references_are_checked_before_anything_happens() {
     );
     let err = env.fails(&["pull", "127.0.0.1:1/x:1"]);
     assert!(err.contains("cannot reach registry 127.0.0.1:1"), "{err}");
+    // The library names the config setting; the CLI adds its flag.
+    assert!(
+        crate::support::cli::flat(&err).contains(
+            "help: or pass --insecure for a plain-HTTP registry that is not on this machine"
+        ),
+        "{err}"
+    );
 }
 
 /// A registry holding a runtime and bins: `bins/jq` (index, io.* annotations, description),

@@ -161,19 +161,22 @@ fn system_executor_end_to_end() {
         .output()
         .unwrap();
     assert!(!out.status.success());
+    let err = cli::flat(&String::from_utf8_lossy(&out.stderr));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("required config(s) have no value: webhook"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        err.contains("required config(s) have no value: webhook")
+            && err.contains("help: pass --config webhook=VALUE"),
+        "{err}"
     );
     let out = otters(&w)
         .args(["run", &w.agent, "--config", "webhook=http://hook"])
         .output()
         .unwrap();
+    let err = cli::flat(&String::from_utf8_lossy(&out.stderr));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("declared mount(s) missing: /data"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        err.contains("declared mount(s) missing: /data")
+            && err
+                .contains("help: supply them with -v HOST:TARGET, or pass --allow-missing-mounts"),
+        "{err}"
     );
     let out = otters(&w)
         .args([
@@ -772,7 +775,7 @@ fn verify_key_refuses_an_unpinned_runtime_or_bin() {
             "refusing to run with a verify key",
             &format!("RUNTIME {a}/runtime:1, BIN tool ({a}/tool:1) has no pinned digest"),
             "`otters lock`",
-            "`otters build` (without",
+            "`otters build` (not `otters build --allow-unpinned`)",
         ] {
             assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
         }
@@ -836,7 +839,12 @@ fn run_roots_belong_to_otters_and_to_one_repository() {
             .unwrap();
         let err = stderr(&out);
         assert!(!out.status.success(), "--root . was taken: {err}");
-        assert!(err.contains("not an agent tree otters made"), "{err}");
+        assert!(
+            err.contains("not an agent tree otters made")
+                && crate::support::cli::flat(&err)
+                    .contains("help: pass --root with a new or empty directory"),
+            "{err}"
+        );
     }
     assert_eq!(text(&mine.join("notes.txt")), "my notes");
     assert_eq!(text(&mine.join("src/main.rs")), "fn main() {}");
@@ -881,8 +889,9 @@ fn run_roots_belong_to_otters_and_to_one_repository() {
         assert!(
             err.contains(&format!(
                 "the agent tree of NAME probe was made by {a}/agent, not by {a}/other"
-            )) && err.contains("`--name NAME` or `--root DIR`")
-                && err.contains("`--name probe`"),
+            )) && crate::support::cli::flat(&err).contains(
+                "help: run this image under its own name (--name NAME or --root DIR), or, to hand the tree over on purpose, name it explicitly: --name probe"
+            ),
             "{err}"
         );
     }

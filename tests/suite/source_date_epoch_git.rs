@@ -137,14 +137,17 @@ fn git_epoch_outside_a_work_tree_or_without_git_is_a_clear_error() {
     let (ok, _, err) = build(&env, &ctx, &["--source-date-epoch", "git"], empty.to_str());
     assert!(!ok);
     assert!(
-        flat(&err).contains("runs `git`, which is not installed or not on PATH"),
+        flat(&err).contains("runs `git`, which is not installed or not on PATH")
+            && flat(&err)
+                .contains("help: or pass the time as a number: --source-date-epoch SECONDS"),
         "{err}"
     );
 
     let (ok, _, err) = build(&env, &ctx, &["--source-date-epoch", "yesterday"], None);
     assert!(!ok);
     assert!(
-        flat(&err).contains("--source-date-epoch is `yesterday`"),
+        flat(&err).contains("the image time `yesterday` is not a whole number")
+            && flat(&err).contains("help: --source-date-epoch takes SECONDS or `git`"),
         "{err}"
     );
     let listed = env.ok(&["images", "-q"]);

@@ -4,7 +4,7 @@ use crate::support::cli::Env;
 use crate::support::fixture;
 
 /// Builds the `minimal` fixture offline with `args` before the context; returns its digest.
-fn build_minimal(env: &Env, args: &[&str]) -> String {
+pub(crate) fn build_minimal(env: &Env, args: &[&str]) -> String {
     let ctx = fixture("minimal");
     let mut all = vec!["build", "--offline", "--allow-unpinned", "-q"];
     all.extend_from_slice(args);
@@ -123,7 +123,10 @@ fn rm_takes_a_digest_or_prefix_and_removes_untagged_images() {
     // Two tags name it: by digest, only with --force (as docker rmi).
     let err = env.fails(&["rm", &digest[..19]]);
     assert!(
-        err.contains("has 2 tags (a:1, b:1)") && err.contains("--force"),
+        err.contains("has 2 tags (a:1, b:1)")
+            && crate::support::cli::flat(&err).contains(
+                "help: remove the tags one by one, or pass --force to remove the image with all its tags"
+            ),
         "{err}"
     );
     let out = env.ok(&["rm", "-f", &digest[..19]]);

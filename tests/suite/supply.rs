@@ -88,7 +88,8 @@ fn generated_keys_and_sign_blob_bundles_verify_with_sigstore_verify() {
         &dir.join("ci").to_string_lossy(),
     ]);
     assert!(
-        err.contains("ci.key already exists: otters never overwrites a key file"),
+        err.contains("ci.key already exists: otters never overwrites a key file")
+            && err.contains("help: or choose another --out prefix"),
         "{err}"
     );
     assert_eq!(

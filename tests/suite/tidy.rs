@@ -544,3 +544,101 @@ fn the_manifest_struct_finder_finds_them() {
         #[derive(Debug)]\nstruct PlanDoc {\n    layers: Vec<Descriptor>,\n}\n";
     assert_eq!(manifest_structs(code), ["IndexFile", "Doc", "Layers"]);
 }
+
+/// Library error texts speak of values; the CLI adds the flag that fixes them as a `help:` line
+/// (`src/cli/errors/hints.rs`), since a language server or another front end has no such flags.
+/// The texts an error may still quote a flag in: a whole other command the user runs, each with
+/// why it reads right from any front end.
+const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 5] = [
+    (
+        "log -1 --format=%ct",
+        "git's own flag, in the git command that shows (or gives) the time: epoch.rs, git_epoch.rs",
+    ),
+    (
+        "`otters export {} --as runnable --push`",
+        "another command, run first, that makes the export kube needs: kube/agent.rs",
+    ),
+    (
+        "`otters export REF --as runnable --push`",
+        "another command, run first, that makes the export kube needs: kube/agent.rs",
+    ),
+    (
+        "`otters export --push`",
+        "the command whose output names an image by digest: kube/mod.rs",
+    ),
+    (
+        "`otters build --allow-unpinned`",
+        "the build not to run again, before signing: run/plan/model.rs",
+    ),
+];
+
+/// Each `#[error(…)]` attribute of `text`, from `#[error(` to the `)]` that ends its line.
+fn error_attributes(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("#[error(") {
+        let tail = &rest[at..];
+        let end = tail.find(")]\n").map_or(tail.len(), |e| e + 2);
+        out.push(&tail[..end]);
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// The flags (`--name`) an error attribute names outside the allowed quoted commands.
+fn flags_named(attribute: &str) -> Vec<String> {
+    let mut text = attribute.to_owned();
+    for (allowed, _) in FLAGS_ALLOWED_IN_LIBRARY_ERRORS {
+        text = text.replace(allowed, "");
+    }
+    text.match_indices("--")
+        .filter_map(|(i, _)| {
+            let name: String = text[i + 2..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+                .collect();
+            name.starts_with(|c: char| c.is_ascii_lowercase())
+                .then(|| format!("--{name}"))
+        })
+        .collect()
+}
+
+/// No library error names a CLI flag (issue 19 item 5): the language server and library users
+/// get these texts, and have no flags; the CLI adds them (see `FLAGS_ALLOWED_IN_LIBRARY_ERRORS`
+/// for the quoted commands an error may still hold).
+#[test]
+fn library_errors_name_no_cli_flag() {
+    let mut offenders = Vec::new();
+    for (name, src) in crate_sources() {
+        if name == "otters" {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for attribute in error_attributes(&text) {
+                let flags = flags_named(attribute);
+                if !flags.is_empty() {
+                    offenders.push(format!("{}: {flags:?} in {attribute}", f.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "library errors that name a CLI flag (say the value; add the flag as a help line in \
+         src/cli/errors/hints.rs):\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn the_library_error_flag_finder_finds_flags() {
+    let text = "enum E {\n    #[error(\"--namespace {0:?} is bad; pass --name, see `otters export --push`\")]\n    A(String),\n    #[error(\"{} and {}\", a.b(), c)]\n    B,\n}\n";
+    let found = error_attributes(text);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(flags_named(found[0]), ["--namespace", "--name"]);
+    assert!(flags_named(found[1]).is_empty());
+    assert!(flags_named("#[error(\"`git -C {} log -1 --format=%ct` says\")]").is_empty());
+}

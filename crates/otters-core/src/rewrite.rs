@@ -31,7 +31,7 @@ pub enum Rewritten {
 /// Why a file was not written.
 #[derive(Debug, thiserror::Error)]
 pub enum RewriteError {
-    #[error("{} is read-only (mode {mode:04o}), so otters did not change it; make it writable (`chmod u+w {}`) and run again, or see the change with `--diff`", path.display(), path.display())]
+    #[error("{} is read-only (mode {mode:04o}), so otters did not change it; make it writable (`chmod u+w {}`) and run again", path.display(), path.display())]
     ReadOnly { path: PathBuf, mode: u32 },
     #[error("{} is not a regular file, so otters did not change it", path.display())]
     NotRegular { path: PathBuf },

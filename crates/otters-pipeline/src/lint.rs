@@ -36,11 +36,13 @@ pub struct Request<'a> {
 /// Why linting could not start or a file could not be read or fixed (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum LintError {
-    #[error("--stdin-filename names standard input: pass `-` to read it")]
+    #[error(
+        "a name for standard input is given, but standard input (`-`) is not among the inputs"
+    )]
     StdinFilenameWithoutStdin,
-    #[error("--fix rewrites files; it cannot fix standard input")]
+    #[error("fixing rewrites files; standard input cannot be fixed")]
     FixStdin,
-    #[error("--target {0:?} is not an openotters version otters knows; use alpha.50, L or none")]
+    #[error("target {0:?} is not an openotters version otters knows; use alpha.50, L or none")]
     Target(String),
     #[error(transparent)]
     Project(#[from] ProjectError),

@@ -19,7 +19,7 @@ use std::path::Path;
 
 /// No identity token could be found.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("keyless signing needs an OIDC identity token: pass --identity-token, set SIGSTORE_ID_TOKEN (GitLab: `id_tokens: SIGSTORE_ID_TOKEN: aud: sigstore`), or run in GitHub Actions with `permissions: id-token: write`")]
+#[error("keyless signing needs an OIDC identity token: set SIGSTORE_ID_TOKEN (GitLab: `id_tokens: SIGSTORE_ID_TOKEN: aud: sigstore`), or run in GitHub Actions with `permissions: id-token: write`")]
 pub struct NoToken;
 
 /// Where the identity token comes from: `given` (the flag or `SIGSTORE_ID_TOKEN`) when not

@@ -48,9 +48,9 @@ impl Identity {
 /// Half a keyless identity.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum WhoError {
-    #[error("keyless verification needs --certificate-oidc-issuer URL beside the identity (for GitHub Actions: https://token.actions.githubusercontent.com)")]
+    #[error("keyless verification needs the certificate's OIDC issuer beside the identity (for GitHub Actions: https://token.actions.githubusercontent.com)")]
     NoIssuer,
-    #[error("keyless verification needs --trusted-root FILE (Sigstore's trusted_root.json; see docs/supply-chain.md for where the public-good one comes from)")]
+    #[error("keyless verification needs a trusted root (Sigstore's trusted_root.json; see docs/supply-chain.md for where the public-good one comes from)")]
     NoRoot,
     /// The same, in `[verify]` of a config file.
     #[error("[verify] in {}", path.display())]

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 pub enum BlobError {
     #[error(transparent)]
     Digest(#[from] BadDigest),
-    #[error("give a FILE or --digest sha256:HEX")]
+    #[error("no blob given: neither a file nor a digest")]
     NoSubject,
     #[error(transparent)]
     Open(#[from] ReadError),

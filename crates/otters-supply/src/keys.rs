@@ -39,7 +39,7 @@ pub enum KeyError {
         expected: &'static str,
         what: String,
     },
-    #[error("{path} already exists: otters never overwrites a key file; choose another --out prefix or move the old key away")]
+    #[error("{path} already exists: otters never overwrites a key file; move the old key away or write the new one elsewhere")]
     Exists { path: String },
     #[error("cannot write {path}: {source}")]
     Write {

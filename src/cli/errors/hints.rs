@@ -10,15 +10,10 @@ use otters_oci::registry::RegistryError;
 pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     use otters_pipeline::export::ExportError;
     use otters_pipeline::run::exec::{ExecCause, ExecError};
+    use otters_pipeline::run::marker::ClaimError;
     use otters_pipeline::run::source::SourceError;
     use otters_pipeline::run::{materialise::MaterialiseError, prepare::PrepareError};
-    /// `e` as a `T`, held directly or boxed (a boxed source is its own link of the chain).
-    fn of<'a, T: std::error::Error + 'static>(
-        e: &'a (dyn std::error::Error + 'static),
-    ) -> Option<&'a T> {
-        e.downcast_ref::<T>()
-            .or_else(|| e.downcast_ref::<Box<T>>().map(|b| &**b))
-    }
+    use otters_pipeline::trust::WhoError;
     // Transparent wrappers are not links of the chain: look through them.
     let source = of::<SourceError>(e)
         .or(match of::<PrepareError>(e) {
@@ -35,6 +30,10 @@ pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
             Some(MaterialiseError::Source(s)) => Some(s),
             _ => None,
         });
+    let claim = of::<ClaimError>(e).or(match of::<PrepareError>(e) {
+        Some(PrepareError::Claim(c)) => Some(c),
+        _ => None,
+    });
     let here = if let Some(RegistryError::Platform { .. }) = of(e) {
         Some("pass --platform with one of them".to_owned())
     } else if let Some(ExportError::NoPlatform { .. }) = of(e) {
@@ -43,6 +42,10 @@ pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         Some(format!(
             "rebuild the agent with `otters build --platform {wanted}`"
         ))
+    } else if let Some(SourceError::NotLocal { .. }) = source {
+        Some(
+            "or let otters pull it: drop --offline (or, for `otters run`, --pull never)".to_owned(),
+        )
     } else if let Some(ExecError::Exec { cause, .. }) = of(e) {
         match cause {
             ExecCause::NoContainerCli => Some(
@@ -54,8 +57,126 @@ pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
             ),
             ExecCause::Other => None,
         }
+    } else if let Some(WhoError::InConfig { .. }) = of(e) {
+        // The identity comes from a config file's [verify]: the fix is there, not a flag.
+        return None;
     } else {
-        None
+        value_hint(e, claim)
     };
     here.or_else(|| e.source().and_then(hint))
+}
+
+/// `e` as a `T`, held directly or boxed (a boxed source is its own link of the chain).
+fn of<'a, T: std::error::Error + 'static>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    e.downcast_ref::<T>()
+        .or_else(|| e.downcast_ref::<Box<T>>().map(|b| &**b))
+}
+
+/// The flag that gives a value a library error speaks of (`claim`: the agent-tree error `e`
+/// holds, seen through `PrepareError`'s transparent wrapper).
+fn value_hint(
+    e: &(dyn std::error::Error + 'static),
+    claim: Option<&otters_pipeline::run::marker::ClaimError>,
+) -> Option<String> {
+    use otters_oci::store::layout::StoreError;
+    use otters_pipeline::build::{
+        git_epoch::GitEpochError, results::EpochError, write::WriteError,
+    };
+    use otters_pipeline::kube::{agent::AgentKubeError, KubeError};
+    use otters_pipeline::lint::LintError;
+    use otters_pipeline::run::overrides::OverrideError;
+    use otters_pipeline::run::plan::PlanError;
+    use otters_pipeline::run::{
+        marker::ClaimError, materialise::MaterialiseError, mounts::MountError,
+        prepare::PrepareError,
+    };
+    use otters_pipeline::trust::WhoError;
+    use otters_supply::keys::KeyError;
+    // `PlanError::Mount` and `PlanError::Override` are transparent: look through them.
+    let mount = of::<MountError>(e).or(match of::<PlanError>(e) {
+        Some(PlanError::Mount(m)) => Some(m),
+        _ => None,
+    });
+    let config = of::<OverrideError>(e).or(match of::<PlanError>(e) {
+        Some(PlanError::Override(o)) => Some(o),
+        _ => None,
+    });
+    let git =
+        matches!(of::<EpochError>(e), Some(EpochError::Git(_))) || of::<GitEpochError>(e).is_some();
+    let text = if let Some(RegistryError::Unreachable { .. }) = of(e) {
+        "or pass --insecure for a plain-HTTP registry that is not on this machine"
+    } else if let Some(RegistryError::Tls { .. }) = of(e) {
+        "or pass --insecure for a registry with a self-signed certificate or plain HTTP"
+    } else if let Some(StoreError::SeveralTags { .. }) = of(e) {
+        "remove the tags one by one, or pass --force to remove the image with all its tags"
+    } else if of::<otters_pipeline::signing::NoToken>(e).is_some() {
+        "or pass the token with --identity-token TOKEN"
+    } else if git {
+        "or pass the time as a number: --source-date-epoch SECONDS"
+    } else if let Some(EpochError::Flag(_)) = of(e) {
+        "--source-date-epoch takes SECONDS or `git`"
+    } else if of::<otters_pipeline::build::ci::NoCi>(e).is_some() {
+        "or pass --annotation KEY=VALUE instead of --annotations-from-ci"
+    } else if let Some(WriteError::MissingBlob { .. }) = of(e) {
+        "build again without --offline to fetch the parent image"
+    } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
+        "or pass --image REPO@sha256:…"
+    } else if let Some(KubeError::RequiredMissing(keys)) = of(e) {
+        let each: Vec<_> = keys.iter().map(|k| format!("--config {k}=VALUE")).collect();
+        return Some(format!(
+            "pass {}, or --config-from secret:NAME|configmap:NAME with their RUNTIME_* keys",
+            each.join(" ")
+        ));
+    } else if let Some(KubeError::UnmappedMounts(_)) = of(e) {
+        "map each with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"
+    } else if let Some(MountError::DeclaredMissing { .. }) = of(e) {
+        "supply them with -v HOST:TARGET, or pass --allow-missing-mounts"
+    } else if let Some(OverrideError::RequiredMissing(missing)) = config {
+        let each: Vec<_> = missing
+            .iter()
+            .map(|m| format!("--config {}=VALUE", m.key))
+            .collect();
+        return Some(format!("pass {}", each.join(" ")));
+    } else if let Some(MountError::DeclaredMissing { .. }) = mount {
+        "supply them with -v HOST:TARGET, or pass --allow-missing-mounts"
+    } else if let Some(KubeError::BadName { .. }) = of(e) {
+        "pass --name NAME"
+    } else if let Some(PrepareError::BadName(_)) = of(e) {
+        "pass --name NAME"
+    } else if let Some(MaterialiseError::NoParent(_)) = of(e) {
+        "pass --root with a directory below /"
+    } else if let Some(ClaimError::NotATree(_)) = claim {
+        "pass --root with a new or empty directory"
+    } else if let Some(ClaimError::Symlink(_)) = claim {
+        "pass --root with the directory itself"
+    } else if let Some(ClaimError::Claimed { name, .. }) = claim {
+        return Some(format!(
+            "run this image under its own name (--name NAME or --root DIR), or, to hand the tree over on purpose, name it explicitly: --name {name}"
+        ));
+    } else if let Some(WhoError::NoIssuer) = of(e) {
+        "pass --certificate-oidc-issuer URL"
+    } else if let Some(WhoError::NoRoot) = of(e) {
+        "pass --trusted-root FILE"
+    } else if let Some(LintError::StdinFilenameWithoutStdin) = of(e) {
+        "--stdin-filename names standard input: pass `-` to read it"
+    } else if let Some(LintError::FixStdin) = of(e) {
+        "--fix rewrites files: name the file itself to fix it"
+    } else if let Some(KeyError::Exists { .. }) = of(e) {
+        "or choose another --out prefix"
+    } else {
+        return None;
+    };
+    Some(text.to_owned())
+}
+
+/// What `otters fmt` adds to a file it could not write: a read-only file's change can be seen
+/// without writing it. (`lint --fix` has no such flag, so this is not a [`hint`].)
+pub(super) fn fmt_write(e: &otters_core::rewrite::RewriteError) -> Option<String> {
+    use otters_core::rewrite::RewriteError;
+    match e {
+        RewriteError::ReadOnly { .. } => Some("or see the change with --diff".to_owned()),
+        _ => None,
+    }
 }

@@ -85,9 +85,9 @@ pub enum RegistryError {
     /// The client cannot be built: its runtime, TLS setup, base URL or timeout setting.
     #[error("cannot set up the HTTP client: {0}")]
     Client(#[source] Box<dyn std::error::Error + Send + Sync>),
-    #[error("cannot reach registry {registry}: {reason}; check that it is running and the address is right (a plain-HTTP registry that is not on this machine needs --insecure, or `insecure = true` for it in $OTTERS_HOME/config.toml)")]
+    #[error("cannot reach registry {registry}: {reason}; check that it is running and the address is right (a plain-HTTP registry that is not on this machine needs `insecure = true` for it in $OTTERS_HOME/config.toml)")]
     Unreachable { registry: String, reason: String },
-    #[error("TLS with registry {registry} failed: {reason}; if its certificate comes from a private CA, trust that CA for it (`ca = \"FILE\"` under [registry.\"{registry}\"] in $OTTERS_HOME/config.toml, or certs.d/{registry}/ca.crt); if it uses a self-signed certificate or plain HTTP, pass --insecure or set `insecure = true` there")]
+    #[error("TLS with registry {registry} failed: {reason}; if its certificate comes from a private CA, trust that CA for it (`ca = \"FILE\"` under [registry.\"{registry}\"] in $OTTERS_HOME/config.toml, or certs.d/{registry}/ca.crt); if it uses a self-signed certificate or plain HTTP, set `insecure = true` there")]
     Tls { registry: String, reason: String },
     #[error("{}", denied_message(registry, user.as_deref()))]
     Denied {

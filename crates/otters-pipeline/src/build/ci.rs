@@ -13,7 +13,7 @@ pub const ANN_URL: &str = "org.opencontainers.image.url";
 
 /// No CI system's variables were found.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("--annotations-from-ci found no CI variables: it reads GitHub Actions' GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_SHA, or GitLab's CI_PROJECT_URL and CI_COMMIT_SHA; set them, or pass --annotation KEY=VALUE instead")]
+#[error("no CI variables to take the image's source and revision from: otters reads GitHub Actions' GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_SHA, or GitLab's CI_PROJECT_URL and CI_COMMIT_SHA; set them")]
 pub struct NoCi;
 
 /// The source, revision and URL annotations from GitHub Actions' or GitLab CI's variables

@@ -21,13 +21,13 @@ const MAX_ERR: u64 = 4096;
 /// Why the last commit's time could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum GitEpochError {
-    #[error("--source-date-epoch git runs `git`, which is not installed or not on PATH; install git, or pass the time as a number (--source-date-epoch SECONDS)")]
+    #[error("the image time `git` runs `git`, which is not installed or not on PATH; install git, or give the time in seconds")]
     NoGit,
-    #[error("--source-date-epoch git: cannot run `git`: {0}")]
+    #[error("the image time `git`: cannot run `git`: {0}")]
     Spawn(std::io::Error),
-    #[error("--source-date-epoch git: {} is not in a git work tree with a commit (`git -C {} log -1 --format=%ct` says: {why}); build from a clone, or pass the time as a number (--source-date-epoch SECONDS)", dir.display(), dir.display())]
+    #[error("the image time `git`: {} is not in a git work tree with a commit (`git -C {} log -1 --format=%ct` says: {why}); build from a clone, or give the time in seconds", dir.display(), dir.display())]
     NotARepository { dir: PathBuf, why: String },
-    #[error("--source-date-epoch git: `git -C {} log -1 --format=%ct` printed `{out}`, not a time in seconds; pass the time as a number (--source-date-epoch SECONDS)", dir.display())]
+    #[error("the image time `git`: `git -C {} log -1 --format=%ct` printed `{out}`, not a time in seconds; give the time in seconds", dir.display())]
     BadOutput { dir: PathBuf, out: String },
 }
 

@@ -132,7 +132,7 @@ pub fn parse_pairs(
 /// The time stamped into the image is not one.
 #[derive(Debug, thiserror::Error)]
 pub enum EpochError {
-    #[error("--source-date-epoch is `{}`, not a whole number of seconds since 1970 or `git`", otters_core::escape::escape(.0))]
+    #[error("the image time `{}` is not a whole number of seconds since 1970 or `git`", otters_core::escape::escape(.0))]
     Flag(String),
     #[error(transparent)]
     Env(#[from] crate::lower::epoch::BadEpoch),
@@ -350,7 +350,7 @@ mod tests {
         let e = source_date_epoch(Some("yesterday"), None, dir).unwrap_err();
         assert!(e
             .to_string()
-            .starts_with("--source-date-epoch is `yesterday`"));
+            .starts_with("the image time `yesterday` is not"));
         assert!(matches!(
             source_date_epoch(None, Some("x"), dir),
             Err(EpochError::Env(_))

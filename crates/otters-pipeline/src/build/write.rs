@@ -49,7 +49,9 @@ pub enum WriteError {
         failure: InputFailure,
     },
     /// A layer reused by digest (a FROM parent's ADD) is not in the store.
-    #[error("layer `{title}` reuses blob {digest}, which is not in the store (or has the wrong size); build again without --offline to fetch the parent image")]
+    #[error(
+        "layer `{title}` reuses blob {digest}, which is not in the store (or has the wrong size)"
+    )]
     MissingBlob { title: String, digest: Digest },
     #[error(transparent)]
     Store(#[from] StoreError),

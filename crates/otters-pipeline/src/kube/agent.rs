@@ -35,12 +35,12 @@ pub enum AgentKubeError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Registry(#[from] RegistryError),
-    #[error("{} has no runnable export for {platform}; run `otters export {} --as runnable --push` first, or pass --image REPO@sha256:…", escape(.reference), escape(.reference))]
+    #[error("{} has no runnable export for {platform}; run `otters export {} --as runnable --push` first", escape(.reference), escape(.reference))]
     NoExport {
         reference: String,
         platform: Platform,
     },
-    #[error("{} names no registry, so a cluster cannot pull its export; push the agent and run `otters export REF --as runnable --push`, or pass --image REPO@sha256:…", escape(.0))]
+    #[error("{} names no registry, so a cluster cannot pull its export; push the agent and run `otters export REF --as runnable --push`", escape(.0))]
     NoRegistry(String),
     #[error("cannot make Kubernetes objects for {reference}")]
     Objects {

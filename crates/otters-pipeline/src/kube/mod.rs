@@ -94,19 +94,21 @@ pub struct Options {
 
 #[derive(Debug, thiserror::Error)]
 pub enum KubeError {
-    #[error("required config(s) have no value: {}; pass {}, or --config-from secret:NAME|configmap:NAME with their RUNTIME_* keys", .0.join(", "), .0.iter().map(|k| format!("--config {k}=VALUE")).collect::<Vec<_>>().join(" "))]
+    #[error("required config(s) have no value: {}", .0.join(", "))]
     RequiredMissing(Vec<String>),
-    #[error("declared mount(s) not mapped: {}; map each with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts", .0.join(", "))]
+    #[error("declared mount(s) not mapped: {}", .0.join(", "))]
     UnmappedMounts(Vec<String>),
-    #[error("--mount {0}: the agent declares no MOUNT at {0}; its MOUNTs are: {1}")]
+    #[error("mount target {0}: the agent declares no MOUNT at {0}; its MOUNTs are: {1}")]
     UnknownMount(String, String),
-    #[error("cannot make a Kubernetes name (DNS-1123: lower-case letters, digits and '-', at most {max}) from {from:?}; pass --name NAME")]
+    #[error("cannot make a Kubernetes name (DNS-1123: lower-case letters, digits and '-', at most {max}) from {from:?}")]
     BadName { from: String, max: usize },
-    #[error("--namespace {0:?} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)")]
+    #[error(
+        "namespace {0:?} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)"
+    )]
     BadNamespace(String),
     #[error("{what} {value:?} is not a DNS-1123 name (lower-case letters, digits, '-' and '.', at most 253)")]
     BadObjectName { what: &'static str, value: String },
-    #[error("--image {0}: name the image by digest (REPO@sha256:…), as `otters export --push` prints it")]
+    #[error("image {0} is not named by digest: name it REPO@sha256:…, as `otters export --push` prints it")]
     NotByDigest(String),
     #[error(transparent)]
     Override(#[from] OverrideError),
@@ -724,9 +726,9 @@ mod tests {
 /// Why a `--mount` or `--config-from` text is refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ArgError {
-    #[error("--mount {0:?}: write TARGET=pvc:NAME, TARGET=emptydir or TARGET=hostpath:/PATH (e.g. /data=pvc:agent-data)")]
+    #[error("mount {0:?}: write TARGET=pvc:NAME, TARGET=emptydir or TARGET=hostpath:/PATH (e.g. /data=pvc:agent-data)")]
     Mount(String),
-    #[error("--config-from {0:?}: write secret:NAME or configmap:NAME")]
+    #[error("config source {0:?}: write secret:NAME or configmap:NAME")]
     ConfigFrom(String),
 }
 

@@ -66,13 +66,13 @@ pub fn repository_of(reference: &str) -> Option<String> {
 /// Why a root cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimError {
-    #[error("{}: not an agent tree otters made (it has no {MARKER} file) and not empty; otters replaces everything in an agent tree but workspace/, home/ and var/lib/, so it never takes over another directory: pass --root with a new or empty directory", .0.display())]
+    #[error("{}: not an agent tree otters made (it has no {MARKER} file) and not empty; otters replaces everything in an agent tree but workspace/, home/ and var/lib/, so it never takes over another directory", .0.display())]
     NotATree(PathBuf),
-    #[error("{}: is a symlink; pass --root with the directory itself", .0.display())]
+    #[error("{}: is a symlink; an agent tree is a directory itself", .0.display())]
     Symlink(PathBuf),
     #[error("{}: {what}", root.display())]
     Unreadable { root: PathBuf, what: String },
-    #[error("{}: the agent tree of NAME {name} was made by {owner}, not by {this}; another image declaring the same NAME does not get that agent's workspace, home and id. Run this image under its own name (`--name NAME` or `--root DIR`), or, to hand the tree over on purpose, name it explicitly: `--name {name}`", root.display())]
+    #[error("{}: the agent tree of NAME {name} was made by {owner}, not by {this}; another image declaring the same NAME does not get that agent's workspace, home and id", root.display())]
     Claimed {
         root: PathBuf,
         name: String,
@@ -290,7 +290,7 @@ mod tests {
         let text = err.to_string();
         assert!(
             text.contains("made by reg.example/o/x, not by evil.example/x")
-                && text.contains("--name"),
+                && matches!(&err, ClaimError::Claimed { name, .. } if name == "x"),
             "{text}"
         );
         assert!(claim_by("evil.example/x:1", D2, true).is_ok());

@@ -48,7 +48,7 @@ pub enum MaterialiseError {
         what: String,
         kept: PathBuf,
     },
-    #[error("agent root {} has no parent directory; pass --root with a directory below /", .0.display())]
+    #[error("agent root {} has no parent directory", .0.display())]
     NoParent(PathBuf),
 }
 

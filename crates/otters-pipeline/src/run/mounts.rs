@@ -43,9 +43,7 @@ pub enum MountError {
     Duplicate { spec: String, target: String },
     #[error("-v {spec:?}: cannot expand {var}: the variable is not set")]
     UnsetVariable { spec: String, var: String },
-    #[error(
-        "declared mount(s) missing: {targets}; supply them with -v HOST:TARGET or pass --allow-missing-mounts"
-    )]
+    #[error("declared mount(s) missing: {targets}")]
     DeclaredMissing { targets: String },
     #[error("-v {host}:{target}:rw: the container runs as {user} (otters runs as root, and a container never runs as root), which cannot write {host} (owner {owner}, mode {mode:o}): every write of the agent there would fail with \"Permission denied\". Give that user access (`chown -R {user} {host}`, or `setfacl -m u:{uid}:rwX {host}`), mount it read-only (`:ro`), or run otters as the user who owns it")]
     ContainerCannotWrite {
@@ -548,10 +546,7 @@ mod tests {
         ];
         let mut user = vec![p("/a:/data").unwrap()];
         let e = merge_declared(&mut user, &declared, false).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "declared mount(s) missing: /out; supply them with -v HOST:TARGET or pass --allow-missing-mounts"
-        );
+        assert_eq!(e.to_string(), "declared mount(s) missing: /out");
         let missing = merge_declared(&mut user, &declared, true).unwrap();
         assert_eq!(missing, vec!["/out".to_owned()]);
         assert!(user[0].read_only);

@@ -38,7 +38,7 @@ pub struct Effective {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OverrideError {
-    #[error("--config {text:?}: must be KEY=VALUE with a non-empty KEY")]
+    #[error("config {text:?}: must be KEY=VALUE with a non-empty KEY")]
     ConfigShape { text: String },
     #[error("{}", missing_message(.0))]
     RequiredMissing(Vec<Missing>),
@@ -54,14 +54,7 @@ pub struct Missing {
 
 fn missing_message(missing: &[Missing]) -> String {
     let keys: Vec<&str> = missing.iter().map(|m| m.key.as_str()).collect();
-    let mut s = format!(
-        "required config(s) have no value: {}; pass {}",
-        keys.join(", "),
-        keys.iter()
-            .map(|k| format!("--config {k}=VALUE"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    let mut s = format!("required config(s) have no value: {}", keys.join(", "));
     let later: Vec<&str> = missing
         .iter()
         .filter(|m| m.unset_later)
@@ -200,10 +193,7 @@ mod tests {
     #[test]
     fn required_config_gate() {
         let e = apply(&agent(), &Overrides::default()).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "required config(s) have no value: webhook; pass --config webhook=VALUE"
-        );
+        assert_eq!(e.to_string(), "required config(s) have no value: webhook");
     }
 
     /// openotters L `RequiredConfigsProvided`: the last entry's value decides for a required key.
@@ -218,11 +208,11 @@ mod tests {
             apply(&a, o).map(|e| e.configs)
         };
         let none = Overrides::default();
-        // [{k,v},{k!}]: unset by the last writer → refused, naming the key and the flag.
+        // [{k,v},{k!}]: unset by the last writer → refused, naming the key and why.
         let e = run(vec![cfg("k", v(), false), cfg("k", None, true)], &none).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "required config(s) have no value: k; pass --config k=VALUE (k had a value, but a later CONFIG entry for the same key has none and the last entry wins, as in openotters)"
+            "required config(s) have no value: k (k had a value, but a later CONFIG entry for the same key has none and the last entry wins, as in openotters)"
         );
         // … and `--config` supplies it.
         let o = Overrides {
@@ -241,12 +231,9 @@ mod tests {
         let empty = Some(ConfigValue::String(String::new()));
         let ok = run(vec![cfg("k", None, true), cfg("k", empty, false)], &none).unwrap();
         assert_eq!(ok.get("k").map(String::as_str), Some(""));
-        // Two keys missing: both named, each with its flag.
+        // Two keys missing: both named.
         let e = run(vec![cfg("b", None, true), cfg("a", None, true)], &none).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "required config(s) have no value: a, b; pass --config a=VALUE --config b=VALUE"
-        );
+        assert_eq!(e.to_string(), "required config(s) have no value: a, b");
     }
 
     #[test]

@@ -83,7 +83,7 @@ pub enum PrepareError {
     Source(#[from] SourceError),
     #[error(transparent)]
     Claim(#[from] ClaimError),
-    #[error("agent name {0:?} must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}; pass --name")]
+    #[error("agent name {0:?} must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}")]
     BadName(String),
 }
 

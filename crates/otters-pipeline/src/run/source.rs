@@ -21,7 +21,7 @@ pub enum SourceError {
     #[error("{reference}: {message}")]
     Fetch { reference: String, message: String },
     #[error(
-        "{reference}: not in the local store; run `otters pull {reference}` or drop --pull never"
+        "{reference}: not in the local store, and pulling is off; run `otters pull {reference}` first"
     )]
     NotLocal { reference: String },
     #[error("{reference}: {what} is not valid JSON: {source}")]

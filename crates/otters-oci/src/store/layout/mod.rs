@@ -86,7 +86,7 @@ pub enum StoreError {
     Ambiguous(String),
     #[error("{} tag(s) already name other images: {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
     WouldMove(Vec<MovedTag>),
-    #[error("image {digest} has {} tags ({}); remove them one by one, or pass --force to remove the image with all its tags", tags.len(), tags.join(", "))]
+    #[error("image {digest} has {} tags ({})", tags.len(), tags.join(", "))]
     SeveralTags { digest: Digest, tags: Vec<String> },
     #[error("{} is not a valid referrers index: {why}; remove it (the referrers it listed can be pulled or attached again)", path.display())]
     BadReferrers { path: PathBuf, why: String },

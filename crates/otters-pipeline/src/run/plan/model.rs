@@ -147,7 +147,7 @@ pub enum PlanError {
     Override(#[from] OverrideError),
     #[error("{reference}: the agent has no RUNTIME, so there is nothing to run; add a RUNTIME line to its Agentfile")]
     NoRuntime { reference: String },
-    #[error("{reference}: refusing to run with a verify key: {} has no pinned digest in the image, so the signature does not cover it and whoever moves that tag would choose the code that runs; pin it and sign again: `otters lock` in the agent's directory, then `otters build` (without --allow-unpinned) and `otters sign`", .unpinned.join(", "))]
+    #[error("{reference}: refusing to run with a verify key: {} has no pinned digest in the image, so the signature does not cover it and whoever moves that tag would choose the code that runs; pin it and sign again: `otters lock` in the agent's directory, then `otters build` (not `otters build --allow-unpinned`) and `otters sign`", .unpinned.join(", "))]
     Unpinned {
         reference: String,
         /// `RUNTIME ref`, `BIN name (ref)`, each escaped.
