@@ -3,7 +3,7 @@
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
 use super::common::{build_error, build_failure, open_store_leased, print_diagnostics};
-use super::progress::{BuildBars, ProgressMode};
+use super::progress::{Bars, ProgressMode};
 use super::{fail, CliResult, Format};
 use miette::miette;
 use otters_pipeline::build::results::{self, Output};
@@ -154,7 +154,7 @@ pub fn run(mut a: Args) -> CliResult {
         .map(PathBuf::as_path)
         .collect();
     results::remove_result_files(&result_files).map_err(fail)?;
-    let mut bars = BuildBars::for_mode(a.progress, a.quiet);
+    let mut bars = Bars::for_build(a.progress, a.quiet);
     let out = lib::build(&opts, &store, &mut |e| bars.event(&e))
         .map_err(|e| build_error(build_failure(e)))?;
     if bars.plain() {

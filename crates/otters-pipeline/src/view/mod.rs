@@ -7,6 +7,7 @@
 //! terminal. Must never: print, or read anything.
 pub mod images;
 pub mod inspect;
+pub mod progress;
 pub mod prune;
 pub mod transfer;
 
