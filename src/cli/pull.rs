@@ -4,13 +4,12 @@
 //! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
 //! and progress go to stderr: bars on a TTY, one line per blob with `--progress plain`.
 //! What is pulled and how it is named is `otters_pipeline::transfer`.
-use super::common::{client, esc, open_store_leased, print_json, print_report};
+use super::common::{client, esc, open_store_leased, platform, print_json, print_report};
 use super::errors::fail_help;
 use super::progress::TransferFlags;
 use super::{fail, fail_in, CliResult, Format};
 use otters_oci::archive::local::{LocalError, LocalSource};
 use otters_oci::store::refname::new_tag_name;
-use otters_oci::Platform;
 use otters_pipeline::transfer::{self, PullError};
 use std::process::ExitCode;
 
@@ -38,8 +37,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
         return pull_local(&src, &a);
     }
     let store = open_store_leased()?;
-    let platform = a.platform.as_deref().map(Platform::parse).transpose();
-    let platform = platform.map_err(|e| fail_in("--platform", e))?;
+    let platform = platform(a.platform.as_deref())?;
     let client = client(a.flags.insecure)?;
     let r = transfer::pull_reference(&client, &a.reference, platform.as_ref()).map_err(fail)?;
     let mut ui = a.flags.bars();

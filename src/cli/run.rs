@@ -3,7 +3,6 @@
 use super::{fail, fail_in, CliResult};
 use miette::miette;
 use otters_oci::registry::config::RegistryConfig;
-use otters_oci::registry::ClientOptions;
 use otters_oci::Store;
 use otters_pipeline::lower::agent_yaml::Executor as ExecutorKind;
 use otters_pipeline::run::extract::Limits;
@@ -11,7 +10,7 @@ use otters_pipeline::run::fetch::RegistryFetcher;
 use otters_pipeline::run::plan::{self, DEFAULT_BASE_IMAGE};
 use otters_pipeline::run::prepare::{self, Pull, Target};
 use otters_pipeline::run::request::{self, BuildFirst, BuildFirstError};
-use otters_pipeline::run::source::{Fetcher, LocalOnly, Platform};
+use otters_pipeline::run::source::{Fetcher, LocalOnly};
 use otters_pipeline::run::{exec, materialise, mounts};
 use otters_pipeline::trust;
 use std::path::{Path, PathBuf};
@@ -112,18 +111,13 @@ pub fn run(a: Args) -> CliResult {
     };
     let (overrides, user_mounts) =
         request::overrides(a.model.clone(), &a.envs, &a.configs, &a.mounts).map_err(fail)?;
-    let platform = match &a.platform {
-        Some(p) => Platform::parse(p).map_err(|e| fail_in("--platform", e))?,
-        None => prepare::default_platform(executor),
-    };
+    let platform = super::common::platform(a.platform.as_deref())?;
+    let platform = platform.unwrap_or_else(|| prepare::default_platform(executor));
     let home = super::otters_home();
     let store = Store::open(home.join("store"))
         .and_then(|s| s.leased())
         .map_err(fail)?;
-    let registry = RegistryFetcher::new(ClientOptions {
-        insecure: a.insecure,
-        ..ClientOptions::default()
-    });
+    let registry = RegistryFetcher::new(super::common::client_options(a.insecure));
     let reference = reference(&a, pull, &store)?;
     let image = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;
     // Before anything of the image is read for the run, let alone extracted.

@@ -5,8 +5,11 @@
 //! Takes: the values the library returns (store listings, reports, trees). Returns: the text a
 //! front end prints, every value from an image, a registry or a file name escaped for the
 //! terminal. Must never: print, or read anything.
+pub mod build;
+pub mod explain;
 pub mod images;
 pub mod inspect;
+pub mod lint;
 pub mod progress;
 pub mod prune;
 pub mod transfer;
