@@ -74,15 +74,12 @@ pub fn run(a: Args) -> CliResult {
     )
     .map_err(|e| fail_in(format!("cannot export {}", a.reference), e))?;
     if !a.quiet {
-        for i in &exported.images {
-            eprintln!(
-                "exported {} for {}: {} ({} layers)",
-                escape(&a.reference),
-                i.platform,
-                i.manifest.digest,
-                i.layers.len()
-            );
-        }
+        let images = exported.images.iter();
+        let images = images.map(|i| (i.platform.to_string(), &i.manifest.digest, i.layers.len()));
+        eprint!(
+            "{}",
+            otters_pipeline::view::status::exported(&a.reference, images)
+        );
     }
     if a.push {
         push(&a, &store, &fetched.digest, &exported.descriptor)?;

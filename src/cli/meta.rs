@@ -62,11 +62,9 @@ pub fn run_version(a: VersionArgs) -> CliResult {
             );
         super::common::print_compact(&v);
     } else {
-        outln!("otters {version}");
-        outln!(
-            " os/arch:  {}/{} (agent platform {platform})",
-            std::env::consts::OS,
-            std::env::consts::ARCH
+        out!(
+            "{}",
+            otters_pipeline::view::status::version(version, &platform)
         );
     }
     Ok(ExitCode::SUCCESS)

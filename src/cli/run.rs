@@ -13,6 +13,7 @@ use otters_pipeline::run::request::{self, BuildFirst, BuildFirstError};
 use otters_pipeline::run::source::{Fetcher, LocalOnly};
 use otters_pipeline::run::{exec, materialise, mounts};
 use otters_pipeline::trust;
+use otters_pipeline::view::status;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -145,14 +146,10 @@ pub fn run(a: Args) -> CliResult {
     if image.pulled && a.dry_run {
         // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
         // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
-        match &image.tag {
-            Some(tag) => eprintln!(
-                "note: {reference} was pulled into the local store to plan the run (`otters rm {tag}` removes the tag)"
-            ),
-            None => eprintln!(
-                "note: {reference} was pulled into the local store to plan the run, untagged (a digest reference names no tag)"
-            ),
-        }
+        eprint!(
+            "{}",
+            status::pulled_to_plan(&reference, image.tag.as_deref())
+        );
     }
     let req = prepare::Request {
         name: a.name.clone(),
@@ -185,10 +182,7 @@ pub fn run(a: Args) -> CliResult {
     if a.dry_run {
         outln!("{}", serde_json::to_string_pretty(&plan).map_err(fail)?);
         if refused {
-            eprintln!(
-                "warning: a run would stop here: declared mount(s) missing: {}; supply them with -v HOST:TARGET or pass --allow-missing-mounts",
-                plan.missing_mounts.join(", ")
-            );
+            eprint!("{}", status::run_would_stop(&plan.missing_mounts));
         }
         return Ok(ExitCode::SUCCESS);
     }

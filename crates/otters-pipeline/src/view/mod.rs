@@ -12,6 +12,7 @@ pub mod inspect;
 pub mod lint;
 pub mod progress;
 pub mod prune;
+pub mod status;
 pub mod transfer;
 
 /// `writeln!` into a `String` (which cannot fail).
