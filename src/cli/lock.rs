@@ -44,15 +44,8 @@ pub fn run_lock(a: LockArgs) -> CliResult {
         fail(e)
     })?;
     print_diagnostics(&locked.file, &locked.warnings);
-    eprintln!(
-        "{} {} ({} image(s) pinned)",
-        if locked.changed {
-            "wrote"
-        } else {
-            "unchanged:"
-        },
-        locked.lock_path.display(),
-        locked.lock.images.len()
-    );
+    let images = locked.lock.images.len();
+    let line = otters_pipeline::view::status::locked(locked.changed, &locked.lock_path, images);
+    eprint!("{line}");
     Ok(ExitCode::SUCCESS)
 }

@@ -117,7 +117,8 @@ mod tests {
         let f = run(&stdin, MESSY, true);
         assert_eq!(f.outcome, Outcome::Changed);
         assert!(
-            f.stdout.contains("-from   scratch\n-name  tidy \n+FROM scratch\n+NAME tidy\n"),
+            f.stdout
+                .contains("-from   scratch\n-name  tidy \n+FROM scratch\n+NAME tidy\n"),
             "{}",
             f.stdout
         );

@@ -1,10 +1,13 @@
-//! The status lines of `run`, `export`, `load` and `version`: what was done, said on stderr
+//! The status lines of `run`, `export`, `load`, `login`, `lock`, `pull` and `version`: what was done, said on stderr
 //! (`version` on stdout), every name from an image or a user escaped.
 //!
 //! Takes: the values those commands hold. Returns: text, each line ending in a newline. Must
 //! never: print.
 use super::{esc, line};
+use otters_oci::registry::auth::Stored;
+use otters_oci::registry::mirror::MirrorFailure;
 use otters_oci::{Descriptor, Digest};
+use std::path::Path;
 
 /// `run --dry-run` pulled the image to plan the run: say so, and how to undo it.
 pub fn pulled_to_plan(reference: &str, tag: Option<&str>) -> String {
@@ -52,6 +55,65 @@ pub fn loaded_untagged(d: &Descriptor, bare: &str, from: &str) -> String {
 pub fn version(version: &str, platform: &str) -> String {
     let (os, arch) = (std::env::consts::OS, std::env::consts::ARCH);
     format!("otters {version}\n os/arch:  {os}/{arch} (agent platform {platform})\n")
+}
+
+/// `login`: where the credentials for `registry` went.
+pub fn logged_in(registry: &str, stored: &Stored) -> String {
+    match stored {
+        Stored::File(path) => format!(
+            "login succeeded: credentials for {registry} stored in {}\n",
+            path.display()
+        ),
+        Stored::Helper { helper, config } => format!(
+            "login succeeded: credentials for {registry} stored by docker-credential-{helper} (the credential store {} names)\n",
+            config.display()
+        ),
+    }
+}
+
+/// `logout`: whether credentials for `registry` were removed from the `config.json` in `dir`.
+pub fn logged_out(registry: &str, removed: bool, dir: &Path) -> String {
+    if removed {
+        format!("removed credentials for {registry}\n")
+    } else {
+        let config = dir.join("config.json");
+        format!(
+            "no stored credentials for {registry} in {}\n",
+            config.display()
+        )
+    }
+}
+
+/// `lock`: the lockfile written (or left as it was) and how many images it pins.
+pub fn locked(changed: bool, path: &Path, images: usize) -> String {
+    let verb = if changed { "wrote" } else { "unchanged:" };
+    format!("{verb} {} ({images} image(s) pinned)\n", path.display())
+}
+
+/// `pull`: a warning per mirror that was skipped, and why.
+pub fn mirrors_skipped(failures: &[MirrorFailure]) -> String {
+    let mut s = String::new();
+    for f in failures {
+        let reason = esc(&f.reason);
+        line!(
+            s,
+            "warning: mirror {} of {} was skipped: {reason}",
+            f.mirror,
+            f.registry
+        );
+    }
+    s
+}
+
+/// `pull oci:DIR`: the tag the image got, or how to name it.
+pub fn pulled_local(tag: Option<&str>, digest: &Digest) -> String {
+    match tag {
+        Some(n) => format!("tagged {n}\n"),
+        None => format!(
+            "stored untagged; name it with `otters tag {} NAME:TAG` (or pull with -t)\n",
+            digest.short()
+        ),
+    }
 }
 
 #[cfg(test)]
