@@ -1,5 +1,6 @@
-//! The text and JSON views of the store and transfer commands (`images`, `inspect`, `prune`,
-//! `push`/`pull`, `copy`, `discover`): values in, strings out, as
+//! The text and JSON views of the commands (`images`, `inspect`, `prune`, `push`/`pull`, `copy`,
+//! `discover`; `lint`, `explain`, `build`, `--progress plain`, and the status lines of `run`,
+//! `export`, `load`, `login`, `lock` and `version`): values in, strings out, as
 //! `otters_agentfile::diagnostic::render` is for findings.
 //!
 //! Takes: the values the library returns (store listings, reports, trees). Returns: the text a
