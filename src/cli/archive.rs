@@ -97,11 +97,9 @@ pub fn run_load(a: LoadArgs) -> CliResult {
             continue;
         }
         if let Some(bare) = d.ref_name() {
-            eprintln!(
-                "{} is named only `{}` in {from} (a tag without a repository): stored untagged; name it with `otters tag {} NAME:TAG`",
-                d.digest,
-                otters_oci::validate::escape_text(bare, 80),
-                d.digest.short()
+            eprint!(
+                "{}",
+                otters_pipeline::view::status::loaded_untagged(d, bare, &from)
             );
         }
         outln!("{}", d.digest);

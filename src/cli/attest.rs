@@ -7,7 +7,6 @@
 //! document about any digest but the one just built, or read the wall clock (the documents are
 //! functions of the inputs).
 use super::{fail, fail_in};
-use otters_oci::registry::ClientOptions;
 use otters_oci::{Digest, Store};
 use otters_pipeline::attest::{self, Wanted};
 use otters_pipeline::build::BuildOutput;
@@ -107,9 +106,6 @@ pub fn attach(
         sbom: flags.sbom,
         provenance: flags.provenance,
     };
-    let client = ClientOptions {
-        insecure,
-        ..ClientOptions::default()
-    };
+    let client = super::common::client_options(insecure);
     signing::attach_and_push(store, out, wanted, sign, &client).map_err(fail)
 }

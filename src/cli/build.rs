@@ -3,12 +3,12 @@
 //! Human output (diagnostics, progress, "tagged"/"pushed" lines) goes to stderr; stdout carries the
 //! digest (or, with `--format json`, `{"digest","tags","size","pushed"}`).
 use super::common::{build_error, build_failure, open_store_leased, print_diagnostics};
-use super::progress::{BuildBars, ProgressMode};
+use super::progress::{Bars, ProgressMode};
 use super::{fail, CliResult, Format};
 use miette::miette;
 use otters_pipeline::build::results::{self, Output};
 use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, BuildOutput};
-use otters_pipeline::view::human_size;
+use otters_pipeline::view::build as view;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -154,22 +154,18 @@ pub fn run(mut a: Args) -> CliResult {
         .map(PathBuf::as_path)
         .collect();
     results::remove_result_files(&result_files).map_err(fail)?;
-    let mut bars = BuildBars::for_mode(a.progress, a.quiet);
+    let mut bars = Bars::for_build(a.progress, a.quiet);
     let out = lib::build(&opts, &store, &mut |e| bars.event(&e))
         .map_err(|e| build_error(build_failure(e)))?;
     if bars.plain() {
-        for l in results::layers(&store, &out) {
-            eprintln!("layer {} {} ({})", l.title, l.digest, human_size(l.size));
-        }
+        eprint!("{}", view::layers(&results::layers(&store, &out)));
     }
     let attached = super::attest::attach(&store, &out, &a.attest, sign.as_deref_mut(), a.insecure)?;
     if let Some(o) = &output {
         results::write_output(&store, &out, o, !attached.is_empty()).map_err(fail)?;
     }
     if !a.quiet && a.format == Format::Text {
-        for (what, d) in &attached {
-            eprintln!("attached {what} {d}");
-        }
+        eprint!("{}", view::attached(&attached));
     }
     results::write_result_files(&out, a.iidfile.as_deref(), a.metadata_file.as_deref())
         .map_err(fail)?;
@@ -196,23 +192,10 @@ fn agentfile(a: &Args) -> miette::Result<(PathBuf, AgentfileSource)> {
 fn report(a: &Args, output: Option<&Output>, out: &BuildOutput) {
     if !a.quiet {
         print_diagnostics(&out.file, &out.diagnostics);
-        for k in &out.unused_build_args {
-            eprintln!("warning: --build-arg {k} is not used: the Agentfile declares no ARG {k}");
-        }
+        eprint!("{}", view::unused_build_args(out));
     }
     if !a.quiet && a.format == Format::Text {
-        for t in &out.tags {
-            eprintln!("tagged {t}");
-        }
-        if let Some(o) = output {
-            eprintln!("wrote {}", o.dest().display());
-        }
-        if let Some(l) = out.lock.as_ref().filter(|l| l.changed) {
-            eprintln!("wrote {} ({} image(s) pinned)", l.path.display(), l.images);
-        }
-        for r in &out.pushed {
-            eprintln!("pushed {}@{}", r.reference, r.digest);
-        }
+        eprint!("{}", view::status(out, output.map(Output::dest)));
     }
     // In GitHub Actions; a summary that cannot be written is a warning, not a failure.
     if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
@@ -225,9 +208,7 @@ fn report(a: &Args, output: Option<&Output>, out: &BuildOutput) {
         }
     }
     if a.format == Format::Json {
-        let v = results::summary_json(out);
-        let line = otters_core::json::to_compact(&v).unwrap_or_default();
-        outln!("{}", String::from_utf8_lossy(&line));
+        super::common::print_compact(&results::summary_json(out));
     } else {
         outln!("{}", out.descriptor.digest);
     }

@@ -11,10 +11,9 @@ use otters_agentfile::diagnostic::render::human;
 use otters_agentfile::diagnostic::{codes, Diagnostic, SourceFile};
 use otters_oci::registry::transfer::TransferReport;
 use otters_oci::registry::{ClientOptions, RegistryClient};
-use otters_oci::Store;
+use otters_oci::{Platform, Store};
 use otters_pipeline::build::{BuildError, ErrorKind};
 use otters_pipeline::target::{Place, Target, TargetError};
-use std::collections::BTreeMap;
 
 /// The local store under `$OTTERS_HOME/store`, for reading and for writes that tag at once.
 pub(super) fn open_store() -> miette::Result<Store> {
@@ -34,11 +33,28 @@ pub(super) fn open_store_leased() -> miette::Result<Store> {
 
 /// A registry client; `insecure` is `--insecure`.
 pub(super) fn client(insecure: bool) -> miette::Result<RegistryClient> {
-    RegistryClient::new(ClientOptions {
+    RegistryClient::new(client_options(insecure)).map_err(fail)
+}
+
+/// The registry options of `--insecure`.
+pub(super) fn client_options(insecure: bool) -> ClientOptions {
+    ClientOptions {
         insecure,
         ..ClientOptions::default()
-    })
-    .map_err(fail)
+    }
+}
+
+/// `--platform`'s value, parsed.
+pub(super) fn platform(p: Option<&str>) -> miette::Result<Option<Platform>> {
+    p.map(Platform::parse)
+        .transpose()
+        .map_err(|e| fail_in("--platform", e))
+}
+
+/// A JSON value on one line on stdout (`--format json` of `build` and `version`).
+pub(super) fn print_compact(v: &otters_core::json::Value) {
+    let line = otters_core::json::to_compact(v).unwrap_or_default();
+    outln!("{}", String::from_utf8_lossy(&line));
 }
 
 /// Text from an image, a registry or a file name, made safe for a terminal (controls and bidi
@@ -78,44 +94,6 @@ pub(super) fn build_error(kind: ErrorKind) -> miette::Report {
         ErrorKind::SupplyMultiPlatform => miette!("--sbom, --provenance and --sign-key attach to one platform's image; a build for several platforms cannot take them yet: build for one --platform at a time to attach them"),
         kind => fail(kind),
     }
-}
-
-/// `--build-arg K=V` of `build` and `lock`, or `--build-arg K` taking the value of the environment variable `K` (as
-/// docker does; skipped with a note when `K` is not set).
-pub(super) fn parse_build_args(
-    items: &[String],
-    quiet: bool,
-) -> miette::Result<BTreeMap<String, String>> {
-    let mut args = BTreeMap::new();
-    for kv in items {
-        let (k, v) = match kv.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_owned())),
-            None => match std::env::var(kv) {
-                Ok(v) => (kv.as_str(), Some(v)),
-                Err(std::env::VarError::NotPresent) => (kv.as_str(), None),
-                Err(std::env::VarError::NotUnicode(_)) => {
-                    return Err(miette!(
-                        "--build-arg {kv}: the environment variable {kv} is not UTF-8; pass --build-arg {kv}=value"
-                    ))
-                }
-            },
-        };
-        if k.is_empty() {
-            return Err(miette!(
-                "--build-arg `{kv}` has no name; write it as --build-arg NAME=value or --build-arg NAME"
-            ));
-        }
-        match v {
-            Some(v) => {
-                args.insert(k.to_owned(), v);
-            }
-            None if !quiet => eprintln!(
-                "note: --build-arg {k}: {k} is not set in the environment; the ARG keeps its default"
-            ),
-            None => {}
-        }
-    }
-    Ok(args)
 }
 
 /// The flags that pick where an image is: the local store, or `--remote` its registry. Without

@@ -189,12 +189,10 @@ pub(crate) fn hint_of(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     hints::hint(e)
 }
 
-/// `e`'s text, with `otters fmt`'s `help:` line when it has one (a read-only file: `--diff`).
-pub(crate) fn fmt_write_failure(e: &otters_core::rewrite::RewriteError) -> String {
-    match hints::fmt_write(e) {
-        Some(help) => format!("{e}\nhelp: {help}"),
-        None => e.to_string(),
-    }
+/// `otters fmt`'s `help:` for a file it could not write, when it has one (a read-only file:
+/// `--diff`).
+pub(crate) fn fmt_write_hint(e: &otters_core::rewrite::RewriteError) -> Option<String> {
+    hints::fmt_write(e)
 }
 
 /// A report of a library error, keeping it as the source (see [`Failure`]).

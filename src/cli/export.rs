@@ -5,7 +5,6 @@
 use super::{fail, fail_in, CliResult};
 use otters_core::escape::escape;
 use otters_oci::reference::Reference;
-use otters_oci::registry::ClientOptions;
 use otters_oci::{Descriptor, Digest, Platform, Store};
 use otters_pipeline::export::{self, push::push_export};
 use otters_pipeline::run::extract::Limits;
@@ -57,10 +56,7 @@ pub fn run(a: Args) -> CliResult {
         .transpose()
         .map_err(fail)?;
     let store = Store::open(super::otters_home().join("store")).map_err(fail)?;
-    let registry = RegistryFetcher::new(ClientOptions {
-        insecure: a.insecure,
-        ..ClientOptions::default()
-    });
+    let registry = RegistryFetcher::new(super::common::client_options(a.insecure));
     let pull = if a.offline {
         Pull::Never
     } else {
@@ -78,15 +74,12 @@ pub fn run(a: Args) -> CliResult {
     )
     .map_err(|e| fail_in(format!("cannot export {}", a.reference), e))?;
     if !a.quiet {
-        for i in &exported.images {
-            eprintln!(
-                "exported {} for {}: {} ({} layers)",
-                escape(&a.reference),
-                i.platform,
-                i.manifest.digest,
-                i.layers.len()
-            );
-        }
+        let images = exported.images.iter();
+        let images = images.map(|i| (i.platform.to_string(), &i.manifest.digest, i.layers.len()));
+        eprint!(
+            "{}",
+            otters_pipeline::view::status::exported(&a.reference, images)
+        );
     }
     if a.push {
         push(&a, &store, &fetched.digest, &exported.descriptor)?;

@@ -4,6 +4,8 @@
 //! only when it builds).
 //!
 //! Takes: nothing but clap's parse. Returns: flag values. Must never: hold a command's logic.
+use miette::miette;
+use otters_pipeline::build::results::{build_args, BuildArgError};
 use std::collections::BTreeMap;
 
 /// How the images an Agentfile names are pinned while it is built.
@@ -32,6 +34,13 @@ impl BuildArgFlags {
     /// The values, a bare `KEY` taken from the environment (a note on stderr unless `quiet`
     /// when it is not set).
     pub(super) fn values(&self, quiet: bool) -> miette::Result<BTreeMap<String, String>> {
-        super::common::parse_build_args(&self.build_args, quiet)
+        let (args, unset) = build_args(&self.build_args, |k| std::env::var(k)).map_err(|e| match e {
+            BuildArgError::NotUnicode(kv) => miette!("--build-arg {kv}: the environment variable {kv} is not UTF-8; pass --build-arg {kv}=value"),
+            BuildArgError::NoName(kv) => miette!("--build-arg `{kv}` has no name; write it as --build-arg NAME=value or --build-arg NAME"),
+        })?;
+        for k in unset.iter().filter(|_| !quiet) {
+            eprintln!("note: --build-arg {k}: {k} is not set in the environment; the ARG keeps its default");
+        }
+        Ok(args)
     }
 }

@@ -2,11 +2,10 @@
 //! the local store or its registry (`--remote`, or a registry reference the store does not hold;
 //! manifest and config blob only: no layer is downloaded, nothing is written to the store).
 //! Where it is read is `otters_pipeline::inspect`; the views are `otters_pipeline::view::inspect`.
-use super::common::{client, note_remote, open_store, WhereFlags};
+use super::common::{client, note_remote, open_store, platform, WhereFlags};
 use super::errors::{fail_help, Failure};
-use super::{fail, fail_in, CliResult, Format};
+use super::{fail, CliResult, Format};
 use otters_oci::store::query::ImageDetails;
-use otters_oci::Platform;
 use otters_pipeline::inspect::{self, InspectError};
 use otters_pipeline::target::{remote_details, Place};
 use otters_pipeline::view::inspect as view;
@@ -30,8 +29,7 @@ pub struct InspectArgs {
 /// The image from the local store, or from its registry: with `--remote`, or for a registry
 /// reference the store does not hold (unless `--local`), with a note.
 fn inspected(a: &InspectArgs) -> miette::Result<ImageDetails> {
-    let platform = a.platform.as_deref().map(Platform::parse).transpose();
-    let platform = platform.map_err(|e| fail_in("--platform", e))?;
+    let platform = platform(a.platform.as_deref())?;
     let place = a.place.for_read();
     if place != Place::Remote {
         let found = inspect::local(&open_store()?, &a.reference, platform.as_ref());

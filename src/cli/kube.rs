@@ -1,7 +1,6 @@
 //! `otters kube REF`: the Kubernetes objects that run an agent's runnable export (see
 //! docs/kubernetes.md). The YAML goes to stdout, or to `-o FILE`.
 use super::{fail, fail_in, CliResult};
-use otters_oci::registry::ClientOptions;
 use otters_oci::{Platform, Store};
 use otters_pipeline::export;
 use otters_pipeline::kube::agent::{agent_objects, Fetch};
@@ -128,10 +127,7 @@ pub fn run(a: Args) -> CliResult {
     let store = Store::open(super::otters_home().join("store")).map_err(fail)?;
     let fetch = Fetch {
         offline: a.offline,
-        client: ClientOptions {
-            insecure: a.insecure,
-            ..ClientOptions::default()
-        },
+        client: super::common::client_options(a.insecure),
     };
     let image = a.image.as_deref();
     let text = agent_objects(&store, &a.reference, &platform, &fetch, image, opts).map_err(fail)?;

@@ -4,10 +4,9 @@
 //! Machine formats (concise, json, sarif, github, gitlab, junit, checkstyle) go to stdout; the human format and the summary
 //! line go to stderr.
 use super::CliResult;
-use otters_agentfile::diagnostic::codes;
-use otters_agentfile::diagnostic::render::{self, FileReport};
 use otters_agentfile::diagnostic::Severity;
-use otters_pipeline::lint::{self, Counts, LintError, Loaded, Request};
+use otters_pipeline::lint::{self, LintError, Loaded, Request};
+use otters_pipeline::view::lint::{self as view, Out, Printer};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -121,12 +120,19 @@ fn fatal(e: &LintError) -> ExitCode {
 }
 
 /// Each file is checked, printed and dropped in turn, so memory holds one file's findings, not
-/// every file's (json, sarif, gitlab, junit and checkstyle are one document and keep them all).
+/// every file's (`otters_pipeline::view::lint`).
 fn check_and_print(a: &Args, loaded: Vec<Loaded>) -> ExitCode {
-    let rules = codes::RULES;
-    let mut human = render::Human::new(rules, super::stderr_colour());
-    let mut counts = Counts::default();
-    let mut documents: Vec<FileReport> = Vec::new();
+    let format = match a.format {
+        Format::Human => view::Format::Human,
+        Format::Concise => view::Format::Concise,
+        Format::Json => view::Format::Json,
+        Format::Sarif => view::Format::Sarif,
+        Format::Github => view::Format::Github,
+        Format::Gitlab => view::Format::Gitlab,
+        Format::Junit => view::Format::Junit,
+        Format::Checkstyle => view::Format::Checkstyle,
+    };
+    let mut printer = Printer::new(format, super::stderr_colour());
     let mut failed = false;
     // A fixed file that could not be written: exit 2, as for any I/O error.
     let mut unwritten = false;
@@ -141,32 +147,10 @@ fn check_and_print(a: &Args, loaded: Vec<Loaded>) -> ExitCode {
             .map(FailOn::severity)
             .or(checked.fail_on)
             .unwrap_or(Severity::Error);
-        let (file, diags) = (checked.file, checked.diagnostics);
-        failed |= diags.iter().any(|d| d.severity >= threshold);
-        counts.add(&diags);
-        match a.format {
-            Format::Human => eprint!("{}", human.file(&file, &diags)),
-            Format::Concise => out!("{}", render::concise(&[(file, diags)])),
-            Format::Github => out!("{}", render::github(&[(file, diags)], rules)),
-            Format::Json | Format::Sarif | Format::Gitlab | Format::Junit | Format::Checkstyle => {
-                documents.push((file, diags));
-            }
-        }
+        failed |= checked.diagnostics.iter().any(|d| d.severity >= threshold);
+        print(printer.file(checked.file, checked.diagnostics));
     }
-    match a.format {
-        Format::Human => {
-            eprint!("{}", human.finish());
-            if !a.quiet {
-                eprintln!("{counts}");
-            }
-        }
-        Format::Json => out!("{}", render::json(&documents)),
-        Format::Sarif => out!("{}", render::sarif(&documents, rules)),
-        Format::Gitlab => out!("{}", render::gitlab(&documents)),
-        Format::Junit => out!("{}", render::junit(&documents, rules)),
-        Format::Checkstyle => out!("{}", render::checkstyle(&documents)),
-        Format::Concise | Format::Github => {}
-    }
+    print(printer.finish(!a.quiet));
     if unwritten {
         ExitCode::from(2)
     } else if failed {
@@ -174,4 +158,9 @@ fn check_and_print(a: &Args, loaded: Vec<Loaded>) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn print(o: Out) {
+    out!("{}", o.stdout);
+    eprint!("{}", o.stderr);
 }

@@ -1,6 +1,6 @@
 //! `otters lock`: resolve the images an Agentfile names and write Agentfile.lock.
-use super::common::print_diagnostics;
-use super::{fail, fail_in, CliResult};
+use super::common::{platform, print_diagnostics};
+use super::{fail, CliResult};
 use otters_oci::Platform;
 use otters_pipeline::lock;
 use std::process::ExitCode;
@@ -27,10 +27,7 @@ pub struct LockArgs {
 pub fn run_lock(a: LockArgs) -> CliResult {
     let (context, agentfile) = otters_pipeline::project::locate(&a.path, a.file.as_deref());
     let build_args = a.build_args.values(false)?;
-    let platform = match &a.platform {
-        Some(p) => Platform::parse(p).map_err(|e| fail_in("--platform", e))?,
-        None => Platform::host(),
-    };
+    let platform = platform(a.platform.as_deref())?.unwrap_or_else(Platform::host);
     let request = lock::LockRequest {
         context,
         agentfile,
@@ -47,15 +44,8 @@ pub fn run_lock(a: LockArgs) -> CliResult {
         fail(e)
     })?;
     print_diagnostics(&locked.file, &locked.warnings);
-    eprintln!(
-        "{} {} ({} image(s) pinned)",
-        if locked.changed {
-            "wrote"
-        } else {
-            "unchanged:"
-        },
-        locked.lock_path.display(),
-        locked.lock.images.len()
-    );
+    let images = locked.lock.images.len();
+    let line = otters_pipeline::view::status::locked(locked.changed, &locked.lock_path, images);
+    eprint!("{line}");
     Ok(ExitCode::SUCCESS)
 }

@@ -5,8 +5,9 @@
 //! The host rule, the check and the store are `otters_oci::registry::login`.
 use super::{fail, fail_in, CliResult};
 use miette::miette;
-use otters_oci::registry::auth::{self, Stored};
+use otters_oci::registry::auth;
 use otters_oci::registry::login::{self, registry_host};
+use otters_pipeline::view::status;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -72,18 +73,8 @@ pub fn run_login(a: LoginArgs) -> CliResult {
     if pass.is_empty() {
         return Err(miette!("the password is empty"));
     }
-    match login::login(&r, &user, &pass, a.insecure).map_err(fail)? {
-        Stored::File(path) => eprintln!(
-            "login succeeded: credentials for {} stored in {}",
-            r.registry,
-            path.display()
-        ),
-        Stored::Helper { helper, config } => eprintln!(
-            "login succeeded: credentials for {} stored by docker-credential-{helper} (the credential store {} names)",
-            r.registry,
-            config.display()
-        ),
-    }
+    let stored = login::login(&r, &user, &pass, a.insecure).map_err(fail)?;
+    eprint!("{}", status::logged_in(&r.registry, &stored));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -97,14 +88,7 @@ fn prompt(text: &str) {
 pub fn run_logout(a: LogoutArgs) -> CliResult {
     let r = registry_host(a.registry.as_deref()).map_err(fail)?;
     let dir = auth::docker_config_dir();
-    if auth::logout(&dir, &r.registry).map_err(fail)? {
-        eprintln!("removed credentials for {}", r.registry);
-    } else {
-        eprintln!(
-            "no stored credentials for {} in {}",
-            r.registry,
-            dir.join("config.json").display()
-        );
-    }
+    let removed = auth::logout(&dir, &r.registry).map_err(fail)?;
+    eprint!("{}", status::logged_out(&r.registry, removed, &dir));
     Ok(ExitCode::SUCCESS)
 }

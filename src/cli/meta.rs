@@ -60,16 +60,11 @@ pub fn run_version(a: VersionArgs) -> CliResult {
                 "features",
                 Value::Array(FEATURES.iter().map(|f| Value::from(*f)).collect()),
             );
-        outln!(
-            "{}",
-            String::from_utf8_lossy(&otters_core::json::to_compact(&v).unwrap_or_default())
-        );
+        super::common::print_compact(&v);
     } else {
-        outln!("otters {version}");
-        outln!(
-            " os/arch:  {}/{} (agent platform {platform})",
-            std::env::consts::OS,
-            std::env::consts::ARCH
+        out!(
+            "{}",
+            otters_pipeline::view::status::version(version, &platform)
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -4,14 +4,14 @@
 //! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
 //! and progress go to stderr: bars on a TTY, one line per blob with `--progress plain`.
 //! What is pulled and how it is named is `otters_pipeline::transfer`.
-use super::common::{client, esc, open_store_leased, print_json, print_report};
+use super::common::{client, open_store_leased, platform, print_json, print_report};
 use super::errors::fail_help;
 use super::progress::TransferFlags;
 use super::{fail, fail_in, CliResult, Format};
 use otters_oci::archive::local::{LocalError, LocalSource};
 use otters_oci::store::refname::new_tag_name;
-use otters_oci::Platform;
 use otters_pipeline::transfer::{self, PullError};
+use otters_pipeline::view::status;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -38,19 +38,14 @@ pub fn run_pull(a: PullArgs) -> CliResult {
         return pull_local(&src, &a);
     }
     let store = open_store_leased()?;
-    let platform = a.platform.as_deref().map(Platform::parse).transpose();
-    let platform = platform.map_err(|e| fail_in("--platform", e))?;
+    let platform = platform(a.platform.as_deref())?;
     let client = client(a.flags.insecure)?;
     let r = transfer::pull_reference(&client, &a.reference, platform.as_ref()).map_err(fail)?;
     let mut ui = a.flags.bars();
     let result = transfer::pull(&client, &store, &r, a.referrers, &mut |e| ui.event(&e));
     ui.finish();
-    for f in client.mirror_failures().iter().filter(|_| text) {
-        let reason = esc(&f.reason);
-        eprintln!(
-            "warning: mirror {} of {} was skipped: {reason}",
-            f.mirror, f.registry
-        );
+    if text {
+        eprint!("{}", status::mirrors_skipped(&client.mirror_failures()));
     }
     let (desc, report) = result.map_err(fail)?;
     let name = transfer::record(&store, &desc, &a.reference, a.tag.as_deref()).map_err(fail)?;
@@ -89,13 +84,7 @@ fn pull_local(src: &LocalSource, a: &PullArgs) -> CliResult {
         .map(|()| ExitCode::SUCCESS);
     }
     if !a.flags.quiet() {
-        match &name {
-            Some(n) => eprintln!("tagged {n}"),
-            None => eprintln!(
-                "stored untagged; name it with `otters tag {} NAME:TAG` (or pull with -t)",
-                root.digest.short()
-            ),
-        }
+        eprint!("{}", status::pulled_local(name.as_deref(), &root.digest));
     }
     outln!("{}", root.digest);
     Ok(ExitCode::SUCCESS)

@@ -3,7 +3,6 @@
 use super::{fail, fail_in, CliResult};
 use miette::miette;
 use otters_oci::registry::config::RegistryConfig;
-use otters_oci::registry::ClientOptions;
 use otters_oci::Store;
 use otters_pipeline::lower::agent_yaml::Executor as ExecutorKind;
 use otters_pipeline::run::extract::Limits;
@@ -11,9 +10,10 @@ use otters_pipeline::run::fetch::RegistryFetcher;
 use otters_pipeline::run::plan::{self, DEFAULT_BASE_IMAGE};
 use otters_pipeline::run::prepare::{self, Pull, Target};
 use otters_pipeline::run::request::{self, BuildFirst, BuildFirstError};
-use otters_pipeline::run::source::{Fetcher, LocalOnly, Platform};
+use otters_pipeline::run::source::{Fetcher, LocalOnly};
 use otters_pipeline::run::{exec, materialise, mounts};
 use otters_pipeline::trust;
+use otters_pipeline::view::status;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -112,18 +112,13 @@ pub fn run(a: Args) -> CliResult {
     };
     let (overrides, user_mounts) =
         request::overrides(a.model.clone(), &a.envs, &a.configs, &a.mounts).map_err(fail)?;
-    let platform = match &a.platform {
-        Some(p) => Platform::parse(p).map_err(|e| fail_in("--platform", e))?,
-        None => prepare::default_platform(executor),
-    };
+    let platform = super::common::platform(a.platform.as_deref())?;
+    let platform = platform.unwrap_or_else(|| prepare::default_platform(executor));
     let home = super::otters_home();
     let store = Store::open(home.join("store"))
         .and_then(|s| s.leased())
         .map_err(fail)?;
-    let registry = RegistryFetcher::new(ClientOptions {
-        insecure: a.insecure,
-        ..ClientOptions::default()
-    });
+    let registry = RegistryFetcher::new(super::common::client_options(a.insecure));
     let reference = reference(&a, pull, &store)?;
     let image = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;
     // Before anything of the image is read for the run, let alone extracted.
@@ -151,14 +146,10 @@ pub fn run(a: Args) -> CliResult {
     if image.pulled && a.dry_run {
         // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
         // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
-        match &image.tag {
-            Some(tag) => eprintln!(
-                "note: {reference} was pulled into the local store to plan the run (`otters rm {tag}` removes the tag)"
-            ),
-            None => eprintln!(
-                "note: {reference} was pulled into the local store to plan the run, untagged (a digest reference names no tag)"
-            ),
-        }
+        eprint!(
+            "{}",
+            status::pulled_to_plan(&reference, image.tag.as_deref())
+        );
     }
     let req = prepare::Request {
         name: a.name.clone(),
@@ -191,10 +182,7 @@ pub fn run(a: Args) -> CliResult {
     if a.dry_run {
         outln!("{}", serde_json::to_string_pretty(&plan).map_err(fail)?);
         if refused {
-            eprintln!(
-                "warning: a run would stop here: declared mount(s) missing: {}; supply them with -v HOST:TARGET or pass --allow-missing-mounts",
-                plan.missing_mounts.join(", ")
-            );
+            eprint!("{}", status::run_would_stop(&plan.missing_mounts));
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -27,6 +27,7 @@ pub mod lint;
 pub mod lock;
 pub mod lower;
 pub mod project;
+pub mod reformat;
 pub mod resolve;
 pub mod run;
 pub mod signing;

@@ -140,6 +140,43 @@ pub enum EpochError {
     Git(#[from] super::git_epoch::GitEpochError),
 }
 
+/// A `--build-arg` value no build can take: a bare `KEY` whose environment value is not UTF-8,
+/// or one with no name (`=v`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildArgError {
+    NotUnicode(String),
+    NoName(String),
+}
+
+/// Build arguments: `K=V`, or a bare `K` taking the value `env` has for it (as docker does).
+/// Returns the values and the bare keys `env` has no value for (the ARG keeps its default).
+pub fn build_args(
+    items: &[String],
+    env: impl Fn(&str) -> Result<String, std::env::VarError>,
+) -> Result<(BTreeMap<String, String>, Vec<String>), BuildArgError> {
+    let (mut args, mut unset) = (BTreeMap::new(), Vec::new());
+    for kv in items {
+        let (k, v) = match kv.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_owned())),
+            None => match env(kv) {
+                Ok(v) => (kv.as_str(), Some(v)),
+                Err(std::env::VarError::NotPresent) => (kv.as_str(), None),
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    return Err(BuildArgError::NotUnicode(kv.clone()))
+                }
+            },
+        };
+        if k.is_empty() {
+            return Err(BuildArgError::NoName(kv.clone()));
+        }
+        match v {
+            Some(v) => drop(args.insert(k.to_owned(), v)),
+            None => unset.push(k.to_owned()),
+        }
+    }
+    Ok((args, unset))
+}
+
 /// The image time: `flag` (seconds, or `git` for the last commit of `context`'s work tree),
 /// else `env` (`SOURCE_DATE_EPOCH`), else none.
 pub fn source_date_epoch(
@@ -368,5 +405,23 @@ mod tests {
         // A directory cannot be removed as a file: the error names it.
         let e = remove_result_files(&[dir.path()]).unwrap_err();
         assert!(e.to_string().starts_with("cannot remove the old "), "{e}");
+    }
+
+    #[test]
+    fn build_args_take_bare_keys_from_the_environment() {
+        use std::env::VarError;
+        let items = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let env = |k: &str| match k {
+            "SET" => Ok("from-env".to_owned()),
+            "BAD" => Err(VarError::NotUnicode(std::ffi::OsString::from("x"))),
+            _ => Err(VarError::NotPresent),
+        };
+        let (args, unset) = build_args(&items(&["A=1", "B=", "SET", "GONE"]), env).unwrap();
+        let got: Vec<(&str, &str)> = args.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(got, [("A", "1"), ("B", ""), ("SET", "from-env")]);
+        assert_eq!(unset, ["GONE"]);
+        let err = |v: &[&str]| build_args(&items(v), env).unwrap_err();
+        assert_eq!(err(&["BAD"]), BuildArgError::NotUnicode("BAD".into()));
+        assert_eq!(err(&["=v"]), BuildArgError::NoName("=v".into()));
     }
 }

@@ -1,13 +1,19 @@
-//! The text and JSON views of the store and transfer commands (`images`, `inspect`, `prune`,
-//! `push`/`pull`, `copy`, `discover`): values in, strings out, as
+//! The text and JSON views of the commands (`images`, `inspect`, `prune`, `push`/`pull`, `copy`,
+//! `discover`; `lint`, `explain`, `build`, `--progress plain`, and the status lines of `run`,
+//! `export`, `load`, `login`, `lock` and `version`): values in, strings out, as
 //! `otters_agentfile::diagnostic::render` is for findings.
 //!
 //! Takes: the values the library returns (store listings, reports, trees). Returns: the text a
 //! front end prints, every value from an image, a registry or a file name escaped for the
 //! terminal. Must never: print, or read anything.
+pub mod build;
+pub mod explain;
 pub mod images;
 pub mod inspect;
+pub mod lint;
+pub mod progress;
 pub mod prune;
+pub mod status;
 pub mod transfer;
 
 /// `writeln!` into a `String` (which cannot fail).

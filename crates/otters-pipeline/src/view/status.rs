@@ -1,0 +1,143 @@
+//! The status lines of `run`, `export`, `load`, `login`, `lock`, `pull` and `version`: what was done, said on stderr
+//! (`version` on stdout), every name from an image or a user escaped.
+//!
+//! Takes: the values those commands hold. Returns: text, each line ending in a newline. Must
+//! never: print.
+use super::{esc, line};
+use otters_oci::registry::auth::Stored;
+use otters_oci::registry::mirror::MirrorFailure;
+use otters_oci::{Descriptor, Digest};
+use std::path::Path;
+
+/// `run --dry-run` pulled the image to plan the run: say so, and how to undo it.
+pub fn pulled_to_plan(reference: &str, tag: Option<&str>) -> String {
+    match tag {
+        Some(tag) => format!("note: {reference} was pulled into the local store to plan the run (`otters rm {tag}` removes the tag)\n"),
+        None => format!("note: {reference} was pulled into the local store to plan the run, untagged (a digest reference names no tag)\n"),
+    }
+}
+
+/// `run --dry-run` with declared mounts missing: a run would stop.
+pub fn run_would_stop(missing: &[String]) -> String {
+    format!(
+        "warning: a run would stop here: declared mount(s) missing: {}; supply them with -v HOST:TARGET or pass --allow-missing-mounts\n",
+        missing.join(", ")
+    )
+}
+
+/// `exported REF for PLATFORM: DIGEST (N layers)`, one line per exported image.
+pub fn exported<'a>(
+    reference: &str,
+    images: impl IntoIterator<Item = (String, &'a Digest, usize)>,
+) -> String {
+    let mut s = String::new();
+    for (platform, digest, layers) in images {
+        line!(
+            s,
+            "exported {} for {platform}: {digest} ({layers} layers)",
+            esc(reference)
+        );
+    }
+    s
+}
+
+/// `load`: an image the archive names only by a bare tag, stored untagged.
+pub fn loaded_untagged(d: &Descriptor, bare: &str, from: &str) -> String {
+    format!(
+        "{} is named only `{}` in {from} (a tag without a repository): stored untagged; name it with `otters tag {} NAME:TAG`\n",
+        d.digest,
+        otters_oci::validate::escape_text(bare, 80),
+        d.digest.short()
+    )
+}
+
+/// `otters version`: the version, and the platform it runs on as an agent platform.
+pub fn version(version: &str, platform: &str) -> String {
+    let (os, arch) = (std::env::consts::OS, std::env::consts::ARCH);
+    format!("otters {version}\n os/arch:  {os}/{arch} (agent platform {platform})\n")
+}
+
+/// `login`: where the credentials for `registry` went.
+pub fn logged_in(registry: &str, stored: &Stored) -> String {
+    match stored {
+        Stored::File(path) => format!(
+            "login succeeded: credentials for {registry} stored in {}\n",
+            path.display()
+        ),
+        Stored::Helper { helper, config } => format!(
+            "login succeeded: credentials for {registry} stored by docker-credential-{helper} (the credential store {} names)\n",
+            config.display()
+        ),
+    }
+}
+
+/// `logout`: whether credentials for `registry` were removed from the `config.json` in `dir`.
+pub fn logged_out(registry: &str, removed: bool, dir: &Path) -> String {
+    if removed {
+        format!("removed credentials for {registry}\n")
+    } else {
+        let config = dir.join("config.json");
+        format!(
+            "no stored credentials for {registry} in {}\n",
+            config.display()
+        )
+    }
+}
+
+/// `lock`: the lockfile written (or left as it was) and how many images it pins.
+pub fn locked(changed: bool, path: &Path, images: usize) -> String {
+    let verb = if changed { "wrote" } else { "unchanged:" };
+    format!("{verb} {} ({images} image(s) pinned)\n", path.display())
+}
+
+/// `pull`: a warning per mirror that was skipped, and why.
+pub fn mirrors_skipped(failures: &[MirrorFailure]) -> String {
+    let mut s = String::new();
+    for f in failures {
+        let reason = esc(&f.reason);
+        line!(
+            s,
+            "warning: mirror {} of {} was skipped: {reason}",
+            f.mirror,
+            f.registry
+        );
+    }
+    s
+}
+
+/// `pull oci:DIR`: the tag the image got, or how to name it.
+pub fn pulled_local(tag: Option<&str>, digest: &Digest) -> String {
+    match tag {
+        Some(n) => format!("tagged {n}\n"),
+        None => format!(
+            "stored untagged; name it with `otters tag {} NAME:TAG` (or pull with -t)\n",
+            digest.short()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_lines_read_as_sentences() {
+        assert!(pulled_to_plan("a:1", Some("a:1")).ends_with("(`otters rm a:1` removes the tag)\n"));
+        assert!(pulled_to_plan("a@sha256:x", None).contains("untagged"));
+        assert!(run_would_stop(&["/a".into(), "/b".into()]).contains("missing: /a, /b; supply"));
+        let d = Digest::of(b"x");
+        insta::assert_snapshot!(exported("a\u{1b}:1", [("linux/amd64".to_owned(), &d, 3)]).replace(d.as_str(), "D"), @"exported a\\u{1b}:1 for linux/amd64: D (3 layers)");
+        let desc = Descriptor::new(otters_oci::spec::media_type::MANIFEST_V1, d.clone(), 1);
+        let text = loaded_untagged(&desc, "latest", "a.tar");
+        assert!(
+            text.starts_with(&format!("{d} is named only `latest` in a.tar")),
+            "{text}"
+        );
+        let v = version("1.2.3", "linux/amd64");
+        assert!(
+            v.starts_with("otters 1.2.3\n os/arch:  ")
+                && v.ends_with("(agent platform linux/amd64)\n"),
+            "{v}"
+        );
+    }
+}
