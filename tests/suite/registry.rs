@@ -696,3 +696,65 @@ fn inheritance_cycles_and_depth_are_reported() {
     );
     env.ok(&["lock", ctx.to_str().expect("utf8")]);
 }
+
+/// A push uploads the blobs of a manifest at once (issue 22: the config and small layers ride
+/// alongside the large one instead of each adding its round trips). Seen from the registry's own
+/// access log, which lists requests as they complete: a second upload session is opened (`POST
+/// …/blobs/uploads/`) before the first is finished (`PUT …?digest=`); one blob after the other,
+/// every `POST` is followed by its `PUT` before the next `POST`.
+/// The image still arrives whole: pulled into an empty store, it has the pushed digest.
+#[test]
+fn push_uploads_the_blobs_of_a_manifest_at_once() {
+    let reg = Registry::start();
+    let addr = &reg.addr;
+    let env = Env::new();
+    // A layer of 8 MiB that does not compress: its upload lasts while the small blobs go.
+    let ctx = env.dir.path().join("ctx");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let data: Vec<u8> = (0..8 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    crate::support::write(&ctx.join("big.bin"), data);
+    crate::support::write(&ctx.join("notes.txt"), "notes\n");
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nADD notes.txt\nADD big.bin\n",
+    );
+    let tag = format!("{addr}/team/at-once:1");
+    let local = env.ok(&["build", "-q", "-t", &tag, ctx.to_str().expect("utf8")]);
+
+    let pushed = json(&env.ok(&["push", &tag, "--format", "json"]));
+    assert!(list(&pushed, "uploaded").len() >= 3, "{pushed}");
+    let log = reg.log();
+    // S: an upload session opened; E: one finished.
+    let sessions: String = log
+        .lines()
+        .filter(|l| l.contains("/blobs/uploads/") && l.contains("HTTP/1.1\" 20"))
+        .filter_map(|l| {
+            if l.contains("\"POST /v2/") {
+                Some('S')
+            } else if l.contains("\"PUT /v2/") {
+                Some('E')
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(
+        sessions.matches('S').count(),
+        list(&pushed, "uploaded").len(),
+        "{log}"
+    );
+    assert!(
+        sessions.contains("SS"),
+        "uploads one after the other: {sessions}\n{log}"
+    );
+
+    let fresh = Env::new();
+    assert_eq!(fresh.ok(&["pull", "-q", &tag]).trim(), local.trim());
+}

@@ -102,13 +102,16 @@ fn upload_location_on_another_origin_is_followed_without_credentials() {
     let a_content = Arc::new(Content::with_basic("alice", "s3cret"));
     let ac = a_content.clone();
     let b_addr = b.addr.clone();
+    // One upload session per POST (a push sends several blobs at once).
+    let sessions = std::sync::atomic::AtomicUsize::new(0);
     let a = Hostile::start(move |r: &Req| {
         let reply = ac.serve(r);
         if r.method == "POST" && reply.status == 202 {
+            let n = sessions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let loc = if r.path().contains("/relative/") {
-                format!("@{b_addr}/upload/x")
+                format!("@{b_addr}/upload/x{n}")
             } else {
-                format!("http://{b_addr}/upload/u0")
+                format!("http://{b_addr}/upload/u{n}")
             };
             return Reply::new(202).header("Location", &loc);
         }

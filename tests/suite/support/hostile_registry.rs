@@ -510,11 +510,11 @@ impl Content {
         };
         if let Some(repo) = rest.strip_suffix("/blobs/uploads/") {
             let _ = repo;
-            let id = format!("u{}", self.uploads.lock().expect("u").len());
-            self.uploads
-                .lock()
-                .expect("u")
-                .insert(id.clone(), Vec::new());
+            // Under one lock: uploads run at once, and each needs its own id.
+            let mut ups = self.uploads.lock().expect("u");
+            let id = format!("u{}", ups.len());
+            ups.insert(id.clone(), Vec::new());
+            drop(ups);
             return Reply::new(202).header("Location", &format!("/upload/{id}"));
         }
         if let Some((repo, reference)) = rest.rsplit_once("/manifests/") {

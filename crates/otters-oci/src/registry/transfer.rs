@@ -213,34 +213,103 @@ pub(crate) fn push_node(
         return Ok(());
     }
     let m = parse_manifest(&bytes, dest)?;
-    for blob in m.blobs() {
-        let outcome = push_blob(client, store, blob, dest, sources, progress, report)?;
-        blob_done(blob, dest, outcome, sources, progress, report);
-    }
-    Ok(())
+    let blobs: Vec<&Descriptor> = m.blobs().collect();
+    push_blobs(client, store, &blobs, dest, sources, progress, report)
 }
 
-fn push_blob(
+/// Most blobs of one manifest uploaded at once: the small ones (config, small layers) then ride
+/// alongside the large one instead of each adding its round trips (`POST`, `PATCH`, `PUT`, of
+/// which the registry makes the last durable) to the push; 4 keeps the registry's load and the
+/// open connections small.
+const UPLOADS_AT_ONCE: usize = 4;
+
+/// What the `HEAD` pass decided for one blob of a manifest.
+enum Plan {
+    /// Already there or mounted: nothing to send.
+    Done(Outcome),
+    /// To upload.
+    Send,
+    /// The same digest appears earlier in the manifest: handled with that one.
+    Repeat,
+}
+
+/// Pushes the blobs of one manifest: each is first looked up (`HEAD`, then a mount from a
+/// repository `sources` knows), one after the other, so a bearer token is fetched once; then up
+/// to [`UPLOADS_AT_ONCE`] of those the registry lacks are uploaded at once. Every blob is
+/// reported started when looked up, and done in manifest order, as a sequential push would.
+/// The first error (in manifest order) ends the push; uploads still running are dropped.
+fn push_blobs(
+    client: &RegistryClient,
+    store: &Store,
+    blobs: &[&Descriptor],
+    dest: &Reference,
+    sources: &mut Sources,
+    progress: Progress<'_>,
+    report: &mut TransferReport,
+) -> Result<(), RegistryError> {
+    let mut plans = Vec::with_capacity(blobs.len());
+    for (i, blob) in blobs.iter().enumerate() {
+        if blobs[..i].iter().any(|b| b.digest == blob.digest) {
+            plans.push(Plan::Repeat);
+            continue;
+        }
+        progress(Event::blob_started(blob));
+        let plan = match present_or_mounted(client, dest, &blob.digest, sources)? {
+            Some(outcome) => Plan::Done(outcome),
+            None => Plan::Send,
+        };
+        plans.push(plan);
+    }
+    let sink = std::cell::RefCell::new(progress);
+    let emit: &dyn Fn(Event<'_>) = &|e| (*sink.borrow_mut())(e);
+    client.block_on(async {
+        let sends = blobs.iter().zip(&plans).map(|(blob, plan)| async move {
+            match plan {
+                Plan::Done(outcome) => Ok(Some(*outcome)),
+                Plan::Repeat => Ok(None),
+                Plan::Send => send_blob(client, store, blob, dest, emit)
+                    .await
+                    .map(|()| Some(Outcome::Uploaded)),
+            }
+        });
+        let mut done = futures_util::stream::iter(sends).buffered(UPLOADS_AT_ONCE);
+        let mut i = 0;
+        while let Some(result) = done.next().await {
+            let blob = blobs[i];
+            i += 1;
+            // A digest listed twice: reported found, right after its first listing, as the
+            // `HEAD` a sequential push sends for it would say.
+            let outcome = result?.unwrap_or_else(|| {
+                emit(Event::blob_started(blob));
+                Outcome::Skipped
+            });
+            if outcome == Outcome::Uploaded {
+                report.bytes += blob.size;
+            }
+            blob_done(blob, dest, outcome, sources, &mut |e| emit(e), report);
+        }
+        Ok(())
+    })
+}
+
+/// Size of the chunks a blob is read and sent in.
+const CHUNK: usize = 1 << 20;
+
+/// Uploads one store blob to `dest`, hashed as it streams (the store is checked like any input: a
+/// blob whose size or digest differs from its descriptor fails with the store's own "corrupt"
+/// error and never reaches the registry under a digest it does not have).
+async fn send_blob(
     client: &RegistryClient,
     store: &Store,
     blob: &Descriptor,
     dest: &Reference,
-    sources: &Sources,
-    progress: Progress<'_>,
-    report: &mut TransferReport,
-) -> Result<Outcome, RegistryError> {
-    progress(Event::blob_started(blob));
-    if let Some(outcome) = present_or_mounted(client, dest, &blob.digest, sources)? {
-        return Ok(outcome);
-    }
+    emit: &dyn Fn(Event<'_>),
+) -> Result<(), RegistryError> {
     let digest = blob.digest.clone();
     let path = store.blob_path(&digest);
     let size = std::fs::metadata(&path)
         .map_err(io_err("read", &path))?
         .len();
-    // The store is checked like any input: a blob whose size differs from its descriptor is not
-    // sent, and the bytes are hashed as they stream so a damaged blob fails the upload with the
-    // store's own "corrupt" error instead of reaching the registry under a digest it does not have.
     if size != blob.size {
         return Err(StoreError::Corrupt {
             path: path.clone(),
@@ -255,27 +324,29 @@ fn push_blob(
         let file = std::fs::File::open(&path).map_err(io_err("open", &path))?;
         let file = crate::store::verify::VerifiedBlob::new(file, digest.clone(), path.clone());
         let tx = tx.clone();
-        let stream = futures_util::stream::unfold(Some(file), move |state| {
+        // One buffer per stream, reused once the transport has sent (dropped) the last chunk:
+        // a fresh 1 MiB allocation per chunk cost page faults and zeroing on every MiB.
+        let buf = bytes::BytesMut::new();
+        let stream = futures_util::stream::unfold((Some(file), buf), move |(state, mut buf)| {
             let tx = tx.clone();
             async move {
                 let mut file = state?;
-                let mut buf = vec![0u8; 1 << 20];
+                buf.resize(CHUNK, 0);
                 match file.read(&mut buf) {
                     Ok(0) => None,
                     Ok(n) => {
                         buf.truncate(n);
                         let _ = tx.send(n as u64);
-                        Some((Ok::<_, std::io::Error>(bytes::Bytes::from(buf)), Some(file)))
+                        let chunk = buf.split().freeze();
+                        Some((Ok::<_, std::io::Error>(chunk), (Some(file), buf)))
                     }
-                    Err(e) => Some((Err(e), None)),
+                    Err(e) => Some((Err(e), (None, buf))),
                 }
             }
         });
         Ok(stream.boxed())
     };
-    upload_reporting(client, dest, blob, &open, &rx, progress)?;
-    report.bytes += size;
-    Ok(Outcome::Uploaded)
+    upload_progress(client, dest, blob, &open, &rx, emit).await
 }
 
 /// `Skipped` when `dest`'s repository has `digest` already (`HEAD`), `Mounted` when its registry
@@ -307,26 +378,39 @@ pub(crate) fn upload_reporting(
     counts: &std::sync::mpsc::Receiver<u64>,
     progress: Progress<'_>,
 ) -> Result<(), RegistryError> {
-    let drain = |progress: Progress<'_>| {
+    let sink = std::cell::RefCell::new(progress);
+    let emit: &dyn Fn(Event<'_>) = &|e| (*sink.borrow_mut())(e);
+    client.block_on(upload_progress(client, dest, blob, open, counts, emit))
+}
+
+/// [`upload_reporting`] inside the client's runtime, reporting through `emit` (several uploads
+/// may share one sink).
+async fn upload_progress(
+    client: &RegistryClient,
+    dest: &Reference,
+    blob: &Descriptor,
+    open: &crate::registry::OpenBlob<'_>,
+    counts: &std::sync::mpsc::Receiver<u64>,
+    emit: &dyn Fn(Event<'_>),
+) -> Result<(), RegistryError> {
+    let drain = || {
         while let Ok(n) = counts.try_recv() {
-            progress(Event::BlobAdvanced {
+            emit(Event::BlobAdvanced {
                 digest: &blob.digest,
                 n,
             });
         }
     };
-    let result = client.block_on(async {
-        let upload = client.upload_async(dest, &blob.digest, blob.size, open);
-        futures_util::pin_mut!(upload);
-        loop {
-            let tick = tokio::time::sleep(std::time::Duration::from_millis(50));
-            tokio::select! {
-                r = &mut upload => break r,
-                () = tick => drain(progress),
-            }
+    let upload = client.upload_async(dest, &blob.digest, blob.size, open);
+    futures_util::pin_mut!(upload);
+    let result = loop {
+        let tick = tokio::time::sleep(std::time::Duration::from_millis(50));
+        tokio::select! {
+            r = &mut upload => break r,
+            () = tick => drain(),
         }
-    });
-    drain(progress);
+    };
+    drain();
     result
 }
 
