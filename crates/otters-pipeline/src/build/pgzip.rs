@@ -78,7 +78,6 @@ pub fn gzip<W: Write, T, E: From<io::Error>>(
             pending: VecDeque::new(),
             pool,
             max_pending: 2 * workers.max(1),
-            compressor: None,
             crc: Crc::new(),
         };
         let value = fill(&mut w)?;
@@ -101,7 +100,6 @@ struct Done {
 }
 
 fn work(jobs: &Mutex<Receiver<Job>>) {
-    let mut compressor = Compress::new(Compression::new(BLOCK_LEVEL), false);
     loop {
         // The lock is held only while taking a job, never while compressing one.
         let job = match jobs.lock() {
@@ -109,7 +107,7 @@ fn work(jobs: &Mutex<Receiver<Job>>) {
             Err(_) => return,
         };
         let Ok(job) = job else { return };
-        let done = compress_block(&mut compressor, &job.data, &job.dict, job.last);
+        let done = compress_block(&job.data, &job.dict, job.last);
         // The receiver is gone only when the stream was abandoned.
         let _ = job.done.send(done);
     }
@@ -130,8 +128,6 @@ struct Blocks<W: Write> {
     pending: VecDeque<Pending>,
     pool: Option<SyncSender<Job>>,
     max_pending: usize,
-    /// The compressor of the one-thread path.
-    compressor: Option<Compress>,
     crc: Crc,
 }
 
@@ -164,10 +160,7 @@ impl<W: Write> Blocks<W> {
                 .map_err(|_| io::Error::other("a compression worker stopped"))?;
             self.pending.push_back(Pending::Waiting(rx));
         } else {
-            let c = self
-                .compressor
-                .get_or_insert_with(|| Compress::new(Compression::new(BLOCK_LEVEL), false));
-            let done = compress_block(c, &data, &dict, last);
+            let done = compress_block(&data, &dict, last);
             self.pending.push_back(Pending::Ready(done));
         }
         while self.pending.len() >= self.max_pending {
@@ -256,13 +249,13 @@ pub fn incompressible(data: &[u8]) -> bool {
 
 /// One block's deflate bytes: compressed, primed with `dict`, ending in a sync flush (or the end
 /// of the stream when `last`); or stored when [`incompressible`].
-fn compress_block(c: &mut Compress, data: &[u8], dict: &[u8], last: bool) -> io::Result<Done> {
+fn compress_block(data: &[u8], dict: &[u8], last: bool) -> io::Result<Done> {
     let mut crc = Crc::new();
     crc.update(data);
     let bytes = if incompressible(data) {
         stored(data, last)
     } else {
-        deflate(c, data, dict, last)?
+        deflate(data, dict, last)?
     };
     Ok(Done { bytes, crc })
 }
@@ -285,9 +278,14 @@ fn stored(data: &[u8], last: bool) -> Vec<u8> {
     out
 }
 
-fn deflate(c: &mut Compress, data: &[u8], dict: &[u8], last: bool) -> io::Result<Vec<u8>> {
+/// `data` deflated at [`BLOCK_LEVEL`] by a new compressor primed with `dict`. New, never one
+/// `reset()` after another block: zlib-rs' reset keeps the window's old bytes, and its
+/// dictionary and match code read a few bytes past the data, so a reused compressor's output
+/// depended on the block it compressed before, that is on which worker took which block
+/// (zlib-rs issue 459; the same bytes came out only on one thread).
+fn deflate(data: &[u8], dict: &[u8], last: bool) -> io::Result<Vec<u8>> {
     let fail = |e: flate2::CompressError| io::Error::other(format!("deflate: {e}"));
-    c.reset();
+    let mut c = Compress::new(Compression::new(BLOCK_LEVEL), false);
     if !dict.is_empty() {
         c.set_dictionary(dict).map_err(fail)?;
     }
@@ -379,6 +377,76 @@ mod tests {
             }
             assert!(gunzip(&one) == data, "len {len}");
         }
+    }
+
+    /// Lines of nine words drawn from `seed` (an LCG): text that level 1 compresses about 3×.
+    fn otter_lines(seed: u64, len: usize) -> Vec<u8> {
+        const WORDS: [&str; 8] = [
+            "otter", "river", "stone", "fish", "swim", "den", "night", "water",
+        ];
+        let mut state = seed;
+        (0..)
+            .map(|i| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let w = WORDS[(state >> 61) as usize];
+                if i % 9 == 8 {
+                    format!("{w}\n")
+                } else {
+                    format!("{w} ")
+                }
+            })
+            .flat_map(String::into_bytes)
+            .take(len)
+            .collect()
+    }
+
+    /// The documented format, built here block by block with a new compressor for each:
+    /// header, each block deflated on its own primed with the 32 KiB before it, CRC and length.
+    fn reference(data: &[u8]) -> Vec<u8> {
+        let mut out = gzip_header().to_vec();
+        let blocks: Vec<&[u8]> = data.chunks(BLOCK).collect();
+        for (i, block) in blocks.iter().enumerate() {
+            let last = i + 1 == blocks.len();
+            if incompressible(block) {
+                out.extend(stored(block, last));
+                continue;
+            }
+            let mut c = Compress::new(Compression::new(BLOCK_LEVEL), false);
+            if i > 0 {
+                c.set_dictionary(&blocks[i - 1][BLOCK - WINDOW..]).unwrap();
+            }
+            let mut bytes = Vec::with_capacity(2 * block.len() + 1024);
+            let flush = if last {
+                FlushCompress::Finish
+            } else {
+                FlushCompress::Sync
+            };
+            c.compress_vec(block, &mut bytes, flush).unwrap();
+            assert!(c.total_in() == block.len() as u64);
+            out.extend(bytes);
+        }
+        let mut crc = Crc::new();
+        crc.update(data);
+        out.extend(crc.sum().to_le_bytes());
+        out.extend(crc.amount().to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn a_block_does_not_depend_on_what_its_worker_compressed_before() {
+        // A block of text, then a short one primed with its last 32 KiB: compressed by one
+        // reused-and-reset zlib-rs compressor, the second block came out other than from a new
+        // compressor (the window kept the first block's bytes), so with several workers a layer's
+        // bytes depended on which worker had taken which block. This input showed it.
+        let mut data = otter_lines(40, BLOCK);
+        data.extend(otter_lines(1040, 4096));
+        let want = reference(&data);
+        for workers in [1, 2] {
+            assert!(gz(&data, workers, BLOCK) == want, "{workers} workers");
+        }
+        assert!(gunzip(&want) == data);
     }
 
     #[test]
