@@ -166,6 +166,65 @@ fn unsafe_and_missing_sources_point_at_their_lines() {
     snapshot("errors_symlink_in_directory", &stderr_of(&env, &ctx));
 }
 
+/// Words drawn from `seed` (xorshift), in lines of 12: text like `bench/dir.sh`'s.
+fn words(seed: u64, len: usize) -> Vec<u8> {
+    const WORDS: [&str; 22] = [
+        "agent", "runtime", "model", "context", "weather", "city", "forecast", "rain", "sun",
+        "wind", "north", "south", "report", "data", "layer", "image", "registry", "digest",
+        "build", "store", "tool", "note",
+    ];
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let (mut out, mut k) = (Vec::with_capacity(len + 16), 0);
+    while out.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        out.extend_from_slice(WORDS[(state % 22) as usize].as_bytes());
+        k += 1;
+        out.push(if k % 12 == 0 { b'\n' } else { b' ' });
+    }
+    out.truncate(len);
+    out
+}
+
+/// A text directory of two compression blocks (`pgzip::BLOCK`, 1 MiB, then a short one) gives
+/// the same digest on one core (`taskset -c 0`: one compressor for both blocks) as on all of them
+/// (a worker each). Before, one compressor was reset and reused across blocks, and zlib-rs' reset
+/// keeps the window's old bytes: this input's second block came out other than from a new
+/// compressor, so the digest depended on the number of cores (and, with several workers, on which
+/// took which block). On a one-core machine both builds use one thread and the test cannot fail.
+#[test]
+fn a_text_directory_over_two_blocks_has_one_digest_on_one_core_and_on_all() {
+    const TEST: &str = "a_text_directory_over_two_blocks_has_one_digest_on_one_core_and_on_all";
+    if !crate::support::tools::require(TEST, "taskset", &["--version"], "it is in util-linux") {
+        return;
+    }
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME words\nMODEL m/m\nADD data\n",
+    );
+    // The tar stream: two 512-byte headers (`data/`, `data/words.txt`), then the file, so its
+    // first block ends in `words(57)` and the second holds `words(58)` and the tar's end.
+    let (block, window) = (1 << 20, 32 << 10);
+    let mut text = words(59, block - window - 1024);
+    text.extend(words(57, window));
+    text.extend(words(58, 4096));
+    crate::support::write(&ctx.join("data/words.txt"), &text);
+    let build = |home: &str, cores: &str| {
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", cores])
+            .arg(assert_cmd::cargo::cargo_bin("otters"))
+            .env("OTTERS_HOME", env.dir.path().join(home))
+            .env("NO_COLOR", "1")
+            .env_remove("SOURCE_DATE_EPOCH");
+        build_with(&mut cmd, &[ctx.to_str().unwrap()])
+    };
+    let all = build("home-all", "0-1023");
+    assert_eq!(build("home-one", "0"), all, "one core wrote other bytes");
+}
+
 #[test]
 fn agentignore_excludes_files_from_directory_adds() {
     let env = Env::new();

@@ -17,13 +17,14 @@
 //!   would cost the most time for nothing. The CRC-32 is combined from the blocks' CRCs. These
 //!   bytes do not depend on the write sizes either: each block is deflated in one call.
 //!
-//! Blocks are compressed on `workers` threads and written in order by the caller's thread, which
-//! also hashes and writes the output; at most `2 × workers` blocks are in flight.
+//! The caller's thread fills the blocks (the tar: reading the files), `workers` threads compress
+//! them, and one more thread, started with the second block, writes them to the output in order
+//! (for a store blob that is SHA-256 and the file write, which so overlap the reading instead of
+//! following it); at most `2 × workers + 2` blocks are in flight.
 //! Must never: let the worker count, timing or write sizes change a byte of the output.
 
 use crate::build::tarball::GZIP_LEVEL;
 use flate2::{Compress, Compression, Crc, FlushCompress, GzBuilder, Status};
-use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -54,7 +55,7 @@ pub fn default_workers() -> usize {
 
 /// Runs `fill` with a writer whose bytes end up gzip-compressed in `out`; returns `out` and what
 /// `fill` returned. An error of `fill` or of `out` ends the stream; the workers stop with it.
-pub fn gzip<W: Write, T, E: From<io::Error>>(
+pub fn gzip<W: Write + Send, T, E: From<io::Error>>(
     out: W,
     workers: usize,
     fill: impl FnOnce(&mut dyn Write) -> Result<T, E>,
@@ -70,16 +71,14 @@ pub fn gzip<W: Write, T, E: From<io::Error>>(
             job_tx
         });
         let mut w = Blocks {
-            out,
+            scope,
+            out: Some(out),
+            writer: None,
             buf: Vec::with_capacity(BLOCK),
             pieces: Vec::new(),
             dict: Vec::new(),
-            started: false,
-            pending: VecDeque::new(),
             pool,
             max_pending: 2 * workers.max(1),
-            compressor: None,
-            crc: Crc::new(),
         };
         let value = fill(&mut w)?;
         Ok((w.finish()?, value))
@@ -101,7 +100,6 @@ struct Done {
 }
 
 fn work(jobs: &Mutex<Receiver<Job>>) {
-    let mut compressor = Compress::new(Compression::new(BLOCK_LEVEL), false);
     loop {
         // The lock is held only while taking a job, never while compressing one.
         let job = match jobs.lock() {
@@ -109,14 +107,18 @@ fn work(jobs: &Mutex<Receiver<Job>>) {
             Err(_) => return,
         };
         let Ok(job) = job else { return };
-        let done = compress_block(&mut compressor, &job.data, &job.dict, job.last);
+        let done = compress_block(&job.data, &job.dict, job.last);
         // The receiver is gone only when the stream was abandoned.
         let _ = job.done.send(done);
     }
 }
 
-struct Blocks<W: Write> {
-    out: W,
+struct Blocks<'scope, 'env, W: Write + Send> {
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    /// The output, until the stream is known to be longer than one block; then the writer's.
+    out: Option<W>,
+    /// The thread writing the blocks in order, and where their results go to it.
+    writer: Option<Writer<'scope, W>>,
     /// The block being filled.
     buf: Vec<u8>,
     /// While the first block is filled: where each `write` ended in it. Deflate's output depends
@@ -124,15 +126,13 @@ struct Blocks<W: Write> {
     pieces: Vec<usize>,
     /// The last [`WINDOW`] bytes of the block handed out before `buf`.
     dict: Vec<u8>,
-    /// Whether the gzip header is written (the stream is longer than one block).
-    started: bool,
-    /// Results of blocks handed out, in stream order.
-    pending: VecDeque<Pending>,
     pool: Option<SyncSender<Job>>,
     max_pending: usize,
-    /// The compressor of the one-thread path.
-    compressor: Option<Compress>,
-    crc: Crc,
+}
+
+struct Writer<'scope, W> {
+    results: SyncSender<Pending>,
+    thread: std::thread::ScopedJoinHandle<'scope, io::Result<(W, Crc)>>,
 }
 
 enum Pending {
@@ -140,12 +140,13 @@ enum Pending {
     Waiting(Receiver<io::Result<Done>>),
 }
 
-impl<W: Write> Blocks<W> {
+impl<'scope, W: Write + Send + 'scope> Blocks<'scope, '_, W> {
     /// Hands the full (or, when `last`, final) block out for compression.
     fn dispatch(&mut self, last: bool) -> io::Result<()> {
-        if !self.started {
-            self.out.write_all(&gzip_header())?;
-            self.started = true;
+        if let Some(out) = self.out.take() {
+            let (results, rx) = mpsc::sync_channel(self.max_pending);
+            let thread = self.scope.spawn(move || write_in_order(out, &rx));
+            self.writer = Some(Writer { results, thread });
             self.pieces = Vec::new();
         }
         let data = std::mem::replace(&mut self.buf, Vec::with_capacity(BLOCK));
@@ -162,58 +163,78 @@ impl<W: Write> Blocks<W> {
             };
             pool.send(job)
                 .map_err(|_| io::Error::other("a compression worker stopped"))?;
-            self.pending.push_back(Pending::Waiting(rx));
+            self.send(Pending::Waiting(rx))
         } else {
-            let c = self
-                .compressor
-                .get_or_insert_with(|| Compress::new(Compression::new(BLOCK_LEVEL), false));
-            let done = compress_block(c, &data, &dict, last);
-            self.pending.push_back(Pending::Ready(done));
+            let done = compress_block(&data, &dict, last);
+            self.send(Pending::Ready(done))
         }
-        while self.pending.len() >= self.max_pending {
-            self.write_oldest()?;
-        }
-        Ok(())
     }
 
-    fn write_oldest(&mut self) -> io::Result<()> {
-        let Some(p) = self.pending.pop_front() else {
+    /// Queues a block's result for the writer; when the writer has stopped, its error.
+    fn send(&mut self, p: Pending) -> io::Result<()> {
+        let Some(w) = &self.writer else {
+            return Err(io::Error::other("the gzip writer is not started"));
+        };
+        if w.results.send(p).is_ok() {
             return Ok(());
+        }
+        match self.stop_writer() {
+            Err(e) => Err(e),
+            Ok(_) => Err(io::Error::other("the gzip writer stopped")),
+        }
+    }
+
+    /// Closes the writer's queue and waits for it: the output and the CRC of what it wrote.
+    fn stop_writer(&mut self) -> io::Result<(W, Crc)> {
+        let Some(Writer { results, thread }) = self.writer.take() else {
+            return Err(io::Error::other("the gzip writer is not started"));
         };
-        let done = match p {
-            Pending::Ready(done) => done?,
-            Pending::Waiting(rx) => rx
-                .recv()
-                .map_err(|_| io::Error::other("a compression worker stopped"))??,
-        };
-        self.crc.combine(&done.crc);
-        self.out.write_all(&done.bytes)
+        drop(results);
+        thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the gzip writer panicked")))
     }
 
     fn finish(mut self) -> io::Result<W> {
-        if !self.started {
+        if let Some(out) = self.out.take() {
             // One block or less: the single-stream format (and bytes) of before.
             let mut gz = GzBuilder::new()
                 .mtime(0)
-                .write(self.out, Compression::new(GZIP_LEVEL));
+                .write(out, Compression::new(GZIP_LEVEL));
             let mut at = 0;
-            for end in self.pieces {
+            for &end in &self.pieces {
                 gz.write_all(&self.buf[at..end])?;
                 at = end;
             }
             return gz.finish();
         }
         self.dispatch(true)?;
-        while !self.pending.is_empty() {
-            self.write_oldest()?;
-        }
-        self.out.write_all(&self.crc.sum().to_le_bytes())?;
-        self.out.write_all(&self.crc.amount().to_le_bytes())?;
-        Ok(self.out)
+        let (mut out, crc) = self.stop_writer()?;
+        out.write_all(&crc.sum().to_le_bytes())?;
+        out.write_all(&crc.amount().to_le_bytes())?;
+        Ok(out)
     }
 }
 
-impl<W: Write> Write for Blocks<W> {
+/// The writer thread: the gzip header, then each block's bytes in stream order as they are
+/// ready, until the queue is closed; returns the output and the combined CRC.
+fn write_in_order<W: Write>(mut out: W, results: &Receiver<Pending>) -> io::Result<(W, Crc)> {
+    out.write_all(&gzip_header())?;
+    let mut crc = Crc::new();
+    for p in results {
+        let done = match p {
+            Pending::Ready(done) => done?,
+            Pending::Waiting(rx) => rx
+                .recv()
+                .map_err(|_| io::Error::other("a compression worker stopped"))??,
+        };
+        crc.combine(&done.crc);
+        out.write_all(&done.bytes)?;
+    }
+    Ok((out, crc))
+}
+
+impl<'scope, W: Write + Send + 'scope> Write for Blocks<'scope, '_, W> {
     fn write(&mut self, mut data: &[u8]) -> io::Result<usize> {
         let n = data.len();
         while !data.is_empty() {
@@ -223,7 +244,7 @@ impl<W: Write> Write for Blocks<W> {
             let take = (BLOCK - self.buf.len()).min(data.len());
             self.buf.extend_from_slice(&data[..take]);
             data = &data[take..];
-            if !self.started {
+            if self.out.is_some() {
                 self.pieces.push(self.buf.len());
             }
         }
@@ -256,13 +277,13 @@ pub fn incompressible(data: &[u8]) -> bool {
 
 /// One block's deflate bytes: compressed, primed with `dict`, ending in a sync flush (or the end
 /// of the stream when `last`); or stored when [`incompressible`].
-fn compress_block(c: &mut Compress, data: &[u8], dict: &[u8], last: bool) -> io::Result<Done> {
+fn compress_block(data: &[u8], dict: &[u8], last: bool) -> io::Result<Done> {
     let mut crc = Crc::new();
     crc.update(data);
     let bytes = if incompressible(data) {
         stored(data, last)
     } else {
-        deflate(c, data, dict, last)?
+        deflate(data, dict, last)?
     };
     Ok(Done { bytes, crc })
 }
@@ -285,9 +306,14 @@ fn stored(data: &[u8], last: bool) -> Vec<u8> {
     out
 }
 
-fn deflate(c: &mut Compress, data: &[u8], dict: &[u8], last: bool) -> io::Result<Vec<u8>> {
+/// `data` deflated at [`BLOCK_LEVEL`] by a new compressor primed with `dict`. New, never one
+/// `reset()` after another block: zlib-rs' reset keeps the window's old bytes, and its
+/// dictionary and match code read a few bytes past the data, so a reused compressor's output
+/// depended on the block it compressed before, that is on which worker took which block
+/// (zlib-rs issue 459; the same bytes came out only on one thread).
+fn deflate(data: &[u8], dict: &[u8], last: bool) -> io::Result<Vec<u8>> {
     let fail = |e: flate2::CompressError| io::Error::other(format!("deflate: {e}"));
-    c.reset();
+    let mut c = Compress::new(Compression::new(BLOCK_LEVEL), false);
     if !dict.is_empty() {
         c.set_dictionary(dict).map_err(fail)?;
     }
@@ -381,6 +407,76 @@ mod tests {
         }
     }
 
+    /// Lines of nine words drawn from `seed` (an LCG): text that level 1 compresses about 3×.
+    fn otter_lines(seed: u64, len: usize) -> Vec<u8> {
+        const WORDS: [&str; 8] = [
+            "otter", "river", "stone", "fish", "swim", "den", "night", "water",
+        ];
+        let mut state = seed;
+        (0..)
+            .map(|i| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let w = WORDS[(state >> 61) as usize];
+                if i % 9 == 8 {
+                    format!("{w}\n")
+                } else {
+                    format!("{w} ")
+                }
+            })
+            .flat_map(String::into_bytes)
+            .take(len)
+            .collect()
+    }
+
+    /// The documented format, built here block by block with a new compressor for each:
+    /// header, each block deflated on its own primed with the 32 KiB before it, CRC and length.
+    fn reference(data: &[u8]) -> Vec<u8> {
+        let mut out = gzip_header().to_vec();
+        let blocks: Vec<&[u8]> = data.chunks(BLOCK).collect();
+        for (i, block) in blocks.iter().enumerate() {
+            let last = i + 1 == blocks.len();
+            if incompressible(block) {
+                out.extend(stored(block, last));
+                continue;
+            }
+            let mut c = Compress::new(Compression::new(BLOCK_LEVEL), false);
+            if i > 0 {
+                c.set_dictionary(&blocks[i - 1][BLOCK - WINDOW..]).unwrap();
+            }
+            let mut bytes = Vec::with_capacity(2 * block.len() + 1024);
+            let flush = if last {
+                FlushCompress::Finish
+            } else {
+                FlushCompress::Sync
+            };
+            c.compress_vec(block, &mut bytes, flush).unwrap();
+            assert!(c.total_in() == block.len() as u64);
+            out.extend(bytes);
+        }
+        let mut crc = Crc::new();
+        crc.update(data);
+        out.extend(crc.sum().to_le_bytes());
+        out.extend(crc.amount().to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn a_block_does_not_depend_on_what_its_worker_compressed_before() {
+        // A block of text, then a short one primed with its last 32 KiB: compressed by one
+        // reused-and-reset zlib-rs compressor, the second block came out other than from a new
+        // compressor (the window kept the first block's bytes), so with several workers a layer's
+        // bytes depended on which worker had taken which block. This input showed it.
+        let mut data = otter_lines(40, BLOCK);
+        data.extend(otter_lines(1040, 4096));
+        let want = reference(&data);
+        for workers in [1, 2] {
+            assert!(gz(&data, workers, BLOCK) == want, "{workers} workers");
+        }
+        assert!(gunzip(&want) == data);
+    }
+
     #[test]
     fn one_block_is_the_single_stream_format_of_before() {
         let data = sample(BLOCK);
@@ -422,6 +518,20 @@ mod tests {
         let out = gz(&text, 2, BLOCK);
         assert!(out.len() < text.len() * 3 / 5, "{}", out.len());
         assert!(gunzip(&out) == text);
+    }
+
+    #[test]
+    fn an_error_of_the_input_ends_the_stream_and_its_threads() {
+        // Three blocks handed to the workers and the writer thread, then the input fails: the
+        // error comes back (nothing waits forever on a block that never comes).
+        let data = sample(3 * BLOCK + 10);
+        for workers in [1, 2] {
+            let r = gzip(Vec::new(), workers, |w| -> io::Result<()> {
+                w.write_all(&data)?;
+                Err(io::Error::other("the input changed"))
+            });
+            assert!(r.unwrap_err().to_string().contains("the input changed"));
+        }
     }
 
     #[test]

@@ -345,7 +345,7 @@ impl From<io::Error> for TarError {
 /// Writes the entries as tar+gzip into `out`, calling `progress` with file bytes as they go,
 /// compressing on as many threads as the machine has cores ([`pgzip`]: the bytes are the same
 /// for any number).
-pub fn write_tar_gz<W: Write>(
+pub fn write_tar_gz<W: Write + Send>(
     entries: &[Entry],
     mtime: u64,
     out: W,
@@ -355,7 +355,7 @@ pub fn write_tar_gz<W: Write>(
 }
 
 /// [`write_tar_gz`] on `workers` compression threads.
-pub fn write_tar_gz_with<W: Write>(
+pub fn write_tar_gz_with<W: Write + Send>(
     entries: &[Entry],
     mtime: u64,
     out: W,
