@@ -10,18 +10,13 @@
 //! verification time, or one whose signature does not verify for the given signer.
 use super::attest::KeylessServices;
 use super::common::{esc, target, target_error, target_for_read, WhereFlags};
-use super::trust::{report_text, IdentityFlags};
+use super::trust::IdentityFlags;
 use super::{fail, fail_in, CliResult};
-use miette::miette;
 use otters_pipeline::attest;
-use otters_pipeline::target::{names_registry, Target};
 use otters_pipeline::trust;
 use otters_supply::bundle;
 use otters_supply::keys::KeyPair;
 use otters_supply::statement::{Statement, Subject};
-use otters_supply::verify::{
-    verify_local_first, Fallback, ImageVerifyError, OpenSource, Referrers, Verdict, VerifyOptions,
-};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -94,56 +89,35 @@ pub fn run_sign(a: SignArgs) -> CliResult {
 }
 
 pub fn run_verify(a: VerifyArgs) -> CliResult {
-    let who = trust::who(a.key.as_deref(), &a.identity.identity()).map_err(fail)?;
-    let Some(who) = who else {
-        return Err(miette!("pass --key PUB, or --certificate-identity ID --certificate-oidc-issuer URL --trusted-root FILE"));
-    };
-    let signer = trust::load(who).map_err(fail)?;
-    let mut opts = VerifyOptions::by(signer.signer());
-    if let Some(t) = &a.predicate_type {
-        opts.predicate_type =
-            otters_supply::verify::predicate_type(t).map_err(miette::Report::msg)?;
-    }
+    let signer = trust::verifier(
+        a.key.as_deref(),
+        &a.identity.identity(),
+        a.predicate_type.as_deref(),
+    )
+    .map_err(fail)?;
     let target = target_for_read(&a.reference, &a.place)?;
     let digest = target.descriptor().digest.clone();
-    let registry = names_registry(&a.reference).filter(|_| matches!(target, Target::Local(..)));
-    // Nothing in the store (a plain `pull` brings no referrers): look where it came from.
-    let second: Box<OpenSource<'_>> = match &registry {
-        Some(r) if !a.place.local => Box::new(|| {
+    let verified = trust::verify_image(
+        &target,
+        &a.reference,
+        &signer,
+        a.predicate_type.as_deref(),
+        a.place.local,
+        a.place.insecure,
+        &mut |registry| {
             eprintln!(
                 "note: no signature of {} in the local store; checking {} (pass --local to check only the store)",
                 esc(&a.reference),
-                esc(&r.registry)
+                esc(registry)
             );
-            let remote = target
-                .in_registry(r, a.place.insecure)
-                .map_err(|e| report_text(&target_error(e)))?;
-            Ok(Some(Box::new(remote) as Box<dyn Referrers>))
-        }),
-        _ => Box::new(|| Ok(None)),
-    };
-    let verdict = match verify_local_first(&target, second, &digest, &opts, Fallback::WhenUnsigned) {
-        Ok(v) => v,
-        Err(ImageVerifyError::NotSigned) if registry.is_some() && a.place.local => {
-            return Err(miette!(
-                "{}@{digest} has no signature in the local store; fetch its referrers with `otters pull --referrers {}`, or check its registry with --remote",
-                esc(&a.reference),
-                esc(&a.reference)
-            ))
-        }
-        Err(e) => {
-            let why = trust::explain(&e, &digest, &opts.predicate_type, &signer, &a.reference);
-            return Err(fail(why));
-        }
-    };
-    let by = match &verdict {
-        Verdict::Key(_) => signer.describe(),
-        Verdict::Keyless(v) => format!("{} ({})", esc(&v.identity), esc(&v.issuer)),
-    };
+        },
+    )
+    .map_err(fail)?;
     outln!(
-        "Verified OK: {by} signs {}@{digest} ({})",
+        "Verified OK: {} signs {}@{digest} ({})",
+        verified.by,
         esc(&a.reference),
-        esc(verdict.predicate_type())
+        esc(&verified.predicate_type)
     );
     Ok(ExitCode::SUCCESS)
 }

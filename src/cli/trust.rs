@@ -36,11 +36,3 @@ impl IdentityFlags {
         }
     }
 }
-
-/// A report's whole chain on one line, for a verifier's reason.
-pub(super) fn report_text(e: &miette::Report) -> String {
-    e.chain()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ")
-}

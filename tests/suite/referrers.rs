@@ -1157,7 +1157,16 @@ fn verify_after_a_plain_pull_looks_at_the_registry() {
     );
     let err = puller.fails(&["verify", "--local", &tag, "--key", &public]);
     assert!(
-        err.contains("otters pull --referrers") && err.contains("--remote"),
+        err.contains("has no signature in the local store")
+            && err.contains("otters pull --referrers")
+            && err.contains("help: or check its registry with --remote"),
+        "{err}"
+    );
+    // A predicate type that is no URI and no known name: the value, then the flag that takes it.
+    let err = puller.fails(&["verify", &tag, "--key", &public, "--type", "nonsense"]);
+    assert!(
+        err.contains("predicate type nonsense is neither a URI")
+            && err.contains("help: pass --type with a predicate type URI"),
         "{err}"
     );
 

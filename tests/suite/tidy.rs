@@ -549,7 +549,7 @@ fn the_manifest_struct_finder_finds_them() {
 /// (`src/cli/errors/hints.rs`), since a language server or another front end has no such flags.
 /// The texts an error may still quote a flag in: a whole other command the user runs, each with
 /// why it reads right from any front end.
-const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 5] = [
+const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 6] = [
     (
         "log -1 --format=%ct",
         "git's own flag, in the git command that shows (or gives) the time: epoch.rs, git_epoch.rs",
@@ -569,6 +569,10 @@ const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 5] = [
     (
         "`otters build --allow-unpinned`",
         "the build not to run again, before signing: run/plan/model.rs",
+    ),
+    (
+        "`otters pull --referrers {}`",
+        "another command, run first, that brings an image's signatures into the store: trust.rs",
     ),
 ];
 

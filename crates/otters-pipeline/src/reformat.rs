@@ -81,7 +81,9 @@ pub fn one(
             Err(WriteFailure::Rewrite(e)) => {
                 let mut text = error_line(&e.to_string());
                 if let Some(help) = hint(&e) {
-                    text.push_str(&format!("help: {}\n", escape(&help)));
+                    text.push_str("help: ");
+                    text.push_str(&escape(&help));
+                    text.push('\n');
                 }
                 return failed(text);
             }

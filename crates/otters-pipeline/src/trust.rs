@@ -1,12 +1,12 @@
 //! Who must have signed an image, and the checks that ask: a key or a keyless identity from
 //! `otters verify`'s and `otters run`'s flags or `[verify]` in config.toml ([`who`],
-//! [`for_run`]), the run gate ([`verify_for_run`]), and how a failed verification reads
-//! ([`explain`]).
+//! [`for_run`]), `otters verify`'s check ([`verify_image`]), the run gate ([`verify_for_run`]),
+//! and how a failed verification reads ([`explain`]).
 //!
 //! Takes: the values of the flags and of `[verify]`, the store, a reference and its digest.
 //! Returns: a [`Who`], or the gate's answer. Must never: accept a signature over another digest
 //! than the one the run resolved, or ask an implied Docker Hub about a local tag.
-use crate::target::Target;
+use crate::target::{names_registry, Target};
 use otters_core::escape::escape;
 use otters_oci::registry::config::VerifySettings;
 use otters_oci::registry::{ClientOptions, RegistryClient};
@@ -15,7 +15,7 @@ use otters_oci::{Descriptor, Digest, MediaType, Store, StoreError};
 use otters_supply::signer::{Loaded, Who};
 use otters_supply::statement::SIGN_PREDICATE;
 use otters_supply::verify::{
-    verify_local_first, Fallback, ImageVerifyError, OpenSource, Referrers, VerifyOptions,
+    verify_local_first, Fallback, ImageVerifyError, OpenSource, Referrers, Verdict, VerifyOptions,
 };
 use std::path::{Path, PathBuf};
 
@@ -157,6 +157,117 @@ pub fn explain(
     })
 }
 
+/// Why `otters verify` did not say "Verified OK".
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Who(#[from] WhoError),
+    #[error("no key and no keyless identity to verify the image with")]
+    NoSigner,
+    #[error(transparent)]
+    Signer(#[from] SignerError),
+    /// A predicate type that is neither a URI nor a known name: the sentence says which.
+    #[error("{0}")]
+    PredicateType(String),
+    /// Only the store was to be read (`Place::Local`), and it holds no signature.
+    #[error("{}@{digest} has no signature in the local store; fetch its referrers with `otters pull --referrers {}`", escape(.reference), escape(.reference))]
+    NotInStore { reference: String, digest: Digest },
+    #[error(transparent)]
+    Unverified(#[from] Unverified),
+}
+
+/// The signer `key` or `identity` names, and the check's options (`predicate_type`: a URI or
+/// one of `otters_supply::verify::predicate_type`'s names; none: a signature).
+pub fn verifier(
+    key: Option<&Path>,
+    identity: &Identity,
+    predicate_type: Option<&str>,
+) -> Result<Loaded, VerifyError> {
+    let who = who(key, identity)?.ok_or(VerifyError::NoSigner)?;
+    let signer = load(who)?;
+    if let Some(t) = predicate_type {
+        otters_supply::verify::predicate_type(t).map_err(VerifyError::PredicateType)?;
+    }
+    Ok(signer)
+}
+
+/// What verified: by whom (a key's description, or the certificate's identity and issuer) and
+/// the predicate type of the statement.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Verified {
+    pub by: String,
+    pub predicate_type: String,
+}
+
+/// `otters verify`: the image `target` resolved to must carry a bundle by `signer` over its
+/// digest (of `predicate_type`, else a signature). Read from the local store first; when the
+/// store has none and `reference` names a registry (and `local_only` is not set), from that
+/// registry, after `on_fallback(registry)`.
+pub fn verify_image(
+    target: &Target,
+    reference: &str,
+    signer: &Loaded,
+    predicate_type: Option<&str>,
+    local_only: bool,
+    insecure: bool,
+    on_fallback: &mut dyn FnMut(&str),
+) -> Result<Verified, VerifyError> {
+    let mut opts = VerifyOptions::by(signer.signer());
+    if let Some(t) = predicate_type {
+        opts.predicate_type =
+            otters_supply::verify::predicate_type(t).map_err(VerifyError::PredicateType)?;
+    }
+    let digest = target.descriptor().digest.clone();
+    let registry = names_registry(reference).filter(|_| matches!(target, Target::Local(..)));
+    // Nothing in the store (a plain `pull` brings no referrers): look where it came from.
+    let second: Box<OpenSource<'_>> = match &registry {
+        Some(r) if !local_only => Box::new(move || {
+            on_fallback(&r.registry);
+            let remote = target
+                .in_registry(r, insecure)
+                .map_err(|e| chain_text(&e))?;
+            Ok(Some(Box::new(remote) as Box<dyn Referrers>))
+        }),
+        _ => Box::new(|| Ok(None)),
+    };
+    let verdict = match verify_local_first(target, second, &digest, &opts, Fallback::WhenUnsigned) {
+        Ok(v) => v,
+        Err(ImageVerifyError::NotSigned) if registry.is_some() && local_only => {
+            return Err(VerifyError::NotInStore {
+                reference: reference.to_owned(),
+                digest,
+            })
+        }
+        Err(e) => {
+            let why = explain(&e, &digest, &opts.predicate_type, signer, reference);
+            return Err(VerifyError::Unverified(why));
+        }
+    };
+    let by = match &verdict {
+        Verdict::Key(_) => signer.describe(),
+        Verdict::Keyless(v) => format!("{} ({})", escape(&v.identity), escape(&v.issuer)),
+    };
+    Ok(Verified {
+        by,
+        predicate_type: verdict.predicate_type().to_owned(),
+    })
+}
+
+/// An error and its causes on one line, for a verifier's reason.
+fn chain_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = cause.source();
+    }
+    text
+}
+
 /// Why the run gate refused.
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
@@ -221,6 +332,30 @@ mod tests {
             trusted_root: root.map(PathBuf::from),
             ..Identity::default()
         }
+    }
+
+    #[test]
+    fn a_verifier_needs_a_signer_and_a_known_predicate_type() {
+        assert!(matches!(
+            verifier(None, &Identity::default(), None),
+            Err(VerifyError::NoSigner)
+        ));
+        assert!(matches!(
+            verifier(None, &id(Some("me"), None, None), None),
+            Err(VerifyError::Who(WhoError::NoIssuer))
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let key = otters_supply::keys::KeyPair::generate();
+        let public = dir.path().join("k.pub");
+        std::fs::write(&public, key.public().to_pem().unwrap()).unwrap();
+        match verifier(Some(&public), &Identity::default(), Some("nonsense")) {
+            Err(VerifyError::PredicateType(why)) => {
+                assert!(why.contains("nonsense") && !why.contains("--"), "{why}");
+            }
+            Err(other) => panic!("{other:?}"),
+            Ok(_) => panic!("a nonsense predicate type was accepted"),
+        }
+        assert!(verifier(Some(&public), &Identity::default(), Some("slsaprovenance1")).is_ok());
     }
 
     #[test]

@@ -768,7 +768,7 @@ pub fn verify(
         serde_json::from_slice(bundle).map_err(|e| no(format!("the bundle is not JSON: {e}")))?;
     let trust = trust(trusted_root)?;
     let leaf_der = b64_at(&b, "/verificationMaterial/certificate/rawBytes").map_err(|_| {
-        no("the bundle has no certificate: it is not keyless (verify it with --key)")
+        no("the bundle has no certificate: it is not keyless (verify it with the signer's public key)")
     })?;
     let leaf = parse_cert(&leaf_der)?;
     // 1. The leaf chains to a trusted certificate authority, and a trusted CT log saw it.

@@ -60,7 +60,7 @@ pub fn predicate_type(name: &str) -> Result<String, String> {
     }
     let names: Vec<&str> = PREDICATE_ALIASES.iter().map(|(a, _)| *a).collect();
     Err(format!(
-        "--type {}: write a predicate type URI (e.g. https://slsa.dev/provenance/v1) or one of {}",
+        "predicate type {} is neither a URI (e.g. https://slsa.dev/provenance/v1) nor one of {}",
         otters_core::escape::escape(name),
         names.join(", ")
     ))
@@ -384,7 +384,7 @@ fn wrong_type(found: &str, wanted: &str) -> String {
     if wanted == SIGN_PREDICATE {
         format!(
             "it is a signed attestation of type {found}, not a signature ({SIGN_PREDICATE}); \
-             to check that attestation, pass --type {found}"
+             to check that attestation, verify predicate type {found}"
         )
     } else {
         format!("its statement has predicate type {found}, not {wanted}")

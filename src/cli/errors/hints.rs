@@ -13,7 +13,7 @@ pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     use otters_pipeline::run::marker::ClaimError;
     use otters_pipeline::run::source::SourceError;
     use otters_pipeline::run::{materialise::MaterialiseError, prepare::PrepareError};
-    use otters_pipeline::trust::WhoError;
+    use otters_pipeline::trust::{VerifyError, WhoError};
     // Transparent wrappers are not links of the chain: look through them.
     let source = of::<SourceError>(e)
         .or(match of::<PrepareError>(e) {
@@ -56,6 +56,22 @@ pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
                     .to_owned(),
             ),
             ExecCause::Other => None,
+        }
+    } else if let Some(v) = of::<VerifyError>(e) {
+        match v {
+            // Transparent: the chain does not hold the `WhoError` itself.
+            VerifyError::Who(w) => return hint(w),
+            VerifyError::NoSigner => Some(
+                "pass --key PUB, or --certificate-identity ID --certificate-oidc-issuer URL --trusted-root FILE"
+                    .to_owned(),
+            ),
+            VerifyError::NotInStore { .. } => {
+                Some("or check its registry with --remote".to_owned())
+            }
+            VerifyError::PredicateType(_) => {
+                Some("pass --type with a predicate type URI or one of those names".to_owned())
+            }
+            VerifyError::Signer(_) | VerifyError::Unverified(_) => None,
         }
     } else if let Some(WhoError::InConfig { .. }) = of(e) {
         // The identity comes from a config file's [verify]: the fix is there, not a flag.
