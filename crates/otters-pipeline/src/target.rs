@@ -336,7 +336,7 @@ fn listing_error(r: &Reference, source: RegistryError) -> TargetError {
 
 /// An error and its causes on one line, each cause once (a cause an error already quotes is not
 /// repeated), as a verification reason quotes it.
-fn one_line(e: &dyn std::error::Error) -> String {
+pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
     let mut said = e.to_string();
     let mut next = e.source();
     while let Some(cause) = next {

@@ -6,7 +6,7 @@
 //! Takes: the values of the flags and of `[verify]`, the store, a reference and its digest.
 //! Returns: a [`Who`], or the gate's answer. Must never: accept a signature over another digest
 //! than the one the run resolved, or ask an implied Docker Hub about a local tag.
-use crate::target::{names_registry, Target};
+use crate::target::{names_registry, one_line, Target};
 use otters_core::escape::escape;
 use otters_oci::registry::config::VerifySettings;
 use otters_oci::registry::{ClientOptions, RegistryClient};
@@ -223,9 +223,7 @@ pub fn verify_image(
     let second: Box<OpenSource<'_>> = match &registry {
         Some(r) if !local_only => Box::new(move || {
             on_fallback(&r.registry);
-            let remote = target
-                .in_registry(r, insecure)
-                .map_err(|e| chain_text(&e))?;
+            let remote = target.in_registry(r, insecure).map_err(|e| one_line(&e))?;
             Ok(Some(Box::new(remote) as Box<dyn Referrers>))
         }),
         _ => Box::new(|| Ok(None)),
@@ -251,21 +249,6 @@ pub fn verify_image(
         by,
         predicate_type: verdict.predicate_type().to_owned(),
     })
-}
-
-/// An error and its causes on one line, for a verifier's reason.
-fn chain_text(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        let part = cause.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        next = cause.source();
-    }
-    text
 }
 
 /// Why the run gate refused.
