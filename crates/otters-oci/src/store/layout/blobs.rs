@@ -107,6 +107,8 @@ impl Store {
             store: self,
             tmp,
             out: HashingWriter::new(BufWriter::with_capacity(COPY_BUFFER, file)),
+            flusher: None,
+            since: 0,
         })
     }
 
@@ -315,21 +317,76 @@ pub(super) fn media_type_of(bytes: &[u8]) -> Option<String> {
 }
 
 /// A blob being written: hash on the fly, then [`BlobWriter::commit`] renames it to its digest.
+///
+/// Past every [`WRITEBACK_STEP`] bytes written, a flusher thread (started at the first step, so
+/// a small blob starts none) syncs what has reached the file, as [`Store::put_blob_from_reader`]
+/// does: write-back overlaps the writing instead of all coming in the last fsync.
 pub struct BlobWriter<'s> {
     store: &'s Store,
     tmp: NamedTempFile,
     out: HashingWriter<BufWriter<File>>,
+    pub(super) flusher: Option<Flusher>,
+    since: u64,
+}
+
+/// The thread that syncs a blob's file when nudged; [`Flusher::finish`] stops it and says
+/// whether every sync succeeded.
+pub(super) struct Flusher {
+    nudge: Option<mpsc::SyncSender<()>>,
+    thread: Option<std::thread::JoinHandle<io::Result<()>>>,
+}
+
+impl Flusher {
+    fn start(file: File) -> Flusher {
+        let (nudge, nudged) = mpsc::sync_channel::<()>(1);
+        let thread = std::thread::spawn(move || -> io::Result<()> {
+            for () in nudged {
+                file.sync_data()?;
+            }
+            Ok(())
+        });
+        Flusher {
+            nudge: Some(nudge),
+            thread: Some(thread),
+        }
+    }
+
+    /// Asks for a sync; one already asked for and not yet begun covers this one too.
+    fn nudge(&self) {
+        if let Some(n) = &self.nudge {
+            let _ = n.try_send(());
+        }
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        drop(self.nudge.take());
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the blob flusher thread panicked"))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Flusher {
+    /// An abandoned write still stops its thread (which ends when its channel closes).
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
 }
 
 impl BlobWriter<'_> {
     /// Flushes and renames the blob into place (fsynced first on a plain handle, see
     /// [`Store::batched`]); returns its digest and size.
-    pub fn commit(self) -> Result<(Digest, u64), StoreError> {
+    pub fn commit(mut self) -> Result<(Digest, u64), StoreError> {
+        let flushed = self.flusher.take().map_or(Ok(()), |mut f| f.finish());
         let (digest, size, buffered) = self.out.finish();
         let file = buffered
             .into_inner()
             .map_err(|e| io_err("write", self.tmp.path())(e.into_error()))?;
         drop(file);
+        flushed.map_err(io_err("sync", self.tmp.path()))?;
         self.store.place(self.tmp, &digest, size)?;
         Ok((digest, size))
     }
@@ -341,7 +398,20 @@ impl BlobWriter<'_> {
 
 impl Write for BlobWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.out.write(buf)
+        let n = self.out.write(buf)?;
+        self.since += n as u64;
+        if self.since >= WRITEBACK_STEP {
+            self.since = 0;
+            if self.flusher.is_none() {
+                // A second handle on the same open file: syncing it syncs the blob.
+                let file = self.tmp.as_file().try_clone()?;
+                self.flusher = Some(Flusher::start(file));
+            }
+            if let Some(f) = &self.flusher {
+                f.nudge();
+            }
+        }
+        Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -180,3 +180,29 @@ fn corrupt_blob_is_reported() {
         Err(StoreError::Corrupt { .. })
     ));
 }
+
+/// A streamed blob longer than several write-back steps (so its flusher thread starts and is
+/// nudged more than once) is stored whole under its digest; one abandoned past a step stops its
+/// flusher and leaves no blob behind.
+#[test]
+fn a_streamed_blob_past_the_write_back_steps_is_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s")).unwrap();
+    let step = usize::try_from(WRITEBACK_STEP).unwrap();
+    let bytes: Vec<u8> = (0..step * 5 / 2).map(|i| (i * 7 % 251) as u8).collect();
+    let mut w = store.blob_writer().unwrap();
+    for chunk in bytes.chunks(300_001) {
+        w.write_all(chunk).unwrap();
+    }
+    assert!(w.flusher.is_some(), "past a step, the flusher runs");
+    let (d, n) = w.commit().unwrap();
+    assert_eq!((d.clone(), n), (Digest::of(&bytes), bytes.len() as u64));
+    assert_eq!(fs::read(store.blob_path(&d)).unwrap(), bytes);
+
+    let mut abandoned = store.blob_writer().unwrap();
+    abandoned.write_all(&bytes[..step + 1]).unwrap();
+    assert!(abandoned.flusher.is_some());
+    drop(abandoned);
+    let digest = Digest::of(&bytes[..step + 1]);
+    assert!(!store.has_blob(&digest));
+}
