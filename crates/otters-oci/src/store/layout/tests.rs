@@ -200,9 +200,9 @@ fn a_streamed_blob_past_the_write_back_steps_is_whole() {
     assert_eq!(fs::read(store.blob_path(&d)).unwrap(), bytes);
 
     let mut abandoned = store.blob_writer().unwrap();
-    abandoned.write_all(&bytes[..step + 1]).unwrap();
+    abandoned.write_all(&bytes[..=step]).unwrap();
     assert!(abandoned.flusher.is_some());
     drop(abandoned);
-    let digest = Digest::of(&bytes[..step + 1]);
+    let digest = Digest::of(&bytes[..=step]);
     assert!(!store.has_blob(&digest));
 }
