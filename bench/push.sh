@@ -3,6 +3,7 @@
 # the store against `skopeo copy` of the same image from an OCI layout to the same registry, in
 # alternating rounds (order rotated each round), every run starting from an emptied registry; then
 # a re-push of the unchanged image, which must upload no blob. Goal (issue 22): otters <= 0.8x skopeo.
+# Beside them, the floor of any client: curl uploading the big file alone (POST, PATCH, PUT).
 #
 # Beside the wall times it prints, per contender, the median CPU time of the client (user+sys, from
 # the child's rusage) and of the registry process during the run (/proc/PID/stat), so a figure
@@ -44,8 +45,23 @@ export DOCKER_CONFIG=$tmp/docker
 ref=127.0.0.1:$port/bench/agent:1
 OTTERS_HOME=$tmp/home "$BIN" build -q -t "$ref" "$tmp/ctx" >/dev/null
 OTTERS_HOME=$tmp/home "$BIN" build -q -t bench:1 --output "type=oci-layout,dest=$tmp/layout" "$tmp/ctx" >/dev/null
+# The floor of any client: curl uploading the big file alone (POST, one streamed PATCH, PUT with
+# the digest), the requests both tools send for the layer that is nearly all of the image.
+big_digest=sha256:$(sha256sum "$tmp/ctx/big.bin" | cut -d' ' -f1)
+cat >"$tmp/raw.sh" <<'SH'
+# raw.sh PORT FILE DIGEST: POST, one streamed PATCH of FILE, PUT ?digest=DIGEST.
+set -euo pipefail
+port=$1 file=$2 digest=$3
+loc() { tr -d '\r' | awk 'tolower($1)=="location:"{print $2}'; }
+abs() { case "$1" in http*) echo "$1" ;; *) echo "http://127.0.0.1:$port$1" ;; esac; }
+l=$(abs "$(curl -fsS -X POST -D - -o /dev/null "http://127.0.0.1:$port/v2/bench/raw/blobs/uploads/" | loc)")
+l=$(abs "$(curl -fsS -X PATCH -H 'Content-Type: application/octet-stream' -T "$file" -D - -o /dev/null "$l" | loc)")
+case "$l" in *\?*) sep='&' ;; *) sep='?' ;; esac
+curl -fsS -X PUT -o /dev/null "$l${sep}digest=$digest"
+SH
 contenders=("skopeo copy=skopeo copy --quiet --dest-tls-verify=false oci:$tmp/layout:bench:1 docker://$ref"
-  "otters push=OTTERS_HOME=$tmp/home $BIN push -q $ref")
+  "otters push=OTTERS_HOME=$tmp/home $BIN push -q $ref"
+  "curl, the layer alone=bash $tmp/raw.sh $port $tmp/ctx/big.bin $big_digest")
 [ -n "$base" ] && contenders+=("otters push (BASE)=OTTERS_HOME=$tmp/home $base push -q $ref")
 mkdir -p bench/out
 echo "uptime before: $(uptime)"
