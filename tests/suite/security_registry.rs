@@ -178,7 +178,9 @@ fn upload_location_over_plain_http_to_a_remote_host_is_refused() {
     build_agent(&env, "demo:1", 100);
     let err = env.fails(&["push", "-q", "demo:1", &format!("{}/team/agent:1", a.addr)]);
     assert!(
-        err.contains("plain HTTP to") && err.contains("--insecure") && err.contains("refused"),
+        err.contains("plain HTTP to")
+            && err.contains("refused")
+            && err.contains("help: or pass --insecure to allow plain HTTP to it"),
         "{err}"
     );
     assert!(
@@ -285,7 +287,8 @@ fn bearer_realm_must_pass_the_transport_rule_before_it_sees_credentials() {
     assert!(
         err.contains("token realm")
             && err.contains("plain HTTP")
-            && err.contains("no credentials were sent"),
+            && err.contains("no credentials were sent")
+            && err.contains("help: or pass --insecure to allow plain HTTP to it"),
         "{err}"
     );
     assert!(

@@ -125,6 +125,12 @@ fn value_hint(
         "or pass --insecure for a plain-HTTP registry that is not on this machine"
     } else if let Some(RegistryError::Tls { .. }) = of(e) {
         "or pass --insecure for a registry with a self-signed certificate or plain HTTP"
+    } else if let Some(RegistryError::Refused {
+        refusal: otters_oci::registry::UrlRefusal::PlainHttp(_),
+        ..
+    }) = of(e)
+    {
+        "or pass --insecure to allow plain HTTP to it"
     } else if let Some(StoreError::SeveralTags { .. }) = of(e) {
         "remove the tags one by one, or pass --force to remove the image with all its tags"
     } else if of::<otters_pipeline::signing::NoToken>(e).is_some() {

@@ -72,27 +72,34 @@ pub enum Call {
     Upload,
 }
 
+/// Why a URL may not be contacted for a registry. The texts name values; a front end adds how
+/// to allow plain HTTP (`otters --insecure`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlRefusal {
+    /// Plain HTTP to another machine, without `insecure` (the host, escaped).
+    #[error("plain HTTP to {0}, which is not this machine; if you trust it, set `insecure = true` for the registry in $OTTERS_HOME/config.toml")]
+    PlainHttp(String),
+    /// Neither `https` nor `http` (the scheme, escaped).
+    #[error("a {0} URL")]
+    Scheme(String),
+    /// A loopback host named by a registry that is not itself on loopback (the host, escaped).
+    #[error("a URL on this machine ({0}) from a registry that is not on it")]
+    LoopbackFromRemote(String),
+}
+
 /// Whether `url` may be contacted for `registry`: HTTPS, or plain HTTP to a loopback host or with
 /// `insecure`; never a loopback host on behalf of a registry that is not itself on loopback.
-pub fn url_allowed(url: &Url, registry_loopback: bool, insecure: bool) -> Result<(), String> {
+pub fn url_allowed(url: &Url, registry_loopback: bool, insecure: bool) -> Result<(), UrlRefusal> {
     let host = url.host_str().unwrap_or_default();
     let loopback = is_loopback_host(host);
     match url.scheme() {
         "https" => {}
         "http" if loopback || insecure => {}
-        "http" => {
-            return Err(format!(
-                "plain HTTP to {}, which is not this machine; if you trust it, pass --insecure or set `insecure = true` for the registry in $OTTERS_HOME/config.toml",
-                escape_text(host, 100)
-            ))
-        }
-        other => return Err(format!("a {} URL", escape_text(other, 20))),
+        "http" => return Err(UrlRefusal::PlainHttp(escape_text(host, 100))),
+        other => return Err(UrlRefusal::Scheme(escape_text(other, 20))),
     }
     if loopback && !registry_loopback {
-        return Err(format!(
-            "a URL on this machine ({}) from a registry that is not on it",
-            escape_text(host, 100)
-        ));
+        return Err(UrlRefusal::LoopbackFromRemote(escape_text(host, 100)));
     }
     Ok(())
 }
@@ -399,10 +406,11 @@ impl Transport {
                 registry: registry.to_owned(),
                 what: format!("a URL otters cannot request: {}", error_chain(&e)),
             })?;
-            url_allowed(req.url(), registry_loopback, clients.insecure).map_err(|why| {
-                RegistryError::Protocol {
+            url_allowed(req.url(), registry_loopback, clients.insecure).map_err(|refusal| {
+                RegistryError::Refused {
                     registry: registry.to_owned(),
-                    what: format!("{why}; otters refused to follow it"),
+                    what: format!("{refusal}; otters refused to follow it"),
+                    refusal,
                 }
             })?;
             let own = same_origin(req.url(), &base_url);
@@ -487,11 +495,13 @@ impl Transport {
             .map_err(|_| protocol(format!("a token realm \"{shown}\" that is not a URL")))?;
         // The realm gets the credentials: it must pass the same transport rule as the registry.
         let clients = self.clients(registry)?;
-        url_allowed(&realm_url, is_loopback_host(registry), clients.insecure).map_err(|why| {
-            protocol(format!(
-                "a token realm {shown} that is {why}; no credentials were sent"
-            ))
-        })?;
+        url_allowed(&realm_url, is_loopback_host(registry), clients.insecure).map_err(
+            |refusal| RegistryError::Refused {
+                registry: registry.to_owned(),
+                what: format!("a token realm {shown} that is {refusal}; no credentials were sent"),
+                refusal,
+            },
+        )?;
         let realm = realm_url.as_str();
         let mut query: Vec<(&str, &str)> = Vec::new();
         if let Some(s) = ch.param("service") {

@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod config;
 pub(crate) mod http;
+pub use http::UrlRefusal;
 pub mod login;
 pub mod mirror;
 pub mod referrers;
@@ -121,6 +122,13 @@ pub enum RegistryError {
     },
     #[error("registry {registry} sent {what}")]
     Protocol { registry: String, what: String },
+    /// A URL the transport rule refuses (`http::url_allowed`): `what` says where it came from.
+    #[error("registry {registry} sent {what}")]
+    Refused {
+        registry: String,
+        what: String,
+        refusal: http::UrlRefusal,
+    },
     #[error("{registry} answered {status} to {action}{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
     Http {
         registry: String,

@@ -60,6 +60,7 @@ pub fn registry_diagnostic(
         }
         RegistryError::DigestMismatch { .. }
         | RegistryError::Protocol { .. }
+        | RegistryError::Refused { .. }
         | RegistryError::Http { .. }
         | RegistryError::BadDocument { .. }
         | RegistryError::Store(_)
