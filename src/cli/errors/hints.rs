@@ -153,8 +153,6 @@ fn value_hint(
         ));
     } else if let Some(KubeError::UnmappedMounts(_)) = of(e) {
         "map each with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"
-    } else if let Some(MountError::DeclaredMissing { .. }) = of(e) {
-        "supply them with -v HOST:TARGET, or pass --allow-missing-mounts"
     } else if let Some(OverrideError::RequiredMissing(missing)) = config {
         let each: Vec<_> = missing
             .iter()
