@@ -282,10 +282,8 @@ pub fn verify_for_run(
         .unwrap_or(MediaType::OciManifest);
     let d = Descriptor::new(media_type, digest.clone(), bytes.len() as u64);
     let local = Target::Local(store.clone(), d.clone());
-    let remote = otters_oci::reference::Reference::parse(reference)
-        .ok()
-        // Only a reference that names its registry (never an implied Docker Hub for a local tag).
-        .filter(|r| may_contact && reference.starts_with(&format!("{}/", r.registry)));
+    // Only a reference that names its registry (never an implied Docker Hub for a local tag).
+    let remote = names_registry(reference).filter(|_| may_contact);
     let second: Box<OpenSource<'_>> = Box::new(move || {
         let Some(r) = remote else { return Ok(None) };
         let client = RegistryClient::new(ClientOptions {

@@ -107,16 +107,14 @@ impl Store {
             store: self,
             tmp,
             out: HashingWriter::new(BufWriter::with_capacity(COPY_BUFFER, file)),
-            flusher: None,
-            since: 0,
+            flusher: Flusher::default(),
         })
     }
 
     /// Streams `reader` into a blob, calling `progress` with each chunk's length.
     ///
-    /// Three threads share the work: this one reads and hashes, a writer thread writes, and a
-    /// syncer thread started by the writer flushes what is written every [`WRITEBACK_STEP`]
-    /// bytes, so hashing, copying and write-back overlap instead of adding up; the last fsync
+    /// Three threads share the work: this one reads and hashes, a writer thread writes, and the
+    /// writer's `Flusher` syncs what is written every [`WRITEBACK_STEP`] bytes, so hashing, copying and write-back overlap instead of adding up; the last fsync
     /// comes at the end (or in the batch's pass, see [`Store::batched`]). (Flushing
     /// every 64 or 256 MiB to overlap write-back was measured and was slower on ext4.) Each byte is read once and hashed once; at most
     /// [`PIPELINE_BUFFERS`] buffers of [`COPY_BUFFER`] bytes are alive.
@@ -156,33 +154,15 @@ impl Store {
         let mut total = 0u64;
         let (read_result, write_result) = std::thread::scope(|s| {
             let writer = s.spawn(move || -> io::Result<()> {
-                let file = &file;
-                let (nudge, nudged) = mpsc::sync_channel::<()>(1);
-                std::thread::scope(|s2| {
-                    let syncer = s2.spawn(move || -> io::Result<()> {
-                        for () in nudged {
-                            file.sync_data()?;
-                        }
-                        Ok(())
-                    });
-                    let mut since = 0u64;
-                    let mut out = file;
-                    let wrote = full_rx.into_iter().try_for_each(|(buf, n)| {
-                        out.write_all(&buf[..n])?;
-                        let _ = empty_tx.send(buf);
-                        since += n as u64;
-                        if since >= WRITEBACK_STEP {
-                            since = 0;
-                            let _ = nudge.try_send(());
-                        }
-                        Ok::<(), io::Error>(())
-                    });
-                    drop(nudge);
-                    let flushed = syncer
-                        .join()
-                        .unwrap_or_else(|_| Err(io::Error::other("the syncer panicked")));
-                    wrote.and(flushed)
-                })
+                let mut write_back = Flusher::default();
+                let mut out = &file;
+                let wrote = full_rx.into_iter().try_for_each(|(buf, n)| {
+                    out.write_all(&buf[..n])?;
+                    let _ = empty_tx.send(buf);
+                    write_back.wrote(n, || file.try_clone())
+                });
+                let flushed = write_back.finish();
+                wrote.and(flushed)
             });
             let read_result = loop {
                 // The writer has stopped (it failed): its error is reported below.
@@ -317,45 +297,60 @@ pub(super) fn media_type_of(bytes: &[u8]) -> Option<String> {
 }
 
 /// A blob being written: hash on the fly, then [`BlobWriter::commit`] renames it to its digest.
-///
-/// Past every [`WRITEBACK_STEP`] bytes written, a flusher thread (started at the first step, so
-/// a small blob starts none) syncs what has reached the file, as [`Store::put_blob_from_reader`]
-/// does: write-back overlaps the writing instead of all coming in the last fsync.
+/// Write-back runs beside the writing (see `Flusher`).
 pub struct BlobWriter<'s> {
     store: &'s Store,
     tmp: NamedTempFile,
     out: HashingWriter<BufWriter<File>>,
-    pub(super) flusher: Option<Flusher>,
-    since: u64,
+    pub(super) flusher: Flusher,
 }
 
-/// The thread that syncs a blob's file when nudged; [`Flusher::finish`] stops it and says
-/// whether every sync succeeded.
+/// Write-back beside a blob's writing: past every [`WRITEBACK_STEP`] bytes written, a thread
+/// (started at the first step, so a small blob starts none) syncs what has reached the file, so
+/// hashing, copying and write-back overlap instead of all waiting for the last fsync.
+/// [`Flusher::finish`] stops it and says whether every sync succeeded; dropping it stops it too.
+#[derive(Default)]
 pub(super) struct Flusher {
+    since: u64,
     nudge: Option<mpsc::SyncSender<()>>,
     thread: Option<std::thread::JoinHandle<io::Result<()>>>,
 }
 
 impl Flusher {
-    fn start(file: File) -> Flusher {
-        let (nudge, nudged) = mpsc::sync_channel::<()>(1);
-        let thread = std::thread::spawn(move || -> io::Result<()> {
-            for () in nudged {
-                file.sync_data()?;
-            }
-            Ok(())
-        });
-        Flusher {
-            nudge: Some(nudge),
-            thread: Some(thread),
+    /// Counts `n` more bytes written; at each step, asks for a sync (one asked for and not yet
+    /// begun covers this one too), starting the thread on `file`, a second handle on the blob's
+    /// open file, the first time.
+    pub(super) fn wrote(
+        &mut self,
+        n: usize,
+        file: impl FnOnce() -> io::Result<File>,
+    ) -> io::Result<()> {
+        self.since += n as u64;
+        if self.since < WRITEBACK_STEP {
+            return Ok(());
         }
-    }
-
-    /// Asks for a sync; one already asked for and not yet begun covers this one too.
-    fn nudge(&self) {
+        self.since = 0;
+        if self.thread.is_none() {
+            let file = file()?;
+            let (nudge, nudged) = mpsc::sync_channel::<()>(1);
+            self.thread = Some(std::thread::spawn(move || -> io::Result<()> {
+                for () in nudged {
+                    file.sync_data()?;
+                }
+                Ok(())
+            }));
+            self.nudge = Some(nudge);
+        }
         if let Some(n) = &self.nudge {
             let _ = n.try_send(());
         }
+        Ok(())
+    }
+
+    /// Whether the thread has started.
+    #[cfg(test)]
+    pub(super) fn started(&self) -> bool {
+        self.thread.is_some()
     }
 
     fn finish(&mut self) -> io::Result<()> {
@@ -380,7 +375,7 @@ impl BlobWriter<'_> {
     /// Flushes and renames the blob into place (fsynced first on a plain handle, see
     /// [`Store::batched`]); returns its digest and size.
     pub fn commit(mut self) -> Result<(Digest, u64), StoreError> {
-        let flushed = self.flusher.take().map_or(Ok(()), |mut f| f.finish());
+        let flushed = self.flusher.finish();
         let (digest, size, buffered) = self.out.finish();
         let file = buffered
             .into_inner()
@@ -399,18 +394,8 @@ impl BlobWriter<'_> {
 impl Write for BlobWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.out.write(buf)?;
-        self.since += n as u64;
-        if self.since >= WRITEBACK_STEP {
-            self.since = 0;
-            if self.flusher.is_none() {
-                // A second handle on the same open file: syncing it syncs the blob.
-                let file = self.tmp.as_file().try_clone()?;
-                self.flusher = Some(Flusher::start(file));
-            }
-            if let Some(f) = &self.flusher {
-                f.nudge();
-            }
-        }
+        let tmp = &self.tmp;
+        self.flusher.wrote(n, || tmp.as_file().try_clone())?;
         Ok(n)
     }
 

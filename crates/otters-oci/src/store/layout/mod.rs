@@ -48,7 +48,7 @@ pub const COPY_BUFFER: usize = 1 << 20;
 /// How many copy buffers the read/hash and write threads pass between them.
 pub const PIPELINE_BUFFERS: usize = 4;
 
-/// Every this many bytes written, the blob writer asks its syncer thread to `fdatasync` the file:
+/// Every this many bytes written, the blob writer asks its flusher thread (`blobs::Flusher`) to `fdatasync` the file:
 /// write-back then runs while reading and hashing go on, and the final fsync (or the batch's
 /// pass) waits only for the tail. Measured on a 512 MiB blob (docs/performance.md): 4, 8, 16
 /// and 32 MiB all cut the build from ~1.7x to ~1.2x the hashing floor; 64 MiB gained little.
