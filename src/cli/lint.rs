@@ -53,9 +53,8 @@ pub struct Args {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
-    /// Set an ARG value, as `otters build --build-arg` would (repeatable)
-    #[arg(long = "build-arg", value_name = "KEY=VALUE", value_parser = parse_build_arg)]
-    pub build_arg: Vec<(String, String)>,
+    #[command(flatten)]
+    pub build_args: super::flags::BuildArgFlags,
     /// Exit 1 when a finding has at least this severity [default: error, or `fail-on` in otters.toml]
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOn>,
@@ -81,18 +80,17 @@ pub struct Args {
     pub fix: bool,
 }
 
-fn parse_build_arg(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
-        _ => Err(format!(
-            "`{s}` is not KEY=VALUE (for example `--build-arg VERSION=1.2`)"
-        )),
-    }
-}
-
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.
 #[allow(clippy::unnecessary_wraps)]
 pub fn run(a: Args) -> CliResult {
+    // A usage error, as clap's own: exit 2.
+    let build_args = match a.build_args.values(a.quiet) {
+        Ok(args) => args,
+        Err(report) => {
+            eprintln!("{}", super::render(&report));
+            return Ok(ExitCode::from(2));
+        }
+    };
     let req = Request {
         paths: &a.paths,
         recursive: a.recursive,
@@ -100,7 +98,7 @@ pub fn run(a: Args) -> CliResult {
         config: a.config.as_deref(),
         capabilities: a.capabilities.as_deref(),
         targets: &a.targets,
-        build_args: a.build_arg.iter().cloned().collect(),
+        build_args,
         fix: a.fix,
     };
     let store = super::otters_home().join("store");

@@ -7,7 +7,7 @@ use otters_oci::Store;
 use otters_pipeline::lower::agent_yaml::Executor as ExecutorKind;
 use otters_pipeline::run::extract::Limits;
 use otters_pipeline::run::fetch::RegistryFetcher;
-use otters_pipeline::run::plan::{self, DEFAULT_BASE_IMAGE};
+use otters_pipeline::run::plan::{self, Warning, DEFAULT_BASE_IMAGE};
 use otters_pipeline::run::prepare::{self, Pull, Target};
 use otters_pipeline::run::request::{self, BuildFirst, BuildFirstError};
 use otters_pipeline::run::source::{Fetcher, LocalOnly};
@@ -177,7 +177,12 @@ pub fn run(a: Args) -> CliResult {
     let refused = request::refused(&plan, a.dry_run, a.allow_missing_mounts);
     let model = a.model.as_deref();
     for w in request::warnings(&prepared, &plan, model, &a.providers, refused) {
-        eprintln!("warning: {w}");
+        match &w {
+            Warning::UnknownProvider { provider: p, .. } => {
+                eprintln!("warning: {w}; if {p} is your model provider, pass --provider {p}");
+            }
+            w => eprintln!("warning: {w}"),
+        }
     }
     if a.dry_run {
         outln!("{}", serde_json::to_string_pretty(&plan).map_err(fail)?);

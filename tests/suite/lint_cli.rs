@@ -95,9 +95,11 @@ fn exit_codes() {
     );
     assert_eq!(lint(&["--format", "xml", clean]).code, 2);
     assert_eq!(lint(&["--fail-on", "never", clean]).code, 2);
-    let o = lint(&["--build-arg", "NOEQUALS", clean]);
+    // `--build-arg` is build's one parser: a name is needed, a bare NAME is read from the
+    // environment.
+    let o = lint(&["--build-arg", "=v", clean]);
     assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("is not KEY=VALUE"), "{}", o.stderr);
+    assert!(o.stderr.contains("`=v` has no name"), "{}", o.stderr);
     // A directory means its Agentfile.
     assert_eq!(lint(&[tmp.path().to_str().unwrap()]).code, 0);
     assert_eq!(
@@ -392,6 +394,13 @@ fn stdin_build_args_and_capabilities() {
         ["AF201", "AF211"],
         "the build arg reaches the model"
     );
+    // A bare KEY takes its value from the environment, as `otters build --build-arg KEY` does.
+    let o = run(otters()
+        .args(["lint", "--target", "none", "--format", "json"])
+        .args(["--build-arg", "V", "-"])
+        .env("V", "latest")
+        .write_stdin(text));
+    assert_eq!(json_codes(&o), ["AF201", "AF211"], "V from the environment");
 
     let tmp = tempfile::tempdir().unwrap();
     let caps = write(tmp.path(), "caps.txt", "# ours\nweb_fetch\n");

@@ -603,7 +603,7 @@ fn env_keys_and_loader_variables_at_run() {
         TAG,
     ]);
     assert!(
-        ok && flat(&err).contains("LD_LIBRARY_PATH (from -e)"),
+        ok && flat(&err).contains("LD_LIBRARY_PATH (set for this run)"),
         "{err}"
     );
     for (e, want) in [

@@ -298,7 +298,7 @@ pub fn missing_provider_key(
     model: Option<&str>,
     named: &[String],
     env: &[EnvEntry],
-) -> Option<String> {
+) -> Option<crate::run::plan::Warning> {
     let model = model.filter(|m| !m.is_empty())?;
     if untrusted_provider(model, named).is_some() {
         return None;
@@ -310,9 +310,7 @@ pub fn missing_provider_key(
     // MODEL comes from the image: shown escaped and bounded.
     let model = otters_oci::validate::escape_text(model, 120);
     let key = otters_oci::validate::escape_text(&key, 80);
-    Some(format!(
-        "MODEL {model} needs {key}, which is not set in this environment: the runtime starts without it and its first model call will fail; export {key} before `otters run`"
-    ))
+    Some(crate::run::plan::Warning::KeyUnset { model, key })
 }
 
 #[cfg(test)]
@@ -408,7 +406,7 @@ mod tests {
             secret: true,
         };
         let w = missing_provider_key(Some("anthropic/claude"), &[], &[]).unwrap();
-        assert!(w.contains("ANTHROPIC_API_KEY"), "{w}");
+        assert!(w.to_string().contains("export ANTHROPIC_API_KEY"), "{w}");
         assert_eq!(
             missing_provider_key(Some("anthropic/claude"), &[], &[entry("ANTHROPIC_API_KEY")]),
             None

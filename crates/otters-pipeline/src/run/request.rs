@@ -7,7 +7,7 @@
 use super::env::{parse_override, EnvError};
 use super::mounts::{self, MountError, RealHost, UserMount};
 use super::overrides::{parse_config, OverrideError, Overrides};
-use super::plan::RunPlan;
+use super::plan::{RunPlan, Warning};
 use super::prepare::{self, Prepared};
 use crate::build::{self, AgentfileSource, BuildError, BuildOptions};
 use otters_agentfile::diagnostic::{Diagnostic, Severity, SourceFile};
@@ -136,11 +136,11 @@ pub fn warnings(
     model: Option<&str>,
     providers: &[String],
     refused: bool,
-) -> Vec<String> {
-    let mut out: Vec<String> = plan
+) -> Vec<Warning> {
+    let mut out: Vec<Warning> = plan
         .warnings
         .iter()
-        .filter(|w| !(refused && w.starts_with("declared mount(s) left unmounted")))
+        .filter(|w| !(refused && matches!(w, Warning::Unmounted(_))))
         .cloned()
         .collect();
     let model = model.or(prepared

@@ -1,7 +1,7 @@
 //! The agent tree a plan lays out: its fixed directories, the image's layers at the paths their
 //! media types and titles give, the files otters generates, the binaries, the mounts shown.
 
-use super::{PlanError, TreeEntry};
+use super::{PlanError, TreeEntry, Warning};
 use crate::run::context_docs::{self, DocInputs};
 use crate::run::mounts::UserMount;
 use crate::run::overrides::{self, Overrides};
@@ -59,7 +59,7 @@ const DIRS: &[&str] = &[
 /// The tree and the warnings, as the phases of [`plan`] add to them.
 pub(super) struct Draft {
     pub(super) tree: Vec<TreeEntry>,
-    pub(super) warnings: Vec<String>,
+    pub(super) warnings: Vec<Warning>,
 }
 
 impl Draft {
@@ -83,24 +83,16 @@ impl Draft {
         overrides: &Overrides,
     ) {
         for e in effective.envs.iter().filter(|e| is_loader_key(&e.key)) {
-            let from = if overrides.envs.iter().any(|(k, _)| *k == e.key) {
-                "-e"
-            } else {
-                "the image"
-            };
-            self.warnings.push(format!(
-                "{} (from {from}) is a dynamic-loader variable: the runtime and every BIN will load code as it says",
-                e.key
-            ));
+            self.warnings.push(Warning::LoaderEnv {
+                key: e.key.clone(),
+                given: overrides.envs.iter().any(|(k, _)| *k == e.key),
+            });
         }
     }
 
     pub(super) fn warn_missing_mounts(&mut self, missing: &[String]) {
         if !missing.is_empty() {
-            self.warnings.push(format!(
-                "declared mount(s) left unmounted: {}",
-                missing.join(", ")
-            ));
+            self.warnings.push(Warning::Unmounted(missing.to_vec()));
         }
     }
 
@@ -124,9 +116,11 @@ impl Draft {
                 if let Some(pos) = written.iter().position(|(p, _)| p == entry.path()) {
                     let (path, earlier) = written.remove(pos);
                     self.tree.retain(|e| e.path() != path);
-                    self.warnings.push(format!(
-                        "layers[{earlier}] and layers[{index}] both write {path} (openotters alpha.50 writes each `dst` as its base name); the later one is kept, as openotters keeps it"
-                    ));
+                    self.warnings.push(Warning::SamePath {
+                        earlier,
+                        later: index,
+                        path,
+                    });
                 }
                 written.push((entry.path().to_owned(), index));
             }
@@ -157,9 +151,8 @@ impl Draft {
     pub(super) fn place_binaries(&mut self, image: &AgentImage, runtime: &str) {
         let runtime_digest = image.pins.runtime_digest(runtime).cloned();
         if runtime_digest.is_none() {
-            self.warnings.push(format!(
-                "runtime {runtime} has no pinned digest in the image; resolving the tag now"
-            ));
+            self.warnings
+                .push(Warning::UnpinnedRuntime(runtime.to_owned()));
         }
         self.tree.push(TreeEntry::Binary {
             path: "usr/local/bin/runtime".into(),
@@ -170,10 +163,10 @@ impl Draft {
         for b in &image.model.agent.bins {
             let digest = image.pins.bin_digest(&b.name, &b.image).cloned();
             if digest.is_none() {
-                self.warnings.push(format!(
-                    "BIN {} ({}) has no pinned digest in the image; resolving the tag now",
-                    b.name, b.image
-                ));
+                self.warnings.push(Warning::UnpinnedBin {
+                    name: b.name.clone(),
+                    image: b.image.clone(),
+                });
             }
             self.tree.push(TreeEntry::Binary {
                 path: format!("usr/bin/{}", b.name),

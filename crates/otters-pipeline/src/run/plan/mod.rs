@@ -17,7 +17,7 @@ pub use docker::{
 };
 pub use draft::{data_path, is_path_safe, RESERVED_CONTEXT_NAMES};
 pub use model::{
-    ImageInfo, Launcher, PlanError, RunOptions, RunPlan, TreeEntry, CONTAINER_USER,
+    ImageInfo, Launcher, PlanError, RunOptions, RunPlan, TreeEntry, Warning, CONTAINER_USER,
     DEFAULT_BASE_IMAGE,
 };
 
@@ -80,11 +80,11 @@ pub fn plan(
         .as_deref()
         .and_then(|m| env::untrusted_provider(m, &opts.providers))
     {
-        let p = otters_oci::validate::escape_text(p, 80);
-        let key = format!("{}_API_KEY", env::env_name(&p));
-        draft.warnings.push(format!(
-            "MODEL's provider {p} is not one otters knows, so {key} is not passed to the runtime (a MODEL must not pick any secret out of your environment); if {p} is your model provider, pass --provider {p}"
-        ));
+        let provider = otters_oci::validate::escape_text(p, 80);
+        let key = format!("{}_API_KEY", env::env_name(&provider));
+        draft
+            .warnings
+            .push(Warning::UnknownProvider { provider, key });
     }
     let env = env::spawn_env(
         layout,

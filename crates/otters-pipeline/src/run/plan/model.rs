@@ -25,6 +25,71 @@ pub enum Launcher {
     },
 }
 
+/// What a run will do that its user should know, said in values; `otters run` prints each on
+/// stderr and may add the flag that changes it. In the plan's JSON, each is its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Warning {
+    /// A dynamic-loader variable in the runtime's environment: set for this run (`given`), or by
+    /// the image.
+    LoaderEnv { key: String, given: bool },
+    /// Declared MOUNT targets no mount backs.
+    Unmounted(Vec<String>),
+    /// Two data layers write one path; the later (`later`, an index of the layers) is kept.
+    SamePath {
+        earlier: usize,
+        later: usize,
+        path: String,
+    },
+    /// The RUNTIME the image names has no pinned digest.
+    UnpinnedRuntime(String),
+    /// A BIN (name, image) has no pinned digest.
+    UnpinnedBin { name: String, image: String },
+    /// MODEL's provider is not one otters knows, so its key (`key`) is not passed; both escaped.
+    UnknownProvider { provider: String, key: String },
+    /// MODEL needs `key`, which the environment does not set; both escaped.
+    KeyUnset { model: String, key: String },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::LoaderEnv { key, given } => {
+                let from = if *given { "set for this run" } else { "from the image" };
+                write!(f, "{key} ({from}) is a dynamic-loader variable: the runtime and every BIN will load code as it says")
+            }
+            Warning::Unmounted(targets) => {
+                write!(f, "declared mount(s) left unmounted: {}", targets.join(", "))
+            }
+            Warning::SamePath { earlier, later, path } => write!(
+                f,
+                "layers[{earlier}] and layers[{later}] both write {path} (openotters alpha.50 writes each `dst` as its base name); the later one is kept, as openotters keeps it"
+            ),
+            Warning::UnpinnedRuntime(r) => write!(
+                f,
+                "runtime {r} has no pinned digest in the image; resolving the tag now"
+            ),
+            Warning::UnpinnedBin { name, image } => write!(
+                f,
+                "BIN {name} ({image}) has no pinned digest in the image; resolving the tag now"
+            ),
+            Warning::UnknownProvider { provider, key } => write!(
+                f,
+                "MODEL's provider {provider} is not one otters knows, so {key} is not passed to the runtime (a MODEL must not pick any secret out of your environment)"
+            ),
+            Warning::KeyUnset { model, key } => write!(
+                f,
+                "MODEL {model} needs {key}, which is not set in this environment: the runtime starts without it and its first model call will fail; export {key} before `otters run`"
+            ),
+        }
+    }
+}
+
+impl Serialize for Warning {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// The default base image of the docker executor (spec §g.5).
 pub const DEFAULT_BASE_IMAGE: &str = "gcr.io/distroless/static-debian12:nonroot";
 
@@ -130,7 +195,7 @@ pub struct RunPlan {
     pub mounts: Vec<UserMount>,
     /// Declared MOUNT targets left unmounted (`--allow-missing-mounts`).
     pub missing_mounts: Vec<String>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 #[derive(Clone, Debug, Serialize)]
