@@ -54,7 +54,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
     #[command(flatten)]
-    pub args: super::flags::BuildArgFlags,
+    pub build_flags: super::flags::BuildArgFlags,
     /// Exit 1 when a finding has at least this severity [default: error, or `fail-on` in otters.toml]
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOn>,
@@ -84,7 +84,7 @@ pub struct Args {
 #[allow(clippy::unnecessary_wraps)]
 pub fn run(a: Args) -> CliResult {
     // A usage error, as clap's own: exit 2.
-    let build_args = match a.args.values(a.quiet) {
+    let build_args = match a.build_flags.values(a.quiet) {
         Ok(args) => args,
         Err(report) => {
             eprintln!("{}", super::render(&report));
