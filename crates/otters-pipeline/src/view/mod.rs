@@ -1,6 +1,6 @@
 //! The text and JSON views of the commands (`images`, `inspect`, `prune`, `push`/`pull`, `copy`,
 //! `discover`; `lint`, `explain`, `build`, `--progress plain`, and the status lines of `run`,
-//! `export`, `load`, `login`, `lock` and `version`): values in, strings out, as
+//! `export`, `load`, `login`, `lock` and `version`; error reports): values in, strings out, as
 //! `otters_agentfile::diagnostic::render` is for findings.
 //!
 //! Takes: the values the library returns (store listings, reports, trees). Returns: the text a
@@ -13,6 +13,7 @@ pub mod inspect;
 pub mod lint;
 pub mod progress;
 pub mod prune;
+pub mod report;
 pub mod status;
 pub mod transfer;
 
