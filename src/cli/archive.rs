@@ -5,39 +5,11 @@ use super::common::{not_found, open_store, open_store_leased};
 use super::errors::fail_help;
 use super::{fail, CliResult};
 use miette::miette;
+use otters_cli::archive::{LoadArgs, SaveArgs};
 use otters_oci::store::query::QueryError;
 use otters_pipeline::archive::{self as lib, LoadError, SaveError};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct SaveArgs {
-    /// Images to save, all into one archive: tag, digest or digest prefix
-    #[arg(required = true, value_name = "IMAGE")]
-    pub references: Vec<String>,
-    /// The oci-archive file to write (default, or `-`: standard output, which must not be a
-    /// terminal)
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Also save everything the images pin (RUNTIME, BINs, FROM parents, recursively, with their
-    /// referrers), fetching what the store lacks; `otters load` names each as it was pinned
-    #[arg(long)]
-    pub with_deps: bool,
-    /// With --with-deps: allow plain HTTP and unverified TLS for registries not on this machine
-    #[arg(long, requires = "with_deps")]
-    pub insecure: bool,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct LoadArgs {
-    /// The oci-archive file (or OCI layout directory) to read (default, or `-`: standard input)
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<PathBuf>,
-    /// Move local tags that already name other images to the loaded ones (without it, `load`
-    /// refuses and changes no tag)
-    #[arg(long)]
-    pub force: bool,
-}
 
 /// `None` for standard input or output (no path, or `-`).
 fn file_arg(p: Option<&PathBuf>) -> Option<&PathBuf> {

@@ -3,95 +3,39 @@
 //! OCI 1.1 referrers; with a key, each is a signed DSSE attestation (a Sigstore bundle) and the
 //! image itself is signed too. Pushed with the image when the build pushes.
 //!
-//! Takes: the build's output and the flags. Returns: the referrers' digests. Must never: attach a
+//! Takes: the build's output and the flags (`otters_cli::flags::AttestFlags`). Returns: the
+//! signer, and the referrers' digests. Must never: attach a
 //! document about any digest but the one just built, or read the wall clock (the documents are
 //! functions of the inputs).
 use super::{fail, fail_in};
+use otters_cli::flags::{AttestFlags, KeylessServices};
 use otters_oci::{Digest, Store};
 use otters_pipeline::attest::{self, Wanted};
 use otters_pipeline::build::BuildOutput;
 use otters_pipeline::signing;
-use otters_supply::keyless;
-use std::path::PathBuf;
 
-/// The attestation flags of `otters build`.
-#[derive(Debug, clap::Args)]
-pub struct AttestFlags {
-    /// Attach a `CycloneDX` 1.6 SBOM of the agent as a referrer
-    #[arg(long)]
-    pub sbom: bool,
-    /// Attach SLSA v1 provenance (an in-toto statement) as a referrer
-    #[arg(long)]
-    pub provenance: bool,
-    /// Sign the image with this private key, and attach the SBOM and provenance as signed DSSE
-    /// attestations (Sigstore bundles)
-    #[arg(long, value_name = "KEY", conflicts_with = "sign_keyless")]
-    pub sign_key: Option<PathBuf>,
-    /// Sign the image keylessly (a short-lived Fulcio certificate for the CI's OIDC identity, a
-    /// Rekor entry and/or an RFC 3161 timestamp), and the SBOM and provenance as attestations
-    #[arg(long)]
-    pub sign_keyless: bool,
-    #[command(flatten)]
-    pub keyless: KeylessServices,
+/// A keyless signer: the identity token (the flag or `SIGSTORE_ID_TOKEN`, else GitHub Actions')
+/// is fetched now, once; each statement then gets its own ephemeral key and certificate.
+pub fn keyless_signer(k: &KeylessServices) -> miette::Result<Box<attest::Sign<'static>>> {
+    let var = |v: &str| std::env::var(v).ok();
+    let source = signing::token_source(k.identity_token.as_deref(), var).map_err(fail)?;
+    let services = signing::services(&k.fulcio_url, &k.rekor_url, k.tsa_url.as_deref());
+    signing::keyless_signer(&source, services)
+        .map_err(|e| fail_in("cannot get an identity token", e))
 }
 
-/// Keyless signing: an ephemeral key, a Fulcio certificate for the CI's OIDC identity, a Rekor
-/// entry and/or an RFC 3161 timestamp (`sign --keyless`, `build --sign-keyless`).
-#[derive(Debug, clap::Args)]
-pub struct KeylessServices {
-    /// Keyless: the OIDC identity token [default: `$SIGSTORE_ID_TOKEN`, else GitHub Actions' token
-    /// for the audience `sigstore` (needs `permissions: id-token: write`)]
-    #[arg(
-        long,
-        value_name = "JWT",
-        env = "SIGSTORE_ID_TOKEN",
-        hide_env_values = true
-    )]
-    pub identity_token: Option<String>,
-    /// Keyless: Fulcio, the certificate authority
-    #[arg(long, value_name = "URL", default_value = keyless::PUBLIC_FULCIO)]
-    pub fulcio_url: String,
-    /// Keyless: Rekor, the transparency log (`none`: no log entry; then --tsa-url is needed)
-    #[arg(long, value_name = "URL", default_value = keyless::PUBLIC_REKOR)]
-    pub rekor_url: String,
-    /// Keyless: an RFC 3161 timestamp authority (for example
-    /// `https://timestamp.sigstore.dev/api/v1/timestamp`)
-    #[arg(long, value_name = "URL")]
-    pub tsa_url: Option<String>,
-}
-
-impl KeylessServices {
-    /// A keyless signer: the identity token (the flag or `SIGSTORE_ID_TOKEN`, else GitHub
-    /// Actions') is fetched now, once; each statement then gets its own ephemeral key and
-    /// certificate.
-    pub fn signer(&self) -> miette::Result<Box<attest::Sign<'static>>> {
-        let var = |k: &str| std::env::var(k).ok();
-        let source = signing::token_source(self.identity_token.as_deref(), var).map_err(fail)?;
-        let services =
-            signing::services(&self.fulcio_url, &self.rekor_url, self.tsa_url.as_deref());
-        signing::keyless_signer(&source, services)
-            .map_err(|e| fail_in("cannot get an identity token", e))
+/// The build's signer, ready before anything is built: the key read, or the identity token
+/// fetched.
+pub fn signer(flags: &AttestFlags) -> miette::Result<Option<Box<attest::Sign<'static>>>> {
+    if let Some(k) = &flags.sign_key {
+        return signing::key_signer(k)
+            .map(Some)
+            .map_err(|e| fail_in("--sign-key", e));
     }
-}
-
-impl AttestFlags {
-    /// Whether the build must describe its inputs.
-    pub fn wanted(&self) -> bool {
-        self.sbom || self.provenance || self.sign_key.is_some() || self.sign_keyless
+    if flags.sign_keyless {
+        return keyless_signer(&flags.keyless).map(Some);
     }
-
-    /// The signer, ready before anything is built: the key read, or the identity token fetched.
-    pub fn signer(&self) -> miette::Result<Option<Box<attest::Sign<'static>>>> {
-        if let Some(k) = &self.sign_key {
-            return signing::key_signer(k)
-                .map(Some)
-                .map_err(|e| fail_in("--sign-key", e));
-        }
-        if self.sign_keyless {
-            return self.keyless.signer().map(Some);
-        }
-        Ok(None)
-    }
+    Ok(None)
 }
 
 /// Attaches what `flags` ask for to the built image and pushes it after the pushed image.

@@ -9,6 +9,7 @@ use super::{fail, fail_in};
 use miette::miette;
 use otters_agentfile::diagnostic::render::human;
 use otters_agentfile::diagnostic::{codes, Diagnostic, SourceFile};
+use otters_cli::flags::WhereFlags;
 use otters_oci::registry::transfer::TransferReport;
 use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::{Platform, Store};
@@ -93,33 +94,6 @@ pub(super) fn build_error(kind: ErrorKind) -> miette::Report {
         ErrorKind::Platform(e) => fail_in("--platform", e),
         ErrorKind::SupplyMultiPlatform => miette!("--sbom, --provenance and --sign-key attach to one platform's image; a build for several platforms cannot take them yet: build for one --platform at a time to attach them"),
         kind => fail(kind),
-    }
-}
-
-/// The flags that pick where an image is: the local store, or `--remote` its registry. Without
-/// either, `verify` and `discover` use the registry of a reference the store does not hold.
-#[derive(Debug, clap::Args)]
-pub struct WhereFlags {
-    /// Work on the image in its registry instead of the local store
-    #[arg(long, conflicts_with = "local")]
-    pub remote: bool,
-    /// Use only the local store, never the registry
-    #[arg(long)]
-    pub local: bool,
-    /// Allow plain HTTP and unverified TLS for a registry not on this machine
-    #[arg(long, conflicts_with = "local")]
-    pub insecure: bool,
-}
-
-impl WhereFlags {
-    /// Where a read looks: `--remote`, `--local`, or (neither) the store then the registry a
-    /// reference spells out.
-    pub fn for_read(&self) -> Place {
-        match (self.remote, self.local) {
-            (true, _) => Place::Remote,
-            (_, true) => Place::Local,
-            _ => Place::Auto,
-        }
     }
 }
 

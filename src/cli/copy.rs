@@ -4,30 +4,11 @@
 //! stdout carries data (each copied image's destination and digest, or the JSON report with
 //! `--format json`); status lines and progress go to stderr.
 use super::common::{esc, open_store_leased, print_json};
-use super::progress::TransferFlags;
 use super::{fail_in, CliResult, Format};
+use otters_cli::copy::CopyArgs;
 use otters_pipeline::copy::{copy, CopyReport, CopyRequest};
 use otters_pipeline::view::transfer as view;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct CopyArgs {
-    /// What to copy: a registry reference (by tag or digest), `oci:DIR[:name]` or
-    /// `oci-archive:FILE[:name]`
-    pub source: String,
-    /// Where to: a registry reference (without a tag: the source's tag), `oci:DIR[:name]` or
-    /// `oci-archive:FILE[:name]`
-    pub destination: String,
-    /// Also copy everything the agent pins: RUNTIME, each BIN and the FROM parent (recursively),
-    /// each as the whole index it was pinned from, with their referrers
-    #[arg(short, long)]
-    pub recursive: bool,
-    /// List what would be copied; move nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    #[command(flatten)]
-    pub transfer: TransferFlags,
-}
 
 pub fn run(a: CopyArgs) -> CliResult {
     // Leased, as build and pull are: a concurrent `prune` keeps the blobs a copy stages.
@@ -40,7 +21,7 @@ pub fn run(a: CopyArgs) -> CliResult {
         insecure: a.transfer.insecure,
     };
     let quiet = a.transfer.quiet();
-    let mut ui = a.transfer.bars();
+    let mut ui = super::progress::bars(&a.transfer);
     let result = copy(&req, &store, &mut |e| ui.event(&e));
     ui.finish();
     let report = result.map_err(|e| {

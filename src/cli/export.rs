@@ -3,6 +3,7 @@
 //! stdout carries the image's (or index's) digest as its last line, as `build` does; what was
 //! made goes to stderr.
 use super::{fail, fail_in, CliResult};
+use otters_cli::export::{Args, As};
 use otters_core::escape::escape;
 use otters_oci::reference::Reference;
 use otters_oci::{Descriptor, Digest, Platform, Store};
@@ -12,40 +13,6 @@ use otters_pipeline::run::fetch::RegistryFetcher;
 use otters_pipeline::run::prepare::{self, Pull};
 use otters_pipeline::run::source::{Fetcher, LocalOnly};
 use std::process::ExitCode;
-
-/// What to export the agent as.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum As {
-    /// An OCI image any container runtime runs: the agent tree, the runtime and its BINs
-    Runnable,
-}
-
-// Rationale: the flags are independent switches, as `otters run`'s are.
-#[allow(clippy::struct_excessive_bools)]
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The agent: a local tag or digest, or a registry reference (pulled when missing)
-    pub reference: String,
-    /// What to export it as
-    #[arg(long = "as", value_enum)]
-    pub as_: As,
-    /// Platform of the image (default: linux on this machine's architecture; for an agent built
-    /// as an index, every platform it has, as an index)
-    #[arg(long, value_name = "OS/ARCH")]
-    pub platform: Option<String>,
-    /// Also push the image to the agent's repository (by digest, as a referrer of the agent)
-    #[arg(long)]
-    pub push: bool,
-    /// Use only the local store (no pull of the agent, its runtime or BINs)
-    #[arg(long)]
-    pub offline: bool,
-    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
-    #[arg(long)]
-    pub insecure: bool,
-    /// Print only the digest
-    #[arg(short, long)]
-    pub quiet: bool,
-}
 
 pub fn run(a: Args) -> CliResult {
     let As::Runnable = a.as_;

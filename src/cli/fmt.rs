@@ -10,23 +10,10 @@ use super::stderr_colour;
 use super::CliResult;
 use otters_agentfile::diagnostic::codes;
 use otters_agentfile::diagnostic::render::Human;
+use otters_cli::fmt::Args;
 use otters_pipeline::project;
 use otters_pipeline::reformat::{self, Outcome};
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Agentfiles, directories (every Agentfile below them) or `-` (standard input to standard output)
-    #[arg(default_value = ".")]
-    pub paths: Vec<PathBuf>,
-    /// Write nothing; show the diff and exit 1 when a file is not in the canonical layout
-    #[arg(long)]
-    pub check: bool,
-    /// Write nothing; show the diff of what formatting would change
-    #[arg(long)]
-    pub diff: bool,
-}
 
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.
 #[allow(clippy::unnecessary_wraps)]

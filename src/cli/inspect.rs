@@ -2,29 +2,15 @@
 //! the local store or its registry (`--remote`, or a registry reference the store does not hold;
 //! manifest and config blob only: no layer is downloaded, nothing is written to the store).
 //! Where it is read is `otters_pipeline::inspect`; the views are `otters_pipeline::view::inspect`.
-use super::common::{client, note_remote, open_store, platform, WhereFlags};
+use super::common::{client, note_remote, open_store, platform};
 use super::errors::{fail_help, Failure};
 use super::{fail, CliResult, Format};
+use otters_cli::inspect::InspectArgs;
 use otters_oci::store::query::ImageDetails;
 use otters_pipeline::inspect::{self, InspectError};
 use otters_pipeline::target::{remote_details, Place};
 use otters_pipeline::view::inspect as view;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct InspectArgs {
-    /// Image reference: a tag, a digest or a digest prefix, or a registry reference (read from
-    /// its registry, with a note, when the local store does not hold it)
-    pub reference: String,
-    /// Show this platform's manifest of an index read from a registry (e.g. linux/arm64)
-    #[arg(long, conflicts_with = "local")]
-    pub platform: Option<String>,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    #[command(flatten)]
-    pub place: WhereFlags,
-}
 
 /// The image from the local store, or from its registry: with `--remote`, or for a registry
 /// reference the store does not hold (unless `--local`), with a note.

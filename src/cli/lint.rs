@@ -5,86 +5,16 @@
 //! line go to stderr.
 use super::CliResult;
 use otters_agentfile::diagnostic::Severity;
+use otters_cli::lint::{Args, FailOn, Format};
 use otters_pipeline::lint::{self, LintError, Loaded, Request};
 use otters_pipeline::view::lint::{self as view, Out, Printer};
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Human,
-    Concise,
-    Json,
-    Sarif,
-    Github,
-    /// GitLab Code Quality (Code Climate issues), for `artifacts: reports: codequality`
-    Gitlab,
-    /// `JUnit` XML: a test suite per file, a failed test case per finding
-    Junit,
-    /// Checkstyle XML
-    Checkstyle,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum FailOn {
-    Error,
-    Warning,
-    Info,
-}
-
-impl FailOn {
-    fn severity(self) -> Severity {
-        match self {
-            FailOn::Error => Severity::Error,
-            FailOn::Warning => Severity::Warning,
-            FailOn::Info => Severity::Info,
-        }
-    }
-}
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Agentfiles or directories to check (a directory means its Agentfile; `-` reads standard input)
-    #[arg(default_value = ".")]
-    pub paths: Vec<PathBuf>,
-    /// Check every file named Agentfile below each directory
-    #[arg(short = 'r', long)]
-    pub recursive: bool,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
-    #[command(flatten)]
-    pub build_flags: super::flags::BuildArgFlags,
-    /// Exit 1 when a finding has at least this severity [default: error, or `fail-on` in otters.toml]
-    #[arg(long, value_enum)]
-    pub fail_on: Option<FailOn>,
-    /// Use this config file instead of looking for otters.toml next to each Agentfile and above it
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Check CAPABILITY names against this list (one name per line) instead of the built-in catalogue
-    #[arg(long, value_name = "FILE")]
-    pub capabilities: Option<PathBuf>,
-    /// Check portability to this openotters version: `alpha.50` or `L` (repeatable; `none` turns the
-    /// portability lints off) [default: `[portability] targets` in otters.toml, else both]
-    #[arg(long = "target", value_name = "VERSION")]
-    pub targets: Vec<String>,
-    /// Do not print the summary line
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Lint standard input (`-`) as if it were this file: otters.toml is looked for from its
-    /// directory (as are Agentfile.lock and ADD sources), and findings name it
-    #[arg(long, value_name = "PATH")]
-    pub stdin_filename: Option<PathBuf>,
-    /// Apply the safe fixes to the files (each rewritten atomically), then report what is left
-    #[arg(long)]
-    pub fix: bool,
-}
 
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.
 #[allow(clippy::unnecessary_wraps)]
 pub fn run(a: Args) -> CliResult {
     // A usage error, as clap's own: exit 2.
-    let build_args = match a.build_flags.values(a.quiet) {
+    let build_args = match super::flags::build_arg_values(&a.build_flags, a.quiet) {
         Ok(args) => args,
         Err(report) => {
             eprintln!("{}", super::render(&report));

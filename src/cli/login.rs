@@ -5,34 +5,11 @@
 //! The host rule, the check and the store are `otters_oci::registry::login`.
 use super::{fail, fail_in, CliResult};
 use miette::miette;
+use otters_cli::login::{LoginArgs, LogoutArgs};
 use otters_oci::registry::auth;
 use otters_oci::registry::login::{self, registry_host};
 use otters_pipeline::view::status;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct LoginArgs {
-    /// Registry host with optional port (default: docker.io)
-    pub registry: Option<String>,
-    /// User name (asked for on a terminal when not given)
-    #[arg(short = 'u', long = "username")]
-    pub username: Option<String>,
-    /// Read the password from standard input
-    #[arg(long)]
-    pub password_stdin: bool,
-    /// Password (visible in the process list; prefer --password-stdin)
-    #[arg(short = 'p', long = "password", conflicts_with = "password_stdin")]
-    pub password: Option<String>,
-    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
-    #[arg(long)]
-    pub insecure: bool,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct LogoutArgs {
-    /// Registry host with optional port (default: docker.io)
-    pub registry: Option<String>,
-}
 
 pub fn run_login(a: LoginArgs) -> CliResult {
     let r = registry_host(a.registry.as_deref()).map_err(fail)?;

@@ -5,18 +5,12 @@
 //! `Agentfile.lock` beside it pins, and its directory as the build context.
 use super::CliResult;
 use otters_agentfile::check::Options;
+use otters_cli::lsp::Args;
 use otters_lsp::{Lock, Pin, Role};
 use otters_pipeline::project;
 use otters_pipeline::resolve::lockfile::{self, lock_path_for, Lockfile};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Speak over standard input and output (the only transport; accepted because editors pass it)
-    #[arg(long)]
-    pub stdio: bool,
-}
 
 /// The project as `otters lint` sees it.
 struct LintProject;

@@ -7,29 +7,9 @@
 //! for a hidden command.
 use super::{fail, fail_in, Cli, CliResult, Format};
 use clap::CommandFactory;
+use otters_cli::meta::{CompletionArgs, ManpagesArgs, VersionArgs};
 use otters_oci::Platform;
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct CompletionArgs {
-    /// The shell to write a completion script for
-    #[arg(value_enum)]
-    pub shell: clap_complete::Shell,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct VersionArgs {
-    /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct ManpagesArgs {
-    /// Directory to write the pages into (created when missing)
-    pub dir: PathBuf,
-}
 
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.
 #[allow(clippy::unnecessary_wraps)]

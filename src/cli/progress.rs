@@ -1,22 +1,12 @@
-//! Progress on stderr, shared by every command that moves blobs: the `--progress` modes, the
-//! one renderer of the library's event type ([`Event`]), [`Bars`] (bars on a terminal; with
-//! `--progress plain` the lines of `otters_pipeline::view::progress`), and the `TransferFlags`
-//! of push, pull and copy.
-use super::Format;
+//! Progress on stderr, shared by every command that moves blobs: the one renderer of the
+//! library's event type ([`Event`]), [`Bars`] (bars on a terminal; with `--progress plain` the
+//! lines of `otters_pipeline::view::progress`), as the `--progress` modes ask.
+use otters_cli::flags::{ProgressMode, TransferFlags};
 use otters_oci::progress::{Event, Step};
 use otters_pipeline::view::progress::{self as view, Plain};
 use std::collections::HashMap;
 use std::io::IsTerminal as _;
 use std::time::Instant;
-
-/// `--progress`: how progress shows on stderr (see the flag's help).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProgressMode {
-    Auto,
-    Plain,
-    Tty,
-    Quiet,
-}
 
 /// Progress bars per blob on a TTY, plain lines (`--progress plain`), or nothing; for a copy, a
 /// status line per image and a fresh display for each, so its line is never drawn into the
@@ -184,34 +174,7 @@ impl Bars {
     }
 }
 
-/// The flags `push`, `pull` and `copy` share.
-#[derive(Debug, clap::Args)]
-pub struct TransferFlags {
-    /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
-    #[arg(long)]
-    pub insecure: bool,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    /// No progress bars or status lines
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Progress output on stderr: `auto` (status lines, and bars on a terminal), `plain` (also one
-    /// line per blob: pushed/pulled with size and time, exists, mounted; never a control sequence:
-    /// for CI logs), `tty` (bars even when stderr is not a terminal), `quiet` (same as `-q`:
-    /// nothing but errors)
-    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    pub progress: ProgressMode,
-}
-
-impl TransferFlags {
-    /// `-q`, or `--progress quiet`.
-    pub(crate) fn quiet(&self) -> bool {
-        self.quiet || self.progress == ProgressMode::Quiet
-    }
-
-    /// The progress display the flags ask for.
-    pub(crate) fn bars(&self) -> Bars {
-        Bars::for_mode(self.progress, self.quiet())
-    }
+/// The progress display push, pull and copy's flags ask for.
+pub(crate) fn bars(flags: &TransferFlags) -> Bars {
+    Bars::for_mode(flags.progress, flags.quiet())
 }

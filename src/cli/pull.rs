@@ -6,31 +6,13 @@
 //! What is pulled and how it is named is `otters_pipeline::transfer`.
 use super::common::{client, open_store_leased, platform, print_json, print_report};
 use super::errors::fail_help;
-use super::progress::TransferFlags;
 use super::{fail, fail_in, CliResult, Format};
+use otters_cli::pull::PullArgs;
 use otters_oci::archive::local::{LocalError, LocalSource};
 use otters_oci::store::refname::new_tag_name;
 use otters_pipeline::transfer::{self, PullError};
 use otters_pipeline::view::status;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct PullArgs {
-    /// The image to download (e.g. ghcr.io/org/agent:1, or name@sha256:…), or an OCI layout or
-    /// archive another tool wrote: `oci:DIR[:tag]`, `oci-archive:FILE[:tag]`
-    pub reference: String,
-    /// Local tag to give the image (default: REFERENCE as written)
-    #[arg(short = 't', long = "tag")]
-    pub tag: Option<String>,
-    /// Pull only this platform's manifest of an index (e.g. linux/arm64)
-    #[arg(long)]
-    pub platform: Option<String>,
-    /// Also pull the image's referrers (signatures, SBOMs, attestations)
-    #[arg(long)]
-    pub referrers: bool,
-    #[command(flatten)]
-    pub flags: TransferFlags,
-}
 
 pub fn run_pull(a: PullArgs) -> CliResult {
     let text = a.flags.format == Format::Text && !a.flags.quiet();
@@ -41,7 +23,7 @@ pub fn run_pull(a: PullArgs) -> CliResult {
     let platform = platform(a.platform.as_deref())?;
     let client = client(a.flags.insecure)?;
     let r = transfer::pull_reference(&client, &a.reference, platform.as_ref()).map_err(fail)?;
-    let mut ui = a.flags.bars();
+    let mut ui = super::progress::bars(&a.flags);
     let result = transfer::pull(&client, &store, &r, a.referrers, &mut |e| ui.event(&e));
     ui.finish();
     if text {

@@ -5,23 +5,10 @@
 //! What is pushed where is `otters_pipeline::transfer`.
 use super::common::{client, open_store_leased, print_report};
 use super::errors::fail_help;
-use super::progress::TransferFlags;
 use super::{fail, CliResult};
+use otters_cli::push::PushArgs;
 use otters_pipeline::transfer::{self, PushError};
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct PushArgs {
-    /// The local image to push, named by its registry reference (e.g. 127.0.0.1:5000/team/agent:1)
-    pub reference: String,
-    /// Push to this reference instead of REFERENCE
-    pub destination: Option<String>,
-    /// Push the image only, not its referrers (signatures, SBOMs, attestations), which go by default
-    #[arg(long)]
-    pub no_referrers: bool,
-    #[command(flatten)]
-    pub flags: TransferFlags,
-}
 
 pub fn run_push(a: PushArgs) -> CliResult {
     let store = open_store_leased()?;
@@ -35,7 +22,7 @@ pub fn run_push(a: PushArgs) -> CliResult {
             e => fail(e),
         })?;
     let client = client(a.flags.insecure)?;
-    let mut ui = a.flags.bars();
+    let mut ui = super::progress::bars(&a.flags);
     let referrers = !a.no_referrers;
     let result = transfer::push(&client, &store, &local, &dest, referrers, &mut |e| {
         ui.event(&e);

@@ -3,51 +3,14 @@
 //!
 //! stdout carries data (the new referrer's digest; the tree, or JSON with `--format json`).
 //! Everything shown of a referrer comes from the image or a registry and is escaped.
-use super::common::{print_json, target, target_error, target_for_read, WhereFlags};
+use super::common::{print_json, target, target_error, target_for_read};
 use super::{fail, fail_in, CliResult, Format};
+use otters_cli::referrers::{AttachArgs, DiscoverArgs};
 use otters_oci::referrers::walk;
 use otters_pipeline::attach::{attach, AttachError, Attachment};
 use otters_pipeline::target::Target;
 use otters_pipeline::view::transfer as view;
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct AttachArgs {
-    /// The image to attach to: a local tag or digest (with --remote: a registry reference)
-    pub reference: String,
-    /// The artifact type of the new referrer (a media type, e.g. application/vnd.example.report+json)
-    #[arg(long, value_name = "TYPE")]
-    pub artifact_type: String,
-    /// Files to attach, one layer each (media type application/octet-stream, named by title)
-    #[arg(required = true, value_name = "FILE")]
-    pub files: Vec<PathBuf>,
-    /// Media type of the attached files' layers
-    #[arg(long, value_name = "TYPE", default_value = otters_oci::spec::descriptor::FILE_LAYER)]
-    pub layer_media_type: String,
-    /// Annotation of the referrer manifest (repeatable)
-    #[arg(long = "annotation", value_name = "KEY=VALUE")]
-    pub annotations: Vec<String>,
-    #[command(flatten)]
-    pub place: WhereFlags,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct DiscoverArgs {
-    /// The image whose referrers to list: a local tag or digest (with --remote: a registry reference)
-    pub reference: String,
-    /// Only referrers of this artifact type (at the first level)
-    #[arg(long, value_name = "TYPE")]
-    pub artifact_type: Option<String>,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    /// With --remote: stop listing after this many registry requests (the output says it was cut)
-    #[arg(long, value_name = "N", default_value_t = 256)]
-    pub max_requests: usize,
-    #[command(flatten)]
-    pub place: WhereFlags,
-}
 
 pub fn run_attach(a: AttachArgs) -> CliResult {
     let attachment = Attachment::new(

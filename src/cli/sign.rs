@@ -1,67 +1,22 @@
-//! `otters sign` and `otters verify` (and the run gate's flags): a Sigstore bundle over an image's
+//! `otters sign` and `otters verify`: a Sigstore bundle over an image's
 //! manifest digest, key-based or keyless, attached as an OCI 1.1 referrer (artifactType
 //! `application/vnd.dev.sigstore.bundle.v0.3+json`, as cosign 3 stores bundles), and its
-//! verification against the digest the reference names now. Flags and printing only: the walk is
+//! verification against the digest the reference names now. Dispatch and printing only: the walk is
 //! `otters_supply::verify`, the attaching `otters_pipeline::attest`.
 //!
 //! Takes: an image (local store, or `--remote` its registry) and a key or a keyless identity.
 //! Returns: the signature referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must
 //! never: accept a bundle about another digest than the one the reference resolves to at
 //! verification time, or one whose signature does not verify for the given signer.
-use super::attest::KeylessServices;
-use super::common::{esc, target, target_error, target_for_read, WhereFlags};
-use super::trust::IdentityFlags;
+use super::common::{esc, target, target_error, target_for_read};
 use super::{fail, fail_in, CliResult};
+use otters_cli::sign::{SignArgs, VerifyArgs};
 use otters_pipeline::attest;
 use otters_pipeline::trust;
 use otters_supply::bundle;
 use otters_supply::keys::KeyPair;
 use otters_supply::statement::{Statement, Subject};
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct SignArgs {
-    /// The image to sign: a local tag or digest (with --remote: a registry reference)
-    pub reference: String,
-    /// Private key (PKCS#8 PEM, as `otters key generate` writes it)
-    #[arg(
-        long,
-        value_name = "KEY",
-        required_unless_present = "keyless",
-        conflicts_with = "keyless"
-    )]
-    pub key: Option<PathBuf>,
-    /// Sign keylessly: a short-lived Fulcio certificate for your OIDC identity instead of a key
-    #[arg(long)]
-    pub keyless: bool,
-    #[command(flatten)]
-    pub services: KeylessServices,
-    #[command(flatten)]
-    pub place: WhereFlags,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct VerifyArgs {
-    /// The image to verify: a local tag or digest (with --remote: a registry reference)
-    pub reference: String,
-    /// Public key (PKIX PEM, as `otters key generate` writes it)
-    #[arg(
-        long,
-        value_name = "PUB",
-        required_unless_present = "identity",
-        conflicts_with = "identity"
-    )]
-    pub key: Option<PathBuf>,
-    #[command(flatten)]
-    pub identity: IdentityFlags,
-    /// Accept a signed attestation of this predicate type instead of a signature: a URI, or
-    /// signature, slsaprovenance1, cyclonedx, spdxjson, vuln
-    #[arg(long = "type", value_name = "PREDICATE")]
-    pub predicate_type: Option<String>,
-    #[command(flatten)]
-    pub place: WhereFlags,
-}
 
 pub fn run_sign(a: SignArgs) -> CliResult {
     let key = match &a.key {
@@ -76,9 +31,8 @@ pub fn run_sign(a: SignArgs) -> CliResult {
     });
     let bytes = match &key {
         Some(key) => bundle::sign(&statement, key),
-        None => {
-            (a.services.signer()?)(&statement).map_err(|e| fail_in("cannot sign keylessly", e))?
-        }
+        None => (super::attest::keyless_signer(&a.services)?)(&statement)
+            .map_err(|e| fail_in("cannot sign keylessly", e))?,
     };
     let d = attest::attach_bundle(target.store(), &subject, &statement, &bytes)
         .map_err(|e| fail_in("cannot store the signature", e))?;
