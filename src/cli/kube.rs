@@ -1,11 +1,11 @@
 //! `otters kube REF`: the Kubernetes objects that run an agent's runnable export (see
 //! docs/kubernetes.md). The YAML goes to stdout, or to `-o FILE`.
 use super::{fail, fail_in, CliResult};
-use otters_cli::kube::{Args, KindArg};
+use otters_cli::kube::Args;
 use otters_oci::{Platform, Store};
 use otters_pipeline::export;
 use otters_pipeline::kube::agent::{agent_objects, Fetch};
-use otters_pipeline::kube::{self, Kind, Options, Resources};
+use otters_pipeline::kube::{self, Options, Resources};
 use otters_pipeline::run::overrides::parse_config;
 use std::process::ExitCode;
 
@@ -15,11 +15,7 @@ pub fn run(a: Args) -> CliResult {
         None => export::linux_host(),
     };
     let opts = Options {
-        kind: match a.kind {
-            KindArg::Pod => Kind::Pod,
-            KindArg::Job => Kind::Job,
-            KindArg::Deployment => Kind::Deployment,
-        },
+        kind: a.kind.into(),
         name: a.name,
         namespace: a.namespace,
         // Set by `agent_objects`: --image, else the agent's runnable export.

@@ -5,9 +5,9 @@
 //! line go to stderr.
 use super::CliResult;
 use otters_agentfile::diagnostic::Severity;
-use otters_cli::lint::{Args, FailOn, Format};
+use otters_cli::lint::{Args, FailOn};
 use otters_pipeline::lint::{self, LintError, Loaded, Request};
-use otters_pipeline::view::lint::{self as view, Out, Printer};
+use otters_pipeline::view::lint::{Out, Printer};
 use std::process::ExitCode;
 
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.
@@ -50,17 +50,7 @@ fn fatal(e: &LintError) -> ExitCode {
 /// Each file is checked, printed and dropped in turn, so memory holds one file's findings, not
 /// every file's (`otters_pipeline::view::lint`).
 fn check_and_print(a: &Args, loaded: Vec<Loaded>) -> ExitCode {
-    let format = match a.format {
-        Format::Human => view::Format::Human,
-        Format::Concise => view::Format::Concise,
-        Format::Json => view::Format::Json,
-        Format::Sarif => view::Format::Sarif,
-        Format::Github => view::Format::Github,
-        Format::Gitlab => view::Format::Gitlab,
-        Format::Junit => view::Format::Junit,
-        Format::Checkstyle => view::Format::Checkstyle,
-    };
-    let mut printer = Printer::new(format, super::stderr_colour());
+    let mut printer = Printer::new(a.format.into(), super::stderr_colour());
     let mut failed = false;
     // A fixed file that could not be written: exit 2, as for any I/O error.
     let mut unwritten = false;

@@ -2,10 +2,9 @@
 //! runtime on the host or through a docker-compatible CLI.
 use super::{fail, fail_in, CliResult};
 use miette::miette;
-use otters_cli::run::{Args, ExecutorArg, PullArg};
+use otters_cli::run::{Args, PullArg};
 use otters_oci::registry::config::RegistryConfig;
 use otters_oci::Store;
-use otters_pipeline::lower::agent_yaml::Executor as ExecutorKind;
 use otters_pipeline::run::extract::Limits;
 use otters_pipeline::run::fetch::RegistryFetcher;
 use otters_pipeline::run::plan::{self, Warning};
@@ -24,10 +23,7 @@ pub fn run(a: Args) -> CliResult {
         PullArg::Never => Pull::Never,
         PullArg::Missing => Pull::Missing,
     };
-    let executor = match a.executor {
-        ExecutorArg::System => ExecutorKind::System,
-        ExecutorArg::Docker => ExecutorKind::Docker,
-    };
+    let executor = a.executor.into();
     let (overrides, user_mounts) =
         request::overrides(a.model.clone(), &a.envs, &a.configs, &a.mounts).map_err(fail)?;
     let platform = super::common::platform(a.platform.as_deref())?;

@@ -82,3 +82,13 @@ pub struct Args {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
+
+impl From<KindArg> for otters_pipeline::kube::Kind {
+    fn from(k: KindArg) -> Self {
+        match k {
+            KindArg::Pod => Self::Pod,
+            KindArg::Job => Self::Job,
+            KindArg::Deployment => Self::Deployment,
+        }
+    }
+}

@@ -3,9 +3,10 @@
 //! to the library; completions, man pages and `docs/reference/cli.md` are generated from here.
 //! (uv keeps its clap definitions apart from its commands the same way, in `uv-cli`.)
 //!
-//! Takes: nothing but clap's parse. Returns: flag values, and a few values made of them with no
-//! I/O (`WhereFlags::for_read`, `IdentityFlags::identity`, `FailOn::severity`). Must never: read a
-//! file, the environment or the network, or print; a flag's meaning is the library's.
+//! Takes: nothing but clap's parse. Returns: flag values, and the library's values they map to
+//! with no I/O (`WhereFlags::for_read`, `IdentityFlags::identity`, `FailOn::severity`, `From` for
+//! the enums of `--format`, `--executor`, `--kind`). Must never: read a file, the environment or
+//! the network, or print; a flag's meaning is the library's.
 
 // Rationale: clap turns the flags' doc comments into `--help` text, where `<NAME>` and
 // `[:ro|:rw]` are usage notation, not HTML or intra-doc links; escaping them for rustdoc would

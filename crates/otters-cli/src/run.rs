@@ -83,3 +83,12 @@ pub enum PullArg {
     Never,
     Missing,
 }
+
+impl From<ExecutorArg> for otters_pipeline::lower::agent_yaml::Executor {
+    fn from(e: ExecutorArg) -> Self {
+        match e {
+            ExecutorArg::System => Self::System,
+            ExecutorArg::Docker => Self::Docker,
+        }
+    }
+}
