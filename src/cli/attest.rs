@@ -4,9 +4,8 @@
 //! image itself is signed too. Pushed with the image when the build pushes.
 //!
 //! Takes: the build's output and the flags (`otters_cli::flags::AttestFlags`). Returns: the
-//! signer, and the referrers' digests. Must never: attach a
-//! document about any digest but the one just built, or read the wall clock (the documents are
-//! functions of the inputs).
+//! signer, and the referrers' digests. Must never: attach a document about any digest but the one
+//! just built, or read the wall clock (the documents are functions of the inputs).
 use super::{fail, fail_in};
 use otters_cli::flags::{AttestFlags, KeylessServices};
 use otters_oci::{Digest, Store};

@@ -1,6 +1,6 @@
 //! What several commands present the same way: the local store and a registry client opened
-//! with one error message, a reference parsed, sizes in one unit system, text from images made
-//! safe for the terminal, and Agentfile diagnostics printed.
+//! with one error message, `--platform` parsed, text from images made safe for the terminal,
+//! Agentfile diagnostics, JSON and transfer reports printed, and the image a `WhereFlags` names.
 //!
 //! Takes: values the commands already hold. Returns: library handles or display text. Must
 //! never: hold a command's logic (that lives in the library crates) or use a command's module.
