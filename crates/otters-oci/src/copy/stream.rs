@@ -187,24 +187,49 @@ fn relay_blobs(
                 }
             });
         let mut running = futures_util::stream::iter(relays).buffer_unordered(UPLOADS_AT_ONCE);
-        // Outcomes that arrived before an earlier blob's: held until they are next in order.
-        let mut outcomes: Vec<Option<Outcome>> = vec![None; blobs.len()];
-        let mut next = 0;
+        let mut order = InOrder::new(blobs.len());
         while let Some(relayed) = running.next().await {
             let (i, outcome) =
                 relayed.inspect_err(|_| relay.stop.store(true, Ordering::Relaxed))?;
-            outcomes[i] = Some(outcome);
-            while let Some(outcome) = outcomes.get(next).copied().flatten() {
-                let blob = blobs[next];
+            for (i, outcome) in order.arrived(i, outcome) {
+                let blob = blobs[i];
                 if outcome == Outcome::Uploaded {
                     report.bytes += blob.size;
                 }
                 blob_done(blob, dest, outcome, sources, &mut |e| emit(e), report);
-                next += 1;
             }
         }
         Ok(())
     })
+}
+
+/// The outcomes of relays that end in any order, handed on in manifest order.
+struct InOrder {
+    /// Outcomes that arrived before an earlier blob's, held until they are due.
+    held: Vec<Option<Outcome>>,
+    /// The first blob not handed on yet.
+    next: usize,
+}
+
+impl InOrder {
+    fn new(blobs: usize) -> Self {
+        InOrder {
+            held: vec![None; blobs],
+            next: 0,
+        }
+    }
+
+    /// Records that blob `i` ended with `outcome`; returns the blobs now due (their index and
+    /// outcome), in manifest order: none while an earlier blob is still on its way.
+    fn arrived(&mut self, i: usize, outcome: Outcome) -> Vec<(usize, Outcome)> {
+        self.held[i] = Some(outcome);
+        let mut due = Vec::new();
+        while let Some(outcome) = self.held.get(self.next).copied().flatten() {
+            due.push((self.next, outcome));
+            self.next += 1;
+        }
+        due
+    }
 }
 
 /// What every relay of one manifest's blobs shares.
@@ -453,5 +478,25 @@ impl Flow {
         let last = self.held.take()?;
         let _ = self.check.counts.send(last.len() as u64);
         Some((Ok(last), None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_are_handed_on_in_manifest_order_whatever_order_they_end_in() {
+        let mut order = InOrder::new(4);
+        assert_eq!(order.arrived(2, Outcome::Uploaded), []);
+        assert_eq!(order.arrived(0, Outcome::Skipped), [(0, Outcome::Skipped)]);
+        assert_eq!(
+            order.arrived(1, Outcome::Mounted),
+            [(1, Outcome::Mounted), (2, Outcome::Uploaded)]
+        );
+        assert_eq!(
+            order.arrived(3, Outcome::Uploaded),
+            [(3, Outcome::Uploaded)]
+        );
     }
 }
