@@ -2,13 +2,16 @@
 //! without the local store, through the binary against two real `docker-registry` instances;
 //! a source that lies about a blob (the fake registry of `support/hostile_registry.rs`: a real
 //! registry never serves wrong bytes) leaves nothing tagged at the destination and the error names
-//! the blob; `--progress plain|tty|quiet` as push and pull have them.
+//! the blob; `--progress plain|tty|quiet` as push and pull have them. The blobs of a manifest are
+//! relayed several at once (seen in the destination's access log), reported in manifest order, and
+//! a blob that fails stops the relays still running: the copy ends without waiting for them.
 
 use crate::registry::build_agent;
 use crate::security_registry::hostile_registry::{digest, Body, Content, Hostile, Length, Reply};
-use crate::support::cli::{json, Env};
+use crate::support::cli::{flat, json, Env};
 use crate::support::registry::{http_status, Registry};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The digests of every blob (config and layers) the manifest at `reference` lists.
 fn blobs_of(reference: &str) -> Vec<String> {
@@ -236,4 +239,130 @@ fn a_lying_blob_never_reaches_the_destination_whole() {
     );
     assert!(content.blob(&bad).is_none());
     assert!(content.manifest("agents/liar", "1").is_none(), "tagged");
+}
+
+/// `n` bytes that do not compress (xorshift), different for each `seed`.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn a_copy_relays_the_blobs_of_a_manifest_at_once() {
+    let (reg1, reg2) = (Registry::start(), Registry::start());
+    let env = Env::new();
+    // Two layers of 4 MiB that do not compress: the relay of each lasts while the other starts.
+    let ctx = env.dir.path().join("ctx");
+    crate::support::write(&ctx.join("one.bin"), noise(4 << 20, 1));
+    crate::support::write(&ctx.join("two.bin"), noise(4 << 20, 2));
+    crate::support::write(&ctx.join("notes.txt"), "notes\n");
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nADD notes.txt\nADD one.bin\nADD two.bin\n",
+    );
+    let src = format!("{}/team/many:1", reg1.addr);
+    let digest = env.ok(&["build", "-q", "-t", &src, ctx.to_str().expect("utf8")]);
+    env.ok(&["push", "-q", &src]);
+    let blobs = blobs_of(&src);
+    assert!(blobs.len() >= 4, "{blobs:?}");
+
+    let other = Env::new();
+    let dst = format!("{}/prod/many:1", reg2.addr);
+    let (ok, out, err) = other.run(&["copy", "--progress", "plain", &src, &dst]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), format!("{dst} {}", digest.trim()));
+    // Reported in manifest order, whichever relay finished first.
+    let pushed: Vec<&str> = blob_lines(&err, "pushed")
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap_or_default())
+        .collect();
+    assert_eq!(pushed, blobs, "{err}");
+
+    let (sessions, log) = (reg2.upload_sessions(), reg2.log());
+    assert_eq!(sessions.matches('S').count(), blobs.len(), "{log}");
+    assert!(
+        sessions.contains("SS"),
+        "relays one after the other: {sessions}\n{log}"
+    );
+    assert_eq!(blobs_of(&dst), blobs);
+    let fresh = Env::new();
+    assert_eq!(fresh.ok(&["pull", "-q", &dst]).trim(), digest.trim());
+}
+
+/// A source whose first layer stalls a third of the way through (its connection stays open,
+/// nothing more comes) while its second layer is answered with other bytes of the right size: the
+/// second blob's relay fails, and that must end the copy at once, not after the stalled relay
+/// gives up. The destination is a real registry.
+#[test]
+fn a_failing_blob_stops_the_other_relays_and_tags_nothing() {
+    let content = Arc::new(Content::new());
+    let stalled = noise(300_000, 3);
+    let lying = noise(200_000, 4);
+    content.image(
+        "agents/half",
+        "1",
+        br#"{"architecture":"amd64","os":"linux"}"#,
+        &[
+            ("application/vnd.oci.image.layer.v1.tar", &stalled),
+            ("application/vnd.oci.image.layer.v1.tar", &lying),
+        ],
+    );
+    let (stalled_digest, bad) = (digest(&stalled), digest(&lying));
+    let (honest, stall_at, lie_at) = (content.clone(), stalled_digest.clone(), bad.clone());
+    let source = Hostile::start(move |req| {
+        let blob = |d: &str| req.method == "GET" && req.path().ends_with(&format!("/blobs/{d}"));
+        if blob(&stall_at) {
+            let bytes = honest.blob(&stall_at).expect("stored");
+            return Reply::new(200).body(Body::Stall(bytes, 100_000));
+        }
+        if blob(&lie_at) {
+            let mut other = honest.blob(&lie_at).expect("stored");
+            other[150_000] ^= 0xff;
+            return Reply::bytes(200, other);
+        }
+        honest.serve(req)
+    });
+    let real = Registry::start();
+    let env = Env::new();
+    let dst = format!("{}/prod/half:1", real.addr);
+    // A transfer timeout far beyond the wait: only stopping the stalled relay ends the copy in time.
+    let (ok, _, err) = env
+        .run_within(
+            &["copy", &format!("{}/agents/half:1", source.addr), &dst],
+            &[("OTTERS_REGISTRY_TIMEOUT", "600")],
+            Duration::from_secs(120),
+        )
+        .expect("the copy kept waiting on the stalled blob after another blob failed");
+    let err = flat(&err);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("digest mismatch") && err.contains(&bad),
+        "the failing blob is not named: {err}"
+    );
+    // Both layers were on their way at once: the source was asked for the stalled one too.
+    assert!(
+        source
+            .requests()
+            .iter()
+            .any(|r| r.method == "GET" && r.path().ends_with(&stalled_digest)),
+        "the stalled layer was never asked for"
+    );
+    // No tag, no manifest, neither layer.
+    assert_eq!(
+        http_status(&real.addr, "/v2/prod/half/manifests/1"),
+        Some(404),
+        "the destination was tagged"
+    );
+    let at_dst = real.blobs();
+    assert!(
+        !at_dst.contains(&bad) && !at_dst.contains(&stalled_digest),
+        "{at_dst:?}"
+    );
 }

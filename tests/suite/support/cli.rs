@@ -89,6 +89,45 @@ impl Env {
         )
     }
 
+    /// Runs otters with `vars` added to its environment, waiting at most `limit` for it: `None`
+    /// when it had not finished by then (it is killed), else (success, stdout, stderr). Its
+    /// output goes to files, so a chatty run cannot block on a full pipe.
+    pub fn run_within(
+        &self,
+        args: &[&str],
+        vars: &[(&str, &str)],
+        limit: std::time::Duration,
+    ) -> Option<(bool, String, String)> {
+        let out = tempfile::NamedTempFile::new_in(self.dir.path()).expect("tmp");
+        let err = tempfile::NamedTempFile::new_in(self.dir.path()).expect("tmp");
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"));
+        cmd.env("OTTERS_HOME", self.home())
+            .env("DOCKER_CONFIG", self.docker())
+            .env("NO_COLOR", "1")
+            .env_remove("SOURCE_DATE_EPOCH")
+            .envs(vars.iter().copied())
+            .args(args)
+            .stdout(out.reopen().expect("reopen"))
+            .stderr(err.reopen().expect("reopen"));
+        let mut child = cmd.spawn().expect("run otters");
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let read = |f: &tempfile::NamedTempFile| {
+            String::from_utf8_lossy(&std::fs::read(f.path()).expect("read")).into_owned()
+        };
+        Some((status.success(), read(&out), read(&err)))
+    }
+
     /// Runs otters, which must succeed; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         ok(self.otters().args(args))

@@ -134,6 +134,24 @@ impl Registry {
         std::fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()
     }
 
+    /// The blob upload sessions in the access log, in order: `S` where one was opened (`POST`),
+    /// `E` where one finished (`PUT`); `SS` shows two uploads at once.
+    pub fn upload_sessions(&self) -> String {
+        self.log()
+            .lines()
+            .filter(|l| l.contains("/blobs/uploads/") && l.contains("HTTP/1.1\" 20"))
+            .filter_map(|l| {
+                if l.contains("\"POST /v2/") {
+                    Some('S')
+                } else if l.contains("\"PUT /v2/") {
+                    Some('E')
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
     /// Kills the registry process (storage is kept).
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {

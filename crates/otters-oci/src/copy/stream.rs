@@ -11,23 +11,30 @@
 //! fails leaves no manifest and no tag), or hold more than one chunk of a blob in memory.
 //!
 //! A blob the destination has is skipped (`HEAD`); one that lives in another repository of the
-//! destination's registry (the source's own, when both are one registry) is mounted. A lost
-//! connection on either side restarts that blob (a new `GET`, a new upload), within the client's
-//! retry budget; what arrived before is skipped when the copy is run again.
+//! destination's registry (the source's own, when both are one registry) is mounted. The blobs of
+//! a manifest are looked up one after the other (so a bearer token is fetched once), then up to
+//! [`UPLOADS_AT_ONCE`] of those the destination lacks are relayed at once, as a push uploads them
+//! (memory: at most that many chunks in flight). Progress and the report stay in manifest order:
+//! every blob is reported started when looked up and done in manifest order. A lost connection on
+//! either side restarts that blob (a new `GET`, a new upload), within the client's retry budget;
+//! what arrived before is skipped when the copy is run again. The first blob that fails (in the
+//! order failures happen) ends the copy: the relays still running are stopped at their next chunk
+//! and dropped, so none of them completes its upload afterwards.
 
 use crate::progress::{Event, Outcome, Progress};
 use crate::reference::Reference;
 use crate::registry::http::error_chain;
 use crate::registry::sources::Sources;
 use crate::registry::transfer::{
-    blob_done, check_depth, fetch_child, parse, present_or_mounted, upload_reporting,
-    TransferReport,
+    blob_done, check_depth, fetch_child, parse, present_or_mounted, upload_progress,
+    TransferReport, UPLOADS_AT_ONCE,
 };
 use crate::registry::{BlobStream, Fetched, RegistryClient, RegistryError};
 use crate::spec::digest::Hasher;
 use crate::{Descriptor, Digest};
 use futures_util::StreamExt as _;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An image copied by [`stream_image`].
@@ -57,12 +64,12 @@ pub fn stream_image(
     let mut seen = HashSet::new();
     for doc in docs.iter().filter(|d| !d.media_type.is_index()) {
         let m = parse(&doc.bytes, src)?;
-        for blob in m.blobs() {
-            if seen.insert(blob.digest.clone()) {
-                let outcome = relay_blob(client, src, dest, blob, sources, progress, &mut report)?;
-                blob_done(blob, dest, outcome, sources, progress, &mut report);
-            }
-        }
+        // A blob listed again (in this manifest or an earlier one of the image) moved already.
+        let blobs: Vec<&Descriptor> = m
+            .blobs()
+            .filter(|b| seen.insert(b.digest.clone()))
+            .collect();
+        relay_blobs(client, src, dest, &blobs, sources, progress, &mut report)?;
     }
     let (top, children) = docs
         .split_last()
@@ -137,43 +144,200 @@ impl From<RegistryError> for Step {
     }
 }
 
-/// Skips, mounts or streams one blob.
-fn relay_blob(
+/// Skips, mounts or streams the blobs of one manifest (each digest once): each looked up in turn
+/// (`HEAD`, then a mount from the source's repository or another one `sources` knows), then up to
+/// [`UPLOADS_AT_ONCE`] of the missing ones relayed at once, reported done in manifest order.
+fn relay_blobs(
     client: &RegistryClient,
     src: &Reference,
     dest: &Reference,
-    blob: &Descriptor,
+    blobs: &[&Descriptor],
     sources: &mut Sources,
     progress: Progress<'_>,
     report: &mut TransferReport,
-) -> Result<Outcome, RegistryError> {
-    progress(Event::blob_started(blob));
-    // The source's repository holds the blob: within one registry it is mounted from there.
-    sources.add(&blob.digest, src);
-    if let Some(outcome) = present_or_mounted(client, dest, &blob.digest, sources)? {
-        return Ok(outcome);
+) -> Result<(), RegistryError> {
+    let mut found = Vec::with_capacity(blobs.len());
+    for blob in blobs {
+        progress(Event::blob_started(blob));
+        // The source's repository holds the blob: within one registry it is mounted from there.
+        sources.add(&blob.digest, src);
+        found.push(present_or_mounted(client, dest, &blob.digest, sources)?);
     }
-    let retry = client.retry();
-    let mut attempt = 0;
-    loop {
-        match relay_once(client, src, dest, blob, progress) {
-            Ok(()) => {
-                report.bytes += blob.size;
-                return Ok(Outcome::Uploaded);
+    let sink = std::cell::RefCell::new(progress);
+    let emit: &dyn Fn(Event<'_>) = &|e| (*sink.borrow_mut())(e);
+    let relay = Relay {
+        client,
+        src,
+        dest,
+        emit,
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    client.block_on(async {
+        let relays = blobs
+            .iter()
+            .zip(&found)
+            .enumerate()
+            .map(|(i, (blob, found))| {
+                let relay = &relay;
+                async move {
+                    match found {
+                        Some(outcome) => Ok((i, *outcome)),
+                        None => relay.blob(blob).await.map(|()| (i, Outcome::Uploaded)),
+                    }
+                }
+            });
+        let mut running = futures_util::stream::iter(relays).buffer_unordered(UPLOADS_AT_ONCE);
+        let mut order = InOrder::new(blobs.len());
+        while let Some(relayed) = running.next().await {
+            let (i, outcome) =
+                relayed.inspect_err(|_| relay.stop.store(true, Ordering::Relaxed))?;
+            for (i, outcome) in order.arrived(i, outcome) {
+                let blob = blobs[i];
+                if outcome == Outcome::Uploaded {
+                    report.bytes += blob.size;
+                }
+                blob_done(blob, dest, outcome, sources, &mut |e| emit(e), report);
             }
-            Err(Step::Lost(_, _)) if attempt < retry.attempts => {
-                std::thread::sleep(retry.delay(attempt));
-                attempt += 1;
+        }
+        Ok(())
+    })
+}
+
+/// The outcomes of relays that end in any order, handed on in manifest order.
+struct InOrder {
+    /// Outcomes that arrived before an earlier blob's, held until they are due.
+    held: Vec<Option<Outcome>>,
+    /// The first blob not handed on yet.
+    next: usize,
+}
+
+impl InOrder {
+    fn new(blobs: usize) -> Self {
+        InOrder {
+            held: vec![None; blobs],
+            next: 0,
+        }
+    }
+
+    /// Records that blob `i` ended with `outcome`; returns the blobs now due (their index and
+    /// outcome), in manifest order: none while an earlier blob is still on its way.
+    fn arrived(&mut self, i: usize, outcome: Outcome) -> Vec<(usize, Outcome)> {
+        self.held[i] = Some(outcome);
+        let mut due = Vec::new();
+        while let Some(outcome) = self.held.get(self.next).copied().flatten() {
+            due.push((self.next, outcome));
+            self.next += 1;
+        }
+        due
+    }
+}
+
+/// What every relay of one manifest's blobs shares.
+struct Relay<'a> {
+    client: &'a RegistryClient,
+    src: &'a Reference,
+    dest: &'a Reference,
+    /// The progress sink, shared by the relays running at once.
+    emit: &'a dyn Fn(Event<'_>),
+    /// Set when one relay failed: the others' bodies end at their next chunk (see `Check`).
+    stop: Arc<AtomicBool>,
+}
+
+impl Relay<'_> {
+    /// Streams one blob the destination lacks, restarting it after a lost connection.
+    async fn blob(&self, blob: &Descriptor) -> Result<(), RegistryError> {
+        let retry = self.client.retry();
+        let mut attempt = 0;
+        loop {
+            match self.once(blob).await {
+                Ok(()) => return Ok(()),
+                Err(Step::Lost(_, _)) if attempt < retry.attempts => {
+                    tokio::time::sleep(retry.delay(attempt)).await;
+                    attempt += 1;
+                }
+                Err(Step::Lost(registry, reason)) => {
+                    return Err(RegistryError::Interrupted {
+                        registry,
+                        digest: blob.digest.clone(),
+                        reason: format!("{reason} (after {} retries)", retry.attempts),
+                    })
+                }
+                Err(Step::Mirror(host, why)) => {
+                    self.client.distrust(&host, &self.src.registry, why);
+                }
+                Err(Step::Fail(e)) => return Err(e),
             }
-            Err(Step::Lost(registry, reason)) => {
-                return Err(RegistryError::Interrupted {
-                    registry,
-                    digest: blob.digest.clone(),
-                    reason: format!("{reason} (after {} retries)", retry.attempts),
-                })
+        }
+    }
+
+    /// One `GET` from the source, streamed into one upload at the destination.
+    async fn once(&self, blob: &Descriptor) -> Result<(), Step> {
+        let Relay {
+            client, src, dest, ..
+        } = *self;
+        let resp = client.get_blob(src, &blob.digest, 0).await?;
+        // The host that answered: the registry or one of its mirrors. Read with no `.await`
+        // between it and the `GET`'s answer, so no other relay's read can have come in between
+        // (the client's runtime is one thread).
+        let host = client.last_served().unwrap_or_else(|| src.registry.clone());
+        let judged = |e: RegistryError| {
+            if host == src.registry {
+                Step::Fail(e)
+            } else {
+                Step::Mirror(host.clone(), e.to_string())
             }
-            Err(Step::Mirror(host, why)) => client.distrust(&host, &src.registry, why),
-            Err(Step::Fail(e)) => return Err(e),
+        };
+        if let Some(n) = resp.content_length().filter(|n| *n != blob.size) {
+            return Err(judged(refused(
+                src,
+                dest,
+                format!(
+                    "{host} declares {n} bytes for blob {} where its descriptor says {}",
+                    blob.digest, blob.size
+                ),
+            )));
+        }
+        let shared = Arc::new(Mutex::new(Shared {
+            body: Some(resp),
+            ..Shared::default()
+        }));
+        // Progress is reported from the body stream (see `upload_progress`).
+        let (tx, rx) = std::sync::mpsc::channel::<u64>();
+        let check = Check {
+            blob: blob.clone(),
+            host: host.clone(),
+            src: src.clone(),
+            dest: dest.clone(),
+            shared: shared.clone(),
+            counts: tx,
+            stop: self.stop.clone(),
+        };
+        let open = move || -> Result<BlobStream, RegistryError> {
+            let mut s = lock(&check.shared);
+            if let Some(resp) = s.body.take() {
+                return Ok(check.clone().stream(resp));
+            }
+            s.replayed = true;
+            Err(RegistryError::Protocol {
+                registry: check.dest.registry.clone(),
+                what: "a lost upload (its body is sent again from a new download)".into(),
+            })
+        };
+        let result = upload_progress(client, dest, blob, &open, &rx, self.emit).await;
+        let mut s = lock(&shared);
+        if let Some(v) = s.verdict.take() {
+            return Err(judged(v));
+        }
+        if let Some(reason) = s.lost.take() {
+            return Err(Step::Lost(host, reason));
+        }
+        match result {
+            Ok(()) => Ok(()),
+            Err(_) if s.replayed => Err(Step::Lost(
+                dest.registry.clone(),
+                "the upload's connection was lost".into(),
+            )),
+            Err(e) => Err(Step::Fail(e)),
         }
     }
 }
@@ -193,77 +357,6 @@ struct Shared {
 
 fn lock(s: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     s.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// One `GET` from the source, streamed into one upload at the destination.
-fn relay_once(
-    client: &RegistryClient,
-    src: &Reference,
-    dest: &Reference,
-    blob: &Descriptor,
-    progress: Progress<'_>,
-) -> Result<(), Step> {
-    let resp = client.block_on(client.get_blob(src, &blob.digest, 0))?;
-    // The host that answered: the registry or one of its mirrors.
-    let host = client.last_served().unwrap_or_else(|| src.registry.clone());
-    let judged = |e: RegistryError| {
-        if host == src.registry {
-            Step::Fail(e)
-        } else {
-            Step::Mirror(host.clone(), e.to_string())
-        }
-    };
-    if let Some(n) = resp.content_length().filter(|n| *n != blob.size) {
-        return Err(judged(refused(
-            src,
-            dest,
-            format!(
-                "{host} declares {n} bytes for blob {} where its descriptor says {}",
-                blob.digest, blob.size
-            ),
-        )));
-    }
-    let shared = Arc::new(Mutex::new(Shared {
-        body: Some(resp),
-        ..Shared::default()
-    }));
-    // Progress is reported from the body stream (see `upload_reporting`).
-    let (tx, rx) = std::sync::mpsc::channel::<u64>();
-    let check = Check {
-        blob: blob.clone(),
-        host: host.clone(),
-        src: src.clone(),
-        dest: dest.clone(),
-        shared: shared.clone(),
-        counts: tx,
-    };
-    let open = move || -> Result<BlobStream, RegistryError> {
-        let mut s = lock(&check.shared);
-        if let Some(resp) = s.body.take() {
-            return Ok(check.clone().stream(resp));
-        }
-        s.replayed = true;
-        Err(RegistryError::Protocol {
-            registry: check.dest.registry.clone(),
-            what: "a lost upload (its body is sent again from a new download)".into(),
-        })
-    };
-    let result = upload_reporting(client, dest, blob, &open, &rx, progress);
-    let mut s = lock(&shared);
-    if let Some(v) = s.verdict.take() {
-        return Err(judged(v));
-    }
-    if let Some(reason) = s.lost.take() {
-        return Err(Step::Lost(host, reason));
-    }
-    match result {
-        Ok(()) => Ok(()),
-        Err(_) if s.replayed => Err(Step::Lost(
-            dest.registry.clone(),
-            "the upload's connection was lost".into(),
-        )),
-        Err(e) => Err(Step::Fail(e)),
-    }
 }
 
 /// A source blob refused for what it is: its size.
@@ -287,6 +380,9 @@ struct Check {
     dest: Reference,
     shared: Arc<Mutex<Shared>>,
     counts: std::sync::mpsc::Sender<u64>,
+    /// Another blob of the copy failed: end this body too, so its upload never completes, even
+    /// if the transport still holds the body after the copy gave up.
+    stop: Arc<AtomicBool>,
 }
 
 /// The state of one body on its way.
@@ -303,7 +399,7 @@ impl Check {
     /// The source's body as an upload body: at most the descriptor's size, hashed, its last
     /// chunk released only when size and digest both match. A failure is recorded in `shared`
     /// (what the upload's caller reports) and ends the stream with an error, which aborts the
-    /// upload.
+    /// upload; so does a stop of the whole copy.
     fn stream(self, resp: reqwest::Response) -> BlobStream {
         let flow = Flow {
             inner: resp.bytes_stream().boxed(),
@@ -315,7 +411,14 @@ impl Check {
         futures_util::stream::unfold(Some(flow), |state| async move {
             let mut f = state?;
             loop {
-                let Some(next) = f.inner.next().await else {
+                let next = f.inner.next().await;
+                // Checked after each wait for the source, before anything goes on (the held
+                // chunk included).
+                if f.check.stop.load(Ordering::Relaxed) {
+                    let why = "the copy stopped: another blob failed";
+                    return Some((Err(std::io::Error::other(why)), None));
+                }
+                let Some(next) = next else {
                     return f.end();
                 };
                 let chunk = match next {
@@ -375,5 +478,25 @@ impl Flow {
         let last = self.held.take()?;
         let _ = self.check.counts.send(last.len() as u64);
         Some((Ok(last), None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_are_handed_on_in_manifest_order_whatever_order_they_end_in() {
+        let mut order = InOrder::new(4);
+        assert_eq!(order.arrived(2, Outcome::Uploaded), []);
+        assert_eq!(order.arrived(0, Outcome::Skipped), [(0, Outcome::Skipped)]);
+        assert_eq!(
+            order.arrived(1, Outcome::Mounted),
+            [(1, Outcome::Mounted), (2, Outcome::Uploaded)]
+        );
+        assert_eq!(
+            order.arrived(3, Outcome::Uploaded),
+            [(3, Outcome::Uploaded)]
+        );
     }
 }

@@ -217,11 +217,12 @@ pub(crate) fn push_node(
     push_blobs(client, store, &blobs, dest, sources, progress, report)
 }
 
-/// Most blobs of one manifest uploaded at once: the small ones (config, small layers) then ride
-/// alongside the large one instead of each adding its round trips (`POST`, `PATCH`, `PUT`, of
-/// which the registry makes the last durable) to the push; 4 keeps the registry's load and the
-/// open connections small.
-const UPLOADS_AT_ONCE: usize = 4;
+/// Most blobs of one manifest uploaded at once, by a push and by a copy between registries: the
+/// small ones (config, small layers) then ride alongside the large one instead of each adding its
+/// round trips (`POST`, `PATCH`, `PUT`, of which the registry makes the last durable) to the
+/// transfer; 4 keeps the registry's load and the open connections small (a copy holds one
+/// connection to each side per blob), and a copy's memory at 4 chunks in flight.
+pub(crate) const UPLOADS_AT_ONCE: usize = 4;
 
 /// What the `HEAD` pass decided for one blob of a manifest.
 enum Plan {
@@ -368,24 +369,10 @@ pub(crate) fn present_or_mounted(
     Ok(None)
 }
 
-/// Uploads `blob` to `dest` from `open`, turning the byte counts its streams send on `counts` into
-/// progress events while the upload runs (on the client's one thread) and after it ends.
-pub(crate) fn upload_reporting(
-    client: &RegistryClient,
-    dest: &Reference,
-    blob: &Descriptor,
-    open: &crate::registry::OpenBlob<'_>,
-    counts: &std::sync::mpsc::Receiver<u64>,
-    progress: Progress<'_>,
-) -> Result<(), RegistryError> {
-    let sink = std::cell::RefCell::new(progress);
-    let emit: &dyn Fn(Event<'_>) = &|e| (*sink.borrow_mut())(e);
-    client.block_on(upload_progress(client, dest, blob, open, counts, emit))
-}
-
-/// [`upload_reporting`] inside the client's runtime, reporting through `emit` (several uploads
-/// may share one sink).
-async fn upload_progress(
+/// Uploads `blob` to `dest` from `open` inside the client's runtime, turning the byte counts its
+/// streams send on `counts` into progress events through `emit` while the upload runs and after it
+/// ends (several uploads at once may share one sink).
+pub(crate) async fn upload_progress(
     client: &RegistryClient,
     dest: &Reference,
     blob: &Descriptor,
