@@ -9,6 +9,7 @@
 use crate::registry::build_agent;
 use crate::security_registry::hostile_registry::{digest, Body, Content, Hostile, Length, Reply};
 use crate::support::cli::{flat, json, Env};
+use crate::support::noise;
 use crate::support::registry::{http_status, Registry};
 use std::sync::Arc;
 use std::time::Duration;
@@ -241,19 +242,6 @@ fn a_lying_blob_never_reaches_the_destination_whole() {
     );
     assert!(content.blob(&bad).is_none());
     assert!(content.manifest("agents/liar", "1").is_none(), "tagged");
-}
-
-/// `n` bytes that do not compress (xorshift), different for each `seed`.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 #[test]
