@@ -710,16 +710,7 @@ fn push_uploads_the_blobs_of_a_manifest_at_once() {
     let env = Env::new();
     // A layer of 8 MiB that does not compress: its upload lasts while the small blobs go.
     let ctx = env.dir.path().join("ctx");
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let data: Vec<u8> = (0..8 << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
-    crate::support::write(&ctx.join("big.bin"), data);
+    crate::support::write(&ctx.join("big.bin"), crate::support::noise(8 << 20, 0));
     crate::support::write(&ctx.join("notes.txt"), "notes\n");
     crate::support::write(
         &ctx.join("Agentfile"),
@@ -730,21 +721,7 @@ fn push_uploads_the_blobs_of_a_manifest_at_once() {
 
     let pushed = json(&env.ok(&["push", &tag, "--format", "json"]));
     assert!(list(&pushed, "uploaded").len() >= 3, "{pushed}");
-    let log = reg.log();
-    // S: an upload session opened; E: one finished.
-    let sessions: String = log
-        .lines()
-        .filter(|l| l.contains("/blobs/uploads/") && l.contains("HTTP/1.1\" 20"))
-        .filter_map(|l| {
-            if l.contains("\"POST /v2/") {
-                Some('S')
-            } else if l.contains("\"PUT /v2/") {
-                Some('E')
-            } else {
-                None
-            }
-        })
-        .collect();
+    let (sessions, log) = (reg.upload_sessions(), reg.log());
     assert_eq!(
         sessions.matches('S').count(),
         list(&pushed, "uploaded").len(),
