@@ -9,6 +9,7 @@
 use crate::registry::build_agent;
 use crate::security_registry::hostile_registry::{digest, Body, Content, Hostile, Length, Reply};
 use crate::support::cli::{flat, json, Env};
+use crate::support::noise;
 use crate::support::registry::{http_status, Registry};
 use std::sync::Arc;
 use std::time::Duration;
@@ -202,7 +203,9 @@ fn a_source_that_lies_about_a_blob_leaves_nothing_tagged_and_names_the_blob() {
 
 /// What a destination receives of a lying blob, seen from a fake destination that logs every
 /// request: never the whole body (its last chunk is held back until the digest is checked), and
-/// never the `PUT` that would complete the upload.
+/// never the `PUT` that would complete the upload. Whether the good layer and the config arrive
+/// before the lying blob's failure stops their relays depends on timing (they are relayed at
+/// once), so the test asserts nothing about them beyond "no tag".
 #[test]
 fn a_lying_blob_never_reaches_the_destination_whole() {
     let (source, bad) = lying_source(Lie::Digest);
@@ -225,8 +228,8 @@ fn a_lying_blob_never_reaches_the_destination_whole() {
         .filter(|r| r.method == "PATCH")
         .map(|r| r.body.len())
         .collect();
-    // The good layer and the config went whole; the lying layer's upload stopped short.
-    assert!(patches.contains(&70_000), "{patches:?}");
+    // No upload body carried the lying blob whole (a body cut short is logged with the bytes that
+    // came, or not at all).
     assert!(
         patches.iter().all(|n| *n < 200_000),
         "the lying blob was sent whole: {patches:?}"
@@ -239,19 +242,6 @@ fn a_lying_blob_never_reaches_the_destination_whole() {
     );
     assert!(content.blob(&bad).is_none());
     assert!(content.manifest("agents/liar", "1").is_none(), "tagged");
-}
-
-/// `n` bytes that do not compress (xorshift), different for each `seed`.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 #[test]

@@ -710,16 +710,7 @@ fn push_uploads_the_blobs_of_a_manifest_at_once() {
     let env = Env::new();
     // A layer of 8 MiB that does not compress: its upload lasts while the small blobs go.
     let ctx = env.dir.path().join("ctx");
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let data: Vec<u8> = (0..8 << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
-    crate::support::write(&ctx.join("big.bin"), data);
+    crate::support::write(&ctx.join("big.bin"), crate::support::noise(8 << 20, 0));
     crate::support::write(&ctx.join("notes.txt"), "notes\n");
     crate::support::write(
         &ctx.join("Agentfile"),
@@ -730,21 +721,7 @@ fn push_uploads_the_blobs_of_a_manifest_at_once() {
 
     let pushed = json(&env.ok(&["push", &tag, "--format", "json"]));
     assert!(list(&pushed, "uploaded").len() >= 3, "{pushed}");
-    let log = reg.log();
-    // S: an upload session opened; E: one finished.
-    let sessions: String = log
-        .lines()
-        .filter(|l| l.contains("/blobs/uploads/") && l.contains("HTTP/1.1\" 20"))
-        .filter_map(|l| {
-            if l.contains("\"POST /v2/") {
-                Some('S')
-            } else if l.contains("\"PUT /v2/") {
-                Some('E')
-            } else {
-                None
-            }
-        })
-        .collect();
+    let (sessions, log) = (reg.upload_sessions(), reg.log());
     assert_eq!(
         sessions.matches('S').count(),
         list(&pushed, "uploaded").len(),
@@ -757,4 +734,101 @@ fn push_uploads_the_blobs_of_a_manifest_at_once() {
 
     let fresh = Env::new();
     assert_eq!(fresh.ok(&["pull", "-q", &tag]).trim(), local.trim());
+}
+
+/// A registry that stops reading the upload of one layer (its connection stays open, nothing is
+/// answered) while the store's copy of a later layer is damaged: the registry refuses that
+/// layer's upload, and that must end the push at once, not after the stalled upload gives up; no
+/// manifest is pushed and the stalled upload is never completed. The destination is the fake
+/// registry of `support/hostile_registry.rs`: a real registry never stops reading an upload.
+#[test]
+fn a_failing_upload_stops_the_other_uploads_and_pushes_no_manifest() {
+    use crate::security_registry::hostile_registry::{Content, Hostile, Req, Unread};
+    use std::sync::Arc;
+    let env = Env::new();
+    let ctx = env.dir.path().join("ctx");
+    crate::support::write(&ctx.join("one.bin"), crate::support::noise(300_000, 5));
+    crate::support::write(&ctx.join("two.bin"), crate::support::noise(200_000, 6));
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME demo\nMODEL openai/gpt-4o\nADD one.bin\nADD two.bin\n",
+    );
+    env.ok(&["build", "-q", "-t", "m:1", ctx.to_str().expect("utf8")]);
+    let inspect = json(&env.ok(&["inspect", "m:1", "--format", "json"]));
+    let layers = inspect["manifest"]["layers"].as_array().expect("layers");
+    // The layer of the file `name`: its place in the manifest, digest and size.
+    let of_file = |name: &str| {
+        let (i, l) = layers
+            .iter()
+            .enumerate()
+            .find(|(_, l)| l["annotations"]["org.opencontainers.image.title"] == name)
+            .unwrap_or_else(|| panic!("no layer {name}: {inspect}"));
+        let digest = l["digest"].as_str().expect("digest").to_owned();
+        (i, digest, l["size"].as_u64().expect("size"))
+    };
+    let ((stalled_at, stalled, stalled_size), (failing_at, failing, _)) =
+        (of_file("one.bin"), of_file("two.bin"));
+    // The stalled upload comes first: reported in manifest order, it used to hold the failure back.
+    assert!(stalled_at < failing_at, "{inspect}");
+    // Same size, one byte flipped: the registry's digest check at the upload's `PUT` refuses it.
+    let damaged = env.store_blob(&failing);
+    let mut bytes = std::fs::read(&damaged).expect("read");
+    bytes[100] ^= 1;
+    std::fs::write(&damaged, &bytes).expect("damage");
+
+    let content = Arc::new(Content::new());
+    let stored = content.clone();
+    let stall_len = stalled_size.to_string();
+    let stalls = move |r: &Req| {
+        r.method == "PATCH" && r.header("content-length") == Some(stall_len.as_str())
+    };
+    let unread: Unread = Arc::new(stalls.clone());
+    let dest = Hostile::start_on(
+        "127.0.0.1".parse().expect("ip"),
+        Arc::new(move |req| stored.serve(req)),
+        Some(unread),
+    );
+    let target = format!("{}/agents/m:1", dest.addr);
+    // A transfer timeout far beyond the wait: only stopping the stalled upload ends the push in
+    // time.
+    let (ok, _, err) = env
+        .run_within(
+            &["push", "m:1", &target],
+            &[("OTTERS_REGISTRY_TIMEOUT", "600")],
+            std::time::Duration::from_secs(120),
+        )
+        .expect("the push kept waiting on the stalled upload after another blob failed");
+    let err = flat(&err);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("digest mismatch") && err.contains(failing.as_str()),
+        "the failing blob is not named: {err}"
+    );
+    let requests = dest.requests();
+    // Both layers were on their way at once: the stalled layer's upload was sent.
+    assert!(
+        requests.iter().any(&stalls),
+        "the stalled layer's upload never started"
+    );
+    // No manifest; the stalled upload was never completed (no `PUT ?digest=`), and the registry
+    // holds neither layer.
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.method == "PUT" && r.path().contains("/manifests/")),
+        "a manifest was pushed"
+    );
+    assert!(content.manifest("agents/m", "1").is_none(), "tagged");
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.method == "PUT" && r.query("digest").as_deref() == Some(stalled.as_str())),
+        "the stalled upload was completed"
+    );
+    for layer in [&stalled, &failing] {
+        assert!(
+            content.blob(layer).is_none(),
+            "{layer} reached the registry"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! destination shipped with links in it, device nodes and FIFOs where `save -o` or `build -o`
 //! would write, FIFOs inside a layout that `pull oci:` or `load -i` reads.
 
-use crate::support::cli::Env;
+use crate::support::cli::{flat, Env};
 use crate::support::fixture;
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -181,34 +181,6 @@ fn save_and_build_write_into_a_fifo_or_device_and_never_replace_it() {
     assert!(err.contains("it is a directory"), "{err}");
 }
 
-/// Runs otters and waits at most two minutes (a FIFO once made it wait forever); returns
-/// (finished, success, stderr).
-fn run_bounded(env: &Env, args: &[&str]) -> (bool, bool, String) {
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("otters"))
-        .env("OTTERS_HOME", env.home())
-        .env("DOCKER_CONFIG", env.docker())
-        .env("NO_COLOR", "1")
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-            return (true, status.success(), crate::support::cli::flat(&err));
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return (false, false, String::new());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn fifos_inside_a_layout_are_refused_not_waited_on() {
     let env = Env::new();
@@ -254,8 +226,11 @@ fn fifos_inside_a_layout_are_refused_not_waited_on() {
         ] {
             let other = Env::new();
             let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
-            let (finished, ok, err) = run_bounded(&other, &cmd);
-            assert!(finished, "{cmd:?} hung on a FIFO");
+            // At most two minutes: a FIFO once made it wait forever.
+            let (ok, _, err) = other
+                .run_within(&cmd, &[], std::time::Duration::from_secs(120))
+                .unwrap_or_else(|| panic!("{cmd:?} hung on a FIFO"));
+            let err = flat(&err);
             assert!(!ok, "{cmd:?} succeeded");
             assert!(err.contains("is not a regular file"), "{cmd:?}: {err}");
         }

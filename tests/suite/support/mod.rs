@@ -65,6 +65,20 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) {
     std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
+/// `n` bytes that do not compress (xorshift), different for each `seed`: a layer whose transfer
+/// lasts while others go.
+pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// Decodes `%XX` escapes of a URL query value (bytes that are not UTF-8 become U+FFFD); a `+` stays
 /// a `+` (form decoding replaces it with a space first).
 pub fn percent_decode(s: &str) -> String {

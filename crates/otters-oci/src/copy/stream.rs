@@ -19,15 +19,18 @@
 //! either side restarts that blob (a new `GET`, a new upload), within the client's retry budget;
 //! what arrived before is skipped when the copy is run again. The first blob that fails (in the
 //! order failures happen) ends the copy: the relays still running are stopped at their next chunk
-//! and dropped, so none of them completes its upload afterwards.
+//! and dropped, so none of them completes its upload afterwards (`transfer::at_once`, shared with
+//! push).
+//!
+//! [`UPLOADS_AT_ONCE`]: crate::registry::transfer::UPLOADS_AT_ONCE
 
 use crate::progress::{Event, Outcome, Progress};
 use crate::reference::Reference;
 use crate::registry::http::error_chain;
 use crate::registry::sources::Sources;
 use crate::registry::transfer::{
-    blob_done, check_depth, fetch_child, parse, present_or_mounted, upload_progress,
-    TransferReport, UPLOADS_AT_ONCE,
+    at_once, blob_done, check_depth, fetch_child, parse, present_or_mounted, upload_progress,
+    TransferReport,
 };
 use crate::registry::{BlobStream, Fetched, RegistryClient, RegistryError};
 use crate::spec::digest::Hasher;
@@ -147,6 +150,8 @@ impl From<RegistryError> for Step {
 /// Skips, mounts or streams the blobs of one manifest (each digest once): each looked up in turn
 /// (`HEAD`, then a mount from the source's repository or another one `sources` knows), then up to
 /// [`UPLOADS_AT_ONCE`] of the missing ones relayed at once, reported done in manifest order.
+///
+/// [`UPLOADS_AT_ONCE`]: crate::registry::transfer::UPLOADS_AT_ONCE
 fn relay_blobs(
     client: &RegistryClient,
     src: &Reference,
@@ -172,64 +177,22 @@ fn relay_blobs(
         emit,
         stop: Arc::new(AtomicBool::new(false)),
     };
-    client.block_on(async {
-        let relays = blobs
-            .iter()
-            .zip(&found)
-            .enumerate()
-            .map(|(i, (blob, found))| {
-                let relay = &relay;
-                async move {
-                    match found {
-                        Some(outcome) => Ok((i, *outcome)),
-                        None => relay.blob(blob).await.map(|()| (i, Outcome::Uploaded)),
-                    }
+    let relays = blobs
+        .iter()
+        .zip(&found)
+        .map(|(blob, found)| {
+            let relay = &relay;
+            async move {
+                match found {
+                    Some(outcome) => Ok(*outcome),
+                    None => relay.blob(blob).await.map(|()| Outcome::Uploaded),
                 }
-            });
-        let mut running = futures_util::stream::iter(relays).buffer_unordered(UPLOADS_AT_ONCE);
-        let mut order = InOrder::new(blobs.len());
-        while let Some(relayed) = running.next().await {
-            let (i, outcome) =
-                relayed.inspect_err(|_| relay.stop.store(true, Ordering::Relaxed))?;
-            for (i, outcome) in order.arrived(i, outcome) {
-                let blob = blobs[i];
-                if outcome == Outcome::Uploaded {
-                    report.bytes += blob.size;
-                }
-                blob_done(blob, dest, outcome, sources, &mut |e| emit(e), report);
             }
-        }
-        Ok(())
-    })
-}
-
-/// The outcomes of relays that end in any order, handed on in manifest order.
-struct InOrder {
-    /// Outcomes that arrived before an earlier blob's, held until they are due.
-    held: Vec<Option<Outcome>>,
-    /// The first blob not handed on yet.
-    next: usize,
-}
-
-impl InOrder {
-    fn new(blobs: usize) -> Self {
-        InOrder {
-            held: vec![None; blobs],
-            next: 0,
-        }
-    }
-
-    /// Records that blob `i` ended with `outcome`; returns the blobs now due (their index and
-    /// outcome), in manifest order: none while an earlier blob is still on its way.
-    fn arrived(&mut self, i: usize, outcome: Outcome) -> Vec<(usize, Outcome)> {
-        self.held[i] = Some(outcome);
-        let mut due = Vec::new();
-        while let Some(outcome) = self.held.get(self.next).copied().flatten() {
-            due.push((self.next, outcome));
-            self.next += 1;
-        }
-        due
-    }
+        })
+        .collect();
+    client.block_on(at_once(relays, &relay.stop, |i, outcome| {
+        blob_done(blobs[i], dest, outcome, sources, &mut |e| emit(e), report);
+    }))
 }
 
 /// What every relay of one manifest's blobs shares.
@@ -478,25 +441,5 @@ impl Flow {
         let last = self.held.take()?;
         let _ = self.check.counts.send(last.len() as u64);
         Some((Ok(last), None))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outcomes_are_handed_on_in_manifest_order_whatever_order_they_end_in() {
-        let mut order = InOrder::new(4);
-        assert_eq!(order.arrived(2, Outcome::Uploaded), []);
-        assert_eq!(order.arrived(0, Outcome::Skipped), [(0, Outcome::Skipped)]);
-        assert_eq!(
-            order.arrived(1, Outcome::Mounted),
-            [(1, Outcome::Mounted), (2, Outcome::Uploaded)]
-        );
-        assert_eq!(
-            order.arrived(3, Outcome::Uploaded),
-            [(3, Outcome::Uploaded)]
-        );
     }
 }

@@ -22,6 +22,8 @@ use crate::validate::Kind;
 use futures_util::StreamExt as _;
 use serde::Serialize;
 use std::io::{Read as _, Write as _};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 pub use crate::progress::{Event, Outcome, Progress};
 
@@ -121,8 +123,8 @@ pub(crate) fn check_depth(depth: usize, r: &Reference) -> Result<(), RegistryErr
     Ok(())
 }
 
-/// Records a blob's outcome: in the report, as now living in `r`'s repository, and as a progress
-/// event.
+/// Records a blob's outcome: in the report (an upload's bytes counted), as now living in `r`'s
+/// repository, and as a progress event.
 pub(crate) fn blob_done(
     blob: &Descriptor,
     r: &Reference,
@@ -131,6 +133,9 @@ pub(crate) fn blob_done(
     progress: Progress<'_>,
     report: &mut TransferReport,
 ) {
+    if outcome == Outcome::Uploaded {
+        report.bytes += blob.size;
+    }
     report.record(&blob.digest, outcome);
     sources.add(&blob.digest, r);
     progress(Event::BlobDone {
@@ -224,6 +229,61 @@ pub(crate) fn push_node(
 /// connection to each side per blob), and a copy's memory at 4 chunks in flight.
 pub(crate) const UPLOADS_AT_ONCE: usize = 4;
 
+/// Runs `tasks` (one per blob of a manifest, in manifest order) up to [`UPLOADS_AT_ONCE`] at
+/// once, and hands each one's result to `done` in manifest order, whichever ends first. The first
+/// task that fails (in the order failures happen, not in manifest order) ends the run at once: it
+/// sets `stop`, so the bodies still on their way end at their next chunk (even one the transport
+/// would go on sending), drops the tasks still running (none of them sends the `PUT` that
+/// completes an upload), and returns its error.
+pub(crate) async fn at_once<T>(
+    tasks: Vec<impl std::future::Future<Output = Result<T, RegistryError>>>,
+    stop: &AtomicBool,
+    mut done: impl FnMut(usize, T),
+) -> Result<(), RegistryError> {
+    let mut order = InOrder::new(tasks.len());
+    let numbered = tasks
+        .into_iter()
+        .enumerate()
+        .map(|(i, task)| async move { task.await.map(|t| (i, t)) });
+    let mut running = futures_util::stream::iter(numbered).buffer_unordered(UPLOADS_AT_ONCE);
+    while let Some(ended) = running.next().await {
+        let (i, t) = ended.inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
+        for (i, t) in order.arrived(i, t) {
+            done(i, t);
+        }
+    }
+    Ok(())
+}
+
+/// The results of tasks that end in any order, handed on in manifest order.
+struct InOrder<T> {
+    /// Results that arrived before an earlier blob's, held until they are due.
+    held: Vec<Option<T>>,
+    /// The first blob not handed on yet.
+    next: usize,
+}
+
+impl<T> InOrder<T> {
+    fn new(blobs: usize) -> Self {
+        InOrder {
+            held: std::iter::repeat_with(|| None).take(blobs).collect(),
+            next: 0,
+        }
+    }
+
+    /// Records that blob `i` ended with `t`; returns the blobs now due (their index and result),
+    /// in manifest order: none while an earlier blob is still on its way.
+    fn arrived(&mut self, i: usize, t: T) -> Vec<(usize, T)> {
+        self.held[i] = Some(t);
+        let mut due = Vec::new();
+        while let Some(t) = self.held.get_mut(self.next).and_then(Option::take) {
+            due.push((self.next, t));
+            self.next += 1;
+        }
+        due
+    }
+}
+
 /// What the `HEAD` pass decided for one blob of a manifest.
 enum Plan {
     /// Already there or mounted: nothing to send.
@@ -238,7 +298,8 @@ enum Plan {
 /// repository `sources` knows), one after the other, so a bearer token is fetched once; then up
 /// to [`UPLOADS_AT_ONCE`] of those the registry lacks are uploaded at once. Every blob is
 /// reported started when looked up, and done in manifest order, as a sequential push would.
-/// The first error (in manifest order) ends the push; uploads still running are dropped.
+/// The first upload that fails (in the order failures happen) ends the push at once: the uploads
+/// still running are stopped and dropped, so none of them completes afterwards (see [`at_once`]).
 fn push_blobs(
     client: &RegistryClient,
     store: &Store,
@@ -263,34 +324,33 @@ fn push_blobs(
     }
     let sink = std::cell::RefCell::new(progress);
     let emit: &dyn Fn(Event<'_>) = &|e| (*sink.borrow_mut())(e);
-    client.block_on(async {
-        let sends = blobs.iter().zip(&plans).map(|(blob, plan)| async move {
-            match plan {
-                Plan::Done(outcome) => Ok(Some(*outcome)),
-                Plan::Repeat => Ok(None),
-                Plan::Send => send_blob(client, store, blob, dest, emit)
-                    .await
-                    .map(|()| Some(Outcome::Uploaded)),
+    let stop = Arc::new(AtomicBool::new(false));
+    let sends = blobs
+        .iter()
+        .zip(&plans)
+        .map(|(blob, plan)| {
+            let stop = &stop;
+            async move {
+                match plan {
+                    Plan::Done(outcome) => Ok(Some(*outcome)),
+                    Plan::Repeat => Ok(None),
+                    Plan::Send => send_blob(client, store, blob, dest, emit, stop)
+                        .await
+                        .map(|()| Some(Outcome::Uploaded)),
+                }
             }
+        })
+        .collect();
+    client.block_on(at_once(sends, &stop, |i, outcome| {
+        let blob = blobs[i];
+        // A digest listed twice: reported found, right after its first listing, as the `HEAD` a
+        // sequential push sends for it would say.
+        let outcome = outcome.unwrap_or_else(|| {
+            emit(Event::blob_started(blob));
+            Outcome::Skipped
         });
-        let mut done = futures_util::stream::iter(sends).buffered(UPLOADS_AT_ONCE);
-        let mut i = 0;
-        while let Some(result) = done.next().await {
-            let blob = blobs[i];
-            i += 1;
-            // A digest listed twice: reported found, right after its first listing, as the
-            // `HEAD` a sequential push sends for it would say.
-            let outcome = result?.unwrap_or_else(|| {
-                emit(Event::blob_started(blob));
-                Outcome::Skipped
-            });
-            if outcome == Outcome::Uploaded {
-                report.bytes += blob.size;
-            }
-            blob_done(blob, dest, outcome, sources, &mut |e| emit(e), report);
-        }
-        Ok(())
-    })
+        blob_done(blob, dest, outcome, sources, &mut |e| emit(e), report);
+    }))
 }
 
 /// Size of the chunks a blob is read and sent in.
@@ -298,13 +358,15 @@ const CHUNK: usize = 1 << 20;
 
 /// Uploads one store blob to `dest`, hashed as it streams (the store is checked like any input: a
 /// blob whose size or digest differs from its descriptor fails with the store's own "corrupt"
-/// error and never reaches the registry under a digest it does not have).
+/// error and never reaches the registry under a digest it does not have). Once `stop` is set
+/// (another blob of the push failed) the body ends at its next chunk, with an error.
 async fn send_blob(
     client: &RegistryClient,
     store: &Store,
     blob: &Descriptor,
     dest: &Reference,
     emit: &dyn Fn(Event<'_>),
+    stop: &Arc<AtomicBool>,
 ) -> Result<(), RegistryError> {
     let digest = blob.digest.clone();
     let path = store.blob_path(&digest);
@@ -324,14 +386,18 @@ async fn send_blob(
     let open = move || -> Result<BlobStream, RegistryError> {
         let file = std::fs::File::open(&path).map_err(io_err("open", &path))?;
         let file = crate::store::verify::VerifiedBlob::new(file, digest.clone(), path.clone());
-        let tx = tx.clone();
+        let (tx, stop) = (tx.clone(), stop.clone());
         // One buffer per stream, reused once the transport has sent (dropped) the last chunk:
         // a fresh 1 MiB allocation per chunk cost page faults and zeroing on every MiB.
         let buf = bytes::BytesMut::new();
         let stream = futures_util::stream::unfold((Some(file), buf), move |(state, mut buf)| {
-            let tx = tx.clone();
+            let (tx, stop) = (tx.clone(), stop.clone());
             async move {
                 let mut file = state?;
+                if stop.load(Ordering::Relaxed) {
+                    let why = "the push stopped: another blob failed";
+                    return Some((Err(std::io::Error::other(why)), (None, buf)));
+                }
                 buf.resize(CHUNK, 0);
                 match file.read(&mut buf) {
                     Ok(0) => None,
@@ -750,4 +816,24 @@ fn parse_manifest(bytes: &[u8], r: &impl std::fmt::Display) -> Result<ManifestDo
         });
     }
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_handed_on_in_manifest_order_whatever_order_they_end_in() {
+        let mut order = InOrder::new(4);
+        assert_eq!(order.arrived(2, Outcome::Uploaded), []);
+        assert_eq!(order.arrived(0, Outcome::Skipped), [(0, Outcome::Skipped)]);
+        assert_eq!(
+            order.arrived(1, Outcome::Mounted),
+            [(1, Outcome::Mounted), (2, Outcome::Uploaded)]
+        );
+        assert_eq!(
+            order.arrived(3, Outcome::Uploaded),
+            [(3, Outcome::Uploaded)]
+        );
+    }
 }
