@@ -22,7 +22,9 @@ pub fn run(a: Args) -> CliResult {
         .map(Platform::parse)
         .transpose()
         .map_err(fail)?;
-    let store = Store::open(super::otters_home().join("store")).map_err(fail)?;
+    // It may pull the agent, its runtime and BINs, and writes the export: leased, so a
+    // concurrent `prune` keeps what it wrote before it is reachable.
+    let store = super::common::open_store_leased()?;
     let registry = RegistryFetcher::new(super::common::client_options(a.insecure));
     let pull = if a.offline {
         Pull::Never

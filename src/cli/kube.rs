@@ -2,7 +2,7 @@
 //! docs/kubernetes.md). The YAML goes to stdout, or to `-o FILE`.
 use super::{fail, fail_in, CliResult};
 use otters_cli::kube::Args;
-use otters_oci::{Platform, Store};
+use otters_oci::Platform;
 use otters_pipeline::export;
 use otters_pipeline::kube::agent::{agent_objects, Fetch};
 use otters_pipeline::kube::{self, Options, Resources};
@@ -37,7 +37,9 @@ pub fn run(a: Args) -> CliResult {
         service: a.service,
         replicas: a.replicas,
     };
-    let store = Store::open(super::otters_home().join("store")).map_err(fail)?;
+    // It may pull the agent, its runtime and BINs, and writes the export: leased, so a
+    // concurrent `prune` keeps what it wrote before it is reachable.
+    let store = super::common::open_store_leased()?;
     let fetch = Fetch {
         offline: a.offline,
         client: super::common::client_options(a.insecure),

@@ -29,9 +29,7 @@ pub fn run(a: Args) -> CliResult {
     let platform = super::common::platform(a.platform.as_deref())?;
     let platform = platform.unwrap_or_else(|| prepare::default_platform(executor));
     let home = super::otters_home();
-    let store = Store::open(home.join("store"))
-        .and_then(|s| s.leased())
-        .map_err(fail)?;
+    let store = super::common::open_store_leased()?;
     let registry = RegistryFetcher::new(super::common::client_options(a.insecure));
     let reference = reference(&a, pull, &store)?;
     let image = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;

@@ -397,3 +397,80 @@ fn w_fails(w: &StaticWorld, args: &[&str]) -> String {
     assert!(!out.status.success(), "{args:?} succeeded");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// Every blob an exported manifest in `home`'s store names (itself, its config, its layers).
+fn missing_blobs_of(home: &Path, digest: &str) -> Vec<String> {
+    let blob = |d: &str| {
+        home.join("store/blobs/sha256")
+            .join(d.trim_start_matches("sha256:"))
+    };
+    let Ok(bytes) = fs::read(blob(digest)) else {
+        return vec![digest.to_owned()];
+    };
+    let m: Value = serde_json::from_slice(&bytes).unwrap();
+    let mut named = vec![m["config"]["digest"].as_str().unwrap().to_owned()];
+    for l in m["layers"].as_array().unwrap() {
+        named.push(l["digest"].as_str().unwrap().to_owned());
+    }
+    named.into_iter().filter(|d| !blob(d).exists()).collect()
+}
+
+/// Sets its flag when dropped: stops a pruner thread however a test's rounds end (a failed
+/// assertion too: `thread::scope` waits for the pruner before it passes the panic on).
+struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// `export` writes through a leased store, as `build` and `pull` do: a concurrent `prune` (which
+/// removes every blob no image reaches and no lease lists) never takes the runtime and BIN blobs
+/// it fetches, or the layers it writes, before the referrer that makes them reachable exists.
+/// Each round pulls the agent into a store a pruner empties again and again, exports it, checks
+/// every blob of the export is there, and untags the agent (so the next round writes anew).
+#[test]
+fn a_concurrent_prune_never_takes_the_blobs_of_an_export() {
+    let test = "a_concurrent_prune_never_takes_the_blobs_of_an_export";
+    let Some(w) = StaticWorld::start(test) else {
+        return;
+    };
+    let agent = w.agent("racer", "racer");
+    let home = w.fresh_home("racing");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let freed = std::thread::scope(|s| {
+        let pruner = s.spawn(|| {
+            let mut freed = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let out = ok(cli::otters(&home).args(["prune", "--format", "json"]));
+                let v: Value = serde_json::from_str(&out).unwrap();
+                freed += v["freedBytes"].as_u64().unwrap();
+            }
+            freed
+        });
+        let stop = Stop(&done);
+        for round in 0..6 {
+            ok(cli::otters(&home).args(["pull", "-q", &agent]));
+            let out = cli::otters(&home)
+                .args(["export", &agent, "--as", "runnable"])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "round {round}: export failed: {err}");
+            let digest = last_line(&String::from_utf8_lossy(&out.stdout));
+            let missing = missing_blobs_of(&home, &digest);
+            assert!(
+                missing.is_empty(),
+                "round {round}: a prune took {missing:?} of the export {digest}"
+            );
+            ok(cli::otters(&home).args(["rm", &agent]));
+        }
+        drop(stop);
+        pruner.join().unwrap()
+    });
+    assert!(
+        freed > 0,
+        "the pruner never removed anything: no race was exercised"
+    );
+}

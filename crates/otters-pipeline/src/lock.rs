@@ -87,10 +87,13 @@ pub fn lock(req: &LockRequest) -> Result<Locked, LockFailure> {
     let bytes = project::read_agentfile(&req.context, &req.agentfile)?;
     let (file, model) = check_agentfile(&req.agentfile, &bytes, &req.build_args)?;
     let lock_path = resolve::lock_path_for(&req.agentfile);
-    let store = Store::open(&req.store).map_err(|source| LockFailure::Store {
-        root: req.store.clone(),
-        source,
-    })?;
+    // FROM parents are pulled into it: leased, so a concurrent `prune` keeps what arrives.
+    let store = Store::open(&req.store)
+        .and_then(|s| s.leased())
+        .map_err(|source| LockFailure::Store {
+            root: req.store.clone(),
+            source,
+        })?;
     let opts = resolve::Options {
         offline: false,
         locked: false,

@@ -44,7 +44,8 @@ impl Drop for Lease {
 
 impl Store {
     /// A handle on the same store that holds a lease (see `Lease`) until it and every handle
-    /// made from it are dropped: `otters build`, `pull`, `load` and `run` write through one, so a
+    /// made from it are dropped: every command that writes into the store (`build`, `pull`, `load`,
+    /// `run`, `lock`, `export`, `kube`, `copy`, `attach`, `sign`) writes through one, so a
     /// concurrent `otters prune` never removes a blob they wrote or reused but have not tagged yet.
     /// A store this user cannot write (a shared, read-only one) gets no lease: nothing can be
     /// written into it that a prune could race with.
