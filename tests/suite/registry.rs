@@ -737,8 +737,8 @@ fn push_uploads_the_blobs_of_a_manifest_at_once() {
 }
 
 /// A registry that stops reading the upload of one layer (its connection stays open, nothing is
-/// answered) while the store's copy of a later layer is damaged: the registry refuses that
-/// layer's upload, and that must end the push at once, not after the stalled upload gives up; no
+/// answered) while the store's copy of a later layer is damaged: otters' own check fails that
+/// layer's upload at its last byte, and that must end the push at once, not after the stalled upload gives up; no
 /// manifest is pushed and the stalled upload is never completed. The destination is the fake
 /// registry of `support/hostile_registry.rs`: a real registry never stops reading an upload.
 #[test]
@@ -770,7 +770,7 @@ fn a_failing_upload_stops_the_other_uploads_and_pushes_no_manifest() {
         (of_file("one.bin"), of_file("two.bin"));
     // The stalled upload comes first: reported in manifest order, it used to hold the failure back.
     assert!(stalled_at < failing_at, "{inspect}");
-    // Same size, one byte flipped: the registry's digest check at the upload's `PUT` refuses it.
+    // Same size, one byte flipped: otters' digest check at the blob's last byte fails its upload.
     let damaged = env.store_blob(&failing);
     let mut bytes = std::fs::read(&damaged).expect("read");
     bytes[100] ^= 1;
@@ -801,7 +801,7 @@ fn a_failing_upload_stops_the_other_uploads_and_pushes_no_manifest() {
     let err = flat(&err);
     assert!(!ok, "{err}");
     assert!(
-        err.contains("digest mismatch") && err.contains(failing.as_str()),
+        err.contains("in the store is corrupt") && err.contains(failing.as_str()),
         "the failing blob is not named: {err}"
     );
     let requests = dest.requests();

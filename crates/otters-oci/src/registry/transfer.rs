@@ -383,37 +383,65 @@ async fn send_blob(
     }
     // Progress is reported from the body stream; a retried upload reports its bytes again.
     let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    // Why a body ended early, when the store is at fault: the transport sees only "the body
+    // failed", which reads as a lost connection.
+    let fault: Arc<std::sync::Mutex<Option<StoreError>>> = Arc::default();
+    let seen = fault.clone();
     let open = move || -> Result<BlobStream, RegistryError> {
         let file = std::fs::File::open(&path).map_err(io_err("open", &path))?;
         let file = crate::store::verify::VerifiedBlob::new(file, digest.clone(), path.clone());
-        let (tx, stop) = (tx.clone(), stop.clone());
+        let (tx, stop, fault) = (tx.clone(), stop.clone(), fault.clone());
         // One buffer per stream, reused once the transport has sent (dropped) the last chunk:
         // a fresh 1 MiB allocation per chunk cost page faults and zeroing on every MiB.
         let buf = bytes::BytesMut::new();
-        let stream = futures_util::stream::unfold((Some(file), buf), move |(state, mut buf)| {
-            let (tx, stop) = (tx.clone(), stop.clone());
+        let size = blob.size;
+        let start = (Some(file), buf, 0u64);
+        let stream = futures_util::stream::unfold(start, move |(state, mut buf, sent)| {
+            let (tx, stop, fault) = (tx.clone(), stop.clone(), fault.clone());
             async move {
                 let mut file = state?;
                 if stop.load(Ordering::Relaxed) {
                     let why = "the push stopped: another blob failed";
-                    return Some((Err(std::io::Error::other(why)), (None, buf)));
+                    return Some((Err(std::io::Error::other(why)), (None, buf, sent)));
                 }
                 buf.resize(CHUNK, 0);
-                match file.read(&mut buf) {
-                    Ok(0) => None,
-                    Ok(n) => {
-                        buf.truncate(n);
-                        let _ = tx.send(n as u64);
-                        let chunk = buf.split().freeze();
-                        Some((Ok::<_, std::io::Error>(chunk), (Some(file), buf)))
-                    }
-                    Err(e) => Some((Err(e), (None, buf))),
+                let n = match file.read(&mut buf) {
+                    Ok(0) => return None,
+                    Ok(n) => n,
+                    Err(e) => return Some((Err(e), (None, buf, sent))),
+                };
+                buf.truncate(n);
+                let sent = sent + n as u64;
+                let _ = tx.send(n as u64);
+                let chunk = buf.split().freeze();
+                if sent < size {
+                    return Some((Ok::<_, std::io::Error>(chunk), (Some(file), buf, sent)));
                 }
+                // The transport stops reading at the declared size, before the end of the file
+                // where `VerifiedBlob` checks the digest: at the blob's last byte, check it now,
+                // so a blob damaged in the store fails here with its last chunk held back,
+                // whether or not the registry checks what it receives.
+                if let Err(e) = file.finish() {
+                    let why = std::io::Error::other(e.to_string());
+                    *fault
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
+                    return Some((Err(why), (None, buf, sent)));
+                }
+                Some((Ok(chunk), (None, buf, sent)))
             }
         });
         Ok(stream.boxed())
     };
-    upload_progress(client, dest, blob, &open, &rx, emit).await
+    let sent = upload_progress(client, dest, blob, &open, &rx, emit).await;
+    let fault = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    match fault {
+        Some(e) => Err(e.into()),
+        None => sent,
+    }
 }
 
 /// `Skipped` when `dest`'s repository has `digest` already (`HEAD`), `Mounted` when its registry
