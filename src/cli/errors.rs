@@ -22,7 +22,8 @@ pub(super) fn error_hook() {
 }
 
 /// A library error as a report that keeps it as its source, so the cause chain survives to the
-/// renderer (`otters_pipeline::view::report`), where `miette!("{e}")` would flatten it into a string.
+/// renderer (`otters_pipeline::view::report`), where `miette!("{e}")` would flatten it into a
+/// string.
 #[derive(Debug)]
 pub(crate) struct Failure {
     message: String,

@@ -1,6 +1,7 @@
 //! What to do about a typed library error, in the CLI's terms: the library's messages speak of
 //! values (the platform wanted, those available, why a program did not start), and the CLI's
-//! error rendering (`otters_pipeline::view::report`, through `super::render`) adds the flag or command that helps as a `help:` line.
+//! error rendering (`otters_pipeline::view::report`, through `super::render`) adds the flag or
+//! command that helps as a `help:` line.
 //!
 //! Takes: an error chain. Returns: a help text, or none. Must never: change a message.
 use otters_oci::registry::RegistryError;

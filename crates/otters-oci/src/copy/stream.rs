@@ -14,13 +14,13 @@
 //! destination's registry (the source's own, when both are one registry) is mounted. The blobs of
 //! a manifest are looked up one after the other (so a bearer token is fetched once), then up to
 //! `UPLOADS_AT_ONCE` (4, `registry::transfer`) of those the destination lacks are relayed at once,
-//! as a push uploads them (memory: at most that many chunks in flight). Progress and the report stay in manifest order:
-//! every blob is reported started when looked up and done in manifest order. A lost connection on
-//! either side restarts that blob (a new `GET`, a new upload), within the client's retry budget;
-//! what arrived before is skipped when the copy is run again. The first blob that fails (in the
-//! order failures happen) ends the copy: the relays still running are stopped at their next chunk
-//! and dropped, so none of them completes its upload afterwards (`transfer::at_once`, shared with
-//! push).
+//! as a push uploads them (memory: at most that many chunks in flight). Progress and the report
+//! stay in manifest order: every blob is reported started when looked up and done in manifest
+//! order. A lost connection on either side restarts that blob (a new `GET`, a new upload), within
+//! the client's retry budget; what arrived before is skipped when the copy is run again. The first
+//! blob that fails (in the order failures happen) ends the copy: the relays still running are
+//! stopped at their next chunk and dropped, so none of them completes its upload afterwards
+//! (`transfer::at_once`, shared with push).
 
 use crate::progress::{Event, Outcome, Progress};
 use crate::reference::Reference;
