@@ -415,16 +415,6 @@ fn missing_blobs_of(home: &Path, digest: &str) -> Vec<String> {
     named.into_iter().filter(|d| !blob(d).exists()).collect()
 }
 
-/// Sets its flag when dropped: stops a pruner thread however a test's rounds end (a failed
-/// assertion too: `thread::scope` waits for the pruner before it passes the panic on).
-struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
-
-impl Drop for Stop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 /// `export` writes through a leased store, as `build` and `pull` do: a concurrent `prune` (which
 /// removes every blob no image reaches and no lease lists) never takes the runtime and BIN blobs
 /// it fetches, or the layers it writes, before the referrer that makes them reachable exists.
@@ -449,7 +439,7 @@ fn a_concurrent_prune_never_takes_the_blobs_of_an_export() {
             }
             freed
         });
-        let stop = Stop(&done);
+        let stop = crate::support::Stop(&done);
         for round in 0..6 {
             ok(cli::otters(&home).args(["pull", "-q", &agent]));
             let out = cli::otters(&home)

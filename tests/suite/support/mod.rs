@@ -65,6 +65,17 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) {
     std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
+/// Sets its flag when dropped: stops a helper thread (a pruner racing a command) however a test's
+/// rounds end, a failed assertion too (`thread::scope` waits for the thread before it passes the
+/// panic on).
+pub struct Stop<'a>(pub &'a std::sync::atomic::AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// `n` bytes that do not compress (xorshift), different for each `seed`: a layer whose transfer
 /// lasts while others go.
 pub fn noise(n: usize, seed: u64) -> Vec<u8> {
