@@ -474,38 +474,19 @@ fn kube_beside_a_concurrent_prune_reads_what_it_fetched() {
     let agent = w.agent("racer", "racer");
     ok(cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"]));
     let home = w.fresh_home("racing");
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let freed = std::thread::scope(|s| {
-        let pruner = s.spawn(|| {
-            let mut freed = 0;
-            while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                let out = ok(cli::otters(&home).args(["prune", "--format", "json"]));
-                let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-                freed += v["freedBytes"].as_u64().unwrap();
-            }
-            freed
-        });
-        let stop = crate::support::Stop(&done);
-        for round in 0..6 {
-            let out = cli::otters(&home)
-                .args(["kube", &agent, "--config", "webhook=x"])
-                .args(["--mount", "/data=emptydir", "--mount", "/out=pvc:results"])
-                .output()
-                .unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "round {round}: kube failed: {err}");
-            assert!(
-                String::from_utf8_lossy(&out.stdout).contains("kind: \"Deployment\""),
-                "round {round}"
-            );
-            // What kube pulled is tagged: untag it, so the next round fetches anew.
-            let _ = cli::otters(&home).args(["rm", &agent]).output();
-        }
-        drop(stop);
-        pruner.join().unwrap()
+    crate::support::beside_a_pruner(&home, 6, |round| {
+        let out = cli::otters(&home)
+            .args(["kube", &agent, "--config", "webhook=x"])
+            .args(["--mount", "/data=emptydir", "--mount", "/out=pvc:results"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "round {round}: kube failed: {err}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("kind: \"Deployment\""),
+            "round {round}"
+        );
+        // What kube pulled is tagged: untag it, so the next round fetches anew.
+        let _ = cli::otters(&home).args(["rm", &agent]).output();
     });
-    assert!(
-        freed > 0,
-        "the pruner never removed anything: no race was exercised"
-    );
 }

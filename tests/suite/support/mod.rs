@@ -65,15 +65,40 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) {
     std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
-/// Sets its flag when dropped: stops a helper thread (a pruner racing a command) however a test's
-/// rounds end, a failed assertion too (`thread::scope` waits for the thread before it passes the
-/// panic on).
-pub struct Stop<'a>(pub &'a std::sync::atomic::AtomicBool);
+/// Sets its flag when dropped: stops the pruner of [`beside_a_pruner`] however the rounds end, a
+/// failed assertion too (`thread::scope` waits for the thread before it passes the panic on).
+struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
 
 impl Drop for Stop<'_> {
     fn drop(&mut self) {
         self.0.store(true, std::sync::atomic::Ordering::SeqCst);
     }
+}
+
+/// Runs `round(0..rounds)` while another thread runs `otters prune` on `home`'s store again and
+/// again (no age rule: only leases protect what a command wrote and has not made reachable), and
+/// asserts the pruner freed something, so a race was exercised.
+pub fn beside_a_pruner(home: &Path, rounds: usize, round: impl Fn(usize)) {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let freed = std::thread::scope(|s| {
+        let pruner = s.spawn(|| {
+            let mut freed = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let out = cli::ok(cli::otters(home).args(["prune", "--format", "json"]));
+                let v: serde_json::Value = serde_json::from_str(&out).expect("prune's JSON");
+                freed += v["freedBytes"].as_u64().expect("freedBytes");
+            }
+            freed
+        });
+        let stop = Stop(&done);
+        (0..rounds).for_each(&round);
+        drop(stop);
+        pruner.join().expect("the pruner")
+    });
+    assert!(
+        freed > 0,
+        "the pruner never removed anything: no race was exercised"
+    );
 }
 
 /// `n` bytes that do not compress (xorshift), different for each `seed`: a layer whose transfer
