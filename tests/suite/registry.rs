@@ -655,6 +655,34 @@ fn from_an_otters_built_parent_resolves() {
     );
 }
 
+/// `lock` pulls its FROM parent through a leased store: a concurrent `prune` (which removes every
+/// blob no image reaches and no lease lists) never takes the parent's blobs between their arrival
+/// and the merge that reads them. Each round locks anew in a store a pruner empties again and again.
+#[test]
+fn lock_beside_a_concurrent_prune_reads_the_parent_it_pulled() {
+    let reg = Registry::start();
+    let env = Env::new();
+    let parent = format!("{}/agents/parent:1", reg.addr);
+    build_agent(&env, &parent, 256 * 1024);
+    env.ok(&["push", &parent]);
+    let other = Env::new();
+    let ctx = other.dir.path().join("child");
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        format!("FROM {parent}\nNAME child\n"),
+    );
+    let lockfile = ctx.join("Agentfile.lock");
+    crate::support::beside_a_pruner(&other.home(), 6, |round| {
+        let (ok, _, err) = other.run(&["lock", ctx.to_str().expect("utf8")]);
+        assert!(ok, "round {round}: lock failed: {err}");
+        let text = std::fs::read_to_string(&lockfile).expect("the lockfile");
+        assert!(text.contains(&parent), "round {round}: {text}");
+        // Start the next round from nothing: no lockfile, no parent in the store.
+        std::fs::remove_file(&lockfile).expect("remove the lockfile");
+        let _ = other.run(&["rm", &parent]);
+    });
+}
+
 #[test]
 fn inheritance_cycles_and_depth_are_reported() {
     let reg = Registry::start();
