@@ -124,7 +124,7 @@ fn agentfile(a: &Args) -> miette::Result<(PathBuf, AgentfileSource)> {
 fn report(a: &Args, output: Option<&Output>, out: &BuildOutput) {
     if !a.quiet {
         print_diagnostics(&out.file, &out.diagnostics);
-        eprint!("{}", view::unused_build_args(out));
+        eprint!("{}", view::unused_build_args(&out.unused_build_args));
     }
     if !a.quiet && a.format == Format::Text {
         eprint!("{}", view::status(out, output.map(Output::dest)));

@@ -8,6 +8,7 @@ use otters_agentfile::diagnostic::Severity;
 use otters_cli::lint::{Args, FailOn};
 use otters_pipeline::lint::{self, LintError, Loaded, Request};
 use otters_pipeline::view::lint::{Out, Printer};
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.
@@ -33,7 +34,7 @@ pub fn run(a: Args) -> CliResult {
     };
     let store = super::otters_home().join("store");
     match lint::load(&req, &store, std::io::stdin().lock()) {
-        Ok(loaded) => Ok(check_and_print(&a, loaded)),
+        Ok(loaded) => Ok(check_and_print(&a, &req.build_args, loaded)),
         Err(e) => Ok(fatal(&e)),
     }
 }
@@ -49,9 +50,14 @@ fn fatal(e: &LintError) -> ExitCode {
 
 /// Each file is checked, printed and dropped in turn, so memory holds one file's findings, not
 /// every file's (`otters_pipeline::view::lint`).
-fn check_and_print(a: &Args, loaded: Vec<Loaded>) -> ExitCode {
+fn check_and_print(
+    a: &Args,
+    build_args: &BTreeMap<String, String>,
+    loaded: Vec<Loaded>,
+) -> ExitCode {
     let mut printer = Printer::new(a.format.into(), super::stderr_colour());
     let mut failed = false;
+    let mut declared = BTreeSet::new();
     // A fixed file that could not be written: exit 2, as for any I/O error.
     let mut unwritten = false;
     for f in loaded {
@@ -66,7 +72,15 @@ fn check_and_print(a: &Args, loaded: Vec<Loaded>) -> ExitCode {
             .or(checked.fail_on)
             .unwrap_or(Severity::Error);
         failed |= checked.diagnostics.iter().any(|d| d.severity >= threshold);
+        declared.extend(checked.args);
         print(printer.file(checked.file, checked.diagnostics));
+    }
+    if !a.quiet {
+        let unused = lint::unused_build_args(build_args, &declared);
+        eprint!(
+            "{}",
+            otters_pipeline::view::build::unused_build_args(&unused)
+        );
     }
     print(printer.finish(!a.quiet));
     if unwritten {

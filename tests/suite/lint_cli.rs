@@ -419,6 +419,39 @@ fn stdin_build_args_and_capabilities() {
     assert_eq!(json_codes(&o), Vec::<String>::new());
 }
 
+/// A `--build-arg` no linted file declares is warned of on stderr, as `otters build` does; a
+/// name one file of several declares is used; `--quiet` says nothing; the exit code and stdout are
+/// the same either way.
+#[test]
+fn a_build_arg_no_linted_file_declares_is_warned_of() {
+    let tmp = tempfile::tempdir().unwrap();
+    let with_v = write(
+        tmp.path(),
+        "a/Agentfile",
+        &CLEAN.replace("NAME clean\n", "ARG V=1\nNAME clean${V}\n"),
+    );
+    let plain = write(tmp.path(), "b/Agentfile", CLEAN);
+    let (with_v, plain) = (with_v.to_str().unwrap(), plain.to_str().unwrap());
+    let unused = |name: &str| format!("warning: --build-arg {name} is not used");
+
+    let o = lint(&["--build-arg", "NOPE=1", "--build-arg", "V=2", with_v]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains(&unused("NOPE")), "{}", o.stderr);
+    assert!(!o.stderr.contains(&unused("V")), "{}", o.stderr);
+
+    // V is declared by one of the two files: used.
+    let o = lint(&["--build-arg", "V=2", plain, with_v]);
+    assert!(!o.stderr.contains("is not used"), "{}", o.stderr);
+    let o = lint(&["--build-arg", "V=2", plain]);
+    assert!(o.stderr.contains(&unused("V")), "{}", o.stderr);
+
+    let json = lint(&["--format", "json", "--build-arg", "NOPE=1", plain]);
+    assert!(json.stderr.contains(&unused("NOPE")), "{}", json.stderr);
+    assert_eq!(json.stdout, lint(&["--format", "json", plain]).stdout);
+    let quiet = lint(&["-q", "--build-arg", "NOPE=1", plain]);
+    assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+}
+
 #[test]
 fn recursive_lints_every_agentfile_sorted() {
     let tmp = tempfile::tempdir().unwrap();

@@ -9,7 +9,7 @@ use crate::project::{self, ConfigFinder, Input, LintFlags, ProjectError};
 use otters_agentfile::check::{self, config, Options};
 use otters_agentfile::diagnostic::{apply_safe_fixes, Diagnostic, Severity, SourceFile};
 use otters_core::files::ReadError;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// What `otters lint` was asked, as values.
@@ -157,6 +157,8 @@ pub struct Checked {
     pub fail_on: Option<Severity>,
     /// The fixed file could not be written (its findings are those before the fixes).
     pub unwritten: Option<LintError>,
+    /// The names of the ARGs the file declares, for [`unused_build_args`].
+    pub args: BTreeSet<String>,
 }
 
 impl Loaded {
@@ -178,11 +180,26 @@ impl Loaded {
         }
         Checked {
             file,
+            args: analysis.model.agent.args.keys().cloned().collect(),
             diagnostics: analysis.diagnostics,
             fail_on: self.config.fail_on,
             unwritten,
         }
     }
+}
+
+/// The `--build-arg` names that no linted file declares an ARG for (`declared`: the union of
+/// every file's [`Checked::args`]), as `otters build` warns of them. A name one file of several
+/// declares is used.
+pub fn unused_build_args(
+    build_args: &BTreeMap<String, String>,
+    declared: &BTreeSet<String>,
+) -> Vec<String> {
+    build_args
+        .keys()
+        .filter(|k| !declared.contains(*k))
+        .cloned()
+        .collect()
 }
 
 /// Writes `text` to the file at `path` through `otters_core::rewrite` (atomic replace, in place

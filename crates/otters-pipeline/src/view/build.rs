@@ -33,10 +33,11 @@ pub fn status(out: &BuildOutput, output: Option<&Path>) -> String {
     s
 }
 
-/// A warning per `--build-arg` the Agentfile declares no ARG for.
-pub fn unused_build_args(out: &BuildOutput) -> String {
+/// A warning per `--build-arg` the Agentfile declares no ARG for (`build`'s
+/// `BuildOutput::unused_build_args`, or lint's `lint::unused_build_args`).
+pub fn unused_build_args(names: &[String]) -> String {
     let mut s = String::new();
-    for k in &out.unused_build_args {
+    for k in names {
         line!(
             s,
             "warning: --build-arg {k} is not used: the Agentfile declares no ARG {k}"
@@ -109,7 +110,7 @@ mod tests {
         });
         assert!(!status(&out, None).contains("wrote"));
         assert_eq!(
-            unused_build_args(&out),
+            unused_build_args(&out.unused_build_args),
             "warning: --build-arg V is not used: the Agentfile declares no ARG V\n"
         );
         let layer = Layer {
