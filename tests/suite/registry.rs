@@ -634,12 +634,13 @@ fn from_an_openotters_parent_merges_its_bins_into_the_lock() {
     );
 }
 
-#[test]
-fn from_an_otters_built_parent_resolves() {
+/// A parent agent (`data_len` bytes of data) built in one home and pushed to a fresh registry, and
+/// a second home with a child context `FROM` it: (registry, parent, the child's home, its context).
+fn a_child_of_a_pushed_parent(data_len: usize) -> (Registry, String, Env, std::path::PathBuf) {
     let reg = Registry::start();
     let env = Env::new();
     let parent = format!("{}/agents/parent:1", reg.addr);
-    build_agent(&env, &parent, 10);
+    build_agent(&env, &parent, data_len);
     env.ok(&["push", &parent]);
     let other = Env::new();
     let ctx = other.dir.path().join("child");
@@ -647,6 +648,12 @@ fn from_an_otters_built_parent_resolves() {
         &ctx.join("Agentfile"),
         format!("FROM {parent}\nNAME child\n"),
     );
+    (reg, parent, other, ctx)
+}
+
+#[test]
+fn from_an_otters_built_parent_resolves() {
+    let (_reg, parent, other, ctx) = a_child_of_a_pushed_parent(10);
     other.ok(&["lock", ctx.to_str().expect("utf8")]);
     let text = std::fs::read_to_string(ctx.join("Agentfile.lock")).expect("lock");
     assert!(
@@ -660,17 +667,7 @@ fn from_an_otters_built_parent_resolves() {
 /// and the merge that reads them. Each round locks anew in a store a pruner empties again and again.
 #[test]
 fn lock_beside_a_concurrent_prune_reads_the_parent_it_pulled() {
-    let reg = Registry::start();
-    let env = Env::new();
-    let parent = format!("{}/agents/parent:1", reg.addr);
-    build_agent(&env, &parent, 256 * 1024);
-    env.ok(&["push", &parent]);
-    let other = Env::new();
-    let ctx = other.dir.path().join("child");
-    crate::support::write(
-        &ctx.join("Agentfile"),
-        format!("FROM {parent}\nNAME child\n"),
-    );
+    let (_reg, parent, other, ctx) = a_child_of_a_pushed_parent(256 * 1024);
     let lockfile = ctx.join("Agentfile.lock");
     crate::support::beside_a_pruner(&other.home(), 6, |round| {
         let (ok, _, err) = other.run(&["lock", ctx.to_str().expect("utf8")]);
