@@ -18,6 +18,7 @@ pub(super) fn build_arg_values(
             BuildArgError::NoName(kv) => miette!("--build-arg `{kv}` has no name; write it as --build-arg NAME=value or --build-arg NAME"),
         })?;
     for k in unset.iter().filter(|_| !quiet) {
+        let k = otters_core::escape::escape(k);
         eprintln!(
             "note: --build-arg {k}: {k} is not set in the environment; the ARG keeps its default"
         );

@@ -450,6 +450,16 @@ fn a_build_arg_no_linted_file_declares_is_warned_of() {
     assert_eq!(json.stdout, lint(&["--format", "json", plain]).stdout);
     let quiet = lint(&["-q", "--build-arg", "NOPE=1", plain]);
     assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+
+    // A name with a control character (say, from a CI variable) is shown escaped, in the warning
+    // and in the note that a bare name is not set, never sent to the terminal.
+    let o = run(otters()
+        .args(["lint", "--build-arg", "\u{1b}]0;x\u{7}A=1"])
+        .args(["--build-arg", "\u{1b}[2JB", plain])
+        .env_remove("\u{1b}[2JB"));
+    assert!(o.stderr.contains("is not used"), "{}", o.stderr);
+    assert!(o.stderr.contains("is not set"), "{}", o.stderr);
+    assert!(!o.stderr.contains(['\u{1b}', '\u{7}']), "{:?}", o.stderr);
 }
 
 #[test]

@@ -38,6 +38,9 @@ pub fn status(out: &BuildOutput, output: Option<&Path>) -> String {
 pub fn unused_build_args(names: &[String]) -> String {
     let mut s = String::new();
     for k in names {
+        // The name is the user's own text, but it may come from a variable in a CI script: a
+        // control character in it is shown escaped, never sent to the terminal.
+        let k = otters_core::escape::escape(k);
         line!(
             s,
             "warning: --build-arg {k} is not used: the Agentfile declares no ARG {k}"
@@ -112,6 +115,11 @@ mod tests {
         assert_eq!(
             unused_build_args(&out.unused_build_args),
             "warning: --build-arg V is not used: the Agentfile declares no ARG V\n"
+        );
+        let hostile = unused_build_args(&["\u{1b}]0;x\u{7}V".into()]);
+        assert!(
+            !hostile.contains(['\u{1b}', '\u{7}']),
+            "a control character reached the terminal: {hostile:?}"
         );
         let layer = Layer {
             title: "agent".into(),
