@@ -295,7 +295,7 @@ fn export_is_an_image_that_skopeo_umoci_and_podman_take() {
 }
 
 #[test]
-fn export_refuses_an_agent_without_runtime_and_a_bad_push_target() {
+fn export_refuses_an_agent_without_runtime_or_pins_and_a_bad_push_target() {
     let env = cli::Env::new();
     let ctx = env.dir.path().join("ctx");
     write(
@@ -311,6 +311,33 @@ fn export_refuses_an_agent_without_runtime_and_a_bad_push_target() {
         err.contains("idle:1")
             && err.contains("has no RUNTIME")
             && err.contains("add a RUNTIME line"),
+        "{err}"
+    );
+    // An agent built `--allow-unpinned`: its export would copy whatever the tags mean today. The
+    // refusal says why for an export (there is no verify key here) and how to pin.
+    write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME loose\nMODEL anthropic/x\nRUNTIME example.test/rt:1\nBIN jq example.test/jq:1\n",
+    );
+    ok(env
+        .otters()
+        .args([
+            "build",
+            "-q",
+            "--offline",
+            "--allow-unpinned",
+            "-t",
+            "loose:1",
+        ])
+        .arg(&ctx));
+    let err = flat(&env.fails(&["export", "loose:1", "--as", "runnable", "--offline"]));
+    assert!(
+        err.contains("cannot export loose:1")
+            && err.contains(
+                "RUNTIME example.test/rt:1, BIN jq (example.test/jq:1) has no pinned digest"
+            )
+            && err.contains("`otters lock`")
+            && !err.contains("verify key"),
         "{err}"
     );
     let err = flat(&env.fails(&["export", "idle:1", "--as", "image"]));

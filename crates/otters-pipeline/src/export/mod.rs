@@ -24,8 +24,8 @@ use crate::run::materialise::{self, MaterialiseError};
 use crate::run::mounts::UserMount;
 use crate::run::overrides::Overrides;
 use crate::run::plan::{
-    self, Launcher, PlanError, RunOptions, CONTAINER_BINDS, CONTAINER_PORT, CONTAINER_RUNTIME,
-    CONTAINER_WORKDIR,
+    self, Launcher, Pins, PlanError, RunOptions, CONTAINER_BINDS, CONTAINER_PORT,
+    CONTAINER_RUNTIME, CONTAINER_WORKDIR,
 };
 use crate::run::source::{self, AgentImage, Fetcher, SourceError};
 use layers::{Group, LayerError};
@@ -254,7 +254,7 @@ fn plan_for_export(
         allow_missing_mounts: false,
         platform: platform.clone(),
         // An export copies the pinned RUNTIME and BIN images, never a tag's current content.
-        require_pins: true,
+        pins: Pins::Export,
         // No credential enters the image: providers only matter for host lookups, and there are none.
         providers: Vec::new(),
     };

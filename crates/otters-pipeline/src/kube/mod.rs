@@ -14,7 +14,7 @@ pub mod yaml;
 use crate::export::{RUNNABLE, USER_ID};
 use crate::run::env::EnvEntry;
 use crate::run::overrides::{self, OverrideError, Overrides};
-use crate::run::plan::{self, Launcher, PlanError, RunOptions, CONTAINER_PORT};
+use crate::run::plan::{self, Launcher, Pins, PlanError, RunOptions, CONTAINER_PORT};
 use crate::run::prepare::provider_key;
 use crate::run::source::AgentImage;
 use otters_oci::Platform;
@@ -410,7 +410,7 @@ fn environment(image: &AgentImage, opts: &Options) -> Result<Vec<EnvEntry>, Kube
         allow_missing_mounts: false,
         platform: Platform::new("linux", "amd64", None),
         // Only the environment is asked for: the image is the export, which copied the pins.
-        require_pins: false,
+        pins: Pins::Optional,
         // No host lookup: the provider key is a secretKeyRef, never a value.
         providers: Vec::new(),
     };

@@ -12,7 +12,7 @@ use super::fetch::RegistryFetcher;
 use super::marker::{self, ClaimError};
 use super::mounts::UserMount;
 use super::overrides::Overrides;
-use super::plan::{is_path_safe, Launcher, RunOptions, CONTAINER_USER};
+use super::plan::{is_path_safe, Launcher, Pins, RunOptions, CONTAINER_USER};
 use super::source::{self, AgentImage, Platform, SourceError};
 use crate::lower::agent_yaml::Executor as ExecutorKind;
 use otters_oci::{Digest, Store, StoreError};
@@ -163,7 +163,7 @@ pub struct Request {
     pub mounts: Vec<UserMount>,
     pub allow_missing_mounts: bool,
     pub platform: Platform,
-    /// A verify key is in force: refuse an unpinned RUNTIME or BIN ([`RunOptions::require_pins`]).
+    /// A verify key is in force: refuse an unpinned RUNTIME or BIN ([`Pins::Signed`]).
     pub require_pins: bool,
     /// `--provider`: model providers beyond [`super::env::KNOWN_PROVIDERS`] whose credentials
     /// may be passed.
@@ -211,7 +211,11 @@ pub fn prepare(
         mounts: req.mounts,
         allow_missing_mounts: req.allow_missing_mounts,
         platform: req.platform,
-        require_pins: req.require_pins,
+        pins: if req.require_pins {
+            Pins::Signed
+        } else {
+            Pins::Optional
+        },
         providers: req.providers,
     };
     Ok(Prepared {

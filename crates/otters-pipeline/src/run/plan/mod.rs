@@ -17,7 +17,7 @@ pub use docker::{
 };
 pub use draft::{data_path, is_path_safe, RESERVED_CONTEXT_NAMES};
 pub use model::{
-    ImageInfo, Launcher, PlanError, RunOptions, RunPlan, TreeEntry, Warning, CONTAINER_USER,
+    ImageInfo, Launcher, Pins, PlanError, RunOptions, RunPlan, TreeEntry, Warning, CONTAINER_USER,
     DEFAULT_BASE_IMAGE,
 };
 
@@ -39,8 +39,8 @@ pub fn plan(
 ) -> Result<RunPlan, PlanError> {
     let agent = &image.model.agent;
     let runtime = runtime_of(image)?;
-    if opts.require_pins {
-        require_pins(image, &runtime)?;
+    if opts.pins != Pins::Optional {
+        require_pins(image, &runtime, opts.pins)?;
     }
     let effective = overrides::apply(agent, &opts.overrides)?;
     let mut draft = Draft::new();
@@ -136,9 +136,9 @@ fn runtime_of(image: &AgentImage) -> Result<String, PlanError> {
         })
 }
 
-/// With a verify key, every executable must be pinned by the signed image: the RUNTIME and each
-/// BIN without a digest in `agent.yaml` are named in one [`PlanError::Unpinned`].
-fn require_pins(image: &AgentImage, runtime: &str) -> Result<(), PlanError> {
+/// With a verify key, or for an export, every executable must be pinned by the image: the RUNTIME
+/// and each BIN without a digest in `agent.yaml` are named in one [`PlanError::Unpinned`].
+fn require_pins(image: &AgentImage, runtime: &str, why: Pins) -> Result<(), PlanError> {
     let esc = |s: &str| otters_oci::validate::escape_text(s, 200);
     let mut unpinned = Vec::new();
     if image.pins.runtime_digest(runtime).is_none() {
@@ -155,6 +155,7 @@ fn require_pins(image: &AgentImage, runtime: &str) -> Result<(), PlanError> {
     Err(PlanError::Unpinned {
         reference: esc(&image.reference),
         unpinned,
+        why,
     })
 }
 

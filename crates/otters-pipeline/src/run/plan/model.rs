@@ -108,13 +108,26 @@ pub struct RunOptions {
     pub mounts: Vec<UserMount>,
     pub allow_missing_mounts: bool,
     pub platform: Platform,
-    /// A verify key is in force (`--verify-key`, `[verify] key`): the signature covers only the
-    /// agent manifest and what it pins, so a RUNTIME or BIN without a pinned digest is refused
-    /// ([`PlanError::Unpinned`]) instead of resolved by its tag.
-    pub require_pins: bool,
+    /// Whether a RUNTIME or BIN without a pinned digest in the image is resolved by its tag or
+    /// refused ([`PlanError::Unpinned`]), and why.
+    pub pins: Pins,
     /// Model providers the user named (`--provider`): their credentials are passed like a known
     /// provider's ([`crate::run::env::untrusted_provider`]).
     pub providers: Vec<String>,
+}
+
+/// Whether a plan takes a RUNTIME or BIN that the image does not pin by digest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pins {
+    /// It is resolved by its tag, with a warning ([`Warning::UnpinnedRuntime`]).
+    #[default]
+    Optional,
+    /// A verify key is in force (`--verify-key`, `[verify] key`): the signature covers only the
+    /// agent manifest and what it pins, so whoever moves the tag would choose the code that runs.
+    Signed,
+    /// An export: the image copies what the agent pins, never what a tag means today (the same
+    /// agent gives the same image on any day).
+    Export,
 }
 
 /// One thing in the materialised tree.
@@ -212,11 +225,13 @@ pub enum PlanError {
     Override(#[from] OverrideError),
     #[error("{reference}: the agent has no RUNTIME, so there is nothing to run; add a RUNTIME line to its Agentfile")]
     NoRuntime { reference: String },
-    #[error("{reference}: refusing to run with a verify key: {} has no pinned digest in the image, so the signature does not cover it and whoever moves that tag would choose the code that runs; pin it and sign again: `otters lock` in the agent's directory, then `otters build` (not `otters build --allow-unpinned`) and `otters sign`", .unpinned.join(", "))]
+    #[error("{reference}: {}", unpinned_text(*.why, .unpinned))]
     Unpinned {
         reference: String,
         /// `RUNTIME ref`, `BIN name (ref)`, each escaped.
         unpinned: Vec<String>,
+        /// The rule that refused them: [`Pins::Signed`] or [`Pins::Export`].
+        why: Pins,
     },
     #[error("{reference}: invalid artifact: it would write {} outside the agent tree", shown(.path))]
     UnsafePath { reference: String, path: String },
@@ -227,4 +242,22 @@ pub enum PlanError {
         digest: Digest,
         title: String,
     },
+}
+
+/// What [`PlanError::Unpinned`] says after the reference: what is unpinned, why that is refused
+/// here, and how to pin it.
+fn unpinned_text(why: Pins, unpinned: &[String]) -> String {
+    let what = unpinned.join(", ");
+    let rebuild = "`otters lock` in the agent's directory, then `otters build` (not `otters build --allow-unpinned`)";
+    match why {
+        Pins::Export => format!(
+            "{what} has no pinned digest in the image, and an export copies what the agent pins, \
+             never what a tag means today; pin it: {rebuild}, then export again"
+        ),
+        Pins::Signed | Pins::Optional => format!(
+            "refusing to run with a verify key: {what} has no pinned digest in the image, so the \
+             signature does not cover it and whoever moves that tag would choose the code that \
+             runs; pin it and sign again: {rebuild} and `otters sign`"
+        ),
+    }
 }
