@@ -387,6 +387,42 @@ fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
     assert!(ok(&mut c).contains("@sha256:"));
 }
 
+/// An agent with no export in the store, whose registry cannot be reached: the error says what
+/// was being looked for (not only "cannot reach registry"), keeps the registry's cause, and the
+/// help names `--image` and `--offline`; with `--offline` it is the plain "no export" refusal.
+#[test]
+fn kube_says_what_it_looked_for_when_the_registry_cannot_be_asked() {
+    let env = cli::Env::new();
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let agent = format!("127.0.0.1:{port}/agents/lonely:1");
+    let ctx = env.dir.path().join("ctx");
+    crate::support::write(
+        &ctx.join("Agentfile"),
+        "FROM scratch\nNAME lonely\nMODEL anthropic/x\n",
+    );
+    ok(env
+        .otters()
+        .args(["build", "-q", "--offline", "-t", &agent])
+        .arg(&ctx));
+    let err = flat(&env.fails(&["kube", &agent]));
+    assert!(
+        err.contains(&format!(
+            "{agent} has no runnable export in the store, and its registry could not be asked for one"
+        )) && err.contains("cannot reach registry")
+            && err.contains("help: pass --image REPO@sha256:… to name the image, or --offline"),
+        "{err}"
+    );
+    let err = flat(&env.fails(&["kube", "--offline", &agent]));
+    assert!(
+        err.contains("has no runnable export for") && !err.contains("cannot reach"),
+        "{err}"
+    );
+}
+
 /// `kube -o FILE` is an output like `save -o`: a link at FILE is replaced, never followed (the
 /// file it named keeps its bytes), a FIFO is written as a stream and stays a FIFO, a directory is
 /// refused, and a second run over the first output succeeds.

@@ -122,7 +122,9 @@ fn value_hint(
     });
     let git =
         matches!(of::<EpochError>(e), Some(EpochError::Git(_))) || of::<GitEpochError>(e).is_some();
-    let text = if let Some(RegistryError::Unreachable { .. }) = of(e) {
+    let text = if let Some(AgentKubeError::ExportLookup { .. }) = of(e) {
+        "pass --image REPO@sha256:… to name the image, or --offline to look only in the store"
+    } else if let Some(RegistryError::Unreachable { .. }) = of(e) {
         "or pass --insecure for a plain-HTTP registry that is not on this machine"
     } else if let Some(RegistryError::Tls { .. }) = of(e) {
         "or pass --insecure for a registry with a self-signed certificate or plain HTTP"

@@ -40,6 +40,12 @@ pub enum AgentKubeError {
         reference: String,
         platform: Platform,
     },
+    #[error("{} has no runnable export in the store, and its registry could not be asked for one", escape(.reference))]
+    ExportLookup {
+        reference: String,
+        #[source]
+        source: RegistryError,
+    },
     #[error("{} names no registry, so a cluster cannot pull its export; push the agent and run `otters export REF --as runnable --push`", escape(.0))]
     NoRegistry(String),
     #[error("cannot make Kubernetes objects for {reference}")]
@@ -93,8 +99,12 @@ pub fn find_export(
     let mut found = export::pick_export(&local, platform);
     if found.is_none() && !fetch.offline {
         if let Some(r) = &parsed {
-            let client = RegistryClient::new(fetch.client.clone())?;
-            let remote = export::remote_exports(&client, r, top)?;
+            let lookup = |source| AgentKubeError::ExportLookup {
+                reference: reference.to_owned(),
+                source,
+            };
+            let client = RegistryClient::new(fetch.client.clone()).map_err(lookup)?;
+            let remote = export::remote_exports(&client, r, top).map_err(lookup)?;
             found = export::pick_export(&remote, platform);
         }
     }
