@@ -44,7 +44,7 @@ pub enum AgentKubeError {
     ExportLookup {
         reference: String,
         #[source]
-        source: RegistryError,
+        source: Box<RegistryError>,
     },
     #[error("{} names no registry, so a cluster cannot pull its export; push the agent and run `otters export REF --as runnable --push`", escape(.0))]
     NoRegistry(String),
@@ -101,7 +101,7 @@ pub fn find_export(
         if let Some(r) = &parsed {
             let lookup = |source| AgentKubeError::ExportLookup {
                 reference: reference.to_owned(),
-                source,
+                source: Box::new(source),
             };
             let client = RegistryClient::new(fetch.client.clone()).map_err(lookup)?;
             let remote = export::remote_exports(&client, r, top).map_err(lookup)?;
