@@ -402,11 +402,11 @@ fn kube_says_what_it_looked_for_when_the_registry_cannot_be_asked() {
     let ctx = env.dir.path().join("ctx");
     crate::support::write(
         &ctx.join("Agentfile"),
-        "FROM scratch\nNAME lonely\nMODEL anthropic/x\n",
+        "FROM scratch\nNAME lonely\nMODEL anthropic/x\nRUNTIME example.test/rt:1\n",
     );
     ok(env
         .otters()
-        .args(["build", "-q", "--offline", "-t", &agent])
+        .args(["build", "-q", "--offline", "--allow-unpinned", "-t", &agent])
         .arg(&ctx));
     let err = flat(&env.fails(&["kube", &agent]));
     assert!(
@@ -421,6 +421,34 @@ fn kube_says_what_it_looked_for_when_the_registry_cannot_be_asked() {
         err.contains("has no runnable export for") && !err.contains("cannot reach"),
         "{err}"
     );
+
+    // `--image` is parsed as a reference by digest, not searched for `@sha256:`: a short digest
+    // or a control character never reaches the pod spec.
+    let zeros = "0".repeat(64);
+    for bad in [
+        "x@sha256:abc".to_owned(),
+        format!("a\u{1b}[2J@sha256:{zeros}"),
+    ] {
+        let out = env
+            .otters()
+            .args(["kube", "--offline", &agent, "--image", &bad])
+            .output()
+            .unwrap();
+        let err = flat(&String::from_utf8_lossy(&out.stderr));
+        assert!(
+            !out.status.success() && out.stdout.is_empty(),
+            "{bad:?} accepted: {err}"
+        );
+        assert!(
+            err.contains("is not an image reference") && !err.contains('\u{1b}'),
+            "{err}"
+        );
+    }
+    let good = format!("127.0.0.1:5000/agents/lonely@sha256:{zeros}");
+    let yaml = ok(env
+        .otters()
+        .args(["kube", "--offline", &agent, "--image", &good]));
+    assert!(yaml.contains(&format!("image: \"{good}\"")), "{yaml}");
 }
 
 /// `kube -o FILE` is an output like `save -o`: a link at FILE is replaced, never followed (the

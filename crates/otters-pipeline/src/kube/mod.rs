@@ -110,6 +110,12 @@ pub enum KubeError {
     BadObjectName { what: &'static str, value: String },
     #[error("image {0} is not named by digest: name it REPO@sha256:…, as `otters export --push` prints it")]
     NotByDigest(String),
+    #[error("image {image} is not an image reference: name it REPO@sha256:…, as `otters export --push` prints it")]
+    BadImage {
+        image: String,
+        #[source]
+        source: otters_oci::reference::ReferenceError,
+    },
     #[error(transparent)]
     Override(#[from] OverrideError),
     #[error(transparent)]
@@ -308,7 +314,7 @@ fn object_name(image: &AgentImage, opts: &Options) -> Result<String, KubeError> 
     })
 }
 
-/// Every other name the user gave is DNS-1123, and the image is named by digest.
+/// Every other name the user gave is DNS-1123, and the image is a reference by digest.
 fn check_names(opts: &Options) -> Result<(), KubeError> {
     if let Some(ns) = &opts.namespace {
         if !is_dns1123_label(ns) {
@@ -337,10 +343,16 @@ fn check_names(opts: &Options) -> Result<(), KubeError> {
             });
         }
     }
-    if !opts.image.contains("@sha256:") {
-        return Err(KubeError::NotByDigest(opts.image.clone()));
+    // Parsed, not searched for `@sha256:`: `x@sha256:abc` or a name with a control character
+    // would be written into the pod spec and fail only at the kubelet.
+    match otters_oci::reference::Reference::parse(&opts.image) {
+        Err(source) => Err(KubeError::BadImage {
+            image: opts.image.clone(),
+            source,
+        }),
+        Ok(r) if r.digest.is_none() => Err(KubeError::NotByDigest(opts.image.clone())),
+        Ok(_) => Ok(()),
     }
-    Ok(())
 }
 
 /// `app.kubernetes.io/{name,version,managed-by}`; the version is the agent's `version` LABEL
@@ -697,6 +709,32 @@ mod tests {
         assert_eq!(dns_name(&"a".repeat(80), 51).unwrap().len(), 51);
         assert!(is_dns1123_label("a-1") && !is_dns1123_label("A") && !is_dns1123_label("-a"));
         assert!(is_dns1123_subdomain("a.b-c") && !is_dns1123_subdomain("a..b"));
+    }
+
+    #[test]
+    fn the_image_is_a_reference_by_a_whole_digest() {
+        let zeros = "0".repeat(64);
+        let image = |image: &str| {
+            check_names(&Options {
+                image: image.to_owned(),
+                ..Options::default()
+            })
+        };
+        assert!(image(&format!("reg.example:5000/a/b@sha256:{zeros}")).is_ok());
+        assert!(image(&format!("a:1@sha256:{zeros}")).is_ok());
+        assert!(matches!(image("a:1"), Err(KubeError::NotByDigest(_))));
+        for bad in [
+            "x@sha256:abc".to_owned(),
+            format!("a/UPPER@sha256:{zeros}"),
+            format!("a\u{1b}[31m@sha256:{zeros}"),
+            format!("a@sha256:{zeros} b"),
+            format!("a@sha512:{zeros}"),
+        ] {
+            assert!(
+                matches!(image(&bad), Err(KubeError::BadImage { .. })),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
