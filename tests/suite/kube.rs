@@ -387,11 +387,9 @@ fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
     assert!(ok(&mut c).contains("@sha256:"));
 }
 
-/// An agent with no export in the store, whose registry cannot be reached: the error says what
-/// was being looked for (not only "cannot reach registry"), keeps the registry's cause, and the
-/// help names `--image` and `--offline`; with `--offline` it is the plain "no export" refusal.
-#[test]
-fn kube_says_what_it_looked_for_when_the_registry_cannot_be_asked() {
+/// An agent built offline (RUNTIME unpinned) and tagged in a registry nothing listens on (a port
+/// bound, then released), with no export anywhere: (its home, its reference).
+fn an_agent_whose_registry_is_down() -> (cli::Env, String) {
     let env = cli::Env::new();
     // A port nothing listens on: bound, then released.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -408,6 +406,15 @@ fn kube_says_what_it_looked_for_when_the_registry_cannot_be_asked() {
         .otters()
         .args(["build", "-q", "--offline", "--allow-unpinned", "-t", &agent])
         .arg(&ctx));
+    (env, agent)
+}
+
+/// An agent with no export in the store, whose registry cannot be reached: the error says what
+/// was being looked for (not only "cannot reach registry"), keeps the registry's cause, and the
+/// help names `--image` and `--offline`; with `--offline` it is the plain "no export" refusal.
+#[test]
+fn kube_says_what_it_looked_for_when_the_registry_cannot_be_asked() {
+    let (env, agent) = an_agent_whose_registry_is_down();
     let err = flat(&env.fails(&["kube", &agent]));
     assert!(
         err.contains(&format!(
@@ -449,6 +456,67 @@ fn kube_says_what_it_looked_for_when_the_registry_cannot_be_asked() {
         .otters()
         .args(["kube", "--offline", &agent, "--image", &good]));
     assert!(yaml.contains(&format!("image: \"{good}\"")), "{yaml}");
+}
+
+/// Requests and limits are Kubernetes quantities, and no request is above its limit: anything
+/// else is refused before a byte is written, with the flag to fix (the API server would refuse
+/// the pod only at `kubectl apply`).
+#[test]
+fn kube_refuses_quantities_kubernetes_would_refuse() {
+    let (env, agent) = an_agent_whose_registry_is_down();
+    let image = format!("127.0.0.1:5000/agents/lonely@sha256:{}", "0".repeat(64));
+    let kube = |flags: &[&str]| {
+        let out = env
+            .otters()
+            .args(["kube", "--offline", &agent, "--image", &image])
+            .args(flags)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            flat(&String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    for (flags, wanted) in [
+        (
+            &["--cpu-limit", "lots"][..],
+            "cpu limit \"lots\" is not a Kubernetes quantity",
+        ),
+        (
+            &["--memory-request", "1\u{1b}[2J"][..],
+            "memory request \"1\\u{1b}[2J\" is not a Kubernetes quantity",
+        ),
+        (
+            &["--cpu-request", "2"][..],
+            "the cpu request 2 is more than its limit 1",
+        ),
+        (
+            &["--memory-request", "1Gi"][..],
+            "the memory request 1Gi is more than its limit 512Mi",
+        ),
+    ] {
+        let (ok, stdout, err) = kube(flags);
+        assert!(!ok && stdout.is_empty(), "{flags:?} accepted");
+        assert!(
+            err.contains(wanted) && !err.contains('\u{1b}'),
+            "{flags:?}: {err}"
+        );
+        assert!(err.contains("help: "), "{flags:?}: {err}");
+    }
+    let (ok, stdout, err) = kube(&[
+        "--cpu-request",
+        "1.5",
+        "--cpu-limit",
+        "2",
+        "--memory-limit",
+        "1e9",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        stdout.contains("cpu: \"1.5\"") && stdout.contains("memory: \"1e9\""),
+        "{stdout}"
+    );
 }
 
 /// `kube -o FILE` is an output like `save -o`: a link at FILE is replaced, never followed (the

@@ -148,6 +148,20 @@ fn value_hint(
         "build again without --offline to fetch the parent image"
     } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
         "or pass --image REPO@sha256:…"
+    } else if let Some(KubeError::BadQuantity { what, .. }) = of(e) {
+        let example = if what.starts_with("cpu") {
+            "500m"
+        } else {
+            "256Mi"
+        };
+        return Some(format!(
+            "pass --{} QUANTITY, e.g. {example}",
+            what.replace(' ', "-")
+        ));
+    } else if let Some(KubeError::RequestOverLimit { resource, .. }) = of(e) {
+        return Some(format!(
+            "raise --{resource}-limit or lower --{resource}-request"
+        ));
     } else if let Some(KubeError::RequiredMissing(keys)) = of(e) {
         let each: Vec<_> = keys.iter().map(|k| format!("--config {k}=VALUE")).collect();
         return Some(format!(

@@ -110,6 +110,14 @@ pub enum KubeError {
     BadObjectName { what: &'static str, value: String },
     #[error("image {0} is not named by digest: name it REPO@sha256:…, as `otters export --push` prints it")]
     NotByDigest(String),
+    #[error("{what} {value:?} is not a Kubernetes quantity: write a number with an optional suffix (m, k, M, G, T, Ki, Mi, Gi, Ti), e.g. 500m or 256Mi")]
+    BadQuantity { what: &'static str, value: String },
+    #[error("the {resource} request {request} is more than its limit {limit}: Kubernetes refuses such a container")]
+    RequestOverLimit {
+        resource: &'static str,
+        request: String,
+        limit: String,
+    },
     #[error("image {image} is not an image reference: name it REPO@sha256:…, as `otters export --push` prints it")]
     BadImage {
         image: String,
@@ -168,6 +176,7 @@ pub fn manifests(image: &AgentImage, opts: &Options) -> Result<String, KubeError
 pub fn objects(image: &AgentImage, opts: &Options) -> Result<Vec<Node>, KubeError> {
     let name = object_name(image, opts)?;
     check_names(opts)?;
+    check_resources(&opts.resources)?;
     let mounts = map_mounts(image, opts)?;
     let env = environment(image, opts)?;
 
@@ -353,6 +362,80 @@ fn check_names(opts: &Options) -> Result<(), KubeError> {
         Ok(r) if r.digest.is_none() => Err(KubeError::NotByDigest(opts.image.clone())),
         Ok(_) => Ok(()),
     }
+}
+
+/// Each request and limit is a quantity Kubernetes accepts, and no request is above its limit:
+/// either would be written into the pod spec and refused only by the API server.
+fn check_resources(r: &Resources) -> Result<(), KubeError> {
+    let value = |what: &'static str, text: &str| {
+        quantity(text).ok_or_else(|| KubeError::BadQuantity {
+            what,
+            value: text.to_owned(),
+        })
+    };
+    for (resource, (req_what, request), (lim_what, limit)) in [
+        (
+            "cpu",
+            ("cpu request", &r.cpu_request),
+            ("cpu limit", &r.cpu_limit),
+        ),
+        (
+            "memory",
+            ("memory request", &r.memory_request),
+            ("memory limit", &r.memory_limit),
+        ),
+    ] {
+        if value(req_what, request)? > value(lim_what, limit)? {
+            return Err(KubeError::RequestOverLimit {
+                resource,
+                request: request.clone(),
+                limit: limit.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The value of a Kubernetes quantity (the grammar of `resource.Quantity`: a number, then an
+/// optional binary-SI suffix `Ki`…`Ei`, decimal-SI suffix `m`, `k`, `M`…`E`, or exponent
+/// `e`/`E` and an integer), or `None`. A sign is allowed only as `+`: no request or limit is
+/// negative.
+fn quantity(text: &str) -> Option<f64> {
+    let s = text.strip_prefix('+').unwrap_or(text);
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(end);
+    if !number.bytes().any(|b| b.is_ascii_digit()) || number.matches('.').count() > 1 {
+        return None;
+    }
+    let n: f64 = number.parse().ok()?;
+    let binary = |p: i32| 1024f64.powi(p);
+    let scale = match suffix {
+        "" => 1.0,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => binary(1),
+        "Mi" => binary(2),
+        "Gi" => binary(3),
+        "Ti" => binary(4),
+        "Pi" => binary(5),
+        "Ei" => binary(6),
+        _ => {
+            let exponent = suffix.strip_prefix(['e', 'E'])?;
+            let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            10f64.powi(exponent.parse::<i32>().ok()?)
+        }
+    };
+    Some(n * scale)
 }
 
 /// `app.kubernetes.io/{name,version,managed-by}`; the version is the agent's `version` LABEL
@@ -735,6 +818,64 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn quantities_follow_kubernetes_grammar() {
+        for (text, value) in [
+            ("1", 1.0),
+            ("500m", 0.5),
+            ("1.5", 1.5),
+            (".5", 0.5),
+            ("2.", 2.0),
+            ("+1", 1.0),
+            ("128Mi", 128.0 * 1024.0 * 1024.0),
+            ("1Gi", 1024f64.powi(3)),
+            ("2k", 2000.0),
+            ("1e3", 1000.0),
+            ("1E-3", 0.001),
+            ("1E", 1e18),
+        ] {
+            assert_eq!(quantity(text), Some(value), "{text}");
+        }
+        for bad in [
+            "",
+            "lots",
+            "-1",
+            "1.2.3",
+            ".",
+            "1 Gi",
+            "1Gb",
+            "1e",
+            "1e+",
+            "1\u{1b}[2J",
+            "Mi",
+        ] {
+            assert_eq!(quantity(bad), None, "{bad:?}");
+        }
+        let r = |cpu_request: &str, cpu_limit: &str| {
+            check_resources(&Resources {
+                cpu_request: cpu_request.into(),
+                cpu_limit: cpu_limit.into(),
+                ..Resources::default()
+            })
+        };
+        assert!(r("100m", "1").is_ok() && r("1", "1000m").is_ok());
+        assert!(matches!(
+            r("2", "500m"),
+            Err(KubeError::RequestOverLimit {
+                resource: "cpu",
+                ..
+            })
+        ));
+        assert!(matches!(
+            r("100m", "lots"),
+            Err(KubeError::BadQuantity {
+                what: "cpu limit",
+                ..
+            })
+        ));
+        assert!(check_resources(&Resources::default()).is_ok());
     }
 
     #[test]
