@@ -905,7 +905,7 @@ mod tests {
 /// Why a `--mount` or `--config-from` text is refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ArgError {
-    #[error("mount {0:?}: write TARGET=pvc:NAME, TARGET=emptydir or TARGET=hostpath:/PATH (e.g. /data=pvc:agent-data)")]
+    #[error("mount {0:?}: write TARGET=pvc:NAME, TARGET=emptydir or TARGET=hostpath:/PATH, both paths absolute and without `..` (e.g. /data=pvc:agent-data)")]
     Mount(String),
     #[error("config source {0:?}: write secret:NAME or configmap:NAME")]
     ConfigFrom(String),
@@ -920,7 +920,10 @@ pub fn parse_mount(text: &str) -> Result<(String, MountSource), ArgError> {
     }
     let source = match source.split_once(':') {
         Some(("pvc", n)) if !n.is_empty() => MountSource::Pvc(n.to_owned()),
-        Some(("hostpath", p)) if p.starts_with('/') => MountSource::HostPath(p.to_owned()),
+        // Kubernetes refuses a hostPath with a `..` component.
+        Some(("hostpath", p)) if p.starts_with('/') && !p.split('/').any(|c| c == "..") => {
+            MountSource::HostPath(p.to_owned())
+        }
         None if source == "emptydir" => MountSource::EmptyDir,
         _ => return Err(bad()),
     };
@@ -960,6 +963,8 @@ mod arg_tests {
             "/d=hostpath:rel",
             "/d",
             "/a/../b=emptydir",
+            "/d=hostpath:/srv/../etc",
+            "/d=hostpath:/srv/..",
         ] {
             assert!(parse_mount(bad).is_err(), "{bad}");
         }
