@@ -17,13 +17,13 @@ pub fn status(out: &BuildOutput, output: Option<&Path>) -> String {
         line!(s, "tagged {t}");
     }
     if let Some(dest) = output {
-        line!(s, "wrote {}", dest.display());
+        line!(s, "wrote {}", super::path(dest));
     }
     if let Some(l) = out.lock.as_ref().filter(|l| l.changed) {
         line!(
             s,
             "wrote {} ({} image(s) pinned)",
-            l.path.display(),
+            super::path(&l.path),
             l.images
         );
     }

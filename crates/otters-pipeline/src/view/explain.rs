@@ -41,9 +41,13 @@ pub fn list_json() -> String {
     s
 }
 
-/// The error and help for a code or name no rule has, with the nearest ones.
+/// The error and help for a code or name no rule has, with the nearest ones (the query is shown
+/// escaped: it is whatever was typed or pasted).
 pub fn unknown(query: &str) -> String {
-    let mut s = format!("error: unknown code `{query}`\n");
+    let mut s = format!(
+        "error: unknown code `{}`\n",
+        otters_core::escape::escape(query)
+    );
     let near = codes::suggestions(query);
     if near.is_empty() {
         s.push_str("help: run `otters explain --list` to see every code\n");
@@ -72,6 +76,8 @@ mod tests {
         error: unknown code `ZZ999`
         help: run `otters explain --list` to see every code
         ");
+        let hostile = unknown("\u{1b}]0;x\u{7}");
+        assert!(!hostile.contains(['\u{1b}', '\u{7}']), "{hostile:?}");
         let near = unknown(&RULES[0].name[..RULES[0].name.len() - 1]);
         assert!(near.contains("did you mean"), "{near}");
     }

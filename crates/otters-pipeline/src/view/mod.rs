@@ -17,6 +17,12 @@ pub mod report;
 pub mod status;
 pub mod transfer;
 
+/// A path for the terminal: its text, a control character or an invalid byte escaped (a
+/// directory name in a cloned repository is anybody's).
+pub(crate) fn path(p: &std::path::Path) -> String {
+    otters_core::escape::escape(&p.display().to_string()).into_owned()
+}
+
 /// `writeln!` into a `String` (which cannot fail).
 macro_rules! line {
     ($out:expr, $($arg:tt)*) => {{

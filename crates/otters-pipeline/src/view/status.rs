@@ -62,11 +62,11 @@ pub fn logged_in(registry: &str, stored: &Stored) -> String {
     match stored {
         Stored::File(path) => format!(
             "login succeeded: credentials for {registry} stored in {}\n",
-            path.display()
+            super::path(path)
         ),
         Stored::Helper { helper, config } => format!(
             "login succeeded: credentials for {registry} stored by docker-credential-{helper} (the credential store {} names)\n",
-            config.display()
+            super::path(config)
         ),
     }
 }
@@ -79,7 +79,7 @@ pub fn logged_out(registry: &str, removed: bool, dir: &Path) -> String {
         let config = dir.join("config.json");
         format!(
             "no stored credentials for {registry} in {}\n",
-            config.display()
+            super::path(&config)
         )
     }
 }
@@ -87,7 +87,7 @@ pub fn logged_out(registry: &str, removed: bool, dir: &Path) -> String {
 /// `lock`: the lockfile written (or left as it was) and how many images it pins.
 pub fn locked(changed: bool, path: &Path, images: usize) -> String {
     let verb = if changed { "wrote" } else { "unchanged:" };
-    format!("{verb} {} ({images} image(s) pinned)\n", path.display())
+    format!("{verb} {} ({images} image(s) pinned)\n", super::path(path))
 }
 
 /// `pull`: a warning per mirror that was skipped, and why.
@@ -133,6 +133,16 @@ mod tests {
             text.starts_with(&format!("{d} is named only `latest` in a.tar")),
             "{text}"
         );
+        // A path is anybody's directory name: shown escaped.
+        let hostile = std::path::Path::new("ctx\u{1b}]0;x\u{7}/Agentfile.lock");
+        for text in [
+            locked(true, hostile, 1),
+            logged_out("r.example", false, hostile),
+            logged_in("r.example", &Stored::File(hostile.to_path_buf())),
+        ] {
+            assert!(!text.contains(['\u{1b}', '\u{7}']), "{text:?}");
+            assert!(text.contains("ctx\\u{1b}"), "{text:?}");
+        }
         let v = version("1.2.3", "linux/amd64");
         assert!(
             v.starts_with("otters 1.2.3\n os/arch:  ")
