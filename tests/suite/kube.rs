@@ -412,6 +412,7 @@ fn an_agent_whose_registry_is_down() -> (cli::Env, String) {
 /// An agent with no export in the store, whose registry cannot be reached: the error says what
 /// was being looked for (not only "cannot reach registry"), keeps the registry's cause, and the
 /// help names `--image` and `--offline`; with `--offline` it is the plain "no export" refusal.
+/// Then the `--image` that help points to: parsed as a reference by a whole digest.
 #[test]
 fn kube_says_what_it_looked_for_when_the_registry_cannot_be_asked() {
     let (env, agent) = an_agent_whose_registry_is_down();

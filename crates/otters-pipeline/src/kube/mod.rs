@@ -385,7 +385,9 @@ fn check_resources(r: &Resources) -> Result<(), KubeError> {
             ("memory limit", &r.memory_limit),
         ),
     ] {
-        if value(req_what, request)? > value(lim_what, limit)? {
+        // Equal values written in two units (`100m` and `0.1`) may differ in the last bit of a
+        // float: only a request above its limit by more than that is refused.
+        if value(req_what, request)? > value(lim_what, limit)? * (1.0 + 1e-9) {
             return Err(KubeError::RequestOverLimit {
                 resource,
                 request: request.clone(),
@@ -861,6 +863,15 @@ mod tests {
             })
         };
         assert!(r("100m", "1").is_ok() && r("1", "1000m").is_ok());
+        for (a, b) in [
+            ("100m", "0.1"),
+            ("300m", "0.3"),
+            ("1.1", "1100m"),
+            ("3e-1", "300m"),
+        ] {
+            assert!(r(a, b).is_ok() && r(b, a).is_ok(), "{a} = {b}");
+        }
+        assert!(r("1001m", "1").is_err());
         assert!(matches!(
             r("2", "500m"),
             Err(KubeError::RequestOverLimit {
