@@ -319,17 +319,7 @@ fn export_refuses_an_agent_without_runtime_or_pins_and_a_bad_push_target() {
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME loose\nMODEL anthropic/x\nRUNTIME example.test/rt:1\nBIN jq example.test/jq:1\n",
     );
-    ok(env
-        .otters()
-        .args([
-            "build",
-            "-q",
-            "--offline",
-            "--allow-unpinned",
-            "-t",
-            "loose:1",
-        ])
-        .arg(&ctx));
+    env.build_unpinned("loose:1", &ctx);
     let err = flat(&env.fails(&["export", "loose:1", "--as", "runnable", "--offline"]));
     assert!(
         err.contains("cannot export loose:1")

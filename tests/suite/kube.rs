@@ -402,10 +402,7 @@ fn an_agent_whose_registry_is_down() -> (cli::Env, String) {
         &ctx.join("Agentfile"),
         "FROM scratch\nNAME lonely\nMODEL anthropic/x\nRUNTIME example.test/rt:1\n",
     );
-    ok(env
-        .otters()
-        .args(["build", "-q", "--offline", "--allow-unpinned", "-t", &agent])
-        .arg(&ctx));
+    env.build_unpinned(&agent, &ctx);
     (env, agent)
 }
 
@@ -528,17 +525,7 @@ fn kube_output_replaces_links_streams_into_fifos_and_refuses_directories() {
     let env = cli::Env::new();
     let dir = env.dir.path();
     let hello = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/hello");
-    ok(env
-        .otters()
-        .args([
-            "build",
-            "-q",
-            "--offline",
-            "--allow-unpinned",
-            "-t",
-            "meteo:1.0",
-        ])
-        .arg(&hello));
+    env.build_unpinned("meteo:1.0", &hello);
     let image = format!("127.0.0.1:5000/meteo@sha256:{}", "0".repeat(64));
     let kube = |out: &Path| {
         env.otters()

@@ -133,6 +133,16 @@ impl Env {
         ok(self.otters().args(args))
     }
 
+    /// `otters build -q --offline --allow-unpinned -t TAG CONTEXT`, which must succeed: an agent
+    /// built with no registry, its RUNTIME and BINs left unpinned. Returns its digest.
+    pub fn build_unpinned(&self, tag: &str, context: &Path) -> String {
+        let out = ok(self
+            .otters()
+            .args(["build", "-q", "--offline", "--allow-unpinned", "-t", tag])
+            .arg(context));
+        out.trim().to_owned()
+    }
+
     /// Runs otters expecting failure; returns stderr with miette's line wrapping undone.
     pub fn fails(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args);
