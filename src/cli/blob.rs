@@ -6,7 +6,7 @@
 //! Takes: a key, a FILE or `--digest sha256:…`, a bundle path. Returns: the bundle (a file or
 //! stdout); "Verified OK" and exit 0, or the reason it did not verify and exit 1. Must never: verify
 //! a bundle against anything but the digest the user gave or the FILE's bytes hash to now.
-use super::{fail, fail_in, CliResult};
+use super::{common::esc, fail, fail_in, CliResult};
 use otters_cli::blob::{SignBlobArgs, VerifyBlobArgs};
 use otters_supply::blob::{self, BlobError};
 use otters_supply::bundle;
@@ -49,11 +49,12 @@ pub fn run_verify(a: VerifyBlobArgs) -> CliResult {
     let bytes = blob::read_bounded(&a.bundle).map_err(fail)?;
     let v = bundle::verify(&bytes, &key, digest.hex())
         .map_err(|e| fail_in(format!("{} does not verify", a.bundle.display()), e))?;
+    // Subjects (named after the signed files) and the predicate type come from the bundle.
     outln!(
         "Verified OK: {} signs {} ({})",
-        a.key.display(),
-        v.subjects.join(", "),
-        v.predicate_type
+        esc(&a.key.display().to_string()),
+        esc(&v.subjects.join(", ")),
+        esc(&v.predicate_type)
     );
     Ok(ExitCode::SUCCESS)
 }

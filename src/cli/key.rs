@@ -24,11 +24,12 @@ fn generate(a: &GenerateArgs) -> CliResult {
     }
     let key = KeyPair::generate();
     let (private, public) = key.write_new(&a.out).map_err(super::fail)?;
+    let shown = |p: &std::path::Path| super::common::esc(&p.display().to_string());
     outln!(
         "private key: {} (mode 0600; keep it secret)",
-        private.display()
+        shown(&private)
     );
-    outln!("public key:  {}", public.display());
+    outln!("public key:  {}", shown(&public));
     outln!("key hint:    {}", key.public().hint());
     Ok(ExitCode::SUCCESS)
 }

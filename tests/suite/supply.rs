@@ -225,6 +225,40 @@ fn a_file_signed_with_sign_blob_verifies_only_while_unchanged() {
     );
 }
 
+/// A signed file's name is the bundle's subject, and `verify-blob` prints it: a name with control
+/// characters (anybody's file) is shown escaped, as are the key paths `key generate` prints.
+#[test]
+fn verify_blob_and_key_generate_escape_what_they_print() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    let prefix = dir.join("k\u{1b}[2J");
+    let said = env.ok(&["key", "generate", "--out", &prefix.to_string_lossy()]);
+    assert!(
+        !said.contains('\u{1b}') && said.contains("k\\u{1b}[2J.pub"),
+        "{said:?}"
+    );
+    let key = |ext: &str| format!("{}.{ext}", prefix.to_string_lossy());
+    let file = dir.join("m\u{1b}]0;x\u{7}.json");
+    std::fs::write(&file, b"{}").unwrap();
+    let bundle = env.ok(&["sign-blob", "--key", &key("key"), &file.to_string_lossy()]);
+    let bundle_path = dir.join("b.json");
+    std::fs::write(&bundle_path, bundle).unwrap();
+    let said = env.ok(&[
+        "verify-blob",
+        "--key",
+        &key("pub"),
+        "--bundle",
+        &bundle_path.to_string_lossy(),
+        &file.to_string_lossy(),
+    ]);
+    assert!(said.starts_with("Verified OK: "), "{said:?}");
+    assert!(!said.contains(['\u{1b}', '\u{7}']), "{said:?}");
+    assert!(
+        said.contains("signs m\\u{1b}]0;x\\u{7}.json@sha256:"),
+        "{said:?}"
+    );
+}
+
 #[test]
 fn bundles_made_by_python_cryptography_verify_with_otters() {
     const TEST: &str = "bundles_made_by_python_cryptography_verify_with_otters";
