@@ -7,6 +7,7 @@
 use super::CliResult;
 use miette::miette;
 use otters_cli::key::{GenerateArgs, KeyCommand};
+use otters_pipeline::view;
 use otters_supply::keys::KeyPair;
 use std::process::ExitCode;
 
@@ -24,12 +25,11 @@ fn generate(a: &GenerateArgs) -> CliResult {
     }
     let key = KeyPair::generate();
     let (private, public) = key.write_new(&a.out).map_err(super::fail)?;
-    let shown = |p: &std::path::Path| super::common::esc(&p.display().to_string());
     outln!(
         "private key: {} (mode 0600; keep it secret)",
-        shown(&private)
+        view::path(&private)
     );
-    outln!("public key:  {}", shown(&public));
+    outln!("public key:  {}", view::path(&public));
     outln!("key hint:    {}", key.public().hint());
     Ok(ExitCode::SUCCESS)
 }

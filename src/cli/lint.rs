@@ -76,7 +76,7 @@ fn check_and_print(
         print(printer.file(checked.file, checked.diagnostics));
     }
     if !a.quiet {
-        let unused = lint::unused_build_args(build_args, &declared);
+        let unused = lint::unused_build_args(build_args, |k| declared.contains(k));
         eprint!(
             "{}",
             otters_pipeline::view::build::unused_build_args(&unused)

@@ -83,7 +83,7 @@ pub fn run_manpages(a: ManpagesArgs) -> CliResult {
         let path = a.dir.join(man.get_filename());
         std::fs::write(&path, page)
             .map_err(|e| fail_in(format!("cannot write {}", path.display()), e))?;
-        outln!("{}", super::common::esc(&path.display().to_string()));
+        outln!("{}", otters_pipeline::view::path(&path));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -188,16 +188,16 @@ impl Loaded {
     }
 }
 
-/// The `--build-arg` names that no linted file declares an ARG for (`declared`: the union of
-/// every file's [`Checked::args`]), as `otters build` warns of them. A name one file of several
-/// declares is used.
+/// The `--build-arg` names no ARG declares, for build's and lint's warning: `declared` says
+/// whether a name is an ARG (for lint, of any linted file: the union of every file's
+/// [`Checked::args`], so a name one file of several declares is used).
 pub fn unused_build_args(
     build_args: &BTreeMap<String, String>,
-    declared: &BTreeSet<String>,
+    declared: impl Fn(&str) -> bool,
 ) -> Vec<String> {
     build_args
         .keys()
-        .filter(|k| !declared.contains(*k))
+        .filter(|k| !declared(k))
         .cloned()
         .collect()
 }

@@ -70,11 +70,7 @@ pub(super) fn analyze(
 /// The `build_args` keys no ARG declares (a declared one is recorded among the ARGs, the
 /// override winning).
 pub(super) fn unused_build_args(opts: &BuildOptions, model: &Agentfile) -> Vec<String> {
-    opts.build_args
-        .keys()
-        .filter(|k| !model.agent.args.contains_key(*k))
-        .cloned()
-        .collect()
+    crate::lint::unused_build_args(&opts.build_args, |k| model.agent.args.contains_key(k))
 }
 
 /// Adds resolution's warnings to the analysis' findings: one finding per place and code, the

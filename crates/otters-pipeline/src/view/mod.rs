@@ -19,7 +19,7 @@ pub mod transfer;
 
 /// A path for the terminal: its text, a control character or an invalid byte escaped (a
 /// directory name in a cloned repository is anybody's).
-pub(crate) fn path(p: &std::path::Path) -> String {
+pub fn path(p: &std::path::Path) -> String {
     otters_core::escape::escape(&p.display().to_string()).into_owned()
 }
 
