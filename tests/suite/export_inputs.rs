@@ -5,13 +5,14 @@
 //! interpreter, a dynamically linked program without its loader) is refused by name; and RUNTIME
 //! and BIN images pushed with zstd layers run and export.
 
-use crate::support::cli::{self, ok};
 use crate::security_registry::hostile_registry::{Body, Content, Hostile, Reply, Req};
+use crate::support::cli::{self, ok};
 use crate::support::images::{self, BinPrefix};
 use crate::support::runnable::{last_line, StaticWorld};
 use crate::support::{run_ok, write};
 use serde_json::{json, Value};
 use std::ffi::OsStr;
+use std::fmt::Write as _;
 use std::fs;
 use std::io::Read as _;
 use std::os::unix::ffi::OsStrExt;
@@ -24,7 +25,13 @@ use std::time::{Duration, Instant};
 
 /// Builds `agentfile` (`{a}` the world's registry) with the files `extra` beside it as
 /// `REG/<repo>:1` in the world's home, with `env` set; returns the reference.
-fn build(w: &StaticWorld, repo: &str, agentfile: &str, extra: &[(&[u8], &[u8])], env: &[(&str, &str)]) -> String {
+fn build(
+    w: &StaticWorld,
+    repo: &str,
+    agentfile: &str,
+    extra: &[(&[u8], &[u8])],
+    env: &[(&str, &str)],
+) -> String {
     let ctx = w.tmp.path().join(format!("ctx-{repo}"));
     fs::create_dir_all(&ctx).unwrap();
     fs::write(ctx.join("Agentfile"), agentfile.replace("{a}", &w.reg.addr)).unwrap();
@@ -130,7 +137,10 @@ fn the_working_copy_of_an_export_is_private_while_it_runs() {
     let ctx = env.dir.path().join("ctx");
     write(
         &ctx.join("Agentfile"),
-        format!("FROM scratch\nNAME held\nMODEL anthropic/x\nRUNTIME {}/tools/rt:1\n", reg.addr),
+        format!(
+            "FROM scratch\nNAME held\nMODEL anthropic/x\nRUNTIME {}/tools/rt:1\n",
+            reg.addr
+        ),
     );
     ok(env.otters().args(["build", "-q", "-t", "held:1"]).arg(&ctx));
     stall.store(true, Ordering::SeqCst);
@@ -301,7 +311,11 @@ fn a_runtime_that_cannot_start_in_the_image_is_refused_by_name() {
     };
     let dynamic = w.tmp.path().join("dynamic");
     let src = crate::support::repo().join("testdata/static/tool.c");
-    let built = Command::new("gcc").arg("-o").arg(&dynamic).arg(&src).output();
+    let built = Command::new("gcc")
+        .arg("-o")
+        .arg(&dynamic)
+        .arg(&src)
+        .output();
     let dynamic = match built {
         Ok(o) if o.status.success() => fs::read(&dynamic).unwrap(),
         _ => {
@@ -338,7 +352,11 @@ fn a_runtime_that_cannot_start_in_the_image_is_refused_by_name() {
             "LOADER",
         );
         // Whitespace collapsed: miette wraps by width, and the address and loader vary in length.
-        shown.push_str(&format!("$ otters export {rt} --as runnable\n{}\n", cli::flat(&err)));
+        let _ = writeln!(
+            shown,
+            "$ otters export {rt} --as runnable\n{}",
+            cli::flat(&err)
+        );
     }
     snapshot("runtime_cannot_start", &shown);
     let agent = build(&w, "tooled", &agentfile("tooled"), &[], &[]);
@@ -506,5 +524,8 @@ fn images_with_zstd_layers_run_and_export() {
             got = Some(body);
         }
     }
-    assert!(got == Some(runtime), "the exported runtime differs from the pushed one");
+    assert!(
+        got == Some(runtime),
+        "the exported runtime differs from the pushed one"
+    );
 }

@@ -63,7 +63,8 @@ pub fn created_by(image: &AgentImage, plan: &RunPlan, title: &str) -> String {
 /// anything else is left out of `created` (an engine would refuse the whole config).
 pub fn is_rfc3339(s: &str) -> bool {
     let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
     let shape = b.len() >= 20
         && digits(0..4)
         && b[4] == b'-'

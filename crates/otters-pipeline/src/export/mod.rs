@@ -11,6 +11,11 @@
 //! the agent's own files, so agents sharing a runtime or BIN share those layers. Entrypoint, Cmd,
 //! `WorkingDir` and `Env` are the docker executor's; the user is [`USER`].
 //!
+//! The image config ([`config`]) carries the agent's time, LABELs and a history per layer. A
+//! RUNTIME or BIN that could not start in the image (a script whose interpreter, or a dynamic
+//! program whose loader, is not in it: [`loader`]) is refused. The working copy is private
+//! ([`private_workdir`]).
+//!
 //! Must never: put a credential in the image (the environment is built with no host lookup), read
 //! a tag for the runtime or BINs when the agent pins them, or depend on the clock, host, user,
 //! umask or directory order (same agent, same digest).
@@ -328,7 +333,7 @@ fn export_one(
         .collect();
     check_loaders(&image, &root, &groups)?;
     let mut written = Vec::new();
-    for g in std::iter::once(&runtime).chain(&bins).chain([&agent]) {
+    for g in &groups {
         written.push(layers::write(store, g)?);
     }
     drop(tmp);
@@ -344,7 +349,7 @@ fn export_one(
     let agent_doc: ManifestDoc = serde_json::from_slice(&agent_bytes).unwrap_or_default();
     let layers: Vec<config::Layer> = written
         .iter()
-        .zip(std::iter::once(&runtime).chain(&bins).chain([&agent]))
+        .zip(&groups)
         .map(|(w, g)| config::Layer {
             diff_id: &w.diff_id,
             created_by: config::created_by(&image, &plan, &g.title),
@@ -430,7 +435,8 @@ fn check_loaders(
         if inside {
             continue;
         }
-        let needed = otters_core::escape::escape(&String::from_utf8_lossy(needs.path())).into_owned();
+        let needed =
+            otters_core::escape::escape(&String::from_utf8_lossy(needs.path())).into_owned();
         let (kind, fix) = match needs {
             loader::Needs::Interpreter(_) => (
                 "a script",

@@ -156,13 +156,31 @@ mod tests {
     #[test]
     fn media_types_name_their_compression() {
         for (mt, want) in [
-            ("application/vnd.oci.image.layer.v1.tar", Some(Compression::None)),
-            ("application/vnd.oci.image.layer.v1.tar+gzip", Some(Compression::Gzip)),
-            ("application/vnd.docker.image.rootfs.diff.tar.gzip", Some(Compression::Gzip)),
-            ("application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", Some(Compression::Gzip)),
-            ("application/vnd.oci.image.layer.v1.tar+zstd", Some(Compression::Zstd)),
+            (
+                "application/vnd.oci.image.layer.v1.tar",
+                Some(Compression::None),
+            ),
+            (
+                "application/vnd.oci.image.layer.v1.tar+gzip",
+                Some(Compression::Gzip),
+            ),
+            (
+                "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                Some(Compression::Gzip),
+            ),
+            (
+                "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
+                Some(Compression::Gzip),
+            ),
+            (
+                "application/vnd.oci.image.layer.v1.tar+zstd",
+                Some(Compression::Zstd),
+            ),
             ("application/vnd.oci.image.layer.v1.tar+bzip2", None),
-            ("application/vnd.oci.image.layer.v1.tar+gzip+encrypted", None),
+            (
+                "application/vnd.oci.image.layer.v1.tar+gzip+encrypted",
+                None,
+            ),
             ("application/octet-stream", None),
         ] {
             assert_eq!(Compression::of(mt), want, "{mt}");

@@ -458,7 +458,8 @@ fn zstd_layers_are_bounded_as_gzip_ones() {
     h.set_cksum();
     let mut raw = h.as_bytes().to_vec();
     raw.extend(std::iter::repeat_n(b'a', 16 << 20));
-    let layer = ruzstd::encoding::compress_to_vec(&raw[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let layer =
+        ruzstd::encoding::compress_to_vec(&raw[..], ruzstd::encoding::CompressionLevel::Fastest);
     assert!(layer.len() < 4 << 20, "{}", layer.len());
     let dir = tempfile::tempdir().unwrap();
     let zstd = "application/vnd.oci.image.layer.v1.tar+zstd";
@@ -469,7 +470,8 @@ fn zstd_layers_are_bounded_as_gzip_ones() {
     assert!(e.contains("more than the 65536-byte limit"), "{e}");
 
     let big = tar_of(&[file("big", &[7u8; 4096])]);
-    let layer = ruzstd::encoding::compress_to_vec(&big[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let layer =
+        ruzstd::encoding::compress_to_vec(&big[..], ruzstd::encoding::CompressionLevel::Fastest);
     let limits = Limits {
         max_file: 1024,
         ..Limits::default()
@@ -478,13 +480,20 @@ fn zstd_layers_are_bounded_as_gzip_ones() {
     let e = unpack("l", r, &tree(dir.path()), &limits, &mut budget())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("4096 bytes, more than the 1024-byte limit"), "{e}");
+    assert!(
+        e.contains("4096 bytes, more than the 1024-byte limit"),
+        "{e}"
+    );
 
     // The same layer unpacks within the default limits; another compression is refused by name.
     let r = decoder("l", zstd, Box::new(&layer[..])).unwrap();
     unpack("l", r, &tree(dir.path()), &Limits::default(), &mut budget()).unwrap();
     assert_eq!(fs::read(dir.path().join("big")).unwrap(), [7u8; 4096]);
-    let Err(e) = decoder("l", "application/vnd.oci.image.layer.v1.tar+bzip2", Box::new(&b""[..])) else {
+    let Err(e) = decoder(
+        "l",
+        "application/vnd.oci.image.layer.v1.tar+bzip2",
+        Box::new(&b""[..]),
+    ) else {
         panic!("bzip2 accepted");
     };
     assert!(e.to_string().contains("media type application/vnd.oci.image.layer.v1.tar+bzip2, a compression otters cannot read"), "{e}");
