@@ -301,8 +301,9 @@ fn the_export_carries_the_agents_time_history_and_labels() {
 }
 
 /// A RUNTIME that is a shell script, or a dynamically linked program, cannot start in an image
-/// that holds nothing else: the export is refused, naming the missing interpreter or loader and
-/// what to do. A script whose interpreter is one of the agent's BINs exports.
+/// that holds nothing else (nor can such a BIN): the export is refused, naming the missing
+/// interpreter or loader and what to do. A script whose interpreter is one of the agent's BINs
+/// exports.
 #[test]
 fn a_runtime_that_cannot_start_in_the_image_is_refused_by_name() {
     let test = "a_runtime_that_cannot_start_in_the_image_is_refused_by_name";
@@ -341,9 +342,15 @@ fn a_runtime_that_cannot_start_in_the_image_is_refused_by_name() {
     let agentfile = |rt: &str| {
         format!("FROM scratch\nNAME {rt}\nRUNTIME {{a}}/{rt}:1\nMODEL anthropic/claude-test\nBIN tool {{a}}/tool:1\n")
     };
+    // A BIN is checked as the RUNTIME is.
+    let bin_script = "FROM scratch\nNAME binscript\nRUNTIME {a}/runtime:1\nMODEL anthropic/claude-test\nBIN helper {a}/script:1\n";
     let mut shown = String::new();
-    for rt in ["script", "dynamic"] {
-        let agent = build(&w, rt, &agentfile(rt), &[], &[]);
+    for (rt, text) in [
+        ("script", agentfile("script")),
+        ("dynamic", agentfile("dynamic")),
+        ("binscript", bin_script.to_owned()),
+    ] {
+        let agent = build(&w, rt, &text, &[], &[]);
         let err = export_fails(&w.home, &agent);
         let err = redact_digests(&err).replace(&w.reg.addr, "REGISTRY");
         // The loader's path is the toolchain's: name it by its role.
@@ -401,23 +408,10 @@ fn push_zstd_bin(test: &str, dir: &Path, dest: &str, name: &str, content: &[u8])
         b.append_data(&mut h, name, content).unwrap();
         b.finish().unwrap();
     }
-    let zstd = |part: &[u8]| -> Option<Vec<u8>> {
-        use std::io::Write as _;
-        let mut child = Command::new("zstd")
-            .args(["-q", "-c", "-3"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .ok()?;
-        let mut stdin = child.stdin.take()?;
-        let part = part.to_vec();
-        let feeder = std::thread::spawn(move || stdin.write_all(&part));
-        let out = child.wait_with_output().ok()?;
-        feeder.join().ok()?.ok()?;
-        out.status.success().then_some(out.stdout)
-    };
     let half = tar_bytes.len() / 2;
-    let (Some(first), Some(second)) = (zstd(&tar_bytes[..half]), zstd(&tar_bytes[half..])) else {
+    let zstd = crate::support::tools::zstd;
+    let (Some(first), Some(second)) = (zstd(&tar_bytes[..half], 3), zstd(&tar_bytes[half..], 3))
+    else {
         crate::support::tools::skip(test, "the zstd tool is missing (apt-get install zstd)");
         return None;
     };

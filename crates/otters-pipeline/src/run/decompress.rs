@@ -85,6 +85,11 @@ impl<R: Read> ZstdFrames<R> {
                         return Err(invalid("the stream ends inside a skippable frame"));
                     }
                 }
+                Err(FrameDecoderError::WindowSizeTooBig { requested, max }) => {
+                    return Err(invalid(&format!(
+                        "a frame asks for a {requested}-byte window, more than the {max} bytes otters allows; recompress the layer with a smaller window (zstd without `--long`)"
+                    )))
+                }
                 Err(e) => return Err(invalid(&e.to_string())),
             }
         }
@@ -219,7 +224,12 @@ mod tests {
         let mut bad = 0xFD2F_B528u32.to_le_bytes().to_vec();
         bad.extend_from_slice(&[0x00, (31 - 10) << 3]);
         bad.extend_from_slice(&[0; 16]);
-        let err = decode(&bad).unwrap_err();
-        assert!(err.to_string().contains("zstd"), "{err}");
+        let err = decode(&bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "zstd: a frame asks for a 2147483648-byte window, more than the 134217728 bytes"
+            ),
+            "{err}"
+        );
     }
 }
