@@ -1,6 +1,5 @@
 //! `otters copy [-r] SRC DST`: flags, progress and the report; the closure walk and the transfer
 //! are `otters_pipeline::copy`.
-//!
 //! stdout carries data (each copied image's destination and digest, or the JSON report with
 //! `--format json`); status lines and progress go to stderr.
 use super::common::{esc, open_store_leased, print_json};
@@ -19,8 +18,9 @@ pub fn run(a: CopyArgs) -> CliResult {
         recursive: a.recursive,
         dry_run: a.dry_run,
         insecure: a.transfer.insecure,
+        from_registries: a.from_registries,
+        force: a.force,
     };
-    let quiet = a.transfer.quiet();
     let mut ui = super::progress::bars(&a.transfer);
     let result = copy(&req, &store, &mut |e| ui.event(&e));
     ui.finish();
@@ -30,17 +30,17 @@ pub fn run(a: CopyArgs) -> CliResult {
             e,
         )
     })?;
-    print(&report, a.transfer.format, quiet)?;
+    print(&report, a.transfer.format, a.transfer.quiet())?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn print(report: &CopyReport, format: Format, quiet: bool) -> miette::Result<()> {
-    if format == Format::Json {
-        return print_json(report);
+    match format {
+        Format::Json => print_json(report)?,
+        Format::Text => out!("{}", view::copied(report)),
     }
-    out!("{}", view::copied(report));
     if !quiet {
-        eprint!("{}", view::copy_summary(report));
+        eprint!("{}", view::copy_summary(report, format == Format::Text));
     }
     Ok(())
 }

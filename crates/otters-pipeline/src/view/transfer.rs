@@ -35,7 +35,8 @@ pub fn summary(report: &TransferReport, verb: &str) -> String {
 }
 
 /// A copy's data: per image its destination and digest (with `dry_run`: its role, source and
-/// destination, and an index's platforms).
+/// destination, an index's platforms, what happens to the destination tag, and each referrer that
+/// would go along).
 pub fn copied(report: &CopyReport) -> String {
     let mut out = String::new();
     for i in &report.images {
@@ -49,17 +50,46 @@ pub fn copied(report: &CopyReport) -> String {
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
         let (source, destination) = (esc(&i.source), esc(&i.destination));
-        if report.dry_run {
-            line!(out, "{role:<8} {source} -> {destination}{platforms}");
-        } else {
+        if !report.dry_run {
             line!(out, "{destination} {}", i.digest);
+            continue;
+        }
+        line!(out, "{role:<8} {source} -> {destination}{platforms}");
+        if let Some(was) = &i.replaces {
+            line!(
+                out,
+                "         would replace the tag, which names {}",
+                esc(was)
+            );
+        }
+        if let Some(k) = &i.kept_tag {
+            line!(
+                out,
+                "         by digest: {} names {} there and is kept (--force moves it)",
+                esc(&k.tag),
+                esc(&k.holds)
+            );
+        }
+        for r in &i.referrers {
+            let what = r
+                .kind
+                .clone()
+                .or_else(|| r.artifact_type.as_deref().map(esc))
+                .unwrap_or_else(|| "no artifact type".to_owned());
+            line!(
+                out,
+                "         referrer {} ({what}) of {}",
+                r.digest,
+                r.subject
+            );
         }
     }
     out
 }
 
-/// A copy's status line: how many images and referrers went where, and the blobs moved.
-pub fn copy_summary(report: &CopyReport) -> String {
+/// A copy's status lines: how many images and referrers went where and the blobs moved (with
+/// `counts`: the text form; the JSON report has them), and each destination tag replaced or kept.
+pub fn copy_summary(report: &CopyReport, counts: bool) -> String {
     let verb = if report.dry_run {
         "would copy"
     } else {
@@ -73,12 +103,40 @@ pub fn copy_summary(report: &CopyReport) -> String {
             report.downloaded, report.uploaded, report.mounted, report.skipped, report.bytes
         )
     };
-    format!(
-        "{verb} {} image(s) and {} referrer(s) to {}{moved}\n",
-        report.images.len(),
-        report.referrers,
-        esc(&report.destination),
-    )
+    let mut out = String::new();
+    if counts {
+        line!(
+            out,
+            "{verb} {} image(s) and {} referrer(s) to {}{moved}",
+            report.images.len(),
+            report.referrers,
+            esc(&report.destination),
+        );
+    }
+    if report.dry_run {
+        // The dry run's data lines say it per image.
+        return out;
+    }
+    for i in &report.images {
+        if let Some(was) = &i.replaces {
+            line!(
+                out,
+                "replaced tag {} (it named {})",
+                esc(&i.destination),
+                esc(was)
+            );
+        }
+        if let Some(k) = &i.kept_tag {
+            line!(
+                out,
+                "kept tag {} (it names {}): {} went by digest alone; pass --force to move the tag",
+                esc(&k.tag),
+                esc(&k.holds),
+                esc(&i.reference)
+            );
+        }
+    }
+    out
 }
 
 /// `discover --format json`: the image and its referrer tree, each node with its kind
