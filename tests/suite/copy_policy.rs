@@ -73,11 +73,21 @@ fn copy_r_keeps_a_destination_tag_that_names_other_content_unless_forced() {
         .env
         .run(&["copy", "-r", "--dry-run", &agent(&w.reg1), &agent(&w.reg2)]);
     assert!(ok, "{err}");
+    let forced = w.env.run(&[
+        "copy",
+        "-r",
+        "--dry-run",
+        "--force",
+        &agent(&w.reg1),
+        &agent(&w.reg2),
+    ]);
+    assert!(forced.0, "{}", forced.2);
     let regs = [(a.as_str(), "[REG1]"), (b.as_str(), "[REG2]")];
-    snapshot(
-        "dry_run_keeps_a_tag",
-        &redact(&format!("--- stdout\n{out}--- stderr\n{err}"), &regs),
+    let whole = format!(
+        "--- stdout\n{out}--- stderr\n{err}--- with --force: stdout\n{}--- stderr\n{}",
+        forced.1, forced.2
     );
+    snapshot("dry_run_keeps_a_tag", &redact(&whole, &regs));
     let plan = json(&w.env.ok(&[
         "copy",
         "-r",
@@ -205,6 +215,11 @@ fn copy_r_and_save_with_deps_read_pins_only_on_the_registries_the_user_names() {
     let x = agent_with_a_foreign_pin(&env, &home, &private);
     let to = format!("{}/agents/x:1", dest.addr);
     let before = asked_for(&private, "corp/tool");
+    assert!(
+        before > 0,
+        "the build resolved the pin there: {}",
+        private.log()
+    );
 
     let (ok, _, err) = env.run(&["copy", "-r", &x, &to]);
     assert!(!ok, "{err}");

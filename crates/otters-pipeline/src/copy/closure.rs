@@ -569,7 +569,7 @@ mod tests {
                 "the closure pins 3 image(s) on registries other than reg; a pin elsewhere is read \
                  only when you name its registry (it would be fetched with your credentials there \
                  and republished):\n\
-                 - private.example/corp/tool:1@{d}, pinned by reg/agent:1 (its Agentfile, line 4: \
+                 private.example/corp/tool:1@{d}, pinned by reg/agent:1 (its Agentfile, line 4: \
                  `BIN tool private.example/corp/tool:1`)\n\
                  private.example/corp/jq:1@{d}, pinned by reg/agent:1 (inherited: its Agentfile \
                  does not name it)\n\
