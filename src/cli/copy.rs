@@ -5,7 +5,7 @@
 use super::common::{esc, open_store_leased, print_json};
 use super::{fail_in, CliResult, Format};
 use otters_cli::copy::CopyArgs;
-use otters_pipeline::copy::{copy, CopyReport, CopyRequest};
+use otters_pipeline::copy::{copy, CopyRequest};
 use otters_pipeline::view::transfer as view;
 use std::process::ExitCode;
 
@@ -24,23 +24,17 @@ pub fn run(a: CopyArgs) -> CliResult {
     let mut ui = super::progress::bars(&a.transfer);
     let result = copy(&req, &store, &mut |e| ui.event(&e));
     ui.finish();
-    let report = result.map_err(|e| {
-        fail_in(
-            format!("cannot copy {} to {}", esc(&a.source), esc(&a.destination)),
-            e,
-        )
-    })?;
-    print(&report, a.transfer.format, a.transfer.quiet())?;
+    let what = format!("cannot copy {} to {}", esc(&a.source), esc(&a.destination));
+    let report = result.map_err(|e| fail_in(what, e))?;
+    match a.transfer.format {
+        Format::Json => print_json(&report)?,
+        Format::Text => out!("{}", view::copied(&report)),
+    }
+    if !a.transfer.quiet() {
+        eprint!(
+            "{}",
+            view::copy_summary(&report, a.transfer.format == Format::Text)
+        );
+    }
     Ok(ExitCode::SUCCESS)
-}
-
-fn print(report: &CopyReport, format: Format, quiet: bool) -> miette::Result<()> {
-    match format {
-        Format::Json => print_json(report)?,
-        Format::Text => out!("{}", view::copied(report)),
-    }
-    if !quiet {
-        eprint!("{}", view::copy_summary(report, format == Format::Text));
-    }
-    Ok(())
 }

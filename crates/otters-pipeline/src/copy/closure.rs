@@ -126,10 +126,13 @@ pub enum WalkError {
         /// The registries the walk may read, as the user chose them.
         home: Vec<String>,
         pins: Vec<Want>,
+        /// The registries of `pins`, each once, in the order met.
+        registries: Vec<String>,
     },
 }
 
-/// The refusal of pins on other registries: each pin, who pinned it, and the flag to pass.
+/// The refusal of pins on other registries: each pin and who pinned it (the CLI adds the flag
+/// that allows a registry).
 fn foreign_text(home: &[String], pins: &[Want]) -> String {
     use std::fmt::Write as _;
     let home = match home {
@@ -138,11 +141,10 @@ fn foreign_text(home: &[String], pins: &[Want]) -> String {
     };
     let mut text = format!(
         "the closure pins {} image(s) on registries other than {home}; a pin elsewhere is read \
-         only when you name its registry (it would be fetched with your credentials there and \
+         only on a registry you name (it would be fetched with your credentials there and \
          republished):",
         pins.len()
     );
-    let mut flags: Vec<String> = Vec::new();
     for p in pins {
         let digest = match &p.pinned {
             Some(d) if !p.reference.contains('@') => format!("@{d}"),
@@ -150,19 +152,8 @@ fn foreign_text(home: &[String], pins: &[Want]) -> String {
         };
         let by = p.by.as_ref().map(|b| format!(", {b}")).unwrap_or_default();
         let _ = write!(text, "\n{}{digest}{by}", escape(&p.reference));
-        let flag = format!(
-            "--from-registry {}",
-            escape(&registry_of(&p.reference).unwrap_or_default())
-        );
-        if !flags.contains(&flag) {
-            flags.push(flag);
-        }
     }
-    let _ = write!(
-        text,
-        "\nto copy them too, pass {} (only for a registry whose images you mean to republish)",
-        flags.join(" ")
-    );
+    text.push_str("\nname only a registry whose images you mean to republish");
     text
 }
 
@@ -285,9 +276,16 @@ pub fn walk(
             Registries::Any => Vec::new(),
             Registries::Only(v) => v.clone(),
         };
+        let mut registries: Vec<String> = Vec::new();
+        for r in foreign.iter().filter_map(|p| registry_of(&p.reference)) {
+            if !registries.contains(&r) {
+                registries.push(r);
+            }
+        }
         return Err(WalkError::Foreign {
             home,
             pins: foreign,
+            registries,
         });
     }
     Ok(nodes)
@@ -543,7 +541,7 @@ mod tests {
     }
 
     #[test]
-    fn a_foreign_pin_is_refused_with_who_pinned_it_and_the_flag_to_pass() {
+    fn a_foreign_pin_is_refused_with_who_pinned_it() {
         let want = |reference: &str, line| Want {
             reference: reference.into(),
             pinned: Some(Digest::of(b"x")),
@@ -558,25 +556,22 @@ mod tests {
             home: vec!["reg".into()],
             pins: vec![
                 want("private.example/corp/tool:1", Some(4)),
-                want("private.example/corp/jq:1", None),
                 want("GHCR.io/x/tool:1", None),
             ],
+            registries: vec!["private.example".into(), "ghcr.io".into()],
         };
         let d = Digest::of(b"x");
         assert_eq!(
             e.to_string(),
             format!(
-                "the closure pins 3 image(s) on registries other than reg; a pin elsewhere is read \
-                 only when you name its registry (it would be fetched with your credentials there \
-                 and republished):\n\
+                "the closure pins 2 image(s) on registries other than reg; a pin elsewhere is read \
+                 only on a registry you name (it would be fetched with your credentials there and \
+                 republished):\n\
                  private.example/corp/tool:1@{d}, pinned by reg/agent:1 (its Agentfile, line 4: \
                  `BIN tool private.example/corp/tool:1`)\n\
-                 private.example/corp/jq:1@{d}, pinned by reg/agent:1 (inherited: its Agentfile \
-                 does not name it)\n\
-                 GHCR.io/x/tool:1@{d}, pinned by reg/agent:1 (inherited: its Agentfile \
-                 does not name it)\n\
-                 to copy them too, pass --from-registry private.example --from-registry ghcr.io \
-                 (only for a registry whose images you mean to republish)"
+                 GHCR.io/x/tool:1@{d}, pinned by reg/agent:1 (inherited: its Agentfile does not \
+                 name it)\n\
+                 name only a registry whose images you mean to republish"
             )
         );
     }

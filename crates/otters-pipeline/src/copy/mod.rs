@@ -41,6 +41,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What to copy where.
 #[derive(Clone, Debug)]
+#[allow(clippy::struct_excessive_bools)]
 pub struct CopyRequest {
     pub source: String,
     pub destination: String,
