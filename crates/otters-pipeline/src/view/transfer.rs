@@ -224,6 +224,85 @@ mod tests {
         }
     }
 
+    fn copied(
+        role: crate::copy::closure::Role,
+        destination: &str,
+        n: u8,
+    ) -> crate::copy::CopiedImage {
+        crate::copy::CopiedImage {
+            role,
+            reference: format!("reg1/x{n}:1"),
+            source: format!("reg1/x{n}:1@{}", Digest::of(&[n])),
+            destination: destination.to_owned(),
+            digest: Digest::of(&[n]),
+            media_type: otters_oci::MediaType::OciManifest,
+            platforms: Vec::new(),
+            pinned_by: None,
+            replaces: None,
+            kept_tag: None,
+            referrers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_copy_says_which_destination_tags_it_replaced_and_which_it_kept() {
+        use crate::copy::closure::Role;
+        let old = Digest::of(b"old");
+        let mut root = copied(Role::Image, "reg2/x1:1", 1);
+        root.replaces = Some(old.to_string());
+        root.referrers = vec![crate::copy::ListedReferrer {
+            digest: Digest::of(b"sig"),
+            subject: Digest::of(&[1]),
+            kind: Some("signature".into()),
+            artifact_type: None,
+        }];
+        let mut pin = copied(Role::Runtime, &format!("reg2/x2@{}", Digest::of(&[2])), 2);
+        pin.kept_tag = Some(crate::copy::KeptTag {
+            tag: "reg2/x2:1".into(),
+            holds: old.to_string(),
+        });
+        let mut report = CopyReport {
+            source: "reg1/x1:1".into(),
+            destination: "reg2/x1:1".into(),
+            dry_run: true,
+            images: vec![root, pin],
+            uploaded: 0,
+            skipped: 0,
+            mounted: 0,
+            downloaded: 0,
+            bytes: 0,
+            referrers: 1,
+        };
+        let (d1, d2, sig) = (Digest::of(&[1]), Digest::of(&[2]), Digest::of(b"sig"));
+        assert_eq!(
+            super::copied(&report),
+            format!(
+                "image    reg1/x1:1@{d1} -> reg2/x1:1\n\
+                 \x20        would replace the tag, which names {old}\n\
+                 \x20        referrer {sig} (signature) of {d1}\n\
+                 runtime  reg1/x2:1@{d2} -> reg2/x2@{d2}\n\
+                 \x20        by digest: reg2/x2:1 names {old} there and is kept (--force moves it)\n"
+            )
+        );
+        assert_eq!(
+            copy_summary(&report, true),
+            "would copy 2 image(s) and 1 referrer(s) to reg2/x1:1\n"
+        );
+        report.dry_run = false;
+        assert_eq!(
+            copy_summary(&report, false),
+            format!(
+                "replaced tag reg2/x1:1 (it named {old})\n\
+                 kept tag reg2/x2:1 (it names {old}): reg1/x2:1 went by digest alone; pass --force \
+                 to move the tag\n"
+            )
+        );
+        assert_eq!(
+            super::copied(&report),
+            format!("reg2/x1:1 {d1}\nreg2/x2@{d2} {d2}\n")
+        );
+    }
+
     #[test]
     fn a_tree_draws_branches_and_kinds() {
         let root = Descriptor::new(
