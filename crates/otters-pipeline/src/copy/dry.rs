@@ -91,3 +91,75 @@ pub(super) fn referrers(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::copy::closure::Role;
+    use otters_oci::reference::Reference;
+
+    /// A referrer descriptor of `artifact_type`, named by `n`.
+    fn referrer(artifact_type: &str, n: &[u8]) -> Descriptor {
+        let mut d = Descriptor::new(
+            "application/vnd.oci.image.manifest.v1+json",
+            Digest::of(n),
+            1,
+        );
+        d.artifact_type = Some(artifact_type.to_owned());
+        d
+    }
+
+    #[test]
+    fn a_dry_run_lists_referrers_and_theirs_in_a_stable_order() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = Store::open(dir.path().join("store")).unwrap_or_else(|e| panic!("{e}"));
+        let image = Descriptor::new(
+            "application/vnd.oci.image.manifest.v1+json",
+            Digest::of(b"image"),
+            1,
+        );
+        let sbom = referrer("application/vnd.cyclonedx+json", b"sbom");
+        let other = referrer("text/x-other", b"other");
+        let signature = referrer("application/vnd.cyclonedx+json", b"sig-of-sbom");
+        for d in [&other, &sbom] {
+            store
+                .add_referrer(&image.digest, d)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        store
+            .add_referrer(&sbom.digest, &signature)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let node = Node {
+            role: Role::Image,
+            written: "reg/x:1".into(),
+            source: Reference::parse("reg/x:1")
+                .unwrap_or_else(|e| panic!("{e}"))
+                .with_digest(&image.digest),
+            descriptor: image.clone(),
+            platforms: Vec::new(),
+            by: None,
+        };
+        let listed = referrers(None, &store, &node).unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<(Digest, Digest, Option<String>)> = listed
+            .into_iter()
+            .map(|r| (r.digest, r.subject, r.kind))
+            .collect();
+        // By kind (none first), then type and digest; referrers of referrers after their level.
+        assert_eq!(
+            got,
+            [
+                (other.digest.clone(), image.digest.clone(), None),
+                (
+                    sbom.digest.clone(),
+                    image.digest.clone(),
+                    Some("SBOM".into())
+                ),
+                (
+                    signature.digest.clone(),
+                    sbom.digest.clone(),
+                    Some("SBOM".into())
+                ),
+            ]
+        );
+    }
+}
