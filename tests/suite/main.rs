@@ -11,6 +11,7 @@ mod ci_reports;
 mod cli_output;
 mod compat;
 mod copy;
+mod copy_policy;
 mod copy_stream;
 mod editors;
 mod emitted_codes;

@@ -101,6 +101,7 @@ fn value_hint(
     use otters_pipeline::build::{
         git_epoch::GitEpochError, results::EpochError, write::WriteError,
     };
+    use otters_pipeline::copy::{closure::WalkError, CopyError};
     use otters_pipeline::kube::{agent::AgentKubeError, KubeError};
     use otters_pipeline::lint::LintError;
     use otters_pipeline::run::overrides::OverrideError;
@@ -200,6 +201,9 @@ fn value_hint(
         "--stdin-filename names standard input: pass `-` to read it"
     } else if let Some(LintError::FixStdin) = of(e) {
         "--fix rewrites files: name the file itself to fix it"
+    } else if let Some(CopyError::Walk(WalkError::Foreign { registries: r, .. })) = of(e) {
+        let each: Vec<_> = r.iter().map(|h| format!("--from-registry {h}")).collect();
+        return Some(format!("to copy them too, pass {}", each.join(" ")));
     } else if let Some(KeyError::Exists { .. }) = of(e) {
         "or choose another --out prefix"
     } else {
