@@ -161,12 +161,12 @@ fn git_epoch_outside_a_work_tree_or_without_git_is_a_clear_error() {
 fn hostile_git_dir(dir: &Path, marker: &Path) {
     let missing = "1234567890123456789012345678901234567890";
     crate::support::write(&dir.join("HEAD"), "ref: refs/heads/main\n");
-    crate::support::write(&dir.join("refs/heads/main"), &format!("{missing}\n"));
+    crate::support::write(&dir.join("refs/heads/main"), format!("{missing}\n"));
     std::fs::create_dir_all(dir.join("objects")).expect("mkdir");
     let touch = format!("touch '{}'; false", marker.display());
     crate::support::write(
         &dir.join("config"),
-        &format!(
+        format!(
             "[core]\n\trepositoryformatversion = 1\n\tbare = true\n\
              \tsshCommand = \"{touch}\"\n\tfsmonitor = \"{touch}\"\n\
              [extensions]\n\tpartialClone = origin\n\

@@ -8,6 +8,8 @@ use otters_pipeline::trust::Identity;
 use otters_supply::keyless;
 use std::path::PathBuf;
 /// The attestation flags of `otters build`.
+// Rationale: one switch per flag is what clap parses them into.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
 pub struct AttestFlags {
     /// Attach a `CycloneDX` 1.6 SBOM of the agent as a referrer

@@ -58,10 +58,11 @@ mod tests {
 
     #[test]
     fn days_and_dates_agree() {
-        for days in [0u64, 59, 60, 11_016, 19_675, 47_481] {
-            let (y, m, d) = civil_from_days(days);
-            let back = days_from_civil(y as i64, m as i64, d as i64);
-            assert_eq!(back, days as i64, "{y}-{m}-{d}");
+        for days in [0u16, 59, 60, 11_016, 19_675, 47_481] {
+            let (y, m, d) = civil_from_days(u64::from(days));
+            let signed = |n: u64| i64::try_from(n).unwrap();
+            let back = days_from_civil(signed(y), signed(m), signed(d));
+            assert_eq!(back, i64::from(days), "{y}-{m}-{d}");
         }
         assert_eq!(days_from_civil(1969, 12, 31), -1);
     }

@@ -176,7 +176,7 @@ fn find_repository(context: &Path) -> Result<Repository, GitEpochError> {
                     dotgit.display()
                 )))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(not_repo(format!("cannot read {}: {e}", dotgit.display()))),
         }
     }
