@@ -11,9 +11,9 @@
 //! is *the* repository to git's own discovery, and its `config` can declare a partial clone whose
 //! missing `HEAD` commit git fetches through `core.sshCommand`. So otters finds the repository
 //! itself ([`find_repository`]): the nearest directory at or above the context that holds `.git`
-//! (a bare-repository-shaped directory is not one), where a `.git` *file* must name a directory
-//! inside another repository's `.git` (a worktree or a submodule), never one a checkout could
-//! have written; then it runs git on exactly that directory with every setting that could start
+//! (a bare-repository-shaped directory is not one), where a `.git` *file* must name another
+//! repository's `.git` or a directory inside it (a worktree's, a submodule's), never one a
+//! checkout could have written; then it runs git on exactly that directory with every setting that could start
 //! a program turned off ([`HARDENING`], and no lazy fetch, no transport, no ssh command).
 //!
 //! Uncommitted changes do not matter: the time is the last commit's (what `$(git log -1
@@ -56,7 +56,7 @@ pub enum GitEpochError {
     Spawn(std::io::Error),
     #[error("the image time `git`: {} is not in a git work tree ({why}); build from a clone, or give the time in seconds", dir.display())]
     NotARepository { dir: PathBuf, why: String },
-    #[error("the image time `git`: {} names the git directory `{}`, which is not inside a repository's `.git` directory (a worktree's or a submodule's), so it could be part of the build context; build from a clone, or give the time in seconds", file.display(), target.display())]
+    #[error("the image time `git`: {} names the git directory `{}`, which is neither a repository's `.git` directory nor inside one (as a worktree's or a submodule's is), so it could be part of the build context; build from a clone, or give the time in seconds", file.display(), target.display())]
     ForeignGitDir { file: PathBuf, target: PathBuf },
     #[error("the image time `git`: `git log -1 --format=%ct` in {} failed: {why}; build from a clone with its last commit present, or give the time in seconds", top.display())]
     Log { top: PathBuf, why: String },
@@ -131,7 +131,7 @@ pub fn last_commit_time(dir: &Path) -> Result<u64, GitEpochError> {
 /// nearest directory at or above `context` that holds `.git`, not crossing a directory of
 /// `GIT_CEILING_DIRECTORIES` or (unless `GIT_DISCOVERY_ACROSS_FILESYSTEM` is true) a file system
 /// boundary. A directory shaped like a bare repository is not a work tree and is passed over; a
-/// `.git` file is followed only into a directory inside another repository's `.git`.
+/// `.git` file is followed only to another repository's `.git` or a directory inside it.
 fn find_repository(context: &Path) -> Result<Repository, GitEpochError> {
     let not_repo = |why: String| GitEpochError::NotARepository {
         dir: context.to_owned(),
@@ -185,8 +185,8 @@ fn find_repository(context: &Path) -> Result<Repository, GitEpochError> {
     ))
 }
 
-/// The git directory a `.git` file (`gitdir: PATH`) names, when it lies inside another
-/// repository's `.git` directory (`…/.git/worktrees/NAME`, `…/.git/modules/NAME`), which no
+/// The git directory a `.git` file (`gitdir: PATH`) names, when it is another repository's
+/// `.git` directory or lies inside one (`…/.git/worktrees/NAME`, `…/.git/modules/NAME`), which no
 /// checkout can write; a worktree's must name this `.git` file back (its `gitdir` file).
 fn linked_git_dir(file: &Path) -> Result<PathBuf, GitEpochError> {
     let unreadable = |why: String| GitEpochError::NotARepository {
@@ -215,10 +215,11 @@ fn linked_git_dir(file: &Path) -> Result<PathBuf, GitEpochError> {
     let Ok(resolved) = target.canonicalize() else {
         return Err(foreign());
     };
-    let inside_dotgit = resolved.parent().is_some_and(|p| {
-        p.components()
-            .any(|c| c == Component::Normal(".git".as_ref()))
-    });
+    // A directory named `.git`, or one inside such a directory: git never checks out a path
+    // with a `.git` component, so no commit can have put it there.
+    let inside_dotgit = resolved
+        .components()
+        .any(|c| c == Component::Normal(".git".as_ref()));
     if !inside_dotgit || !resolved.is_dir() {
         return Err(foreign());
     }
@@ -228,7 +229,9 @@ fn linked_git_dir(file: &Path) -> Result<PathBuf, GitEpochError> {
         let mut named_back = String::new();
         let _ = std::fs::File::open(&back)
             .and_then(|f| f.take(MAX_GITFILE).read_to_string(&mut named_back));
-        let points_here = Path::new(named_back.trim())
+        // Absolute, or (`worktree.useRelativePaths`) relative to the worktree's git directory.
+        let points_here = resolved
+            .join(named_back.trim())
             .canonicalize()
             .ok()
             .zip(file.canonicalize().ok())
@@ -320,7 +323,7 @@ mod tests {
         );
         assert!(
             e.to_string()
-                .contains("not inside a repository's `.git` directory"),
+                .contains("neither a repository's `.git` directory nor inside one"),
             "{e}"
         );
         // Nowhere, or not a `gitdir:` line: refused.
@@ -363,6 +366,14 @@ mod tests {
             find_repository(&sub),
             Err(GitEpochError::ForeignGitDir { .. })
         ));
+        // A worktree that records its `.git` file relative to its git directory.
+        std::fs::write(admin.join("gitdir"), "../../../../wt/.git\n").unwrap();
+        assert_eq!(find_repository(&sub).unwrap().git_dir, admin);
+        // Another repository's `.git` itself (a `--separate-git-dir` named `.git`).
+        let separate = mkdir(&root.join("elsewhere/.git"));
+        let linked = mkdir(&root.join("linked"));
+        std::fs::write(linked.join(".git"), "gitdir: ../elsewhere/.git\n").unwrap();
+        assert_eq!(find_repository(&linked).unwrap().git_dir, separate);
         // A submodule: `../.git/modules/NAME`, relative, no back link.
         let super_admin = mkdir(&root.join("super/.git/modules/m"));
         let module = mkdir(&root.join("super/m"));
