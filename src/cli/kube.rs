@@ -5,7 +5,7 @@ use otters_cli::kube::Args;
 use otters_oci::Platform;
 use otters_pipeline::export;
 use otters_pipeline::kube::agent::{agent_objects, Fetch};
-use otters_pipeline::kube::{self, Options, Resources};
+use otters_pipeline::kube::{self, Options, Resources, Warning};
 use otters_pipeline::run::overrides::parse_config;
 use std::process::ExitCode;
 
@@ -45,7 +45,18 @@ pub fn run(a: Args) -> CliResult {
         client: super::common::client_options(a.insecure),
     };
     let image = a.image.as_deref();
-    let text = agent_objects(&store, &a.reference, &platform, &fetch, image, opts).map_err(fail)?;
+    let made = agent_objects(&store, &a.reference, &platform, &fetch, image, opts).map_err(fail)?;
+    for w in &made.warnings {
+        match w {
+            Warning::HostPath(_) => eprintln!(
+                "warning: {w}; back them with --mount TARGET=pvc:NAME or TARGET=emptydir to keep \"restricted\""
+            ),
+            Warning::ServingJob(_) => eprintln!(
+                "warning: {w}; use --kind deployment (the default) for a server, or give the agent an EXEC that finishes"
+            ),
+        }
+    }
+    let text = made.yaml;
     match &a.output {
         Some(path) => otters_oci::archive::write_output(path, text.as_bytes())
             .map_err(|e| fail_in(format!("cannot write {}", path.display()), e))?,

@@ -162,14 +162,22 @@ fn value_hint(
         return Some(format!(
             "raise --{resource}-limit or lower --{resource}-request"
         ));
-    } else if let Some(KubeError::RequiredMissing(keys)) = of(e) {
-        let each: Vec<_> = keys.iter().map(|k| format!("--config {k}=VALUE")).collect();
-        return Some(format!(
-            "pass {}, or --config-from secret:NAME|configmap:NAME with their RUNTIME_* keys",
-            each.join(" ")
-        ));
-    } else if let Some(KubeError::UnmappedMounts(_)) = of(e) {
-        "map each with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"
+    } else if let Some(KubeError::Missing { configs, mounts }) = of(e) {
+        let mut parts = Vec::new();
+        if !configs.is_empty() {
+            let each: Vec<_> = configs
+                .iter()
+                .map(|k| format!("--config {k}=VALUE"))
+                .collect();
+            parts.push(format!(
+                "pass {}, or --config-from secret:NAME|configmap:NAME with their RUNTIME_* keys",
+                each.join(" ")
+            ));
+        }
+        if !mounts.is_empty() {
+            parts.push("map each mount with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts".to_owned());
+        }
+        return Some(parts.join("; "));
     } else if let Some(OverrideError::RequiredMissing(missing)) = config {
         let each: Vec<_> = missing
             .iter()

@@ -5,7 +5,7 @@
 //! Takes: the store, the reference, the export's platform and the object options. Returns: the
 //! YAML. Must never: point a cluster at an export of another agent or platform, or at an image
 //! no registry holds.
-use super::{KubeError, Options};
+use super::{KubeError, Manifests, Options};
 use crate::export;
 use crate::run::fetch::RegistryFetcher;
 use crate::run::prepare::{self, PrepareError, Pull};
@@ -56,8 +56,9 @@ pub enum AgentKubeError {
     },
 }
 
-/// The YAML that runs the agent `reference` names in the image `image`, by default the agent's
-/// runnable export for `platform` as `REPO@sha256:…` (`opts.image` is set to it).
+/// The YAML (and its warnings) that runs the agent `reference` names in the image `image`, by
+/// default the agent's runnable export for `platform` as `REPO@sha256:…` (`opts.image` is set
+/// to it).
 pub fn agent_objects(
     store: &Store,
     reference: &str,
@@ -65,7 +66,7 @@ pub fn agent_objects(
     fetch: &Fetch,
     image: Option<&str>,
     mut opts: Options,
-) -> Result<String, AgentKubeError> {
+) -> Result<Manifests, AgentKubeError> {
     let registry = RegistryFetcher::new(fetch.client.clone());
     let pull = if fetch.offline {
         Pull::Never
