@@ -147,37 +147,62 @@ fn validate(test: &str, file: &Path) -> bool {
     true
 }
 
-/// What podman 4.3 cannot play, changed: the Secret reference becomes a literal (it cannot
-/// resolve secretKeyRef), and the annotations go (it refuses annotation values over 63
-/// characters, such as the agent's digest, which Kubernetes accepts).
+/// What podman 4.3 cannot play, changed: a Pod's annotations go (podman refuses annotation
+/// values over 63 characters, such as the agent's digest, in a Pod, though Kubernetes accepts
+/// them; a Deployment keeps them). The Secret reference stays: podman resolves it from a podman
+/// secret holding a Kubernetes Secret (see [`podman_secret`]).
 fn for_podman(text: &str) -> String {
     let mut out = Vec::new();
     for mut d in docs(text) {
-        if let Some(m) = d["metadata"].as_mapping_mut() {
-            m.remove("annotations");
-        }
-        if let Some(m) = d["spec"]["template"]["metadata"].as_mapping_mut() {
-            m.remove("annotations");
-        }
-        let pod = if d["spec"]["template"]["spec"].is_mapping() {
-            &mut d["spec"]["template"]["spec"]
-        } else {
-            &mut d["spec"]
-        };
-        if let Some(containers) = pod["containers"].as_sequence_mut() {
-            for c in containers {
-                for e in c["env"].as_sequence_mut().into_iter().flatten() {
-                    if e["valueFrom"]["secretKeyRef"].is_mapping() {
-                        let m = e.as_mapping_mut().unwrap();
-                        m.remove("valueFrom");
-                        m.insert("value".into(), "sk-from-the-secret".into());
-                    }
-                }
+        if d["kind"] == "Pod" {
+            if let Some(m) = d["metadata"].as_mapping_mut() {
+                m.remove("annotations");
             }
         }
         out.push(serde_yaml_ng::to_string(&d).unwrap());
     }
     out.join("---\n")
+}
+
+/// A podman secret `name` with the provider key, in the shape podman 4.3's `kube play` reads a
+/// `secretKeyRef` from: a JSON object of each key's value in base64 (as a Secret's `data`).
+fn podman_secret(podman: &dyn Fn() -> Command, dir: &Path, name: &str) {
+    let file = dir.join(format!("{name}.secret.json"));
+    // "sk-from-the-secret", base64.
+    fs::write(&file, r#"{"ANTHROPIC_API_KEY":"c2stZnJvbS10aGUtc2VjcmV0"}"#).unwrap();
+    let _ = podman().args(["secret", "rm", name]).output();
+    let out = podman()
+        .args(["secret", "create", name])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "podman secret create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The named volume podman gives the container `container` at `path`.
+fn volume_at(podman: &dyn Fn() -> Command, container: &str, path: &str) -> String {
+    let out = podman()
+        .args(["inspect", container, "--format", "{{json .Mounts}}"])
+        .output()
+        .unwrap();
+    let mounts: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "podman inspect {container} ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    mounts
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["Destination"] == path)
+        .and_then(|m| m["Name"].as_str())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Plays `file`, waits for the runtime's report in the container's log, takes the pod down.
@@ -302,10 +327,12 @@ fn kube_objects_validate_pass_checkov_and_run_under_podman() {
         return;
     }
 
-    // Run the Pod and the Deployment on podman.
+    // Run the Pod and the Deployment on podman, the key from a podman secret.
     let Some(podman) = podman(test, w.tmp.path(), &w.reg.addr) else {
         return;
     };
+    let secret = format!("{name}-credentials");
+    podman_secret(&podman, w.tmp.path(), &secret);
     for (kind, text) in [("pod", &pod), ("deployment", &kube("deployment", &[]))] {
         let _ = fs::remove_file(outdir.join("result.txt"));
         let file = w.tmp.path().join(format!("play-{kind}.yaml"));
@@ -318,6 +345,61 @@ fn kube_objects_validate_pass_checkov_and_run_under_podman() {
             &["ENV ANTHROPIC_API_KEY=sk-from-the-secret"],
         );
     }
+
+    // Two agents side by side: podman makes a named volume of each volume, and none is shared.
+    let other = format!("{name}-b");
+    let mut files = Vec::new();
+    for n in [&name, &other] {
+        let mut c = cli::otters(&w.home);
+        c.args(["kube", &agent, "--kind", "pod", "--name", n])
+            .args(["--config", "webhook=x", "--allow-missing-mounts"])
+            .args(["--secret", &secret]);
+        let file = w.tmp.path().join(format!("side-{n}.yaml"));
+        fs::write(&file, for_podman(&ok(&mut c))).unwrap();
+        let out = podman()
+            .args(["kube", "play", "--start=false", "--tls-verify=false"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "podman kube play {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        files.push(file);
+    }
+    let mut volumes = Vec::new();
+    for path in ["/workspace", "/home", "/tmp", "/var/lib"] {
+        let (a, b) = (
+            volume_at(&podman, &format!("{name}-agent"), path),
+            volume_at(&podman, &format!("{other}-agent"), path),
+        );
+        let dir = path.trim_start_matches('/').replace('/', "-");
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            (
+                format!("{name}-{dir}").as_str(),
+                format!("{other}-{dir}").as_str()
+            ),
+            "{path}"
+        );
+        volumes.extend([a, b]);
+    }
+    for file in &files {
+        let _ = podman().args(["kube", "down"]).arg(file).output();
+    }
+    for n in [&name, &other] {
+        for dir in ["workspace", "home", "tmp", "var-lib"] {
+            volumes.push(format!("{n}-{dir}"));
+        }
+    }
+    volumes.sort();
+    volumes.dedup();
+    let _ = podman()
+        .args(["volume", "rm", "-f"])
+        .args(&volumes)
+        .output();
+    let _ = podman().args(["secret", "rm", &secret]).output();
     let _ = podman()
         .args(["rmi", "-f", &format!("{repo}@{export}")])
         .output();
@@ -376,7 +458,7 @@ fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
     let err = flat(&String::from_utf8_lossy(&out.stderr));
     assert!(
         err.contains("declared mount(s) not mapped: /data")
-            && err.contains("help: map each with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"),
+            && err.contains("help: map each mount with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"),
         "{err}"
     );
     // A fresh home finds the export through the registry's referrers.

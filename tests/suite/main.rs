@@ -22,6 +22,7 @@ mod habits;
 mod interop;
 mod keyless;
 mod kube;
+mod kube_inputs;
 mod lint_cli;
 mod lsp;
 mod mirrors;

@@ -146,7 +146,12 @@ fn value_hint(
         "or pass --annotation KEY=VALUE instead of --annotations-from-ci"
     } else if let Some(WriteError::MissingBlob { .. }) = of(e) {
         "build again without --offline to fetch the parent image"
-    } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
+    } else if let Some(
+        AgentKubeError::NoExport { .. }
+        | AgentKubeError::NoExportForPlatform { .. }
+        | AgentKubeError::NoRegistry(_),
+    ) = of(e)
+    {
         "or pass --image REPO@sha256:…"
     } else if let Some(KubeError::BadQuantity { what, .. }) = of(e) {
         let example = if what.starts_with("cpu") {
@@ -163,21 +168,24 @@ fn value_hint(
             "raise --{resource}-limit or lower --{resource}-request"
         ));
     } else if let Some(KubeError::Missing { configs, mounts }) = of(e) {
-        let mut parts = Vec::new();
-        if !configs.is_empty() {
-            let each: Vec<_> = configs
-                .iter()
-                .map(|k| format!("--config {k}=VALUE"))
-                .collect();
-            parts.push(format!(
+        let each: Vec<_> = configs
+            .iter()
+            .map(|k| format!("--config {k}=VALUE"))
+            .collect();
+        let configs = (!configs.is_empty()).then(|| {
+            format!(
                 "pass {}, or --config-from secret:NAME|configmap:NAME with their RUNTIME_* keys",
                 each.join(" ")
-            ));
-        }
-        if !mounts.is_empty() {
-            parts.push("map each mount with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts".to_owned());
-        }
-        return Some(parts.join("; "));
+            )
+        });
+        let mounts = (!mounts.is_empty()).then(|| "map each mount with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts".to_owned());
+        return Some(
+            configs
+                .into_iter()
+                .chain(mounts)
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
     } else if let Some(OverrideError::RequiredMissing(missing)) = config {
         let each: Vec<_> = missing
             .iter()

@@ -40,6 +40,13 @@ pub enum AgentKubeError {
         reference: String,
         platform: Platform,
     },
+    /// An agent built for one platform, asked for another than this machine's: the plain
+    /// `otters export` would export it for this machine, never for `platform`.
+    #[error("{} has no runnable export for {platform}; an agent built for one platform is exported for that platform only: if it was built for {platform}, run `otters export {} --as runnable --platform {platform} --push`, else rebuild it for {platform} (`otters build --platform {platform}`), push it and export it", escape(.reference), escape(.reference))]
+    NoExportForPlatform {
+        reference: String,
+        platform: Platform,
+    },
     #[error("{} has no runnable export in the store, and its registry could not be asked for one", escape(.reference))]
     ExportLookup {
         reference: String,
@@ -78,12 +85,28 @@ pub fn agent_objects(
     let agent = source::load_agent(store, reference, &manifest)?;
     opts.image = match image {
         Some(i) => i.to_owned(),
-        None => find_export(store, reference, &top, platform, fetch)?,
+        None => find_export(store, reference, &top, platform, fetch)
+            .map_err(|e| for_platform(e, manifest == top))?,
     };
     super::manifests(&agent, &opts).map_err(|e| AgentKubeError::Objects {
         reference: reference.to_owned(),
         source: Box::new(e),
     })
+}
+
+/// [`AgentKubeError::NoExportForPlatform`] for `NoExport` of a `single`-platform agent (not an
+/// index) asked for another platform than this machine's; any other error as it is.
+fn for_platform(e: AgentKubeError, single: bool) -> AgentKubeError {
+    match e {
+        AgentKubeError::NoExport {
+            reference,
+            platform,
+        } if single && platform != export::linux_host() => AgentKubeError::NoExportForPlatform {
+            reference,
+            platform,
+        },
+        e => e,
+    }
 }
 
 /// The agent's runnable export as `REPO@sha256:…`: from the store's referrers, else from the

@@ -109,7 +109,7 @@ impl std::fmt::Display for Warning {
         match self {
             Warning::HostPath(targets) => write!(
                 f,
-                "mount(s) {} are hostPath volumes: Pod Security \"baseline\" and \"restricted\" refuse a pod with one, so these objects run only in a namespace at the \"privileged\" level",
+                "hostPath volume(s) at {}: Pod Security \"baseline\" and \"restricted\" refuse a pod with any hostPath, so these objects run only in a namespace at the \"privileged\" level",
                 targets.join(", ")
             ),
             Warning::ServingJob(exec) => write!(
