@@ -2,9 +2,10 @@
 //! against the Kubernetes 1.31 and 1.37 schemas (kubernetes-validate `--strict`), pass
 //! checkov's Pod Security "restricted" and hardening checks, pass our own volumeMount and
 //! DNS-1123 checks, and run on a real engine: `podman kube play` of the Pod and the Deployment
-//! starts the static runtime, which sees its CONFIG, ENV, context and BIN, writes into its MOUNT
-//! and is not root. And the refusals: a required CONFIG without value, an unmapped MOUNT, an
-//! agent with no export.
+//! starts the static runtime, which sees its CONFIG, ENV, context, BIN and (through a podman
+//! secret) its provider key, writes into its MOUNT and is not root; two agents played side by side
+//! get volumes of their own. And the refusals: a required CONFIG without value, an unmapped
+//! MOUNT, an agent with no export.
 //!
 //! The checkers live in the venv `.ci/install` makes (`$OTTERS_K8S_VENV`, default
 //! `/tmp/otters-k8s-venv`); without them the test is skipped (and fails under CI).

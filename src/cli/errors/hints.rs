@@ -146,13 +146,15 @@ fn value_hint(
         "or pass --annotation KEY=VALUE instead of --annotations-from-ci"
     } else if let Some(WriteError::MissingBlob { .. }) = of(e) {
         "build again without --offline to fetch the parent image"
-    } else if let Some(
-        AgentKubeError::NoExport { .. }
-        | AgentKubeError::NoExportForPlatform { .. }
-        | AgentKubeError::NoRegistry(_),
-    ) = of(e)
-    {
+    } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
         "or pass --image REPO@sha256:…"
+    } else if let Some(AgentKubeError::NoExportForPlatform {
+        reference,
+        platform,
+    }) = of(e)
+    {
+        let r = otters_core::escape::escape(reference);
+        return Some(format!("if it was built for {platform}, run `otters export {r} --as runnable --platform {platform} --push`; else rebuild it for {platform} with `otters build --platform {platform}` and push it; or pass --image REPO@sha256:…"));
     } else if let Some(KubeError::BadQuantity { what, .. }) = of(e) {
         let example = if what.starts_with("cpu") {
             "500m"

@@ -42,7 +42,7 @@ pub enum AgentKubeError {
     },
     /// An agent built for one platform, asked for another than this machine's: the plain
     /// `otters export` would export it for this machine, never for `platform`.
-    #[error("{} has no runnable export for {platform}; an agent built for one platform is exported for that platform only: if it was built for {platform}, run `otters export {} --as runnable --platform {platform} --push`, else rebuild it for {platform} (`otters build --platform {platform}`), push it and export it", escape(.reference), escape(.reference))]
+    #[error("{} has no runnable export for {platform}, and an agent built for one platform is exported for that platform only", escape(.reference))]
     NoExportForPlatform {
         reference: String,
         platform: Platform,
