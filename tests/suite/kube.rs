@@ -347,14 +347,29 @@ fn kube_objects_validate_pass_checkov_and_run_under_podman() {
         );
     }
 
-    // Two agents side by side: podman makes a named volume of each volume, and none is shared.
+    side_by_side(&w, &podman, &agent, &name, &secret);
+    let _ = podman().args(["secret", "rm", &secret]).output();
+    let _ = podman()
+        .args(["rmi", "-f", &format!("{repo}@{export}")])
+        .output();
+}
+
+/// Two agents side by side, `name` and `name-b`, played (not started) at once: podman makes a named
+/// volume of each volume, and none of theirs is shared. Takes the volumes down after.
+fn side_by_side(
+    w: &StaticWorld,
+    podman: &dyn Fn() -> Command,
+    agent: &str,
+    name: &str,
+    secret: &str,
+) {
     let other = format!("{name}-b");
     let mut files = Vec::new();
-    for n in [&name, &other] {
+    for n in [name, &other] {
         let mut c = cli::otters(&w.home);
-        c.args(["kube", &agent, "--kind", "pod", "--name", n])
+        c.args(["kube", agent, "--kind", "pod", "--name", n])
             .args(["--config", "webhook=x", "--allow-missing-mounts"])
-            .args(["--secret", &secret]);
+            .args(["--secret", secret]);
         let file = w.tmp.path().join(format!("side-{n}.yaml"));
         fs::write(&file, for_podman(&ok(&mut c))).unwrap();
         let out = podman()
@@ -369,41 +384,41 @@ fn kube_objects_validate_pass_checkov_and_run_under_podman() {
         );
         files.push(file);
     }
-    let mut volumes = Vec::new();
-    for path in ["/workspace", "/home", "/tmp", "/var/lib"] {
-        let (a, b) = (
-            volume_at(&podman, &format!("{name}-agent"), path),
-            volume_at(&podman, &format!("{other}-agent"), path),
-        );
-        let dir = path.trim_start_matches('/').replace('/', "-");
-        assert_eq!(
-            (a.as_str(), b.as_str()),
-            (
-                format!("{name}-{dir}").as_str(),
-                format!("{other}-{dir}").as_str()
-            ),
-            "{path}"
-        );
-        volumes.extend([a, b]);
-    }
+    let seen: Vec<(&str, String, String)> = ["/workspace", "/home", "/tmp", "/var/lib"]
+        .into_iter()
+        .map(|path| {
+            let at = |n: &str| volume_at(podman, &format!("{n}-agent"), path);
+            (path, at(name), at(&other))
+        })
+        .collect();
+    // Taken down before any assertion, so a failure leaves nothing behind.
     for file in &files {
         let _ = podman().args(["kube", "down"]).arg(file).output();
     }
-    for n in [&name, &other] {
+    let mut volumes: Vec<String> = seen
+        .iter()
+        .flat_map(|(_, a, b)| [a.clone(), b.clone()])
+        .collect();
+    for n in [name, &other] {
         for dir in ["workspace", "home", "tmp", "var-lib"] {
             volumes.push(format!("{n}-{dir}"));
         }
     }
     volumes.sort();
     volumes.dedup();
+    volumes.retain(|v| !v.is_empty());
     let _ = podman()
         .args(["volume", "rm", "-f"])
         .args(&volumes)
         .output();
-    let _ = podman().args(["secret", "rm", &secret]).output();
-    let _ = podman()
-        .args(["rmi", "-f", &format!("{repo}@{export}")])
-        .output();
+    for (path, a, b) in &seen {
+        let dir = path.trim_start_matches('/').replace('/', "-");
+        assert_eq!(
+            (a.clone(), b.clone()),
+            (format!("{name}-{dir}"), format!("{other}-{dir}")),
+            "the volumes at {path}"
+        );
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `otters kube` through the real binary, without a cluster or a registry: what the YAML says to a
 //! YAML 1.1 reader (kubectl's), and what the user is told. ENV keys YAML 1.1 reads as booleans or
 //! null (`ON`, `NO`, `NULL`) and values with characters YAML readers refuse (U+FFFE) come back
-//! unchanged from PyYAML; every missing input is named in one error; a `hostPath` mount and a
+//! unchanged from `PyYAML`; every missing input is named in one error; a `hostPath` mount and a
 //! Job of a server are warned about; and `--platform` for a single-platform agent says to
 //! rebuild. Each output is pinned whole (`snapshots/kube`).
 
@@ -51,7 +51,7 @@ fn snapshot(name: &str, text: &str) {
     });
 }
 
-/// A Python with PyYAML (a YAML 1.1 reader, as kubectl's `yaml.v2` is): the venv `.ci/install`
+/// A Python with `PyYAML` (a YAML 1.1 reader, as kubectl's `yaml.v2` is): the venv `.ci/install`
 /// makes for kubernetes-validate (which needs it), else `python3` when it has it.
 fn pyyaml() -> Option<PathBuf> {
     let venv = std::env::var_os("OTTERS_K8S_VENV")
@@ -68,8 +68,8 @@ fn pyyaml() -> Option<PathBuf> {
 
 const KEYS: &str = "FROM scratch\nNAME keys\nMODEL anthropic/x\nRUNTIME example.test/rt:1\nENV ON=1\nENV Y=2\nENV NO=3\nENV OFF=4\nENV TRUE=5\nENV NULL=6\nENV ONE=7\nCONFIG note\n";
 
-/// ENV keys that YAML 1.1 reads as booleans or null are quoted, so PyYAML (YAML 1.1) reads every
-/// ConfigMap key back as the string it is (before: `ON` became `True`, `NULL` became `None`);
+/// ENV keys that YAML 1.1 reads as booleans or null are quoted, so `PyYAML` (YAML 1.1) reads every
+/// `ConfigMap` key back as the string it is (before: `ON` became `True`, `NULL` became `None`);
 /// a value holding U+FFFE (which YAML readers refuse raw) and U+2028 is escaped and read back
 /// unchanged. The whole YAML is pinned: its volumes are named after the object.
 #[test]

@@ -1,6 +1,6 @@
 //! YAML scalars as otters writes them: the one quoter of every YAML file it makes (`agent.yaml`,
 //! the `kube` objects), so that no key or value can change a document's shape or its meaning
-//! under any reader, YAML 1.1 (PyYAML, the Go `yaml.v2` kubectl uses) or YAML 1.2.
+//! under any reader, YAML 1.1 (`PyYAML`, the Go `yaml.v2` kubectl uses) or YAML 1.2.
 //!
 //! Takes: a key or a string value. Returns: its YAML text. Must never: write a key plain that
 //! some reader takes for a boolean, a null or a number (`ON`, `Y`, `NULL`, `~`), or a character a

@@ -78,7 +78,7 @@ pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         // The identity comes from a config file's [verify]: the fix is there, not a flag.
         return None;
     } else {
-        value_hint(e, claim)
+        kube_hint(e).or_else(|| value_hint(e, claim))
     };
     here.or_else(|| e.source().and_then(hint))
 }
@@ -91,61 +91,11 @@ fn of<'a, T: std::error::Error + 'static>(
         .or_else(|| e.downcast_ref::<Box<T>>().map(|b| &**b))
 }
 
-/// The flag that gives a value a library error speaks of (`claim`: the agent-tree error `e`
-/// holds, seen through `PrepareError`'s transparent wrapper).
-fn value_hint(
-    e: &(dyn std::error::Error + 'static),
-    claim: Option<&otters_pipeline::run::marker::ClaimError>,
-) -> Option<String> {
-    use otters_oci::store::layout::StoreError;
-    use otters_pipeline::build::{
-        git_epoch::GitEpochError, results::EpochError, write::WriteError,
-    };
+/// The flags that fix an `otters kube` error.
+fn kube_hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     use otters_pipeline::kube::{agent::AgentKubeError, KubeError};
-    use otters_pipeline::lint::LintError;
-    use otters_pipeline::run::overrides::OverrideError;
-    use otters_pipeline::run::plan::PlanError;
-    use otters_pipeline::run::{
-        marker::ClaimError, materialise::MaterialiseError, mounts::MountError,
-        prepare::PrepareError,
-    };
-    use otters_pipeline::trust::WhoError;
-    use otters_supply::keys::KeyError;
-    // `PlanError::Mount` and `PlanError::Override` are transparent: look through them.
-    let mount = of::<MountError>(e).or(match of::<PlanError>(e) {
-        Some(PlanError::Mount(m)) => Some(m),
-        _ => None,
-    });
-    let config = of::<OverrideError>(e).or(match of::<PlanError>(e) {
-        Some(PlanError::Override(o)) => Some(o),
-        _ => None,
-    });
-    let git =
-        matches!(of::<EpochError>(e), Some(EpochError::Git(_))) || of::<GitEpochError>(e).is_some();
     let text = if let Some(AgentKubeError::ExportLookup { .. }) = of(e) {
         "pass --image REPO@sha256:… to name the image, or --offline to look only in the store"
-    } else if let Some(RegistryError::Unreachable { .. }) = of(e) {
-        "or pass --insecure for a plain-HTTP registry that is not on this machine"
-    } else if let Some(RegistryError::Tls { .. }) = of(e) {
-        "or pass --insecure for a registry with a self-signed certificate or plain HTTP"
-    } else if let Some(RegistryError::Refused {
-        refusal: otters_oci::registry::UrlRefusal::PlainHttp(_),
-        ..
-    }) = of(e)
-    {
-        "or pass --insecure to allow plain HTTP to it"
-    } else if let Some(StoreError::SeveralTags { .. }) = of(e) {
-        "remove the tags one by one, or pass --force to remove the image with all its tags"
-    } else if of::<otters_pipeline::signing::NoToken>(e).is_some() {
-        "or pass the token with --identity-token TOKEN"
-    } else if git {
-        "or pass the time as a number: --source-date-epoch SECONDS"
-    } else if let Some(EpochError::Flag(_)) = of(e) {
-        "--source-date-epoch takes SECONDS or `git`"
-    } else if of::<otters_pipeline::build::ci::NoCi>(e).is_some() {
-        "or pass --annotation KEY=VALUE instead of --annotations-from-ci"
-    } else if let Some(WriteError::MissingBlob { .. }) = of(e) {
-        "build again without --offline to fetch the parent image"
     } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
         "or pass --image REPO@sha256:…"
     } else if let Some(AgentKubeError::NoExportForPlatform {
@@ -170,24 +120,78 @@ fn value_hint(
             "raise --{resource}-limit or lower --{resource}-request"
         ));
     } else if let Some(KubeError::Missing { configs, mounts }) = of(e) {
-        let each: Vec<_> = configs
-            .iter()
-            .map(|k| format!("--config {k}=VALUE"))
-            .collect();
-        let configs = (!configs.is_empty()).then(|| {
-            format!(
-                "pass {}, or --config-from secret:NAME|configmap:NAME with their RUNTIME_* keys",
-                each.join(" ")
-            )
-        });
-        let mounts = (!mounts.is_empty()).then(|| "map each mount with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts".to_owned());
-        return Some(
-            configs
-                .into_iter()
-                .chain(mounts)
-                .collect::<Vec<_>>()
-                .join("; "),
-        );
+        let each = configs.iter().map(|k| format!("--config {k}=VALUE"));
+        let each = each.collect::<Vec<_>>().join(" ");
+        let mut parts = Vec::new();
+        if !configs.is_empty() {
+            parts.push(format!(
+                "pass {each}, or --config-from secret:NAME|configmap:NAME with their RUNTIME_* keys"
+            ));
+        }
+        if !mounts.is_empty() {
+            parts.push("map each mount with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts".to_owned());
+        }
+        return Some(parts.join("; "));
+    } else if let Some(KubeError::BadName { .. }) = of(e) {
+        "pass --name NAME"
+    } else {
+        return None;
+    };
+    Some(text.to_owned())
+}
+
+/// The flag that gives a value a library error speaks of (`claim`: the agent-tree error `e`
+/// holds, seen through `PrepareError`'s transparent wrapper).
+fn value_hint(
+    e: &(dyn std::error::Error + 'static),
+    claim: Option<&otters_pipeline::run::marker::ClaimError>,
+) -> Option<String> {
+    use otters_oci::store::layout::StoreError;
+    use otters_pipeline::build::{
+        git_epoch::GitEpochError, results::EpochError, write::WriteError,
+    };
+    use otters_pipeline::lint::LintError;
+    use otters_pipeline::run::overrides::OverrideError;
+    use otters_pipeline::run::plan::PlanError;
+    use otters_pipeline::run::{
+        marker::ClaimError, materialise::MaterialiseError, mounts::MountError,
+        prepare::PrepareError,
+    };
+    use otters_pipeline::trust::WhoError;
+    use otters_supply::keys::KeyError;
+    // `PlanError::Mount` and `PlanError::Override` are transparent: look through them.
+    let mount = of::<MountError>(e).or(match of::<PlanError>(e) {
+        Some(PlanError::Mount(m)) => Some(m),
+        _ => None,
+    });
+    let config = of::<OverrideError>(e).or(match of::<PlanError>(e) {
+        Some(PlanError::Override(o)) => Some(o),
+        _ => None,
+    });
+    let git =
+        matches!(of::<EpochError>(e), Some(EpochError::Git(_))) || of::<GitEpochError>(e).is_some();
+    let text = if let Some(RegistryError::Unreachable { .. }) = of(e) {
+        "or pass --insecure for a plain-HTTP registry that is not on this machine"
+    } else if let Some(RegistryError::Tls { .. }) = of(e) {
+        "or pass --insecure for a registry with a self-signed certificate or plain HTTP"
+    } else if let Some(RegistryError::Refused {
+        refusal: otters_oci::registry::UrlRefusal::PlainHttp(_),
+        ..
+    }) = of(e)
+    {
+        "or pass --insecure to allow plain HTTP to it"
+    } else if let Some(StoreError::SeveralTags { .. }) = of(e) {
+        "remove the tags one by one, or pass --force to remove the image with all its tags"
+    } else if of::<otters_pipeline::signing::NoToken>(e).is_some() {
+        "or pass the token with --identity-token TOKEN"
+    } else if git {
+        "or pass the time as a number: --source-date-epoch SECONDS"
+    } else if let Some(EpochError::Flag(_)) = of(e) {
+        "--source-date-epoch takes SECONDS or `git`"
+    } else if of::<otters_pipeline::build::ci::NoCi>(e).is_some() {
+        "or pass --annotation KEY=VALUE instead of --annotations-from-ci"
+    } else if let Some(WriteError::MissingBlob { .. }) = of(e) {
+        "build again without --offline to fetch the parent image"
     } else if let Some(OverrideError::RequiredMissing(missing)) = config {
         let each: Vec<_> = missing
             .iter()
@@ -196,8 +200,6 @@ fn value_hint(
         return Some(format!("pass {}", each.join(" ")));
     } else if let Some(MountError::DeclaredMissing { .. }) = mount {
         "supply them with -v HOST:TARGET, or pass --allow-missing-mounts"
-    } else if let Some(KubeError::BadName { .. }) = of(e) {
-        "pass --name NAME"
     } else if let Some(PrepareError::BadName(_)) = of(e) {
         "pass --name NAME"
     } else if let Some(MaterialiseError::NoParent(_)) = of(e) {

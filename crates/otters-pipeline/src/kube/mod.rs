@@ -495,24 +495,16 @@ mod tests {
             .lines()
             .filter_map(|l| l.trim_start().strip_prefix("- name: \"weather-"))
             .collect();
-        assert_eq!(
-            names,
-            [
-                // volumeMounts, then volumes.
-                "workspace\"",
-                "home\"",
-                "tmp\"",
-                "var-lib\"",
-                "mount-0\"",
-                "mount-1\"",
-                "workspace\"",
-                "home\"",
-                "tmp\"",
-                "var-lib\"",
-                "mount-0\"",
-                "mount-1\"",
-            ]
-        );
+        let each = [
+            "workspace\"",
+            "home\"",
+            "tmp\"",
+            "var-lib\"",
+            "mount-0\"",
+            "mount-1\"",
+        ];
+        // volumeMounts, then volumes.
+        assert_eq!(names, [each, each].concat());
         assert!(!text.contains("name: \"workspace\""), "{text}");
     }
 
