@@ -16,6 +16,7 @@ mod editors;
 mod emitted_codes;
 mod example_warnings;
 mod export;
+mod export_inputs;
 mod flag_hints;
 mod fmt;
 mod habits;

@@ -308,16 +308,16 @@ fn extras(opts: &Options, name: &str, metadata: &Node) -> Vec<Node> {
     out
 }
 
-/// `app.kubernetes.io/{name,version,managed-by}`; the version is the agent's `version` LABEL
-/// when it is a valid label value, else the first 12 hex digits of its digest.
+/// `app.kubernetes.io/{name,version,managed-by}`; the version is the agent's
+/// `org.opencontainers.image.version` LABEL (else its `version` LABEL) when it is a valid label
+/// value, else the first 12 hex digits of its digest.
 fn labels(image: &AgentImage, name: &str) -> Node {
-    let version = image
-        .model
-        .agent
-        .labels
-        .get("version")
+    let labels = &image.model.agent.labels;
+    let version = ["org.opencontainers.image.version", "version"]
+        .iter()
+        .filter_map(|k| labels.get(*k))
         .map(|v| v.value.clone())
-        .filter(|v| {
+        .find(|v| {
             v.len() <= 63
                 && v.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
                 && v.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
