@@ -162,4 +162,26 @@ mod tests {
             "{text}"
         );
     }
+
+    #[test]
+    fn only_a_single_platform_agent_asked_for_another_platform_is_told_to_rebuild() {
+        let no_export = |platform: Platform| AgentKubeError::NoExport {
+            reference: "r.example/a:1".into(),
+            platform,
+        };
+        let other = Platform::parse("linux/s390x").unwrap();
+        assert!(matches!(
+            for_platform(no_export(other.clone()), true),
+            AgentKubeError::NoExportForPlatform { .. }
+        ));
+        // An index exports every platform it has; this machine's is what `otters export` makes.
+        assert!(matches!(
+            for_platform(no_export(other), false),
+            AgentKubeError::NoExport { .. }
+        ));
+        assert!(matches!(
+            for_platform(no_export(export::linux_host()), true),
+            AgentKubeError::NoExport { .. }
+        ));
+    }
 }
