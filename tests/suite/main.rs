@@ -24,6 +24,7 @@ mod habits;
 mod interop;
 mod keyless;
 mod kube;
+mod kube_inputs;
 mod lint_cli;
 mod lsp;
 mod mirrors;
