@@ -1,6 +1,6 @@
 //! The editor support of issue 10, through `editors/test.sh` as CI runs it: the tree-sitter
 //! grammar (its generated parser up to date with grammar.js, its corpus and highlight tests, every
-//! Agentfile of `../shared/conformance` parsed with no ERROR or MISSING node, syntax errors exactly
+//! Agentfile of `../shared/conformance` (when present) parsed with no ERROR or MISSING node, syntax errors exactly
 //! where `otters lint` reports them), the VS Code extension (its `TextMate` scopes, its
 //! `otters lsp` client, the `.vsix`) and the Neovim package (headless).
 //!
@@ -50,6 +50,12 @@ fn editor_support_passes_its_checks() {
         assert!(
             stdout.contains(line),
             "editors/test.sh printed no `{line}`:\n{stdout}"
+        );
+    }
+    if stdout.contains("SKIP the conformance corpus") {
+        tools::skip(
+            TEST,
+            "the conformance corpus is absent: only the repository's samples parsed",
         );
     }
     if std::env::var_os("CI").is_some() {

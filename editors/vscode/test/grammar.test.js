@@ -285,9 +285,12 @@ test('tricky fixture: exact scopes', async () => {
 });
 
 test('conformance corpus and repository samples: every line scoped as the language reads it', async () => {
-  assert.ok(fs.existsSync(corpus), `the conformance corpus is missing: ${corpus}`);
+  // CI always has the corpus; a plain clone has only the repository's samples, and says so.
+  const present = fs.existsSync(corpus);
+  assert.ok(present || !process.env.CI, `the conformance corpus is missing: ${corpus}`);
+  if (!present) console.log(`SKIP the conformance corpus: ${corpus} is absent (the repository's samples only)`);
   const files = [
-    ...agentfilesUnder(corpus),
+    ...(present ? agentfilesUnder(corpus) : []),
     ...agentfilesUnder(path.join(repo, 'testdata', 'syntax', 'ok')),
     ...agentfilesUnder(path.join(repo, 'testdata', 'build')),
     ...agentfilesUnder(path.join(repo, 'examples')),
