@@ -295,7 +295,7 @@ test('conformance corpus and repository samples: every line scoped as the langua
     ...agentfilesUnder(path.join(repo, 'testdata', 'build')),
     ...agentfilesUnder(path.join(repo, 'examples')),
   ];
-  assert.ok(files.length >= 14, `too few Agentfiles found (${files.length})`);
+  assert.ok(files.length >= (present ? 14 : 1), `too few Agentfiles found (${files.length})`);
   const total = { keywords: 0, bodyLines: 0, terminators: 0, comments: 0, strings: 0, expansions: 0, files: 0 };
   for (const f of files) {
     const counts = await checkFile(path.relative(repo, f), fs.readFileSync(f, 'utf8'));

@@ -12,20 +12,28 @@
 //   --email ADDRESS      sub = email = ADDRESS, email_verified, iss = https://token.example
 //   --sub SUBJECT        sub = SUBJECT; --issuer is then required
 // OPTIONS: --issuer URL (replaces the default iss), --audience A (default sigstore), --ttl SECONDS
-// (default 600; negative for an expired token), --workflow PATH and --ref REF (with --github).
+// (default 600; negative for an expired token), --workflow PATH and --ref REF (with --github),
+// --claim KEY=VALUE (repeatable: another claim, or one replaced; VALUE is read as JSON when it is).
 import crypto from 'node:crypto';
 
 function usage(why) {
   if (why) console.error(why);
   console.error('usage: node token.mjs (--github OWNER/REPO | --email ADDRESS | --sub SUBJECT --issuer URL) '
-    + '[--issuer URL] [--audience A] [--ttl SECONDS] [--workflow PATH] [--ref REF]');
+    + '[--issuer URL] [--audience A] [--ttl SECONDS] [--workflow PATH] [--ref REF] [--claim KEY=VALUE]...');
   process.exit(2);
 }
 
 const o = { audience: 'sigstore', ttl: 600, workflow: '.github/workflows/ci.yml', ref: 'refs/heads/main' };
 const args = process.argv.slice(2);
+const extra = {};
 while (args.length) {
   const flag = args.shift();
+  if (flag === '--claim' && args[0]?.includes('=')) {
+    const [key, ...rest] = args.shift().split('=');
+    const text = rest.join('=');
+    try { extra[key] = JSON.parse(text); } catch { extra[key] = text; }
+    continue;
+  }
   const names = { '--github': 'github', '--email': 'email', '--sub': 'sub', '--issuer': 'issuer', '--audience': 'audience',
     '--ttl': 'ttl', '--workflow': 'workflow', '--ref': 'ref' };
   if (!(flag in names) || !args.length) usage(`${flag}: unknown, or missing its value`);
@@ -58,7 +66,7 @@ if (o.github !== undefined) {
   claims = { iss: o.issuer, sub: o.sub };
 }
 const now = Math.floor(Date.now() / 1000);
-Object.assign(claims, { aud: o.audience, iat: now, nbf: now, exp: now + o.ttl });
+Object.assign(claims, { aud: o.audience, iat: now, nbf: now, exp: now + o.ttl }, extra);
 
 const part = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const { privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
