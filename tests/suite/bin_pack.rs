@@ -66,6 +66,40 @@ fn a_packed_bin_image_is_the_same_bytes_anywhere() {
         "pack_runtime",
         &format!("$ otters bin pack …\n{out}{err}\n$ otters inspect …\n{shown}"),
     );
+    // Several platforms: one index, its manifests in platform order whatever the command line's.
+    let arm = env.dir.path().join("rt-arm64.sh");
+    crate::support::write(&arm, RUNTIME.replace("runtime ran", "arm64 runtime ran"));
+    let (rt, arm) = (rt.to_str().unwrap(), arm.to_str().unwrap());
+    let multi = |files: [&str; 2], platforms: [&str; 2], tag: &str| {
+        let flags = [
+            "--platform",
+            platforms[0],
+            "--platform",
+            platforms[1],
+            "-t",
+            tag,
+        ];
+        env.ok(&[&["bin", "pack", "runtime"][..], &files, &flags].concat())
+    };
+    let one = multi(
+        [rt, arm],
+        ["linux/amd64", "linux/arm64"],
+        "example.com/tools/multi:1",
+    );
+    let two = multi(
+        [arm, rt],
+        ["linux/arm64", "linux/amd64"],
+        "example.com/tools/multi:2",
+    );
+    assert_eq!(one, two, "the order of the files changed the image");
+    let index = json(&env.ok(&["inspect", "example.com/tools/multi:1", "--format", "json"]));
+    let text = index.to_string();
+    let (amd, arm64) = (
+        text.find("\"amd64\"").unwrap(),
+        text.find("\"arm64\"").unwrap(),
+    );
+    assert!(amd < arm64, "{text}");
+    let rt = Path::new(rt);
     // SOURCE_DATE_EPOCH sets the time, and only it.
     let timed = env
         .otters()
