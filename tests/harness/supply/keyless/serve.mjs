@@ -23,7 +23,8 @@
 // On start it writes, into DIR:
 //   trusted_root.json  the Sigstore TrustedRoot (protobuf-JSON) of this instance: CA, Rekor key, CT
 //                      log key, TSA chain; every start makes new keys
-//   env                export FULCIO_URL=… REKOR_URL=… TSA_URL=… TRUSTED_ROOT=… MOCK_PID=…
+//   env                export FULCIO_URL=… REKOR_URL=… TSA_URL=… TRUSTED_ROOT=… KEYLESS_MOCK_PID=…
+//   requests.log       one JSON line per request: service, method, path, status, why it was refused
 // then prints "keyless mock ready: fulcio=URL rekor=URL tsa=URL" and serves until it is killed. Each
 // refused request is logged on stderr (service, path, status, why).
 import http from 'node:http';
@@ -40,6 +41,8 @@ if (!dir || process.argv.length > 3) {
 const mock = pkg('@sigstore/mock');
 const specs = pkg('@sigstore/protobuf-specs');
 fs.mkdirSync(dir, { recursive: true });
+const requestLog = path.join(dir, 'requests.log');
+fs.writeFileSync(requestLog, '');
 
 class Refused extends Error {}
 const refuse = (why) => { throw new Refused(why); };
@@ -171,9 +174,11 @@ function listen(service, routes) {
       } catch (e) {
         answer = e instanceof Refused ? { statusCode: 400, response: e.message } : { statusCode: 500, response: String(e.stack) };
       }
-      // Refusals only: they are what a failing test needs to see.
-      if (answer.statusCode >= 300)
-        console.error(`mock ${service}: ${req.method} ${req.url} -> ${answer.statusCode} ${String(answer.response).split('\n')[0]}`);
+      const refusal = answer.statusCode >= 300 ? String(answer.response).split('\n')[0] : undefined;
+      const entry = { service, method: req.method, path: req.url, status: answer.statusCode, refusal };
+      fs.appendFileSync(requestLog, `${JSON.stringify(entry)}\n`);
+      // On stderr, refusals only: they are what a failing test needs to see.
+      if (refusal) console.error(`mock ${service}: ${req.method} ${req.url} -> ${answer.statusCode} ${refusal}`);
       res.writeHead(answer.statusCode, { 'Content-Type': answer.contentType ?? 'text/plain' });
       res.end(answer.response);
     });
@@ -219,7 +224,7 @@ const trustedRoot = specs.TrustedRoot.toJSON({
 });
 const rootFile = path.resolve(dir, 'trusted_root.json');
 fs.writeFileSync(rootFile, `${JSON.stringify(trustedRoot, null, 2)}\n`);
-const vars = { FULCIO_URL: urls.fulcio, REKOR_URL: urls.rekor, TSA_URL: urls.tsa, TRUSTED_ROOT: rootFile, MOCK_PID: process.pid };
+const vars = { FULCIO_URL: urls.fulcio, REKOR_URL: urls.rekor, TSA_URL: urls.tsa, TRUSTED_ROOT: rootFile, KEYLESS_MOCK_PID: process.pid };
 fs.writeFileSync(path.join(dir, 'env'), Object.entries(vars).map(([k, v]) => `export ${k}=${v}\n`).join(''));
 
 const stop = () => {
