@@ -9,7 +9,7 @@
 #
 # OTTERS_EDITORS_CACHE (default ~/.cache/otters-editors) holds the tree-sitter CLI and compiled
 # parsers; OTTERS_CONFORMANCE (default ../shared/conformance) the corpus. Under CI (CI set) a
-# missing Neovim is a failure; elsewhere its checks are skipped with a note.
+# missing corpus or Neovim is a failure; elsewhere their checks are skipped with a note.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -94,15 +94,22 @@ cases="$(grep -cE '^  [0-9]+\. agentfile - ' "$work/fuzz.out")"
 echo "ok $cases corpus cases fuzzed, 100 times each (seed $seed)"
 
 step "tree-sitter parse: the conformance corpus and the repository's valid samples"
-[ -d "$corpus" ] || fail "no conformance corpus at $corpus"
+if [ -d "$corpus" ]; then
+  corpus_files() { find "$corpus" -name Agentfile; }
+elif [ -n "${CI:-}" ]; then
+  fail "no conformance corpus at $corpus"
+else
+  echo "SKIP the conformance corpus: $corpus is absent (the repository's samples only)"
+  corpus_files() { :; }
+fi
 mapfile -t good < <(
   {
-    find "$corpus" -name Agentfile
+    corpus_files
     find "$repo/testdata/syntax/ok" "$repo/testdata/build" "$repo/examples" \
       \( -name Agentfile -o -name '*.agentfile' \)
   } | sort
 )
-[ "$(printf '%s\n' "${good[@]}" | grep -c "^$corpus")" -ge 14 ] ||
+[ ! -d "$corpus" ] || [ "$(printf '%s\n' "${good[@]}" | grep -c "^$corpus")" -ge 14 ] ||
   fail "fewer than 14 Agentfiles under $corpus"
 # Prints the lines of one file's tree that hold a syntax error (nothing when it parses cleanly).
 # The CLI's own verdict misses a MISSING token hidden inside a node (`image: word` with no text);
@@ -179,9 +186,11 @@ PY
 
 # ── Neovim ─────────────────────────────────────────────────────────────────────────────────
 step "nvim: queries/agentfile/ are the grammar's queries"
+# One source: each is a link to the grammar's file (tests/suite/editors.rs checks the links too).
 for q in highlights injections folds; do
-  cmp -s "$here/nvim/queries/agentfile/$q.scm" "$grammar/queries/$q.scm" ||
-    fail "editors/nvim/queries/agentfile/$q.scm differs from" \
+  [ -L "$here/nvim/queries/agentfile/$q.scm" ] &&
+    cmp -s "$here/nvim/queries/agentfile/$q.scm" "$grammar/queries/$q.scm" ||
+    fail "editors/nvim/queries/agentfile/$q.scm is not a link to" \
       "editors/tree-sitter-agentfile/queries/$q.scm"
 done
 echo "ok queries are the same"

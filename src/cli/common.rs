@@ -142,11 +142,7 @@ pub(super) fn not_found(reference: &str) -> miette::Report {
 /// The image `reference` names for a command that adds a referrer (`attach`, `sign`): in the
 /// local store, or with `--remote` in its registry.
 pub(super) fn target(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
-    let p = if place.remote {
-        Place::Remote
-    } else {
-        Place::Local
-    };
+    let p = place.for_write();
     Target::resolve(open_store_leased()?, reference, p, place.insecure).map_err(target_error)
 }
 

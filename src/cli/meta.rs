@@ -30,17 +30,8 @@ pub fn run_version(a: VersionArgs) -> CliResult {
     let version = env!("CARGO_PKG_VERSION");
     let platform = Platform::host().to_string();
     if a.format == Format::Json {
-        use otters_core::json::Value;
-        let v = Value::object()
-            .with("version", version)
-            .with("os", std::env::consts::OS)
-            .with("arch", std::env::consts::ARCH)
-            .with("platform", platform.as_str())
-            .with(
-                "features",
-                Value::Array(FEATURES.iter().map(|f| Value::from(*f)).collect()),
-            );
-        super::common::print_compact(&v);
+        let line = otters_pipeline::view::status::version_json(version, &platform, FEATURES);
+        outln!("{line}");
     } else {
         out!(
             "{}",
@@ -54,14 +45,8 @@ pub fn run_manpages(a: ManpagesArgs) -> CliResult {
     std::fs::create_dir_all(&a.dir)
         .map_err(|e| fail_in(format!("cannot create {}", a.dir.display()), e))?;
     // The pages' date: SOURCE_DATE_EPOCH's when set (reproducible packages), else today.
-    let epoch =
-        otters_pipeline::lower::epoch::parse(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref())
-            .map_err(fail)?
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs())
-            });
+    let env = std::env::var("SOURCE_DATE_EPOCH").ok();
+    let epoch = otters_pipeline::build::results::epoch_or_now(env.as_deref()).map_err(fail)?;
     let date = otters_pipeline::lower::epoch::rfc3339(epoch)[..10].to_owned();
     let mut cli = Cli::command();
     cli.build();

@@ -93,6 +93,7 @@ pub fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Export(a) => export::run(a),
         Command::Kube(a) => kube::run(a),
+        Command::Bin(c) => push::run_bin(c),
         Command::Key(c) => key::run(c),
         Command::SignBlob(a) => blob::run_sign(a),
         Command::VerifyBlob(a) => blob::run_verify(a),

@@ -2,11 +2,13 @@
 //!
 //! stdout carries data (the manifest digest, or a JSON report with `--format json`); status lines
 //! and progress go to stderr: bars on a TTY, one line per blob with `--progress plain`.
-//! What is pushed where is `otters_pipeline::transfer`.
+//! What is pushed where is `otters_pipeline::transfer`; `bin pack` packs with `binpack`, then pushes.
 use super::common::{client, open_store_leased, print_report};
 use super::errors::fail_help;
 use super::{fail, CliResult};
+use otters_cli::bin::BinCommand;
 use otters_cli::push::PushArgs;
+use otters_pipeline::binpack::{pack_tagged, summary};
 use otters_pipeline::transfer::{self, PushError};
 use std::process::ExitCode;
 
@@ -34,5 +36,22 @@ pub fn run_push(a: PushArgs) -> CliResult {
         a.flags.quiet(),
         "pushed",
     )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_bin(BinCommand::Pack(a): BinCommand) -> CliResult {
+    let (epoch, store) = (
+        std::env::var("SOURCE_DATE_EPOCH").ok(),
+        open_store_leased()?,
+    );
+    let packed = a
+        .request(epoch.as_deref())
+        .and_then(|r| pack_tagged(&store, &r, &a.tag));
+    let (packed, tag) = packed.map_err(|e| super::fail_in("cannot pack the bin image", e))?;
+    eprint!("{}", summary(&a.name, &packed, &tag, a.flags.quiet()));
+    if a.push {
+        return run_push(a.push_args());
+    }
+    outln!("{}", packed.index.digest);
     Ok(ExitCode::SUCCESS)
 }

@@ -442,14 +442,10 @@ fn golden_digests_of_the_fixtures() {
 
 #[test]
 fn every_conformance_agentfile_builds() {
-    let root = repo().join("../shared/conformance");
-    if !root.is_dir() {
-        crate::support::tools::skip(
-            "every_conformance_agentfile_builds",
-            &format!("{} is absent", root.display()),
-        );
+    let Some(root) = crate::support::harness::conformance("every_conformance_agentfile_builds")
+    else {
         return;
-    }
+    };
     let mut stack = vec![root];
     let mut built = 0;
     let env = Env::new();

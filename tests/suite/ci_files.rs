@@ -334,3 +334,68 @@ fn setup_action_verifies_the_checksum_installs_caches_and_sets_path() {
     assert!(!ok && said.contains("64 hex digits"), "{said}");
     assert_eq!(requests.load(Ordering::SeqCst), fetched + 1);
 }
+
+/// The `otters …` command lines of a workflow's `run:` blocks (continuations joined, blanks
+/// collapsed, a `"$(otters …)"` substitution unwrapped): each as written and as its words, shell
+/// quotes dropped.
+fn otters_commands(workflow: &str) -> Vec<(String, Vec<String>)> {
+    let joined = workflow.replace("\\\n", " ");
+    joined
+        .lines()
+        .filter_map(|l| {
+            let at = l.find("otters ")?;
+            let before = &l[..at];
+            // A command: at the start of a `run:` line, or inside `$(…)`; not a path or a word.
+            let starts = before.trim().is_empty()
+                || before.trim_end().ends_with("run:")
+                || before.ends_with("$(");
+            starts.then(|| {
+                let words: Vec<&str> = l[at..].trim_end_matches(")\"").split_whitespace().collect();
+                let unquoted = words.iter().map(|w| w.trim_matches('"').to_owned());
+                (words.join(" "), unquoted.collect())
+            })
+        })
+        .collect()
+}
+
+/// The platform team's path in `ci/github/examples/deploy.yml`: build → sign → push → export →
+/// sign the export → kube → `kubectl apply`, in that order, every otters command one the real
+/// binary parses (its flags exist: `--help` after them answers only when they do), and docs/ci.md
+/// shows the same commands.
+#[test]
+fn the_deploy_example_walks_the_platform_path_with_flags_otters_has() {
+    let example = std::fs::read_to_string(repo().join("ci/github/examples/deploy.yml")).unwrap();
+    let commands = otters_commands(&example);
+    let steps: Vec<&str> = commands.iter().map(|(_, c)| c[1].as_str()).collect();
+    assert_eq!(
+        steps,
+        ["build", "sign", "push", "export", "sign", "kube"],
+        "{commands:?}"
+    );
+    let sign_export = &commands[4].1;
+    assert!(
+        sign_export.contains(&"--remote".to_owned()) && sign_export.iter().any(|w| w.contains('@'))
+    );
+    assert!(example.find("kubectl apply").unwrap() > example.find("otters kube").unwrap());
+    let env = crate::support::cli::Env::new();
+    let docs = std::fs::read_to_string(repo().join("docs/ci.md")).unwrap();
+    for (written, c) in &commands {
+        let mut args: Vec<&str> = c[1..]
+            .iter()
+            .map(|w| {
+                if w.contains('$') {
+                    "registry.example/a:1"
+                } else {
+                    w
+                }
+            })
+            .collect();
+        args.push("--help");
+        let (ok, _, err) = env.run(&args);
+        assert!(ok, "`{}` does not parse: {err}", c.join(" "));
+        assert!(
+            docs.contains(written.as_str()),
+            "docs/ci.md does not show `{written}`"
+        );
+    }
+}

@@ -379,12 +379,8 @@ fn mess(text: &str) -> String {
     out
 }
 
-fn conformance_dirs() -> Option<Vec<PathBuf>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
-    if !root.is_dir() {
-        crate::support::tools::skip("fmt conformance", &format!("{} is absent", root.display()));
-        return None;
-    }
+fn conformance_dirs(test: &str) -> Option<Vec<PathBuf>> {
+    let root = crate::support::harness::conformance(test)?;
     let mut found = Vec::new();
     let mut stack = vec![root];
     while let Some(d) = stack.pop() {
@@ -458,7 +454,8 @@ fn built_without_agentfile(env: &Env, dir: &Path, tag: &str) -> serde_json::Valu
 
 #[test]
 fn conformance_corpus_formats_idempotently_with_the_same_lints_and_artifact() {
-    let Some(dirs) = conformance_dirs() else {
+    const TEST: &str = "conformance_corpus_formats_idempotently_with_the_same_lints_and_artifact";
+    let Some(dirs) = conformance_dirs(TEST) else {
         return;
     };
     assert!(
@@ -468,7 +465,7 @@ fn conformance_corpus_formats_idempotently_with_the_same_lints_and_artifact() {
     );
     let env = Env::new();
     let work = env.dir.path().join("work");
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
+    let root = crate::support::harness::conformance(TEST).expect("checked above");
     // Three copies: as it is (to format), the original (reference), and a messy spelling.
     for name in ["formatted", "original", "messy"] {
         copy_tree(&root, &work.join(name));

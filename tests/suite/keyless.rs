@@ -1,5 +1,5 @@
 //! Keyless signing through the real binary, offline: `otters sign --keyless` against the mock
-//! Fulcio, Rekor and timestamp authority of `../shared/supply/keyless/` (npm `@sigstore/mock` on
+//! Fulcio, Rekor and timestamp authority of `tests/harness/supply/keyless/` (npm `@sigstore/mock` on
 //! 127.0.0.1: a mock because the real services are on the internet; the test says so), the image
 //! pushed to a real `docker-registry`, the bundle pulled back with `pull --referrers` and judged by
 //! the independent verifier on npm `@sigstore/verify` (`verify_keyless.mjs`), which must accept the
@@ -16,7 +16,7 @@ const GITHUB_ID: &str = "https://github.com/acme/agents/.github/workflows/ci.yml
 const GITHUB_ISS: &str = "https://token.actions.githubusercontent.com";
 
 fn harness() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/supply/keyless")
+    crate::support::harness::supply().join("keyless")
 }
 
 /// The mock services, killed on drop (also used by `security_web`).
@@ -37,11 +37,13 @@ impl Drop for Mock {
 impl Mock {
     /// Starts `node serve.mjs DIR`, or `None` after a skip when node or the harness is missing.
     pub(crate) fn start(test: &str) -> Option<Mock> {
-        let npm = std::env::var("KEYLESS_NPM").unwrap_or_else(|_| "/tmp/bars-npm-keyless".into());
-        if !Path::new(&npm).join("node_modules/@sigstore/mock").is_dir() {
+        if !crate::support::harness::npm_ready() {
             crate::support::tools::skip(
                 test,
-                "the keyless harness is not installed (bash ../shared/supply/keyless/install.sh, or .ci/install)",
+                &format!(
+                    "the keyless harness is not installed: {}",
+                    crate::support::harness::INSTALL
+                ),
             );
             return None;
         }

@@ -498,20 +498,11 @@ fn non_utf8_input_is_af001_with_offset() {
 
 #[test]
 fn conformance_agentfiles_lint_with_zero_errors() {
-    let dir = repo().join("../shared/conformance");
-    if !dir.is_dir() {
-        // A missing corpus must never pass silently where it is required.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} is absent: CI must run the conformance corpus",
-            dir.display()
-        );
-        eprintln!(
-            "SKIP conformance_agentfiles_lint_with_zero_errors: {} is absent",
-            dir.display()
-        );
+    let Some(dir) =
+        crate::support::harness::conformance("conformance_agentfiles_lint_with_zero_errors")
+    else {
         return;
-    }
+    };
     let expected = count_agentfiles(&dir);
     assert!(
         expected >= 14,

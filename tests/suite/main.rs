@@ -5,6 +5,7 @@
 mod support;
 
 mod bin_contract;
+mod bin_pack;
 mod build_cli;
 mod ci_files;
 mod ci_reports;

@@ -198,3 +198,38 @@ fn the_readme_tour_runs_as_written() {
         "the registry's state is left behind"
     );
 }
+
+/// The docs give one size for the release binary, the one the README measured: every sentence of
+/// README.md and docs/*.md that names the binary's size in MB names the README's figure (the
+/// performance notes' table of an earlier comparison says it is "at the time").
+#[test]
+fn the_docs_agree_on_the_binary_size() {
+    let root = crate::support::repo();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let figure = readme
+        .split("The stripped binary is ")
+        .nth(1)
+        .and_then(|rest| rest.split(" MB").next())
+        .expect("README.md says \"The stripped binary is N MB\"");
+    let mut files = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        files.push(e.unwrap().path());
+    }
+    let mut wrong = Vec::new();
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "md"))
+    {
+        for line in std::fs::read_to_string(f).unwrap().lines() {
+            let sized =
+                line.contains(" MB") && (line.contains("binary") || line.contains("stripped"));
+            if sized && !line.contains("(at the time)") && !line.contains(&format!("{figure} MB")) {
+                wrong.push(format!("{}: {line}", f.display()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "the README measured {figure} MB; these say otherwise: {wrong:#?}"
+    );
+}

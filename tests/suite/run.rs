@@ -686,6 +686,18 @@ fn dry_run_plan_snapshot() {
     insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/run"), prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!("dry_run_plan", redacted);
     });
+    // The reference says which flags `run` appends after EXEC: exactly the plan's.
+    let flags: Vec<&str> = plan["argv"].as_array().unwrap()[2..]
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|a| a.starts_with("--"))
+        .collect();
+    assert_eq!(flags, ["--root", "--model"]);
+    let reference = fs::read_to_string(crate::support::repo().join("docs/reference.md")).unwrap();
+    assert!(
+        reference.contains("`otters run` appends\n`--root ROOT` (the agent's tree on the host) and, when the agent has a MODEL, `--model MODEL`; it\npasses no `--addr`"),
+        "docs/reference.md (EXEC) does not say what `run` appends: {flags:?}"
+    );
 }
 
 /// `--dry-run` of an image the store lacks pulls it (planning needs its config) and says so; a

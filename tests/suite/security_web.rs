@@ -5,7 +5,7 @@
 //! never ending). The signature must fail with an error naming the endpoint and the cap, before
 //! the call's timeout, with bounded memory (the binary's peak RSS under `/usr/bin/time`).
 //!
-//! The services before the hostile one are the mock Fulcio of `../shared/supply/keyless/` (npm
+//! The services before the hostile one are the mock Fulcio of `tests/harness/supply/keyless/` (npm
 //! `@sigstore/mock`: the real ones are on the internet); the hostile endpoints are a few lines of
 //! std TCP below, since no real server misbehaves on purpose.
 

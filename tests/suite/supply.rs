@@ -1,9 +1,9 @@
-//! Supply-chain output checked by independent verifiers (../shared/supply): keys from `otters key
+//! Supply-chain output checked by independent verifiers (tests/harness/supply): keys from `otters key
 //! generate` and bundles from `otters sign-blob` verified by npm `@sigstore/verify`; bundles made by
 //! Python's `cryptography` verified by `otters verify-blob`; SBOMs validated by `CycloneDX`'s own
 //! schema validator; everything reproducible byte for byte.
 //!
-//! The verifiers are installed by `../shared/supply/install.sh` (see `.ci/install`). A test skips
+//! The verifiers are installed by `tests/harness/supply/install.sh` (see `.ci/install`). A test skips
 //! only when `node` / `python3` itself is missing, and fails under CI then.
 
 use crate::support::cli::{flat, Env};
@@ -19,7 +19,7 @@ use std::process::Command;
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 fn supply_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/supply")
+    crate::support::harness::supply()
 }
 
 /// Runs a verifier; returns (exit code, stdout + stderr).
@@ -34,8 +34,9 @@ fn run(program: &str, args: &[&Path]) -> (i32, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        !text.contains("Cannot find module") && !text.contains("missing: run install.sh"),
-        "the verifiers are not installed: run ../shared/supply/install.sh (.ci/install does)\n{text}"
+        out.status.code() != Some(3),
+        "the verifiers are not installed: {}\n{text}",
+        crate::support::harness::INSTALL
     );
     (out.status.code().unwrap_or(-1), text)
 }
@@ -45,7 +46,7 @@ fn node_verify(test: &str, bundle: &Path, key: &Path, digest: &str) -> Option<(i
     if !works("node", &["--version"]) {
         skip(
             test,
-            "node is not installed (apt-get install nodejs npm; then ../shared/supply/install.sh)",
+            "node is not installed (apt-get install nodejs npm; then tests/harness/supply/install.sh)",
         );
         return None;
     }

@@ -13,6 +13,8 @@
 //! terminal-bound, so an editor's language server or a WebAssembly playground can use it whole.
 
 pub mod check;
+#[cfg(test)]
+mod corpus;
 pub mod diagnostic;
 pub mod fmt;
 pub mod ir;

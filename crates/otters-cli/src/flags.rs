@@ -93,6 +93,15 @@ impl WhereFlags {
             _ => Place::Auto,
         }
     }
+
+    /// Where a command that adds a referrer (`attach`, `sign`) works: `--remote`, else the store.
+    pub fn for_write(&self) -> Place {
+        if self.remote {
+            Place::Remote
+        } else {
+            Place::Local
+        }
+    }
 }
 
 /// How the images an Agentfile names are pinned while it is built.

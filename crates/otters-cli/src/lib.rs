@@ -14,6 +14,7 @@
 #![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 
 pub mod archive;
+pub mod bin;
 pub mod blob;
 pub mod build;
 pub mod copy;
@@ -88,6 +89,9 @@ pub enum Command {
     Export(export::Args),
     /// Print the Kubernetes objects that run an agent's runnable export (YAML)
     Kube(kube::Args),
+    /// Make RUNTIME and BIN images (`otters bin pack NAME FILE… -t REF`)
+    #[command(subcommand)]
+    Bin(bin::BinCommand),
     /// Download an image from a registry into the local store
     ///
     /// Mirrors configured for the registry in `$OTTERS_HOME/config.toml` (`[registry."docker.io"]

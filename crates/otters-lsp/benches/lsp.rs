@@ -31,8 +31,16 @@ impl Project for LockBeside {
 
 fn change_to_publish(c: &mut Criterion) {
     let path = kubectl();
-    let text =
-        std::fs::read_to_string(&path).expect("the conformance corpus beside the repository");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        // A plain clone has no corpus beside it (CI does). A benchmark's output is not captured.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is absent",
+            path.display()
+        );
+        eprintln!("SKIP lsp benchmark: {} is absent", path.display());
+        return;
+    };
     assert!(text.lines().count() > 400);
     let uri = Url::from_file_path(&path).expect("absolute path");
     let edited = text.replacen("FROM ", "FORM ", 1);

@@ -17,6 +17,7 @@
 pub mod archive;
 pub mod attach;
 pub mod attest;
+pub mod binpack;
 pub mod build;
 pub mod copy;
 pub mod export;

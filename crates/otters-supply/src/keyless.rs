@@ -9,7 +9,7 @@
 //! anything in the bundle that a strict protobuf reader would refuse.
 //!
 //! The wire formats are Fulcio v2 `signingCert`, Rekor v1 `log/entries` (kind `dsse` 0.0.1) and
-//! the timestamp authority's JSON request, as `../shared/supply/keyless/README.md` records them
+//! the timestamp authority's JSON request, as `tests/harness/supply/README.md` records them
 //! and `@sigstore/sign` sends them.
 
 use crate::bundle::{pae, BUNDLE_V03};
@@ -202,8 +202,8 @@ fn hex_to_b64(v: Option<&J>, what: &str) -> Result<String, KeylessError> {
         .map_err(|_| answer("Rekor", format!("`{what}` is not hex")))
 }
 
-/// The bundle's `tlogEntries[0]` from Rekor v1's answer to a new entry (see the table in
-/// `../shared/supply/keyless/README.md`): the entry must carry a signed entry timestamp and an
+/// The bundle's `tlogEntries[0]` from Rekor v1's answer to a new entry (see
+/// `tests/harness/supply/README.md`): the entry must carry a signed entry timestamp and an
 /// inclusion proof with a checkpoint, and its body must be the `dsse` entry of this signature.
 pub fn rekor_entry(answer_bytes: &[u8], sig: &[u8]) -> Result<Value, KeylessError> {
     let v: J = serde_json::from_slice(answer_bytes).map_err(|e| answer("Rekor", e.to_string()))?;

@@ -285,14 +285,17 @@ test('tricky fixture: exact scopes', async () => {
 });
 
 test('conformance corpus and repository samples: every line scoped as the language reads it', async () => {
-  assert.ok(fs.existsSync(corpus), `the conformance corpus is missing: ${corpus}`);
+  // CI always has the corpus; a plain clone has only the repository's samples, and says so.
+  const present = fs.existsSync(corpus);
+  assert.ok(present || !process.env.CI, `the conformance corpus is missing: ${corpus}`);
+  if (!present) console.log(`SKIP the conformance corpus: ${corpus} is absent (the repository's samples only)`);
   const files = [
-    ...agentfilesUnder(corpus),
+    ...(present ? agentfilesUnder(corpus) : []),
     ...agentfilesUnder(path.join(repo, 'testdata', 'syntax', 'ok')),
     ...agentfilesUnder(path.join(repo, 'testdata', 'build')),
     ...agentfilesUnder(path.join(repo, 'examples')),
   ];
-  assert.ok(files.length >= 14, `too few Agentfiles found (${files.length})`);
+  assert.ok(files.length >= (present ? 14 : 1), `too few Agentfiles found (${files.length})`);
   const total = { keywords: 0, bodyLines: 0, terminators: 0, comments: 0, strings: 0, expansions: 0, files: 0 };
   for (const f of files) {
     const counts = await checkFile(path.relative(repo, f), fs.readFileSync(f, 'utf8'));

@@ -9,6 +9,7 @@
 
 pub mod ci_tools;
 pub mod cli;
+pub mod harness;
 pub mod hostile_layers;
 pub mod images;
 pub mod oras;
@@ -25,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The workspace root (this checkout): where `testdata/`, `examples/`, `snapshots/`, `docs/` and
-/// `../shared` are found.
+/// the suite's harness ([`harness`]) are found.
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }

@@ -5,13 +5,16 @@
 
 use std::process::{Command, Stdio};
 
-/// Reports a test that cannot run here: fails under CI (`CI` set), prints `SKIP` otherwise.
+/// Reports a test that cannot run here: fails under CI (`CI` set), prints `SKIP` otherwise — on the
+/// process's stderr itself, not through `eprintln!`, which the test runner captures and drops for a
+/// passing test: a skip is seen in every run.
 pub fn skip(test: &str, reason: &str) {
+    use std::io::Write as _;
     assert!(
         std::env::var_os("CI").is_none(),
         "{test} cannot run under CI: {reason}"
     );
-    eprintln!("SKIP {test}: {reason}");
+    let _ = writeln!(std::io::stderr().lock(), "SKIP {test}: {reason}");
 }
 
 /// True when `program args…` runs and exits 0 (output discarded).

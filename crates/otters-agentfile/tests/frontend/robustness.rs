@@ -73,7 +73,11 @@ fn corpus() -> Vec<Vec<u8>> {
                 "{} is absent: CI must mutate the conformance corpus",
                 root.display()
             );
-            eprintln!("SKIP corpus {}: absent", root.display());
+            // Straight to stderr: the test runner captures (and drops) `eprintln!` of a passing test.
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr().lock(),
+                format_args!("SKIP corpus {}: absent\n", root.display()),
+            );
             continue;
         };
         let mut paths: Vec<_> = rd.flatten().map(|e| e.path()).collect();

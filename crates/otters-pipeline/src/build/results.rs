@@ -195,6 +195,15 @@ pub fn build_args(
     Ok(out)
 }
 
+/// `SOURCE_DATE_EPOCH`'s time (`value`), or now when it is not set (a man page's date).
+pub fn epoch_or_now(value: Option<&str>) -> Result<u64, crate::lower::epoch::BadEpoch> {
+    let now = || {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        since.map_or(0, |d| d.as_secs())
+    };
+    Ok(crate::lower::epoch::parse(value)?.unwrap_or_else(now))
+}
+
 /// The image time: `flag` (seconds, or `git` for the last commit of `context`'s work tree),
 /// else `env` (`SOURCE_DATE_EPOCH`), else none.
 pub fn source_date_epoch(

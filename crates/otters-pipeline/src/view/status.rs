@@ -57,6 +57,22 @@ pub fn version(version: &str, platform: &str) -> String {
     format!("otters {version}\n os/arch:  {os}/{arch} (agent platform {platform})\n")
 }
 
+/// `version --format json`: the version, this machine's OS and architecture, the agent platform
+/// and the Cargo features the binary was built with, on one line.
+pub fn version_json(version: &str, platform: &str, features: &[&str]) -> String {
+    use otters_core::json::Value;
+    let v = Value::object()
+        .with("version", version)
+        .with("os", std::env::consts::OS)
+        .with("arch", std::env::consts::ARCH)
+        .with("platform", platform)
+        .with(
+            "features",
+            Value::Array(features.iter().map(|f| Value::from(*f)).collect()),
+        );
+    String::from_utf8_lossy(&otters_core::json::to_compact(&v).unwrap_or_default()).into_owned()
+}
+
 /// `login`: where the credentials for `registry` went.
 pub fn logged_in(registry: &str, stored: &Stored) -> String {
     match stored {

@@ -1,2 +1,1 @@
-; A heredoc folds from its opener line to its terminator.
-(heredoc) @fold
+../../../tree-sitter-agentfile/queries/folds.scm

@@ -1,8 +1,1 @@
-; A CONTEXT heredoc is text for the model, usually markdown.
-((context_instruction
-  (heredoc
-    (heredoc_body) @injection.content))
-  (#set! injection.language "markdown"))
-
-((comment) @injection.content
-  (#set! injection.language "comment"))
+../../../tree-sitter-agentfile/queries/injections.scm
