@@ -63,12 +63,19 @@ pub fn run_load(a: LoadArgs) -> CliResult {
     for m in &loaded.moved {
         eprintln!("moved tag {} from {} to {}", m.name, m.from, m.to);
     }
+    if loaded.orphans > 0 {
+        eprint!(
+            "{}",
+            otters_pipeline::view::status::orphan_referrers(loaded.orphans, &from)
+        );
+    }
     for (name, d) in &loaded.images {
         if !name.is_empty() {
             outln!("{name} {}", d.digest);
             continue;
         }
-        if let Some(bare) = d.ref_name() {
+        // A `repo@sha256:…` name is stored untagged by design; a bare tag is worth a word.
+        if let Some(bare) = d.ref_name().filter(|n| !n.contains('@')) {
             eprint!(
                 "{}",
                 otters_pipeline::view::status::loaded_untagged(d, bare, &from)

@@ -73,6 +73,9 @@ pub enum LoadError {
 pub struct Loaded {
     pub images: Vec<(String, Descriptor)>,
     pub moved: Vec<MovedTag>,
+    /// Referrers left out: their subject is not in the archive (never recorded, so never found by
+    /// `verify`, `kube` or `push` as that image's).
+    pub orphans: usize,
 }
 
 /// Loads the oci-archive or OCI layout at `path`, or (none) the archive on `stdin`, and names
@@ -84,11 +87,13 @@ pub fn load(
     from: &str,
     force: bool,
 ) -> Result<Loaded, LoadError> {
-    let loaded = match path {
+    let admitted = match path {
         Some(path) if path.is_dir() => local::load_layout(store, path)?,
         Some(path) => archive::load(store, path)?,
         None => archive::load_stream(store, stdin, Path::new(from))?,
     };
+    let orphans = admitted.orphans.len();
+    let loaded = admitted.images;
     if loaded.is_empty() {
         return Err(LoadError::Empty(from.to_owned()));
     }
@@ -107,5 +112,9 @@ pub fn load(
         .zip(loaded)
         .map(|(n, (_, d))| (n, d))
         .collect();
-    Ok(Loaded { images, moved })
+    Ok(Loaded {
+        images,
+        moved,
+        orphans,
+    })
 }

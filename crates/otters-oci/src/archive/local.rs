@@ -6,6 +6,7 @@
 //! applies (the archive and layout readers verify every blob), or tag anything (the caller chooses
 //! the local name).
 
+use super::referrers::{admit, catalogue_descriptor, catalogues_named, read_catalogue, Admitted};
 use super::{import_layout, layout_entries, load, ArchiveError};
 use crate::spec::descriptor::{Descriptor, ANN_REF_NAME};
 use crate::store::layout::Store;
@@ -106,11 +107,16 @@ pub fn entry_name(d: &Descriptor) -> Option<String> {
 pub fn import(store: &Store, src: &LocalSource) -> Result<Imported, LocalError> {
     let entries: Vec<Descriptor> = if src.is_archive {
         load(store, &src.path)?
+            .images
             .into_iter()
             .map(|(_, d)| d)
             .collect()
     } else {
+        // A referrer's entry (as otters writes layouts) is not one of the images to pick from.
         layout_entries(&src.path)?
+            .into_iter()
+            .filter(|d| !crate::store::referrers::is_referrer_entry(d))
+            .collect()
     };
     let mut root = pick(&src.path, &entries, src.want.as_deref())?;
     if !src.is_archive {
@@ -151,22 +157,29 @@ fn pick(path: &Path, entries: &[Descriptor], want: Option<&str>) -> Result<Descr
 
 /// Every image of the OCI layout at `dir` (`otters load -i DIR`), with the name [`entry_name`]
 /// gives it ("" for none), as an archive's images are loaded; the descriptor keeps the entry's
-/// annotations (a bare ref name, for a hint).
-pub fn load_layout(store: &Store, dir: &Path) -> Result<Vec<(String, Descriptor)>, ArchiveError> {
-    let mut out = Vec::new();
+/// annotations (a bare ref name, for a hint). Referrers are recorded as an archive's are
+/// ([`super::referrers::admit`]): only those whose subject the layout holds.
+pub fn load_layout(store: &Store, dir: &Path) -> Result<Admitted, ArchiveError> {
+    let entries = layout_entries(dir)?;
     // An image named many times (a thousand tags) is read and checked once.
-    let mut images = std::collections::HashSet::new();
-    for d in layout_entries(dir)? {
-        if !images.contains(&d.digest) {
-            import_layout(store, dir, &d)?;
-            if super::record_referrer(store, &d)? {
-                continue;
-            }
-            images.insert(d.digest.clone());
+    let mut imported = std::collections::HashSet::new();
+    for d in &entries {
+        if imported.insert(d.digest.clone()) {
+            import_layout(store, dir, d)?;
         }
-        out.push((entry_name(&d).unwrap_or_default(), d));
     }
-    Ok(out)
+    let names = catalogues_named(&entries).map_err(|what| ArchiveError::Layout {
+        path: dir.to_owned(),
+        what,
+    })?;
+    let mut catalogued = Vec::new();
+    for digest in names {
+        let path = dir.join("blobs/sha256").join(digest.hex());
+        let size = std::fs::symlink_metadata(&path).map_or(0, |m| m.len());
+        import_layout(store, dir, &catalogue_descriptor(&digest, size))?;
+        catalogued.extend(read_catalogue(store, &digest, dir)?);
+    }
+    Ok(admit(store, &entries, &catalogued)?)
 }
 
 #[cfg(test)]

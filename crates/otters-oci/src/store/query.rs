@@ -142,7 +142,37 @@ pub fn select(
             None => images.push((d, tags)),
         }
     }
+    for (d, tags) in &mut images {
+        if tags.is_empty() {
+            tags.extend(digest_name(store, &listed, &d.digest)?);
+        }
+    }
     Ok(images)
+}
+
+/// The `repository@digest` name of an image selected by digest: the repository of a tag the
+/// store has for it, else (a referrer, such as a runnable export) of its subject's, up to the
+/// depth of a referrer chain; `None` when the store knows no repository for it.
+fn digest_name(
+    store: &Store,
+    listed: &[(String, Descriptor)],
+    digest: &Digest,
+) -> Result<Option<String>, QueryError> {
+    let mut at = digest.clone();
+    for _ in 0..=crate::referrers::MAX_DEPTH {
+        if let Some((name, _)) = listed
+            .iter()
+            .find(|(n, e)| !n.is_empty() && e.digest == at)
+        {
+            let (repository, _) = repository_and_tag(name);
+            return Ok(Some(format!("{repository}@{digest}")));
+        }
+        match crate::referrers::subject_of(&store.read_blob(&at)?) {
+            Some(s) => at = s.digest,
+            None => break,
+        }
+    }
+    Ok(None)
 }
 
 /// `repository` and `tag` of a stored name (`<none>` for an untagged image).

@@ -407,7 +407,8 @@ fn load_local(store: &Store, l: &LocalSource) -> Result<Vec<(String, Descriptor)
         archive::load(store, &l.path)?
     } else {
         load_layout(store, &l.path)?
-    })
+    }
+    .images)
 }
 
 /// The `org.opencontainers.image.ref.name` a layout or archive entry carries, as written.

@@ -51,6 +51,13 @@ pub fn loaded_untagged(d: &Descriptor, bare: &str, from: &str) -> String {
     )
 }
 
+/// `load`: referrers the archive carries for images it does not hold, left out.
+pub fn orphan_referrers(count: usize, from: &str) -> String {
+    format!(
+        "left out {count} referrer(s) in {from} whose subject is not in it: a signature, SBOM or export is loaded only with the image it refers to (save them together, or pull the image with `otters pull --referrers`)\n"
+    )
+}
+
 /// `otters version`: the version, and the platform it runs on as an agent platform.
 pub fn version(version: &str, platform: &str) -> String {
     let (os, arch) = (std::env::consts::OS, std::env::consts::ARCH);
