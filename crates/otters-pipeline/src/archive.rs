@@ -33,6 +33,9 @@ pub fn select(
     with_deps: bool,
     insecure: bool,
 ) -> Result<Images, SaveError> {
+    if with_deps {
+        crate::copy::pull_missing(store, references, insecure).map_err(SaveError::Deps)?;
+    }
     let images = query::select(store, references)?;
     if !with_deps {
         return Ok(images);
