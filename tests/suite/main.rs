@@ -4,6 +4,7 @@
 
 mod support;
 
+mod archive_referrers;
 mod bin_contract;
 mod build_cli;
 mod ci_files;

@@ -10,11 +10,11 @@
 //! limits.
 //!
 //! Two placements. A layout directory (`copy … oci:DIR`, `build -o type=oci-layout`) lists each
-//! referrer as an untagged `index.json` entry naming its subject
-//! ([`crate::store::referrers::ANN_REFERRER_SUBJECT`]), as the store does, so `umoci gc` keeps
-//! them. An oci-archive lists only its images in `index.json` (an engine loading a one-image
-//! archive, `podman load`, wants exactly one entry) and carries its referrers in one more blob,
-//! an image index (the catalogue) that each image entry names by [`ANN_ARCHIVE_REFERRERS`].
+//! referrer as an untagged `index.json` entry, as the store does, so `umoci gc` keeps them. An
+//! oci-archive lists only its images in `index.json` (an engine loading a one-image archive,
+//! `podman load`, wants exactly one entry) and carries its referrers in one more blob, an image
+//! index (the catalogue) that each image entry names by [`ANN_ARCHIVE_REFERRERS`]. Either way a
+//! referrer's subject is read from its own manifest, never from an annotation.
 
 use super::{check_graph, ArchiveError};
 use crate::referrers::{descriptor_of, index_bytes, subject_of, MAX_DEPTH};
@@ -102,13 +102,13 @@ pub fn referrers_of(
     Ok(out)
 }
 
-/// A referrer as an entry that names its subject (an `index.json` entry of a layout, or an entry
-/// of an archive's catalogue).
-fn entry_of(subject: &Digest, referrer: &Descriptor) -> Descriptor {
+/// A referrer as an entry of a layout's `index.json` or an archive's catalogue: its descriptor as
+/// a referrers index lists it, without a name (its manifest names its subject; the store's own
+/// annotation stays in the store).
+fn entry_of(referrer: &Descriptor) -> Descriptor {
     let mut e = referrer.clone();
     e.annotations.remove(ANN_REF_NAME);
-    e.annotations
-        .insert(ANN_REFERRER_SUBJECT.to_owned(), subject.to_string());
+    e.annotations.remove(ANN_REFERRER_SUBJECT);
     e
 }
 
@@ -130,7 +130,7 @@ pub fn entries_for(
     let mut entries = super::named_entries(images);
     let referrers: Vec<Descriptor> = referrers_of(store, images)?
         .iter()
-        .map(|(s, r)| entry_of(s, r))
+        .map(|(_, r)| entry_of(r))
         .collect();
     if referrers.is_empty() {
         return Ok(Written {
@@ -268,7 +268,8 @@ pub fn admit(
     // Catalogued referrers, as many rounds as a chain may be deep (a signature of an SBOM).
     let mut todo: Vec<(&Descriptor, Option<Digest>)> = Vec::new();
     for c in catalogued {
-        if !seen.contains(&c.digest) {
+        // One the archive also lists as an entry was judged above.
+        if !entries.iter().any(|e| e.digest == c.digest) {
             todo.push((c, subject(c)?));
         }
     }
