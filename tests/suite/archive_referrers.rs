@@ -188,6 +188,8 @@ fn referrers_arrive_only_with_their_subject_and_junk_hides_no_signature() {
     let said = String::from_utf8_lossy(&out.stderr)
         .replace(&without.display().to_string(), "[dir]/without.tar");
     snapshot("load_leaves_out_orphan_referrers", &said);
+    // The planted entry names an image the archive lacks: it is an image of its own.
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&planted));
     // Nothing was recorded for the agent: its one referrer is Alice's signature.
     assert_eq!(referrers(alice, &[&agent]), signature);
     let mounts = [
@@ -271,6 +273,14 @@ fn a_signed_export_saved_by_digest_loads_in_otters_podman_and_skopeo() {
     let loaded = env.ok(&["load", "-i", &file.to_string_lossy()]);
     assert_eq!(loaded.trim(), export, "{loaded}");
     assert!(env
+        .ok(&["verify", &export, "--key", &public, "--local"])
+        .contains("Verified OK"));
+    // The same archive unpacked (`load -i DIR` reads the catalogue there too).
+    let unpacked = env.dir.path().join("unpacked");
+    untar(&file, &unpacked);
+    let from_dir = Env::new();
+    from_dir.ok(&["load", "-i", &unpacked.to_string_lossy()]);
+    assert!(from_dir
         .ok(&["verify", &export, "--key", &public, "--local"])
         .contains("Verified OK"));
     let copied = env.dir.path().join("copied");
