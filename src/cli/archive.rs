@@ -60,28 +60,8 @@ pub fn run_load(a: LoadArgs) -> CliResult {
         LoadError::WouldMove { .. } => fail_help(e, "pass --force to move them, or `otters tag`/`otters rm` the local ones first; the loaded blobs stay in the store untagged"),
         e => fail(e),
     })?;
-    for m in &loaded.moved {
-        eprintln!("moved tag {} from {} to {}", m.name, m.from, m.to);
-    }
-    if loaded.orphans > 0 {
-        eprint!(
-            "{}",
-            otters_pipeline::view::status::orphan_referrers(loaded.orphans, &from)
-        );
-    }
-    for (name, d) in &loaded.images {
-        if !name.is_empty() {
-            outln!("{name} {}", d.digest);
-            continue;
-        }
-        // A `repo@sha256:…` name is stored untagged by design; a bare tag is worth a word.
-        if let Some(bare) = d.ref_name().filter(|n| !n.contains('@')) {
-            eprint!(
-                "{}",
-                otters_pipeline::view::status::loaded_untagged(d, bare, &from)
-            );
-        }
-        outln!("{}", d.digest);
-    }
+    let (said, out) = otters_pipeline::view::status::loaded(&loaded, &from);
+    eprint!("{said}");
+    out!("{out}");
     Ok(ExitCode::SUCCESS)
 }

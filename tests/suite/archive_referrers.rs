@@ -30,7 +30,9 @@ fn host_platform() -> String {
 /// `otters key generate` below `dir`; returns (private, public) paths.
 fn keys(home: &Path, dir: &Path, name: &str) -> (String, String) {
     let prefix = dir.join(name);
-    ok(cli::otters(home).args(["key", "generate", "--out"]).arg(&prefix));
+    ok(cli::otters(home)
+        .args(["key", "generate", "--out"])
+        .arg(&prefix));
     (
         format!("{}.key", prefix.display()),
         format!("{}.pub", prefix.display()),
@@ -69,12 +71,7 @@ fn untar(file: &Path, dir: &Path) {
 
 /// The `index.json` of the archive `file`.
 fn archive_index(file: &Path) -> serde_json::Value {
-    let out = run_ok(
-        Command::new("tar")
-            .arg("-xOf")
-            .arg(file)
-            .arg("index.json"),
-    );
+    let out = run_ok(Command::new("tar").arg("-xOf").arg(file).arg("index.json"));
     json(&out)
 }
 
@@ -256,9 +253,7 @@ fn a_signed_export_saved_by_digest_loads_in_otters_podman_and_skopeo() {
     let (key, public) = keys(home, w.tmp.path(), "ci");
     ok(cli::otters(home).args(["sign", &export, "--key", &key]));
     let file = w.tmp.path().join("run.tar");
-    ok(cli::otters(home)
-        .args(["save", &export, "-o"])
-        .arg(&file));
+    ok(cli::otters(home).args(["save", &export, "-o"]).arg(&file));
 
     let repo = agent.rsplit_once(':').expect("tag").0;
     let name = format!("{repo}@{export}");
@@ -289,6 +284,10 @@ fn a_signed_export_saved_by_digest_loads_in_otters_podman_and_skopeo() {
         &format!("oci-archive:{}:{name}", file.display()),
         &format!("oci:{}", copied.display()),
     ]);
+    // That layout lists the signature as an entry of its own; `pull oci:DIR` still finds the
+    // one image.
+    let pulled = Env::new().ok(&["pull", &format!("oci:{}", copied.display())]);
+    assert!(pulled.contains(&export), "{pulled}");
 
     let skopeo = run_ok(
         Command::new("skopeo")
@@ -299,7 +298,11 @@ fn a_signed_export_saved_by_digest_loads_in_otters_podman_and_skopeo() {
     let Some(podman) = podman(TEST, w.tmp.path(), &w.reg.addr) else {
         return;
     };
-    let out = podman().args(["load", "-i"]).arg(&file).output().expect("podman");
+    let out = podman()
+        .args(["load", "-i"])
+        .arg(&file)
+        .output()
+        .expect("podman");
     let _ = podman().args(["rmi", "-f", &name]).output();
     assert!(
         out.status.success(),
@@ -344,11 +347,22 @@ fn platform_signatures_travel_into_layouts_and_archives() {
     let layout = copier.dir.path().join("layout");
     let file = copier.dir.path().join("closure.tar");
     copier.ok(&["copy", "-r", &agent, &format!("oci:{}", layout.display())]);
-    copier.ok(&["copy", "-r", &agent, &format!("oci-archive:{}", file.display())]);
-    let saver = Env::new();
-    saver.ok(&["pull", "-q", &agent]);
-    let saved = saver.dir.path().join("saved.tar");
-    saver.ok(&["save", "--with-deps", &agent, "-o", &saved.to_string_lossy()]);
+    copier.ok(&[
+        "copy",
+        "-r",
+        &agent,
+        &format!("oci-archive:{}", file.display()),
+    ]);
+    let puller = Env::new();
+    puller.ok(&["pull", "-q", &agent]);
+    let saved = puller.dir.path().join("saved.tar");
+    puller.ok(&[
+        "save",
+        "--with-deps",
+        &agent,
+        "-o",
+        &saved.to_string_lossy(),
+    ]);
 
     w.reg.kill();
     for from in [&layout, &file, &saved] {
@@ -377,18 +391,34 @@ fn save_with_deps_carries_the_signature_a_plain_pull_left_behind() {
     let plain = Env::new();
     plain.ok(&["pull", "-q", &agent]);
     let first = plain.dir.path().join("first.tar");
-    plain.ok(&["save", "--with-deps", &agent, "-o", &first.to_string_lossy()]);
+    plain.ok(&[
+        "save",
+        "--with-deps",
+        &agent,
+        "-o",
+        &first.to_string_lossy(),
+    ]);
 
     let production = Registry::start();
     let promoted = format!("{}/team/meteo:1", production.addr);
-    let promoter = Env::new();
-    promoter.ok(&["copy", "-r", &agent, &promoted]);
-    let second = promoter.dir.path().join("second.tar");
-    promoter.ok(&["save", "--with-deps", &promoted, "-o", &second.to_string_lossy()]);
+    let copier = Env::new();
+    copier.ok(&["copy", "-r", &agent, &promoted]);
+    let second = copier.dir.path().join("second.tar");
+    copier.ok(&[
+        "save",
+        "--with-deps",
+        &promoted,
+        "-o",
+        &second.to_string_lossy(),
+    ]);
 
     // A plain pull of the agent and the images it pins, then no registry.
     let late = Env::new();
-    for image in [&agent, &format!("{}/runtime:1", w.reg.addr), &format!("{}/tool:1", w.reg.addr)] {
+    for image in [
+        &agent,
+        &format!("{}/runtime:1", w.reg.addr),
+        &format!("{}/tool:1", w.reg.addr),
+    ] {
         late.ok(&["pull", "-q", image]);
     }
     w.reg.kill();

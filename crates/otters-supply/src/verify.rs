@@ -332,7 +332,10 @@ impl Search {
 
     fn over_budget(&mut self, size: u64) -> bool {
         if self.spent.saturating_add(size) > self.budget {
-            self.cut = Some(format!("at most {} bytes of referrers are read", self.budget));
+            self.cut = Some(format!(
+                "at most {} bytes of referrers are read",
+                self.budget
+            ));
             return true;
         }
         false
@@ -579,7 +582,10 @@ mod tests {
         m.list.pop();
         m.local = false;
         let err = verify_image(&m, &subject().digest, &opts).expect_err("junk only");
-        assert!(err.to_string().contains("at most 32 referrers are read"), "{err}");
+        assert!(
+            err.to_string().contains("at most 32 referrers are read"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -113,9 +113,11 @@ pub fn import(store: &Store, src: &LocalSource) -> Result<Imported, LocalError> 
             .collect()
     } else {
         // A referrer's entry (as otters writes layouts) is not one of the images to pick from.
-        layout_entries(&src.path)?
-            .into_iter()
-            .filter(|d| !crate::store::referrers::is_referrer_entry(d))
+        let entries = layout_entries(&src.path)?;
+        entries
+            .iter()
+            .filter(|d| !is_layout_referrer(&src.path, d))
+            .cloned()
             .collect()
     };
     let mut root = pick(&src.path, &entries, src.want.as_deref())?;
@@ -125,6 +127,22 @@ pub fn import(store: &Store, src: &LocalSource) -> Result<Imported, LocalError> 
     let inner_name = entry_name(&root).or_else(|| root.annotations.get(ANN_REF_NAME).cloned());
     root.annotations.remove(ANN_REF_NAME);
     Ok(Imported { root, inner_name })
+}
+
+/// Whether the entry `d` of the layout `dir` is there for a referrer, not an image: it has no name
+/// and its manifest names a subject the layout holds (or it carries the store's own annotation).
+fn is_layout_referrer(dir: &Path, d: &Descriptor) -> bool {
+    if crate::store::referrers::is_referrer_entry(d) {
+        return true;
+    }
+    if d.ref_name().is_some() || d.annotations.contains_key(ANN_CONTAINERD_NAME) {
+        return false;
+    }
+    let blobs = dir.join("blobs/sha256");
+    super::read_small(&blobs.join(d.digest.hex()), dir)
+        .ok()
+        .and_then(|bytes| crate::referrers::subject_of(&bytes))
+        .is_some_and(|s| blobs.join(s.digest.hex()).is_file())
 }
 
 /// The one image `want` (or, without it, the only image) names among `entries`.

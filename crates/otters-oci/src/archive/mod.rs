@@ -275,8 +275,7 @@ fn write_archive<W: Write>(
     w(b.append(&tar_header("blobs/sha256/", 0, true), io::empty()))?;
     // The catalogue of referrers (small, written from memory) in digest order with the rest.
     let catalogue = written.catalogue.map(|c| (Digest::of(&c), c));
-    let mut blobs: Vec<(&Digest, Option<&[u8]>)> =
-        blobs.iter().map(|(d, _)| (d, None)).collect();
+    let mut blobs: Vec<(&Digest, Option<&[u8]>)> = blobs.iter().map(|(d, _)| (d, None)).collect();
     if let Some((d, c)) = &catalogue {
         if !blobs.iter().any(|(b, _)| *b == d) {
             blobs.push((d, Some(c)));
@@ -286,7 +285,11 @@ fn write_archive<W: Write>(
     for (digest, inline) in blobs {
         if let Some(bytes) = inline {
             w(b.append(
-                &tar_header(&format!("blobs/sha256/{}", digest.hex()), bytes.len() as u64, false),
+                &tar_header(
+                    &format!("blobs/sha256/{}", digest.hex()),
+                    bytes.len() as u64,
+                    false,
+                ),
                 bytes,
             ))?;
             continue;

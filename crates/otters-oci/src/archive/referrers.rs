@@ -196,8 +196,16 @@ pub(crate) fn read_catalogue(
         )));
     }
     let bytes = store.read_blob(digest)?;
-    validate_manifest(&bytes, Some(MediaType::OciIndex.as_str()), Some(Kind::Index))
-        .map_err(|why| malformed(format!("the referrers catalogue {digest} is refused: {why}")))?;
+    validate_manifest(
+        &bytes,
+        Some(MediaType::OciIndex.as_str()),
+        Some(Kind::Index),
+    )
+    .map_err(|why| {
+        malformed(format!(
+            "the referrers catalogue {digest} is refused: {why}"
+        ))
+    })?;
     let doc = ManifestDoc::parse(&bytes)
         .map_err(|e| malformed(format!("the referrers catalogue {digest}: {e}")))?;
     Ok(doc.manifests)
@@ -248,7 +256,8 @@ pub fn admit(
     let mut seen = BTreeSet::new();
     for e in entries {
         let named = e.ref_name().is_some()
-            || e.annotations.contains_key(super::local::ANN_CONTAINERD_NAME);
+            || e.annotations
+                .contains_key(super::local::ANN_CONTAINERD_NAME);
         let mut image = true;
         if let Some(s) = subject(e)?.filter(|s| present.contains(s)) {
             if seen.insert(e.digest.clone()) {
@@ -391,10 +400,17 @@ mod tests {
             .contains_key(ANN_ARCHIVE_REFERRERS));
         assert_eq!((loaded.recorded, loaded.orphans.len()), (3, 0));
         let digests = |s: &Digest| -> Vec<Digest> {
-            b.referrers(s).unwrap().into_iter().map(|d| d.digest).collect()
+            b.referrers(s)
+                .unwrap()
+                .into_iter()
+                .map(|d| d.digest)
+                .collect()
         };
         assert_eq!(digests(&top.digest), [on_index.digest]);
-        assert_eq!(digests(&arm.digest), [on_platform.digest.clone()]);
+        assert_eq!(
+            digests(&arm.digest),
+            std::slice::from_ref(&on_platform.digest)
+        );
         assert_eq!(digests(&on_platform.digest), [of_signature.digest]);
     }
 

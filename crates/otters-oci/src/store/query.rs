@@ -160,10 +160,7 @@ fn digest_name(
 ) -> Result<Option<String>, QueryError> {
     let mut at = digest.clone();
     for _ in 0..=crate::referrers::MAX_DEPTH {
-        if let Some((name, _)) = listed
-            .iter()
-            .find(|(n, e)| !n.is_empty() && e.digest == at)
-        {
+        if let Some((name, _)) = listed.iter().find(|(n, e)| !n.is_empty() && e.digest == at) {
             let (repository, _) = repository_and_tag(name);
             return Ok(Some(format!("{repository}@{digest}")));
         }

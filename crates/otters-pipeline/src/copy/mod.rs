@@ -20,13 +20,13 @@
 pub mod closure;
 
 use closure::{walk, Found, Lookup, Node, PinnedBy, Role, View, WalkError, Want};
+use otters_core::escape::escape;
 use otters_oci::archive::local::{load_layout, LocalSource};
 use otters_oci::archive::{self, ArchiveError};
-use otters_core::escape::escape;
 use otters_oci::copy::{deliver, fetch, relay, write_layout, Place};
-use otters_oci::registry::referrers::pull_referrers;
 use otters_oci::progress::{Event, Progress, Step};
 use otters_oci::reference::Reference;
+use otters_oci::registry::referrers::pull_referrers;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::TransferReport;
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};

@@ -88,13 +88,12 @@ pub fn agent_objects(
     let top = prepare::fetch_image(store, &registry, reference, pull)?.digest;
     let manifest = source::agent_manifest(store, reference, &top, platform)?;
     let agent = source::load_agent(store, reference, &manifest)?;
-    opts.image = match image {
-        Some(i) => i.to_owned(),
-        None => {
-            let local = crate::run::source::LocalOnly;
-            let fetcher: &dyn Fetcher = if fetch.offline { &local } else { &registry };
-            find_export(store, reference, &top, platform, fetch, fetcher)?
-        }
+    opts.image = if let Some(i) = image {
+        i.to_owned()
+    } else {
+        let local = crate::run::source::LocalOnly;
+        let fetcher: &dyn Fetcher = if fetch.offline { &local } else { &registry };
+        find_export(store, reference, &top, platform, fetch, fetcher)?
     };
     super::manifests(&agent, &opts).map_err(|e| AgentKubeError::Objects {
         reference: reference.to_owned(),
@@ -178,7 +177,11 @@ pub fn find_export(
 
 /// The digests of `listed` for a message: the first three, then how many more.
 fn shown(listed: &[otters_oci::Descriptor]) -> Vec<String> {
-    let mut out: Vec<String> = listed.iter().take(3).map(|e| e.digest.to_string()).collect();
+    let mut out: Vec<String> = listed
+        .iter()
+        .take(3)
+        .map(|e| e.digest.to_string())
+        .collect();
     if listed.len() > 3 {
         out.push(format!("and {} more", listed.len() - 3));
     }
