@@ -6,7 +6,9 @@
 //! applies (the archive and layout readers verify every blob), or tag anything (the caller chooses
 //! the local name).
 
-use super::referrers::{admit, catalogue_descriptor, catalogues_named, read_catalogue, Admitted};
+use super::referrers::{
+    admit, catalogue_descriptor, catalogues_named, distinct, read_catalogue, Admitted,
+};
 use super::{import_layout, layout_entries, load, ArchiveError};
 use crate::spec::descriptor::{Descriptor, ANN_REF_NAME};
 use crate::store::layout::Store;
@@ -186,16 +188,41 @@ pub fn load_layout(store: &Store, dir: &Path) -> Result<Admitted, ArchiveError> 
             import_layout(store, dir, d)?;
         }
     }
-    let names = catalogues_named(&entries).map_err(|what| ArchiveError::Layout {
+    let refused = |what: String| ArchiveError::Layout {
         path: dir.to_owned(),
         what,
-    })?;
+    };
     let mut catalogued = Vec::new();
-    for digest in names {
+    for digest in catalogues_named(&entries).map_err(refused)? {
         let path = dir.join("blobs/sha256").join(digest.hex());
         let size = std::fs::symlink_metadata(&path).map_or(0, |m| m.len());
-        import_layout(store, dir, &catalogue_descriptor(&digest, size))?;
+        // The catalogue alone (an image index of at most 4 MiB, checked), then each referrer.
+        let catalogue = catalogue_descriptor(&digest, size);
+        if size > crate::validate::MAX_MANIFEST as u64 {
+            return Err(refused(format!(
+                "the referrers catalogue {digest} is more than the {}-byte limit",
+                crate::validate::MAX_MANIFEST
+            )));
+        }
+        let bytes = super::read_small(&path, dir)?;
+        if crate::Digest::of(&bytes) != digest {
+            return Err(refused(format!(
+                "blobs/sha256/{} does not hold the referrers catalogue it is named for",
+                digest.hex()
+            )));
+        }
+        crate::validate::validate_manifest(&bytes, Some(catalogue.media_type.as_str()), None)
+            .map_err(|why| {
+                refused(format!(
+                    "the referrers catalogue {digest} is refused: {why}"
+                ))
+            })?;
+        store.put_blob_bytes(&bytes)?;
         catalogued.extend(read_catalogue(store, &digest, dir)?);
+    }
+    let catalogued = distinct(catalogued).map_err(refused)?;
+    for r in &catalogued {
+        import_layout(store, dir, r)?;
     }
     Ok(admit(store, &entries, &catalogued)?)
 }

@@ -31,6 +31,9 @@ use std::path::Path;
 /// listing every referrer the archive carries (each entry annotated with its subject).
 pub const ANN_ARCHIVE_REFERRERS: &str = "io.openotters.archive.referrers";
 
+/// Most distinct catalogues one archive or layout may name (otters writes one).
+const MAX_CATALOGUES: usize = 16;
+
 /// Where a writer puts the referrers of the images it writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Placement {
@@ -171,7 +174,29 @@ pub(crate) fn catalogues_named(entries: &[Descriptor]) -> Result<Vec<Digest>, St
             out.insert(d);
         }
     }
+    if out.len() > MAX_CATALOGUES {
+        return Err(format!(
+            "index.json names {} referrers catalogues, more than the limit of {MAX_CATALOGUES}",
+            out.len()
+        ));
+    }
     Ok(out.into_iter().collect())
+}
+
+/// The referrers of all the catalogues read, each once; refused past [`MAX_DESCRIPTORS`].
+pub(crate) fn distinct(all: Vec<Descriptor>) -> Result<Vec<Descriptor>, String> {
+    let mut seen = BTreeSet::new();
+    let out: Vec<Descriptor> = all
+        .into_iter()
+        .filter(|d| seen.insert(d.digest.clone()))
+        .collect();
+    if out.len() > MAX_DESCRIPTORS {
+        return Err(format!(
+            "its referrers catalogues list {} referrers, more than the limit of {MAX_DESCRIPTORS}",
+            out.len()
+        ));
+    }
+    Ok(out)
 }
 
 /// The entries of a catalogue (already in the store): an image index within the manifest limits
@@ -318,12 +343,13 @@ pub(crate) fn checked_catalogues(
         path: src.to_owned(),
         what,
     };
-    let mut out = Vec::new();
+    let mut all = Vec::new();
     for digest in catalogues_named(entries).map_err(malformed)? {
-        for r in read_catalogue(store, &digest, src)? {
-            check_graph(store, &r, src)?;
-            out.push(r);
-        }
+        all.extend(read_catalogue(store, &digest, src)?);
+    }
+    let out = distinct(all).map_err(malformed)?;
+    for r in &out {
+        check_graph(store, r, src)?;
     }
     Ok(out)
 }
@@ -439,5 +465,35 @@ mod tests {
         // The planted entry, whose subject is absent, is an image (an export saved alone).
         let images: Vec<&Digest> = got.images.iter().map(|(_, d)| &d.digest).collect();
         assert_eq!(images, [&carried.digest, &planted.digest]);
+    }
+
+    #[test]
+    fn catalogues_and_their_referrers_are_bounded() {
+        let named = |i: usize| {
+            let mut d = Descriptor::new(MANIFEST_V1, Digest::of(b"image"), 1);
+            d.annotations.insert(
+                ANN_ARCHIVE_REFERRERS.into(),
+                Digest::of(i.to_string().as_bytes()).to_string(),
+            );
+            d
+        };
+        let same: Vec<Descriptor> = (0..100).map(|_| named(0)).collect();
+        assert_eq!(catalogues_named(&same).unwrap().len(), 1);
+        let many: Vec<Descriptor> = (0..=MAX_CATALOGUES).map(named).collect();
+        assert!(catalogues_named(&many)
+            .unwrap_err()
+            .contains("more than the limit"));
+        let mut bad = named(0);
+        bad.annotations
+            .insert(ANN_ARCHIVE_REFERRERS.into(), "sha256:zz\u{1b}".into());
+        assert!(catalogues_named(&[bad])
+            .unwrap_err()
+            .contains("not a digest"));
+        let referrer =
+            |i: usize| Descriptor::new(MANIFEST_V1, Digest::of(i.to_string().as_bytes()), 1);
+        let twice: Vec<Descriptor> = (0..10).chain(0..10).map(referrer).collect();
+        assert_eq!(distinct(twice).unwrap().len(), 10);
+        let over: Vec<Descriptor> = (0..=MAX_DESCRIPTORS).map(referrer).collect();
+        assert!(distinct(over).unwrap_err().contains("more than the limit"));
     }
 }

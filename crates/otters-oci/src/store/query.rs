@@ -239,8 +239,17 @@ mod tests {
         assert_eq!(picked.len(), 1);
         assert_eq!(picked[0].0.digest, d.digest);
         assert_eq!(picked[0].1, ["a:1", "b:1"]);
+        // By digest: named `repository@digest` after a tag of it (for `ctr image import`), a
+        // referrer after its subject's.
         let by_digest = select(&store, &[d.digest.to_string()]).unwrap();
-        assert!(by_digest[0].1.is_empty());
+        assert_eq!(by_digest[0].1, [format!("a@{}", d.digest)]);
+        let (layer, size) = store.put_blob_bytes(b"an export").unwrap();
+        let layer = Descriptor::new("application/octet-stream", layer, size);
+        let export = store
+            .attach(&d, "application/x.test", &[layer], &Default::default())
+            .unwrap();
+        let by_digest = select(&store, &[export.digest.to_string()]).unwrap();
+        assert_eq!(by_digest[0].1, [format!("a@{}", export.digest)]);
         let err = select(&store, &["nope:1".into()]).unwrap_err();
         assert!(matches!(err, QueryError::NotFound(ref r) if r == "nope:1"));
     }
