@@ -246,7 +246,12 @@ mod tests {
         let (layer, size) = store.put_blob_bytes(b"an export").unwrap();
         let layer = Descriptor::new("application/octet-stream", layer, size);
         let export = store
-            .attach(&d, "application/x.test", &[layer], &Default::default())
+            .attach(
+                &d,
+                "application/x.test",
+                &[layer],
+                &std::collections::BTreeMap::default(),
+            )
             .unwrap();
         let by_digest = select(&store, &[export.digest.to_string()]).unwrap();
         assert_eq!(by_digest[0].1, [format!("a@{}", export.digest)]);
