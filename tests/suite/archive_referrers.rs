@@ -404,9 +404,12 @@ fn save_with_deps_carries_the_signature_a_plain_pull_left_behind() {
     let copier = Env::new();
     copier.ok(&["copy", "-r", &agent, &promoted]);
     let second = copier.dir.path().join("second.tar");
+    // As the guide's recipe: the pins still name the first registry.
     copier.ok(&[
         "save",
         "--with-deps",
+        "--from-registry",
+        &w.reg.addr,
         &promoted,
         "-o",
         &second.to_string_lossy(),
