@@ -270,7 +270,12 @@ pub fn admit(
             present.insert(m);
         }
     }
+    // Only a manifest or index (checked within the manifest limit) may name a subject: another
+    // entry is never read into memory here.
     let subject = |d: &Descriptor| -> Result<Option<Digest>, StoreError> {
+        if Kind::of(&d.media_type).is_none() || d.size > MAX_MANIFEST as u64 {
+            return Ok(None);
+        }
         Ok(subject_of(&store.read_blob(&d.digest)?).map(|s| s.digest))
     };
     let mut out = Admitted::default();
@@ -495,5 +500,24 @@ mod tests {
         assert_eq!(distinct(twice).unwrap().len(), 10);
         let over: Vec<Descriptor> = (0..=MAX_DESCRIPTORS).map(referrer).collect();
         assert!(distinct(over).unwrap_err().contains("more than the limit"));
+    }
+
+    #[test]
+    fn only_a_manifest_may_name_a_subject() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path(), "s");
+        let image = image(&s, b"carried");
+        // A blob listed with a layer's media type, whose bytes would name the image as subject:
+        // never read as a manifest, never recorded.
+        let text = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{MANIFEST_V1}","config":{{"mediaType":"x/c","digest":"{}","size":1}},"layers":[],"subject":{}}}"#,
+            image.digest,
+            String::from_utf8(otters_core::json::to_compact(&image.to_json()).unwrap()).unwrap()
+        );
+        let (d, n) = s.put_blob_bytes(text.as_bytes()).unwrap();
+        let layer = Descriptor::new("application/vnd.oci.image.layer.v1.tar", d, n);
+        let got = admit(&s, &[image.clone(), layer], &[]).unwrap();
+        assert_eq!((got.recorded, got.images.len()), (0, 2));
+        assert!(s.referrers(&image.digest).unwrap().is_empty());
     }
 }
