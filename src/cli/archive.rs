@@ -60,21 +60,8 @@ pub fn run_load(a: LoadArgs) -> CliResult {
         LoadError::WouldMove { .. } => fail_help(e, "pass --force to move them, or `otters tag`/`otters rm` the local ones first; the loaded blobs stay in the store untagged"),
         e => fail(e),
     })?;
-    for m in &loaded.moved {
-        eprintln!("moved tag {} from {} to {}", m.name, m.from, m.to);
-    }
-    for (name, d) in &loaded.images {
-        if !name.is_empty() {
-            outln!("{name} {}", d.digest);
-            continue;
-        }
-        if let Some(bare) = d.ref_name() {
-            eprint!(
-                "{}",
-                otters_pipeline::view::status::loaded_untagged(d, bare, &from)
-            );
-        }
-        outln!("{}", d.digest);
-    }
+    let (said, out) = otters_pipeline::view::status::loaded(&loaded, &from);
+    eprint!("{said}");
+    out!("{out}");
     Ok(ExitCode::SUCCESS)
 }

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod archive_referrers;
 mod bin_contract;
 mod bin_pack;
 mod build_cli;

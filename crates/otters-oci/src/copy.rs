@@ -19,7 +19,7 @@ use crate::registry::referrers::{pull_referrers, push_referrers};
 use crate::registry::sources::Sources;
 use crate::registry::transfer::{pull_image, push_image, TransferReport};
 use crate::registry::{RegistryClient, RegistryError};
-use crate::spec::descriptor::{Descriptor, ManifestDoc};
+use crate::spec::descriptor::Descriptor;
 use crate::spec::digest::Digest;
 use crate::store::layout::{Store, StoreError};
 use std::path::Path;
@@ -44,29 +44,10 @@ impl Place {
     }
 }
 
-/// Deepest nesting of indexes followed (as a pull follows them).
-const MAX_DEPTH: usize = 4;
-
 /// Every manifest and index of the image `root` in the store: `root`, then each index entry, in
 /// order (the subjects whose referrers travel with the image).
 pub fn manifests(store: &Store, root: &Descriptor) -> Result<Vec<Digest>, StoreError> {
-    let mut out = Vec::new();
-    crate::spec::graph::walk(
-        [root.clone()],
-        |d| d.digest.clone(),
-        |d: &Descriptor, depth| -> Result<Vec<Descriptor>, StoreError> {
-            out.push(d.digest.clone());
-            if !d.media_type.is_index() || depth >= MAX_DEPTH {
-                return Ok(Vec::new());
-            }
-            let bytes = store.read_blob(&d.digest)?;
-            // Reversed: the walk takes the child pushed last first, so entries come out in order.
-            Ok(ManifestDoc::parse(&bytes)
-                .map(|doc| doc.manifests.into_iter().rev().collect())
-                .unwrap_or_default())
-        },
-    )?;
-    Ok(out)
+    crate::archive::referrers::manifests_of(store, root)
 }
 
 /// Brings the image `r` names into the store: the whole index with every platform (or the one

@@ -34,6 +34,9 @@ pub fn select(
     with_deps: bool,
     (insecure, from_registries): (bool, &[String]),
 ) -> Result<Images, SaveError> {
+    if with_deps {
+        crate::copy::pull_missing(store, references, insecure).map_err(SaveError::Deps)?;
+    }
     let images = query::select(store, references)?;
     if !with_deps {
         return Ok(images);
@@ -74,6 +77,9 @@ pub enum LoadError {
 pub struct Loaded {
     pub images: Vec<(String, Descriptor)>,
     pub moved: Vec<MovedTag>,
+    /// Referrers left out: their subject is not in the archive (never recorded, so never found by
+    /// `verify`, `kube` or `push` as that image's).
+    pub orphans: usize,
 }
 
 /// Loads the oci-archive or OCI layout at `path`, or (none) the archive on `stdin`, and names
@@ -85,11 +91,13 @@ pub fn load(
     from: &str,
     force: bool,
 ) -> Result<Loaded, LoadError> {
-    let loaded = match path {
+    let admitted = match path {
         Some(path) if path.is_dir() => local::load_layout(store, path)?,
         Some(path) => archive::load(store, path)?,
         None => archive::load_stream(store, stdin, Path::new(from))?,
     };
+    let orphans = admitted.orphans.len();
+    let loaded = admitted.images;
     if loaded.is_empty() {
         return Err(LoadError::Empty(from.to_owned()));
     }
@@ -108,5 +116,9 @@ pub fn load(
         .zip(loaded)
         .map(|(n, (_, d))| (n, d))
         .collect();
-    Ok(Loaded { images, moved })
+    Ok(Loaded {
+        images,
+        moved,
+        orphans,
+    })
 }

@@ -363,6 +363,10 @@ impl otters_supply::verify::Referrers for Target {
     fn blob(&self, d: &Descriptor, max: u64) -> Result<Vec<u8>, String> {
         Target::blob(self, d, max).map_err(|e| one_line(&e))
     }
+
+    fn is_local(&self) -> bool {
+        matches!(self, Target::Local(..))
+    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,11 @@ pub trait Referrers {
     fn manifest(&self, d: &Descriptor) -> Result<Vec<u8>, String>;
     /// A blob, checked against its digest, at most `max` bytes.
     fn blob(&self, d: &Descriptor, max: u64) -> Result<Vec<u8>, String>;
+    /// Whether a read costs no request (the local store): then only the byte budget bounds the
+    /// search, not [`VerifyOptions::max_candidates`].
+    fn is_local(&self) -> bool {
+        false
+    }
 }
 
 /// Who must have signed a bundle.
@@ -230,8 +235,20 @@ fn rank(d: &Descriptor, wanted: &str) -> Option<u8> {
     }
 }
 
+/// Most bytes a bundle referrer's manifest may be (one bundle layer, an empty config, a subject
+/// and a few annotations are under 2 KiB): a larger one is not read as a candidate.
+pub const MAX_BUNDLE_MANIFEST: u64 = 64 * 1024;
+
 /// Verifies the image `digest`: tries its bundle referrers, best first, and returns the first
 /// statement that is signed by `opts.signer`, is about `digest` and has `opts.predicate_type`.
+///
+/// Junk cannot hide a valid signature from this bounded search. Referrers are read in two
+/// passes: first the manifests (signatures before other kinds, smallest first, none larger than
+/// [`MAX_BUNDLE_MANIFEST`]), then the bundles they carry (the same ranks, smallest bundle first);
+/// entries of other artifact types are never read, and only bundles count against the
+/// candidate limit. A source whose reads cost no request ([`Referrers::is_local`], the store)
+/// is bounded by bytes alone: a junk entry read before the valid signature is no larger than
+/// it, so the byte budget outlasts the most entries a subject may have (1024).
 ///
 /// # Errors
 /// [`ImageVerifyError`]: no bundle at all, or each one tried and why it failed (and whether the
@@ -246,115 +263,179 @@ pub fn verify_image(
         .into_iter()
         .filter_map(|d| rank(&d, &opts.predicate_type).map(|r| (r, d)))
         .collect();
-    // A stable sort: the source's order within a rank.
-    candidates.sort_by_key(|(r, _)| *r);
+    // Stable: the source's order within a rank and size.
+    candidates.sort_by_key(|(r, d)| (*r, d.size));
     if candidates.is_empty() {
         return Err(ImageVerifyError::NotSigned);
     }
-    let mut tried = Vec::new();
-    let mut spent = 0u64;
-    let mut cut = None;
-    let mut bundles = 0usize;
-    for (_, r) in &candidates {
-        if tried.len() >= opts.max_candidates {
-            cut = Some(format!(
-                "at most {} referrers are read",
-                opts.max_candidates
-            ));
+    let limit = if source.is_local() {
+        usize::MAX
+    } else {
+        opts.max_candidates
+    };
+    let mut search = Search {
+        tried: Vec::new(),
+        spent: 0,
+        budget: opts.max_bytes,
+        cut: None,
+    };
+    // First pass: the manifests, each naming this image and one bundle layer.
+    let mut bundles: Vec<(u8, Descriptor, Descriptor)> = Vec::new();
+    for (rank, r) in &candidates {
+        if bundles.len() + search.tried.len() >= limit {
+            search.cut_by_count(limit);
             break;
         }
-        let outcome = check_one(source, r, digest, opts, &mut spent);
-        match outcome {
-            Checked::Verified(v) => return Ok(v),
-            Checked::NotABundle => {}
-            Checked::Failed(why) => {
-                bundles += 1;
-                tried.push((r.digest.clone(), why));
-            }
-            Checked::OverBudget => {
-                cut = Some(format!(
-                    "at most {} bytes of referrers are read",
-                    opts.max_bytes
-                ));
-                break;
-            }
+        match search.bundle_layer(source, r, digest) {
+            Ok(Some(layer)) => bundles.push((*rank, r.clone(), layer)),
+            Ok(None) => {}
+            Err(Stop) => break,
         }
     }
-    if bundles == 0 && cut.is_none() {
+    // Second pass: the bundles, smallest first within a rank.
+    bundles.sort_by_key(|(rank, _, layer)| (*rank, layer.size));
+    for (_, r, layer) in &bundles {
+        match search.check_bundle(source, r, layer, digest, opts) {
+            Ok(Some(v)) => return Ok(v),
+            Ok(None) => {}
+            Err(Stop) => break,
+        }
+    }
+    if search.tried.is_empty() && search.cut.is_none() {
         return Err(ImageVerifyError::NotSigned);
     }
     Err(ImageVerifyError::NoneVerifies {
         found: candidates.len(),
-        tried,
-        cut,
+        tried: search.tried,
+        cut: search.cut,
     })
 }
 
-enum Checked {
-    Verified(Verdict),
-    /// An unclassified referrer whose manifest says it is something else.
-    NotABundle,
-    Failed(String),
-    OverBudget,
+/// The budget ran out (the reason is in [`Search::cut`]).
+struct Stop;
+
+/// What one verification has read and found so far.
+struct Search {
+    /// Each bundle candidate that did not hold, and why.
+    tried: Vec<(Digest, String)>,
+    /// Bytes read (manifests and bundles), and the most that may be.
+    spent: u64,
+    budget: u64,
+    /// Set when the budget stopped the search: which limit.
+    cut: Option<String>,
 }
 
-/// One referrer: its manifest must name `digest` as subject and carry a bundle layer that
-/// verifies by the signer, is about `digest` and has the predicate type asked for.
-fn check_one(
-    source: &dyn Referrers,
-    r: &Descriptor,
-    digest: &Digest,
-    opts: &VerifyOptions<'_>,
-    spent: &mut u64,
-) -> Checked {
-    if spent.saturating_add(r.size) > opts.max_bytes {
-        return Checked::OverBudget;
+impl Search {
+    fn cut_by_count(&mut self, limit: usize) {
+        self.cut = Some(format!("at most {limit} referrers are read"));
     }
-    let bytes = match source.manifest(r) {
-        Ok(b) => b,
-        Err(e) => return Checked::Failed(e),
-    };
-    *spent = spent.saturating_add(bytes.len() as u64);
-    let doc: ManifestDoc = match serde_json::from_slice(&bytes) {
-        Ok(d) => d,
-        Err(e) => return Checked::Failed(format!("not a manifest: {e}")),
-    };
-    let kind = doc.artifact_type.clone().or_else(|| {
-        doc.config
-            .as_ref()
-            .map(|c| c.media_type.as_str().to_owned())
-    });
-    if r.artifact_type.is_none() && kind.as_deref() != Some(BUNDLE_V03) {
-        return Checked::NotABundle;
+
+    fn over_budget(&mut self, size: u64) -> bool {
+        if self.spent.saturating_add(size) > self.budget {
+            self.cut = Some(format!(
+                "at most {} bytes of referrers are read",
+                self.budget
+            ));
+            return true;
+        }
+        false
     }
-    if doc.subject.as_ref().map(|s| &s.digest) != Some(digest) {
-        return Checked::Failed("its manifest does not name this image as subject".into());
+
+    /// A referrer's manifest: its bundle layer when it names `digest` as subject and carries one;
+    /// `None` when it is not a bundle (or did not hold, recorded in `tried`).
+    fn bundle_layer(
+        &mut self,
+        source: &dyn Referrers,
+        r: &Descriptor,
+        digest: &Digest,
+    ) -> Result<Option<Descriptor>, Stop> {
+        if r.size > MAX_BUNDLE_MANIFEST {
+            self.tried.push((
+                r.digest.clone(),
+                format!(
+                    "its manifest is {} bytes, more than the {MAX_BUNDLE_MANIFEST} a bundle referrer's may be",
+                    r.size
+                ),
+            ));
+            return Ok(None);
+        }
+        if self.over_budget(r.size) {
+            return Err(Stop);
+        }
+        let failed = |s: &mut Self, why: String| {
+            s.tried.push((r.digest.clone(), why));
+            Ok(None)
+        };
+        let bytes = match source.manifest(r) {
+            Ok(b) => b,
+            Err(e) => return failed(self, e),
+        };
+        self.spent = self.spent.saturating_add(bytes.len() as u64);
+        let doc: ManifestDoc = match serde_json::from_slice(&bytes) {
+            Ok(d) => d,
+            Err(e) => return failed(self, format!("not a manifest: {e}")),
+        };
+        let kind = doc.artifact_type.clone().or_else(|| {
+            doc.config
+                .as_ref()
+                .map(|c| c.media_type.as_str().to_owned())
+        });
+        if r.artifact_type.is_none() && kind.as_deref() != Some(BUNDLE_V03) {
+            return Ok(None);
+        }
+        if doc.subject.as_ref().map(|s| &s.digest) != Some(digest) {
+            return failed(
+                self,
+                "its manifest does not name this image as subject".into(),
+            );
+        }
+        let Some(layer) = doc
+            .layers
+            .iter()
+            .find(|l| l.media_type.as_str() == BUNDLE_V03)
+        else {
+            return failed(self, "it has no bundle layer".into());
+        };
+        if layer.size > MAX_BUNDLE as u64 {
+            return failed(
+                self,
+                format!(
+                    "its bundle is {} bytes, more than the {MAX_BUNDLE} a bundle may be",
+                    layer.size
+                ),
+            );
+        }
+        Ok(Some(layer.clone()))
     }
-    let Some(layer) = doc
-        .layers
-        .iter()
-        .find(|l| l.media_type.as_str() == BUNDLE_V03)
-    else {
-        return Checked::Failed("it has no bundle layer".into());
-    };
-    if layer.size > MAX_BUNDLE as u64 {
-        return Checked::Failed(format!(
-            "its bundle is {} bytes, more than the {MAX_BUNDLE} a bundle may be",
-            layer.size
-        ));
-    }
-    if spent.saturating_add(layer.size) > opts.max_bytes {
-        return Checked::OverBudget;
-    }
-    let blob = match source.blob(layer, MAX_BUNDLE as u64) {
-        Ok(b) => b,
-        Err(e) => return Checked::Failed(e),
-    };
-    *spent = spent.saturating_add(blob.len() as u64);
-    match verify_bundle(&blob, &opts.signer, digest) {
-        Ok(v) if v.predicate_type() == opts.predicate_type => Checked::Verified(v),
-        Ok(v) => Checked::Failed(wrong_type(v.predicate_type(), &opts.predicate_type)),
-        Err(e) => Checked::Failed(e),
+
+    /// One bundle: it verifies by the signer, is about `digest` and has the predicate type asked
+    /// for (`Some`), or did not hold (`None`, recorded in `tried`).
+    fn check_bundle(
+        &mut self,
+        source: &dyn Referrers,
+        r: &Descriptor,
+        layer: &Descriptor,
+        digest: &Digest,
+        opts: &VerifyOptions<'_>,
+    ) -> Result<Option<Verdict>, Stop> {
+        if self.over_budget(layer.size) {
+            return Err(Stop);
+        }
+        let blob = match source.blob(layer, MAX_BUNDLE as u64) {
+            Ok(b) => b,
+            Err(e) => {
+                self.tried.push((r.digest.clone(), e));
+                return Ok(None);
+            }
+        };
+        self.spent = self.spent.saturating_add(blob.len() as u64);
+        let why = match verify_bundle(&blob, &opts.signer, digest) {
+            Ok(v) if v.predicate_type() == opts.predicate_type => return Ok(Some(v)),
+            Ok(v) => wrong_type(v.predicate_type(), &opts.predicate_type),
+            Err(e) => e,
+        };
+        self.tried.push((r.digest.clone(), why));
+        Ok(None)
     }
 }
 
@@ -406,6 +487,7 @@ mod tests {
         list: Vec<Descriptor>,
         blobs: HashMap<Digest, Vec<u8>>,
         read: Cell<u64>,
+        local: bool,
     }
 
     impl Referrers for Mem {
@@ -419,6 +501,9 @@ mod tests {
             let b = self.blobs.get(&d.digest).cloned().ok_or("missing")?;
             self.read.set(self.read.get() + b.len() as u64);
             Ok(b)
+        }
+        fn is_local(&self) -> bool {
+            self.local
         }
     }
 
@@ -452,7 +537,55 @@ mod tests {
             list: Vec::new(),
             blobs: HashMap::new(),
             read: Cell::new(0),
+            local: false,
         }
+    }
+
+    /// A junk "signature" referrer listed as the real one is: annotated as a signature, its
+    /// bundle `bundle` (which verifies by no key).
+    fn add_junk(m: &mut Mem, bundle: Vec<u8>) {
+        let layer = Descriptor::new(BUNDLE_V03, Digest::of(&bundle), bundle.len() as u64);
+        m.blobs.insert(layer.digest.clone(), bundle);
+        let notes = BTreeMap::from([(ANN_BUNDLE_PREDICATE.to_owned(), SIGN_PREDICATE.to_owned())]);
+        let manifest = artifact_manifest(&subject(), BUNDLE_V03, &[layer], &notes);
+        let mut d = Descriptor::new(MANIFEST_V1, Digest::of(&manifest), manifest.len() as u64);
+        d.artifact_type = Some(BUNDLE_V03.to_owned());
+        d.annotations = notes;
+        m.blobs.insert(d.digest.clone(), manifest);
+        m.list.insert(0, d);
+    }
+
+    #[test]
+    fn junk_listed_first_does_not_hide_the_signature_in_the_store() {
+        let key = KeyPair::generate();
+        let public = key.public();
+        let mut m = mem();
+        add(&mut m, &statement(SIGN_PREDICATE), &key, Some(BUNDLE_V03));
+        let last = m.list.len() - 1;
+        m.list[last]
+            .annotations
+            .insert(ANN_BUNDLE_PREDICATE.into(), SIGN_PREDICATE.into());
+        // Forty small junk bundles listed before it, and two that would each take more than
+        // half the byte budget.
+        for i in 0..40u8 {
+            add_junk(&mut m, vec![b'{', i, b'}']);
+        }
+        for i in 0..2u8 {
+            add_junk(&mut m, vec![i; 600 << 10]);
+        }
+        let mut opts = VerifyOptions::signature(&public);
+        opts.max_bytes = 1 << 20;
+        m.local = true;
+        verify_image(&m, &subject().digest, &opts).expect("the store's signature verifies");
+        assert!(m.read.get() < 256 << 10, "read {} bytes", m.read.get());
+        // Without it, a registry is bounded by requests too: past the candidate limit it says so.
+        m.list.pop();
+        m.local = false;
+        let err = verify_image(&m, &subject().digest, &opts).expect_err("junk only");
+        assert!(
+            err.to_string().contains("at most 32 referrers are read"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! whole under a fresh name created with `O_EXCL`, fsynced and renamed into place, `index.json`
 //! last and under `flock(index.json.lock)`.
 
-use super::{all_blobs, archive_entries, ArchiveError};
+use super::referrers::{entries_for, Placement};
+use super::{all_blobs, ArchiveError};
 use crate::path_io::io_err;
 use crate::spec::descriptor::Descriptor;
 use crate::spec::descriptor::ManifestDoc;
@@ -244,7 +245,7 @@ pub fn export_layout(
     dest: &Path,
 ) -> Result<(), ArchiveError> {
     let blobs = all_blobs(store, images)?;
-    let new_entries = archive_entries(store, images)?;
+    let new_entries = entries_for(store, images, Placement::Entries)?.entries;
     let dir = open_dir_nofollow(dest)?;
     let dir = dir.as_fd();
     let present = names(dir).map_err(io_err("list", dest))?;

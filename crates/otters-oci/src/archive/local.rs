@@ -6,6 +6,9 @@
 //! applies (the archive and layout readers verify every blob), or tag anything (the caller chooses
 //! the local name).
 
+use super::referrers::{
+    admit, catalogue_descriptor, catalogues_named, distinct, read_catalogue, Admitted,
+};
 use super::{import_layout, layout_entries, load, ArchiveError};
 use crate::spec::descriptor::{Descriptor, ANN_REF_NAME};
 use crate::store::layout::Store;
@@ -106,11 +109,18 @@ pub fn entry_name(d: &Descriptor) -> Option<String> {
 pub fn import(store: &Store, src: &LocalSource) -> Result<Imported, LocalError> {
     let entries: Vec<Descriptor> = if src.is_archive {
         load(store, &src.path)?
+            .images
             .into_iter()
             .map(|(_, d)| d)
             .collect()
     } else {
-        layout_entries(&src.path)?
+        // A referrer's entry (as otters writes layouts) is not one of the images to pick from.
+        let entries = layout_entries(&src.path)?;
+        entries
+            .iter()
+            .filter(|d| !is_layout_referrer(&src.path, d))
+            .cloned()
+            .collect()
     };
     let mut root = pick(&src.path, &entries, src.want.as_deref())?;
     if !src.is_archive {
@@ -119,6 +129,22 @@ pub fn import(store: &Store, src: &LocalSource) -> Result<Imported, LocalError> 
     let inner_name = entry_name(&root).or_else(|| root.annotations.get(ANN_REF_NAME).cloned());
     root.annotations.remove(ANN_REF_NAME);
     Ok(Imported { root, inner_name })
+}
+
+/// Whether the entry `d` of the layout `dir` is there for a referrer, not an image: it has no name
+/// and its manifest names a subject the layout holds (or it carries the store's own annotation).
+fn is_layout_referrer(dir: &Path, d: &Descriptor) -> bool {
+    if crate::store::referrers::is_referrer_entry(d) {
+        return true;
+    }
+    if d.ref_name().is_some() || d.annotations.contains_key(ANN_CONTAINERD_NAME) {
+        return false;
+    }
+    let blobs = dir.join("blobs/sha256");
+    super::read_small(&blobs.join(d.digest.hex()), dir)
+        .ok()
+        .and_then(|bytes| crate::referrers::subject_of(&bytes))
+        .is_some_and(|s| blobs.join(s.digest.hex()).is_file())
 }
 
 /// The one image `want` (or, without it, the only image) names among `entries`.
@@ -151,22 +177,54 @@ fn pick(path: &Path, entries: &[Descriptor], want: Option<&str>) -> Result<Descr
 
 /// Every image of the OCI layout at `dir` (`otters load -i DIR`), with the name [`entry_name`]
 /// gives it ("" for none), as an archive's images are loaded; the descriptor keeps the entry's
-/// annotations (a bare ref name, for a hint).
-pub fn load_layout(store: &Store, dir: &Path) -> Result<Vec<(String, Descriptor)>, ArchiveError> {
-    let mut out = Vec::new();
+/// annotations (a bare ref name, for a hint). Referrers are recorded as an archive's are
+/// ([`super::referrers::admit`]): only those whose subject the layout holds.
+pub fn load_layout(store: &Store, dir: &Path) -> Result<Admitted, ArchiveError> {
+    let entries = layout_entries(dir)?;
     // An image named many times (a thousand tags) is read and checked once.
-    let mut images = std::collections::HashSet::new();
-    for d in layout_entries(dir)? {
-        if !images.contains(&d.digest) {
-            import_layout(store, dir, &d)?;
-            if super::record_referrer(store, &d)? {
-                continue;
-            }
-            images.insert(d.digest.clone());
+    let mut imported = std::collections::HashSet::new();
+    for d in &entries {
+        if imported.insert(d.digest.clone()) {
+            import_layout(store, dir, d)?;
         }
-        out.push((entry_name(&d).unwrap_or_default(), d));
     }
-    Ok(out)
+    let refused = |what: String| ArchiveError::Layout {
+        path: dir.to_owned(),
+        what,
+    };
+    let mut catalogued = Vec::new();
+    for digest in catalogues_named(&entries).map_err(refused)? {
+        let path = dir.join("blobs/sha256").join(digest.hex());
+        let size = std::fs::symlink_metadata(&path).map_or(0, |m| m.len());
+        // The catalogue alone (an image index of at most 4 MiB, checked), then each referrer.
+        let catalogue = catalogue_descriptor(&digest, size);
+        if size > crate::validate::MAX_MANIFEST as u64 {
+            return Err(refused(format!(
+                "the referrers catalogue {digest} is more than the {}-byte limit",
+                crate::validate::MAX_MANIFEST
+            )));
+        }
+        let bytes = super::read_small(&path, dir)?;
+        if crate::Digest::of(&bytes) != digest {
+            return Err(refused(format!(
+                "blobs/sha256/{} does not hold the referrers catalogue it is named for",
+                digest.hex()
+            )));
+        }
+        crate::validate::validate_manifest(&bytes, Some(catalogue.media_type.as_str()), None)
+            .map_err(|why| {
+                refused(format!(
+                    "the referrers catalogue {digest} is refused: {why}"
+                ))
+            })?;
+        store.put_blob_bytes(&bytes)?;
+        catalogued.extend(read_catalogue(store, &digest, dir)?);
+    }
+    let catalogued = distinct(catalogued).map_err(refused)?;
+    for r in &catalogued {
+        import_layout(store, dir, r)?;
+    }
+    Ok(admit(store, &entries, &catalogued)?)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 pub mod layout_dir;
 pub mod local;
+pub mod referrers;
 pub mod tar_reader;
 
 use crate::archive::tar_reader::{Kind as EntryKind, TarError, TarReader};
@@ -227,46 +228,10 @@ pub(crate) fn all_blobs(
     for (root, _) in images {
         blobs.extend(reachable(store, root)?);
     }
-    for r in referrers_of(store, images)? {
+    for (_, r) in referrers::referrers_of(store, images)? {
         blobs.extend(reachable(store, &r)?);
     }
     Ok(blobs)
-}
-
-/// The referrers the store has for the images (and theirs, as deep as a registry transfer
-/// follows), each once, in digest order: saved as untagged `index.json` entries, which `load`
-/// recognises by their `subject`.
-pub(crate) fn referrers_of(
-    store: &Store,
-    images: &[(Descriptor, Vec<String>)],
-) -> Result<Vec<Descriptor>, StoreError> {
-    let mut out: Vec<Descriptor> = Vec::new();
-    graph::walk(
-        images.iter().map(|(d, _)| d.clone()),
-        |d| (d.digest.clone(), d.size),
-        |d, depth| {
-            if depth > 0 {
-                crate::referrers::merge(&mut out, std::slice::from_ref(d));
-            }
-            if depth >= crate::referrers::MAX_DEPTH {
-                return Ok(Vec::new());
-            }
-            store.referrers(&d.digest)
-        },
-    )?;
-    Ok(out)
-}
-
-/// The archive's `index.json` entries: one entry per tag of each image (with its ref name
-/// annotation), or one entry without a ref name for an image saved untagged; then the images'
-/// referrers.
-pub(crate) fn archive_entries(
-    store: &Store,
-    images: &[(Descriptor, Vec<String>)],
-) -> Result<Vec<Descriptor>, StoreError> {
-    let mut entries = named_entries(images);
-    entries.extend(referrers_of(store, images)?);
-    Ok(entries)
 }
 
 /// One `index.json` entry per tag of each image (with its ref name annotation), or one entry
@@ -277,6 +242,12 @@ pub(crate) fn named_entries(images: &[(Descriptor, Vec<String>)]) -> Vec<Descrip
         for t in tags {
             let mut d = root.clone();
             d.annotations.insert(ANN_REF_NAME.to_owned(), t.clone());
+            if t.contains('@') {
+                // A name by digest (`repo@sha256:…`): containerd's own annotation too, which
+                // `ctr image import` reads first.
+                d.annotations
+                    .insert(local::ANN_CONTAINERD_NAME.to_owned(), t.clone());
+            }
             entries.push(d);
         }
         if tags.is_empty() {
@@ -288,13 +259,6 @@ pub(crate) fn named_entries(images: &[(Descriptor, Vec<String>)]) -> Vec<Descrip
     entries
 }
 
-fn archive_index(
-    store: &Store,
-    images: &[(Descriptor, Vec<String>)],
-) -> Result<Vec<u8>, StoreError> {
-    Ok(to_compact(&index_json(&archive_entries(store, images)?)).unwrap_or_default())
-}
-
 fn write_archive<W: Write>(
     store: &Store,
     images: &[(Descriptor, Vec<String>)],
@@ -302,13 +266,34 @@ fn write_archive<W: Write>(
     out: W,
     dest: &Path,
 ) -> Result<W, ArchiveError> {
-    let index = archive_index(store, images)?;
+    let written = referrers::entries_for(store, images, referrers::Placement::Catalogue)?;
+    let index = to_compact(&index_json(&written.entries)).unwrap_or_default();
     let mut b = tar::Builder::new(out);
     let w = |r: io::Result<()>| r.map_err(io_err("write", dest));
     let layout = br#"{"imageLayoutVersion":"1.0.0"}"#;
     w(b.append(&tar_header("blobs/", 0, true), io::empty()))?;
     w(b.append(&tar_header("blobs/sha256/", 0, true), io::empty()))?;
-    for (digest, _) in blobs {
+    // The catalogue of referrers (small, written from memory) in digest order with the rest.
+    let catalogue = written.catalogue.map(|c| (Digest::of(&c), c));
+    let mut blobs: Vec<(&Digest, Option<&[u8]>)> = blobs.iter().map(|(d, _)| (d, None)).collect();
+    if let Some((d, c)) = &catalogue {
+        if !blobs.iter().any(|(b, _)| *b == d) {
+            blobs.push((d, Some(c)));
+            blobs.sort_by(|a, b| a.0.cmp(b.0));
+        }
+    }
+    for (digest, inline) in blobs {
+        if let Some(bytes) = inline {
+            w(b.append(
+                &tar_header(
+                    &format!("blobs/sha256/{}", digest.hex()),
+                    bytes.len() as u64,
+                    false,
+                ),
+                bytes,
+            ))?;
+            continue;
+        }
         // Checked while copied: a blob damaged in the store is never exported under its name.
         let mut blob = store.open_verified(digest)?;
         let size = blob.size();
@@ -332,9 +317,10 @@ fn write_archive<W: Write>(
 }
 
 /// Loads every image of the archive at `src` into `store`; returns (local name, descriptor) for
-/// each `index.json` entry (the name [`local::entry_name`] gives, empty when none: a bare tag
-/// such as skopeo's `1.0` stays in the descriptor's annotations). Tags are not applied here.
-pub fn load(store: &Store, src: &Path) -> Result<Vec<(String, Descriptor)>, ArchiveError> {
+/// each image entry of `index.json` (the name [`local::entry_name`] gives, empty when none: a
+/// bare tag such as skopeo's `1.0` stays in the descriptor's annotations), and records the
+/// referrers whose subject the archive holds ([`referrers::admit`]). Tags are not applied here.
+pub fn load(store: &Store, src: &Path) -> Result<referrers::Admitted, ArchiveError> {
     let file = File::open(src).map_err(io_err("open", src))?;
     load_stream(store, file, src)
 }
@@ -347,7 +333,7 @@ pub fn load_stream(
     store: &Store,
     input: impl Read,
     src: &Path,
-) -> Result<Vec<(String, Descriptor)>, ArchiveError> {
+) -> Result<referrers::Admitted, ArchiveError> {
     let malformed = |what: String| ArchiveError::Malformed {
         path: src.to_owned(),
         what,
@@ -413,27 +399,11 @@ pub fn load_stream(
     {
         return Err(malformed("index.json is not an OCI image index".into()));
     }
-    let mut out = Vec::new();
-    for d in doc.manifests {
-        check_graph(store, &d, src)?;
-        if record_referrer(store, &d)? {
-            continue;
-        }
-        out.push((local::entry_name(&d).unwrap_or_default(), d));
+    for d in &doc.manifests {
+        check_graph(store, d, src)?;
     }
-    Ok(out)
-}
-
-/// A loaded `index.json` entry that is a referrer (its manifest names a `subject`) is recorded as
-/// a referrer of that subject, not loaded as an image; returns whether it was one.
-pub fn record_referrer(store: &Store, d: &Descriptor) -> Result<bool, StoreError> {
-    let bytes = store.read_blob(&d.digest)?;
-    let Some(subject) = crate::referrers::subject_of(&bytes) else {
-        return Ok(false);
-    };
-    let r = crate::referrers::descriptor_of(&bytes, &d.media_type);
-    store.add_referrer(&subject.digest, &r)?;
-    Ok(true)
+    let catalogued = referrers::checked_catalogues(store, &doc.manifests, src)?;
+    Ok(referrers::admit(store, &doc.manifests, &catalogued)?)
 }
 
 /// Checks the image graph from `root`, already in `store`, as a registry pull checks what a
@@ -630,7 +600,7 @@ mod tests {
         );
 
         let b = Store::open(dir.path().join("b")).unwrap();
-        let loaded = load(&b, &file).unwrap();
+        let loaded = load(&b, &file).unwrap().images;
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded[0].0, "m:1");
         assert_eq!(loaded[0].1.digest, root.digest);
@@ -669,7 +639,7 @@ mod tests {
             let e = load_stream(&b, &bytes[..cut], label).unwrap_err();
             assert!(e.to_string().contains("standard input"), "{e}");
         }
-        let loaded = load_stream(&b, &bytes[..], label).unwrap();
+        let loaded = load_stream(&b, &bytes[..], label).unwrap().images;
         let got: Vec<_> = loaded
             .iter()
             .map(|(n, d)| (n.as_str(), d.digest.as_str()))

@@ -142,7 +142,34 @@ pub fn select(
             None => images.push((d, tags)),
         }
     }
+    for (d, tags) in &mut images {
+        if tags.is_empty() {
+            tags.extend(digest_name(store, &listed, &d.digest)?);
+        }
+    }
     Ok(images)
+}
+
+/// The `repository@digest` name of an image selected by digest: the repository of a tag the
+/// store has for it, else (a referrer, such as a runnable export) of its subject's, up to the
+/// depth of a referrer chain; `None` when the store knows no repository for it.
+fn digest_name(
+    store: &Store,
+    listed: &[(String, Descriptor)],
+    digest: &Digest,
+) -> Result<Option<String>, QueryError> {
+    let mut at = digest.clone();
+    for _ in 0..=crate::referrers::MAX_DEPTH {
+        if let Some((name, _)) = listed.iter().find(|(n, e)| !n.is_empty() && e.digest == at) {
+            let (repository, _) = repository_and_tag(name);
+            return Ok(Some(format!("{repository}@{digest}")));
+        }
+        match crate::referrers::subject_of(&store.read_blob(&at)?) {
+            Some(s) => at = s.digest,
+            None => break,
+        }
+    }
+    Ok(None)
 }
 
 /// `repository` and `tag` of a stored name (`<none>` for an untagged image).
@@ -212,8 +239,22 @@ mod tests {
         assert_eq!(picked.len(), 1);
         assert_eq!(picked[0].0.digest, d.digest);
         assert_eq!(picked[0].1, ["a:1", "b:1"]);
+        // By digest: named `repository@digest` after a tag of it (for `ctr image import`), a
+        // referrer after its subject's.
         let by_digest = select(&store, &[d.digest.to_string()]).unwrap();
-        assert!(by_digest[0].1.is_empty());
+        assert_eq!(by_digest[0].1, [format!("a@{}", d.digest)]);
+        let (layer, size) = store.put_blob_bytes(b"an export").unwrap();
+        let layer = Descriptor::new("application/octet-stream", layer, size);
+        let export = store
+            .attach(
+                &d,
+                "application/x.test",
+                &[layer],
+                &std::collections::BTreeMap::default(),
+            )
+            .unwrap();
+        let by_digest = select(&store, &[export.digest.to_string()]).unwrap();
+        assert_eq!(by_digest[0].1, [format!("a@{}", export.digest)]);
         let err = select(&store, &["nope:1".into()]).unwrap_err();
         assert!(matches!(err, QueryError::NotFound(ref r) if r == "nope:1"));
     }

@@ -26,11 +26,13 @@ pub use dry::ListedReferrer;
 pub use tags::KeptTag;
 
 use closure::{walk, Found, Lookup, Node, PinnedBy, Registries, Role, View, WalkError, Want};
+use otters_core::escape::escape;
 use otters_oci::archive::local::{load_layout, LocalSource};
 use otters_oci::archive::{self, ArchiveError};
 use otters_oci::copy::{deliver, fetch, relay, write_layout, Place};
 use otters_oci::progress::{Event, Progress, Step};
 use otters_oci::reference::Reference;
+use otters_oci::registry::referrers::pull_referrers;
 use otters_oci::registry::sources::Sources;
 use otters_oci::registry::transfer::TransferReport;
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
@@ -143,6 +145,14 @@ pub enum CopyError {
         destination: String,
         wanted: String,
         actual: Digest,
+    },
+    /// `save --with-deps`: the referrers of an image in the store could not be asked of its
+    /// registry, and the store has none.
+    #[error("cannot ask the registry of {} for its signatures and other referrers, and the store has none: the archive could not be verified offline; run `otters pull --referrers {}` where the registry is reachable, then save again", escape(.reference), escape(.reference))]
+    Referrers {
+        reference: String,
+        #[source]
+        source: Box<RegistryError>,
     },
     /// A failure after some images arrived: what arrived stays, and a rerun sends only the rest.
     #[error("copied {} of {total} image(s){}; {failed} failed: run the same command again to copy the rest (what arrived is skipped)", copied.len(), if copied.is_empty() { String::new() } else { format!(" ({})", copied.join(", ")) })]
@@ -445,7 +455,8 @@ fn load_local(store: &Store, l: &LocalSource) -> Result<Vec<(String, Descriptor)
         archive::load(store, &l.path)?
     } else {
         load_layout(store, &l.path)?
-    })
+    }
+    .images)
 }
 
 /// The `org.opencontainers.image.ref.name` a layout or archive entry carries, as written.
@@ -575,22 +586,101 @@ pub fn with_deps(
     let nodes = walk(&view, starts, true, &from)?;
     let mut out: Vec<(Descriptor, Vec<String>)> = roots.to_vec();
     let mut sources = Sources::load(store.root());
-    for node in nodes.iter().skip(roots.len()) {
-        let desc = if archive::reachable(store, &node.descriptor).is_ok() {
-            node.descriptor.clone()
-        } else {
-            fetch(&client, store, &node.source, &mut sources, &mut |_| {})
-                .map_err(|e| WalkError::Source {
-                    reference: node.written.clone(),
-                    by: node.by.clone(),
-                    source: Box::new(e),
-                })?
-                .0
-        };
+    for (i, node) in nodes.iter().enumerate() {
+        if i < roots.len() || archive::reachable(store, &node.descriptor).is_ok() {
+            // In the store already (a plain pull or a run brings no referrer): its referrers
+            // are asked of its registry, so the archive carries what `verify` needs offline.
+            let fetched = stored_referrers(&client, store, node, &mut sources);
+            if i >= roots.len() {
+                out.push((node.descriptor.clone(), names_of(node)));
+            }
+            fetched?;
+            continue;
+        }
+        let desc = fetch(&client, store, &node.source, &mut sources, &mut |_| {})
+            .map_err(|e| WalkError::Source {
+                reference: node.written.clone(),
+                by: node.by.clone(),
+                source: Box::new(e),
+            })?
+            .0;
         out.push((desc, names_of(node)));
     }
     let _ = sources.save();
     Ok(out)
+}
+
+/// Brings the referrers the registry of `node` (an image already in the store) lists for each of
+/// its manifests. A local name (no registry in it) has none to ask. A registry that cannot be
+/// asked is an error only when the store has no referrer of the image at all: an archive made in
+/// an air gap from loaded images keeps the referrers they came with.
+fn stored_referrers(
+    client: &RegistryClient,
+    store: &Store,
+    node: &Node,
+    sources: &mut Sources,
+) -> Result<(), CopyError> {
+    if crate::target::names_registry(&node.written).is_none() {
+        return Ok(());
+    }
+    let manifests = otters_oci::copy::manifests(store, &node.descriptor)?;
+    let mut report = TransferReport::new(
+        node.written.clone(),
+        node.descriptor.digest.clone(),
+        node.descriptor.media_type.clone(),
+    );
+    for m in &manifests {
+        let asked = pull_referrers(
+            client,
+            store,
+            &node.source.with_digest(m),
+            m,
+            sources,
+            &mut |_| {},
+            &mut report,
+        );
+        if let Err(e) = asked {
+            let mut has = false;
+            for m in &manifests {
+                has |= !store.referrers(m)?.is_empty();
+            }
+            if has {
+                return Ok(());
+            }
+            return Err(CopyError::Referrers {
+                reference: node.written.clone(),
+                source: Box::new(e),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `otters save --with-deps`: each of `references` that the store lacks and that names a registry
+/// is pulled (with its referrers) and tagged as `otters pull` would, so an image copied registry
+/// to registry (`copy -r`, which stages nothing) is saved as the guide's recipe says.
+pub fn pull_missing(store: &Store, references: &[String], insecure: bool) -> Result<(), CopyError> {
+    let missing: Vec<(&String, Reference)> = references
+        .iter()
+        .filter(|r| matches!(store.resolve(r), Ok(None)))
+        .filter_map(|r| Some((r, crate::target::names_registry(r)?)))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let client = RegistryClient::new(ClientOptions {
+        insecure,
+        ..ClientOptions::default()
+    })?;
+    let mut sources = Sources::load(store.root());
+    for (text, r) in &missing {
+        let (desc, _) = fetch(&client, store, r, &mut sources, &mut |_| {})?;
+        if r.digest.is_none() {
+            store.tag(text, &desc)?;
+        }
+    }
+    let _ = sources.save();
+    Ok(())
 }
 
 /// A registry's documents.

@@ -120,12 +120,38 @@ pub fn export(
     platform: Option<&Platform>,
     limits: &Limits,
 ) -> Result<Exported, ExportError> {
+    make(store, fetcher, reference, top, platform, limits, true)
+}
+
+/// The export [`export`] would make of the agent `top` (same bytes, same digest: an export is
+/// reproducible), stored but not recorded as the agent's referrer: what `kube` compares a listed
+/// export with before it points a cluster at it.
+pub fn derive(
+    store: &Store,
+    fetcher: &dyn Fetcher,
+    reference: &str,
+    top: &Digest,
+    platform: Option<&Platform>,
+    limits: &Limits,
+) -> Result<Exported, ExportError> {
+    make(store, fetcher, reference, top, platform, limits, false)
+}
+
+fn make(
+    store: &Store,
+    fetcher: &dyn Fetcher,
+    reference: &str,
+    top: &Digest,
+    platform: Option<&Platform>,
+    limits: &Limits,
+    record: bool,
+) -> Result<Exported, ExportError> {
     let bytes = store.read_blob(top)?;
     let doc: ManifestDoc = serde_json::from_slice(&bytes).unwrap_or_default();
     if doc.media_type != Some(MediaType::OciIndex) && doc.manifests.is_empty() {
         let host = linux_host();
         let platform = platform.unwrap_or(&host);
-        let image = export_one(store, fetcher, reference, top, platform, limits)?;
+        let image = export_one(store, fetcher, reference, top, platform, limits, record)?;
         return Ok(Exported {
             descriptor: image.manifest.clone(),
             images: vec![image],
@@ -151,7 +177,7 @@ pub fn export(
     };
     let mut images = Vec::new();
     for (p, d) in &chosen {
-        let mut image = export_one(store, fetcher, reference, d, p, limits)?;
+        let mut image = export_one(store, fetcher, reference, d, p, limits, record)?;
         image.manifest.platform = Some(p.clone());
         image.manifest.annotations.clear();
         image.manifest.artifact_type = None;
@@ -177,7 +203,9 @@ pub fn export(
     let index = to_compact(&index).unwrap_or_default();
     let stored = store.put_manifest(&index, INDEX_V1)?;
     let listed = descriptor_of(&index, &stored.media_type);
-    store.add_referrer(top, &listed)?;
+    if record {
+        store.add_referrer(top, &listed)?;
+    }
     Ok(Exported {
         descriptor: listed,
         images,
@@ -297,6 +325,7 @@ fn export_one(
     digest: &Digest,
     platform: &Platform,
     limits: &Limits,
+    record: bool,
 ) -> Result<Image, ExportError> {
     let image = source::load_agent(store, reference, digest)?;
     let tmp = private_workdir().map_err(ExportError::Temp)?;
@@ -386,7 +415,9 @@ fn export_one(
     let stored = store.put_manifest(&manifest, MANIFEST_V1)?;
     // As a referrers index lists it: with its annotations, which `kube` looks for.
     let listed = descriptor_of(&manifest, &stored.media_type);
-    store.add_referrer(digest, &listed)?;
+    if record {
+        store.add_referrer(digest, &listed)?;
+    }
     Ok(Image {
         platform: platform.clone(),
         manifest: listed,

@@ -7,9 +7,10 @@
 //! no registry holds.
 use super::{KubeError, Manifests, Options};
 use crate::export;
+use crate::run::extract::Limits;
 use crate::run::fetch::RegistryFetcher;
 use crate::run::prepare::{self, PrepareError, Pull};
-use crate::run::source::{self, SourceError};
+use crate::run::source::{self, Fetcher, SourceError};
 use otters_core::escape::escape;
 use otters_oci::reference::Reference;
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
@@ -53,6 +54,18 @@ pub enum AgentKubeError {
         #[source]
         source: Box<RegistryError>,
     },
+    #[error("cannot check the runnable export listed for {}: otters could not make the export of the agent to compare it with", escape(.reference))]
+    Derive {
+        reference: String,
+        #[source]
+        source: Box<crate::export::ExportError>,
+    },
+    #[error("the runnable export listed for {} ({}) is not the one otters makes of this agent ({derived}): it was made from another agent, platform or reference, or planted; run `otters export {} --as runnable --push` to publish the right one", escape(.reference), .listed.join(", "), escape(.reference))]
+    NotItsExport {
+        reference: String,
+        listed: Vec<String>,
+        derived: Digest,
+    },
     #[error("{} names no registry, so a cluster cannot pull its export; push the agent and run `otters export REF --as runnable --push`", escape(.0))]
     NoRegistry(String),
     #[error("cannot make Kubernetes objects for {reference}")]
@@ -83,10 +96,13 @@ pub fn agent_objects(
     let top = prepare::fetch_image(store, &registry, reference, pull)?.digest;
     let manifest = source::agent_manifest(store, reference, &top, platform)?;
     let agent = source::load_agent(store, reference, &manifest)?;
-    opts.image = match image {
-        Some(i) => i.to_owned(),
-        None => find_export(store, reference, &top, platform, fetch)
-            .map_err(|e| for_platform(e, manifest == top))?,
+    opts.image = if let Some(i) = image {
+        i.to_owned()
+    } else {
+        let local = crate::run::source::LocalOnly;
+        let fetcher: &dyn Fetcher = if fetch.offline { &local } else { &registry };
+        find_export(store, reference, &top, platform, fetch, fetcher)
+            .map_err(|e| for_platform(e, manifest == top))?
     };
     super::manifests(&agent, &opts).map_err(|e| AgentKubeError::Objects {
         reference: reference.to_owned(),
@@ -109,18 +125,45 @@ fn for_platform(e: AgentKubeError, single: bool) -> AgentKubeError {
     }
 }
 
-/// The agent's runnable export as `REPO@sha256:…`: from the store's referrers, else from the
-/// registry's (unless offline).
+/// The agent's runnable export as `REPO@sha256:…`: one the store's referrers list, else (unless
+/// offline) one the registry's list, and only the one otters makes of this agent. Whoever can
+/// write a referrer (an archive loaded with the agent, a registry user) can list an "export"; an
+/// export is reproducible, so the listed one is used only when its digest is the digest
+/// [`export::derive`] gives for the agent, its reference and `platform` (an agent index: every
+/// platform, as `otters export` makes it).
 pub fn find_export(
     store: &Store,
     reference: &str,
     top: &Digest,
     platform: &Platform,
     fetch: &Fetch,
+    fetcher: &dyn Fetcher,
 ) -> Result<String, AgentKubeError> {
     let parsed = Reference::parse(reference).ok();
-    let local = export::exports_of(store, top)?;
-    let mut found = export::pick_export(&local, platform);
+    let mut listed = export::exports_of(store, top)?;
+    let mut derived: Option<Digest> = None;
+    let mut derive = || -> Result<Digest, AgentKubeError> {
+        if let Some(d) = &derived {
+            return Ok(d.clone());
+        }
+        let is_index = store.read_blob(top).ok().is_some_and(|b| {
+            otters_oci::spec::descriptor::ManifestDoc::parse(&b)
+                .is_ok_and(|doc| doc.media_type == Some(otters_oci::MediaType::OciIndex))
+        });
+        let wanted = (!is_index).then_some(platform);
+        let made = export::derive(store, fetcher, reference, top, wanted, &Limits::default())
+            .map_err(|e| AgentKubeError::Derive {
+                reference: reference.to_owned(),
+                source: Box::new(e),
+            })?;
+        derived = Some(made.descriptor.digest.clone());
+        Ok(made.descriptor.digest)
+    };
+    let mut found = None;
+    if export::pick_export(&listed, platform).is_some() {
+        let d = derive()?;
+        found = listed.iter().any(|e| e.digest == d).then_some(d);
+    }
     if found.is_none() && !fetch.offline {
         if let Some(r) = &parsed {
             let lookup = |source| AgentKubeError::ExportLookup {
@@ -129,15 +172,44 @@ pub fn find_export(
             };
             let client = RegistryClient::new(fetch.client.clone()).map_err(lookup)?;
             let remote = export::remote_exports(&client, r, top).map_err(lookup)?;
-            found = export::pick_export(&remote, platform);
+            if export::pick_export(&remote, platform).is_some() {
+                let d = derive()?;
+                found = remote.iter().any(|e| e.digest == d).then_some(d);
+            }
+            listed.extend(remote);
         }
     }
-    let digest = found.ok_or_else(|| AgentKubeError::NoExport {
-        reference: reference.to_owned(),
-        platform: platform.clone(),
-    })?;
+    let digest = match found {
+        Some(d) => d,
+        None if export::pick_export(&listed, platform).is_none() => {
+            return Err(AgentKubeError::NoExport {
+                reference: reference.to_owned(),
+                platform: platform.clone(),
+            })
+        }
+        None => {
+            return Err(AgentKubeError::NotItsExport {
+                reference: reference.to_owned(),
+                listed: shown(&listed),
+                derived: derive()?,
+            })
+        }
+    };
     let r = parsed.ok_or_else(|| AgentKubeError::NoRegistry(reference.to_owned()))?;
     Ok(format!("{}@{digest}", r.name()))
+}
+
+/// The digests of `listed` for a message: the first three, then how many more.
+fn shown(listed: &[otters_oci::Descriptor]) -> Vec<String> {
+    let mut out: Vec<String> = listed
+        .iter()
+        .take(3)
+        .map(|e| e.digest.to_string())
+        .collect();
+    if listed.len() > 3 {
+        out.push(format!("and {} more", listed.len() - 3));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -154,7 +226,15 @@ mod tests {
             ..Fetch::default()
         };
         let platform = Platform::parse("linux/amd64").unwrap();
-        let e = find_export(&store, "r.example/a:1", &top, &platform, &offline).unwrap_err();
+        let e = find_export(
+            &store,
+            "r.example/a:1",
+            &top,
+            &platform,
+            &offline,
+            &crate::run::source::LocalOnly,
+        )
+        .unwrap_err();
         let text = e.to_string();
         assert!(matches!(e, AgentKubeError::NoExport { .. }), "{text}");
         assert!(

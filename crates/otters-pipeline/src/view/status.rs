@@ -41,6 +41,32 @@ pub fn exported<'a>(
     s
 }
 
+/// `load`: what it did, as (stderr, stdout): each tag it moved, the referrers it left out, a
+/// word on each image named only by a bare tag; on stdout each image's name and digest (the
+/// digest alone for an untagged one).
+pub fn loaded(loaded: &crate::archive::Loaded, from: &str) -> (String, String) {
+    use std::fmt::Write as _;
+    let (mut said, mut out) = (String::new(), String::new());
+    for m in &loaded.moved {
+        let _ = writeln!(said, "moved tag {} from {} to {}", m.name, m.from, m.to);
+    }
+    if loaded.orphans > 0 {
+        said.push_str(&orphan_referrers(loaded.orphans, from));
+    }
+    for (name, d) in &loaded.images {
+        if !name.is_empty() {
+            let _ = writeln!(out, "{name} {}", d.digest);
+            continue;
+        }
+        // A `repo@sha256:…` name is stored untagged by design; a bare tag is worth a word.
+        if let Some(bare) = d.ref_name().filter(|n| !n.contains('@')) {
+            said.push_str(&loaded_untagged(d, bare, from));
+        }
+        let _ = writeln!(out, "{}", d.digest);
+    }
+    (said, out)
+}
+
 /// `load`: an image the archive names only by a bare tag, stored untagged.
 pub fn loaded_untagged(d: &Descriptor, bare: &str, from: &str) -> String {
     format!(
@@ -48,6 +74,13 @@ pub fn loaded_untagged(d: &Descriptor, bare: &str, from: &str) -> String {
         d.digest,
         otters_oci::validate::escape_text(bare, 80),
         d.digest.short()
+    )
+}
+
+/// `load`: referrers the archive carries for images it does not hold, left out.
+pub fn orphan_referrers(count: usize, from: &str) -> String {
+    format!(
+        "left out {count} referrer(s) in {from} whose subject is not in it: a signature, SBOM or export is loaded only with the image it refers to (save them together, or pull the image with `otters pull --referrers`)\n"
     )
 }
 
