@@ -10,7 +10,7 @@ use otters_oci::{Descriptor, Digest, Platform, Store};
 use otters_pipeline::export::{self, push::push_export};
 use otters_pipeline::run::extract::Limits;
 use otters_pipeline::run::fetch::RegistryFetcher;
-use otters_pipeline::run::prepare::{self, Pull};
+use otters_pipeline::run::prepare::Pull;
 use otters_pipeline::run::source::{Fetcher, LocalOnly};
 use std::process::ExitCode;
 
@@ -26,12 +26,11 @@ pub fn run(a: Args) -> CliResult {
     // concurrent `prune` keeps what it wrote before it is reachable.
     let store = super::common::open_store_leased()?;
     let registry = RegistryFetcher::new(super::common::client_options(a.insecure));
-    let pull = if a.offline {
-        Pull::Never
-    } else {
-        Pull::Missing
-    };
-    let fetched = prepare::fetch_image(&store, &registry, &a.reference, pull).map_err(fail)?;
+    let pull = Pull::missing_unless(a.offline);
+    // Held to the gate `run` has (`--verify-key`, `[verify]`) before anything is exported.
+    let gate = a.gate.gate(a.insecure, !a.offline);
+    let (fetched, _) =
+        (gate.fetch(&store, &registry, &a.reference, pull, "export")).map_err(fail)?;
     let source: &dyn Fetcher = if a.offline { &LocalOnly } else { &registry };
     let exported = export::export(
         &store,

@@ -13,6 +13,7 @@ use super::{fail, fail_in, CliResult};
 use otters_cli::sign::{SignArgs, VerifyArgs};
 use otters_pipeline::attest;
 use otters_pipeline::trust;
+use otters_pipeline::view::{self, status};
 use otters_supply::bundle;
 use otters_supply::keys::KeyPair;
 use otters_supply::statement::{Statement, Subject};
@@ -36,8 +37,9 @@ pub fn run_sign(a: SignArgs) -> CliResult {
     };
     let d = attest::attach_bundle(target.store(), &subject, &statement, &bytes)
         .map_err(|e| fail_in("cannot store the signature", e))?;
-    target.publish(&d).map_err(target_error)?;
-    eprintln!("signed {}@{}", esc(&a.reference), subject.digest);
+    let shared = target.share(&d, &a.reference, a.place.local, a.place.insecure);
+    let shared = shared.map_err(target_error)?;
+    eprint!("{}", status::signed(&a.reference, &subject.digest, &shared));
     outln!("{}", d.digest);
     Ok(ExitCode::SUCCESS)
 }
@@ -67,11 +69,10 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
         },
     )
     .map_err(fail)?;
-    outln!(
-        "Verified OK: {} signs {}@{digest} ({})",
-        verified.by,
-        esc(&a.reference),
-        esc(&verified.predicate_type)
-    );
+    let image = view::pinned(&a.reference, &digest);
+    let what = esc(&verified.predicate_type);
+    outln!("Verified OK: {} signs {image} ({what})", verified.by);
+    let checked = status::verified_copy(&a.reference, &digest, &verified.checked);
+    eprint!("{checked}");
     Ok(ExitCode::SUCCESS)
 }

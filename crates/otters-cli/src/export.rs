@@ -31,4 +31,6 @@ pub struct Args {
     /// Print only the digest
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub gate: crate::flags::GateFlags,
 }

@@ -81,6 +81,8 @@ pub struct Args {
     /// Write the YAML to FILE instead of standard output
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub gate: crate::flags::GateFlags,
 }
 
 impl From<KindArg> for otters_pipeline::kube::Kind {

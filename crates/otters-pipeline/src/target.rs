@@ -271,6 +271,75 @@ impl Target {
     }
 }
 
+/// Where a referrer [`Target::share`] recorded went.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Shared {
+    /// The local store and the registry: `REPOSITORY@DIGEST`, the subject there.
+    Registry(String),
+    /// The local store only, for this reason.
+    StoreOnly(StoreOnly),
+}
+
+/// Why a referrer stayed in the local store.
+#[derive(Debug, PartialEq, Eq)]
+pub enum StoreOnly {
+    /// The reference names no registry (a local tag or a digest).
+    NoRegistry,
+    /// `--local` was given.
+    Asked,
+    /// The registry does not hold the image (yet): `(registry, repository)`.
+    NotInRegistry(String, String),
+    /// The registry could not be asked, or refused the referrer: `(registry, why)`.
+    Failed(String, String),
+}
+
+impl Target {
+    /// Records a referrer (already in the local store) where the image is: a remote image's
+    /// registry gets it (an error if it cannot); a local image whose `reference` names a
+    /// registry that holds the same digest gets it pushed there too, unless `local_only`. A
+    /// registry that lacks the image, or cannot be reached, leaves the referrer in the store
+    /// and says why: the store holds a valid referrer either way.
+    pub fn share(
+        &self,
+        referrer: &Descriptor,
+        reference: &str,
+        local_only: bool,
+        insecure: bool,
+    ) -> Result<Shared, TargetError> {
+        if let Some(r) = self.registry_reference() {
+            self.publish(referrer)?;
+            let subject = format!("{}@{}", r.name(), self.descriptor().digest);
+            return Ok(Shared::Registry(subject));
+        }
+        let Some(r) = names_registry(reference) else {
+            return Ok(Shared::StoreOnly(StoreOnly::NoRegistry));
+        };
+        if local_only {
+            return Ok(Shared::StoreOnly(StoreOnly::Asked));
+        }
+        let digest = &self.descriptor().digest;
+        let failed = |e: &dyn std::error::Error| {
+            Shared::StoreOnly(StoreOnly::Failed(r.registry.clone(), one_line(e)))
+        };
+        let there = match Target::remote(self.store().clone(), &r.with_digest(digest), insecure) {
+            Ok(t) => t,
+            Err(TargetError::Registry { source, .. })
+                if matches!(*source, RegistryError::NotFound { .. }) =>
+            {
+                let repository = r.name();
+                return Ok(Shared::StoreOnly(StoreOnly::NotInRegistry(
+                    r.registry, repository,
+                )));
+            }
+            Err(e) => return Ok(failed(&e)),
+        };
+        Ok(match there.publish(referrer) {
+            Ok(()) => Shared::Registry(format!("{}@{digest}", r.name())),
+            Err(e) => failed(&e),
+        })
+    }
+}
+
 /// `inspect` of an image in its registry: the manifest (of `platform`'s image when `r` names an
 /// index and a platform is given) and its config blob; no layer is fetched, nothing is written.
 pub fn remote_details(
