@@ -135,7 +135,7 @@ pub fn explain(
     signer: &Loaded,
     reference: &str,
 ) -> Unverified {
-    let image = crate::view::pinned(reference, digest);
+    let image = escape(&otters_oci::reference::pinned(reference, digest)).into_owned();
     let by = signer.describe();
     Unverified(match e {
         ImageVerifyError::NotSigned => {
@@ -172,7 +172,7 @@ pub enum VerifyError {
     #[error("{0}")]
     PredicateType(String),
     /// Only the store was to be read (`Place::Local`), and it holds no signature.
-    #[error("{} has no signature in the local store; fetch its referrers with `otters pull --referrers {}`", crate::view::pinned(.reference, .digest), escape(.reference))]
+    #[error("{} has no signature in the local store; fetch its referrers with `otters pull --referrers {}`", escape(&otters_oci::reference::pinned(.reference, .digest)), escape(.reference))]
     NotInStore { reference: String, digest: Digest },
     #[error(transparent)]
     Unverified(#[from] Unverified),

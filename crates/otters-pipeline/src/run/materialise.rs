@@ -77,7 +77,7 @@ fn fetch_error(
     match (e, digest, registry) {
         (source @ SourceError::Fetch { .. }, Some(d), Ok(registry)) => MaterialiseError::Pinned {
             what: what.to_owned(),
-            image: crate::view::pinned(reference, d),
+            image: otters_oci::reference::pinned(reference, d),
             registry,
             source,
         },

@@ -23,16 +23,10 @@ pub fn path(p: &std::path::Path) -> String {
     otters_core::escape::escape(&p.display().to_string()).into_owned()
 }
 
-/// The image `reference` resolved to `digest`, as one reference other tools parse, escaped:
-/// `NAME[:TAG]@DIGEST` (a digest the reference already held replaced, never repeated), or the
-/// digest alone when the reference was a digest or a prefix of one.
+/// The image `reference` resolved to `digest`, as one reference other tools parse
+/// (`otters_oci::reference::pinned`: the digest once), escaped for the terminal.
 pub fn pinned(reference: &str, digest: &otters_oci::Digest) -> String {
-    let name = reference.split_once('@').map_or(reference, |(n, _)| n);
-    let bare = name.strip_prefix("sha256:").unwrap_or(name);
-    if name.is_empty() || (!bare.is_empty() && digest.hex().starts_with(bare)) {
-        return digest.to_string();
-    }
-    format!("{}@{digest}", esc(name))
+    esc(&otters_oci::reference::pinned(reference, digest))
 }
 
 /// `writeln!` into a `String` (which cannot fail).
