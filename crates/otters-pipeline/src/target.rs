@@ -1,11 +1,13 @@
 //! An image a front end names (`otters inspect`, `discover`, `attach`, `sign`, `verify`): in the
 //! local store, or in its registry, resolved to its manifest descriptor now; its referrers listed
-//! and read from the same side, and a new referrer published there.
+//! and read from the same side, and a new referrer published there ([`Target::share`]: also to
+//! the registry a local image's reference names, when that registry holds the same digest).
 //!
 //! Takes: the local store, a reference as the user wrote it, and [`Place`] (where to look).
 //! Returns: a [`Target`], or a [`TargetError`] that speaks of the reference (the front end adds
 //! its flag names). Must never: read an implied Docker Hub for a local tag (`agents/demo:1` is a
-//! tag, not `docker.io/agents/demo:1`), or print.
+//! tag, not `docker.io/agents/demo:1`), push a referrer to a registry that does not answer for
+//! its subject's digest itself (never a mirror's word), or print.
 use otters_core::escape::escape;
 use otters_oci::reference::{Reference, ReferenceError};
 use otters_oci::registry::referrers::push_referrer;

@@ -354,8 +354,9 @@ impl Gate<'_> {
         )?)
     }
 
-    /// Refuses (for `verb`: run, export, deploy) the image `reference` resolved to, `digest`,
-    /// unless a signer is wanted and its signature covers the digest; returns who signed.
+    /// Holds the image `reference` resolved to, `digest`, to the gate: when a signer is wanted,
+    /// refuses it (to `verb` it: run, export, deploy) unless that signer's signature covers the
+    /// digest. Returns the signer wanted, if any.
     pub fn check(
         &self,
         store: &Store,
