@@ -29,8 +29,9 @@ pub fn run(a: Args) -> CliResult {
     let pull = Pull::missing_unless(a.offline);
     // Held to the gate `run` has (`--verify-key`, `[verify]`) before anything is exported.
     let gate = a.gate.gate(a.insecure, !a.offline);
-    let (fetched, _) =
-        (gate.fetch(&store, &registry, &a.reference, pull, "export")).map_err(fail)?;
+    let (fetched, _) = gate
+        .fetch(&store, &registry, &a.reference, pull, "export")
+        .map_err(fail)?;
     let source: &dyn Fetcher = if a.offline { &LocalOnly } else { &registry };
     let exported = export::export(
         &store,

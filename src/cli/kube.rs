@@ -50,7 +50,8 @@ pub fn run(a: Args) -> CliResult {
     let gate = a.gate.gate(a.insecure, !a.offline);
     let registry = RegistryFetcher::new(fetch.client.clone());
     let pull = Pull::missing_unless(a.offline);
-    (gate.fetch(&store, &registry, &a.reference, pull, "deploy")).map_err(fail)?;
+    gate.fetch(&store, &registry, &a.reference, pull, "deploy")
+        .map_err(fail)?;
     let image = a.image.as_deref();
     let text = agent_objects(&store, &a.reference, &platform, &fetch, image, opts).map_err(fail)?;
     match &a.output {

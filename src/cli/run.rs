@@ -36,8 +36,8 @@ pub fn run(a: Args) -> CliResult {
     let image_pull = if built { Pull::Missing } else { pull };
     // Held to the gate before anything of the image is read for the run, let alone extracted.
     let gate = a.gate.gate(a.insecure, pull != Pull::Never);
-    let fetched = gate.fetch(&store, &registry, &reference, image_pull, "run");
-    let (image, who) = fetched.map_err(fail)?;
+    let gated = gate.fetch(&store, &registry, &reference, image_pull, "run");
+    let (image, who) = gated.map_err(fail)?;
     if a.dry_run {
         eprint!("{}", status::pulled_to_plan(&reference, &image));
     }

@@ -14,6 +14,7 @@ use crate::support::cli::{json, Env};
 use crate::support::images::{self, BinPrefix};
 use crate::support::registry::{free_port, Registry};
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 /// The runtime's bytes: no interpreter line, and no program either.
 const RUNTIME: &[u8] = b"\x7fELF stand-in runtime bytes";
@@ -119,11 +120,12 @@ impl Transcript {
                 stdout.lines().count()
             )
         };
-        self.text.push_str(&format!(
+        let _ = write!(
+            self.text,
             "$ otters {}  [{status}]\n{shown}{}",
             args.join(" "),
             indent("stderr", &stderr)
-        ));
+        );
         (out.status.success(), stdout, stderr)
     }
 
@@ -138,7 +140,10 @@ impl Transcript {
 }
 
 fn indent(what: &str, text: &str) -> String {
-    text.lines().map(|l| format!("  {what}| {l}\n")).collect()
+    text.lines().fold(String::new(), |mut out, l| {
+        let _ = writeln!(out, "  {what}| {l}");
+        out
+    })
 }
 
 /// Each `sha256:` + 64 hex digits replaced by `[Dn]`, numbered in order of first appearance.
@@ -157,7 +162,7 @@ fn number_digests(text: &str) -> String {
         out.push_str(&rest[..i]);
         let next = seen.len() + 1;
         let k = *seen.entry(hex[..64].to_owned()).or_insert(next);
-        out.push_str(&format!("[D{k}]"));
+        let _ = write!(out, "[D{k}]");
         rest = &hex[64..];
     }
     out.push_str(rest);

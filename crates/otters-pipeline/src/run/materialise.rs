@@ -61,7 +61,7 @@ pub enum MaterialiseError {
         /// The registry the pin names.
         registry: String,
         #[source]
-        source: SourceError,
+        source: Box<SourceError>,
     },
 }
 
@@ -79,7 +79,7 @@ fn fetch_error(
             what: what.to_owned(),
             image: otters_oci::reference::pinned(reference, d),
             registry,
-            source,
+            source: Box::new(source),
         },
         (e, ..) => e.into(),
     }

@@ -206,6 +206,8 @@ mod tests {
     #[test]
     fn status_lines_read_as_sentences() {
         use crate::run::prepare::Fetched;
+        use crate::target::{Shared, StoreOnly};
+        use crate::trust::Checked;
         let (old, new) = (Digest::of(b"old"), Digest::of(b"new"));
         let fetched = |pulled, tag: Option<&str>, previous: Option<&Digest>| Fetched {
             digest: new.clone(),
@@ -250,8 +252,6 @@ mod tests {
             assert!(text.contains("ctx\\u{1b}"), "{text:?}");
         }
         // Where a signature went, and which copy `verify` checked: each says the registry.
-        use crate::target::{Shared, StoreOnly};
-        use crate::trust::Checked;
         let reg = || "r.example".to_owned();
         let signed_to = |s: Shared| signed("r.example/a:1", &d, &s);
         assert!(signed_to(Shared::Registry(format!("r.example/a@{d}")))
