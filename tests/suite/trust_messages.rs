@@ -143,6 +143,29 @@ fn indent(what: &str, text: &str) -> String {
     })
 }
 
+/// A `discover` tree with its top-level branches in the order of their text (branch glyphs
+/// dropped, nesting kept as indentation).
+fn sorted_tree(tree: &str) -> String {
+    let mut lines = tree.lines();
+    let root = lines.next().unwrap_or_default();
+    let mut branches: Vec<Vec<String>> = Vec::new();
+    for line in lines {
+        let rest: String = line.chars().skip(4).collect();
+        match branches.last_mut() {
+            Some(b) if !line.starts_with('├') && !line.starts_with('└') => {
+                b.push(format!("    {rest}"));
+            }
+            _ => branches.push(vec![format!("- {rest}")]),
+        }
+    }
+    branches.sort();
+    let mut out = format!("{root}\n");
+    for line in branches.concat() {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
 /// Each `sha256:` + 64 hex digits replaced by `[Dn]`, numbered in order of first appearance.
 fn number_digests(text: &str) -> String {
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -306,7 +329,10 @@ fn export_and_kube_are_held_to_the_verify_gate() {
         &["verify", "--remote", &exported, "--key", &public],
     );
     assert!(ok, "the export's signature is not in the registry");
-    let (ok, tree, _) = t.run(&ops, &["discover", &tag]);
+    let (ok, tree, _) = t.run_stderr(&ops, &["discover", &tag]);
+    // Siblings are listed in digest order, and digests change with the registry's port: the
+    // snapshot holds the tree with its top-level branches sorted by what they say.
+    t.text.push_str(&indent("sorted", &sorted_tree(&tree)));
     assert!(
         ok && tree.contains("io.openotters.export=runnable"),
         "{tree}"
