@@ -8,7 +8,8 @@
 # storage in ${TMPDIR:-/tmp}/otters-tour-registry-PORT, and pushes two images with skopeo:
 #   ADDR/openotters/runtime:latest     a shell-script runtime that calls no model: it prints what
 #                                      it was given and writes reports/tour.md into the agent's
-#                                      /reports mount
+#                                      /reports mount (`otters run` runs it; `otters export`
+#                                      refuses it: an export has no /bin/sh)
 #   ADDR/openotters/tools/curl:latest  a stand-in `curl` that says it is one and fails
 # Both follow the openotters bin contract (one gzip tar layer with the file, annotations
 # io.openotters.bin.name / .path), for this machine's architecture. Build the example against them

@@ -31,11 +31,11 @@ pub fn run_save(a: SaveArgs) -> CliResult {
     } else {
         open_store()?
     };
-    let images =
-        lib::select(&store, &a.references, a.with_deps, a.insecure).map_err(|e| match e {
-            SaveError::Query(QueryError::NotFound(r)) => not_found(&r),
-            e => fail(e),
-        })?;
+    let deps = (a.insecure, &a.from_registries[..]);
+    let images = lib::select(&store, &a.references, a.with_deps, deps).map_err(|e| match e {
+        SaveError::Query(QueryError::NotFound(r)) => not_found(&r),
+        e => fail(e),
+    })?;
     let to = dest.map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
     let out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     lib::save(

@@ -60,7 +60,9 @@ pub fn run(mut a: Args) -> CliResult {
     let store = open_store_leased()?;
     let opts = BuildOptions {
         tags: a.tags.clone(),
-        build_args,
+        build_args: build_args.values,
+        env_build_args: build_args.from_env,
+        record_env_build_args: a.attest.provenance_env_args,
         labels,
         annotations,
         ci_annotations,

@@ -1,12 +1,11 @@
 //! `otters copy [-r] SRC DST`: flags, progress and the report; the closure walk and the transfer
 //! are `otters_pipeline::copy`.
-//!
 //! stdout carries data (each copied image's destination and digest, or the JSON report with
 //! `--format json`); status lines and progress go to stderr.
 use super::common::{esc, open_store_leased, print_json};
 use super::{fail_in, CliResult, Format};
 use otters_cli::copy::CopyArgs;
-use otters_pipeline::copy::{copy, CopyReport, CopyRequest};
+use otters_pipeline::copy::{copy, CopyRequest};
 use otters_pipeline::view::transfer as view;
 use std::process::ExitCode;
 
@@ -19,28 +18,23 @@ pub fn run(a: CopyArgs) -> CliResult {
         recursive: a.recursive,
         dry_run: a.dry_run,
         insecure: a.transfer.insecure,
+        from_registries: a.from_registries,
+        force: a.force,
     };
-    let quiet = a.transfer.quiet();
     let mut ui = super::progress::bars(&a.transfer);
     let result = copy(&req, &store, &mut |e| ui.event(&e));
     ui.finish();
-    let report = result.map_err(|e| {
-        fail_in(
-            format!("cannot copy {} to {}", esc(&a.source), esc(&a.destination)),
-            e,
-        )
-    })?;
-    print(&report, a.transfer.format, quiet)?;
+    let what = format!("cannot copy {} to {}", esc(&a.source), esc(&a.destination));
+    let report = result.map_err(|e| fail_in(what, e))?;
+    match a.transfer.format {
+        Format::Json => print_json(&report)?,
+        Format::Text => out!("{}", view::copied(&report)),
+    }
+    if !a.transfer.quiet() {
+        eprint!(
+            "{}",
+            view::copy_summary(&report, a.transfer.format == Format::Text)
+        );
+    }
     Ok(ExitCode::SUCCESS)
-}
-
-fn print(report: &CopyReport, format: Format, quiet: bool) -> miette::Result<()> {
-    if format == Format::Json {
-        return print_json(report);
-    }
-    out!("{}", view::copied(report));
-    if !quiet {
-        eprint!("{}", view::copy_summary(report));
-    }
-    Ok(())
 }

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 pub fn run(a: Args) -> CliResult {
     // A usage error, as clap's own: exit 2.
     let build_args = match super::flags::build_arg_values(&a.build_flags, a.quiet) {
-        Ok(args) => args,
+        Ok(args) => args.values,
         Err(report) => {
             eprintln!("{}", super::render(&report));
             return Ok(ExitCode::from(2));

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 pub fn run_lock(a: LockArgs) -> CliResult {
     let (context, agentfile) = otters_pipeline::project::locate(&a.path, a.file.as_deref());
-    let build_args = super::flags::build_arg_values(&a.build_args, false)?;
+    let build_args = super::flags::build_arg_values(&a.build_args, false)?.values;
     let platform = platform(a.platform.as_deref())?.unwrap_or_else(Platform::host);
     let request = lock::LockRequest {
         context,

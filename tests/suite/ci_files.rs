@@ -238,7 +238,7 @@ fn setup(runner: &Path, url: &str, sha: &str) -> (bool, String) {
 fn setup_action_verifies_the_checksum_installs_caches_and_sets_path() {
     let tmp = tempfile::tempdir().unwrap();
     let (archive, sha, _) = release(tmp.path(), "1");
-    let (base, requests) = serve(archive);
+    let (base, requests) = serve(archive.clone());
     let url = format!("{base}/download/v{{version}}/otters-{{version}}.tar.gz");
     let runner = tmp.path().join("runner");
     std::fs::create_dir_all(runner.join("temp")).unwrap();
@@ -254,10 +254,16 @@ fn setup_action_verifies_the_checksum_installs_caches_and_sets_path() {
     assert_eq!(read("path"), "");
     assert!(!runner.join("cache/otters/9.9.9").join(&wrong).exists());
 
-    // The right one: installed in the tool cache, on GITHUB_PATH, the `path` output set.
+    // The right one: the archive kept in the tool cache, the binary unpacked into this job's
+    // temp directory, which is on GITHUB_PATH and the `path` output.
     let (ok, said) = setup(&runner, &url, &sha.to_uppercase());
     assert!(ok, "{said}");
-    let dir = runner.join("cache/otters/9.9.9").join(&sha);
+    let cached = runner
+        .join("cache/otters/9.9.9")
+        .join(&sha)
+        .join("otters.tar.gz");
+    assert_eq!(std::fs::read(&cached).unwrap(), archive);
+    let dir = runner.join("temp").join(format!("otters-9.9.9-{sha}"));
     assert_eq!(read("path"), format!("{}\n", dir.display()));
     assert_eq!(read("output"), format!("path={}\n", dir.display()));
     let (ok, said) = output(Command::new(dir.join("otters")).arg("version"));
@@ -265,15 +271,66 @@ fn setup_action_verifies_the_checksum_installs_caches_and_sets_path() {
     let fetched = requests.load(Ordering::SeqCst);
     assert_eq!(fetched, 2);
 
-    // Again: from the cache, no download.
+    // Again: from the cache, no download, its checksum checked.
     let (ok, said) = setup(&runner, &url, &sha);
-    assert!(ok && said.contains("tool cache"), "{said}");
+    assert!(
+        ok && said.contains("tool cache") && said.contains("SHA-256 checked"),
+        "{said}"
+    );
     assert_eq!(requests.load(Ordering::SeqCst), fetched);
+
+    // Issue 31: the tool cache is shared (on a self-hosted runner, by every workflow). A cached
+    // archive changed after it was installed is refused on the next use, and nothing of it runs
+    // or reaches the PATH; the action used to run whatever sat at otters/VERSION/SHA256/otters.
+    let marker = runner.join("pwned");
+    let planted = tmp.path().join("planted");
+    crate::support::write(
+        &planted.join("otters"),
+        format!(
+            "#!/bin/sh\ntouch '{}'\necho otters 9.9.9\n",
+            marker.display()
+        ),
+    );
+    let (ok, said) = output(
+        Command::new("tar")
+            .arg("-czf")
+            .arg(&cached)
+            .arg("-C")
+            .arg(&planted)
+            .arg("otters"),
+    );
+    assert!(ok, "{said}");
+    std::fs::write(runner.join("path"), "").unwrap();
+    let (ok, said) = setup(&runner, &url, &sha);
+    assert!(!marker.exists(), "the tampered cache ran");
+    assert!(!ok, "{said}");
+    let got = crate::support::sha256(&std::fs::read(&cached).unwrap())
+        .trim_start_matches("sha256:")
+        .to_owned();
+    let said = said
+        .replace(&got, "[PLANTED]")
+        .replace(&sha, "[SHA]")
+        .replace(&runner.display().to_string(), "[RUNNER]");
+    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/ci"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("setup_action_tampered_cache", said);
+    });
+    assert_eq!(read("path"), "");
+    assert_eq!(requests.load(Ordering::SeqCst), fetched);
+    // A cache of the old layout (a bare binary, no archive) is not trusted either: downloaded again.
+    std::fs::remove_file(&cached).unwrap();
+    crate::support::write(
+        &cached.with_file_name("otters"),
+        format!("#!/bin/sh\ntouch '{}'\n", marker.display()),
+    );
+    let (ok, said) = setup(&runner, &url, &sha);
+    assert!(ok && !marker.exists(), "{said}");
+    assert_eq!(requests.load(Ordering::SeqCst), fetched + 1);
+    assert_eq!(std::fs::read(&cached).unwrap(), archive);
 
     // Plain HTTP to another host, and a malformed checksum, are refused before any download.
     let (ok, said) = setup(&runner, "http://example.com/o.tar.gz", &sha);
     assert!(!ok && said.contains("plain HTTP"), "{said}");
     let (ok, said) = setup(&runner, &url, "abc");
     assert!(!ok && said.contains("64 hex digits"), "{said}");
-    assert_eq!(requests.load(Ordering::SeqCst), fetched);
+    assert_eq!(requests.load(Ordering::SeqCst), fetched + 1);
 }

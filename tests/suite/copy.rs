@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The runtime: runs its BIN (found on `PATH`, the BIN directory) and says it ran.
-const RUNTIME: &str = "#!/bin/sh\ntool > tool.txt\necho \"RUNTIME $*\" > report.txt\n";
-const TOOL: &str = "#!/bin/sh\necho tool-ran\n";
+pub(crate) const RUNTIME: &str = "#!/bin/sh\ntool > tool.txt\necho \"RUNTIME $*\" > report.txt\n";
+pub(crate) const TOOL: &str = "#!/bin/sh\necho tool-ran\n";
 
 /// The architecture that is not this machine's, of amd64 and arm64.
-fn other_arch() -> &'static str {
+pub(crate) fn other_arch() -> &'static str {
     if crate::support::host_arch() == "arm64" {
         "amd64"
     } else {
@@ -27,7 +27,12 @@ fn other_arch() -> &'static str {
 
 /// A bin image as an index of this machine's platform and the other of amd64/arm64, pushed with
 /// skopeo to `dest`. Returns the index digest and the platform manifests' digests.
-fn push_two_arch(dir: &Path, name: &str, content: &str, dest: &str) -> (String, Vec<String>) {
+pub(crate) fn push_two_arch(
+    dir: &Path,
+    name: &str,
+    content: &str,
+    dest: &str,
+) -> (String, Vec<String>) {
     let mut l = Layout::new(dir);
     let host = images::bin_manifest(
         &l,
@@ -60,18 +65,18 @@ fn push_two_arch(dir: &Path, name: &str, content: &str, dest: &str) -> (String, 
 }
 
 /// Two registries and a user's machine holding a signed child agent built against the first.
-struct CopyWorld {
-    env: Env,
-    reg1: Registry,
-    reg2: Registry,
-    runtime: (String, Vec<String>),
-    tool: (String, Vec<String>),
+pub(crate) struct CopyWorld {
+    pub(crate) env: Env,
+    pub(crate) reg1: Registry,
+    pub(crate) reg2: Registry,
+    pub(crate) runtime: (String, Vec<String>),
+    pub(crate) tool: (String, Vec<String>),
     child_ctx: PathBuf,
     public: String,
 }
 
 impl CopyWorld {
-    fn new(big_layer: Option<usize>) -> CopyWorld {
+    pub(crate) fn new(big_layer: Option<usize>) -> CopyWorld {
         let env = Env::new();
         let (reg1, reg2) = (Registry::start(), Registry::start());
         let a = reg1.addr.clone();
@@ -139,12 +144,12 @@ impl CopyWorld {
 }
 
 /// The child agent's reference in `reg`.
-fn agent(reg: &Registry) -> String {
+pub(crate) fn agent(reg: &Registry) -> String {
     format!("{}/agents/child:1", reg.addr)
 }
 
 /// The raw manifest skopeo reads at `reference`, or `None` when it cannot.
-fn skopeo_raw(reference: &str) -> Option<Vec<u8>> {
+pub(crate) fn skopeo_raw(reference: &str) -> Option<Vec<u8>> {
     let out = Command::new("skopeo")
         .args(["inspect", "--raw", "--tls-verify=false"])
         .arg(reference)
@@ -153,7 +158,7 @@ fn skopeo_raw(reference: &str) -> Option<Vec<u8>> {
     out.status.success().then_some(out.stdout)
 }
 
-fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     crate::support::sha256(bytes)
 }
 

@@ -339,6 +339,25 @@ fn verify_by_identity(
     (ok, crate::support::cli::flat(&format!("{out}{err}")))
 }
 
+/// `verify_by_identity` of `reference` for the GitHub identity under the trusted root `root`,
+/// written to `NAME.json` in `env`.
+fn verify_under(
+    env: &Env,
+    reference: &str,
+    name: &str,
+    root: &serde_json::Value,
+) -> (bool, String) {
+    let file = env.dir.path().join(format!("{name}.json"));
+    std::fs::write(&file, serde_json::to_vec(root).unwrap()).unwrap();
+    verify_by_identity(
+        env,
+        reference,
+        GITHUB_ID,
+        GITHUB_ISS,
+        file.to_str().unwrap(),
+    )
+}
+
 #[test]
 fn verify_by_identity_accepts_only_the_exact_identity_issuer_root_and_untampered_bundle() {
     const TEST: &str =
@@ -366,6 +385,9 @@ fn verify_by_identity_accepts_only_the_exact_identity_issuer_root_and_untampered
     assert!(!by_re(
         r"https://github\.com/acme/agents/\.github/workflows/ci\.yml@refs/heads/mai"
     ));
+    // Issue 31: an expression that closes the anchoring group (`^(?:RE)$` read this one as
+    // "…/acme/other/… or anything at all", and verified acme/agents' certificate) is refused.
+    assert!(!by_re(r"https://github\.com/acme/other/.*)|(.*"));
     // Key-based verification keeps working beside it (and refuses a keyless bundle as such).
     let prefix = env.dir.path().join("k");
     env.ok(&["key", "generate", "--out", prefix.to_str().unwrap()]);
@@ -676,15 +698,7 @@ fn verify_by_identity_refuses_a_certificate_without_a_trusted_sct() {
     let variant = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
         let mut r = root.clone();
         edit(&mut r);
-        let file = env.dir.path().join(format!("{name}.json"));
-        std::fs::write(&file, serde_json::to_vec(&r).unwrap()).unwrap();
-        verify_by_identity(
-            &env,
-            "demo:signed",
-            GITHUB_ID,
-            GITHUB_ISS,
-            file.to_str().unwrap(),
-        )
+        verify_under(&env, "demo:signed", name, &r)
     };
     let (ok, said) = variant("no-ctlogs", &|r| r["ctlogs"] = serde_json::json!([]));
     assert!(
@@ -708,18 +722,11 @@ fn verify_by_identity_refuses_a_certificate_without_a_trusted_sct() {
     );
 }
 
-/// An RFC 3161 timestamp in a keyless bundle (issue 24) is a second trusted time that must verify:
-/// `otters verify` by identity accepts a bundle signed with `--tsa-url` against the mock TSA, and
-/// refuses the same bundle with its timestamp's signature tampered with, or under a trusted root
-/// that names no timestamp authority.
-#[test]
-fn verify_by_identity_checks_the_rfc3161_timestamp() {
-    const TEST: &str = "verify_by_identity_checks_the_rfc3161_timestamp";
-    let Some(mock) = Mock::start(TEST) else {
-        return;
-    };
+/// A started mock and `demo:stamped` built and signed keyless against it, with an RFC 3161
+/// timestamp of its TSA: (mock, env, the signature's referrer); `None` after a skip.
+fn stamped(test: &str) -> Option<(Mock, Env, String)> {
+    let mock = Mock::start(test)?;
     let env = Env::new();
-    let root = mock.var("TRUSTED_ROOT");
     build_local(&env, "demo:stamped", "tsa");
     let token = Mock::token(&["--github", "acme/agents"]);
     let sign = ["sign", "demo:stamped", "--keyless"];
@@ -727,6 +734,20 @@ fn verify_by_identity_checks_the_rfc3161_timestamp() {
         .ok(&[&sign[..], &keyless_flags(&mock, &token)].concat())
         .trim()
         .to_owned();
+    Some((mock, env, referrer))
+}
+
+/// An RFC 3161 timestamp in a keyless bundle (issue 24) is a second trusted time that must verify:
+/// `otters verify` by identity accepts a bundle signed with `--tsa-url` against the mock TSA, and
+/// refuses the same bundle with its timestamp's signature tampered with, or under a trusted root
+/// that names no timestamp authority.
+#[test]
+fn verify_by_identity_checks_the_rfc3161_timestamp() {
+    let Some((mock, env, referrer)) = stamped("verify_by_identity_checks_the_rfc3161_timestamp")
+    else {
+        return;
+    };
+    let root = mock.var("TRUSTED_ROOT");
     let (ok, said) = verify_by_identity(&env, "demo:stamped", GITHUB_ID, GITHUB_ISS, root);
     assert!(ok, "{said}");
     let good = json(&std::fs::read_to_string(bundle_of(&env, &referrer)).unwrap());
@@ -772,4 +793,90 @@ fn verify_by_identity_checks_the_rfc3161_timestamp() {
         !ok && said.contains("timestamp authority of the trusted root"),
         "{said}"
     );
+}
+
+/// Issue 31: `--certificate-identity-regexp` must match the whole SAN; an expression that is not
+/// one well-formed expression on its own (`…)|(.*` closed the `^(?:…)$` otters wrapped it in) is
+/// refused before anything is verified, saying so.
+#[test]
+fn an_identity_regexp_that_would_close_its_anchor_is_refused() {
+    let env = Env::new();
+    let root = env.dir.path().join("trusted_root.json");
+    crate::support::write(&root, "{}");
+    let (ok, _, err) = env.run(&[
+        "verify",
+        "demo:signed",
+        "--certificate-identity-regexp",
+        r"https://github\.com/acme/other/.*)|(.*",
+        "--certificate-oidc-issuer",
+        GITHUB_ISS,
+        "--trusted-root",
+        root.to_str().unwrap(),
+    ]);
+    assert!(!ok);
+    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/verify"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("identity_regexp_unbalanced", err);
+    });
+}
+
+/// Issue 31: each key and authority of the trusted root vouches only within its `validFor` (a
+/// retired key stays in a root for old signatures), as `@sigstore/verify` reads it: a bundle
+/// logged, SCT'd and timestamped now is refused under a root whose transparency log, CT log,
+/// certificate authority or timestamp authority was retired an hour ago, or starts tomorrow, and
+/// accepted when every window holds the signing time.
+#[test]
+fn verify_by_identity_refuses_keys_and_authorities_outside_their_validity() {
+    const TEST: &str = "verify_by_identity_refuses_keys_and_authorities_outside_their_validity";
+    let Some((mock, env, _)) = stamped(TEST) else {
+        return;
+    };
+    let root = json(&std::fs::read_to_string(mock.var("TRUSTED_ROOT")).unwrap());
+    let rfc3339 = |offset: i64| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        otters_pipeline::lower::epoch::rfc3339(now.saturating_add_signed(offset))
+    };
+    let retired = serde_json::json!({"start": rfc3339(-86_400), "end": rfc3339(-3_600)});
+    let future = serde_json::json!({"start": rfc3339(86_400)});
+    let current = serde_json::json!({"start": rfc3339(-3_600), "end": rfc3339(3_600)});
+    let with = |name: &str, window: &serde_json::Value, pointers: &[&str]| {
+        let mut r = root.clone();
+        for p in pointers {
+            *r.pointer_mut(p).unwrap() = window.clone();
+        }
+        verify_under(&env, "demo:stamped", name, &r)
+    };
+    let all = [
+        "/tlogs/0/publicKey/validFor",
+        "/ctlogs/0/publicKey/validFor",
+        "/certificateAuthorities/0/validFor",
+        "/timestampAuthorities/0/validFor",
+    ];
+    let (ok, said) = with("current", &current, &all);
+    assert!(ok && said.contains("Verified OK"), "{said}");
+    for (pointer, says) in [
+        (
+            all[0],
+            "when the trusted root does not trust that log's key",
+        ),
+        (
+            all[1],
+            "when the trusted root does not trust that CT log's key",
+        ),
+        (
+            all[2],
+            "trusts the certificate authority that issued the certificate from",
+        ),
+        (all[3], "trusts its timestamp authority from"),
+    ] {
+        for (name, window) in [("retired", &retired), ("future", &future)] {
+            let (ok, said) = with(name, window, &[pointer]);
+            assert!(
+                !ok && said.contains(says),
+                "{name} {pointer} accepted or misreported: {said}"
+            );
+        }
+    }
 }

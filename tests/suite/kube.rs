@@ -2,9 +2,10 @@
 //! against the Kubernetes 1.31 and 1.37 schemas (kubernetes-validate `--strict`), pass
 //! checkov's Pod Security "restricted" and hardening checks, pass our own volumeMount and
 //! DNS-1123 checks, and run on a real engine: `podman kube play` of the Pod and the Deployment
-//! starts the static runtime, which sees its CONFIG, ENV, context and BIN, writes into its MOUNT
-//! and is not root. And the refusals: a required CONFIG without value, an unmapped MOUNT, an
-//! agent with no export.
+//! starts the static runtime, which sees its CONFIG, ENV, context, BIN and (through a podman
+//! secret) its provider key, writes into its MOUNT and is not root; two agents played side by side
+//! get volumes of their own. And the refusals: a required CONFIG without value, an unmapped
+//! MOUNT, an agent with no export.
 //!
 //! The checkers live in the venv `.ci/install` makes (`$OTTERS_K8S_VENV`, default
 //! `/tmp/otters-k8s-venv`); without them the test is skipped (and fails under CI).
@@ -147,37 +148,62 @@ fn validate(test: &str, file: &Path) -> bool {
     true
 }
 
-/// What podman 4.3 cannot play, changed: the Secret reference becomes a literal (it cannot
-/// resolve secretKeyRef), and the annotations go (it refuses annotation values over 63
-/// characters, such as the agent's digest, which Kubernetes accepts).
+/// What podman 4.3 cannot play, changed: a Pod's annotations go (podman refuses annotation
+/// values over 63 characters, such as the agent's digest, in a Pod, though Kubernetes accepts
+/// them; a Deployment keeps them). The Secret reference stays: podman resolves it from a podman
+/// secret holding a Kubernetes Secret (see [`podman_secret`]).
 fn for_podman(text: &str) -> String {
     let mut out = Vec::new();
     for mut d in docs(text) {
-        if let Some(m) = d["metadata"].as_mapping_mut() {
-            m.remove("annotations");
-        }
-        if let Some(m) = d["spec"]["template"]["metadata"].as_mapping_mut() {
-            m.remove("annotations");
-        }
-        let pod = if d["spec"]["template"]["spec"].is_mapping() {
-            &mut d["spec"]["template"]["spec"]
-        } else {
-            &mut d["spec"]
-        };
-        if let Some(containers) = pod["containers"].as_sequence_mut() {
-            for c in containers {
-                for e in c["env"].as_sequence_mut().into_iter().flatten() {
-                    if e["valueFrom"]["secretKeyRef"].is_mapping() {
-                        let m = e.as_mapping_mut().unwrap();
-                        m.remove("valueFrom");
-                        m.insert("value".into(), "sk-from-the-secret".into());
-                    }
-                }
+        if d["kind"] == "Pod" {
+            if let Some(m) = d["metadata"].as_mapping_mut() {
+                m.remove("annotations");
             }
         }
         out.push(serde_yaml_ng::to_string(&d).unwrap());
     }
     out.join("---\n")
+}
+
+/// A podman secret `name` with the provider key, in the shape podman 4.3's `kube play` reads a
+/// `secretKeyRef` from: a JSON object of each key's value in base64 (as a Secret's `data`).
+fn podman_secret(podman: &dyn Fn() -> Command, dir: &Path, name: &str) {
+    let file = dir.join(format!("{name}.secret.json"));
+    // "sk-from-the-secret", base64.
+    fs::write(&file, r#"{"ANTHROPIC_API_KEY":"c2stZnJvbS10aGUtc2VjcmV0"}"#).unwrap();
+    let _ = podman().args(["secret", "rm", name]).output();
+    let out = podman()
+        .args(["secret", "create", name])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "podman secret create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The named volume podman gives the container `container` at `path`.
+fn volume_at(podman: &dyn Fn() -> Command, container: &str, path: &str) -> String {
+    let out = podman()
+        .args(["inspect", container, "--format", "{{json .Mounts}}"])
+        .output()
+        .unwrap();
+    let mounts: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "podman inspect {container} ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    mounts
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["Destination"] == path)
+        .and_then(|m| m["Name"].as_str())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Plays `file`, waits for the runtime's report in the container's log, takes the pod down.
@@ -302,10 +328,12 @@ fn kube_objects_validate_pass_checkov_and_run_under_podman() {
         return;
     }
 
-    // Run the Pod and the Deployment on podman.
+    // Run the Pod and the Deployment on podman, the key from a podman secret.
     let Some(podman) = podman(test, w.tmp.path(), &w.reg.addr) else {
         return;
     };
+    let secret = format!("{name}-credentials");
+    podman_secret(&podman, w.tmp.path(), &secret);
     for (kind, text) in [("pod", &pod), ("deployment", &kube("deployment", &[]))] {
         let _ = fs::remove_file(outdir.join("result.txt"));
         let file = w.tmp.path().join(format!("play-{kind}.yaml"));
@@ -318,9 +346,79 @@ fn kube_objects_validate_pass_checkov_and_run_under_podman() {
             &["ENV ANTHROPIC_API_KEY=sk-from-the-secret"],
         );
     }
+
+    side_by_side(&w, &podman, &agent, &name, &secret);
+    let _ = podman().args(["secret", "rm", &secret]).output();
     let _ = podman()
         .args(["rmi", "-f", &format!("{repo}@{export}")])
         .output();
+}
+
+/// Two agents side by side, `name` and `name-b`, played (not started) at once: podman makes a named
+/// volume of each volume, and none of theirs is shared. Takes the volumes down after.
+fn side_by_side(
+    w: &StaticWorld,
+    podman: &dyn Fn() -> Command,
+    agent: &str,
+    name: &str,
+    secret: &str,
+) {
+    let other = format!("{name}-b");
+    let mut files = Vec::new();
+    for n in [name, &other] {
+        let mut c = cli::otters(&w.home);
+        c.args(["kube", agent, "--kind", "pod", "--name", n])
+            .args(["--config", "webhook=x", "--allow-missing-mounts"])
+            .args(["--secret", secret]);
+        let file = w.tmp.path().join(format!("side-{n}.yaml"));
+        fs::write(&file, for_podman(&ok(&mut c))).unwrap();
+        let out = podman()
+            .args(["kube", "play", "--start=false", "--tls-verify=false"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "podman kube play {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        files.push(file);
+    }
+    let seen: Vec<(&str, String, String)> = ["/workspace", "/home", "/tmp", "/var/lib"]
+        .into_iter()
+        .map(|path| {
+            let at = |n: &str| volume_at(podman, &format!("{n}-agent"), path);
+            (path, at(name), at(&other))
+        })
+        .collect();
+    // Taken down before any assertion, so a failure leaves nothing behind.
+    for file in &files {
+        let _ = podman().args(["kube", "down"]).arg(file).output();
+    }
+    let mut volumes: Vec<String> = seen
+        .iter()
+        .flat_map(|(_, a, b)| [a.clone(), b.clone()])
+        .collect();
+    for n in [name, &other] {
+        for dir in ["workspace", "home", "tmp", "var-lib"] {
+            volumes.push(format!("{n}-{dir}"));
+        }
+    }
+    volumes.sort();
+    volumes.dedup();
+    volumes.retain(|v| !v.is_empty());
+    let _ = podman()
+        .args(["volume", "rm", "-f"])
+        .args(&volumes)
+        .output();
+    for (path, a, b) in &seen {
+        let dir = path.trim_start_matches('/').replace('/', "-");
+        assert_eq!(
+            (a.clone(), b.clone()),
+            (format!("{name}-{dir}"), format!("{other}-{dir}")),
+            "the volumes at {path}"
+        );
+    }
 }
 
 #[test]
@@ -376,7 +474,7 @@ fn kube_refuses_missing_config_unmapped_mounts_and_no_export() {
     let err = flat(&String::from_utf8_lossy(&out.stderr));
     assert!(
         err.contains("declared mount(s) not mapped: /data")
-            && err.contains("help: map each with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"),
+            && err.contains("help: map each mount with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"),
         "{err}"
     );
     // A fresh home finds the export through the registry's referrers.

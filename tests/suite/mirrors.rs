@@ -11,7 +11,7 @@ use crate::support::registry::{free_port, Registry};
 use std::sync::Arc;
 
 /// Writes `config.toml` giving `registry` the `mirrors`, in order.
-fn configure(env: &Env, registry: &str, mirrors: &[&str]) {
+pub(crate) fn configure(env: &Env, registry: &str, mirrors: &[&str]) {
     let list: Vec<String> = mirrors.iter().map(|m| format!("\"{m}\"")).collect();
     crate::support::write(
         &env.home().join("config.toml"),
@@ -33,7 +33,7 @@ fn strings(v: &serde_json::Value) -> Vec<String> {
 }
 
 /// `skopeo copy --all` of `from` to `to` (plain HTTP on both sides).
-fn skopeo_copy(from: &str, to: &str) {
+pub(crate) fn skopeo_copy(from: &str, to: &str) {
     crate::support::run_ok(std::process::Command::new("skopeo").args([
         "copy",
         "--quiet",

@@ -583,6 +583,64 @@ fn only_layer(env: &Env, digest: &str) -> Vec<u8> {
     std::fs::read(env.store_blob(&layer)).expect("layer blob")
 }
 
+/// Issue 31: `--provenance` records only the build arguments an ARG declares, and of one read
+/// from the environment (a bare `--build-arg KEY`) only its name, unless `--provenance-env-args`;
+/// a bare `--build-arg GH_TOKEN` that no ARG uses (a token passed by habit) was recorded with its
+/// value, and `--push` published it.
+#[test]
+fn provenance_records_declared_build_args_and_no_environment_values() {
+    let external = |extra: &[&str]| {
+        let env = Env::new();
+        let ctx = env.dir.path().join("ctx");
+        crate::support::write(
+            &ctx.join("Agentfile"),
+            "FROM scratch\nARG REGION=eu\nARG TIER=silver\nNAME ledger\nMODEL anthropic/claude-sonnet-4-5\nCONTEXT SOUL <<EOF\n${REGION} ${TIER}\nEOF\n",
+        );
+        let out = env
+            .otters()
+            .env("GH_TOKEN", "ghp_secret_token_value")
+            .env("TIER", "gold-from-env")
+            .args(["build", "--provenance", "-t", "ledger:1"])
+            .args(["--build-arg", "REGION=us", "--build-arg", "GH_TOKEN"])
+            .args(["--build-arg", "TIER"])
+            .args(extra)
+            .arg(&ctx)
+            .output()
+            .expect("run otters");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        assert!(
+            err.contains("GH_TOKEN"),
+            "the unused argument is still reported: {err}"
+        );
+        let prov = referrer_digests(&env, "ledger:1")["application/vnd.in-toto+json"].clone();
+        let text = String::from_utf8(only_layer(&env, &prov)).expect("utf8");
+        assert!(
+            !text.contains("GH_TOKEN") && !text.contains("ghp_secret_token_value"),
+            "{text}"
+        );
+        json(&text)["predicate"]["buildDefinition"]["externalParameters"].clone()
+    };
+    let platform = format!("linux/{}", crate::support::host_arch());
+    assert_eq!(
+        external(&[]),
+        serde_json::json!({
+            "agentfile": "Agentfile",
+            "buildArgs": {"REGION": "us"},
+            "buildArgsFromEnvironment": ["TIER"],
+            "platform": platform,
+        })
+    );
+    assert_eq!(
+        external(&["--provenance-env-args"]),
+        serde_json::json!({
+            "agentfile": "Agentfile",
+            "buildArgs": {"REGION": "us", "TIER": "gold-from-env"},
+            "platform": platform,
+        })
+    );
+}
+
 #[test]
 fn build_attestations_are_reproducible_across_directories_and_valid() {
     const TEST: &str = "build_attestations_are_reproducible_across_directories_and_valid";

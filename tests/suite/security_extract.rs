@@ -271,6 +271,63 @@ fn tar_header_bombs_are_refused_with_bounded_memory() {
     fs::remove_file(&archive).unwrap();
 }
 
+/// A `tar+zstd` layer gets the bounds of a `tar+gzip` one: the PAX header bomb (its 256 MiB
+/// really there, a few KiB compressed) is refused at the header with bounded memory, a frame that
+/// asks for a 2 GiB window is refused before anything is allocated, and a compression otters
+/// cannot read is refused by its media type, never unpacked as a tar.
+#[test]
+fn zstd_layers_are_bounded_as_gzip_layers_are() {
+    // 256 MiB of one byte: zstd makes it a few KiB.
+    let mut bomb = h::header(b"bomb", b'x', 1 << 30, b"").to_vec();
+    bomb.resize(bomb.len() + (256 << 20), b'a');
+    let Some(bomb) = crate::support::tools::zstd(&bomb, 1) else {
+        crate::support::tools::skip(
+            "zstd_layers_are_bounded_as_gzip_layers_are",
+            "the zstd tool is missing (apt-get install zstd)",
+        );
+        return;
+    };
+    assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+    let mut window = 0xFD2F_B528u32.to_le_bytes().to_vec();
+    window.extend_from_slice(&[0x00, (31 - 10) << 3]);
+    window.extend_from_slice(&[0; 64]);
+    let zstd_type = "application/vnd.oci.image.layer.v1.tar+zstd";
+    let bzip2_type = "application/vnd.oci.image.layer.v1.tar+bzip2";
+    let w = world();
+    for (case, media_type, layer, want) in [
+        ("bomb", zstd_type, &bomb, "more than the 65536-byte limit"),
+        (
+            "window",
+            zstd_type,
+            &window,
+            "zstd: a frame asks for a 2147483648-byte window, more than the 134217728 bytes otters allows",
+        ),
+        (
+            "bzip2",
+            bzip2_type,
+            &bomb,
+            "has media type application/vnd.oci.image.layer.v1.tar+bzip2, a compression otters cannot read",
+        ),
+    ] {
+        let tag = format!("localhost/evil-zstd-{case}:1");
+        h::agent_with_typed_layers(&w.store(), &w.agent, &tag, &[("data", media_type, layer)]);
+        let root = w.root("agent");
+        let args = ["run", &tag, "--pull", "never", "--root", root.to_str().unwrap()];
+        let out = if Path::new("/usr/bin/time").exists() {
+            let (kib, out) = peak_rss(&w, &args);
+            eprintln!("run, zstd {case}: peak RSS {kib} KiB");
+            assert!(kib < 100 * 1024, "{case}: peak RSS {kib} KiB");
+            out
+        } else {
+            w.run(&tag, "agent", &["--pull", "never"]).1
+        };
+        assert!(out.contains(want), "{case}: {out}");
+        // Refused before the runtime ran, and nothing is left on the host.
+        assert!(!root.join("workspace/ran.txt").exists(), "{case}: the runtime ran");
+        w.assert_host_untouched(&[]);
+    }
+}
+
 #[test]
 fn a_corrupt_layer_in_the_store_is_refused_by_run_and_save() {
     let w = world();

@@ -432,6 +432,7 @@ fn inputs() -> BuildInputs {
         }],
         model: Some("anthropic/claude-haiku-4-5-20251001".into()),
         build_args: vec![("REGISTRY".into(), "127.0.0.1:5000".into())],
+        env_build_args: Vec::new(),
         platform: "linux/amd64".into(),
         created: Some("2023-11-14T22:13:20Z".into()),
         otters_version: env!("CARGO_PKG_VERSION").into(),

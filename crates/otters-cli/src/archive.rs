@@ -16,6 +16,11 @@ pub struct SaveArgs {
     /// With --with-deps: allow plain HTTP and unverified TLS for registries not on this machine
     #[arg(long, requires = "with_deps")]
     pub insecure: bool,
+    /// With --with-deps: also read pins on this registry (HOST or HOST:PORT as in the pins;
+    /// repeatable). Without it, pins are followed only on the registries of the images named and
+    /// any other pin is refused, listed
+    #[arg(long = "from-registry", value_name = "HOST", requires = "with_deps")]
+    pub from_registries: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]

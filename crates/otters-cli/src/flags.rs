@@ -8,14 +8,22 @@ use otters_pipeline::trust::Identity;
 use otters_supply::keyless;
 use std::path::PathBuf;
 /// The attestation flags of `otters build`.
+// Rationale: one switch per flag is what clap parses them into.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
 pub struct AttestFlags {
     /// Attach a `CycloneDX` 1.6 SBOM of the agent as a referrer
     #[arg(long)]
     pub sbom: bool,
-    /// Attach SLSA v1 provenance (an in-toto statement) as a referrer
+    /// Attach SLSA v1 provenance (an in-toto statement) as a referrer; it records the build
+    /// arguments an ARG declares, and of one read from the environment (a bare --build-arg KEY)
+    /// only its name
     #[arg(long)]
     pub provenance: bool,
+    /// Record in the provenance the values of build arguments read from the environment too (a
+    /// bare --build-arg KEY); they may be secrets, and --push publishes the provenance
+    #[arg(long)]
+    pub provenance_env_args: bool,
     /// Sign the image with this private key, and attach the SBOM and provenance as signed DSSE
     /// attestations (Sigstore bundles)
     #[arg(long, value_name = "KEY", conflicts_with = "sign_keyless")]

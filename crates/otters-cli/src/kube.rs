@@ -1,4 +1,6 @@
 //! `otters kube`.
+use otters_pipeline::kube;
+use otters_pipeline::run::overrides::parse_config;
 use std::path::PathBuf;
 /// The workload kind, as a flag value.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -83,6 +85,73 @@ pub struct Args {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub gate: crate::flags::GateFlags,
+}
+
+/// A `--config`, `--config-from` or `--mount` text the library refuses (its own error).
+#[derive(Debug)]
+pub enum FlagError {
+    Config(otters_pipeline::run::overrides::OverrideError),
+    Arg(kube::ArgError),
+}
+
+impl std::fmt::Display for FlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlagError::Config(e) => e.fmt(f),
+            FlagError::Arg(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for FlagError {}
+
+impl From<otters_pipeline::run::overrides::OverrideError> for FlagError {
+    fn from(e: otters_pipeline::run::overrides::OverrideError) -> Self {
+        FlagError::Config(e)
+    }
+}
+
+impl From<kube::ArgError> for FlagError {
+    fn from(e: kube::ArgError) -> Self {
+        FlagError::Arg(e)
+    }
+}
+
+/// Each value of a repeatable flag, parsed.
+fn parse_all<T, E: Into<FlagError>>(
+    items: &[String],
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Result<Vec<T>, FlagError> {
+    items.iter().map(|s| parse(s).map_err(Into::into)).collect()
+}
+
+impl Args {
+    /// The library's options these flags give. `image` is left empty: `--image`, else the
+    /// agent's runnable export, is found later (`kube::agent::agent_objects` sets it).
+    pub fn options(&self) -> Result<kube::Options, FlagError> {
+        Ok(kube::Options {
+            kind: self.kind.into(),
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            image: String::new(),
+            secret: self.secret.clone(),
+            configs: parse_all(&self.configs, parse_config)?,
+            config_from: parse_all(&self.config_from, kube::parse_config_from)?,
+            mounts: parse_all(&self.mounts, kube::parse_mount)?,
+            allow_missing_mounts: self.allow_missing_mounts,
+            var_lib_pvc: self.var_lib_pvc.clone(),
+            resources: kube::Resources {
+                cpu_request: self.cpu_request.clone(),
+                memory_request: self.memory_request.clone(),
+                cpu_limit: self.cpu_limit.clone(),
+                memory_limit: self.memory_limit.clone(),
+            },
+            image_pull_secrets: self.image_pull_secrets.clone(),
+            network_policy: self.network_policy,
+            service: self.service,
+            replicas: self.replicas,
+        })
+    }
 }
 
 impl From<KindArg> for otters_pipeline::kube::Kind {

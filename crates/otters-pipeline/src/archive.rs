@@ -26,18 +26,19 @@ pub enum SaveError {
 }
 
 /// The images `references` name, with (`with_deps`) everything they pin, fetching what the
-/// store lacks.
+/// store lacks (`insecure`: `--insecure`; `from_registries`: `--from-registry`, the registries
+/// other than those of the images named whose pins may be read).
 pub fn select(
     store: &Store,
     references: &[String],
     with_deps: bool,
-    insecure: bool,
+    (insecure, from_registries): (bool, &[String]),
 ) -> Result<Images, SaveError> {
     let images = query::select(store, references)?;
     if !with_deps {
         return Ok(images);
     }
-    crate::copy::with_deps(store, &images, insecure).map_err(SaveError::Deps)
+    crate::copy::with_deps(store, &images, insecure, from_registries).map_err(SaveError::Deps)
 }
 
 /// Writes `images` into the oci-archive `dest`, or (none) to `out`, named `label` in messages.

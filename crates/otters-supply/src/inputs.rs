@@ -27,8 +27,12 @@ pub struct BuildInputs {
     pub contexts: Vec<ContextInput>,
     /// `MODEL provider/model`: a model the agent calls at run time, not something in the image.
     pub model: Option<String>,
-    /// `--build-arg` values, as given.
+    /// The `--build-arg` values the provenance records: only arguments an ARG declares, and of
+    /// those read from the environment only the ones the user asked to record.
     pub build_args: Vec<(String, String)>,
+    /// Declared `--build-arg`s whose value came from the environment and is not recorded: their
+    /// names.
+    pub env_build_args: Vec<String>,
     /// The platform built for (`linux/amd64`).
     pub platform: String,
     /// RFC 3339 (`YYYY-MM-DDTHH:MM:SSZ`) from `SOURCE_DATE_EPOCH` or the image's `created`; `None`

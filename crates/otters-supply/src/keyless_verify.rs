@@ -3,7 +3,9 @@
 //! the expected identity and its issuer extension the expected issuer, the certificate carries an
 //! embedded SCT signed by a trusted certificate-transparency log, the transparency-log entry
 //! is signed (SET) and included (inclusion proof + signed checkpoint) by a trusted log, its
-//! `integratedTime` lies within the certificate's validity, the logged body is this signature
+//! `integratedTime` lies within the certificate's validity, and every key and authority used is
+//! one the trusted root trusts at its time (`validFor` of the CA, the log, the CT log at the SCT's
+//! time, the TSA; and the CA's and TSA's certificates within their own validity then), the logged body is this signature
 //! over this payload, the DSSE signature holds with the certificate's key, and the statement is
 //! about the expected digest.
 //!
@@ -15,14 +17,20 @@
 //! verify against a timestamp authority of the trusted root. The tlog entry stays required: a
 //! timestamp is a second trusted time, not a replacement (a TSA-only bundle is refused).
 
+mod trusted_root;
+#[cfg(test)]
+mod validity_tests;
+
 use crate::bundle::pae;
 use crate::statement::PAYLOAD_TYPE;
 use base64::Engine as _;
+use otters_core::time::days_from_civil;
 use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
 use p256::ecdsa::{Signature, VerifyingKey};
 use p256::pkcs8::DecodePublicKey as _;
 use serde_json::Value as J;
 use sha2::{Digest as _, Sha256, Sha384};
+use trusted_root::{chain_valid_at, log_key_at, rfc3339, trust, Authority, Trust};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 const OID_SAN: &[u8] = &[0x55, 0x1d, 0x11];
@@ -39,30 +47,60 @@ const OID_ECDSA_SHA384: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03
 pub enum Identity<'a> {
     /// The SAN, exactly.
     Exact(&'a str),
-    /// A regular expression the whole SAN must match (anchored: `^(?:RE)$`).
-    Regexp(regex::Regex),
+    /// A regular expression the whole SAN must match: see [`Identity::regexp`].
+    Regexp(Pattern),
+}
+
+/// `--certificate-identity-regexp RE`: the expression as given, and the same anchored at both ends.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    given: String,
+    whole: regex::Regex,
 }
 
 impl Identity<'_> {
-    /// `--certificate-identity-regexp RE`, anchored at both ends.
+    /// `--certificate-identity-regexp RE`, which must match the whole SAN.
+    ///
+    /// The expression is compiled on its own first, so it is one well-formed expression: wrapped
+    /// in `\A(?:…)\z`, it can close no group but its own (`…/agents/.*)|(.*`, which escaped
+    /// `^(?:RE)$` into "or anything", is refused as the unbalanced expression it is).
+    ///
+    /// # Errors
+    /// `RE` is not a regular expression on its own: a sentence naming the flag and why.
     pub fn regexp(re: &str) -> Result<Identity<'static>, String> {
-        regex::Regex::new(&format!("^(?:{re})$"))
-            .map(Identity::Regexp)
-            .map_err(|e| format!("--certificate-identity-regexp is not a regular expression: {e}"))
+        let bad = |e: regex::Error| {
+            // The parser's report draws a caret under the expression; its last line says why.
+            let text = e.to_string();
+            let why = text.lines().last().unwrap_or_default();
+            format!(
+                "--certificate-identity-regexp `{re}` is not a regular expression on its own ({}); give one expression, its parentheses balanced, for the whole certificate identity: it must match from the first character to the last",
+                why.trim().trim_start_matches("error: ")
+            )
+        };
+        regex::Regex::new(re).map_err(bad)?;
+        let whole = regex::Regex::new(&format!("\\A(?:{re})\\z")).map_err(bad)?;
+        Ok(Identity::Regexp(Pattern {
+            given: re.to_owned(),
+            whole,
+        }))
     }
 
     fn matches(&self, san: &str) -> bool {
         match self {
             Identity::Exact(id) => san == *id,
-            Identity::Regexp(re) => re.is_match(san),
+            // The match must span the SAN from its first byte to its last.
+            Identity::Regexp(p) => p
+                .whole
+                .find(san)
+                .is_some_and(|m| m.start() == 0 && m.end() == san.len()),
         }
     }
 
-    /// The identity as a report names it: the SAN, or `/RE/`.
+    /// The identity as a report names it: the SAN, or `/RE/` (as given).
     pub fn describe(&self) -> String {
         match self {
             Identity::Exact(id) => (*id).to_owned(),
-            Identity::Regexp(re) => format!("/{}/", re.as_str()),
+            Identity::Regexp(p) => format!("/{}/", p.given),
         }
     }
 }
@@ -174,16 +212,6 @@ fn der_time(t: Tlv<'_>) -> Result<i64, String> {
     Ok(days_from_civil(year, month, day) * 86_400 + seconds)
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let shifted = if month <= 2 { year - 1 } else { year };
-    let era = shifted.div_euclid(400);
-    let year_of_era = shifted - era * 400;
-    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
 fn parse_cert(der: &[u8]) -> Result<Cert<'_>, String> {
     let (cert, _) = tlv(der)?;
     let top = children(cert.body)?;
@@ -281,61 +309,6 @@ fn b64_at(v: &J, pointer: &str) -> Result<Vec<u8>, String> {
         .and_then(J::as_str)
         .and_then(|s| B64.decode(s).ok())
         .ok_or_else(|| no(format!("`{pointer}` is missing or not base64")))
-}
-
-/// The certificate authorities' certificates (DER) and the logs' (key id, public key).
-struct Trust {
-    cas: Vec<Vec<u8>>,
-    logs: Vec<(Vec<u8>, VerifyingKey)>,
-    /// Certificate transparency logs: key id (the RFC 6962 log id) and key.
-    ctlogs: Vec<(Vec<u8>, VerifyingKey)>,
-    /// Each timestamp authority's signing certificate (the first of its chain).
-    tsas: Vec<Vec<u8>>,
-}
-
-/// The `logId.keyId` and public key of each entry of a trusted root's `tlogs` or `ctlogs`.
-fn log_keys(v: &J, field: &str) -> Result<Vec<(Vec<u8>, VerifyingKey)>, String> {
-    let mut logs = Vec::new();
-    for t in v[field].as_array().into_iter().flatten() {
-        let key = key_of(&b64_at(t, "/publicKey/rawBytes")?)?;
-        logs.push((b64_at(t, "/logId/keyId")?, key));
-    }
-    Ok(logs)
-}
-
-fn trust(root: &[u8]) -> Result<Trust, String> {
-    let v: J = serde_json::from_slice(root)
-        .map_err(|e| no(format!("the trusted root is not JSON: {e}")))?;
-    let mut cas = Vec::new();
-    for ca in v["certificateAuthorities"].as_array().into_iter().flatten() {
-        for c in ca
-            .pointer("/certChain/certificates")
-            .and_then(J::as_array)
-            .into_iter()
-            .flatten()
-        {
-            cas.push(b64_at(c, "/rawBytes")?);
-        }
-    }
-    let logs = log_keys(&v, "tlogs")?;
-    let ctlogs = log_keys(&v, "ctlogs")?;
-    if cas.is_empty() || logs.is_empty() {
-        return Err(no(
-            "the trusted root names no certificate authority or no transparency log",
-        ));
-    }
-    let mut tsas = Vec::new();
-    for t in v["timestampAuthorities"].as_array().into_iter().flatten() {
-        if let Some(first) = t.pointer("/certChain/certificates/0") {
-            tsas.push(b64_at(first, "/rawBytes")?);
-        }
-    }
-    Ok(Trust {
-        cas,
-        logs,
-        ctlogs,
-        tsas,
-    })
 }
 
 // ---- the certificate's embedded SCT (RFC 6962) ----
@@ -439,9 +412,21 @@ fn check_sct(
             reasons.push("an SCT of an unknown version or shape".to_owned());
             continue;
         }
-        let Some((_, key)) = trust.ctlogs.iter().find(|(id, _)| id == log_id) else {
-            reasons.push("an SCT from a log the trusted root does not name".to_owned());
-            continue;
+        // The log's key must be one the root trusts at the SCT's time (its `validFor`).
+        let at = i64::from_be_bytes(timestamp.try_into().unwrap_or([0xff; 8]));
+        let key = match log_key_at(&trust.ctlogs, log_id, at) {
+            Ok(key) => key,
+            Err(None) => {
+                reasons.push("an SCT from a log the trusted root does not name".to_owned());
+                continue;
+            }
+            Err(Some(windows)) => {
+                reasons.push(format!(
+                    "an SCT of {}, when the trusted root does not trust that CT log's key (its validFor: {windows})",
+                    rfc3339(at)
+                ));
+                continue;
+            }
         };
         // digitally-signed struct: v1, certificate_timestamp, timestamp, precert_entry,
         // issuer_key_hash, tbs_certificate<1..2^24-1>, extensions<0..2^16-1>.
@@ -488,7 +473,7 @@ fn generalized_time(t: Tlv<'_>) -> Result<i64, String> {
 /// `TSTInfo`'s message imprint is the SHA-256 of `sig`, its CMS signature holds with the key of the
 /// signing certificate of a timestamp authority of the trusted root, and the signed attributes
 /// carry the `TSTInfo`'s digest. Returns the timestamp's time.
-fn check_timestamp(der_bytes: &[u8], sig: &[u8], tsas: &[Vec<u8>]) -> Result<i64, String> {
+fn check_timestamp(der_bytes: &[u8], sig: &[u8], tsas: &[Authority]) -> Result<i64, String> {
     let bad = |what: &str| no(format!("the RFC 3161 timestamp does not verify: {what}"));
     let (top, _) = tlv(der_bytes).map_err(|_| bad("not DER"))?;
     let parts = children(top.body).map_err(|_| bad("not DER"))?;
@@ -577,18 +562,39 @@ fn check_timestamp(der_bytes: &[u8], sig: &[u8], tsas: &[Vec<u8>]) -> Result<i64
         ),
         _ => return Err(bad("no signature")),
     };
-    let trusted = tsas.iter().any(|cert| {
-        parse_cert(cert).is_ok_and(|c| {
-            key_of(c.spki).is_ok_and(|k| ecdsa_ok(&k, alg, &attrs_set, signature))
-                && (c.not_before..=c.not_after).contains(&time)
+    // The authorities whose signing certificate's key made this signature; one of them must be
+    // trusted at the timestamp's time (`validFor`) with its whole chain valid then.
+    let signers: Vec<&Authority> = tsas
+        .iter()
+        .filter(|a| {
+            a.chain.first().is_some_and(|cert| {
+                parse_cert(cert).is_ok_and(|c| {
+                    key_of(c.spki).is_ok_and(|k| ecdsa_ok(&k, alg, &attrs_set, signature))
+                })
+            })
         })
-    });
-    if !trusted {
+        .collect();
+    if signers.is_empty() {
         return Err(bad(
             "its signature does not verify with a timestamp authority of the trusted root",
         ));
     }
-    Ok(time)
+    let ms = time.saturating_mul(1000);
+    let mut why = Vec::new();
+    for a in &signers {
+        if !a.window.contains(ms) {
+            why.push(format!(
+                "the trusted root trusts its timestamp authority {}, not at {}",
+                a.window.describe(),
+                rfc3339(ms)
+            ));
+        } else if let Err(e) = chain_valid_at(&a.chain, ms, "its timestamp authority") {
+            why.push(e);
+        } else {
+            return Ok(time);
+        }
+    }
+    Err(bad(&why.join("; ")))
 }
 
 // ---- the transparency-log entry ----
@@ -647,12 +653,20 @@ fn check_tlog(
     leaf: &[u8],
 ) -> Result<i64, String> {
     let key_id = b64_at(entry, "/logId/keyId")?;
-    let key = &trust
-        .logs
-        .iter()
-        .find(|(id, _)| *id == key_id)
-        .ok_or("the tlog entry is from a log the trusted root does not name")?
-        .1;
+    let time = num(entry, "/integratedTime")?;
+    // The log's key must be one the root trusts at the entry's time (its `validFor`); the SET
+    // below proves the log signed that time.
+    let ms = i64::try_from(time)
+        .ok()
+        .and_then(|t| t.checked_mul(1000))
+        .ok_or("the tlog entry's time is out of range")?;
+    let key = log_key_at(&trust.logs, &key_id, ms).map_err(|windows| match windows {
+        None => no("the tlog entry is from a log the trusted root does not name"),
+        Some(windows) => no(format!(
+            "the tlog entry was integrated at {}, when the trusted root does not trust that log's key (its validFor: {windows})",
+            rfc3339(ms)
+        )),
+    })?;
     let body_b64 = entry
         .get("canonicalizedBody")
         .and_then(J::as_str)
@@ -661,7 +675,6 @@ fn check_tlog(
         .decode(body_b64)
         .map_err(|_| no("the tlog body is not base64"))?;
     let index = num(entry, "/logIndex")?;
-    let time = num(entry, "/integratedTime")?;
     // The signed entry timestamp: the log's signature over the canonical JSON of the entry.
     let set = b64_at(entry, "/inclusionPromise/signedEntryTimestamp")?;
     let canonical = format!(
@@ -755,6 +768,50 @@ fn check_tlog(
     i64::try_from(time).map_err(|_| no("the tlog entry's time is out of range"))
 }
 
+/// The certificate authorities of the trusted root whose certificate signed `leaf`, each with the
+/// position of that certificate in its chain.
+fn issuers_of<'t>(leaf: &Cert<'_>, cas: &'t [Authority]) -> Vec<(&'t Authority, usize)> {
+    let mut out = Vec::new();
+    for ca in cas {
+        for (at, der) in ca.chain.iter().enumerate() {
+            let signed = parse_cert(der).is_ok_and(|c| {
+                c.subject == leaf.issuer
+                    && key_of(c.spki)
+                        .is_ok_and(|k| ecdsa_ok(&k, leaf.sig_alg, leaf.tbs, leaf.signature))
+            });
+            if signed {
+                out.push((ca, at));
+            }
+        }
+    }
+    out
+}
+
+/// At the signing time `secs` (a verified log or timestamp time), one of `issuers` is trusted
+/// (its `validFor`) and its certificate and those above it in its chain are within their
+/// validity; else why not.
+fn issued_by_a_trusted_authority_at(
+    issuers: &[(&Authority, usize)],
+    secs: i64,
+) -> Result<(), String> {
+    let ms = secs.saturating_mul(1000);
+    let mut why = Vec::new();
+    for (ca, at) in issuers {
+        if !ca.window.contains(ms) {
+            why.push(format!(
+                "the trusted root trusts the certificate authority that issued the certificate {}, not at the signing time {}",
+                ca.window.describe(),
+                rfc3339(ms)
+            ));
+        } else if let Err(e) = chain_valid_at(&ca.chain[*at..], ms, "the certificate authority") {
+            why.push(e);
+        } else {
+            return Ok(());
+        }
+    }
+    Err(why.join("; "))
+}
+
 /// Verifies a keyless bundle against `trusted_root` and `expected`.
 pub fn verify(
     bundle: &[u8],
@@ -771,20 +828,16 @@ pub fn verify(
         no("the bundle has no certificate: it is not keyless (verify it with the signer's public key)")
     })?;
     let leaf = parse_cert(&leaf_der)?;
-    // 1. The leaf chains to a trusted certificate authority, and a trusted CT log saw it.
-    let issuer = trust.cas.iter().find_map(|ca| {
-        parse_cert(ca).ok().filter(|ca| {
-            ca.subject == leaf.issuer
-                && key_of(ca.spki)
-                    .is_ok_and(|k| ecdsa_ok(&k, leaf.sig_alg, leaf.tbs, leaf.signature))
-        })
-    });
-    let Some(ca) = issuer else {
+    // 1. The leaf chains to a trusted certificate authority, and a trusted CT log saw it. Which
+    // authority's window holds is known once the signing time is (step 4).
+    let issuers = issuers_of(&leaf, &trust.cas);
+    let Some(&(ca, at)) = issuers.first() else {
         return Err(no(
             "the certificate was not issued by a certificate authority of the trusted root",
         ));
     };
-    check_sct(&leaf, &leaf_der, ca.spki, &trust)?;
+    let spki = parse_cert(&ca.chain[at])?.spki;
+    check_sct(&leaf, &leaf_der, spki, &trust)?;
     // 2. Identity and issuer, exactly.
     let names = sans(&leaf)?;
     let Some(san) = names.iter().find(|n| expected.identity.matches(n)) else {
@@ -839,6 +892,7 @@ pub fn verify(
             "the signature was logged outside the certificate's validity",
         ));
     }
+    issued_by_a_trusted_authority_at(&issuers, time)?;
     // An RFC 3161 timestamp, when there is one, is a second trusted time: it must verify too.
     let stamps = b
         .pointer("/verificationMaterial/timestampVerificationData/rfc3161Timestamps")
@@ -850,6 +904,7 @@ pub fn verify(
                 "the signature was timestamped outside the certificate's validity",
             ));
         }
+        issued_by_a_trusted_authority_at(&issuers, at)?;
     }
     // 5. Only now is the statement read.
     let st: J = serde_json::from_slice(&payload).map_err(|_| no("the payload is not JSON"))?;
@@ -888,6 +943,34 @@ mod tests {
                 && !Identity::Exact("a@b.c").matches("a@b.co")
         );
         assert!(Identity::regexp("(").is_err());
+        assert_eq!(
+            re.describe(),
+            "/https://github\\.com/acme/.*@refs/tags/v[0-9.]+/"
+        );
+    }
+
+    #[test]
+    fn identity_regexp_cannot_close_its_anchoring_group() {
+        // Wrapped as `^(?:RE)$`, this was `^(?:…/agents/.*)|(.*)$`: any SAN at all.
+        let escape = r"https://github\.com/acme/agents/.*)|(.*";
+        let e = Identity::regexp(escape).unwrap_err();
+        assert_eq!(
+            e,
+            "--certificate-identity-regexp `https://github\\.com/acme/agents/.*)|(.*` is not a regular expression on its own (unopened group); give one expression, its parentheses balanced, for the whole certificate identity: it must match from the first character to the last"
+        );
+        for re in [r"a)|(b", r"a)(?:b", r"(?x)a #"] {
+            if let Ok(id) = Identity::regexp(re) {
+                assert!(!id.matches("zzz"), "{re} matched anything");
+            }
+        }
+        // Alternatives are whole-SAN too: the first alternative does not win a partial match.
+        let alt = Identity::regexp("a|ab").unwrap();
+        assert!(alt.matches("ab") && alt.matches("a") && !alt.matches("abc"));
+        // A newline does not end the SAN (`$` could match before a final newline in some
+        // engines; `\z` cannot).
+        let id = Identity::regexp("https://x/.*").unwrap();
+        assert!(!id.matches("https://x/y\nhttps://evil/"));
+        assert!(id.matches("https://x/y"));
     }
 
     #[test]

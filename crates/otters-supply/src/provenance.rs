@@ -2,7 +2,8 @@
 //! manifest digest, written from [`BuildInputs`].
 //!
 //! `buildDefinition.externalParameters` holds what the user chose (the Agentfile path, the build
-//! args, the platform); `resolvedDependencies` holds everything the build read, each by digest:
+//! args an ARG declares, the platform; of an argument read from the environment only its name,
+//! under `buildArgsFromEnvironment`, unless the user asked for its value); `resolvedDependencies` holds everything the build read, each by digest:
 //! the Agentfile, every ADD file and CONTEXT, and every pinned image (runtime, BINs, parent) by
 //! its `pkg:oci` purl. Takes: build inputs. Returns: a statement, or its canonical bytes. Must
 //! never: record a time or anything else that is not a function of the inputs.
@@ -30,10 +31,16 @@ pub fn statement(inputs: &BuildInputs, builder_id: &str) -> Statement {
     for (k, v) in sorted {
         args.push(k.as_str(), v.as_str());
     }
-    let external = Value::object()
+    let mut external = Value::object()
         .with("agentfile", inputs.agentfile.path.as_str())
-        .with("buildArgs", args)
-        .with("platform", inputs.platform.as_str());
+        .with("buildArgs", args);
+    if !inputs.env_build_args.is_empty() {
+        let mut names: Vec<&String> = inputs.env_build_args.iter().collect();
+        names.sort_unstable();
+        let names: Vec<Value> = names.into_iter().map(Value::from).collect();
+        external.push("buildArgsFromEnvironment", names);
+    }
+    external.push("platform", inputs.platform.as_str());
 
     let mut deps = vec![file_dep(&inputs.agentfile, "agentfile")];
     if let Some(img) = &inputs.runtime {

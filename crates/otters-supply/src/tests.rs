@@ -400,6 +400,7 @@ pub(crate) fn sample() -> BuildInputs {
         ],
         model: Some("anthropic/claude-haiku-4-5".into()),
         build_args: vec![("Z".into(), "1".into()), ("A".into(), "x&y".into())],
+        env_build_args: Vec::new(),
         platform: "linux/amd64".into(),
         created: Some("2023-11-14T22:13:20Z".into()),
         otters_version: "0.1.0".into(),
@@ -542,6 +543,40 @@ fn the_provenance_names_every_dependency_and_parameter() {
         provenance::DEFAULT_BUILDER_ID
     );
     assert!(!String::from_utf8(bytes).unwrap().contains("startedOn"));
+}
+
+#[test]
+fn the_provenance_names_environment_build_args_without_their_values() {
+    let v = |inputs: &BuildInputs| -> J {
+        serde_json::from_slice(&provenance::to_bytes(
+            inputs,
+            provenance::DEFAULT_BUILDER_ID,
+        ))
+        .unwrap()
+    };
+    assert!(
+        v(&sample())["predicate"]["buildDefinition"]["externalParameters"]
+            .get("buildArgsFromEnvironment")
+            .is_none(),
+        "written only when there are such arguments"
+    );
+    let mut inputs = sample();
+    inputs.env_build_args = vec!["TIER".into(), "REGION".into()];
+    let ext = &v(&inputs)["predicate"]["buildDefinition"]["externalParameters"];
+    assert_eq!(
+        ext["buildArgsFromEnvironment"],
+        serde_json::json!(["REGION", "TIER"])
+    );
+    let keys: Vec<&String> = ext.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "agentfile",
+            "buildArgs",
+            "buildArgsFromEnvironment",
+            "platform"
+        ]
+    );
 }
 
 #[test]

@@ -84,7 +84,7 @@ pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         // The identity comes from a config file's [verify]: the fix is there, not a flag.
         return None;
     } else {
-        value_hint(e, claim)
+        kube_hint(e).or_else(|| value_hint(e, claim))
     };
     here.or_else(|| e.source().and_then(hint))
 }
@@ -97,6 +97,55 @@ fn of<'a, T: std::error::Error + 'static>(
         .or_else(|| e.downcast_ref::<Box<T>>().map(|b| &**b))
 }
 
+/// The flags that fix an `otters kube` error.
+fn kube_hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use otters_pipeline::kube::{agent::AgentKubeError, KubeError};
+    let text = if let Some(AgentKubeError::ExportLookup { .. }) = of(e) {
+        "pass --image REPO@sha256:… to name the image, or --offline to look only in the store"
+    } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
+        "or pass --image REPO@sha256:…"
+    } else if let Some(AgentKubeError::NoExportForPlatform {
+        reference,
+        platform,
+    }) = of(e)
+    {
+        let r = otters_core::escape::escape(reference);
+        return Some(format!("if it was built for {platform}, run `otters export {r} --as runnable --platform {platform} --push`; else rebuild it for {platform} with `otters build --platform {platform}` and push it; or pass --image REPO@sha256:…"));
+    } else if let Some(KubeError::BadQuantity { what, .. }) = of(e) {
+        let example = if what.starts_with("cpu") {
+            "500m"
+        } else {
+            "256Mi"
+        };
+        return Some(format!(
+            "pass --{} QUANTITY, e.g. {example}",
+            what.replace(' ', "-")
+        ));
+    } else if let Some(KubeError::RequestOverLimit { resource, .. }) = of(e) {
+        return Some(format!(
+            "raise --{resource}-limit or lower --{resource}-request"
+        ));
+    } else if let Some(KubeError::Missing { configs, mounts }) = of(e) {
+        let each = configs.iter().map(|k| format!("--config {k}=VALUE"));
+        let each = each.collect::<Vec<_>>().join(" ");
+        let mut parts = Vec::new();
+        if !configs.is_empty() {
+            parts.push(format!(
+                "pass {each}, or --config-from secret:NAME|configmap:NAME with their RUNTIME_* keys"
+            ));
+        }
+        if !mounts.is_empty() {
+            parts.push("map each mount with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts".to_owned());
+        }
+        return Some(parts.join("; "));
+    } else if let Some(KubeError::BadName { .. }) = of(e) {
+        "pass --name NAME"
+    } else {
+        return None;
+    };
+    Some(text.to_owned())
+}
+
 /// The flag that gives a value a library error speaks of (`claim`: the agent-tree error `e`
 /// holds, seen through `PrepareError`'s transparent wrapper).
 fn value_hint(
@@ -107,7 +156,7 @@ fn value_hint(
     use otters_pipeline::build::{
         git_epoch::GitEpochError, results::EpochError, write::WriteError,
     };
-    use otters_pipeline::kube::{agent::AgentKubeError, KubeError};
+    use otters_pipeline::copy::{closure::WalkError, CopyError};
     use otters_pipeline::lint::LintError;
     use otters_pipeline::run::overrides::OverrideError;
     use otters_pipeline::run::plan::PlanError;
@@ -128,9 +177,7 @@ fn value_hint(
     });
     let git =
         matches!(of::<EpochError>(e), Some(EpochError::Git(_))) || of::<GitEpochError>(e).is_some();
-    let text = if let Some(AgentKubeError::ExportLookup { .. }) = of(e) {
-        "pass --image REPO@sha256:… to name the image, or --offline to look only in the store"
-    } else if let Some(RegistryError::Unreachable { registry, .. }) = of(e) {
+    let text = if let Some(RegistryError::Unreachable { registry, .. }) = of(e) {
         if otters_oci::registry::is_on_this_machine(registry) {
             return None;
         }
@@ -155,30 +202,6 @@ fn value_hint(
         "or pass --annotation KEY=VALUE instead of --annotations-from-ci"
     } else if let Some(WriteError::MissingBlob { .. }) = of(e) {
         "build again without --offline to fetch the parent image"
-    } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
-        "or pass --image REPO@sha256:…"
-    } else if let Some(KubeError::BadQuantity { what, .. }) = of(e) {
-        let example = if what.starts_with("cpu") {
-            "500m"
-        } else {
-            "256Mi"
-        };
-        return Some(format!(
-            "pass --{} QUANTITY, e.g. {example}",
-            what.replace(' ', "-")
-        ));
-    } else if let Some(KubeError::RequestOverLimit { resource, .. }) = of(e) {
-        return Some(format!(
-            "raise --{resource}-limit or lower --{resource}-request"
-        ));
-    } else if let Some(KubeError::RequiredMissing(keys)) = of(e) {
-        let each: Vec<_> = keys.iter().map(|k| format!("--config {k}=VALUE")).collect();
-        return Some(format!(
-            "pass {}, or --config-from secret:NAME|configmap:NAME with their RUNTIME_* keys",
-            each.join(" ")
-        ));
-    } else if let Some(KubeError::UnmappedMounts(_)) = of(e) {
-        "map each with --mount TARGET=pvc:NAME|emptydir|hostpath:/PATH, or pass --allow-missing-mounts"
     } else if let Some(OverrideError::RequiredMissing(missing)) = config {
         let each: Vec<_> = missing
             .iter()
@@ -187,8 +210,6 @@ fn value_hint(
         return Some(format!("pass {}", each.join(" ")));
     } else if let Some(MountError::DeclaredMissing { .. }) = mount {
         "supply them with -v HOST:TARGET, or pass --allow-missing-mounts"
-    } else if let Some(KubeError::BadName { .. }) = of(e) {
-        "pass --name NAME"
     } else if let Some(PrepareError::BadName(_)) = of(e) {
         "pass --name NAME"
     } else if let Some(MaterialiseError::NoParent(_)) = of(e) {
@@ -209,6 +230,9 @@ fn value_hint(
         "--stdin-filename names standard input: pass `-` to read it"
     } else if let Some(LintError::FixStdin) = of(e) {
         "--fix rewrites files: name the file itself to fix it"
+    } else if let Some(CopyError::Walk(WalkError::Foreign { registries: r, .. })) = of(e) {
+        let each: Vec<_> = r.iter().map(|h| format!("--from-registry {h}")).collect();
+        return Some(format!("to copy them too, pass {}", each.join(" ")));
     } else if let Some(KeyError::Exists { .. }) = of(e) {
         "or choose another --out prefix"
     } else {

@@ -215,9 +215,21 @@ pub fn manifest(store: &Path, tag: &str) -> Value {
 /// Tags in the store, under `new_tag`, a copy of the agent image `tag` with `layers` (title,
 /// tar+gzip bytes) appended as directory layers (unpacked into `etc/data/<title>`).
 pub fn agent_with_layers(store: &Path, tag: &str, new_tag: &str, layers: &[(&str, &[u8])]) {
+    let gzip = "application/vnd.oci.image.layer.v1.tar+gzip";
+    let typed: Vec<(&str, &str, &[u8])> = layers.iter().map(|(t, b)| (*t, gzip, *b)).collect();
+    agent_with_typed_layers(store, tag, new_tag, &typed);
+}
+
+/// [`agent_with_layers`] with each layer's media type given: `(title, media type, bytes)`.
+pub fn agent_with_typed_layers(
+    store: &Path,
+    tag: &str,
+    new_tag: &str,
+    layers: &[(&str, &str, &[u8])],
+) {
     let mut m = manifest(store, tag);
-    for (title, bytes) in layers {
-        let mut d = put_blob(store, "application/vnd.oci.image.layer.v1.tar+gzip", bytes);
+    for (title, media_type, bytes) in layers {
+        let mut d = put_blob(store, media_type, bytes);
         d["annotations"] = json!({
             "org.opencontainers.image.title": title,
             "io.deis.oras.content.unpack": "true",

@@ -33,3 +33,21 @@ pub fn require(test: &str, program: &str, args: &[&str], install: &str) -> bool 
     skip(test, &format!("`{program}` is not usable here; {install}"));
     false
 }
+
+/// `zstd -q -c -LEVEL` of `bytes` (fed from a thread: the output may be larger than a pipe);
+/// `None` when the tool is missing or fails.
+pub fn zstd(bytes: &[u8], level: u8) -> Option<Vec<u8>> {
+    use std::io::Write as _;
+    let mut child = Command::new("zstd")
+        .args(["-q", "-c", &format!("-{level}")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let bytes = bytes.to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&bytes));
+    let out = child.wait_with_output().ok()?;
+    feeder.join().ok()?.ok()?;
+    out.status.success().then_some(out.stdout)
+}

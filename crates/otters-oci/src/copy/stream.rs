@@ -11,7 +11,10 @@
 //! fails leaves no manifest and no tag), or hold more than one chunk of a blob in memory.
 //!
 //! A blob the destination has is skipped (`HEAD`); one that lives in another repository of the
-//! destination's registry (the source's own, when both are one registry) is mounted. The blobs of
+//! destination's registry is mounted, but only from where this copy may take it: the source's own
+//! repository when both are one registry (the registry checks it holds the blob), or another
+//! repository once the source answered a `HEAD` for the blob (a manifest listing a digest proves
+//! nothing; see `skip_or_mount`). The blobs of
 //! a manifest are looked up one after the other (so a bearer token is fetched once), then up to
 //! `UPLOADS_AT_ONCE` (4, `registry::transfer`) of those the destination lacks are relayed at once,
 //! as a push uploads them (memory: at most that many chunks in flight). Progress and the report
@@ -27,8 +30,8 @@ use crate::reference::Reference;
 use crate::registry::http::error_chain;
 use crate::registry::sources::Sources;
 use crate::registry::transfer::{
-    at_once, blob_done, check_depth, fetch_child, parse, present_or_mounted, upload_progress,
-    TransferReport,
+    at_once, blob_done, check_depth, fetch_child, mount_any, parse, present_or_mounted,
+    upload_progress, TransferReport,
 };
 use crate::registry::{BlobStream, Fetched, RegistryClient, RegistryError};
 use crate::spec::digest::Hasher;
@@ -146,7 +149,7 @@ impl From<RegistryError> for Step {
 }
 
 /// Skips, mounts or streams the blobs of one manifest (each digest once): each looked up in turn
-/// (`HEAD`, then a mount from the source's repository or another one `sources` knows), then up to
+/// (`HEAD`, then a mount where [`skip_or_mount`] allows one), then up to
 /// [`UPLOADS_AT_ONCE`] of the missing ones relayed at once, reported done in manifest order.
 ///
 /// [`UPLOADS_AT_ONCE`]: crate::registry::transfer::UPLOADS_AT_ONCE
@@ -162,9 +165,7 @@ fn relay_blobs(
     let mut found = Vec::with_capacity(blobs.len());
     for blob in blobs {
         progress(Event::blob_started(blob));
-        // The source's repository holds the blob: within one registry it is mounted from there.
-        sources.add(&blob.digest, src);
-        found.push(present_or_mounted(client, dest, &blob.digest, sources)?);
+        found.push(skip_or_mount(client, src, dest, &blob.digest, sources)?);
     }
     let sink = std::cell::RefCell::new(progress);
     let emit: &dyn Fn(Event<'_>) = &|e| (*sink.borrow_mut())(e);
@@ -191,6 +192,41 @@ fn relay_blobs(
     client.block_on(at_once(relays, &relay.stop, |i, outcome| {
         blob_done(blobs[i], dest, outcome, sources, &mut |e| emit(e), report);
     }))
+}
+
+/// `Skipped` when the destination has `digest`, `Mounted` when its registry linked it from a
+/// repository the copy may take it from, `None` when it must be relayed. A source manifest that
+/// lists a digest proves nothing (anyone can list any digest), so a blob is mounted only from:
+/// the source's own repository, when both are one registry (the registry checks that the
+/// repository holds it, with the user's pull access there); or another repository of the
+/// destination known to hold it (`sources`), once the source itself answered a `HEAD` for it in
+/// this copy. Otherwise the blob comes from the source's `GET`, checked on the way, or not at all.
+fn skip_or_mount(
+    client: &RegistryClient,
+    src: &Reference,
+    dest: &Reference,
+    digest: &Digest,
+    sources: &mut Sources,
+) -> Result<Option<Outcome>, RegistryError> {
+    let same_registry = src.registry == dest.registry;
+    let own = if same_registry {
+        vec![src.repository.clone()]
+    } else {
+        Vec::new()
+    };
+    if let Some(outcome) = present_or_mounted(client, dest, digest, &own)? {
+        return Ok(Some(outcome));
+    }
+    let others: Vec<String> = sources
+        .repositories_on(digest, &dest.registry)
+        .into_iter()
+        .filter(|r| *r != dest.repository && !own.contains(r))
+        .collect();
+    if others.is_empty() || !client.block_on(client.source_has_blob_async(src, digest))? {
+        return Ok(None);
+    }
+    sources.add(digest, src);
+    mount_any(client, dest, digest, &others)
 }
 
 /// What every relay of one manifest's blobs shares.

@@ -533,13 +533,41 @@ impl RegistryClient {
         r: &Reference,
         digest: &Digest,
     ) -> Result<bool, RegistryError> {
+        self.head_blob(r, digest, "push").await
+    }
+
+    /// True when `r`'s repository on its registry itself (never a mirror) answers a `HEAD` for
+    /// `digest`: the proof a registry-to-registry copy needs before it mounts a blob the source
+    /// merely lists from another repository of the destination (`copy::stream`). Asks for pull
+    /// access only.
+    pub(crate) async fn source_has_blob_async(
+        &self,
+        r: &Reference,
+        digest: &Digest,
+    ) -> Result<bool, RegistryError> {
+        self.head_blob(r, digest, "pull").await
+    }
+
+    /// A `HEAD` of a blob in `r`'s repository, with `access` (`push`: pull and push scope;
+    /// `pull`: pull scope).
+    async fn head_blob(
+        &self,
+        r: &Reference,
+        digest: &Digest,
+        access: &'static str,
+    ) -> Result<bool, RegistryError> {
         let path = format!("/v2/{}/blobs/{digest}", r.repository);
+        let actions = if access == "push" {
+            "pull,push"
+        } else {
+            "pull"
+        };
         let resp = self
             .t
             .send(
                 &r.registry,
                 r.api_host(),
-                &[scope(&r.repository, "pull,push")],
+                &[scope(&r.repository, actions)],
                 Call::Small,
                 |c, base| Ok(c.head(format!("{base}{path}"))),
             )
@@ -548,7 +576,7 @@ impl RegistryClient {
             s if s.is_success() => Ok(true),
             StatusCode::NOT_FOUND => Ok(false),
             s => {
-                self.check_access(r, s, "push")?;
+                self.check_access(r, s, access)?;
                 Err(http_error(&r.registry, &format!("HEAD {path}"), s, resp).await)
             }
         }

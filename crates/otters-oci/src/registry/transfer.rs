@@ -316,7 +316,9 @@ fn push_blobs(
             continue;
         }
         progress(Event::blob_started(blob));
-        let plan = match present_or_mounted(client, dest, &blob.digest, sources)? {
+        // From the store: the bytes are here to send, so a mount only saves the upload.
+        let from = mountable(sources, &blob.digest, dest, store.has_blob(&blob.digest));
+        let plan = match present_or_mounted(client, dest, &blob.digest, &from)? {
             Some(outcome) => Plan::Done(outcome),
             None => Plan::Send,
         };
@@ -445,22 +447,51 @@ async fn send_blob(
 }
 
 /// `Skipped` when `dest`'s repository has `digest` already (`HEAD`), `Mounted` when its registry
-/// mounted it from another repository `sources` knows to hold it, `None` when it must be sent.
+/// mounted it from one of the repositories `from` (of `dest`'s registry), `None` when it must be
+/// sent. A mount links a blob into `dest` without anyone sending its bytes: the caller names only
+/// repositories it may link from, for a blob it has proven it holds (see [`mountable`]).
 pub(crate) fn present_or_mounted(
     client: &RegistryClient,
     dest: &Reference,
     digest: &Digest,
-    sources: &Sources,
+    from: &[String],
 ) -> Result<Option<Outcome>, RegistryError> {
     if client.block_on(client.blob_exists_async(dest, digest))? {
         return Ok(Some(Outcome::Skipped));
     }
-    for from in sources.repositories_on(digest, &dest.registry) {
-        if from != dest.repository && client.block_on(client.mount_async(dest, digest, &from))? {
+    mount_any(client, dest, digest, from)
+}
+
+/// `Mounted` when `dest`'s registry mounted `digest` from one of `from`, else `None`.
+pub(crate) fn mount_any(
+    client: &RegistryClient,
+    dest: &Reference,
+    digest: &Digest,
+    from: &[String],
+) -> Result<Option<Outcome>, RegistryError> {
+    for from in from {
+        if *from != dest.repository && client.block_on(client.mount_async(dest, digest, from))? {
             return Ok(Some(Outcome::Mounted));
         }
     }
     Ok(None)
+}
+
+/// The repositories of `dest`'s registry a push may mount `digest` from: those `sources` knows
+/// to hold it, when the pusher holds the blob itself (`held`: the store has its bytes). A
+/// manifest that merely lists a digest proves nothing: mounting it would link a blob from a
+/// repository the image's author may not read into one they can (issue 31).
+pub(crate) fn mountable(
+    sources: &Sources,
+    digest: &Digest,
+    dest: &Reference,
+    held: bool,
+) -> Vec<String> {
+    if held {
+        sources.repositories_on(digest, &dest.registry)
+    } else {
+        Vec::new()
+    }
 }
 
 /// Uploads `blob` to `dest` from `open` inside the client's runtime, turning the byte counts its

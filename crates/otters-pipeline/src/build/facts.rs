@@ -16,7 +16,7 @@ use otters_oci::spec::descriptor::{ANN_CREATED, ANN_TITLE, CONTEXT_LAYER};
 use otters_oci::spec::digest::{Digest, HashingWriter};
 use otters_oci::Platform;
 use otters_supply::inputs::{Agent, BinInput, BuildInputs, ContextInput, FileInput, ImageInput};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Everything [`collect`] reads.
@@ -31,6 +31,8 @@ pub struct Facts<'a> {
     pub agentfile: (Option<&'a Path>, &'a [u8]),
     pub tags: &'a [String],
     pub build_args: &'a BTreeMap<String, String>,
+    /// The `build_args` read from the environment, and whether their values may be recorded.
+    pub env_build_args: (&'a BTreeSet<String>, bool),
     pub platform: &'a Platform,
     pub manifest: &'a Digest,
 }
@@ -106,6 +108,7 @@ pub fn collect(f: &Facts<'_>) -> std::io::Result<BuildInputs> {
             Source::Bytes(_) | Source::Stored { .. } => {}
         }
     }
+    let recorded = recorded_build_args(f.build_args, |k| a.args.contains_key(k), f.env_build_args);
     Ok(BuildInputs {
         agent,
         agentfile,
@@ -115,15 +118,33 @@ pub fn collect(f: &Facts<'_>) -> std::io::Result<BuildInputs> {
         adds,
         contexts,
         model: a.model.as_ref().map(|m| m.value.clone()),
-        build_args: f
-            .build_args
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        build_args: recorded.0,
+        env_build_args: recorded.1,
         platform: f.platform.to_string(),
         created: f.plan.annotations.get(ANN_CREATED).cloned(),
         otters_version: env!("CARGO_PKG_VERSION").to_owned(),
     })
+}
+
+/// What the provenance records of `--build-arg`: only the arguments an ARG declares (another is
+/// not a parameter of this build: a bare `--build-arg GH_TOKEN` that no ARG uses is a secret
+/// passed by habit), each with its value, except those read from the environment, which are
+/// recorded by name only unless the user asked for their values. Returns (name → value, names).
+fn recorded_build_args(
+    build_args: &BTreeMap<String, String>,
+    declared: impl Fn(&str) -> bool,
+    (from_env, record_env): (&BTreeSet<String>, bool),
+) -> (Vec<(String, String)>, Vec<String>) {
+    let mut values = Vec::new();
+    let mut names = Vec::new();
+    for (k, v) in build_args.iter().filter(|(k, _)| declared(k)) {
+        if from_env.contains(k) && !record_env {
+            names.push(k.clone());
+        } else {
+            values.push((k.clone(), v.clone()));
+        }
+    }
+    (values, names)
 }
 
 /// A pinned reference as an [`ImageInput`].
@@ -188,4 +209,37 @@ fn list_dir(dir: &Path, rel: &str, out: &mut Vec<FileInput>) -> std::io::Result<
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provenance_records_declared_build_args_and_only_the_names_of_environment_ones() {
+        let args: BTreeMap<String, String> = [
+            ("REGION", "us"),
+            ("GH_TOKEN", "ghp_secret"),
+            ("TIER", "gold"),
+            ("UNUSED", "x"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let from_env: BTreeSet<String> = ["GH_TOKEN".to_owned(), "TIER".to_owned()].into();
+        let declared = |k: &str| k == "REGION" || k == "TIER";
+        let (values, names) = recorded_build_args(&args, declared, (&from_env, false));
+        assert_eq!(values, [("REGION".to_owned(), "us".to_owned())]);
+        assert_eq!(names, ["TIER"]);
+        // Asked for: the environment's values of declared arguments; an undeclared one never.
+        let (values, names) = recorded_build_args(&args, declared, (&from_env, true));
+        assert_eq!(
+            values,
+            [
+                ("REGION".to_owned(), "us".to_owned()),
+                ("TIER".to_owned(), "gold".to_owned())
+            ]
+        );
+        assert!(names.is_empty());
+    }
 }

@@ -2,7 +2,7 @@
 
 use super::ErrorKind;
 use otters_oci::store::refname::{new_tag_name, tag_name};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// Where the Agentfile comes from.
@@ -25,6 +25,11 @@ pub struct BuildOptions {
     /// Tags to give the image; empty means `<NAME>:latest` (`agent:latest` without NAME).
     pub tags: Vec<String>,
     pub build_args: BTreeMap<String, String>,
+    /// The `build_args` whose value was read from the environment (a bare `--build-arg KEY`): the
+    /// provenance records their names, never their values, unless `record_env_build_args`.
+    pub env_build_args: BTreeSet<String>,
+    /// `--provenance-env-args`: record the values of `env_build_args` too.
+    pub record_env_build_args: bool,
     /// `--label`: added to the Agentfile's LABELs (overriding one of the same key), so they reach
     /// the config blob and the manifest annotations exactly as a LABEL does.
     pub labels: BTreeMap<String, String>,
@@ -64,6 +69,8 @@ impl BuildOptions {
             agentfile,
             tags: Vec::new(),
             build_args: BTreeMap::new(),
+            env_build_args: BTreeSet::new(),
+            record_env_build_args: false,
             labels: BTreeMap::new(),
             annotations: BTreeMap::new(),
             ci_annotations: BTreeMap::new(),

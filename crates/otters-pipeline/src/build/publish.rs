@@ -84,6 +84,7 @@ pub(super) fn supply_phase(
         agentfile: p.agentfile,
         tags: p.tags,
         build_args: &p.opts.build_args,
+        env_build_args: (&p.opts.env_build_args, p.opts.record_env_build_args),
         platform: p.platform,
         manifest: &p.descriptor.digest,
     })

@@ -9,7 +9,7 @@ use super::BuildOutput;
 use otters_core::json::Value;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Digest, Store};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Where `--output` puts the image besides the store.
@@ -148,19 +148,30 @@ pub enum BuildArgError {
     NoName(String),
 }
 
+/// `--build-arg` values, and where each came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildArgs {
+    /// Name → value (the last `--build-arg` of a name wins).
+    pub values: BTreeMap<String, String>,
+    /// The names whose value was read from the environment (a bare `KEY` was their last
+    /// `--build-arg`): a provenance records their names, not their values, unless asked.
+    pub from_env: BTreeSet<String>,
+    /// The bare keys `env` has no value for (the ARG keeps its default).
+    pub unset: Vec<String>,
+}
+
 /// Build arguments: `K=V`, or a bare `K` taking the value `env` has for it (as docker does).
-/// Returns the values and the bare keys `env` has no value for (the ARG keeps its default).
 pub fn build_args(
     items: &[String],
     env: impl Fn(&str) -> Result<String, std::env::VarError>,
-) -> Result<(BTreeMap<String, String>, Vec<String>), BuildArgError> {
-    let (mut args, mut unset) = (BTreeMap::new(), Vec::new());
+) -> Result<BuildArgs, BuildArgError> {
+    let mut out = BuildArgs::default();
     for kv in items {
-        let (k, v) = match kv.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_owned())),
+        let (k, v, bare) = match kv.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_owned()), false),
             None => match env(kv) {
-                Ok(v) => (kv.as_str(), Some(v)),
-                Err(std::env::VarError::NotPresent) => (kv.as_str(), None),
+                Ok(v) => (kv.as_str(), Some(v), true),
+                Err(std::env::VarError::NotPresent) => (kv.as_str(), None, true),
                 Err(std::env::VarError::NotUnicode(_)) => {
                     return Err(BuildArgError::NotUnicode(kv.clone()))
                 }
@@ -170,11 +181,18 @@ pub fn build_args(
             return Err(BuildArgError::NoName(kv.clone()));
         }
         match v {
-            Some(v) => drop(args.insert(k.to_owned(), v)),
-            None => unset.push(k.to_owned()),
+            Some(v) => {
+                out.values.insert(k.to_owned(), v);
+                if bare {
+                    out.from_env.insert(k.to_owned());
+                } else {
+                    out.from_env.remove(k);
+                }
+            }
+            None => out.unset.push(k.to_owned()),
         }
     }
-    Ok((args, unset))
+    Ok(out)
 }
 
 /// The image time: `flag` (seconds, or `git` for the last commit of `context`'s work tree),
@@ -416,10 +434,26 @@ mod tests {
             "BAD" => Err(VarError::NotUnicode(std::ffi::OsString::from("x"))),
             _ => Err(VarError::NotPresent),
         };
-        let (args, unset) = build_args(&items(&["A=1", "B=", "SET", "GONE"]), env).unwrap();
-        let got: Vec<(&str, &str)> = args.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let args = build_args(&items(&["A=1", "B=", "SET", "GONE"]), env).unwrap();
+        let got: Vec<(&str, &str)> = args
+            .values
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         assert_eq!(got, [("A", "1"), ("B", ""), ("SET", "from-env")]);
-        assert_eq!(unset, ["GONE"]);
+        assert_eq!(args.unset, ["GONE"]);
+        assert_eq!(args.from_env.iter().collect::<Vec<_>>(), ["SET"]);
+        // The last `--build-arg` of a name says where its value came from.
+        let again = build_args(
+            &items(&["SET", "SET=typed", "A", "A=1", "A"]),
+            |k| match k {
+                "SET" | "A" => Ok("from-env".to_owned()),
+                _ => Err(VarError::NotPresent),
+            },
+        )
+        .unwrap();
+        assert_eq!(again.values["SET"], "typed");
+        assert_eq!(again.from_env.iter().collect::<Vec<_>>(), ["A"]);
         let err = |v: &[&str]| build_args(&items(v), env).unwrap_err();
         assert_eq!(err(&["BAD"]), BuildArgError::NotUnicode("BAD".into()));
         assert_eq!(err(&["=v"]), BuildArgError::NoName("=v".into()));

@@ -120,6 +120,79 @@ pub enum WalkError {
     BadAgent { reference: String, message: String },
     #[error("the closure has more than {MAX_IMAGES} images; copy fewer at once")]
     TooMany,
+    /// Pins on registries the walk may not read (see [`Registries`]).
+    #[error("{}", foreign_text(home, pins))]
+    Foreign {
+        /// The registries the walk may read, as the user chose them.
+        home: Vec<String>,
+        pins: Vec<Want>,
+        /// The registries of `pins`, each once, in the order met.
+        registries: Vec<String>,
+    },
+}
+
+/// The refusal of pins on other registries: each pin and who pinned it (the CLI adds the flag
+/// that allows a registry).
+fn foreign_text(home: &[String], pins: &[Want]) -> String {
+    use std::fmt::Write as _;
+    let home = match home {
+        [] => "the source's".to_owned(),
+        h => h.iter().map(|h| escape(h)).collect::<Vec<_>>().join(", "),
+    };
+    let mut text = format!(
+        "the closure pins {} image(s) on registries other than {home}; a pin elsewhere is read \
+         only on a registry you name (it would be fetched with your credentials there and \
+         republished):",
+        pins.len()
+    );
+    for p in pins {
+        let digest = match &p.pinned {
+            Some(d) if !p.reference.contains('@') => format!("@{d}"),
+            _ => String::new(),
+        };
+        let by = p.by.as_ref().map(|b| format!(", {b}")).unwrap_or_default();
+        let _ = write!(text, "\n{}{digest}{by}", escape(&p.reference));
+    }
+    text.push_str("\nname only a registry whose images you mean to republish");
+    text
+}
+
+/// The registry a reference names, as the walk compares it.
+fn registry_of(reference: &str) -> Option<String> {
+    Reference::parse(reference)
+        .ok()
+        .map(|r| r.registry.to_ascii_lowercase())
+}
+
+/// The registries a walk may read pins from: the source's (a copy's `SRC`, the images `save`
+/// names) and each one the user named (`--from-registry`). An image the user named is always
+/// read. `Any` for a source that reads no registry (an OCI layout or archive).
+#[derive(Clone, Debug)]
+pub enum Registries {
+    Any,
+    Only(Vec<String>),
+}
+
+impl Registries {
+    /// `home` and `named`, compared without regard to case.
+    pub fn only<'a>(home: impl IntoIterator<Item = &'a str>, named: &'a [String]) -> Registries {
+        let mut v: Vec<String> = Vec::new();
+        for h in home.into_iter().chain(named.iter().map(String::as_str)) {
+            let h = h.to_ascii_lowercase();
+            if !v.contains(&h) {
+                v.push(h);
+            }
+        }
+        Registries::Only(v)
+    }
+
+    fn allows(&self, reference: &str) -> bool {
+        match self {
+            Registries::Any => true,
+            // An unreadable reference is left to the walk, which names what is wrong with it.
+            Registries::Only(v) => registry_of(reference).is_none_or(|r| v.contains(&r)),
+        }
+    }
 }
 
 fn escape(s: &str) -> String {
@@ -156,9 +229,17 @@ pub enum Start {
 }
 
 /// Walks the closure of `roots`: with `recursive`, every image an agent among them pins, and
-/// theirs; without, the roots alone. Roots come first in the result, in their order.
-pub fn walk(view: &dyn View, roots: Vec<Start>, recursive: bool) -> Result<Vec<Node>, WalkError> {
+/// theirs; without, the roots alone. Roots come first in the result, in their order. A pin on a
+/// registry `from` does not allow is never read: the walk goes on without it and then refuses
+/// with every such pin ([`WalkError::Foreign`]).
+pub fn walk(
+    view: &dyn View,
+    roots: Vec<Start>,
+    recursive: bool,
+    from: &Registries,
+) -> Result<Vec<Node>, WalkError> {
     let mut nodes: Vec<Node> = Vec::new();
+    let mut foreign: Vec<Want> = Vec::new();
     let mut todo: std::collections::VecDeque<Start> = roots.into();
     while let Some(start) = todo.pop_front() {
         let node = match start {
@@ -177,9 +258,35 @@ pub fn walk(view: &dyn View, roots: Vec<Start>, recursive: bool) -> Result<Vec<N
             return Err(WalkError::TooMany);
         }
         if recursive {
-            todo.extend(pins_of(view, &node)?.into_iter().map(Start::Want));
+            for pin in pins_of(view, &node)? {
+                if pin.reference == "scratch" || from.allows(&pin.reference) {
+                    todo.push_back(Start::Want(pin));
+                } else if !foreign
+                    .iter()
+                    .any(|f| f.reference == pin.reference && f.pinned == pin.pinned)
+                {
+                    foreign.push(pin);
+                }
+            }
         }
         nodes.push(node);
+    }
+    if !foreign.is_empty() {
+        let home = match from {
+            Registries::Any => Vec::new(),
+            Registries::Only(v) => v.clone(),
+        };
+        let mut registries: Vec<String> = Vec::new();
+        for r in foreign.iter().filter_map(|p| registry_of(&p.reference)) {
+            if !registries.contains(&r) {
+                registries.push(r);
+            }
+        }
+        return Err(WalkError::Foreign {
+            home,
+            pins: foreign,
+            registries,
+        });
     }
     Ok(nodes)
 }
@@ -418,6 +525,55 @@ mod tests {
         assert_eq!(line_of(af, "BIN", "reg/jq:1").line, Some(5));
         assert_eq!(line_of(af, "FROM", "reg/p:1").line, Some(1));
         assert_eq!(line_of(af, "BIN", "reg/other:1").line, None);
+    }
+
+    #[test]
+    fn only_the_registries_named_are_read_whatever_their_case() {
+        let from = Registries::only(["Reg.Example:5000"], &["other.example".to_owned()]);
+        assert!(from.allows("reg.example:5000/tools/jq:1"));
+        assert!(from.allows("OTHER.example/a/b@sha256:00"));
+        assert!(!from.allows("private.example/corp/tool:1"));
+        assert!(!from.allows("reg.example:5001/tools/jq:1"));
+        // Docker Hub by its short name is docker.io, like any other registry.
+        assert!(!from.allows("alpine:3"));
+        assert!(Registries::only(["docker.io"], &[]).allows("alpine:3"));
+        assert!(Registries::Any.allows("private.example/corp/tool:1"));
+    }
+
+    #[test]
+    fn a_foreign_pin_is_refused_with_who_pinned_it() {
+        let want = |reference: &str, line| Want {
+            reference: reference.into(),
+            pinned: Some(Digest::of(b"x")),
+            role: Role::Bin,
+            by: Some(PinnedBy {
+                agent: "reg/agent:1".into(),
+                line,
+                text: line.map(|_| format!("BIN tool {reference}")),
+            }),
+        };
+        let e = WalkError::Foreign {
+            home: vec!["reg".into()],
+            pins: vec![
+                want("private.example/corp/tool:1", Some(4)),
+                want("GHCR.io/x/tool:1", None),
+            ],
+            registries: vec!["private.example".into(), "ghcr.io".into()],
+        };
+        let d = Digest::of(b"x");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the closure pins 2 image(s) on registries other than reg; a pin elsewhere is read \
+                 only on a registry you name (it would be fetched with your credentials there and \
+                 republished):\n\
+                 private.example/corp/tool:1@{d}, pinned by reg/agent:1 (its Agentfile, line 4: \
+                 `BIN tool private.example/corp/tool:1`)\n\
+                 GHCR.io/x/tool:1@{d}, pinned by reg/agent:1 (inherited: its Agentfile does not \
+                 name it)\n\
+                 name only a registry whose images you mean to republish"
+            )
+        );
     }
 
     #[test]

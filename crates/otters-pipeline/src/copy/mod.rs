@@ -13,13 +13,19 @@
 //!
 //! Where images go in a registry destination: the named image to `DST`; each pinned image to
 //! `DST`'s registry under its own repository path and tag (`reg1/tools/jq:1` →
-//! `reg2/tools/jq:1`), or by digest alone when its tag no longer names the pinned content. In an
+//! `reg2/tools/jq:1`), or by digest alone when its tag no longer names the pinned content or
+//! names other content at the destination (never moved without `--force`: [`tags`]). In an
 //! OCI layout or archive each pinned image is named by its reference as written, so `otters load`
 //! puts it back under that name.
 
 pub mod closure;
+mod dry;
+mod tags;
 
-use closure::{walk, Found, Lookup, Node, PinnedBy, Role, View, WalkError, Want};
+pub use dry::ListedReferrer;
+pub use tags::KeptTag;
+
+use closure::{walk, Found, Lookup, Node, PinnedBy, Registries, Role, View, WalkError, Want};
 use otters_oci::archive::local::{load_layout, LocalSource};
 use otters_oci::archive::{self, ArchiveError};
 use otters_oci::copy::{deliver, fetch, relay, write_layout, Place};
@@ -35,6 +41,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What to copy where.
 #[derive(Clone, Debug)]
+#[allow(clippy::struct_excessive_bools)]
 pub struct CopyRequest {
     pub source: String,
     pub destination: String,
@@ -43,6 +50,10 @@ pub struct CopyRequest {
     /// Only list what would move.
     pub dry_run: bool,
     pub insecure: bool,
+    /// Registries other than the source's whose pins `-r` may read (`--from-registry`).
+    pub from_registries: Vec<String>,
+    /// Move destination tags of pinned images that name other content (`--force`).
+    pub force: bool,
 }
 
 /// One image of a copy.
@@ -62,6 +73,17 @@ pub struct CopiedImage {
     pub platforms: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pinned_by: Option<PinnedBy>,
+    /// What the destination tag named before this copy moved it (the image named as `DST`, or
+    /// a pinned image with `--force`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
+    /// The destination tag this pinned image did not take, because it names other content
+    /// there: the image went by digest alone and the tag was left as it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_tag: Option<KeptTag>,
+    /// A dry run: the referrers that would go along (of the image's every manifest, and theirs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub referrers: Vec<ListedReferrer>,
 }
 
 /// What a copy did (or, with `dry_run`, would do).
@@ -83,7 +105,7 @@ pub struct CopyReport {
     pub downloaded: usize,
     /// Bytes moved (downloaded plus uploaded; a streamed blob counts once).
     pub bytes: u64,
-    /// Referrers copied.
+    /// Referrers copied (a dry run: listed, as they would be copied).
     pub referrers: usize,
 }
 
@@ -156,7 +178,7 @@ pub fn copy(
         None
     };
     let nodes = match &source {
-        Place::Registry(_) => {
+        Place::Registry(src) => {
             let view = RegistryView(client.as_ref().expect("a registry source has a client"));
             let root = Want {
                 reference: req.source.clone(),
@@ -164,20 +186,25 @@ pub fn copy(
                 role: Role::Image,
                 by: None,
             };
-            walk(&view, vec![root.into()], req.recursive)?
+            let from = Registries::only([src.registry.as_str()], &req.from_registries);
+            walk(&view, vec![root.into()], req.recursive, &from)?
         }
         Place::Local(l) => {
             let entries = load_local(store, l)?;
             let root = local_root(l, &entries)?;
             let view = LoadedView { store, entries };
-            walk(&view, vec![root.into()], req.recursive)?
+            // Read from the layout or archive only: no registry is asked.
+            walk(&view, vec![root.into()], req.recursive, &Registries::Any)?
         }
     };
-    let images = nodes
+    let mut images = nodes
         .iter()
         .enumerate()
         .map(|(i, n)| planned(n, i == 0, &source, &dest, &req.source))
         .collect::<Result<Vec<_>, _>>()?;
+    if let (Place::Registry(_), Some(c)) = (&dest, &client) {
+        tags::guard(c, &mut images, req.force)?;
+    }
     let mut report = CopyReport {
         source: req.source.clone(),
         destination: req.destination.clone(),
@@ -191,6 +218,14 @@ pub fn copy(
         referrers: 0,
     };
     if req.dry_run {
+        let from = match source {
+            Place::Registry(_) => client.as_ref(),
+            Place::Local(_) => None,
+        };
+        for (image, node) in report.images.iter_mut().zip(&nodes) {
+            image.referrers = dry::referrers(from, store, node)?;
+            report.referrers += image.referrers.len();
+        }
         return Ok(report);
     }
     let client = client.as_ref();
@@ -386,6 +421,9 @@ fn planned(
             media_type: node.descriptor.media_type.clone(),
             platforms: node.platforms.clone(),
             pinned_by: node.by.clone(),
+            replaces: None,
+            kept_tag: None,
+            referrers: Vec::new(),
         },
         target,
     ))
@@ -495,10 +533,14 @@ fn node_of(
 /// saved under) and everything they pin, recursively; a pinned image the store lacks is fetched
 /// from its registry (with its referrers). Returns every image with its names, for
 /// [`archive::save_many`].
+///
+/// Pins are read only on the registries of the images named (by the reference each is saved
+/// under; one named by digest alone has none) and on `from_registries` (`--from-registry`).
 pub fn with_deps(
     store: &Store,
     roots: &[(Descriptor, Vec<String>)],
     insecure: bool,
+    from_registries: &[String],
 ) -> Result<Vec<(Descriptor, Vec<String>)>, CopyError> {
     let client = RegistryClient::new(ClientOptions {
         insecure,
@@ -508,6 +550,13 @@ pub fn with_deps(
         store,
         client: &client,
     };
+    let homes: Vec<String> = roots
+        .iter()
+        .filter_map(|(_, names)| names.first())
+        .filter_map(|n| Reference::parse(n).ok())
+        .map(|r| r.registry)
+        .collect();
+    let from = Registries::only(homes.iter().map(String::as_str), from_registries);
     let starts = roots
         .iter()
         .map(|(d, names)| {
@@ -523,7 +572,7 @@ pub fn with_deps(
             node_of(Role::Image, name, source, d.clone(), None).into()
         })
         .collect();
-    let nodes = walk(&view, starts, true)?;
+    let nodes = walk(&view, starts, true, &from)?;
     let mut out: Vec<(Descriptor, Vec<String>)> = roots.to_vec();
     let mut sources = Sources::load(store.root());
     for node in nodes.iter().skip(roots.len()) {

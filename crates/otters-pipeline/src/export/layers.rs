@@ -15,8 +15,10 @@ use otters_oci::spec::descriptor::{Descriptor, ANN_TITLE, TAR_GZIP_LAYER};
 use otters_oci::spec::digest::HashingWriter;
 use otters_oci::{Digest, Store, StoreError};
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -31,10 +33,12 @@ pub enum Kind {
     },
 }
 
-/// One entry: its path in the image (relative, no trailing `/`), kind and owner.
+/// One entry: its path in the image (relative, no trailing `/`), kind and owner. The path is
+/// bytes, as the tree's names are: a name that is not UTF-8 is kept as it is (a tar header holds
+/// raw bytes), never replaced, so two such names never collapse into one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
-    pub path: String,
+    pub path: Vec<u8>,
     pub kind: Kind,
     pub uid: u32,
 }
@@ -43,7 +47,7 @@ pub struct Entry {
 #[derive(Clone, Debug, Default)]
 pub struct Group {
     pub title: String,
-    entries: BTreeMap<String, Entry>,
+    entries: BTreeMap<Vec<u8>, Entry>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,18 +71,18 @@ impl Group {
     }
 
     /// Adds the parent directories of `path` (root-owned unless already there).
-    fn parents(&mut self, path: &str) {
-        let mut at = String::new();
+    fn parents(&mut self, path: &[u8]) {
+        let mut at = Vec::new();
         for part in path
-            .split('/')
+            .split(|b| *b == b'/')
             .collect::<Vec<_>>()
             .split_last()
             .map_or(&[][..], |(_, p)| p)
         {
             if !at.is_empty() {
-                at.push('/');
+                at.push(b'/');
             }
-            at.push_str(part);
+            at.extend_from_slice(part);
             self.entries.entry(at.clone()).or_insert(Entry {
                 path: at.clone(),
                 kind: Kind::Dir,
@@ -88,7 +92,7 @@ impl Group {
     }
 
     /// Adds an empty directory at `path`, owned by `uid`.
-    pub fn dir(&mut self, path: &str, uid: u32) {
+    pub fn dir(&mut self, path: &[u8], uid: u32) {
         self.parents(path);
         self.entries.insert(
             path.to_owned(),
@@ -102,7 +106,7 @@ impl Group {
 
     /// Adds `source` (a file or a directory of the tree, walked in sorted order without following
     /// links) at `path`, owned by `uid`.
-    pub fn add(&mut self, source: &Path, path: &str, uid: u32) -> Result<(), LayerError> {
+    pub fn add(&mut self, source: &Path, path: &[u8], uid: u32) -> Result<(), LayerError> {
         let meta = fs::symlink_metadata(source).map_err(|e| LayerError::Read {
             path: source.to_owned(),
             source: e,
@@ -137,10 +141,19 @@ impl Group {
             .map_err(read)?;
         names.sort();
         for n in names {
-            let child = format!("{path}/{}", n.to_string_lossy());
+            let mut child = path.to_vec();
+            child.push(b'/');
+            child.extend_from_slice(n.as_bytes());
             self.add(&source.join(&n), &child, uid)?;
         }
         Ok(())
+    }
+
+    /// True when the layer holds a regular file at `path` (relative, as entries are).
+    pub fn has_file(&self, path: &[u8]) -> bool {
+        self.entries
+            .get(path)
+            .is_some_and(|e| matches!(e.kind, Kind::File { .. }))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -172,7 +185,7 @@ pub fn write(store: &Store, group: &Group) -> Result<Written, LayerError> {
             AppendError::Read(source) => LayerError::Read {
                 path: match &e.kind {
                     Kind::File { source, .. } => source.clone(),
-                    Kind::Dir => PathBuf::from(&e.path),
+                    Kind::Dir => PathBuf::from(OsStr::from_bytes(&e.path)),
                 },
                 source,
             },
@@ -196,7 +209,7 @@ enum AppendError {
 }
 
 fn append<W: io::Write>(tar: &mut tar::Builder<W>, e: &Entry) -> Result<(), AppendError> {
-    let mut name = e.path.as_bytes().to_vec();
+    let mut name = e.path.clone();
     if e.kind == Kind::Dir {
         name.push(b'/');
     }
@@ -244,12 +257,12 @@ mod tests {
     #[test]
     fn parents_come_first_and_once() {
         let mut g = Group::new("t");
-        g.dir("a/b/c", 7);
-        g.dir("a/d", 0);
+        g.dir(b"a/b/c", 7);
+        g.dir(b"a/d", 0);
         let paths: Vec<(&str, u32)> = g
             .entries
             .values()
-            .map(|e| (e.path.as_str(), e.uid))
+            .map(|e| (std::str::from_utf8(&e.path).unwrap(), e.uid))
             .collect();
         assert_eq!(paths, [("a", 0), ("a/b", 0), ("a/b/c", 7), ("a/d", 0)]);
     }
@@ -262,7 +275,7 @@ mod tests {
         fs::write(&src, b"hello").unwrap();
         fs::set_permissions(&src, fs::Permissions::from_mode(0o700)).unwrap();
         let mut group = Group::new("bin/x");
-        group.add(&src, "opt/bins/x", 0).unwrap();
+        group.add(&src, b"opt/bins/x", 0).unwrap();
         let first = write(&store, &group).unwrap();
         fs::set_permissions(&src, fs::Permissions::from_mode(0o751)).unwrap();
         let second = write(&store, &group).unwrap();
@@ -288,6 +301,36 @@ mod tests {
                 ("opt/".to_owned(), 0o755, 0),
                 ("opt/bins/".to_owned(), 0o755, 0),
                 ("opt/bins/x".to_owned(), 0o755, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_keep_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("store")).unwrap();
+        let src = dir.path().join("data");
+        fs::create_dir(&src).unwrap();
+        for (name, body) in [(&b"\xff.txt"[..], "one"), (&b"\xfe.txt"[..], "two")] {
+            fs::write(src.join(OsStr::from_bytes(name)), body).unwrap();
+        }
+        let mut group = Group::new("agent");
+        group.add(&src, b"etc/data", 0).unwrap();
+        let written = write(&store, &group).unwrap();
+        let bytes = store.read_blob(&written.descriptor.digest).unwrap();
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+        let names: Vec<Vec<u8>> = archive
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path_bytes().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                b"etc/".to_vec(),
+                b"etc/data/".to_vec(),
+                b"etc/data/\xfe.txt".to_vec(),
+                b"etc/data/\xff.txt".to_vec()
             ]
         );
     }

@@ -11,21 +11,26 @@
 //! the agent's own files, so agents sharing a runtime or BIN share those layers. Entrypoint, Cmd,
 //! `WorkingDir` and `Env` are the docker executor's; the user is [`USER`].
 //!
+//! The image config ([`config`]) carries the agent's time, LABELs and a history per layer. A
+//! RUNTIME or BIN that could not start in the image (a script whose interpreter, or a dynamic
+//! program whose loader, is not in it: [`loader`]) is refused. The working copy is private
+//! ([`private_workdir`]).
+//!
 //! Must never: put a credential in the image (the environment is built with no host lookup), read
 //! a tag for the runtime or BINs when the agent pins them, or depend on the clock, host, user,
 //! umask or directory order (same agent, same digest).
 
+pub mod config;
 pub mod layers;
+pub mod loader;
 pub mod push;
 
-use crate::run::env::EnvEntry;
 use crate::run::extract::Limits;
 use crate::run::materialise::{self, MaterialiseError};
 use crate::run::mounts::UserMount;
 use crate::run::overrides::Overrides;
 use crate::run::plan::{
-    self, Launcher, Pins, PlanError, RunOptions, CONTAINER_BINDS, CONTAINER_PORT,
-    CONTAINER_RUNTIME, CONTAINER_WORKDIR,
+    self, Launcher, Pins, PlanError, RunOptions, CONTAINER_BINDS, CONTAINER_RUNTIME,
 };
 use crate::run::source::{self, AgentImage, Fetcher, SourceError};
 use layers::{Group, LayerError};
@@ -63,6 +68,19 @@ pub enum ExportError {
     Store(#[from] StoreError),
     #[error("cannot create a temporary directory for the export: {0}")]
     Temp(std::io::Error),
+    #[error("the {what} is {kind} that needs {needed} to start, and the image has no {needed}: an export holds only the runtime, its BINs and the agent's files, so a container would fail with `exec {at}: no such file or directory`; {fix}")]
+    MissingLoader {
+        what: String,
+        kind: &'static str,
+        needed: String,
+        at: String,
+        fix: &'static str,
+    },
+    #[error("cannot read {}: {source}", .path.display())]
+    ReadProgram {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{reference}: the index has no image for {wanted} (it has: {available})")]
     NoPlatform {
         reference: String,
@@ -183,6 +201,17 @@ fn export_annotations(platform: Option<&Platform>) -> BTreeMap<String, String> {
     a
 }
 
+/// The export's working copy of the agent: a directory in the system's temporary directory (a
+/// place other users share) that only this user may enter (0700 whatever the umask), so nobody
+/// else reads the agent's files, or races a link into the tree, while the layers are written.
+pub fn private_workdir() -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix("otters-export-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+}
+
 /// The agent id written into an exported tree: derived from the agent's digest, so the same
 /// agent always gets the same id (a run's id is random, and kept from run to run).
 pub fn agent_id(digest: &Digest) -> String {
@@ -270,10 +299,7 @@ fn export_one(
     limits: &Limits,
 ) -> Result<Image, ExportError> {
     let image = source::load_agent(store, reference, digest)?;
-    let tmp = tempfile::Builder::new()
-        .prefix("otters-export-")
-        .tempdir()
-        .map_err(ExportError::Temp)?;
+    let tmp = private_workdir().map_err(ExportError::Temp)?;
     let root = tmp.path().join("agent");
     let plan = plan_for_export(&image, root.clone(), platform)?;
     materialise::materialise(&plan, store, fetcher, limits, None)?;
@@ -285,23 +311,29 @@ fn export_one(
         let dst = dst.trim_start_matches('/');
         let from = root.join(src);
         match *src {
-            "usr/local/bin" => runtime.add(&from, dst, 0)?,
+            "usr/local/bin" => runtime.add(&from, dst.as_bytes(), 0)?,
             "usr/bin" => {
-                agent.dir(dst, 0);
+                agent.dir(dst.as_bytes(), 0);
                 let mut seen = std::collections::BTreeSet::new();
                 for b in &image.model.agent.bins {
                     if seen.insert(b.name.as_str()) {
                         let mut g = Group::new(format!("bin/{}", b.name));
-                        g.add(&from.join(&b.name), &format!("{dst}/{}", b.name), 0)?;
+                        let at = format!("{dst}/{}", b.name);
+                        g.add(&from.join(&b.name), at.as_bytes(), 0)?;
                         bins.push(g);
                     }
                 }
             }
-            _ => agent.add(&from, dst, if *read_only { 0 } else { USER_ID })?,
+            _ => agent.add(&from, dst.as_bytes(), if *read_only { 0 } else { USER_ID })?,
         }
     }
+    let groups: Vec<&Group> = std::iter::once(&runtime)
+        .chain(&bins)
+        .chain([&agent])
+        .collect();
+    check_loaders(&image, &root, &groups)?;
     let mut written = Vec::new();
-    for g in std::iter::once(&runtime).chain(&bins).chain([&agent]) {
+    for g in &groups {
         written.push(layers::write(store, g)?);
     }
     drop(tmp);
@@ -313,15 +345,25 @@ fn export_one(
         .as_ref()
         .map(|m| m.value.clone())
         .unwrap_or_default();
-    let config = image_config(
+    let agent_bytes = store.read_blob(digest)?;
+    let agent_doc: ManifestDoc = serde_json::from_slice(&agent_bytes).unwrap_or_default();
+    let layers: Vec<config::Layer> = written
+        .iter()
+        .zip(&groups)
+        .map(|(w, g)| config::Layer {
+            diff_id: &w.diff_id,
+            created_by: config::created_by(&image, &plan, &g.title),
+        })
+        .collect();
+    let config = config::image_config(
         &image,
+        &agent_doc.annotations,
         platform,
         &plan.env,
         &plan::container_args(&plan::exec_args(&image), &model),
-        &written.iter().map(|w| &w.diff_id).collect::<Vec<_>>(),
+        &layers,
     );
     let (config_digest, config_size) = store.put_blob_bytes(&config)?;
-    let agent_bytes = store.read_blob(digest)?;
     let subject = Descriptor::new(MANIFEST_V1, digest.clone(), agent_bytes.len() as u64);
     let layer_descs: Vec<Descriptor> = written.into_iter().map(|w| w.descriptor).collect();
     let manifest = Value::object()
@@ -353,56 +395,67 @@ fn export_one(
     })
 }
 
-/// The image config (`application/vnd.oci.image.config.v1+json`), canonical JSON.
-fn image_config(
+/// Refuses a RUNTIME or BIN that cannot start in the image: a script whose `#!` interpreter, or a
+/// dynamically linked program whose loader, is not a file among the image's layers `groups`.
+fn check_loaders(
     image: &AgentImage,
-    platform: &Platform,
-    env: &[EnvEntry],
-    cmd: &[String],
-    diff_ids: &[&Digest],
-) -> Vec<u8> {
-    let strings = |v: &[String]| Value::Array(v.iter().map(|s| Value::from(s.as_str())).collect());
-    let env: Vec<String> = env
-        .iter()
-        .filter(|e| !e.secret)
-        .map(|e| format!("{}={}", e.key, e.value))
-        .collect();
-    let name = image.model.agent.name_str().unwrap_or_default();
-    let mut labels = BTreeMap::from([
-        ("io.openotters.agent".to_owned(), "true".to_owned()),
-        (
-            "io.openotters.agent.digest".to_owned(),
-            image.digest.to_string(),
-        ),
-    ]);
-    if !name.is_empty() {
-        labels.insert("org.opencontainers.image.title".into(), name.to_owned());
+    root: &std::path::Path,
+    groups: &[&Group],
+) -> Result<(), ExportError> {
+    let runtime = image
+        .model
+        .agent
+        .runtime
+        .as_ref()
+        .map(|r| r.value.clone())
+        .unwrap_or_default();
+    let mut programs = vec![(
+        format!("RUNTIME {runtime}"),
+        "usr/local/bin/runtime".to_owned(),
+        CONTAINER_RUNTIME.to_owned(),
+    )];
+    for b in &image.model.agent.bins {
+        programs.push((
+            format!("BIN {} ({})", b.name, b.image),
+            format!("usr/bin/{}", b.name),
+            format!("/opt/bins/{}", b.name),
+        ));
     }
-    let mut v = Value::object()
-        .with("architecture", platform.architecture.as_str())
-        .with("os", platform.os.as_str());
-    if let Some(var) = &platform.variant {
-        v.push("variant", var.as_str());
+    for (what, tree_path, at) in programs {
+        let path = root.join(&tree_path);
+        let needs = loader::needs(&path).map_err(|source| ExportError::ReadProgram {
+            path: path.clone(),
+            source,
+        })?;
+        let Some(needs) = needs else { continue };
+        let inside = needs
+            .path()
+            .strip_prefix(b"/")
+            .is_some_and(|p| groups.iter().any(|g| g.has_file(p)));
+        if inside {
+            continue;
+        }
+        let needed =
+            otters_core::escape::escape(&String::from_utf8_lossy(needs.path())).into_owned();
+        let (kind, fix) = match needs {
+            loader::Needs::Interpreter(_) => (
+                "a script",
+                "make it a static binary, or a script whose `#!` names one of the agent's BINs (`#!/opt/bins/NAME`); `otters run` (which has the host's or the base image's interpreters) runs it as it is",
+            ),
+            loader::Needs::Loader(_) => (
+                "a dynamically linked program",
+                "build it as a static binary (for example with musl, `-static`, or `CGO_ENABLED=0` for Go); `otters run` (which has the host's or the base image's libraries) runs it as it is",
+            ),
+        };
+        return Err(ExportError::MissingLoader {
+            what: otters_core::escape::escape(&what).into_owned(),
+            kind,
+            needed,
+            at,
+            fix,
+        });
     }
-    let config = Value::object()
-        .with("User", USER)
-        .with(
-            "ExposedPorts",
-            Value::object().with(format!("{CONTAINER_PORT}/tcp"), Value::object()),
-        )
-        .with("Env", strings(&env))
-        .with("Entrypoint", strings(&[CONTAINER_RUNTIME.to_owned()]))
-        .with("Cmd", strings(cmd))
-        .with("WorkingDir", CONTAINER_WORKDIR)
-        .with("Labels", string_map(&labels));
-    let v = v.with("config", config).with(
-        "rootfs",
-        Value::object().with("type", "layers").with(
-            "diff_ids",
-            Value::Array(diff_ids.iter().map(|d| Value::from(d.as_str())).collect()),
-        ),
-    );
-    to_compact(&v).unwrap_or_default()
+    Ok(())
 }
 
 /// The runnable exports the store records for the agent `digest` (a manifest or an index): the
@@ -451,6 +504,14 @@ mod tests {
         assert_eq!(id, agent_id(&d));
         assert_ne!(id, agent_id(&Digest::of(b"other")));
         assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
+    }
+
+    #[test]
+    fn the_working_copy_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = private_workdir().unwrap();
+        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 
     #[test]

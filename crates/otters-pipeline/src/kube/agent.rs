@@ -5,7 +5,7 @@
 //! Takes: the store, the reference, the export's platform and the object options. Returns: the
 //! YAML. Must never: point a cluster at an export of another agent or platform, or at an image
 //! no registry holds.
-use super::{KubeError, Options};
+use super::{KubeError, Manifests, Options};
 use crate::export;
 use crate::run::fetch::RegistryFetcher;
 use crate::run::prepare::{self, PrepareError, Pull};
@@ -40,6 +40,13 @@ pub enum AgentKubeError {
         reference: String,
         platform: Platform,
     },
+    /// An agent built for one platform, asked for another than this machine's: the plain
+    /// `otters export` would export it for this machine, never for `platform`.
+    #[error("{} has no runnable export for {platform}, and an agent built for one platform is exported for that platform only", escape(.reference))]
+    NoExportForPlatform {
+        reference: String,
+        platform: Platform,
+    },
     #[error("{} has no runnable export in the store, and its registry could not be asked for one", escape(.reference))]
     ExportLookup {
         reference: String,
@@ -56,8 +63,9 @@ pub enum AgentKubeError {
     },
 }
 
-/// The YAML that runs the agent `reference` names in the image `image`, by default the agent's
-/// runnable export for `platform` as `REPO@sha256:…` (`opts.image` is set to it).
+/// The YAML (and its warnings) that runs the agent `reference` names in the image `image`, by
+/// default the agent's runnable export for `platform` as `REPO@sha256:…` (`opts.image` is set
+/// to it).
 pub fn agent_objects(
     store: &Store,
     reference: &str,
@@ -65,7 +73,7 @@ pub fn agent_objects(
     fetch: &Fetch,
     image: Option<&str>,
     mut opts: Options,
-) -> Result<String, AgentKubeError> {
+) -> Result<Manifests, AgentKubeError> {
     let registry = RegistryFetcher::new(fetch.client.clone());
     let pull = if fetch.offline {
         Pull::Never
@@ -77,12 +85,28 @@ pub fn agent_objects(
     let agent = source::load_agent(store, reference, &manifest)?;
     opts.image = match image {
         Some(i) => i.to_owned(),
-        None => find_export(store, reference, &top, platform, fetch)?,
+        None => find_export(store, reference, &top, platform, fetch)
+            .map_err(|e| for_platform(e, manifest == top))?,
     };
     super::manifests(&agent, &opts).map_err(|e| AgentKubeError::Objects {
         reference: reference.to_owned(),
         source: Box::new(e),
     })
+}
+
+/// [`AgentKubeError::NoExportForPlatform`] for `NoExport` of a `single`-platform agent (not an
+/// index) asked for another platform than this machine's; any other error as it is.
+fn for_platform(e: AgentKubeError, single: bool) -> AgentKubeError {
+    match e {
+        AgentKubeError::NoExport {
+            reference,
+            platform,
+        } if single && platform != export::linux_host() => AgentKubeError::NoExportForPlatform {
+            reference,
+            platform,
+        },
+        e => e,
+    }
 }
 
 /// The agent's runnable export as `REPO@sha256:…`: from the store's referrers, else from the
@@ -137,5 +161,27 @@ mod tests {
             text.contains("run `otters export r.example/a:1 --as runnable --push` first"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn only_a_single_platform_agent_asked_for_another_platform_is_told_to_rebuild() {
+        let no_export = |platform: Platform| AgentKubeError::NoExport {
+            reference: "r.example/a:1".into(),
+            platform,
+        };
+        let other = Platform::parse("linux/s390x").unwrap();
+        assert!(matches!(
+            for_platform(no_export(other.clone()), true),
+            AgentKubeError::NoExportForPlatform { .. }
+        ));
+        // An index exports every platform it has; this machine's is what `otters export` makes.
+        assert!(matches!(
+            for_platform(no_export(other), false),
+            AgentKubeError::NoExport { .. }
+        ));
+        assert!(matches!(
+            for_platform(no_export(export::linux_host()), true),
+            AgentKubeError::NoExport { .. }
+        ));
     }
 }

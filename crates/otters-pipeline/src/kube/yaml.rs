@@ -1,7 +1,9 @@
 //! A small deterministic YAML writer for Kubernetes objects: block style, keys in the order they
-//! were added, every string double-quoted (JSON escaping, which YAML reads the same), integers and
-//! booleans plain, `{}` and `[]` for empty collections. Same value, same bytes.
+//! were added, every string double-quoted and every key quoted unless plainly safe under YAML 1.1
+//! (kubectl's reader) and 1.2, both by the project's one quoter ([`otters_core::yaml`]), integers
+//! and booleans plain, `{}` and `[]` for empty collections. Same value, same bytes.
 
+use otters_core::yaml::{key, quote as quoted};
 use std::fmt::Write as _;
 
 /// A YAML value.
@@ -85,44 +87,6 @@ pub fn documents(docs: &[Node]) -> String {
         block(&mut out, d, 0);
     }
     out
-}
-
-fn quoted(s: &str) -> String {
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            '\t' => q.push_str("\\t"),
-            '\r' => q.push_str("\\r"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) => {
-                let _ = write!(q, "\\u{:04x}", c as u32);
-            }
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
-}
-
-/// A key written plain when it is plainly safe (`app.kubernetes.io/name`), else quoted.
-fn key(k: &str) -> String {
-    let plain = !k.is_empty()
-        && k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
-        && k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b));
-    if plain
-        && !matches!(
-            k,
-            "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null"
-        )
-    {
-        k.to_owned()
-    } else {
-        quoted(k)
-    }
 }
 
 fn scalar(n: &Node) -> Option<String> {

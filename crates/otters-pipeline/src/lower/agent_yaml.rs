@@ -3,11 +3,13 @@
 //!
 //! Takes: the model, the pins and the executor flavour. Returns: YAML text. Must never: do I/O,
 //! write ENV values or mount host paths (they are secrets or host details), or depend on map
-//! iteration order. Every string is double-quoted with escapes, so no value can change the YAML's
-//! shape and the bytes are stable.
+//! iteration order. Every string is double-quoted with escapes and every key quoted unless plainly
+//! safe ([`otters_core::yaml`], the quoter the `kube` objects use too), so no value can change the
+//! YAML's shape and the bytes are stable.
 
 use super::pins::Pins;
 use otters_agentfile::ir::Agentfile;
+use otters_core::yaml::{key as key_text, quote};
 use otters_oci::Digest;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -201,54 +203,6 @@ impl Yaml {
         self.indent(depth);
         let _ = writeln!(self.out, "- {}", quote(value));
     }
-}
-
-/// Keys are bare when they are plain identifiers (every fixed key, most CONFIG keys), else quoted.
-fn key_text(key: &str) -> String {
-    let plain = !key.is_empty()
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
-        && key.as_bytes()[0].is_ascii_alphabetic();
-    if plain
-        && !matches!(
-            key,
-            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
-        )
-    {
-        key.to_owned()
-    } else {
-        quote(key)
-    }
-}
-
-/// A YAML double-quoted scalar: `"` and `\` escaped, line breaks and every non-printable or
-/// YAML-special code point written as an escape.
-pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20
-                || c == '\u{7f}'
-                || ('\u{80}'..='\u{9f}').contains(&c)
-                || matches!(
-                    c,
-                    '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
-                ) =>
-            {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

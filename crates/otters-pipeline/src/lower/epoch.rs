@@ -20,44 +20,11 @@ pub fn parse(value: Option<&str>) -> Result<Option<u64>, BadEpoch> {
 }
 
 /// UTC RFC 3339 with second precision, as Go's `time.RFC3339` prints UTC times.
-pub fn rfc3339(epoch: u64) -> String {
-    let days = epoch / 86_400;
-    let secs = epoch % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar
-/// (Howard Hinnant's algorithm, restricted to non-negative days).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
-}
+pub use otters_core::time::rfc3339;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn formats_known_dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
-        assert_eq!(rfc3339(4_102_444_799), "2099-12-31T23:59:59Z");
-    }
 
     #[test]
     fn accepts_only_integers() {

@@ -60,8 +60,9 @@ pub fn install(
         .filter(|l| extract::is_tar(l.media_type.as_str()))
     {
         let found = with_verified(store, &l.digest, |blob| {
-            let r = extract::decoder(l.media_type.as_str(), Box::new(blob));
-            extract::find_binary(&layer_id(&l.digest), r, &target, tree, out, limits, budget)
+            let layer = layer_id(&l.digest);
+            let r = extract::decoder(&layer, l.media_type.as_str(), Box::new(blob))?;
+            extract::find_binary(&layer, r, &target, tree, out, limits, budget)
                 .map_err(BinError::from)
         })?;
         if found {

@@ -15,6 +15,7 @@
 //! induction every link then resolves inside its layer, whatever else the tree holds, and the
 //! extraction itself never uses a link as a path.
 
+use super::decompress::{self, Compression};
 use super::tree::{Tree, TreeError};
 use otters_oci::archive::tar_reader::{Kind, TarError, TarReader};
 use std::collections::BTreeSet;
@@ -123,6 +124,8 @@ pub enum ExtractError {
         limit: u64,
         unit: &'static str,
     },
+    #[error("layer {layer} has media type {media_type}, a compression otters cannot read (it reads tar layers uncompressed, gzip and zstd); push the image with one of those")]
+    Compression { layer: String, media_type: String },
     #[error("layer {layer}: cannot read the tar stream: {source}")]
     Read { layer: String, source: TarError },
     #[error("layer {layer}: {source}")]
@@ -131,13 +134,19 @@ pub enum ExtractError {
     Write { path: String, source: io::Error },
 }
 
-/// Wrap a layer reader in gunzip when the media type says gzip.
-pub fn decoder<'a>(media_type: &str, r: Box<dyn Read + 'a>) -> Box<dyn Read + 'a> {
-    if media_type.contains("gzip") {
-        Box::new(flate2::read::GzDecoder::new(r))
-    } else {
-        r
-    }
+/// The tar stream of the layer `layer`: `r` decompressed as its media type says (none, gzip or
+/// zstd: [`super::decompress`]); a compression otters cannot read is refused by name, never read
+/// as a tar.
+pub fn decoder<'a>(
+    layer: &str,
+    media_type: &str,
+    r: Box<dyn Read + 'a>,
+) -> Result<Box<dyn Read + 'a>, ExtractError> {
+    let compression = Compression::of(media_type).ok_or_else(|| ExtractError::Compression {
+        layer: layer.to_owned(),
+        media_type: otters_oci::validate::escape_text(media_type, 200),
+    })?;
+    Ok(decompress::reader(compression, r))
 }
 
 /// True for layer media types that hold a tar stream.
@@ -530,12 +539,12 @@ pub fn find_binary(
         budget,
         &mut Strip::Off,
         |item, data| {
-            let name = item.path.to_string_lossy();
-            let matches = name == want
+            // Bytes, not a lossy string: a name that is not UTF-8 never passes for another.
+            let matches = item.path.as_os_str().as_bytes() == want.as_bytes()
                 || item
                     .path
                     .file_name()
-                    .is_some_and(|f| f.to_string_lossy() == base);
+                    .is_some_and(|f| f.as_bytes() == base.as_bytes());
             if !matches || item.kind != Kind::Regular {
                 return Ok(false);
             }

@@ -112,9 +112,11 @@ fn unpacks_an_ordinary_layer() {
         },
     ]));
     let r = decoder(
+        "l",
         "application/vnd.oci.image.layer.v1.tar+gzip",
         Box::new(&bytes[..]),
-    );
+    )
+    .unwrap();
     unpack("l", r, &tree(dir.path()), &Limits::default(), &mut budget()).unwrap();
     assert_eq!(fs::read(dir.path().join("a/b.txt")).unwrap(), b"hello");
     assert_eq!(fs::read(dir.path().join("a/c")).unwrap(), b"hello");
@@ -433,14 +435,68 @@ fn header_bombs_are_refused_before_they_are_read() {
         let layer = enc.finish().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let r = decoder(
+            "l",
             "application/vnd.oci.image.layer.v1.tar+gzip",
             Box::new(&layer[..]),
-        );
+        )
+        .unwrap();
         let e = unpack("l", r, &tree(dir.path()), &Limits::default(), &mut budget())
             .unwrap_err()
             .to_string();
         assert!(e.contains("more than the 65536-byte limit"), "{e}");
     }
+}
+
+/// A zstd layer gets the bounds a gzip one does: the same header bomb (16 MiB of a claimed
+/// 1 GiB PAX record, a few KiB compressed) and a file over the size limit are refused.
+#[test]
+fn zstd_layers_are_bounded_as_gzip_ones() {
+    let mut h = tar::Header::new_ustar();
+    h.set_path("bomb").unwrap();
+    h.set_size(1 << 30);
+    h.as_mut_bytes()[156] = b'x';
+    h.set_cksum();
+    let mut raw = h.as_bytes().to_vec();
+    raw.extend(std::iter::repeat_n(b'a', 16 << 20));
+    let layer =
+        ruzstd::encoding::compress_to_vec(&raw[..], ruzstd::encoding::CompressionLevel::Fastest);
+    assert!(layer.len() < 4 << 20, "{}", layer.len());
+    let dir = tempfile::tempdir().unwrap();
+    let zstd = "application/vnd.oci.image.layer.v1.tar+zstd";
+    let r = decoder("l", zstd, Box::new(&layer[..])).unwrap();
+    let e = unpack("l", r, &tree(dir.path()), &Limits::default(), &mut budget())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than the 65536-byte limit"), "{e}");
+
+    let big = tar_of(&[file("big", &[7u8; 4096])]);
+    let layer =
+        ruzstd::encoding::compress_to_vec(&big[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let limits = Limits {
+        max_file: 1024,
+        ..Limits::default()
+    };
+    let r = decoder("l", zstd, Box::new(&layer[..])).unwrap();
+    let e = unpack("l", r, &tree(dir.path()), &limits, &mut budget())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("4096 bytes, more than the 1024-byte limit"),
+        "{e}"
+    );
+
+    // The same layer unpacks within the default limits; another compression is refused by name.
+    let r = decoder("l", zstd, Box::new(&layer[..])).unwrap();
+    unpack("l", r, &tree(dir.path()), &Limits::default(), &mut budget()).unwrap();
+    assert_eq!(fs::read(dir.path().join("big")).unwrap(), [7u8; 4096]);
+    let Err(e) = decoder(
+        "l",
+        "application/vnd.oci.image.layer.v1.tar+bzip2",
+        Box::new(&b""[..]),
+    ) else {
+        panic!("bzip2 accepted");
+    };
+    assert!(e.to_string().contains("media type application/vnd.oci.image.layer.v1.tar+bzip2, a compression otters cannot read"), "{e}");
 }
 
 mod fuzz {

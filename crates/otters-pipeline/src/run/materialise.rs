@@ -20,8 +20,10 @@ use otters_oci::store::verify::with_verified;
 use otters_oci::{Digest, Store, StoreError};
 use rustix::fs::FileType;
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -99,15 +101,12 @@ pub fn materialise(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .ok_or_else(|| MaterialiseError::NoParent(root.clone()))?;
-    let base = root
-        .file_name()
-        .map(|b| b.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let base = root.file_name().unwrap_or_default();
     fs::create_dir_all(parent).map_err(io_err("create", parent))?;
     let _lock = lock_agent(parent)?;
-    collect_stale_trees(parent, &base);
+    collect_stale_trees(parent, base);
     let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{base}.tmp-"))
+        .prefix(&beside(base, "tmp"))
         .tempdir_in(parent)
         .map_err(io_err("create a temp dir in", parent))?;
     let tree = Tree::open(tmp.path())?;
@@ -121,6 +120,15 @@ pub fn materialise(
     }
     drop(tree);
     swap(tmp, root, owner)
+}
+
+/// The prefix `.<base>.<what>-` of a directory beside the root named `base` (its bytes kept: a
+/// root whose name is not UTF-8 still finds its own temp trees, and only those).
+fn beside(base: &OsStr, what: &str) -> OsString {
+    let mut p = OsString::from(".");
+    p.push(base);
+    p.push(format!(".{what}-"));
+    p
 }
 
 /// Holds an exclusive flock on the root's parent directory (released by the kernel if the process
@@ -140,16 +148,13 @@ fn lock_agent(parent: &Path) -> Result<fs::File, MaterialiseError> {
 /// Removes `.<base>.tmp-*` trees that killed runs left beside the root. Called under the agent
 /// lock, so none of them is being written. `.<base>.old-*` directories are kept: one may hold
 /// the only copy of a workspace whose swap was cut short (the error named it).
-fn collect_stale_trees(parent: &Path, base: &str) {
-    let prefix = format!(".{base}.tmp-");
+fn collect_stale_trees(parent: &Path, base: &OsStr) {
+    let prefix = beside(base, "tmp");
     let Ok(entries) = fs::read_dir(parent) else {
         return;
     };
     for e in entries.flatten() {
-        let is_stale = e
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.starts_with(&prefix))
+        let is_stale = e.file_name().as_bytes().starts_with(prefix.as_bytes())
             && e.file_type().is_ok_and(|t| t.is_dir());
         if is_stale {
             // std's remove_dir_all never follows a symlink out of the tree.
@@ -189,7 +194,7 @@ fn write_tree(
                             })?;
                         extract::unpack_dir(
                             &layer,
-                            extract::decoder(media_type.as_str(), Box::new(blob)),
+                            extract::decoder(&layer, media_type.as_str(), Box::new(blob))?,
                             &dest,
                             title.as_deref().unwrap_or_default(),
                             limits,
@@ -386,12 +391,9 @@ fn swap(
     }
     // No exchange here (an old kernel or a filesystem without it): move aside, then move in.
     let parent = root.parent().unwrap_or(Path::new("/"));
-    let base = root
-        .file_name()
-        .map(|b| b.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let base = root.file_name().unwrap_or_default();
     let aside = match tempfile::Builder::new()
-        .prefix(&format!(".{base}.old-"))
+        .prefix(&beside(base, "old"))
         .tempdir_in(parent)
     {
         Ok(a) => a,

@@ -9,6 +9,7 @@
 
 pub(crate) mod bins;
 pub(crate) mod context_docs;
+pub mod decompress;
 pub mod env;
 pub mod exec;
 pub mod extract;

@@ -35,7 +35,8 @@ pub fn summary(report: &TransferReport, verb: &str) -> String {
 }
 
 /// A copy's data: per image its destination and digest (with `dry_run`: its role, source and
-/// destination, and an index's platforms).
+/// destination, an index's platforms, what happens to the destination tag, and each referrer that
+/// would go along).
 pub fn copied(report: &CopyReport) -> String {
     let mut out = String::new();
     for i in &report.images {
@@ -49,17 +50,46 @@ pub fn copied(report: &CopyReport) -> String {
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
         let (source, destination) = (esc(&i.source), esc(&i.destination));
-        if report.dry_run {
-            line!(out, "{role:<8} {source} -> {destination}{platforms}");
-        } else {
+        if !report.dry_run {
             line!(out, "{destination} {}", i.digest);
+            continue;
+        }
+        line!(out, "{role:<8} {source} -> {destination}{platforms}");
+        if let Some(was) = &i.replaces {
+            line!(
+                out,
+                "         would replace the tag, which names {}",
+                esc(was)
+            );
+        }
+        if let Some(k) = &i.kept_tag {
+            line!(
+                out,
+                "         by digest: {} names {} there and is kept (--force moves it)",
+                esc(&k.tag),
+                esc(&k.holds)
+            );
+        }
+        for r in &i.referrers {
+            let what = r
+                .kind
+                .clone()
+                .or_else(|| r.artifact_type.as_deref().map(esc))
+                .unwrap_or_else(|| "no artifact type".to_owned());
+            line!(
+                out,
+                "         referrer {} ({what}) of {}",
+                r.digest,
+                r.subject
+            );
         }
     }
     out
 }
 
-/// A copy's status line: how many images and referrers went where, and the blobs moved.
-pub fn copy_summary(report: &CopyReport) -> String {
+/// A copy's status lines: how many images and referrers went where and the blobs moved (with
+/// `counts`: the text form; the JSON report has them), and each destination tag replaced or kept.
+pub fn copy_summary(report: &CopyReport, counts: bool) -> String {
     let verb = if report.dry_run {
         "would copy"
     } else {
@@ -73,12 +103,40 @@ pub fn copy_summary(report: &CopyReport) -> String {
             report.downloaded, report.uploaded, report.mounted, report.skipped, report.bytes
         )
     };
-    format!(
-        "{verb} {} image(s) and {} referrer(s) to {}{moved}\n",
-        report.images.len(),
-        report.referrers,
-        esc(&report.destination),
-    )
+    let mut out = String::new();
+    if counts {
+        line!(
+            out,
+            "{verb} {} image(s) and {} referrer(s) to {}{moved}",
+            report.images.len(),
+            report.referrers,
+            esc(&report.destination),
+        );
+    }
+    if report.dry_run {
+        // The dry run's data lines say it per image.
+        return out;
+    }
+    for i in &report.images {
+        if let Some(was) = &i.replaces {
+            line!(
+                out,
+                "replaced tag {} (it named {})",
+                esc(&i.destination),
+                esc(was)
+            );
+        }
+        if let Some(k) = &i.kept_tag {
+            line!(
+                out,
+                "kept tag {} (it names {}): {} went by digest alone; pass --force to move the tag",
+                esc(&k.tag),
+                esc(&k.holds),
+                esc(&i.reference)
+            );
+        }
+    }
+    out
 }
 
 /// `discover --format json`: the image and its referrer tree, each node with its kind
@@ -180,6 +238,85 @@ mod tests {
             descriptor: d,
             referrers: below,
         }
+    }
+
+    fn copied(
+        role: crate::copy::closure::Role,
+        destination: &str,
+        n: u8,
+    ) -> crate::copy::CopiedImage {
+        crate::copy::CopiedImage {
+            role,
+            reference: format!("reg1/x{n}:1"),
+            source: format!("reg1/x{n}:1@{}", Digest::of(&[n])),
+            destination: destination.to_owned(),
+            digest: Digest::of(&[n]),
+            media_type: otters_oci::MediaType::OciManifest,
+            platforms: Vec::new(),
+            pinned_by: None,
+            replaces: None,
+            kept_tag: None,
+            referrers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_copy_says_which_destination_tags_it_replaced_and_which_it_kept() {
+        use crate::copy::closure::Role;
+        let old = Digest::of(b"old");
+        let mut root = copied(Role::Image, "reg2/x1:1", 1);
+        root.replaces = Some(old.to_string());
+        root.referrers = vec![crate::copy::ListedReferrer {
+            digest: Digest::of(b"sig"),
+            subject: Digest::of(&[1]),
+            kind: Some("signature".into()),
+            artifact_type: None,
+        }];
+        let mut pin = copied(Role::Runtime, &format!("reg2/x2@{}", Digest::of(&[2])), 2);
+        pin.kept_tag = Some(crate::copy::KeptTag {
+            tag: "reg2/x2:1".into(),
+            holds: old.to_string(),
+        });
+        let mut report = CopyReport {
+            source: "reg1/x1:1".into(),
+            destination: "reg2/x1:1".into(),
+            dry_run: true,
+            images: vec![root, pin],
+            uploaded: 0,
+            skipped: 0,
+            mounted: 0,
+            downloaded: 0,
+            bytes: 0,
+            referrers: 1,
+        };
+        let (d1, d2, sig) = (Digest::of(&[1]), Digest::of(&[2]), Digest::of(b"sig"));
+        assert_eq!(
+            super::copied(&report),
+            format!(
+                "image    reg1/x1:1@{d1} -> reg2/x1:1\n\
+                 \x20        would replace the tag, which names {old}\n\
+                 \x20        referrer {sig} (signature) of {d1}\n\
+                 runtime  reg1/x2:1@{d2} -> reg2/x2@{d2}\n\
+                 \x20        by digest: reg2/x2:1 names {old} there and is kept (--force moves it)\n"
+            )
+        );
+        assert_eq!(
+            copy_summary(&report, true),
+            "would copy 2 image(s) and 1 referrer(s) to reg2/x1:1\n"
+        );
+        report.dry_run = false;
+        assert_eq!(
+            copy_summary(&report, false),
+            format!(
+                "replaced tag reg2/x1:1 (it named {old})\n\
+                 kept tag reg2/x2:1 (it names {old}): reg1/x2:1 went by digest alone; pass --force \
+                 to move the tag\n"
+            )
+        );
+        assert_eq!(
+            super::copied(&report),
+            format!("reg2/x1:1 {d1}\nreg2/x2@{d2} {d2}\n")
+        );
     }
 
     #[test]

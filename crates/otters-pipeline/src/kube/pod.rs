@@ -1,0 +1,186 @@
+//! The pod: its volumes, its one container and their security settings.
+
+use super::yaml::Node;
+use super::{ConfigFrom, Kind, MountSource, Options};
+use crate::export::USER_ID;
+use crate::run::plan::CONTAINER_PORT;
+use crate::run::prepare::provider_key;
+use crate::run::source::AgentImage;
+
+/// One declared MOUNT and what backs it.
+pub(super) struct Mapped {
+    pub(super) target: String,
+    pub(super) read_only: bool,
+    pub(super) source: Option<MountSource>,
+}
+
+/// The pod's volumes and the container's mounts: `emptyDir`s (or a claim) for the writable
+/// directories, and each mapped MOUNT. Each volume is named after the object (`NAME-workspace`,
+/// `NAME-mount-0`): `podman kube play` makes a named volume of each, so a name two agents share
+/// would give them one workspace, home and tmp.
+fn volumes(opts: &Options, name: &str, mounts: &[Mapped]) -> (Vec<Node>, Vec<Node>) {
+    let mut volumes = Vec::new();
+    let mut volume_mounts = Vec::new();
+    let mut mount = |volume: &str, path: &str, read_only: bool, source: Node| {
+        let volume = format!("{name}-{volume}");
+        volumes.push(Node::map().with("name", volume.as_str()).merge(source));
+        let mut m = Node::map().with("name", volume).with("mountPath", path);
+        if read_only {
+            m.push("readOnly", true);
+        }
+        volume_mounts.push(m);
+    };
+    let empty = || Node::map().with("emptyDir", Node::map());
+    let pvc = |claim: &str| {
+        Node::map().with(
+            "persistentVolumeClaim",
+            Node::map().with("claimName", claim),
+        )
+    };
+    mount("workspace", "/workspace", false, empty());
+    mount("home", "/home", false, empty());
+    mount("tmp", "/tmp", false, empty());
+    mount(
+        "var-lib",
+        "/var/lib",
+        false,
+        opts.var_lib_pvc.as_deref().map_or_else(empty, pvc),
+    );
+    for (i, m) in mounts.iter().enumerate() {
+        let Some(source) = &m.source else { continue };
+        let node = match source {
+            MountSource::EmptyDir => empty(),
+            MountSource::Pvc(claim) => pvc(claim),
+            MountSource::HostPath(p) => Node::map().with(
+                "hostPath",
+                Node::map()
+                    .with("path", p.as_str())
+                    .with("type", "Directory"),
+            ),
+        };
+        mount(&format!("mount-{i}"), &m.target, m.read_only, node);
+    }
+    (volumes, volume_mounts)
+}
+
+pub(super) fn pod_spec(
+    image: &AgentImage,
+    opts: &Options,
+    name: &str,
+    config_name: &str,
+    mounts: &[Mapped],
+) -> Node {
+    let uid = i64::from(USER_ID);
+    let seccomp = || Node::map().with("type", "RuntimeDefault");
+    let (volumes, volume_mounts) = volumes(opts, name, mounts);
+    let mut env_from =
+        vec![Node::map().with("configMapRef", Node::map().with("name", config_name))];
+    for c in &opts.config_from {
+        env_from.push(match c {
+            ConfigFrom::Secret(s) => {
+                Node::map().with("secretRef", Node::map().with("name", s.as_str()))
+            }
+            ConfigFrom::ConfigMap(c) => {
+                Node::map().with("configMapRef", Node::map().with("name", c.as_str()))
+            }
+        });
+    }
+    let mut container = Node::map()
+        .with("name", "agent")
+        .with("image", opts.image.as_str())
+        .with("imagePullPolicy", "IfNotPresent")
+        .with(
+            "ports",
+            vec![Node::map()
+                .with("name", "http")
+                .with("containerPort", i64::from(CONTAINER_PORT))
+                .with("protocol", "TCP")],
+        )
+        .with("envFrom", env_from);
+    let model = image.model.agent.model.as_ref().map(|m| m.value.as_str());
+    if let Some(key) = model.and_then(provider_key) {
+        let secret = opts
+            .secret
+            .clone()
+            .unwrap_or_else(|| format!("{name}-credentials"));
+        container.push(
+            "env",
+            vec![Node::map().with("name", key.as_str()).with(
+                "valueFrom",
+                Node::map().with(
+                    "secretKeyRef",
+                    Node::map().with("name", secret).with("key", key.as_str()),
+                ),
+            )],
+        );
+    }
+    let r = &opts.resources;
+    container.push(
+        "resources",
+        Node::map()
+            .with(
+                "requests",
+                Node::map()
+                    .with("cpu", r.cpu_request.as_str())
+                    .with("memory", r.memory_request.as_str()),
+            )
+            .with(
+                "limits",
+                Node::map()
+                    .with("cpu", r.cpu_limit.as_str())
+                    .with("memory", r.memory_limit.as_str()),
+            ),
+    );
+    container.push(
+        "securityContext",
+        Node::map()
+            .with("allowPrivilegeEscalation", false)
+            .with("privileged", false)
+            .with("readOnlyRootFilesystem", true)
+            .with("runAsNonRoot", true)
+            .with("runAsUser", uid)
+            .with("runAsGroup", uid)
+            .with(
+                "capabilities",
+                Node::map().with("drop", vec![Node::from("ALL")]),
+            )
+            .with("seccompProfile", seccomp()),
+    );
+    container.push("volumeMounts", volume_mounts);
+
+    let mut spec = Node::map().with("automountServiceAccountToken", false);
+    if opts.kind == Kind::Job {
+        spec.push("restartPolicy", "Never");
+    }
+    spec.push(
+        "securityContext",
+        Node::map()
+            .with("runAsNonRoot", true)
+            .with("runAsUser", uid)
+            .with("runAsGroup", uid)
+            .with("fsGroup", uid)
+            .with("seccompProfile", seccomp()),
+    );
+    if !opts.image_pull_secrets.is_empty() {
+        spec.push(
+            "imagePullSecrets",
+            opts.image_pull_secrets
+                .iter()
+                .map(|s| Node::map().with("name", s.as_str()))
+                .collect::<Vec<_>>(),
+        );
+    }
+    spec.with("containers", vec![container])
+        .with("volumes", volumes)
+}
+
+impl Node {
+    /// The entries of `other` (a map) added to this map.
+    #[must_use]
+    fn merge(mut self, other: Node) -> Node {
+        if let (Node::Map(a), Node::Map(b)) = (&mut self, other) {
+            a.extend(b);
+        }
+        self
+    }
+}
