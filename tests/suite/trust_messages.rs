@@ -315,20 +315,32 @@ fn export_and_kube_are_held_to_the_verify_gate() {
         &["export", &tag, "--as", "runnable", "--verify-key", &other],
     );
     assert!(!ok, "--verify-key was not applied");
-    let (ok, out, _) = t.run(&ops, &["export", &tag, "--as", "runnable", "--push", "-q"]);
+    // Exported, pushed and signed in one go: the signature goes beside the export.
+    let (ok, out, _) = t.run(
+        &ops,
+        &[
+            "export",
+            &tag,
+            "--as",
+            "runnable",
+            "--push",
+            "--sign-key",
+            &key,
+        ],
+    );
     assert!(ok);
-    let export = out.trim().to_owned();
+    let export = out.lines().last().unwrap().to_owned();
     let (ok, yaml, _) = t.run_stderr(&ops, &["kube", &tag, "--kind", "pod"]);
     assert!(ok && yaml.contains(&export), "{yaml}");
-    // Signing the export the cluster pulls: the reference `kube` wrote.
     let exported = format!("{}/agents/gated@{export}", w.reg.addr);
-    let (ok, ..) = t.run(&ops, &["sign", &exported, "--key", &key]);
-    assert!(ok);
     let (ok, ..) = t.run(
         &Env::new(),
         &["verify", "--remote", &exported, "--key", &public],
     );
     assert!(ok, "the export's signature is not in the registry");
+    // The same signature by `otters sign` of the reference `kube` wrote (same key, same bytes).
+    let (ok, ..) = t.run(&ops, &["sign", &exported, "--key", &key]);
+    assert!(ok);
     let (ok, tree, _) = t.run_stderr(&ops, &["discover", &tag]);
     // Siblings are listed in digest order, and digests change with the registry's port: the
     // snapshot holds the tree with its top-level branches sorted by what they say.
