@@ -10,12 +10,16 @@ use otters_oci::{Descriptor, Digest, Platform, Store};
 use otters_pipeline::export::{self, push::push_export};
 use otters_pipeline::run::extract::Limits;
 use otters_pipeline::run::fetch::RegistryFetcher;
-use otters_pipeline::run::prepare::{self, Pull};
+use otters_pipeline::run::prepare::Pull;
 use otters_pipeline::run::source::{Fetcher, LocalOnly};
+use otters_pipeline::target::Target;
+use otters_pipeline::{signing, view::status};
 use std::process::ExitCode;
 
 pub fn run(a: Args) -> CliResult {
     let As::Runnable = a.as_;
+    let key = a.sign_key.as_deref().map(signing::key_signer).transpose();
+    let key = key.map_err(|e| fail_in("--sign-key", e))?;
     let platform = a
         .platform
         .as_deref()
@@ -26,12 +30,12 @@ pub fn run(a: Args) -> CliResult {
     // concurrent `prune` keeps what it wrote before it is reachable.
     let store = super::common::open_store_leased()?;
     let registry = RegistryFetcher::new(super::common::client_options(a.insecure));
-    let pull = if a.offline {
-        Pull::Never
-    } else {
-        Pull::Missing
-    };
-    let fetched = prepare::fetch_image(&store, &registry, &a.reference, pull).map_err(fail)?;
+    let pull = Pull::missing_unless(a.offline);
+    // Held to the gate `run` has (`--verify-key`, `[verify]`) before anything is exported.
+    let gate = a.gate.gate(a.insecure, !a.offline);
+    let (fetched, _) = gate
+        .fetch(&store, &registry, &a.reference, pull, "export")
+        .map_err(fail)?;
     let source: &dyn Fetcher = if a.offline { &LocalOnly } else { &registry };
     let exported = export::export(
         &store,
@@ -52,6 +56,19 @@ pub fn run(a: Args) -> CliResult {
     }
     if a.push {
         push(&a, &store, &fetched.digest, &exported.descriptor)?;
+    }
+    if let Some(mut sign) = key {
+        // What the cluster pulls, signed where it now is: the store and the agent's repository.
+        let d = &exported.descriptor;
+        let repository = Reference::parse(&a.reference).map(|r| r.name());
+        let name = format!("{}@{}", repository.map_err(fail)?, d.digest);
+        let subject = Descriptor::new(d.media_type.clone(), d.digest.clone(), d.size);
+        let target = Target::Local(store.clone(), subject);
+        let signed = signing::sign_image(&target, &name, &mut *sign, false, a.insecure);
+        let (_, shared) = signed.map_err(fail)?;
+        if !a.quiet {
+            eprint!("{}", status::signed(&name, &d.digest, &shared));
+        }
     }
     outln!("{}", exported.descriptor.digest);
     Ok(ExitCode::SUCCESS)

@@ -6,6 +6,8 @@ use otters_oci::Platform;
 use otters_pipeline::export;
 use otters_pipeline::kube::agent::{agent_objects, Fetch};
 use otters_pipeline::kube::Warning;
+use otters_pipeline::run::fetch::RegistryFetcher;
+use otters_pipeline::run::prepare::Pull;
 use std::process::ExitCode;
 
 pub fn run(a: Args) -> CliResult {
@@ -21,6 +23,12 @@ pub fn run(a: Args) -> CliResult {
         offline: a.offline,
         client: super::common::client_options(a.insecure),
     };
+    // Held to the gate `run` has (`--verify-key`, `[verify]`) before anything is made of it.
+    let gate = a.gate.gate(a.insecure, !a.offline);
+    let registry = RegistryFetcher::new(fetch.client.clone());
+    let pull = Pull::missing_unless(a.offline);
+    gate.fetch(&store, &registry, &a.reference, pull, "deploy")
+        .map_err(fail)?;
     let image = a.image.as_deref();
     let made = agent_objects(&store, &a.reference, &platform, &fetch, image, opts).map_err(fail)?;
     for w in &made.warnings {

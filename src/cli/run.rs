@@ -3,7 +3,6 @@
 use super::{fail, fail_in, CliResult};
 use miette::miette;
 use otters_cli::run::{Args, PullArg};
-use otters_oci::registry::config::RegistryConfig;
 use otters_oci::Store;
 use otters_pipeline::run::extract::Limits;
 use otters_pipeline::run::fetch::RegistryFetcher;
@@ -12,7 +11,6 @@ use otters_pipeline::run::prepare::{self, Pull, Target};
 use otters_pipeline::run::request::{self, BuildFirst, BuildFirstError};
 use otters_pipeline::run::source::{Fetcher, LocalOnly};
 use otters_pipeline::run::{exec, materialise, mounts};
-use otters_pipeline::trust;
 use otters_pipeline::view::status;
 use std::path::Path;
 use std::process::ExitCode;
@@ -22,6 +20,7 @@ pub fn run(a: Args) -> CliResult {
         _ if a.pins.offline => Pull::Never,
         PullArg::Never => Pull::Never,
         PullArg::Missing => Pull::Missing,
+        PullArg::Always => Pull::Always,
     };
     let executor = a.executor.into();
     let (overrides, user_mounts) =
@@ -32,36 +31,15 @@ pub fn run(a: Args) -> CliResult {
     let store = super::common::open_store_leased()?;
     let registry = RegistryFetcher::new(super::common::client_options(a.insecure));
     let reference = reference(&a, pull, &store)?;
-    let image = prepare::fetch_image(&store, &registry, &reference, pull).map_err(fail)?;
-    // Before anything of the image is read for the run, let alone extracted.
-    let path = RegistryConfig::default_path();
-    let config = RegistryConfig::load(&path).map_err(fail)?;
-    let who = trust::for_run(
-        a.verify_key.as_deref(),
-        &a.identity.identity(),
-        &config.verify_settings(),
-        &path,
-    )
-    .map_err(fail)?;
-    if let Some(who) = &who {
-        let may_contact = pull != Pull::Never;
-        trust::verify_for_run(
-            &store,
-            &reference,
-            &image.digest,
-            who,
-            a.insecure,
-            may_contact,
-        )
-        .map_err(fail)?;
-    }
-    if image.pulled && a.dry_run {
-        // Planning needs the image's config and agent.yaml, so a dry run pulls like a run
-        // (manifests and layers, verified); say so, since "do nothing" suggests otherwise.
-        eprint!(
-            "{}",
-            status::pulled_to_plan(&reference, image.tag.as_deref())
-        );
+    // What `run PATH` just built is the image: never asked of a registry, even with --pull always.
+    let built = reference != a.reference;
+    let image_pull = if built { Pull::Missing } else { pull };
+    // Held to the gate before anything of the image is read for the run, let alone extracted.
+    let gate = a.gate.gate(a.insecure, pull != Pull::Never);
+    let gated = gate.fetch(&store, &registry, &reference, image_pull, "run");
+    let (image, who) = gated.map_err(fail)?;
+    if a.dry_run {
+        eprint!("{}", status::pulled_to_plan(&reference, &image));
     }
     let req = prepare::Request {
         name: a.name.clone(),
@@ -105,7 +83,7 @@ pub fn run(a: Args) -> CliResult {
     }
     let fetcher: &dyn Fetcher = match pull {
         Pull::Never => &LocalOnly,
-        Pull::Missing => &registry,
+        Pull::Missing | Pull::Always => &registry,
     };
     materialise::materialise(&plan, &store, fetcher, &Limits::default(), prepared.owner)
         .map_err(fail)?;

@@ -2,42 +2,32 @@
 //! manifest digest, key-based or keyless, attached as an OCI 1.1 referrer (artifactType
 //! `application/vnd.dev.sigstore.bundle.v0.3+json`, as cosign 3 stores bundles), and its
 //! verification against the digest the reference names now. Dispatch and printing only: the walk is
-//! `otters_supply::verify`, the attaching `otters_pipeline::attest`.
+//! `otters_supply::verify`, the signing `otters_pipeline::signing::sign_image`.
 //!
 //! Takes: an image (local store, or `--remote` its registry) and a key or a keyless identity.
 //! Returns: the signature referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must
 //! never: accept a bundle about another digest than the one the reference resolves to at
 //! verification time, or one whose signature does not verify for the given signer.
-use super::common::{esc, target, target_error, target_for_read};
-use super::{fail, fail_in, CliResult};
+use super::common::{esc, target, target_for_read};
+use super::{fail, CliResult};
 use otters_cli::sign::{SignArgs, VerifyArgs};
-use otters_pipeline::attest;
-use otters_pipeline::trust;
-use otters_supply::bundle;
-use otters_supply::keys::KeyPair;
-use otters_supply::statement::{Statement, Subject};
+use otters_pipeline::view::{self, status};
+use otters_pipeline::{signing, trust};
 use std::process::ExitCode;
 
 pub fn run_sign(a: SignArgs) -> CliResult {
-    let key = match &a.key {
-        Some(path) => Some(KeyPair::read(path).map_err(fail)?),
-        None => None,
-    };
+    let key = a.key.as_deref().map(signing::key_signer).transpose();
+    let key = key.map_err(fail)?;
     let target = target(&a.reference, &a.place)?;
-    let subject = target.descriptor().clone();
-    let statement = Statement::signature(Subject {
-        name: target.subject_name(&a.reference),
-        digest: subject.digest.clone(),
-    });
-    let bytes = match &key {
-        Some(key) => bundle::sign(&statement, key),
-        None => (super::attest::keyless_signer(&a.services)?)(&statement)
-            .map_err(|e| fail_in("cannot sign keylessly", e))?,
+    let mut sign = match key {
+        Some(k) => k,
+        None => super::attest::keyless_signer(&a.services)?,
     };
-    let d = attest::attach_bundle(target.store(), &subject, &statement, &bytes)
-        .map_err(|e| fail_in("cannot store the signature", e))?;
-    target.publish(&d).map_err(target_error)?;
-    eprintln!("signed {}@{}", esc(&a.reference), subject.digest);
+    let (reference, local, insecure) = (&a.reference, a.place.local, a.place.insecure);
+    let signed = signing::sign_image(&target, reference, &mut *sign, local, insecure);
+    let (d, shared) = signed.map_err(fail)?;
+    let digest = &target.descriptor().digest;
+    eprint!("{}", status::signed(reference, digest, &shared));
     outln!("{}", d.digest);
     Ok(ExitCode::SUCCESS)
 }
@@ -67,11 +57,10 @@ pub fn run_verify(a: VerifyArgs) -> CliResult {
         },
     )
     .map_err(fail)?;
-    outln!(
-        "Verified OK: {} signs {}@{digest} ({})",
-        verified.by,
-        esc(&a.reference),
-        esc(&verified.predicate_type)
-    );
+    let image = view::pinned(&a.reference, &digest);
+    let what = esc(&verified.predicate_type);
+    outln!("Verified OK: {} signs {image} ({what})", verified.by);
+    let checked = status::verified_copy(&a.reference, &digest, &verified.checked);
+    eprint!("{checked}");
     Ok(ExitCode::SUCCESS)
 }

@@ -53,4 +53,5 @@ mod streams;
 mod supply;
 mod tidy;
 mod transfer_progress;
+mod trust_messages;
 mod umask;

@@ -30,12 +30,7 @@ fn build(env: &Env, tag: &str, salt: &str) -> String {
 
 /// `otters key generate` into `env`'s directory; returns (private, public) paths.
 fn keys(env: &Env, name: &str) -> (String, String) {
-    let prefix = env.dir.path().join(name);
-    env.ok(&["key", "generate", "--out", &prefix.to_string_lossy()]);
-    (
-        format!("{}.key", prefix.display()),
-        format!("{}.pub", prefix.display()),
-    )
+    env.key_pair(name)
 }
 
 /// The artifact types of the first level of `discover --format json`, sorted.

@@ -22,6 +22,10 @@ pub struct Args {
     /// Also push the image to the agent's repository (by digest, as a referrer of the agent)
     #[arg(long)]
     pub push: bool,
+    /// With --push: sign the pushed image with this private key (what a cluster pulls); the
+    /// signature is stored and pushed beside it, as `otters sign REPO@sha256:…` would
+    #[arg(long, value_name = "KEY", requires = "push")]
+    pub sign_key: Option<std::path::PathBuf>,
     /// Use only the local store (no pull of the agent, its runtime or BINs)
     #[arg(long)]
     pub offline: bool,
@@ -31,4 +35,6 @@ pub struct Args {
     /// Print only the digest
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub gate: crate::flags::GateFlags,
 }

@@ -175,6 +175,33 @@ pub struct IdentityFlags {
     pub trusted_root: Option<PathBuf>,
 }
 
+/// Who must have signed an agent before `run`, `export` or `kube` uses it: one gate, the same
+/// flags and the same `[verify]` defaults.
+#[derive(Debug, Default, clap::Args)]
+pub struct GateFlags {
+    /// Refuse the image unless a signature by this public key covers its digest (default: `key`
+    /// under `[verify]` in `$OTTERS_HOME/config.toml`)
+    #[arg(long, value_name = "PUB", conflicts_with = "identity")]
+    pub verify_key: Option<PathBuf>,
+    /// Refuse the image unless a keyless signature by this identity covers its digest (with
+    /// --certificate-oidc-issuer and --trusted-root; defaults: the same keys under `[verify]`)
+    #[command(flatten)]
+    pub identity: IdentityFlags,
+}
+
+impl GateFlags {
+    /// The gate these flags name; `insecure` and `may_contact` (not offline) say how a
+    /// signature may be read from the image's registry.
+    pub fn gate(&self, insecure: bool, may_contact: bool) -> otters_pipeline::trust::Gate<'_> {
+        otters_pipeline::trust::Gate {
+            key: self.verify_key.as_deref(),
+            identity: self.identity.identity(),
+            insecure,
+            may_contact,
+        }
+    }
+}
+
 impl IdentityFlags {
     /// The flags' values.
     pub fn identity(&self) -> Identity {

@@ -83,6 +83,8 @@ pub struct Args {
     /// Write the YAML to FILE instead of standard output
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub gate: crate::flags::GateFlags,
 }
 
 /// A `--config`, `--config-from` or `--mount` text the library refuses (its own error).

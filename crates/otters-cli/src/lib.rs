@@ -86,8 +86,14 @@ pub enum Command {
     /// Always to the registry itself, never to a mirror configured for it.
     Push(push::PushArgs),
     /// Turn an agent into an ordinary OCI image any container runtime runs (`--as runnable`)
+    ///
+    /// A verify key or keyless identity (`--verify-key`, `[verify]` in config.toml) holds the
+    /// agent to the same gate as `otters run`: an agent it does not sign is not exported.
     Export(export::Args),
     /// Print the Kubernetes objects that run an agent's runnable export (YAML)
+    ///
+    /// A verify key or keyless identity (`--verify-key`, `[verify]` in config.toml) holds the
+    /// agent to the same gate as `otters run`: no objects for an agent it does not sign.
     Kube(kube::Args),
     /// Make RUNTIME and BIN images (`otters bin pack NAME FILE… -t REF`)
     #[command(subcommand)]
@@ -128,8 +134,17 @@ pub enum Command {
     /// List an image's referrers (signatures, SBOMs, attestations) as a tree
     Discover(referrers::DiscoverArgs),
     /// Sign an image: attach a Sigstore bundle over its manifest digest (with a key, or keyless)
+    ///
+    /// The signature is stored in the local store and, when the reference names a registry that
+    /// holds the same image (one pulled or pushed), pushed there too; `--local` keeps it in the
+    /// store (`otters push` carries it later), `--remote` signs the image the registry holds. The
+    /// command says where the signature went.
     Sign(sign::SignArgs),
     /// Check that an image, as its reference resolves now, is signed by a key or a keyless identity
+    ///
+    /// Without `--remote`, an image the local store holds is checked there: the command names the
+    /// copy and digest it checked, and a registry tag may name another image by now (`--remote`
+    /// checks that one). Signatures the store lacks are read from the image's registry.
     Verify(sign::VerifyArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     Completion(meta::CompletionArgs),

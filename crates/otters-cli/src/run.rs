@@ -55,19 +55,14 @@ pub struct Args {
     /// Allow plain HTTP and unverified TLS for registries that are not on this machine
     #[arg(long)]
     pub insecure: bool,
-    /// Pull missing images from their registry, or never contact one
+    /// Pull missing images from their registry; always (ask the registry what the reference
+    /// names now, and pull when its digest is not the local one); or never contact one
     #[arg(long, value_enum, default_value = "missing")]
     pub pull: PullArg,
     #[command(flatten)]
     pub pins: super::flags::PinFlags,
-    /// Refuse the image unless a signature by this public key covers its digest (default: `key`
-    /// under `[verify]` in `$OTTERS_HOME/config.toml`)
-    #[arg(long, value_name = "PUB", conflicts_with = "identity")]
-    pub verify_key: Option<PathBuf>,
-    /// Refuse the image unless a keyless signature by this identity covers its digest (with
-    /// --certificate-oidc-issuer and --trusted-root; defaults: the same keys under `[verify]`)
     #[command(flatten)]
-    pub identity: crate::flags::IdentityFlags,
+    pub gate: crate::flags::GateFlags,
 }
 
 /// `--executor`, as a flag value.
@@ -82,6 +77,7 @@ pub enum ExecutorArg {
 pub enum PullArg {
     Never,
     Missing,
+    Always,
 }
 
 impl From<ExecutorArg> for otters_pipeline::lower::agent_yaml::Executor {

@@ -2,7 +2,8 @@
 //! file, or keyless (the identity token found and fetched once, then for each statement an
 //! ephemeral key and a Fulcio certificate).
 //!
-//! Also attaches a build's SBOM and provenance with them, and pushes those after the image.
+//! Also attaches a build's SBOM and provenance with them, and pushes those after the image; and
+//! signs one image (`otters sign`, `otters export --sign-key`) where it is ([`sign_image`]).
 //!
 //! Takes: a key path, or a token given and the environment, and the services' URLs. Returns: an
 //! [`attest::Sign`] callback; the attached documents' digests. Must never: read the environment itself (the caller passes a
@@ -10,11 +11,12 @@
 use crate::attest;
 use crate::build::BuildOutput;
 use crate::keyless::{KeylessSignError, Services, TokenSource};
+use crate::target::{Shared, Target, TargetError};
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
-use otters_oci::{Digest, Store};
+use otters_oci::{Descriptor, Digest, Store, StoreError};
 use otters_supply::bundle;
 use otters_supply::keys::{KeyError, KeyPair};
-use otters_supply::statement::Statement;
+use otters_supply::statement::{Statement, Subject};
 use std::path::Path;
 
 /// No identity token could be found.
@@ -67,6 +69,47 @@ pub fn keyless_signer(
         crate::keyless::sign(&statement.to_bytes(), &token, &services)
             .map_err(attest::SignError::from)
     }))
+}
+
+/// Why an image was not signed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignImageError {
+    #[error("cannot sign {image}")]
+    Sign {
+        image: String,
+        #[source]
+        source: attest::SignError,
+    },
+    #[error("cannot store the signature")]
+    Store(#[source] StoreError),
+    #[error(transparent)]
+    Share(#[from] TargetError),
+}
+
+/// Signs the image `target` names (`reference`, as the user wrote it) with `sign`: a signature
+/// statement over its digest, its bundle stored in the local store as a referrer, then shared
+/// where the image is ([`Target::share`], `local_only` and `insecure` as there). Returns the
+/// referrer and where it went.
+pub fn sign_image(
+    target: &Target,
+    reference: &str,
+    sign: &mut attest::Sign<'_>,
+    local_only: bool,
+    insecure: bool,
+) -> Result<(Descriptor, Shared), SignImageError> {
+    let subject = target.descriptor().clone();
+    let statement = Statement::signature(Subject {
+        name: target.subject_name(reference),
+        digest: subject.digest.clone(),
+    });
+    let bytes = sign(&statement).map_err(|source| SignImageError::Sign {
+        image: otters_oci::reference::pinned(reference, &subject.digest),
+        source,
+    })?;
+    let d = attest::attach_bundle(target.store(), &subject, &statement, &bytes)
+        .map_err(SignImageError::Store)?;
+    let shared = target.share(&d, reference, local_only, insecure)?;
+    Ok((d, shared))
 }
 
 /// Attaching a build's documents, or pushing them, failed.

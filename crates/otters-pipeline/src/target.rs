@@ -1,11 +1,13 @@
 //! An image a front end names (`otters inspect`, `discover`, `attach`, `sign`, `verify`): in the
 //! local store, or in its registry, resolved to its manifest descriptor now; its referrers listed
-//! and read from the same side, and a new referrer published there.
+//! and read from the same side, and a new referrer published there ([`Target::share`]: also to
+//! the registry a local image's reference names, when that registry holds the same digest).
 //!
 //! Takes: the local store, a reference as the user wrote it, and [`Place`] (where to look).
 //! Returns: a [`Target`], or a [`TargetError`] that speaks of the reference (the front end adds
 //! its flag names). Must never: read an implied Docker Hub for a local tag (`agents/demo:1` is a
-//! tag, not `docker.io/agents/demo:1`), or print.
+//! tag, not `docker.io/agents/demo:1`), push a referrer to a registry that does not answer for
+//! its subject's digest itself (never a mirror's word), or print.
 use otters_core::escape::escape;
 use otters_oci::reference::{Reference, ReferenceError};
 use otters_oci::registry::referrers::push_referrer;
@@ -268,6 +270,75 @@ impl Target {
             })?;
         }
         Ok(())
+    }
+}
+
+/// Where a referrer [`Target::share`] recorded went.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Shared {
+    /// The local store and the registry: `REPOSITORY@DIGEST`, the subject there.
+    Registry(String),
+    /// The local store only, for this reason.
+    StoreOnly(StoreOnly),
+}
+
+/// Why a referrer stayed in the local store.
+#[derive(Debug, PartialEq, Eq)]
+pub enum StoreOnly {
+    /// The reference names no registry (a local tag or a digest).
+    NoRegistry,
+    /// `--local` was given.
+    Asked,
+    /// The registry does not hold the image (yet): `(registry, repository)`.
+    NotInRegistry(String, String),
+    /// The registry could not be asked, or refused the referrer: `(registry, why)`.
+    Failed(String, String),
+}
+
+impl Target {
+    /// Records a referrer (already in the local store) where the image is: a remote image's
+    /// registry gets it (an error if it cannot); a local image whose `reference` names a
+    /// registry that holds the same digest gets it pushed there too, unless `local_only`. A
+    /// registry that lacks the image, or cannot be reached, leaves the referrer in the store
+    /// and says why: the store holds a valid referrer either way.
+    pub fn share(
+        &self,
+        referrer: &Descriptor,
+        reference: &str,
+        local_only: bool,
+        insecure: bool,
+    ) -> Result<Shared, TargetError> {
+        if let Some(r) = self.registry_reference() {
+            self.publish(referrer)?;
+            let subject = format!("{}@{}", r.name(), self.descriptor().digest);
+            return Ok(Shared::Registry(subject));
+        }
+        let Some(r) = names_registry(reference) else {
+            return Ok(Shared::StoreOnly(StoreOnly::NoRegistry));
+        };
+        if local_only {
+            return Ok(Shared::StoreOnly(StoreOnly::Asked));
+        }
+        let digest = &self.descriptor().digest;
+        let failed = |e: &dyn std::error::Error| {
+            Shared::StoreOnly(StoreOnly::Failed(r.registry.clone(), one_line(e)))
+        };
+        let there = match Target::remote(self.store().clone(), &r.with_digest(digest), insecure) {
+            Ok(t) => t,
+            Err(TargetError::Registry { source, .. })
+                if matches!(*source, RegistryError::NotFound { .. }) =>
+            {
+                let repository = r.name();
+                return Ok(Shared::StoreOnly(StoreOnly::NotInRegistry(
+                    r.registry, repository,
+                )));
+            }
+            Err(e) => return Ok(failed(&e)),
+        };
+        Ok(match there.publish(referrer) {
+            Ok(()) => Shared::Registry(format!("{}@{digest}", r.name())),
+            Err(e) => failed(&e),
+        })
     }
 }
 

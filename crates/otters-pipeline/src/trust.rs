@@ -6,9 +6,11 @@
 //! Takes: the values of the flags and of `[verify]`, the store, a reference and its digest.
 //! Returns: a [`Who`], or the gate's answer. Must never: accept a signature over another digest
 //! than the one the run resolved, or ask an implied Docker Hub about a local tag.
+use crate::run::fetch::RegistryFetcher;
+use crate::run::prepare::{self, Fetched, PrepareError, Pull};
 use crate::target::{names_registry, one_line, Target};
 use otters_core::escape::escape;
-use otters_oci::registry::config::VerifySettings;
+use otters_oci::registry::config::{RegistryConfig, RegistryConfigError, VerifySettings};
 use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest, MediaType, Store, StoreError};
@@ -133,7 +135,7 @@ pub fn explain(
     signer: &Loaded,
     reference: &str,
 ) -> Unverified {
-    let image = format!("{}@{digest}", escape(reference));
+    let image = escape(&otters_oci::reference::pinned(reference, digest)).into_owned();
     let by = signer.describe();
     Unverified(match e {
         ImageVerifyError::NotSigned => {
@@ -170,7 +172,7 @@ pub enum VerifyError {
     #[error("{0}")]
     PredicateType(String),
     /// Only the store was to be read (`Place::Local`), and it holds no signature.
-    #[error("{}@{digest} has no signature in the local store; fetch its referrers with `otters pull --referrers {}`", escape(.reference), escape(.reference))]
+    #[error("{} has no signature in the local store; fetch its referrers with `otters pull --referrers {}`", escape(&otters_oci::reference::pinned(.reference, .digest)), escape(.reference))]
     NotInStore { reference: String, digest: Digest },
     #[error(transparent)]
     Unverified(#[from] Unverified),
@@ -197,6 +199,21 @@ pub fn verifier(
 pub struct Verified {
     pub by: String,
     pub predicate_type: String,
+    /// Which copy of the image was checked, and where its signatures were read.
+    pub checked: Checked,
+}
+
+/// Which copy of an image `otters verify` checked.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// The local store's copy, with the store's signatures; `registry` is the registry the
+    /// reference names (not asked: its tag may have moved since), if any.
+    Store { registry: Option<String> },
+    /// The local store's copy (its digest), with signatures read from `registry`, where the
+    /// store had none.
+    StoreInRegistry { registry: String },
+    /// The image the reference names in its registry now.
+    Registry { registry: String },
 }
 
 /// `otters verify`: the image `target` resolved to must carry a bundle by `signer` over its
@@ -219,9 +236,11 @@ pub fn verify_image(
     }
     let digest = target.descriptor().digest.clone();
     let registry = names_registry(reference).filter(|_| matches!(target, Target::Local(..)));
+    let fell_back = std::cell::Cell::new(false);
     // Nothing in the store (a plain `pull` brings no referrers): look where it came from.
     let second: Box<OpenSource<'_>> = match &registry {
-        Some(r) if !local_only => Box::new(move || {
+        Some(r) if !local_only => Box::new(|| {
+            fell_back.set(true);
             on_fallback(&r.registry);
             let remote = target.in_registry(r, insecure).map_err(|e| one_line(&e))?;
             Ok(Some(Box::new(remote) as Box<dyn Referrers>))
@@ -245,21 +264,123 @@ pub fn verify_image(
         Verdict::Key(_) => signer.describe(),
         Verdict::Keyless(v) => format!("{} ({})", escape(&v.identity), escape(&v.issuer)),
     };
+    let checked = match (target.registry_reference(), registry) {
+        (Some(r), _) => Checked::Registry {
+            registry: r.registry.clone(),
+        },
+        (None, Some(r)) if fell_back.get() => Checked::StoreInRegistry {
+            registry: r.registry,
+        },
+        (None, r) => Checked::Store {
+            registry: r.map(|r| r.registry),
+        },
+    };
     Ok(Verified {
         by,
         predicate_type: verdict.predicate_type().to_owned(),
+        checked,
     })
 }
 
-/// Why the run gate refused.
+/// Why the gate of `run`, `export` or `kube` refused.
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
+    #[error(transparent)]
+    Config(#[from] RegistryConfigError),
+    /// Said as the `WhoError` says it (a cause already quoted is not repeated), and kept a link of
+    /// the chain so the front end sees which flag, or which file, to fix.
+    #[error("{0}")]
+    Who(#[from] WhoError),
     #[error(transparent)]
     Signer(#[from] SignerError),
     #[error(transparent)]
     Read(#[from] StoreError),
-    #[error("refusing to run an unverified image")]
-    Unverified(#[source] Unverified),
+    #[error("refusing to {verb} an unverified image")]
+    Unverified {
+        verb: &'static str,
+        #[source]
+        source: Unverified,
+    },
+}
+
+/// The gate `run`, `export` and `kube` share: who must have signed the agent (their
+/// `--verify-key` or keyless identity flags, else `[verify]` in `$OTTERS_HOME/config.toml`), and
+/// how the signature may be looked for.
+#[derive(Clone, Debug, Default)]
+pub struct Gate<'a> {
+    pub key: Option<&'a Path>,
+    pub identity: Identity,
+    /// `--insecure` for the registry a signature is read from.
+    pub insecure: bool,
+    /// Whether the registry the reference names may be asked (not offline, not `--pull never`).
+    pub may_contact: bool,
+}
+
+/// Why `run`, `export` or `kube` has no image to work on: it could not be fetched, or the gate
+/// refused it. Each said as its cause says it, the cause kept a link of the chain.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("{0}")]
+    Fetch(#[from] PrepareError),
+    #[error("{0}")]
+    Gate(#[from] GateError),
+}
+
+impl Gate<'_> {
+    /// The image `reference` names, from the store or pulled as `pull` allows, then held to the
+    /// gate (see [`Gate::check`]) before anything of it is read: what was fetched, and who signed.
+    pub fn fetch(
+        &self,
+        store: &Store,
+        registry: &RegistryFetcher,
+        reference: &str,
+        pull: Pull,
+        verb: &'static str,
+    ) -> Result<(Fetched, Option<Who>), FetchError> {
+        let fetched = prepare::fetch_image(store, registry, reference, pull)?;
+        let who = self.check(store, reference, &fetched.digest, verb)?;
+        Ok((fetched, who))
+    }
+
+    /// Who must have signed, if anyone: the flags, else `[verify]` in config.toml.
+    pub fn who(&self) -> Result<Option<Who>, GateError> {
+        let path = RegistryConfig::default_path();
+        let config = RegistryConfig::load(&path)?;
+        Ok(for_run(
+            self.key,
+            &self.identity,
+            &config.verify_settings(),
+            &path,
+        )?)
+    }
+
+    /// Holds the image `reference` resolved to, `digest`, to the gate: when a signer is wanted,
+    /// refuses it (to `verb` it: run, export, deploy) unless that signer's signature covers the
+    /// digest. Returns the signer wanted, if any.
+    pub fn check(
+        &self,
+        store: &Store,
+        reference: &str,
+        digest: &Digest,
+        verb: &'static str,
+    ) -> Result<Option<Who>, GateError> {
+        let Some(who) = self.who()? else {
+            return Ok(None);
+        };
+        verify_for_run(
+            store,
+            reference,
+            digest,
+            &who,
+            self.insecure,
+            self.may_contact,
+        )
+        .map_err(|e| match e {
+            GateError::Unverified { source, .. } => GateError::Unverified { verb, source },
+            e => e,
+        })?;
+        Ok(Some(who))
+    }
 }
 
 /// The run gate (`otters run --verify-key`, `--certificate-identity…`): the image `digest` (what
@@ -297,8 +418,11 @@ pub fn verify_for_run(
     verify_local_first(&local, second, digest, &opts, Fallback::OnAnyFailure)
         .map(|_| ())
         .map_err(|e| {
-            let why = explain(&e, digest, &opts.predicate_type, &signer, reference);
-            GateError::Unverified(why)
+            let source = explain(&e, digest, &opts.predicate_type, &signer, reference);
+            GateError::Unverified {
+                verb: "run",
+                source,
+            }
         })
 }
 

@@ -215,6 +215,19 @@ impl Reference {
     }
 }
 
+/// The image `reference` resolved to `digest`, as one reference other tools parse:
+/// `NAME[:TAG]@DIGEST` (a digest the reference already held replaced, never repeated), or the
+/// digest alone when the reference was a digest or a prefix of one. Not escaped: the text is the
+/// user's and an image's.
+pub fn pinned(reference: &str, digest: &crate::Digest) -> String {
+    let name = reference.split_once('@').map_or(reference, |(n, _)| n);
+    let bare = name.strip_prefix("sha256:").unwrap_or(name);
+    if name.is_empty() || (!bare.is_empty() && digest.hex().starts_with(bare)) {
+        return digest.to_string();
+    }
+    format!("{name}@{digest}")
+}
+
 /// True when a `host[:port]` names this machine: `localhost`, or a loopback IP literal. A name
 /// under `.localhost` is not enough: glibc's resolver hands such names to DNS, which could answer
 /// with a remote address that would then get plain HTTP and credentials.

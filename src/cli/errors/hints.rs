@@ -35,7 +35,13 @@ pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         Some(PrepareError::Claim(c)) => Some(c),
         _ => None,
     });
-    let here = if let Some(RegistryError::Platform { .. }) = of(e) {
+    let materialise = of::<MaterialiseError>(e).or(match of::<ExportError>(e) {
+        Some(ExportError::Materialise(m)) => Some(m),
+        _ => None,
+    });
+    let here = if let Some(MaterialiseError::Pinned { registry: r, .. }) = materialise {
+        Some(format!("the agent pins it by digest, so any copy serves: if it was copied to another registry (`otters copy -r`), read it there with `[registry.\"{r}\"] mirrors = [\"NEW-HOST\"]` in $OTTERS_HOME/config.toml"))
+    } else if let Some(RegistryError::Platform { .. }) = of(e) {
         Some("pass --platform with one of them".to_owned())
     } else if let Some(ExportError::NoPlatform { .. }) = of(e) {
         Some("pass --platform with one of those".to_owned())
@@ -171,7 +177,10 @@ fn value_hint(
     });
     let git =
         matches!(of::<EpochError>(e), Some(EpochError::Git(_))) || of::<GitEpochError>(e).is_some();
-    let text = if let Some(RegistryError::Unreachable { .. }) = of(e) {
+    let text = if let Some(RegistryError::Unreachable { registry, .. }) = of(e) {
+        if otters_oci::registry::is_on_this_machine(registry) {
+            return None;
+        }
         "or pass --insecure for a plain-HTTP registry that is not on this machine"
     } else if let Some(RegistryError::Tls { .. }) = of(e) {
         "or pass --insecure for a registry with a self-signed certificate or plain HTTP"

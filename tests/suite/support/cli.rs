@@ -143,6 +143,17 @@ impl Env {
         out.trim().to_owned()
     }
 
+    /// `otters key generate --out DIR/NAME` on this machine; returns the (private, public) key
+    /// paths.
+    pub fn key_pair(&self, name: &str) -> (String, String) {
+        let prefix = self.dir.path().join(name);
+        self.ok(&["key", "generate", "--out", &prefix.to_string_lossy()]);
+        (
+            format!("{}.key", prefix.display()),
+            format!("{}.pub", prefix.display()),
+        )
+    }
+
     /// Runs otters expecting failure; returns stderr with miette's line wrapping undone.
     pub fn fails(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args);

@@ -86,7 +86,7 @@ pub enum RegistryError {
     /// The client cannot be built: its runtime, TLS setup, base URL or timeout setting.
     #[error("cannot set up the HTTP client: {0}")]
     Client(#[source] Box<dyn std::error::Error + Send + Sync>),
-    #[error("cannot reach registry {registry}: {reason}; check that it is running and the address is right (a plain-HTTP registry that is not on this machine needs `insecure = true` for it in $OTTERS_HOME/config.toml)")]
+    #[error("{}", unreachable_message(registry, reason))]
     Unreachable { registry: String, reason: String },
     #[error("TLS with registry {registry} failed: {reason}; if its certificate comes from a private CA, trust that CA for it (`ca = \"FILE\"` under [registry.\"{registry}\"] in $OTTERS_HOME/config.toml, or certs.d/{registry}/ca.crt); if it uses a self-signed certificate or plain HTTP, set `insecure = true` there")]
     Tls { registry: String, reason: String },
@@ -152,6 +152,24 @@ pub enum RegistryError {
         digest: Digest,
         reason: String,
     },
+}
+
+/// Why a registry cannot be reached, and what to check: `insecure` only for a registry that is
+/// not on this machine (a loopback registry is already asked over plain HTTP).
+fn unreachable_message(registry: &str, reason: &str) -> String {
+    let advice = if is_on_this_machine(registry) {
+        ""
+    } else {
+        " (a plain-HTTP registry that is not on this machine needs `insecure = true` for it in $OTTERS_HOME/config.toml)"
+    };
+    format!("cannot reach registry {registry}: {reason}; check that it is running and the address is right{advice}")
+}
+
+/// Whether the registry an [`RegistryError::Unreachable`] names (`HOST[:PORT]`, perhaps followed
+/// by ` (token service URL)`) is on loopback, which otters already asks over plain HTTP.
+pub fn is_on_this_machine(registry: &str) -> bool {
+    let host = registry.split(' ').next().unwrap_or(registry);
+    crate::reference::is_loopback_host(host)
 }
 
 fn denied_message(registry: &str, user: Option<&str>) -> String {
@@ -940,5 +958,30 @@ mod tests {
         let s = summarize(&json);
         assert!(s.starts_with("denied no\\u{1b}xx"), "{s}");
         assert!(s.chars().count() <= MAX_ERROR_TEXT + 1);
+    }
+
+    #[test]
+    fn only_a_registry_off_this_machine_is_told_about_insecure() {
+        let e = |registry: &str| {
+            RegistryError::Unreachable {
+                registry: registry.to_owned(),
+                reason: "connection refused".to_owned(),
+            }
+            .to_string()
+        };
+        for local in [
+            "127.0.0.1:5000",
+            "localhost:5000",
+            "[::1]:5000",
+            "127.0.0.1:1 (token service http://127.0.0.1:2/t)",
+        ] {
+            assert!(!e(local).contains("insecure"), "{}", e(local));
+            assert!(
+                e(local).contains("check that it is running"),
+                "{}",
+                e(local)
+            );
+        }
+        assert!(e("registry.example:5000").contains("needs `insecure = true`"));
     }
 }

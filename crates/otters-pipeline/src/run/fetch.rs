@@ -33,6 +33,17 @@ impl RegistryFetcher {
         reference: &str,
         digest: Option<&Digest>,
     ) -> Result<Digest, SourceError> {
+        self.pull_counted(store, reference, digest).map(|(d, _)| d)
+    }
+
+    /// [`RegistryFetcher::pull`], and whether any blob came from the registry (none when the
+    /// store already held the image, under another name).
+    pub fn pull_counted(
+        &self,
+        store: &Store,
+        reference: &str,
+        digest: Option<&Digest>,
+    ) -> Result<(Digest, bool), SourceError> {
         let fail = |message: String| SourceError::Fetch {
             reference: reference.to_owned(),
             message,
@@ -49,10 +60,10 @@ impl RegistryFetcher {
             .as_ref()
             .ok_or_else(|| fail("no registry client".into()))?;
         let mut sources = Sources::load(store.root());
-        let (desc, _) = pull_image(client, store, &r, &mut sources, &mut |_| {})
+        let (desc, report) = pull_image(client, store, &r, &mut sources, &mut |_| {})
             .map_err(|e| fail(e.to_string()))?;
         let _ = sources.save();
-        Ok(desc.digest)
+        Ok((desc.digest, !report.downloaded.is_empty()))
     }
 }
 

@@ -52,6 +52,39 @@ pub enum MaterialiseError {
     },
     #[error("agent root {} has no parent directory", .0.display())]
     NoParent(PathBuf),
+    /// A RUNTIME or BIN image the agent pins by digest could not be fetched from the registry
+    /// it names (an agent copied with `otters copy -r` still names the old one: its pins are
+    /// part of its digest).
+    #[error("cannot fetch {image}, the agent's pinned {what}")]
+    Pinned {
+        /// `RUNTIME`, or `BIN name`.
+        what: String,
+        image: String,
+        /// The registry the pin names.
+        registry: String,
+        #[source]
+        source: Box<SourceError>,
+    },
+}
+
+/// A failed fetch of `reference` for `what`: when it is pinned (`digest`) and a registry could
+/// not give it, [`MaterialiseError::Pinned`], which says whose image it is.
+fn fetch_error(
+    e: SourceError,
+    what: &str,
+    reference: &str,
+    digest: Option<&Digest>,
+) -> MaterialiseError {
+    let registry = otters_oci::reference::Reference::parse(reference).map(|r| r.registry);
+    match (e, digest, registry) {
+        (source @ SourceError::Fetch { .. }, Some(d), Ok(registry)) => MaterialiseError::Pinned {
+            what: what.to_owned(),
+            image: otters_oci::reference::pinned(reference, d),
+            registry,
+            source: Box::new(source),
+        },
+        (e, ..) => e.into(),
+    }
 }
 
 /// Write the tree and swap it in. `owner` chowns the writable directories (docker executor run
@@ -182,8 +215,13 @@ fn write_tree(
                 reference,
                 digest,
                 name,
-                ..
+                path,
             } => {
+                let what = if path.starts_with("usr/local/bin/") {
+                    "RUNTIME".to_owned()
+                } else {
+                    format!("BIN {name}")
+                };
                 let img = bin_image(
                     &mut images,
                     store,
@@ -191,6 +229,7 @@ fn write_tree(
                     plan,
                     reference,
                     digest.as_ref(),
+                    &what,
                 )?;
                 bins::install(store, img, name, tree, out, limits, &mut budget)?;
             }
@@ -207,6 +246,7 @@ fn write_tree(
                     plan,
                     reference,
                     digest.as_ref(),
+                    "BIN",
                 )?;
                 let bytes = bins::usage(store, img)?
                     .or_else(|| fallback.as_ref().map(|f| f.clone().into_bytes()));
@@ -235,10 +275,13 @@ fn bin_image<'a>(
     plan: &RunPlan,
     reference: &str,
     digest: Option<&Digest>,
+    what: &str,
 ) -> Result<&'a BinImage, MaterialiseError> {
     let key = (reference.to_owned(), digest.cloned());
     if !cache.contains_key(&key) {
-        let top = fetcher.ensure(store, reference, digest, &plan.platform)?;
+        let top = fetcher
+            .ensure(store, reference, digest, &plan.platform)
+            .map_err(|e| fetch_error(e, what, reference, digest))?;
         let img = source::bin_image(store, reference, &top, &plan.platform)?;
         cache.insert(key.clone(), img);
     }

@@ -26,6 +26,20 @@ pub enum Pull {
     /// Pull images missing from the store.
     #[default]
     Missing,
+    /// Ask the registry a reference names (`HOST/…`) what it names now, and pull when that is
+    /// not the local copy; a digest reference the store holds, or a local tag, is used as it is.
+    Always,
+}
+
+impl Pull {
+    /// The policy of a command whose only choice is `--offline`: never, else what is missing.
+    pub fn missing_unless(offline: bool) -> Pull {
+        if offline {
+            Pull::Never
+        } else {
+            Pull::Missing
+        }
+    }
 }
 
 /// What the argument of `otters run` names.
@@ -92,11 +106,14 @@ pub enum PrepareError {
 pub struct Fetched {
     /// Digest of its manifest or index.
     pub digest: Digest,
-    /// True when it was pulled just now.
+    /// True when blobs of it were pulled just now (not when the store already held them, as
+    /// another name or digest reference).
     pub pulled: bool,
-    /// The local tag a pull gave it (see `pulled_tag`); none when found in the store or pulled
-    /// by digest alone.
+    /// The local tag a pull gave it (see `pulled_tag`) or moved; none when found in the store,
+    /// pulled by digest alone, or its tag already named it.
     pub tag: Option<String>,
+    /// What that tag named before it moved (`Pull::Always` after the registry's tag moved).
+    pub previous: Option<Digest>,
 }
 
 /// The image `reference` names: from the store, or pulled and tagged when missing and `pull`
@@ -107,11 +124,15 @@ pub fn fetch_image(
     reference: &str,
     pull: Pull,
 ) -> Result<Fetched, PrepareError> {
-    if let Some(d) = store.resolve(reference)? {
+    let held = store.resolve(reference)?.map(|d| d.digest);
+    let pinned = reference.contains('@');
+    let ask = pull == Pull::Always && !pinned && crate::target::names_registry(reference).is_some();
+    if let Some(digest) = held.clone().filter(|_| !ask) {
         return Ok(Fetched {
-            digest: d.digest,
+            digest,
             pulled: false,
             tag: None,
+            previous: None,
         });
     }
     if pull == Pull::Never {
@@ -120,15 +141,17 @@ pub fn fetch_image(
         }
         .into());
     }
-    let digest = registry.pull(store, reference, None)?;
+    let (digest, pulled) = registry.pull_counted(store, reference, None)?;
     let tag = pulled_tag(reference);
     if let (Some(tag), Some(desc)) = (&tag, store.resolve(digest.as_str())?) {
         store.tag(tag, &desc)?;
     }
+    let moved = held.as_ref() != Some(&digest);
     Ok(Fetched {
+        pulled,
+        tag: tag.filter(|_| moved),
+        previous: held.filter(|_| moved),
         digest,
-        pulled: true,
-        tag,
     })
 }
 
@@ -388,6 +411,30 @@ mod tests {
             Some("reg.example/x:1")
         );
         assert_eq!(pulled_tag(&format!("reg.example/x@{d}")), None);
+    }
+
+    #[test]
+    fn pull_always_asks_no_registry_for_a_digest_or_a_local_tag() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("store")).unwrap();
+        let bytes = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.empty.v1+json","digest":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","size":2},"layers":[]}"#;
+        let d = store
+            .put_manifest(bytes, otters_oci::spec::media_type::MANIFEST_V1)
+            .unwrap();
+        store.tag("demo:1", &d).unwrap();
+        store.tag("example.invalid/a:1", &d).unwrap();
+        // Nothing listens at example.invalid: asking it would fail.
+        let registry = RegistryFetcher::new(otters_oci::registry::ClientOptions::default());
+        for local in ["demo:1", &format!("example.invalid/a@{}", d.digest)] {
+            let got = fetch_image(&store, &registry, local, Pull::Always).unwrap();
+            assert_eq!(
+                (got.digest, got.pulled),
+                (d.digest.clone(), false),
+                "{local}"
+            );
+        }
+        assert!(fetch_image(&store, &registry, "example.invalid/a:1", Pull::Always).is_err());
+        assert!(fetch_image(&store, &registry, "example.invalid/a:1", Pull::Missing).is_ok());
     }
 
     #[test]

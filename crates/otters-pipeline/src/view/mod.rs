@@ -23,6 +23,12 @@ pub fn path(p: &std::path::Path) -> String {
     otters_core::escape::escape(&p.display().to_string()).into_owned()
 }
 
+/// The image `reference` resolved to `digest`, as one reference other tools parse
+/// (`otters_oci::reference::pinned`: the digest once), escaped for the terminal.
+pub fn pinned(reference: &str, digest: &otters_oci::Digest) -> String {
+    esc(&otters_oci::reference::pinned(reference, digest))
+}
+
 /// `writeln!` into a `String` (which cannot fail).
 macro_rules! line {
     ($out:expr, $($arg:tt)*) => {{
@@ -61,7 +67,24 @@ pub(crate) fn plural(n: usize) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::human_size;
+    use super::{human_size, pinned};
+
+    #[test]
+    fn a_pinned_reference_names_its_digest_once() {
+        let d = otters_oci::Digest::of(b"x");
+        assert_eq!(pinned("r.example/a:1", &d), format!("r.example/a:1@{d}"));
+        assert_eq!(
+            pinned(&format!("r.example/a@{d}"), &d),
+            format!("r.example/a@{d}")
+        );
+        assert_eq!(
+            pinned(&format!("r.example/a:1@{d}"), &d),
+            format!("r.example/a:1@{d}")
+        );
+        assert_eq!(pinned(d.as_str(), &d), d.to_string());
+        assert_eq!(pinned(&d.hex()[..12], &d), d.to_string());
+        assert_eq!(pinned("demo\u{1b}", &d), format!("demo\\u{{1b}}@{d}"));
+    }
 
     #[test]
     fn sizes_are_in_binary_units() {

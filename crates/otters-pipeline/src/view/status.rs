@@ -9,12 +9,95 @@ use otters_oci::registry::mirror::MirrorFailure;
 use otters_oci::{Descriptor, Digest};
 use std::path::Path;
 
-/// `run --dry-run` pulled the image to plan the run: say so, and how to undo it.
-pub fn pulled_to_plan(reference: &str, tag: Option<&str>) -> String {
-    match tag {
-        Some(tag) => format!("note: {reference} was pulled into the local store to plan the run (`otters rm {tag}` removes the tag)\n"),
-        None => format!("note: {reference} was pulled into the local store to plan the run, untagged (a digest reference names no tag)\n"),
+/// `run --dry-run`: what fetching the image to plan the run did to the store (planning needs
+/// its config and agent.yaml, so a dry run pulls like a run, and "do nothing" suggests
+/// otherwise): pulled, or only tagged when the store already held it, and a tag that moved;
+/// nothing when the store had it.
+pub fn pulled_to_plan(reference: &str, fetched: &crate::run::prepare::Fetched) -> String {
+    let reference = esc(reference);
+    let digest = &fetched.digest;
+    let rm = |tag: &str| format!("`otters rm {tag}` removes the tag");
+    let said = match (fetched.pulled, fetched.tag.as_deref().map(esc), &fetched.previous) {
+        (_, Some(tag), Some(before)) => {
+            let how = if fetched.pulled { "was pulled into the local store" } else { "names an image the local store already held" };
+            format!("{reference} {how} to plan the run: the local tag {tag} moved from {before} to {digest}")
+        }
+        (true, Some(tag), None) => format!("{reference} was pulled into the local store to plan the run ({})", rm(&tag)),
+        (true, None, _) => format!("{reference} was pulled into the local store to plan the run, untagged (a digest reference names no tag)"),
+        (false, Some(tag), None) => format!("the local store already held {reference} ({digest}) under another name; it is now tagged {tag} too ({})", rm(&tag)),
+        (false, None, _) => return String::new(),
+    };
+    format!("note: {said}\n")
+}
+
+/// `sign`: what was signed (`reference` resolved to `digest`) and where the signature went: the
+/// store and the registry, or the store only and why (with what to do to share it).
+pub fn signed(reference: &str, digest: &Digest, shared: &crate::target::Shared) -> String {
+    use crate::target::{Shared, StoreOnly};
+    let image = super::pinned(reference, digest);
+    let push = format!(
+        "`otters push {}` pushes the image with its signatures",
+        esc(reference)
+    );
+    match shared {
+        Shared::Registry(there) => format!(
+            "signed {image}: the signature is in the local store and in {}\n",
+            esc(there)
+        ),
+        Shared::StoreOnly(why) => {
+            let why = match why {
+                StoreOnly::NoRegistry => " (the reference names no registry)".to_owned(),
+                StoreOnly::Asked => format!(" (--local); {push}"),
+                StoreOnly::NotInRegistry(registry, repository) => format!(
+                    " ({} holds no such image in {} yet); {push}",
+                    esc(registry),
+                    esc(repository)
+                ),
+                StoreOnly::Failed(registry, e) => format!(
+                    "\nwarning: it was not pushed to {}: {}; {push}, or sign with --remote",
+                    esc(registry),
+                    esc(e)
+                ),
+            };
+            format!("signed {image}: the signature is in the local store only{why}\n")
+        }
     }
+}
+
+/// `verify`: which copy of the image was checked (its digest) with which signatures, and, when
+/// the store answered for a registry tag, that the tag may name another image there now.
+pub fn verified_copy(reference: &str, digest: &Digest, checked: &crate::trust::Checked) -> String {
+    use crate::trust::Checked;
+    let image = super::pinned(reference, digest);
+    // A digest reference names the same image everywhere; a tag may have moved.
+    let moved = if reference.contains('@') {
+        String::new()
+    } else {
+        format!(
+            "{} may name another image there now: pass --remote to verify that one",
+            esc(reference)
+        )
+    };
+    let line = match checked {
+        Checked::Store { registry: None } => format!("checked the local store's copy, {image}"),
+        Checked::Store { registry: Some(r) } if moved.is_empty() => format!(
+            "checked the local store's copy, {image}, with the store's signatures; pass --remote to read those {} holds",
+            esc(r)
+        ),
+        Checked::Store { registry: Some(r) } => format!(
+            "checked the local store's copy, {image}; {} was not asked, and {moved}",
+            esc(r)
+        ),
+        Checked::StoreInRegistry { registry } => format!(
+            "checked the local store's copy, {image}, with the signatures {} holds for that digest{}",
+            esc(registry),
+            if moved.is_empty() { String::new() } else { format!("; {moved}") }
+        ),
+        Checked::Registry { registry } => {
+            format!("checked the copy in {}, {image}", esc(registry))
+        }
+    };
+    format!("note: {line}\n")
 }
 
 /// `run --dry-run` with declared mounts missing: a run would stop.
@@ -171,8 +254,33 @@ mod tests {
 
     #[test]
     fn status_lines_read_as_sentences() {
-        assert!(pulled_to_plan("a:1", Some("a:1")).ends_with("(`otters rm a:1` removes the tag)\n"));
-        assert!(pulled_to_plan("a@sha256:x", None).contains("untagged"));
+        use crate::run::prepare::Fetched;
+        use crate::target::{Shared, StoreOnly};
+        use crate::trust::Checked;
+        let (old, new) = (Digest::of(b"old"), Digest::of(b"new"));
+        let fetched = |pulled, tag: Option<&str>, previous: Option<&Digest>| Fetched {
+            digest: new.clone(),
+            pulled,
+            tag: tag.map(str::to_owned),
+            previous: previous.cloned(),
+        };
+        let plan = |f: Fetched| pulled_to_plan("a:1", &f);
+        assert!(
+            plan(fetched(true, Some("a:1"), None)).ends_with("(`otters rm a:1` removes the tag)\n")
+        );
+        assert!(plan(fetched(true, None, None)).contains("untagged"));
+        // Nothing pulled: the store held it under another name, or as it is.
+        let held = plan(fetched(false, Some("a:1"), None));
+        assert!(
+            held.starts_with("note: the local store already held a:1") && !held.contains("pulled"),
+            "{held}"
+        );
+        assert_eq!(plan(fetched(false, None, None)), "");
+        let moved = plan(fetched(true, Some("a:1"), Some(&old)));
+        assert!(
+            moved.contains(&format!("moved from {old} to {new}")),
+            "{moved}"
+        );
         assert!(run_would_stop(&["/a".into(), "/b".into()]).contains("missing: /a, /b; supply"));
         let d = Digest::of(b"x");
         insta::assert_snapshot!(exported("a\u{1b}:1", [("linux/amd64".to_owned(), &d, 3)]).replace(d.as_str(), "D"), @"exported a\\u{1b}:1 for linux/amd64: D (3 layers)");
@@ -192,6 +300,27 @@ mod tests {
             assert!(!text.contains(['\u{1b}', '\u{7}']), "{text:?}");
             assert!(text.contains("ctx\\u{1b}"), "{text:?}");
         }
+        // Where a signature went, and which copy `verify` checked: each says the registry.
+        let reg = || "r.example".to_owned();
+        let signed_to = |s: Shared| signed("r.example/a:1", &d, &s);
+        assert!(signed_to(Shared::Registry(format!("r.example/a@{d}")))
+            .ends_with(&format!("in the local store and in r.example/a@{d}\n")));
+        let failed = signed_to(Shared::StoreOnly(StoreOnly::Failed(
+            reg(),
+            "refused".into(),
+        )));
+        assert!(failed.contains("local store only\nwarning: it was not pushed to r.example: refused; `otters push r.example/a:1`"), "{failed}");
+        let tag = verified_copy(
+            "r.example/a:1",
+            &d,
+            &Checked::Store {
+                registry: Some(reg()),
+            },
+        );
+        assert!(tag.contains("r.example was not asked, and r.example/a:1 may name another image there now: pass --remote"), "{tag}");
+        let pinned = format!("r.example/a@{d}");
+        let by_digest = verified_copy(&pinned, &d, &Checked::StoreInRegistry { registry: reg() });
+        assert_eq!(by_digest, format!("note: checked the local store's copy, {pinned}, with the signatures r.example holds for that digest\n"));
         let v = version("1.2.3", "linux/amd64");
         assert!(
             v.starts_with("otters 1.2.3\n os/arch:  ")

@@ -168,9 +168,7 @@ fn json_nodes(nodes: &[Node]) -> Vec<serde_json::Value> {
                 "annotations": d.annotations,
                 "referrers": json_nodes(&n.referrers),
             });
-            if let Some(k) =
-                otters_supply::referrer::kind(d.artifact_type.as_deref(), &d.annotations)
-            {
+            if let Some((_, k)) = label(d) {
                 v["kind"] = json!(k);
             }
             v
@@ -181,19 +179,37 @@ fn json_nodes(nodes: &[Node]) -> Vec<serde_json::Value> {
 /// `discover`'s text: the image, then its referrers as a tree (artifact type, digest, kind).
 pub fn referrers_text(reference: &str, root: &Descriptor, tree: &Tree) -> String {
     let mut out = String::new();
-    line!(out, "{}@{}", esc(reference), root.digest);
+    line!(out, "{}", super::pinned(reference, &root.digest));
     tree_lines(&mut out, &tree.referrers, "");
     out
+}
+
+/// What a referrer is called in `discover`'s tree, and its kind: a supply-chain document by its
+/// artifact type; a runnable export (whose artifact type is only its config's media type, or none
+/// for an index) by what its annotations say.
+fn label(d: &Descriptor) -> Option<(Option<String>, String)> {
+    use crate::export::{ANN_EXPORT, ANN_EXPORT_PLATFORM};
+    if let Some(k) = otters_supply::referrer::kind(d.artifact_type.as_deref(), &d.annotations) {
+        return Some((d.artifact_type.clone(), k));
+    }
+    let what = d.annotations.get(ANN_EXPORT)?;
+    let kind = match d.annotations.get(ANN_EXPORT_PLATFORM) {
+        Some(p) => format!("{what} export for {p}"),
+        None if d.media_type.is_index() => format!("{what} export, an index of platforms"),
+        None => format!("{what} export"),
+    };
+    Some((Some(format!("{ANN_EXPORT}={what}")), kind))
 }
 
 fn tree_lines(out: &mut String, nodes: &[Node], prefix: &str) {
     for (i, n) in nodes.iter().enumerate() {
         let last = i + 1 == nodes.len();
         let d = &n.descriptor;
-        let at = d.artifact_type.as_deref().unwrap_or("(no artifact type)");
-        let kind = otters_supply::referrer::kind(d.artifact_type.as_deref(), &d.annotations)
-            .map(|k| format!(" ({k})"))
-            .unwrap_or_default();
+        let (at, kind) = match label(d) {
+            Some((at, kind)) => (at, format!(" ({})", esc(&kind))),
+            None => (d.artifact_type.clone(), String::new()),
+        };
+        let at = at.as_deref().unwrap_or("(no artifact type)");
         let branch = if last { "└──" } else { "├──" };
         line!(
             out,
@@ -301,6 +317,49 @@ mod tests {
             super::copied(&report),
             format!("reg2/x1:1 {d1}\nreg2/x2@{d2} {d2}\n")
         );
+    }
+
+    #[test]
+    fn a_runnable_export_is_named_by_its_annotations() {
+        use crate::export::{ANN_EXPORT, ANN_EXPORT_PLATFORM, RUNNABLE};
+        let root = Descriptor::new(
+            "application/vnd.oci.image.manifest.v1+json",
+            Digest::of(b"r"),
+            1,
+        );
+        let mut image = node(Some("application/vnd.oci.image.config.v1+json"), 1, vec![]);
+        image.descriptor.annotations = [
+            (ANN_EXPORT.to_owned(), RUNNABLE.to_owned()),
+            (ANN_EXPORT_PLATFORM.to_owned(), "linux/arm64".to_owned()),
+        ]
+        .into();
+        let mut index = node(None, 2, vec![]);
+        index.descriptor.media_type = otters_oci::MediaType::OciIndex;
+        index.descriptor.annotations = [(ANN_EXPORT.to_owned(), RUNNABLE.to_owned())].into();
+        let tree = Tree {
+            referrers: vec![image, index],
+            requests: 0,
+            cut: false,
+        };
+        let text = referrers_text(&format!("r.example/a@{}", root.digest), &root, &tree);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("r.example/a@{}", root.digest));
+        assert_eq!(
+            lines[1],
+            format!(
+                "├── io.openotters.export=runnable {} (runnable export for linux/arm64)",
+                Digest::of(&[1])
+            )
+        );
+        assert_eq!(
+            lines[2],
+            format!(
+                "└── io.openotters.export=runnable {} (runnable export, an index of platforms)",
+                Digest::of(&[2])
+            )
+        );
+        let v = referrers_json("r.example/a:1", &root, &tree);
+        assert_eq!(v["referrers"][0]["kind"], "runnable export for linux/arm64");
     }
 
     #[test]
