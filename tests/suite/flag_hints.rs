@@ -7,65 +7,46 @@
 //! `build_cli` (--annotation), `source_date_epoch_git` (--source-date-epoch), `kube` (--image,
 //! --config, --mount), `run` (--root, --name), `supply` (--out), `fmt` (--diff), `lint_cli` and
 //! `lsp` (--stdin-filename, --fix).
+//!
+//! Each output is pinned whole (`snapshots/flag_hints/`).
 
 use crate::store::build_minimal;
-use crate::support::cli::{flat, Env};
+use crate::support::cli::Env;
+use crate::support::snap::snapshot;
 
-/// Runs otters with no identity token in its environment; returns (success, flat stderr).
-fn without_token(env: &Env, args: &[&str]) -> (bool, String) {
-    let out = env
-        .otters()
-        .env_remove("SIGSTORE_ID_TOKEN")
-        .env_remove("ACTIONS_ID_TOKEN_REQUEST_URL")
-        .env_remove("ACTIONS_ID_TOKEN_REQUEST_TOKEN")
-        .args(args)
-        .output()
-        .expect("run otters");
-    (
-        out.status.success(),
-        flat(&String::from_utf8_lossy(&out.stderr)),
-    )
+fn pin(name: &str, env: &Env, args: &[&str]) {
+    let (ok, _, err) = snapshot("flag_hints", name, env, args);
+    assert!(!ok, "{err}");
 }
 
 #[test]
 fn keyless_signing_without_a_token_names_the_token_flag() {
     let env = Env::new();
     build_minimal(&env, &["-t", "a:1"]);
-    let (ok, err) = without_token(&env, &["sign", "--keyless", "a:1"]);
-    assert!(!ok, "{err}");
-    assert!(
-        err.contains("keyless signing needs an OIDC identity token: set SIGSTORE_ID_TOKEN")
-            && !err.contains("pass --identity-token"),
-        "{err}"
-    );
-    assert!(
-        err.contains("help: or pass the token with --identity-token TOKEN"),
-        "{err}"
-    );
+    // No identity token in the environment (a transcript's command inherits none).
+    pin("keyless_sign_without_token", &env, &["sign", "--keyless", "a:1"]);
 }
 
 #[test]
 fn keyless_verification_names_the_issuer_and_trusted_root_flags() {
     let env = Env::new();
     let id = "https://github.com/acme/agents/.github/workflows/ci.yml@refs/heads/main";
-    let err = env.fails(&["verify", "a:1", "--certificate-identity", id]);
-    assert!(
-        err.contains("keyless verification needs the certificate's OIDC issuer")
-            && err.contains("help: pass --certificate-oidc-issuer URL"),
-        "{err}"
+    pin(
+        "keyless_verify_without_issuer",
+        &env,
+        &["verify", "a:1", "--certificate-identity", id],
     );
-    let err = env.fails(&[
-        "verify",
-        "a:1",
-        "--certificate-identity",
-        id,
-        "--certificate-oidc-issuer",
-        "https://token.actions.githubusercontent.com",
-    ]);
-    assert!(
-        err.contains("keyless verification needs a trusted root")
-            && err.contains("help: pass --trusted-root FILE"),
-        "{err}"
+    pin(
+        "keyless_verify_without_trusted_root",
+        &env,
+        &[
+            "verify",
+            "a:1",
+            "--certificate-identity",
+            id,
+            "--certificate-oidc-issuer",
+            "https://token.actions.githubusercontent.com",
+        ],
     );
 }
 
@@ -73,21 +54,20 @@ fn keyless_verification_names_the_issuer_and_trusted_root_flags() {
 fn run_names_the_name_and_root_flags() {
     let env = Env::new();
     build_minimal(&env, &["-t", "a:1"]);
-    let err = env.fails(&["run", "--dry-run", "--name", "no spaces", "a:1"]);
-    assert!(
-        err.contains("agent name \"no spaces\" must match")
-            && err.contains("help: pass --name NAME"),
-        "{err}"
+    pin(
+        "run_bad_name",
+        &env,
+        &["run", "--dry-run", "--name", "no spaces", "a:1"],
     );
     // A symlink as the agent root: refused, with the flag that names the directory itself.
     let dir = env.dir.path().join("trees");
     std::fs::create_dir_all(&dir).unwrap();
     let link = env.dir.path().join("link");
     std::os::unix::fs::symlink(&dir, &link).unwrap();
-    let err = env.fails(&["run", "--dry-run", "--root", link.to_str().unwrap(), "a:1"]);
-    assert!(
-        err.contains("is a symlink") && err.contains("help: pass --root with the directory itself"),
-        "{err}"
+    pin(
+        "run_root_symlink",
+        &env,
+        &["run", "--dry-run", "--root", link.to_str().unwrap(), "a:1"],
     );
 }
 
@@ -96,17 +76,14 @@ fn run_names_the_name_and_root_flags() {
 #[test]
 fn an_image_not_in_the_store_with_pulling_off_names_the_flags_that_turn_it_off() {
     let env = Env::new();
-    for args in [
-        &["run", "--dry-run", "--pull", "never", "nothing:1"][..],
+    pin(
+        "run_not_in_store_pull_never",
+        &env,
+        &["run", "--dry-run", "--pull", "never", "nothing:1"],
+    );
+    pin(
+        "export_not_in_store_offline",
+        &env,
         &["export", "nothing:1", "--as", "runnable", "--offline"],
-    ] {
-        let err = env.fails(args);
-        assert!(
-            err.contains("nothing:1: not in the local store, and pulling is off")
-                && err.contains(
-                    "help: or let otters pull it: drop --offline (or, for `otters run`, --pull never)"
-                ),
-            "{args:?}: {err}"
-        );
-    }
+    );
 }

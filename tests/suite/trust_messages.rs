@@ -13,7 +13,7 @@
 use crate::support::cli::{json, Env};
 use crate::support::images::{self, BinPrefix};
 use crate::support::registry::{free_port, Registry};
-use std::collections::HashMap;
+use crate::support::snap::Transcript;
 use std::fmt::Write as _;
 
 /// The runtime's bytes: no interpreter line, and no program either.
@@ -69,78 +69,13 @@ impl World {
     }
 }
 
-/// A transcript of commands and what they printed, redacted for a snapshot: the registry's
-/// address is `[REG]`, a temp directory `[TMP]`, each digest `[D1]`, `[D2]`… in order of first
-/// appearance (so the same digest reads the same everywhere).
-struct Transcript {
-    text: String,
-    replace: Vec<(String, String)>,
-}
-
-impl Transcript {
-    fn new(replace: &[(&str, &str)]) -> Transcript {
-        Transcript {
-            text: String::new(),
-            replace: replace
-                .iter()
-                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-                .collect(),
-        }
+/// A transcript filtering `replace` (the registry's address `[REG]`, temp paths `[TMP]`…).
+fn transcript(replace: &[(&str, &str)]) -> Transcript {
+    let mut t = Transcript::new();
+    for (from, to) in replace {
+        t.filter(*from, *to);
     }
-
-    /// Runs `otters args` on `env` (no wrapping), records its exit, stdout and stderr; returns
-    /// (success, stdout, stderr) unredacted.
-    fn run(&mut self, env: &Env, args: &[&str]) -> (bool, String, String) {
-        self.record(env, args, true)
-    }
-
-    /// As [`Transcript::run`], recording stderr only: stdout is output another suite pins (a
-    /// run's plan, `kube`'s YAML), and checked by the caller.
-    fn run_stderr(&mut self, env: &Env, args: &[&str]) -> (bool, String, String) {
-        self.record(env, args, false)
-    }
-
-    fn record(&mut self, env: &Env, args: &[&str], stdout_too: bool) -> (bool, String, String) {
-        let out = env
-            .otters()
-            .env("COLUMNS", "1000")
-            .args(args)
-            .output()
-            .expect("run otters");
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
-        let status = if out.status.success() { "ok" } else { "failed" };
-        let shown = if stdout_too {
-            indent("stdout", &stdout)
-        } else {
-            "  stdout| (not pinned here)\n".to_owned()
-        };
-        let _ = write!(
-            self.text,
-            "$ otters {}  [{status}]\n{shown}{}",
-            args.join(" "),
-            indent("stderr", &stderr)
-        );
-        (out.status.success(), stdout, stderr)
-    }
-
-    /// The transcript, redacted.
-    fn redacted(&self) -> String {
-        let mut text = self.text.clone();
-        for (from, to) in &self.replace {
-            text = text.replace(from.as_str(), to);
-        }
-        number_digests(&text)
-    }
-}
-
-fn indent(what: &str, text: &str) -> String {
-    text.lines().fold(String::new(), |mut out, l| {
-        let _ = writeln!(out, "  {what}| {l}");
-        out
-    })
+    t
 }
 
 /// A `discover` tree with its top-level branches in the order of their text (branch glyphs
@@ -166,39 +101,6 @@ fn sorted_tree(tree: &str) -> String {
     out
 }
 
-/// Each `sha256:` + 64 hex digits replaced by `[Dn]`, numbered in order of first appearance.
-fn number_digests(text: &str) -> String {
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("sha256:") {
-        let hex = &rest[i + 7..];
-        let n = hex.bytes().take_while(u8::is_ascii_hexdigit).count();
-        if n < 64 {
-            out.push_str(&rest[..i + 7]);
-            rest = hex;
-            continue;
-        }
-        out.push_str(&rest[..i]);
-        let next = seen.len() + 1;
-        let k = *seen.entry(hex[..64].to_owned()).or_insert(next);
-        let _ = write!(out, "[D{k}]");
-        rest = &hex[64..];
-    }
-    out.push_str(rest);
-    out
-}
-
-fn snapshot(name: &str, text: &str) {
-    insta::with_settings!({
-        snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/trust"),
-        prepend_module_to_snapshot => false,
-        omit_expression => true,
-    }, {
-        insta::assert_snapshot!(name, text);
-    });
-}
-
 /// Item 7 (and 14's doubled digest): a signature of a pulled image goes to its registry too,
 /// so `verify --remote` finds it; `--local`, a local tag, an image the registry lacks each say
 /// the signature stayed in the store, and why; a digest reference is printed with it once.
@@ -210,7 +112,7 @@ fn sign_says_where_the_signature_went_and_pushes_it_to_the_images_registry() {
     let puller = Env::new();
     let (key, public) = puller.key_pair("k");
     let tmp = puller.dir.path().display().to_string();
-    let mut t = Transcript::new(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]")]);
+    let mut t = transcript(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]")]);
     puller.ok(&["pull", "-q", &tag]);
     // Nothing signed yet, anywhere.
     let (ok, ..) = t.run(&puller, &["verify", "--remote", &tag, "--key", &public]);
@@ -237,10 +139,10 @@ fn sign_says_where_the_signature_went_and_pushes_it_to_the_images_registry() {
     w.build(&unpushed, "two");
     let (publisher_key, _) = w.publisher.key_pair("p");
     let ptmp = w.publisher.dir.path().display().to_string();
-    t.replace.push((ptmp, "[PUBLISHER]".to_owned()));
+    t.filter(ptmp, "[PUBLISHER]");
     let (ok, ..) = t.run(&w.publisher, &["sign", &unpushed, "--key", &publisher_key]);
     assert!(ok);
-    snapshot("sign_where", &t.redacted());
+    t.assert("trust", "sign_where");
 }
 
 /// Item 8 (and 14): `verify` of a registry reference answered from the store says so, with the
@@ -264,7 +166,7 @@ fn verify_says_which_copy_it_checked() {
     w.publisher.ok(&["push", "-q", &tag]);
 
     let tmp = w.publisher.dir.path().display().to_string();
-    let mut t = Transcript::new(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]")]);
+    let mut t = transcript(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]")]);
     let (ok, old, _) = t.run(&puller, &["verify", &tag, "--key", &public]);
     assert!(ok);
     let (ok, new, _) = t.run(&puller, &["verify", "--remote", &tag, "--key", &public]);
@@ -281,7 +183,7 @@ fn verify_says_which_copy_it_checked() {
     assert!(ok);
     let (ok, ..) = t.run(&puller, &["discover", &pinned]);
     assert!(ok);
-    snapshot("verify_which_copy", &t.redacted());
+    t.assert("trust", "verify_which_copy");
 }
 
 /// Item 10 (and 14's export label): `[verify] key` in config.toml, and `--verify-key`, hold
@@ -301,7 +203,7 @@ fn export_and_kube_are_held_to_the_verify_gate() {
         format!("[verify]\nkey = \"{public}\"\n"),
     );
     let tmp = ops.dir.path().display().to_string();
-    let mut t = Transcript::new(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]")]);
+    let mut t = transcript(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]")]);
     let image = format!("{}/agents/gated@sha256:{}", w.reg.addr, "0".repeat(64));
     let (ok, ..) = t.run(&ops, &["export", &tag, "--as", "runnable"]);
     assert!(!ok, "an unsigned agent was exported");
@@ -344,12 +246,12 @@ fn export_and_kube_are_held_to_the_verify_gate() {
     let (ok, tree, _) = t.run_stderr(&ops, &["discover", &tag]);
     // Siblings are listed in digest order, and digests change with the registry's port: the
     // snapshot holds the tree with its top-level branches sorted by what they say.
-    t.text.push_str(&indent("sorted", &sorted_tree(&tree)));
+    t.note("sorted", &sorted_tree(&tree));
     assert!(
         ok && tree.contains("io.openotters.export=runnable"),
         "{tree}"
     );
-    snapshot("export_kube_gate", &t.redacted());
+    t.assert("trust", "export_kube_gate");
 }
 
 /// Item 14: a run whose pinned runtime's registry cannot be reached (as after `copy -r` to
@@ -367,7 +269,7 @@ fn unreachable_pins_and_dry_runs_say_what_happened() {
     let user = Env::new();
     let tmp = user.dir.path().display().to_string();
     let down = format!("127.0.0.1:{}", free_port());
-    let mut t = Transcript::new(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]"), (&down, "[DOWN]")]);
+    let mut t = transcript(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]"), (&down, "[DOWN]")]);
     user.ok(&["pull", "-q", &tag]);
     let (ok, ..) = t.run_stderr(&user, &["run", "--dry-run", &other]);
     assert!(ok);
@@ -387,7 +289,7 @@ fn unreachable_pins_and_dry_runs_say_what_happened() {
     w.reg.kill();
     let (ok, ..) = t.run(&user, &["run", &tag]);
     assert!(!ok);
-    snapshot("pins_and_dry_runs", &t.redacted());
+    t.assert("trust", "pins_and_dry_runs");
     // What the hint says works: the pinned runtime is read from the copy.
     crate::support::write(
         &user.home().join("config.toml"),
@@ -414,7 +316,7 @@ fn run_pull_always_follows_a_moved_tag() {
     let first = w.publish(&tag, "first");
     let user = Env::new();
     let tmp = user.dir.path().display().to_string();
-    let mut t = Transcript::new(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]")]);
+    let mut t = transcript(&[(&w.reg.addr, "[REG]"), (&tmp, "[TMP]")]);
     let plan_digest = |out: &str| json(out)["image"]["digest"].as_str().unwrap().to_owned();
     let (ok, out, _) = t.run_stderr(&user, &["run", "--dry-run", &tag]);
     assert!(ok && plan_digest(&out) == first);
@@ -432,5 +334,5 @@ fn run_pull_always_follows_a_moved_tag() {
     );
     let (ok, out, _) = t.run_stderr(&user, &["run", "--dry-run", "--pull", "always", &tag]);
     assert!(ok && plan_digest(&out) == second);
-    snapshot("pull_always", &t.redacted());
+    t.assert("trust", "pull_always");
 }

@@ -15,6 +15,7 @@ pub mod images;
 pub mod oras;
 pub mod registry;
 pub mod runnable;
+pub mod snap;
 pub mod tls_registry;
 pub mod token;
 pub mod tools;
