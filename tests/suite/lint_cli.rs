@@ -1,7 +1,9 @@
 //! `otters lint` and `otters explain` through the real binary: exit codes, every output format,
 //! colour rules, suppressions, the project config file, stdin, and the conformance corpus.
 
+use crate::support::cli::Env;
 use crate::support::repo;
+use crate::support::snap::Transcript;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -44,6 +46,24 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// Runs `otters args` as a transcript does, from the repository root, with `stdin` as standard
+/// input, and pins its whole output as `snapshots/lint/<name>.snap` (`env`'s temp dir `[TMP]`).
+fn pin_stdin(env: &Env, name: &str, args: &[&str], stdin: Option<&str>) {
+    let mut cmd = Transcript::otters(env);
+    cmd.current_dir(repo());
+    if let Some(text) = stdin {
+        cmd.write_stdin(text.to_owned());
+    }
+    let mut t = Transcript::on(env);
+    t.run_cmd(cmd, args);
+    t.assert("lint", name);
+}
+
+/// As [`pin_stdin`], with nothing on standard input.
+fn pin(env: &Env, name: &str, args: &[&str]) {
+    pin_stdin(env, name, args, None);
+}
+
 fn json_codes(out: &Out) -> Vec<String> {
     let v: Value =
         serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
@@ -66,7 +86,8 @@ fn snapshot(name: &str, value: &str) {
 
 #[test]
 fn exit_codes() {
-    let tmp = tempfile::tempdir().unwrap();
+    let env = Env::new();
+    let tmp = &env.dir;
     let clean = write(tmp.path(), "Agentfile", CLEAN);
     let clean = clean.to_str().unwrap();
     let warn = write(
@@ -76,30 +97,19 @@ fn exit_codes() {
     );
     let warn = warn.to_str().unwrap();
 
-    let o = lint(&[clean]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(o.stderr.contains("no problems in 1 file"), "{}", o.stderr);
+    pin(&env, "clean", &["lint", clean]);
 
     assert_eq!(lint(&[MIXED]).code, 1, "an error fails by default");
     assert_eq!(lint(&[warn]).code, 0, "warnings alone pass by default");
     assert_eq!(lint(&["--fail-on", "warning", warn]).code, 1);
     assert_eq!(lint(&["--fail-on", "info", clean]).code, 0);
 
-    let o = lint(&["no/such/Agentfile"]);
-    assert_eq!(o.code, 2);
-    assert!(
-        o.stderr
-            .contains("cannot read no/such/Agentfile: no such file or directory"),
-        "{}",
-        o.stderr
-    );
-    assert_eq!(lint(&["--format", "xml", clean]).code, 2);
-    assert_eq!(lint(&["--fail-on", "never", clean]).code, 2);
+    pin(&env, "missing_file", &["lint", "no/such/Agentfile"]);
+    pin(&env, "unknown_format", &["lint", "--format", "xml", clean]);
+    pin(&env, "unknown_fail_on", &["lint", "--fail-on", "never", clean]);
     // `--build-arg` is build's one parser: a name is needed, a bare NAME is read from the
     // environment.
-    let o = lint(&["--build-arg", "=v", clean]);
-    assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("`=v` has no name"), "{}", o.stderr);
+    pin(&env, "build_arg_without_name", &["lint", "--build-arg", "=v", clean]);
     // A directory means its Agentfile.
     assert_eq!(lint(&[tmp.path().to_str().unwrap()]).code, 0);
     assert_eq!(
@@ -132,8 +142,8 @@ fn human_format_on_stderr_with_summary_and_no_colour_off_a_terminal() {
         );
         snapshot("human", &o.stderr);
     }
-    let o = lint(&["-q", MIXED]);
-    assert!(!o.stderr.contains("in 1 file"), "-q drops the summary");
+    // -q drops the summary.
+    pin(&Env::new(), "human_quiet", &["lint", "-q", MIXED]);
 }
 
 #[test]
@@ -257,7 +267,8 @@ fn github_format_prints_escaped_workflow_commands() {
 
 #[test]
 fn suppressions_used_unused_and_without_reason() {
-    let tmp = tempfile::tempdir().unwrap();
+    let env = Env::new();
+    let tmp = &env.dir;
     let used = write(
         tmp.path(),
         "used",
@@ -285,6 +296,7 @@ fn suppressions_used_unused_and_without_reason() {
     );
     let o = lint(&["--format", "json", unused.to_str().unwrap()]);
     assert_eq!(json_codes(&o), ["AF215"]);
+    pin(&env, "suppression_unused", &["lint", unused.to_str().unwrap()]);
 
     let bare = write(
         tmp.path(),
@@ -293,17 +305,14 @@ fn suppressions_used_unused_and_without_reason() {
             .replace("RUNTIME", "# otters:ignore AF201\nRUNTIME")
             .replace("v1.2.0", "latest"),
     );
-    let o = lint(&["--format", "json", bare.to_str().unwrap()]);
-    assert_eq!(
-        json_codes(&o),
-        ["AF214"],
-        "the finding is suppressed but the missing reason is reported"
-    );
+    // The finding is suppressed but the missing reason is reported.
+    pin(&env, "suppression_without_reason", &["lint", bare.to_str().unwrap()]);
 }
 
 #[test]
 fn project_config_overrides_severity_and_fail_on() {
-    let tmp = tempfile::tempdir().unwrap();
+    let env = Env::new();
+    let tmp = &env.dir;
     let text = CLEAN.replace("v1.2.0", "latest");
     let file = write(tmp.path(), "agents/a/Agentfile", &text);
     let file = file.to_str().unwrap();
@@ -352,24 +361,25 @@ fn project_config_overrides_severity_and_fail_on() {
     assert_eq!(o.code, 0);
 
     // An invalid config is a usage error naming the file and the problem.
-    let bad = write(
+    write(
         tmp.path(),
         "agents/.otters.toml",
         "[lint.severity]\nAF104 = \"off\"\n",
     );
-    let o = lint(&[file]);
-    assert_eq!(o.code, 2);
-    assert!(
-        o.stderr.contains(&bad.display().to_string()) && o.stderr.contains("cannot be lowered"),
-        "{}",
-        o.stderr
-    );
+    pin(&env, "config_invalid", &["lint", file]);
 }
 
 #[test]
 fn stdin_build_args_and_capabilities() {
     // `--target none`: `web_fetch` is not portable to openotters L (AF232, tests/compat.rs).
     let text = "FROM scratch\nARG V=v1\nRUNTIME ghcr.io/openotters/runtime:${V}\nMODEL a/b\nNAME n\nCAPABILITY web_fetch\n";
+    let env = Env::new();
+    pin_stdin(
+        &env,
+        "stdin_json",
+        &["lint", "--target", "none", "--format", "json", "-"],
+        Some(text),
+    );
     let o = run(otters()
         .args(["lint", "--target", "none", "--format", "json", "-"])
         .write_stdin(text));
@@ -424,7 +434,8 @@ fn stdin_build_args_and_capabilities() {
 /// the same either way.
 #[test]
 fn a_build_arg_no_linted_file_declares_is_warned_of() {
-    let tmp = tempfile::tempdir().unwrap();
+    let env = Env::new();
+    let tmp = &env.dir;
     let with_v = write(
         tmp.path(),
         "a/Agentfile",
@@ -434,16 +445,16 @@ fn a_build_arg_no_linted_file_declares_is_warned_of() {
     let (with_v, plain) = (with_v.to_str().unwrap(), plain.to_str().unwrap());
     let unused = |name: &str| format!("warning: --build-arg {name} is not used");
 
-    let o = lint(&["--build-arg", "NOPE=1", "--build-arg", "V=2", with_v]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(o.stderr.contains(&unused("NOPE")), "{}", o.stderr);
-    assert!(!o.stderr.contains(&unused("V")), "{}", o.stderr);
+    pin(
+        &env,
+        "build_arg_unused",
+        &["lint", "--build-arg", "NOPE=1", "--build-arg", "V=2", with_v],
+    );
 
     // V is declared by one of the two files: used.
     let o = lint(&["--build-arg", "V=2", plain, with_v]);
     assert!(!o.stderr.contains("is not used"), "{}", o.stderr);
-    let o = lint(&["--build-arg", "V=2", plain]);
-    assert!(o.stderr.contains(&unused("V")), "{}", o.stderr);
+    pin(&env, "build_arg_unused_by_the_file", &["lint", "--build-arg", "V=2", plain]);
 
     let json = lint(&["--format", "json", "--build-arg", "NOPE=1", plain]);
     assert!(json.stderr.contains(&unused("NOPE")), "{}", json.stderr);
@@ -453,18 +464,24 @@ fn a_build_arg_no_linted_file_declares_is_warned_of() {
 
     // A name with a control character (say, from a CI variable) is shown escaped, in the warning
     // and in the note that a bare name is not set, never sent to the terminal.
-    let o = run(otters()
-        .args(["lint", "--build-arg", "\u{1b}]0;x\u{7}A=1"])
-        .args(["--build-arg", "\u{1b}[2JB", plain])
-        .env_remove("\u{1b}[2JB"));
-    assert!(o.stderr.contains("is not used"), "{}", o.stderr);
-    assert!(o.stderr.contains("is not set"), "{}", o.stderr);
-    assert!(!o.stderr.contains(['\u{1b}', '\u{7}']), "{:?}", o.stderr);
+    pin(
+        &env,
+        "build_arg_control_characters",
+        &[
+            "lint",
+            "--build-arg",
+            "\u{1b}]0;x\u{7}A=1",
+            "--build-arg",
+            "\u{1b}[2JB",
+            plain,
+        ],
+    );
 }
 
 #[test]
 fn recursive_lints_every_agentfile_sorted() {
-    let tmp = tempfile::tempdir().unwrap();
+    let env = Env::new();
+    let tmp = &env.dir;
     write(tmp.path(), "b/Agentfile", CLEAN);
     write(tmp.path(), "a/deep/Agentfile", "NAME x\n");
     write(tmp.path(), ".hidden/Agentfile", "junk\n");
@@ -480,20 +497,16 @@ fn recursive_lints_every_agentfile_sorted() {
         "{}",
         o.stdout
     );
-    let o = lint(&["-r", tmp.path().to_str().unwrap()]);
-    assert!(o.stderr.contains("in 2 files"), "{}", o.stderr);
+    pin(&env, "recursive", &["lint", "-r", tmp.path().to_str().unwrap()]);
 }
 
 #[test]
 fn non_utf8_input_is_af001_with_offset() {
-    let tmp = tempfile::tempdir().unwrap();
-    let p = tmp.path().join("Agentfile");
+    let env = Env::new();
+    let p = env.dir.path().join("Agentfile");
     std::fs::write(&p, b"FROM scratch\nNAME caf\xe9\n").unwrap();
-    let o = lint(&["--format", "json", p.to_str().unwrap()]);
-    assert_eq!(o.code, 1);
-    let v: Value = serde_json::from_str(&o.stdout).unwrap();
-    assert_eq!(v[0]["code"], "AF001");
-    assert!(v[0]["message"].as_str().unwrap().contains("offset 21"));
+    pin(&env, "not_utf8_json", &["lint", "--format", "json", p.to_str().unwrap()]);
+    pin(&env, "not_utf8_human", &["lint", p.to_str().unwrap()]);
 }
 
 #[test]
@@ -562,16 +575,11 @@ fn explain_prints_exactly_the_docs_page_for_every_code() {
 
 #[test]
 fn explain_unknown_code_and_list() {
-    let o = run(otters().args(["explain", "AF2O5"]));
-    assert_eq!(o.code, 2);
-    assert!(
-        o.stderr.contains("unknown code `AF2O5`")
-            && o.stderr.contains("did you mean")
-            && o.stderr.contains("AF205"),
-        "{}",
-        o.stderr
-    );
-    assert_eq!(run(otters().arg("explain")).code, 2);
+    let env = Env::new();
+    pin(&env, "explain_unknown_code", &["explain", "AF2O5"]);
+    pin(&env, "explain_nothing", &["explain"]);
+    pin(&env, "explain_list", &["explain", "--list"]);
+    pin(&env, "explain_list_json", &["explain", "--list", "--format", "json"]);
 
     let o = run(otters().args(["explain", "--list"]));
     assert_eq!(o.code, 0);
@@ -643,7 +651,8 @@ fn a_reference_the_lock_pins_is_not_af201() {
 /// otters.toml is found from PATH's directory, and Agentfile.lock beside PATH counts.
 #[test]
 fn stdin_filename_finds_the_config_and_names_the_file() {
-    let tmp = tempfile::tempdir().unwrap();
+    let env = Env::new();
+    let tmp = &env.dir;
     write(
         tmp.path(),
         "agents/otters.toml",
@@ -676,8 +685,10 @@ fn stdin_filename_finds_the_config_and_names_the_file() {
         (Some(path_s), Some("error"))
     );
     assert_eq!(o.code, 1);
-    let o = run(otters()
-        .args([
+    pin_stdin(
+        &env,
+        "stdin_filename_concise",
+        &[
             "lint",
             "--target",
             "none",
@@ -686,12 +697,8 @@ fn stdin_filename_finds_the_config_and_names_the_file() {
             "--stdin-filename",
             path_s,
             "-",
-        ])
-        .write_stdin(text.clone()));
-    assert!(
-        o.stdout.starts_with(&format!("{path_s}:2:9: error[AF201]")),
-        "{}",
-        o.stdout
+        ],
+        Some(&text),
     );
     // Agentfile.lock beside PATH pins the runtime: no AF201.
     let lock = lock_pinning_runtime("ghcr.io/openotters/runtime:latest");
@@ -702,14 +709,9 @@ fn stdin_filename_finds_the_config_and_names_the_file() {
         Vec::<String>::new()
     );
     // It names standard input: without `-` it is a usage error.
-    let o = lint(&["--stdin-filename", path_s, path_s]);
-    assert_eq!(o.code, 2);
-    assert!(
-        o.stderr
-            .contains("standard input (`-`) is not among the inputs")
-            && o.stderr
-                .contains("help: --stdin-filename names standard input: pass `-` to read it"),
-        "{}",
-        o.stderr
+    pin(
+        &env,
+        "stdin_filename_without_stdin",
+        &["lint", "--stdin-filename", path_s, path_s],
     );
 }

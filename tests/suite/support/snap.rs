@@ -131,7 +131,7 @@ impl Transcript {
         let _ = write!(
             self.text,
             "$ otters {}  [{status}]\n{shown}{}",
-            args.join(" "),
+            shown_args(args),
             indent("stderr", &stderr)
         );
         (out.status.success(), stdout, stderr)
@@ -173,6 +173,26 @@ pub fn assert(dir: &str, name: &str, text: &str) {
     }, {
         insta::assert_snapshot!(name, text);
     });
+}
+
+/// `args` joined by spaces, a control character written as Rust escapes it (`\u{1b}`): the
+/// snapshot holds no terminal escape.
+fn shown_args(args: &[&str]) -> String {
+    let escaped: Vec<String> = args
+        .iter()
+        .map(|a| {
+            a.chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_unicode().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    escaped.join(" ")
 }
 
 /// `text` with each line prefixed `  what| `.
