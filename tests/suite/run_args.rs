@@ -24,7 +24,6 @@ fn run_path_takes_the_build_offline_flags() {
     let example = repo().join("examples/hello");
     let example = example.to_str().expect("utf8");
     let mut t = Transcript::on(&env);
-    t.path(&repo().join("examples"), "[EXAMPLES]");
     // Without --allow-unpinned the offline build refuses, and its advice names a flag `run` has.
     let (ok, ..) = t.run(&env, &["run", "--offline", "--dry-run", example]);
     assert!(!ok);

@@ -5,7 +5,7 @@
 //! What varies between runs and machines is filtered before the text is pinned: the machine's
 //! temp dirs (`[TMP]`, its otters home `[OTTERS_HOME]`, see [`Transcript::machine`]), a registry's
 //! address (`[REG]`, [`Transcript::registry`]), any other text the test names
-//! ([`Transcript::filter`]), any temp dir of the system (`[TEMP]`), durations (`[TIME]`, as `in 0.4s`) and each
+//! ([`Transcript::filter`]), the checkout (`[REPO]`: fixtures, examples), any temp dir of the system (`[TEMP]`), durations (`[TIME]`, as `in 0.4s`) and each
 //! `sha256:` digest (`[D1]`, `[D2]`… numbered in order of first appearance, so one digest reads the
 //! same everywhere in a snapshot). Commands run with `COLUMNS=1000`, so the text does not depend on
 //! the terminal or the environment of whoever runs the suite ([`Transcript::otters`]); a test of
@@ -203,13 +203,14 @@ pub fn indent(what: &str, text: &str) -> String {
     })
 }
 
-/// `text` with `filters` applied in order, then the built-in ones: system temp dirs, durations,
-/// digests.
+/// `text` with `filters` applied in order, then the built-in ones: the checkout, system temp
+/// dirs, durations, digests.
 pub fn redact(text: &str, filters: &[(String, String)]) -> String {
     let mut text = text.to_owned();
     for (from, to) in filters {
         text = text.replace(from.as_str(), to);
     }
+    text = text.replace(&super::repo().display().to_string(), "[REPO]");
     number_digests(&durations(&temp_dirs(&text)))
 }
 
