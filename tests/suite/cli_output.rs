@@ -30,6 +30,7 @@ fn errors_never_wrap_inside_a_reference_or_a_command() {
     let mut narrow = Transcript::otters(&env);
     narrow.env("COLUMNS", "40");
     let mut t = Transcript::on(&env);
+    t.keep_wrapping();
     let (ok, _, err) = t.run_cmd(narrow, &["run", "--pull", "never", r]);
     assert!(!ok, "{err}");
     t.assert("cli_output", "narrow_error");

@@ -3,11 +3,13 @@
 //! unreachable registry, a missing platform), `--offline` advice only where it would work, push
 //! with a stale password, `otters login` on a terminal and through a credential store, and the
 //! provider-key warning of `otters run`. Every test runs the real binary, against a real
-//! `docker-registry` where a registry is involved.
+//! `docker-registry` where a registry is involved. What users see is pinned whole
+//! (`snapshots/registry_ux/`).
 
 use crate::support::cli::{flat, Env};
 use crate::support::images::{self, BinPrefix};
 use crate::support::registry::{free_port, Registry};
+use crate::support::snap::Transcript;
 use std::path::{Path, PathBuf};
 
 const RUNTIME: &str = "#!/bin/sh\necho runtime\n";
@@ -137,20 +139,11 @@ fn offline_child_of_a_local_parent_builds_and_reuses_its_layers() {
 
     // Online, the registry cannot be reached: AF410 (not "image not found"), and the advice
     // points at the local copy and --offline.
-    let (ok, _, err) = env.run(&["build", "-q", s(&child_ctx)]);
-    let err = flat(&err);
+    let mut t = Transcript::on(&env);
+    t.filter(format!("127.0.0.1:{port}"), "[DOWN]");
+    let (ok, ..) = t.run(&env, &["build", "-q", s(&child_ctx)]);
     assert!(!ok);
-    assert!(err.contains("AF410") && !err.contains("AF401"), "{err}");
-    assert!(
-        err.contains(&format!("cannot reach registry 127.0.0.1:{port}")),
-        "{err}"
-    );
-    assert!(
-        err.contains(
-            "this parent is in the local store, so `otters build --offline` builds from it"
-        ),
-        "{err}"
-    );
+    t.assert("registry_ux", "parent_unreachable");
 }
 
 #[test]
@@ -162,25 +155,16 @@ fn offline_parent_missing_everywhere_never_advises_the_flag_already_given() {
         "FROM 127.0.0.1:1/lib/gone:1\nNAME child\n",
         &[],
     );
+    let mut t = Transcript::on(&env);
     for args in [
         vec!["build", "--offline", s(&ctx)],
         vec!["build", "--offline", "--allow-unpinned", s(&ctx)],
     ] {
-        let err = env.fails(&args);
-        assert!(err.contains("AF405"), "{err}");
-        assert!(
-            err.contains("the parent `127.0.0.1:1/lib/gone:1` is neither pinned in Agentfile.lock nor in the local store"),
-            "{err}"
-        );
-        assert!(!err.contains("pass --allow-unpinned"), "{args:?}: {err}");
-        assert!(err.contains("otters pull 127.0.0.1:1/lib/gone:1"), "{err}");
-        if args.contains(&"--allow-unpinned") {
-            assert!(
-                err.contains("--allow-unpinned cannot stand in for a parent"),
-                "{err}"
-            );
-        }
+        let (ok, _, err) = t.run(&env, &args);
+        assert!(!ok);
+        assert!(!flat(&err).contains("pass --allow-unpinned"), "{args:?}: {err}");
     }
+    t.assert("registry_ux", "parent_missing_offline");
 }
 
 // ---- item 8: an unreadable lock and a client that cannot be set up have their own codes ----
@@ -194,16 +178,16 @@ fn unreadable_lock_is_af409_and_a_bad_client_setting_af410() {
         "FROM scratch\nNAME a\nRUNTIME 127.0.0.1:1/rt:1\n",
         &[("Agentfile.lock", "<<<<<<< HEAD\n{\"version\": 1}\n")],
     );
+    let mut t = Transcript::on(&env);
     for args in [
         vec!["build", "--offline", s(&ctx)],
         vec!["build", s(&ctx)],
         vec!["lock", s(&ctx)],
     ] {
-        let err = env.fails(&args);
-        assert!(err.contains("AF409"), "{args:?}: {err}");
-        assert!(!err.contains("AF406"), "{args:?}: {err}");
-        assert!(err.contains("is not a valid lock file"), "{err}");
+        let (ok, ..) = t.run(&env, &args);
+        assert!(!ok, "{args:?}");
     }
+    t.assert("registry_ux", "lock_unreadable");
     // `otters explain` knows the code.
     let page = env.ok(&["explain", "AF409"]);
     assert!(page.contains("lock-unreadable"), "{page}");
@@ -215,20 +199,16 @@ fn unreadable_lock_is_af409_and_a_bad_client_setting_af410() {
         "FROM scratch\nNAME b\nRUNTIME 127.0.0.1:1/rt:1\n",
         &[],
     );
-    let out = env
-        .otters()
-        .env("OTTERS_REGISTRY_TIMEOUT", "soon")
-        .args(["build", s(&ok_ctx)])
-        .output()
-        .expect("run");
-    let err = flat(&String::from_utf8_lossy(&out.stderr));
-    assert!(!out.status.success());
-    assert!(err.contains("AF410") && !err.contains("AF401"), "{err}");
-    assert!(err.contains("OTTERS_REGISTRY_TIMEOUT"), "{err}");
+    let mut cmd = Transcript::otters(&env);
+    cmd.env("OTTERS_REGISTRY_TIMEOUT", "soon");
+    let mut t = Transcript::on(&env);
+    let (ok, _, err) = t.run_cmd(cmd, &["build", s(&ok_ctx)]);
+    assert!(!ok);
     assert!(
         !err.contains("--offline"),
         "no lock, yet --offline is advised: {err}"
     );
+    t.assert("registry_ux", "client_setting_bad");
 }
 
 // ---- item 16: an unreachable registry is AF410; --offline is advised only when it would work --
@@ -256,25 +236,18 @@ fn unreachable_registry_is_af410_with_offline_advice_only_when_the_lock_pins_it(
 
     // Connection refused.
     reg.kill();
-    let err = env.fails(&["build", "-q", s(&pinned)]);
-    assert!(err.contains("AF410") && !err.contains("AF401"), "{err}");
-    assert!(err.contains(&format!("cannot reach registry {a}")), "{err}");
-    assert!(
-        err.contains(
-            "Agentfile.lock pins this image, so `otters build --offline` builds from the lock"
-        ),
-        "{err}"
-    );
-    let err = env.fails(&["build", "-q", s(&unpinned)]);
-    assert!(err.contains("AF410"), "{err}");
+    let mut t = Transcript::on(&env);
+    t.filter(a.clone(), "[REG]");
+    let (ok, ..) = t.run(&env, &["build", "-q", s(&pinned)]);
+    assert!(!ok);
+    let (ok, _, err) = t.run(&env, &["build", "-q", s(&unpinned)]);
+    assert!(!ok);
+    let err = flat(&err);
     assert!(
         !err.contains("with --offline") && !err.contains("build --offline"),
         "{err}"
     );
-    assert!(
-        err.contains("Agentfile.lock has no pin for this image"),
-        "{err}"
-    );
+    t.assert("registry_ux", "registry_unreachable");
     // What it advised works.
     let (ok, _, e) = env.run(&["build", "-q", "--offline", s(&pinned)]);
     assert!(ok, "{e}");
@@ -311,24 +284,19 @@ fn build_for_a_platform_the_images_lack_fails_naming_what_they_have() {
     let host = format!("linux/{}", crate::support::host_arch());
     let target = format!("linux/{}", foreign_arch());
 
-    for (name, has) in [("single", host.clone()), ("multi", host.clone())] {
+    let mut t = Transcript::on(&env);
+    t.registry(&reg)
+        .filter(host.clone(), "linux/[HOST]")
+        .filter(target.clone(), "linux/[OTHER]");
+    for name in ["single", "multi"] {
         let ctx = context(
             &env,
             name,
             &format!("FROM scratch\nNAME {name}\nRUNTIME {a}/{name}:1\n"),
             &[],
         );
-        let err = env.fails(&["build", "--platform", &target, s(&ctx)]);
-        assert!(err.contains("AF411"), "{name}: {err}");
-        assert!(
-            err.contains(&format!("image `{a}/{name}:1` has no image for {target}")),
-            "{name}: {err}"
-        );
-        assert!(err.contains(&has), "{name} must name what it has: {err}");
-        assert!(
-            err.contains(&format!("(`--platform {host}`)")),
-            "{name}: {err}"
-        );
+        let (ok, ..) = t.run(&env, &["build", "--platform", &target, s(&ctx)]);
+        assert!(!ok, "{name}");
         assert!(
             !ctx.join("Agentfile.lock").exists(),
             "{name}: a lock was written"
@@ -343,14 +311,9 @@ fn build_for_a_platform_the_images_lack_fails_naming_what_they_have() {
 
     // An offline build for another platform than the lock's is refused, not pinned wrongly.
     let ctx = env.dir.path().join("single");
-    let err = env.fails(&["build", "--offline", "--platform", &target, s(&ctx)]);
-    assert!(err.contains("AF405"), "{err}");
-    assert!(
-        err.contains(&format!(
-            "Agentfile.lock pins images for {host}, not {target}"
-        )),
-        "{err}"
-    );
+    let (ok, ..) = t.run(&env, &["build", "--offline", "--platform", &target, s(&ctx)]);
+    assert!(!ok);
+    t.assert("registry_ux", "platform_missing");
 }
 
 // ---- item 9: stale passwords, the login prompt, credential stores ---------------------------
@@ -375,25 +338,18 @@ fn push_with_a_stale_password_says_the_credentials_were_refused() {
     let tag = format!("{}/team/agent:1", reg.addr);
     build_agent(&env, &tag);
     reg.docker_config(&env.docker(), "alice", "old-password");
-    let err = env.fails(&["push", &tag]);
-    assert!(
-        err.contains(&format!(
-            "{} refused credentials for user alice: run `otters login {}` with the right password",
-            reg.addr, reg.addr
-        )),
-        "{err}"
-    );
-    assert!(
-        !err.contains("denied push access") && !err.contains("ask its owner"),
-        "{err}"
-    );
+    let mut t = Transcript::on(&env);
+    t.registry(&reg);
+    let (ok, _, err) = t.run(&env, &["push", &tag]);
+    assert!(!ok);
     assert!(
         !err.contains("old-password"),
         "the password leaked into the message: {err}"
     );
-    // The same at pull, and build --push.
-    let err = env.fails(&["pull", &tag]);
-    assert!(err.contains("refused credentials for user alice"), "{err}");
+    // The same at pull.
+    let (ok, ..) = t.run(&env, &["pull", &tag]);
+    assert!(!ok);
+    t.assert("registry_ux", "stale_password");
     reg.docker_config(&env.docker(), "alice", "new-password");
     env.ok(&["push", "-q", &tag]);
 }
@@ -544,18 +500,13 @@ fn login_on_a_terminal_asks_for_user_and_password_without_echo() {
     assert!(!env2.docker().join("config.json").exists());
 
     // Not a terminal and no password: a clear error, no hang.
-    let out = env2
-        .otters()
-        .args(["login", "-u", "alice", &reg.addr])
-        .write_stdin("")
-        .output()
-        .expect("run");
-    let err = flat(&String::from_utf8_lossy(&out.stderr));
-    assert!(!out.status.success());
-    assert!(
-        err.contains("no password given: pipe it in with --password-stdin"),
-        "{err}"
-    );
+    let mut cmd = Transcript::otters(&env2);
+    cmd.write_stdin("");
+    let mut t = Transcript::on(&env2);
+    t.registry(&reg);
+    let (ok, ..) = t.run_cmd(cmd, &["login", "-u", "alice", &reg.addr]);
+    assert!(!ok);
+    t.assert("registry_ux", "login_without_a_terminal");
 }
 
 #[test]
@@ -563,15 +514,13 @@ fn login_password_stdin_refuses_more_than_64_kib() {
     let reg = Registry::start_basic("alice", "s3cret");
     let env = Env::new();
     // A file piped in by mistake (1 MiB): refused by size, not read whole, nothing stored.
-    let out = env
-        .otters()
-        .args(["login", "-u", "alice", "--password-stdin", &reg.addr])
-        .write_stdin(vec![b'x'; 1 << 20])
-        .output()
-        .expect("run");
-    let err = flat(&String::from_utf8_lossy(&out.stderr));
-    assert!(!out.status.success(), "{err}");
-    assert!(err.contains("more than 64 KiB on standard input"), "{err}");
+    let mut cmd = Transcript::otters(&env);
+    cmd.write_stdin(vec![b'x'; 1 << 20]);
+    let mut t = Transcript::on(&env);
+    t.registry(&reg);
+    let (ok, ..) = t.run_cmd(cmd, &["login", "-u", "alice", "--password-stdin", &reg.addr]);
+    assert!(!ok);
+    t.assert("registry_ux", "login_password_too_long");
     assert!(!env.docker().join("config.json").exists());
     // 64 KiB exactly is still read (and then refused by the registry, as a wrong password).
     let out = env
@@ -620,25 +569,19 @@ fn login_stores_through_the_configured_credential_store() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let t = std::cell::RefCell::new(Transcript::on(&env));
+    t.borrow_mut().registry(&reg);
     let run = |args: &[&str], stdin: &str| {
-        let out = env
-            .otters()
-            .env("PATH", &path)
-            .args(args)
-            .write_stdin(stdin.to_owned())
-            .output()
-            .expect("run");
-        (
-            out.status.success(),
-            flat(&String::from_utf8_lossy(&out.stderr)),
-        )
+        let mut cmd = Transcript::otters(&env);
+        cmd.env("PATH", &path).write_stdin(stdin.to_owned());
+        let (ok, _, err) = t.borrow_mut().run_cmd(cmd, args);
+        (ok, flat(&err))
     };
     let (ok, err) = run(
         &["login", "-u", "alice", "--password-stdin", &reg.addr],
         "helper-s3cret\n",
     );
     assert!(ok, "{err}");
-    assert!(err.contains("stored by docker-credential-test"), "{err}");
     let stored: serde_json::Value = serde_json::from_slice(
         &std::fs::read(bin.join("stored.json")).expect("the helper got nothing"),
     )
@@ -690,11 +633,7 @@ fn login_stores_through_the_configured_credential_store() {
         &["login", "-u", "alice", "--password-stdin", &reg.addr],
         "helper-s3cret\n",
     );
-    assert!(!ok);
-    assert!(
-        err.contains("docker-credential-absent") && err.contains("not on PATH"),
-        "{err}"
-    );
+    assert!(!ok, "{err}");
     assert_eq!(
         std::fs::read_to_string(env.docker().join("config.json")).expect("config"),
         r#"{"credsStore":"absent"}"#
@@ -708,8 +647,8 @@ fn login_stores_through_the_configured_credential_store() {
         &["login", "-u", "alice", "--password-stdin", &reg.addr],
         "helper-s3cret\n",
     );
-    assert!(!ok);
-    assert!(err.contains("not a helper name"), "{err}");
+    assert!(!ok, "{err}");
+    t.into_inner().assert("registry_ux", "credential_store");
 }
 
 // ---- item 18: `otters run` warns when the provider key is missing -------------------------
@@ -732,47 +671,33 @@ fn run_warns_when_the_model_provider_key_is_unset() {
         "keyed:1",
         s(&ctx),
     ]);
+    // Each dry run's stderr in a transcript (the plan on stdout is `run`'s to pin); the
+    // environment holds a key only when set here.
+    let t = std::cell::RefCell::new(Transcript::on(&env));
     let run = |extra: &[&str], key: Option<(&str, &str)>| {
-        let mut cmd = env.otters();
-        for k in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OLLAMA_API_KEY"] {
-            cmd.env_remove(k);
-        }
+        let mut cmd = Transcript::otters(&env);
         if let Some((k, v)) = key {
             cmd.env(k, v);
         }
-        let out = cmd
-            .args(["run", "--dry-run", "keyed:1"])
-            .args(extra)
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        flat(&String::from_utf8_lossy(&out.stderr))
+        let mut args = vec!["run", "--dry-run", "keyed:1"];
+        args.extend_from_slice(extra);
+        let (ok, _, err) = t.borrow_mut().run_cmd_stderr(cmd, &args);
+        assert!(ok, "{err}");
+        err
     };
-    let err = run(&[], None);
-    assert!(
-        err.contains(
-            "warning: MODEL anthropic/claude-test needs ANTHROPIC_API_KEY, which is not set"
-        ),
-        "{err}"
-    );
+    run(&[], None);
     // Set but empty is not passed on either.
-    assert!(run(&[], Some(("ANTHROPIC_API_KEY", ""))).contains("needs ANTHROPIC_API_KEY"));
+    run(&[], Some(("ANTHROPIC_API_KEY", "")));
     let err = run(&[], Some(("ANTHROPIC_API_KEY", "sk-test")));
-    assert!(!err.contains("API_KEY"), "{err}");
     assert!(!err.contains("sk-test"), "{err}");
     // --model switches the provider, and the key it needs.
-    let err = run(
+    run(
         &["--model", "openai/gpt-4o"],
         Some(("ANTHROPIC_API_KEY", "sk-test")),
     );
-    assert!(err.contains("needs OPENAI_API_KEY"), "{err}");
     // A local provider needs none.
-    let err = run(&["--model", "ollama/llama3"], None);
-    assert!(!err.contains("API_KEY"), "{err}");
+    run(&["--model", "ollama/llama3"], None);
+    t.into_inner().assert("registry_ux", "provider_key");
 }
 
 /// `credsStore` becomes part of a program name: a value that names a path is refused before

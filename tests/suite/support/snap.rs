@@ -11,7 +11,10 @@
 //! the terminal or the environment of whoever runs the suite ([`Transcript::otters`]); a test of
 //! wrapping sets its own width.
 //!
-//! The exit is written `[ok]` (0), `[failed]` (1) or `[exit N]`.
+//! Reports are unwrapped ([`unwrap_reports`]), as a temp path's length moves their line breaks;
+//! a registry's address is always `127.0.0.1:` and a five-digit port (Linux's ephemeral range), so
+//! the underlines of a source line that holds one do not move. The exit is written `[ok]` (0),
+//! `[failed]` (1) or `[exit N]`.
 
 use super::cli::Env;
 use super::registry::Registry;
@@ -20,16 +23,34 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// Commands and what they printed, to be pinned whole.
-#[derive(Default)]
 pub struct Transcript {
     text: String,
     filters: Vec<(String, String)>,
+    /// Whether a report's wrapped lines are joined ([`unwrap_reports`]).
+    unwrap: bool,
+}
+
+impl Default for Transcript {
+    fn default() -> Transcript {
+        Transcript {
+            text: String::new(),
+            filters: Vec::new(),
+            unwrap: true,
+        }
+    }
 }
 
 impl Transcript {
     /// An empty transcript with no filter of its own (the built-in ones always apply).
     pub fn new() -> Transcript {
         Transcript::default()
+    }
+
+    /// Keeps the line breaks of reports as printed: for a test of wrapping itself, whose text
+    /// holds no value whose length differs between machines.
+    pub fn keep_wrapping(&mut self) -> &mut Transcript {
+        self.unwrap = false;
+        self
     }
 
     /// A transcript of commands run on `env`: its otters home is `[OTTERS_HOME]`, the rest of its
@@ -117,6 +138,11 @@ impl Transcript {
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         );
+        let shown_err = if self.unwrap {
+            unwrap_reports(&stderr)
+        } else {
+            stderr.clone()
+        };
         let status = match out.status.code() {
             Some(0) => "ok".to_owned(),
             Some(1) => "failed".to_owned(),
@@ -132,7 +158,7 @@ impl Transcript {
             self.text,
             "$ otters {}  [{status}]\n{shown}{}",
             shown_args(args),
-            indent("stderr", &stderr)
+            indent("stderr", &shown_err)
         );
         (out.status.success(), stdout, stderr)
     }
@@ -173,6 +199,43 @@ pub fn assert(dir: &str, name: &str, text: &str) {
     }, {
         insta::assert_snapshot!(name, text);
     });
+}
+
+/// `text` (a stderr) with miette's wrapping undone: a message's continuation lines (`  │ …` after
+/// `  × `, `  ⚠ ` or `  ☞ `) and a help's (`        …` after `  help: `) joined to the line they
+/// continue. Diagnostics wrap at 100 columns whatever `COLUMNS` says, so a temp path or address
+/// whose length differs between machines would otherwise move line breaks.
+pub fn unwrap_reports(text: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    // What the last line was: a message, a help, or anything else.
+    let mut open: Option<&str> = None;
+    for line in text.lines() {
+        let joined = match open {
+            Some("message") => line.strip_prefix("  │ "),
+            Some("help") => line
+                .strip_prefix("        ")
+                .filter(|rest| !rest.starts_with(' ') && !rest.is_empty()),
+            _ => None,
+        };
+        if let (Some(rest), Some(last)) = (joined, out.last_mut()) {
+            last.push(' ');
+            last.push_str(rest.trim_start());
+            continue;
+        }
+        open = if ["  × ", "  ⚠ ", "  ☞ "].iter().any(|h| line.starts_with(h)) {
+            Some("message")
+        } else if line.starts_with("  help: ") {
+            Some("help")
+        } else {
+            None
+        };
+        out.push(line.to_owned());
+    }
+    let mut text = out.join("\n");
+    if !out.is_empty() {
+        text.push('\n');
+    }
+    text
 }
 
 /// `args` joined by spaces, a control character written as Rust escapes it (`\u{1b}`): the
@@ -282,6 +345,15 @@ fn durations(text: &str) -> String {
         rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+#[test]
+fn reports_are_unwrapped_and_source_lines_kept() {
+    let text = "  × one\n  │ two\n   ╭─[f:1:1]\n 1 │ FROM x\n   ╰────\n  help: three\n        four\n\nnext\n";
+    assert_eq!(
+        unwrap_reports(text),
+        "  × one two\n   ╭─[f:1:1]\n 1 │ FROM x\n   ╰────\n  help: three four\n\nnext\n"
+    );
 }
 
 #[test]
