@@ -1,7 +1,9 @@
 //! `otters build` through the real binary: reproducibility, `SOURCE_DATE_EPOCH`, input safety,
-//! `.agentignore`, concurrent builds, skopeo interoperability, golden digests, conformance.
+//! `.agentignore`, concurrent builds, skopeo interoperability, golden digests, conformance. What a
+//! user reads (errors, warnings, JSON, `inspect`) is pinned whole in `snapshots/build_cli/`.
 
 use crate::support::cli::{json, ok, Env};
+use crate::support::snap::{self, snapshot, Transcript};
 use crate::support::{fixture, repo};
 use assert_cmd::Command;
 use std::fs;
@@ -100,22 +102,15 @@ fn source_date_epoch_sets_created_and_must_be_an_integer() {
         .get("org.opencontainers.image.created")
         .is_none());
 
-    let bad = env
-        .otters()
-        .env("SOURCE_DATE_EPOCH", "yesterday")
-        .args([
-            "build",
-            "--offline",
-            "--allow-unpinned",
-            ctx.to_str().unwrap(),
-        ])
-        .assert()
-        .failure();
-    let stderr = String::from_utf8_lossy(&bad.get_output().stderr);
-    assert!(
-        stderr.contains("SOURCE_DATE_EPOCH is `yesterday`"),
-        "{stderr}"
+    let mut bad = Transcript::otters(&env);
+    bad.env("SOURCE_DATE_EPOCH", "yesterday");
+    let mut t = Transcript::on(&env);
+    let (ok, ..) = t.run_cmd(
+        bad,
+        &["build", "--offline", "--allow-unpinned", ctx.to_str().unwrap()],
     );
+    assert!(!ok);
+    t.assert("build_cli", "source_date_epoch_not_an_integer");
 }
 
 fn stderr_of(env: &Env, ctx: &Path) -> String {
@@ -133,12 +128,6 @@ fn stderr_of(env: &Env, ctx: &Path) -> String {
     )
 }
 
-fn snapshot(name: &str, text: &str) {
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/build"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!(name, text);
-    });
-}
-
 #[test]
 fn unsafe_and_missing_sources_point_at_their_lines() {
     let tmp = tempfile::tempdir().unwrap();
@@ -152,7 +141,7 @@ fn unsafe_and_missing_sources_point_at_their_lines() {
     )
     .unwrap();
     let env = Env::new();
-    snapshot("errors_unsafe_sources", &stderr_of(&env, &ctx));
+    snap::assert("build", "errors_unsafe_sources", &stderr_of(&env, &ctx));
     assert!(
         !env.store().join("index.json").exists()
             || !fs::read_to_string(env.store().join("index.json"))
@@ -163,7 +152,7 @@ fn unsafe_and_missing_sources_point_at_their_lines() {
     // A symlink inside a directory ADD that leads out of it is refused too.
     fs::write(ctx.join("Agentfile"), "FROM scratch\nNAME bad\nADD data\n").unwrap();
     std::os::unix::fs::symlink("../../outside.txt", ctx.join("data/escape")).unwrap();
-    snapshot("errors_symlink_in_directory", &stderr_of(&env, &ctx));
+    snap::assert("build", "errors_symlink_in_directory", &stderr_of(&env, &ctx));
 }
 
 /// Words drawn from `seed` (xorshift), in lines of 12: text like `bench/dir.sh`'s.
@@ -433,7 +422,8 @@ fn golden_digests_of_the_fixtures() {
         let env = Env::new();
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         build(&env, &["-t", "golden", case.to_str().unwrap()]);
-        snapshot(
+        snap::assert(
+            "build",
             &format!("fixture_{name}"),
             &env.ok(&["inspect", "golden", "--format", "json"]),
         );
@@ -480,10 +470,12 @@ fn stdin_and_dash_f_and_json_output() {
     let ctx = fixture("full");
     let text = fs::read(ctx.join("Agentfile")).unwrap();
     let from_file = build(&env, &[ctx.to_str().unwrap()]);
-    let out = env
-        .otters()
-        .current_dir(&ctx)
-        .args([
+    let mut cmd = Transcript::otters(&env);
+    cmd.current_dir(&ctx).write_stdin(text);
+    let mut t = Transcript::on(&env);
+    let (ok, out, err) = t.run_cmd(
+        cmd,
+        &[
             "build",
             "--offline",
             "--allow-unpinned",
@@ -494,11 +486,11 @@ fn stdin_and_dash_f_and_json_output() {
             "a:1",
             "-t",
             "b",
-        ])
-        .write_stdin(text)
-        .assert()
-        .success();
-    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        ],
+    );
+    assert!(ok, "{err}");
+    t.assert("build_cli", "stdin_json");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["digest"], from_file.as_str());
     assert_eq!(v["tags"], serde_json::json!(["a:1", "b:latest"]));
     let f = build(&env, &["-f", "Agentfile", ctx.to_str().unwrap()]);
@@ -507,19 +499,16 @@ fn stdin_and_dash_f_and_json_output() {
 
 #[test]
 fn errors_in_the_agentfile_build_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    fs::write(tmp.path().join("Agentfile"), "NAME x\nFROBNICATE\n").unwrap();
     let env = Env::new();
-    env.otters()
-        .args([
-            "build",
-            "--offline",
-            "--allow-unpinned",
-            tmp.path().to_str().unwrap(),
-        ])
-        .assert()
-        .failure()
-        .code(1);
+    let ctx = env.dir.path().join("ctx");
+    crate::support::write(&ctx.join("Agentfile"), "NAME x\nFROBNICATE\n");
+    let (ok, ..) = snapshot(
+        "build_cli",
+        "agentfile_errors",
+        &env,
+        &["build", "--offline", "--allow-unpinned", ctx.to_str().unwrap()],
+    );
+    assert!(!ok);
     let index = fs::read_to_string(env.store().join("index.json")).unwrap_or_default();
     assert!(!index.contains("x:latest"));
 }
@@ -683,14 +672,21 @@ fn a_build_killed_between_its_blobs_and_its_tag_leaves_no_tag() {
 #[test]
 fn building_the_example_warns_once_per_unpinned_reference() {
     let env = Env::new();
-    let out = env
-        .otters()
-        .args(["build", "--offline", "--allow-unpinned", "-t", "meteo:1.0"])
-        .arg(repo().join("examples/hello"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let example = repo().join("examples/hello");
+    let (ok, _, stderr) = snapshot(
+        "build_cli",
+        "example_unpinned_warnings",
+        &env,
+        &[
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            "-t",
+            "meteo:1.0",
+            example.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{stderr}");
     assert_eq!(stderr.matches("AF201").count(), 2, "{stderr}");
     for r in [
         "ghcr.io/openotters/runtime:latest",
@@ -722,7 +718,8 @@ fn inspect_text_shows_the_agents_own_content() {
             "meteo:1.0",
         ])
         .arg(repo().join("examples/hello")));
-    let out = env.ok(&["inspect", "meteo:1.0"]);
+    let (ok, out, _) = snapshot("build_cli", "inspect_text", &env, &["inspect", "meteo:1.0"]);
+    assert!(ok);
     let agent = out
         .split_once("\nAgent:\n")
         .unwrap_or_else(|| panic!("no Agent section:\n{out}"))
@@ -855,23 +852,22 @@ fn annotations_from_ci_reach_manifests_and_index_and_the_job_summary() {
     );
 
     // No CI: a failure that names the variables; and without the flag, no such annotation.
-    let out = ci_build(
+    // (A transcript's command inherits no CI variable.) The help line names the flag that does
+    // without them.
+    let (ok, ..) = snapshot(
+        "build_cli",
+        "annotations_from_ci_without_ci",
         &env,
-        &ctx,
-        &[],
-        &["--annotations-from-ci", "-t", "demo:none"],
+        &[
+            "build",
+            "-q",
+            "--annotations-from-ci",
+            "-t",
+            "demo:none",
+            ctx.to_str().unwrap(),
+        ],
     );
-    assert!(!out.status.success());
-    let err = crate::support::cli::flat(&String::from_utf8_lossy(&out.stderr));
-    assert!(
-        err.contains("GITHUB_REPOSITORY") && err.contains("CI_PROJECT_URL"),
-        "{err}"
-    );
-    // The flag that does without them, as the CLI's help line.
-    assert!(
-        err.contains("help: or pass --annotation KEY=VALUE instead of --annotations-from-ci"),
-        "{err}"
-    );
+    assert!(!ok);
     let m = read(&built(ci_build(
         &env,
         &ctx,
