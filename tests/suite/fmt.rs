@@ -1,9 +1,11 @@
 //! `otters fmt` through the real binary: writing in place (atomically, keeping the mode),
 //! `--check` and `--diff`, standard input, refusal of files with syntax errors, directories, and
 //! the conformance corpus (idempotent, no new lint finding, the same built artifact apart from
-//! the Agentfile layer, also when formatting a deliberately messy spelling of each file).
+//! the Agentfile layer, also when formatting a deliberately messy spelling of each file). Diffs
+//! and refusals are pinned whole (`snapshots/fmt_cli/`).
 
 use crate::support::cli::{json, ok, Env};
+use crate::support::snap::Transcript;
 use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -30,6 +32,20 @@ fn otters(env: &Env, dir: &Path, args: &[&str], stdin: Option<&str>) -> Out {
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
     }
+}
+
+/// Runs `otters args` in `dir` (with `stdin`) as a transcript does and pins its whole output as
+/// `snapshots/fmt_cli/<name>.snap` (its exit code with it); returns its stdout.
+fn pin(env: &Env, dir: &Path, name: &str, args: &[&str], stdin: Option<&str>) -> String {
+    let mut cmd = Transcript::otters(env);
+    cmd.current_dir(dir);
+    if let Some(s) = stdin {
+        cmd.write_stdin(s.to_owned());
+    }
+    let mut t = Transcript::on(env);
+    let (_, out, _) = t.run_cmd(cmd, args);
+    t.assert("fmt_cli", name);
+    out
 }
 
 fn write(dir: &Path, rel: &str, text: &str) -> PathBuf {
@@ -76,31 +92,11 @@ fn check_exits_1_with_a_unified_diff_and_writes_nothing() {
     let env = Env::new();
     let dir = env.dir.path();
     let f = write(dir, "a/Agentfile", MESSY);
-    let o = otters(&env, dir, &["fmt", "--check", "a/Agentfile"], None);
-    assert_eq!(o.code, 1, "{}", o.stderr);
-    assert!(
-        o.stdout
-            .starts_with("--- a/Agentfile\t(original)\n+++ a/Agentfile\t(formatted)\n@@ -1,"),
-        "{}",
-        o.stdout
-    );
-    for line in [
-        "-from   scratch",
-        "+FROM scratch",
-        "-name  tidy ",
-        "+NAME tidy",
-        "+EXEC [\"serve\", \"-v\"]",
-    ] {
-        assert!(
-            o.stdout.lines().any(|l| l == line),
-            "{line:?} missing in\n{}",
-            o.stdout
-        );
-    }
+    let diff = pin(&env, dir, "check_diff", &["fmt", "--check", "a/Agentfile"], None);
     assert_eq!(fs::read_to_string(&f).unwrap(), MESSY);
     // --diff prints the same diff, writes nothing, and exits 0.
     let d = otters(&env, dir, &["fmt", "--diff", "a/Agentfile"], None);
-    assert_eq!((d.code, d.stdout.as_str()), (0, o.stdout.as_str()));
+    assert_eq!((d.code, d.stdout.as_str()), (0, diff.as_str()));
     assert_eq!(fs::read_to_string(&f).unwrap(), MESSY);
     // A formatted file passes the check silently.
     fs::write(&f, TIDY).unwrap();
@@ -113,15 +109,8 @@ fn check_shows_control_characters_escaped() {
     let env = Env::new();
     let dir = env.dir.path();
     write(dir, "Agentfile", "FROM scratch\r\nNAME x\r\n");
-    let o = otters(&env, dir, &["fmt", "--check"], None);
-    assert_eq!(o.code, 1);
-    assert!(
-        o.stdout
-            .contains("\n-FROM scratch\\u{d}\n-NAME x\\u{d}\n+FROM scratch\n+NAME x\n"),
-        "{}",
-        o.stdout
-    );
-    assert!(!o.stdout.contains('\r'));
+    let out = pin(&env, dir, "check_control_characters", &["fmt", "--check"], None);
+    assert!(!out.contains('\r'));
 }
 
 #[test]
@@ -133,13 +122,7 @@ fn stdin_is_formatted_to_stdout() {
         (o.code, o.stdout.as_str(), o.stderr.as_str()),
         (0, TIDY, "")
     );
-    let o = otters(&env, dir, &["fmt", "--check", "-"], Some(MESSY));
-    assert_eq!(o.code, 1);
-    assert!(
-        o.stdout.starts_with("--- <stdin>\t(original)\n"),
-        "{}",
-        o.stdout
-    );
+    pin(&env, dir, "check_stdin", &["fmt", "--check", "-"], Some(MESSY));
     let o = otters(&env, dir, &["fmt", "--check", "-"], Some(TIDY));
     assert_eq!((o.code, o.stdout.as_str()), (0, ""));
     // Nothing else was written.
@@ -152,16 +135,9 @@ fn syntax_errors_are_refused_like_lint_shows_them_and_the_file_is_untouched() {
     let dir = env.dir.path();
     let bad = "from scratch\nNAME x\nFORM y\nENV A=\"\\$\"\n";
     let f = write(dir, "Agentfile", bad);
+    pin(&env, dir, "syntax_errors", &["fmt", "Agentfile"], None);
     let o = otters(&env, dir, &["fmt", "Agentfile"], None);
-    assert_eq!(o.code, 2);
-    assert_eq!(o.stdout, "");
     assert_eq!(fs::read_to_string(&f).unwrap(), bad);
-    assert!(
-        o.stderr
-            .ends_with("error: Agentfile was not formatted: fix its syntax errors first\n"),
-        "{}",
-        o.stderr
-    );
     // The same reports `otters lint` draws for these errors.
     let lint = otters(&env, dir, &["lint", "Agentfile"], None);
     for code in ["AF003", "AF005"] {
@@ -184,14 +160,10 @@ fn syntax_errors_are_refused_like_lint_shows_them_and_the_file_is_untouched() {
     );
     // --check refuses the same way, stdin too.
     assert_eq!(otters(&env, dir, &["fmt", "--check"], None).code, 2);
-    let o = otters(&env, dir, &["fmt", "-"], Some(bad));
-    assert_eq!((o.code, o.stdout.as_str()), (2, ""));
-    assert!(o.stderr.contains("<stdin>:3:1"), "{}", o.stderr);
+    pin(&env, dir, "syntax_errors_stdin", &["fmt", "-"], Some(bad));
     // Not UTF-8: AF001.
     fs::write(&f, b"FROM scratch\nNAME caf\xe9\n").unwrap();
-    let o = otters(&env, dir, &["fmt"], None);
-    assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("AF001"), "{}", o.stderr);
+    pin(&env, dir, "not_utf8", &["fmt"], None);
     assert_eq!(fs::read(&f).unwrap(), b"FROM scratch\nNAME caf\xe9\n");
 }
 
@@ -205,13 +177,8 @@ fn a_directory_means_every_agentfile_below_it() {
     let target = write(dir, "tree/target/Agentfile", MESSY);
     let other = write(dir, "tree/x/notes.agentfile", MESSY);
     let bad = write(dir, "tree/z/Agentfile", "FORM x\n");
-    let o = otters(&env, dir, &["fmt", "--check", "tree"], None);
-    assert_eq!(o.code, 2, "a syntax error outranks a needed change");
-    assert!(
-        o.stdout.contains("--- tree/Agentfile\t") && o.stdout.contains("--- tree/x/y/Agentfile\t"),
-        "{}",
-        o.stdout
-    );
+    // A syntax error outranks a needed change (exit 2).
+    pin(&env, dir, "check_directory", &["fmt", "--check", "tree"], None);
     let o = otters(&env, dir, &["fmt", "tree"], None);
     assert_eq!(o.code, 2);
     for p in [&a, &b] {
@@ -232,13 +199,7 @@ fn a_directory_means_every_agentfile_below_it() {
     let o = otters(&env, dir, &["fmt", "tree/.git/nothing-here"], None);
     assert_eq!(o.code, 2);
     fs::create_dir_all(dir.join("empty")).unwrap();
-    let o = otters(&env, dir, &["fmt", "empty"], None);
-    assert_eq!(o.code, 2);
-    assert!(
-        o.stderr.contains("no file named Agentfile under empty"),
-        "{}",
-        o.stderr
-    );
+    pin(&env, dir, "empty_directory", &["fmt", "empty"], None);
 }
 
 #[test]
@@ -292,15 +253,7 @@ fn a_read_only_agentfile_is_refused_and_left_as_it_was() {
     let dir = env.dir.path();
     let f = write(dir, "Agentfile", MESSY);
     fs::set_permissions(&f, fs::Permissions::from_mode(0o444)).unwrap();
-    let o = otters(&env, dir, &["fmt", "Agentfile"], None);
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(
-        o.stderr.contains("Agentfile is read-only (mode 0444)")
-            && o.stderr.contains("chmod u+w")
-            && o.stderr.contains("help: or see the change with --diff"),
-        "{}",
-        o.stderr
-    );
+    pin(&env, dir, "read_only", &["fmt", "Agentfile"], None);
     assert_eq!(fs::read_to_string(&f).unwrap(), MESSY);
     assert_eq!(
         fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
