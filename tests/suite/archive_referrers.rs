@@ -76,9 +76,7 @@ fn archive_index(file: &Path) -> serde_json::Value {
 }
 
 fn snapshot(name: &str, text: &str) {
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/archive"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!(name, text);
-    });
+    crate::support::snap::assert("archive", name, text);
 }
 
 /// The planted referrers of issue 31.4: Mallory, who can pull Alice's agent, attaches to it an

@@ -23,9 +23,7 @@ fn host() -> String {
 }
 
 fn snapshot(name: &str, text: &str) {
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/bin"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!(name, text);
-    });
+    crate::support::snap::assert("bin", name, text);
 }
 
 /// The same file packed twice, in two stores, from two paths with other times, gives one digest;

@@ -311,9 +311,7 @@ fn setup_action_verifies_the_checksum_installs_caches_and_sets_path() {
         .replace(&got, "[PLANTED]")
         .replace(&sha, "[SHA]")
         .replace(&runner.display().to_string(), "[RUNNER]");
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/ci"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!("setup_action_tampered_cache", said);
-    });
+    crate::support::snap::assert("ci", "setup_action_tampered_cache", &said);
     assert_eq!(read("path"), "");
     assert_eq!(requests.load(Ordering::SeqCst), fetched);
     // A cache of the old layout (a bare binary, no archive) is not trusted either: downloaded again.

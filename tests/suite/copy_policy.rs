@@ -36,9 +36,7 @@ fn redact(text: &str, regs: &[(&str, &str)]) -> String {
 }
 
 fn snapshot(name: &str, text: &str) {
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/copy"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!(name, text);
-    });
+    crate::support::snap::assert("copy", name, text);
 }
 
 /// The digest of what `reference` (`host/repo:tag` or `@digest`) names, read by skopeo.

@@ -93,9 +93,7 @@ fn export_fails(home: &Path, agent: &str) -> String {
 }
 
 fn snapshot(name: &str, text: &str) {
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/export"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!(name, text);
-    });
+    crate::support::snap::assert("export", name, text);
 }
 
 /// The export copies the agent into the system's temp directory while it writes the layers: that

@@ -816,9 +816,7 @@ fn an_identity_regexp_that_would_close_its_anchor_is_refused() {
         root.to_str().unwrap(),
     ]);
     assert!(!ok);
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/verify"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!("identity_regexp_unbalanced", err);
-    });
+    crate::support::snap::assert("verify", "identity_regexp_unbalanced", &err);
 }
 
 /// Issue 31: each key and authority of the trusted root vouches only within its `validFor` (a

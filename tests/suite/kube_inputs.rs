@@ -46,9 +46,7 @@ fn redacted(text: &str) -> String {
 }
 
 fn snapshot(name: &str, text: &str) {
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/kube"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!(name, text);
-    });
+    crate::support::snap::assert("kube", name, text);
 }
 
 /// A Python with `PyYAML` (a YAML 1.1 reader, as kubectl's `yaml.v2` is): the venv `.ci/install`

@@ -75,13 +75,7 @@ fn json_codes(out: &Out) -> Vec<String> {
 }
 
 fn snapshot(name: &str, value: &str) {
-    insta::with_settings!({
-        snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/lint"),
-        prepend_module_to_snapshot => false,
-        omit_expression => true,
-    }, {
-        insta::assert_snapshot!(name, value);
-    });
+    crate::support::snap::assert("lint", name, value);
 }
 
 #[test]

@@ -683,9 +683,7 @@ fn dry_run_plan_snapshot() {
         rest = rest[i + 7..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
     }
     redacted.push_str(rest);
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/run"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!("dry_run_plan", redacted);
-    });
+    crate::support::snap::assert("run", "dry_run_plan", &redacted);
     // The reference says which flags `run` appends after EXEC: exactly the plan's.
     let flags: Vec<&str> = plan["argv"].as_array().unwrap()[2..]
         .iter()

@@ -193,9 +193,7 @@ fn refused_and_ran_nothing(name: &str, plant: impl FnOnce(&Path, &Path)) {
     let err = err
         .replace(&real.display().to_string(), "[TMP]")
         .replace(&tmp.display().to_string(), "[TMP]");
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/build"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!(name, err);
-    });
+    crate::support::snap::assert("build", name, &err);
 }
 
 /// Issue 31, item 1: a committed directory shaped like a bare repository is not the context's

@@ -13,9 +13,7 @@ pub(crate) fn build_minimal(env: &Env, args: &[&str]) -> String {
 }
 
 fn snapshot(name: &str, text: &str) {
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/build"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!(name, text);
-    });
+    crate::support::snap::assert("build", name, text);
 }
 
 #[test]
