@@ -107,7 +107,12 @@ fn source_date_epoch_sets_created_and_must_be_an_integer() {
     let mut t = Transcript::on(&env);
     let (ok, ..) = t.run_cmd(
         bad,
-        &["build", "--offline", "--allow-unpinned", ctx.to_str().unwrap()],
+        &[
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            ctx.to_str().unwrap(),
+        ],
     );
     assert!(!ok);
     t.assert("build_cli", "source_date_epoch_not_an_integer");
@@ -152,7 +157,11 @@ fn unsafe_and_missing_sources_point_at_their_lines() {
     // A symlink inside a directory ADD that leads out of it is refused too.
     fs::write(ctx.join("Agentfile"), "FROM scratch\nNAME bad\nADD data\n").unwrap();
     std::os::unix::fs::symlink("../../outside.txt", ctx.join("data/escape")).unwrap();
-    snap::assert("build", "errors_symlink_in_directory", &stderr_of(&env, &ctx));
+    snap::assert(
+        "build",
+        "errors_symlink_in_directory",
+        &stderr_of(&env, &ctx),
+    );
 }
 
 /// Words drawn from `seed` (xorshift), in lines of 12: text like `bench/dir.sh`'s.
@@ -506,7 +515,12 @@ fn errors_in_the_agentfile_build_nothing() {
         "build_cli",
         "agentfile_errors",
         &env,
-        &["build", "--offline", "--allow-unpinned", ctx.to_str().unwrap()],
+        &[
+            "build",
+            "--offline",
+            "--allow-unpinned",
+            ctx.to_str().unwrap(),
+        ],
     );
     assert!(!ok);
     let index = fs::read_to_string(env.store().join("index.json")).unwrap_or_default();

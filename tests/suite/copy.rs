@@ -456,7 +456,8 @@ fn a_pin_gone_from_its_source_names_the_agentfile_line_that_pinned_it() {
         );
     }
     let mut t = Transcript::on(&w.env);
-    t.filter(a.clone(), "[REG1]").filter(w.reg2.addr.clone(), "[REG2]");
+    t.filter(a.clone(), "[REG1]")
+        .filter(w.reg2.addr.clone(), "[REG2]");
     let (ok, ..) = t.run(&w.env, &["copy", "-r", &agent(&w.reg1), &agent(&w.reg2)]);
     assert!(!ok);
     t.assert("copy_cli", "pin_gone_from_its_source");

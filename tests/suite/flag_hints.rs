@@ -24,7 +24,11 @@ fn keyless_signing_without_a_token_names_the_token_flag() {
     let env = Env::new();
     build_minimal(&env, &["-t", "a:1"]);
     // No identity token in the environment (a transcript's command inherits none).
-    pin("keyless_sign_without_token", &env, &["sign", "--keyless", "a:1"]);
+    pin(
+        "keyless_sign_without_token",
+        &env,
+        &["sign", "--keyless", "a:1"],
+    );
 }
 
 #[test]

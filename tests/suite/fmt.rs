@@ -92,7 +92,13 @@ fn check_exits_1_with_a_unified_diff_and_writes_nothing() {
     let env = Env::new();
     let dir = env.dir.path();
     let f = write(dir, "a/Agentfile", MESSY);
-    let diff = pin(&env, dir, "check_diff", &["fmt", "--check", "a/Agentfile"], None);
+    let diff = pin(
+        &env,
+        dir,
+        "check_diff",
+        &["fmt", "--check", "a/Agentfile"],
+        None,
+    );
     assert_eq!(fs::read_to_string(&f).unwrap(), MESSY);
     // --diff prints the same diff, writes nothing, and exits 0.
     let d = otters(&env, dir, &["fmt", "--diff", "a/Agentfile"], None);
@@ -109,7 +115,13 @@ fn check_shows_control_characters_escaped() {
     let env = Env::new();
     let dir = env.dir.path();
     write(dir, "Agentfile", "FROM scratch\r\nNAME x\r\n");
-    let out = pin(&env, dir, "check_control_characters", &["fmt", "--check"], None);
+    let out = pin(
+        &env,
+        dir,
+        "check_control_characters",
+        &["fmt", "--check"],
+        None,
+    );
     assert!(!out.contains('\r'));
 }
 
@@ -122,7 +134,13 @@ fn stdin_is_formatted_to_stdout() {
         (o.code, o.stdout.as_str(), o.stderr.as_str()),
         (0, TIDY, "")
     );
-    pin(&env, dir, "check_stdin", &["fmt", "--check", "-"], Some(MESSY));
+    pin(
+        &env,
+        dir,
+        "check_stdin",
+        &["fmt", "--check", "-"],
+        Some(MESSY),
+    );
     let o = otters(&env, dir, &["fmt", "--check", "-"], Some(TIDY));
     assert_eq!((o.code, o.stdout.as_str()), (0, ""));
     // Nothing else was written.
@@ -178,7 +196,13 @@ fn a_directory_means_every_agentfile_below_it() {
     let other = write(dir, "tree/x/notes.agentfile", MESSY);
     let bad = write(dir, "tree/z/Agentfile", "FORM x\n");
     // A syntax error outranks a needed change (exit 2).
-    pin(&env, dir, "check_directory", &["fmt", "--check", "tree"], None);
+    pin(
+        &env,
+        dir,
+        "check_directory",
+        &["fmt", "--check", "tree"],
+        None,
+    );
     let o = otters(&env, dir, &["fmt", "tree"], None);
     assert_eq!(o.code, 2);
     for p in [&a, &b] {

@@ -15,10 +15,6 @@ fn minimal(env: &Env) -> PathBuf {
     ctx
 }
 
-fn stderr_of(out: &std::process::Output) -> String {
-    flat(&String::from_utf8_lossy(&out.stderr))
-}
-
 fn index_of(store: &Path) -> String {
     fs::read_to_string(store.join("index.json")).unwrap()
 }
@@ -82,7 +78,12 @@ fn tag_refuses_a_bad_target_and_keeps_the_index() {
         ])
         .arg(&ctx));
     let before = index_of(&env.store());
-    crate::support::snap::snapshot("habits", "tag_bad_target", &env, &["tag", "meteo:1.0", "Meteo:2"]);
+    crate::support::snap::snapshot(
+        "habits",
+        "tag_bad_target",
+        &env,
+        &["tag", "meteo:1.0", "Meteo:2"],
+    );
     assert_eq!(index_of(&env.store()), before);
     ok(env.otters().args(["tag", "meteo:1.0", "meteo:2"]));
     assert!(index_of(&env.store()).contains("meteo:2"));
@@ -329,7 +330,13 @@ fn build_arg_from_the_environment_and_a_warning_for_an_unused_one() {
     let mut t = t.into_inner();
     let (ok, ..) = t.run(
         &env,
-        &["build", "--offline", "--build-arg", "=x", ctx.to_str().unwrap()],
+        &[
+            "build",
+            "--offline",
+            "--build-arg",
+            "=x",
+            ctx.to_str().unwrap(),
+        ],
     );
     assert!(!ok);
     t.assert("habits", "build_args");

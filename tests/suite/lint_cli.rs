@@ -100,10 +100,18 @@ fn exit_codes() {
 
     pin(&env, "missing_file", &["lint", "no/such/Agentfile"]);
     pin(&env, "unknown_format", &["lint", "--format", "xml", clean]);
-    pin(&env, "unknown_fail_on", &["lint", "--fail-on", "never", clean]);
+    pin(
+        &env,
+        "unknown_fail_on",
+        &["lint", "--fail-on", "never", clean],
+    );
     // `--build-arg` is build's one parser: a name is needed, a bare NAME is read from the
     // environment.
-    pin(&env, "build_arg_without_name", &["lint", "--build-arg", "=v", clean]);
+    pin(
+        &env,
+        "build_arg_without_name",
+        &["lint", "--build-arg", "=v", clean],
+    );
     // A directory means its Agentfile.
     assert_eq!(lint(&[tmp.path().to_str().unwrap()]).code, 0);
     assert_eq!(
@@ -290,7 +298,11 @@ fn suppressions_used_unused_and_without_reason() {
     );
     let o = lint(&["--format", "json", unused.to_str().unwrap()]);
     assert_eq!(json_codes(&o), ["AF215"]);
-    pin(&env, "suppression_unused", &["lint", unused.to_str().unwrap()]);
+    pin(
+        &env,
+        "suppression_unused",
+        &["lint", unused.to_str().unwrap()],
+    );
 
     let bare = write(
         tmp.path(),
@@ -300,7 +312,11 @@ fn suppressions_used_unused_and_without_reason() {
             .replace("v1.2.0", "latest"),
     );
     // The finding is suppressed but the missing reason is reported.
-    pin(&env, "suppression_without_reason", &["lint", bare.to_str().unwrap()]);
+    pin(
+        &env,
+        "suppression_without_reason",
+        &["lint", bare.to_str().unwrap()],
+    );
 }
 
 #[test]
@@ -442,13 +458,24 @@ fn a_build_arg_no_linted_file_declares_is_warned_of() {
     pin(
         &env,
         "build_arg_unused",
-        &["lint", "--build-arg", "NOPE=1", "--build-arg", "V=2", with_v],
+        &[
+            "lint",
+            "--build-arg",
+            "NOPE=1",
+            "--build-arg",
+            "V=2",
+            with_v,
+        ],
     );
 
     // V is declared by one of the two files: used.
     let o = lint(&["--build-arg", "V=2", plain, with_v]);
     assert!(!o.stderr.contains("is not used"), "{}", o.stderr);
-    pin(&env, "build_arg_unused_by_the_file", &["lint", "--build-arg", "V=2", plain]);
+    pin(
+        &env,
+        "build_arg_unused_by_the_file",
+        &["lint", "--build-arg", "V=2", plain],
+    );
 
     let json = lint(&["--format", "json", "--build-arg", "NOPE=1", plain]);
     assert!(json.stderr.contains(&unused("NOPE")), "{}", json.stderr);
@@ -491,7 +518,11 @@ fn recursive_lints_every_agentfile_sorted() {
         "{}",
         o.stdout
     );
-    pin(&env, "recursive", &["lint", "-r", tmp.path().to_str().unwrap()]);
+    pin(
+        &env,
+        "recursive",
+        &["lint", "-r", tmp.path().to_str().unwrap()],
+    );
 }
 
 #[test]
@@ -499,7 +530,11 @@ fn non_utf8_input_is_af001_with_offset() {
     let env = Env::new();
     let p = env.dir.path().join("Agentfile");
     std::fs::write(&p, b"FROM scratch\nNAME caf\xe9\n").unwrap();
-    pin(&env, "not_utf8_json", &["lint", "--format", "json", p.to_str().unwrap()]);
+    pin(
+        &env,
+        "not_utf8_json",
+        &["lint", "--format", "json", p.to_str().unwrap()],
+    );
     pin(&env, "not_utf8_human", &["lint", p.to_str().unwrap()]);
 }
 
@@ -573,7 +608,11 @@ fn explain_unknown_code_and_list() {
     pin(&env, "explain_unknown_code", &["explain", "AF2O5"]);
     pin(&env, "explain_nothing", &["explain"]);
     pin(&env, "explain_list", &["explain", "--list"]);
-    pin(&env, "explain_list_json", &["explain", "--list", "--format", "json"]);
+    pin(
+        &env,
+        "explain_list_json",
+        &["explain", "--list", "--format", "json"],
+    );
 
     let o = run(otters().args(["explain", "--list"]));
     assert_eq!(o.code, 0);

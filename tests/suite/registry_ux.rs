@@ -162,7 +162,10 @@ fn offline_parent_missing_everywhere_never_advises_the_flag_already_given() {
     ] {
         let (ok, _, err) = t.run(&env, &args);
         assert!(!ok);
-        assert!(!flat(&err).contains("pass --allow-unpinned"), "{args:?}: {err}");
+        assert!(
+            !flat(&err).contains("pass --allow-unpinned"),
+            "{args:?}: {err}"
+        );
     }
     t.assert("registry_ux", "parent_missing_offline");
 }
@@ -311,7 +314,10 @@ fn build_for_a_platform_the_images_lack_fails_naming_what_they_have() {
 
     // An offline build for another platform than the lock's is refused, not pinned wrongly.
     let ctx = env.dir.path().join("single");
-    let (ok, ..) = t.run(&env, &["build", "--offline", "--platform", &target, s(&ctx)]);
+    let (ok, ..) = t.run(
+        &env,
+        &["build", "--offline", "--platform", &target, s(&ctx)],
+    );
     assert!(!ok);
     t.assert("registry_ux", "platform_missing");
 }
@@ -518,7 +524,10 @@ fn login_password_stdin_refuses_more_than_64_kib() {
     cmd.write_stdin(vec![b'x'; 1 << 20]);
     let mut t = Transcript::on(&env);
     t.registry(&reg);
-    let (ok, ..) = t.run_cmd(cmd, &["login", "-u", "alice", "--password-stdin", &reg.addr]);
+    let (ok, ..) = t.run_cmd(
+        cmd,
+        &["login", "-u", "alice", "--password-stdin", &reg.addr],
+    );
     assert!(!ok);
     t.assert("registry_ux", "login_password_too_long");
     assert!(!env.docker().join("config.json").exists());

@@ -45,7 +45,14 @@ fn run_path_takes_the_build_offline_flags() {
     // `--pull never` means the same for a path.
     let (ok, ..) = t.run_stderr(
         &env,
-        &["run", "--pull", "never", "--allow-unpinned", "--dry-run", example],
+        &[
+            "run",
+            "--pull",
+            "never",
+            "--allow-unpinned",
+            "--dry-run",
+            example,
+        ],
     );
     assert!(ok);
     t.assert("run_args", "run_path_offline");

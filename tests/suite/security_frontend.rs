@@ -5,9 +5,11 @@
 //!
 //! Each test asserts what a user would check: the run ends, within bounded memory (an address-space
 //! limit set with `ulimit -v` in a `sh` wrapper), with a clear message naming the file, and
-//! nothing secret or raw-control reaches the output.
+//! nothing secret or raw-control reaches the output. The refusals of linked files are pinned
+//! whole (`snapshots/security_frontend/`).
 
 use crate::support::cli::Env;
+use crate::support::snap::Transcript;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -184,6 +186,7 @@ fn agentfile_symlinked_to_proc_environ_is_never_printed() {
     std::os::unix::fs::symlink("/proc/self/environ", repo.join("Agentfile")).unwrap();
     std::os::unix::fs::symlink("/proc/self/environ", repo.join("agents/a/Agentfile")).unwrap();
     let marker = "otters-secret-marker-5f1e";
+    let mut t = Transcript::on(&env);
     for args in [
         vec!["lint", "repo"],
         vec!["lint", "repo/Agentfile"],
@@ -192,24 +195,18 @@ fn agentfile_symlinked_to_proc_environ_is_never_printed() {
         vec!["build", "repo"],
         vec!["lock", "repo"],
     ] {
-        let out = env
-            .otters()
-            .args(&args)
-            .current_dir(env.dir.path())
-            .env("OTTERS_TEST_SECRET", marker)
-            .output()
-            .unwrap();
-        let all = text(&out.stdout) + &text(&out.stderr);
-        assert!(!out.status.success(), "{args:?}: {all}");
+        let mut cmd = Transcript::otters(&env);
+        cmd.current_dir(env.dir.path())
+            .env("OTTERS_TEST_SECRET", marker);
+        let (ok, out, err) = t.run_cmd(cmd, &args);
+        let all = out + &err;
+        assert!(!ok, "{args:?}: {all}");
         assert!(
             !all.contains(marker),
             "{args:?} printed the environment: {all}"
         );
-        assert!(
-            all.contains("is a symlink that leads outside"),
-            "{args:?}: {all}"
-        );
     }
+    t.assert("security_frontend", "agentfile_linked_to_proc_environ");
 }
 
 #[test]
@@ -224,19 +221,18 @@ fn build_refuses_an_agentfile_linked_out_of_the_context_and_follows_one_inside()
     let ctx = root.join("ctx");
     std::fs::create_dir_all(&ctx).unwrap();
     std::os::unix::fs::symlink("../outside/secret", ctx.join("Agentfile")).unwrap();
+    let mut t = Transcript::on(&env);
     for args in [
         vec!["build", "ctx"],
         vec!["build", "ctx", "-f", "Agentfile"],
     ] {
-        let out = env.otters().args(&args).current_dir(root).output().unwrap();
-        let err = text(&out.stderr);
-        assert!(!out.status.success(), "{args:?}: {err}");
-        assert!(
-            err.contains("ctx/Agentfile is a symlink that leads outside ctx"),
-            "{args:?}: {err}"
-        );
+        let mut cmd = Transcript::otters(&env);
+        cmd.current_dir(root);
+        let (ok, _, err) = t.run_cmd(cmd, &args);
+        assert!(!ok, "{args:?}: {err}");
         assert!(!err.contains(secret), "{err}");
     }
+    t.assert("security_frontend", "agentfile_linked_out_of_the_context");
     // Nothing was stored: no blob holds the secret.
     let blobs = env.store().join("blobs/sha256");
     if blobs.exists() {
@@ -343,19 +339,12 @@ fn project_files_linked_out_or_endless_are_refused() {
     let a = root.join("a");
     write(&a.join("Agentfile"), agent);
     std::os::unix::fs::symlink("../outside/secret.toml", a.join("otters.toml")).unwrap();
-    let out = env
-        .otters()
-        .args(["lint", "a"])
-        .current_dir(root)
-        .output()
-        .unwrap();
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("/a/otters.toml is a symlink that leads outside"),
-        "{err}"
-    );
+    let mut cmd = Transcript::otters(&env);
+    cmd.current_dir(root);
+    let mut t = Transcript::on(&env);
+    let (_, _, err) = t.run_cmd(cmd, &["lint", "a"]);
     assert!(!err.contains(secret), "{err}");
+    t.assert("security_frontend", "otters_toml_linked_out");
 
     // Agentfile.lock linked to a device: a build must not read it without end.
     let b = root.join("b");

@@ -239,7 +239,10 @@ fn verify_blob_and_key_generate_escape_what_they_print() {
     let dir = env.dir.path();
     let prefix = dir.join("k\u{1b}[2J");
     let mut t = Transcript::on(&env);
-    let (ok, said, _) = t.run(&env, &["key", "generate", "--out", &prefix.to_string_lossy()]);
+    let (ok, said, _) = t.run(
+        &env,
+        &["key", "generate", "--out", &prefix.to_string_lossy()],
+    );
     assert!(ok);
     hide_key_hint(&mut t, &said);
     let key = |ext: &str| format!("{}.{ext}", prefix.to_string_lossy());
@@ -363,7 +366,13 @@ fn key_files_of_the_wrong_kind_are_refused_by_name() {
     ] {
         let (ok, ..) = t.run(
             &env,
-            &["sign-blob", "--key", &key.to_string_lossy(), "--digest", d.as_str()],
+            &[
+                "sign-blob",
+                "--key",
+                &key.to_string_lossy(),
+                "--digest",
+                d.as_str(),
+            ],
         );
         assert!(!ok, "{}", key.display());
     }

@@ -5,11 +5,12 @@
 //! What varies between runs and machines is filtered before the text is pinned: the machine's
 //! temp dirs (`[TMP]`, its otters home `[OTTERS_HOME]`, see [`Transcript::machine`]), a registry's
 //! address (`[REG]`, [`Transcript::registry`]), any other text the test names
-//! ([`Transcript::filter`]), the checkout (`[REPO]`: fixtures, examples), any temp dir of the system (`[TEMP]`), durations (`[TIME]`, as `in 0.4s`) and each
-//! `sha256:` digest (`[D1]`, `[D2]`… numbered in order of first appearance, so one digest reads the
-//! same everywhere in a snapshot). Commands run with `COLUMNS=1000`, so the text does not depend on
-//! the terminal or the environment of whoever runs the suite ([`Transcript::otters`]); a test of
-//! wrapping sets its own width.
+//! ([`Transcript::filter`]), the checkout (`[REPO]`: fixtures, examples), any temp dir of the
+//! system (`[TEMP]`), durations (`[TIME]`, as `in 0.4s`) and each `sha256:` digest (`[D1]`,
+//! `[D2]`… numbered in order of first appearance, so one digest reads the same everywhere in a
+//! snapshot). Commands run in an empty environment with `COLUMNS=1000`, so the text does not
+//! depend on the terminal or the environment of whoever runs the suite ([`Transcript::otters`]);
+//! a test of wrapping sets its own width.
 //!
 //! Reports are unwrapped ([`unwrap_reports`]), as a temp path's length moves their line breaks;
 //! a registry's address is always `127.0.0.1:` and a five-digit port (Linux's ephemeral range), so
@@ -132,7 +133,12 @@ impl Transcript {
         self.record(cmd, args, false)
     }
 
-    fn record(&mut self, mut cmd: Command, args: &[&str], stdout_too: bool) -> (bool, String, String) {
+    fn record(
+        &mut self,
+        mut cmd: Command,
+        args: &[&str],
+        stdout_too: bool,
+    ) -> (bool, String, String) {
         let out = cmd.args(args).output().expect("run otters");
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -307,10 +313,7 @@ fn temp_dirs(text: &str) -> String {
     let mut rest = text;
     while let Some(i) = rest.find(&prefix) {
         let after = &rest[i + prefix.len()..];
-        let n = after
-            .bytes()
-            .take_while(u8::is_ascii_alphanumeric)
-            .count();
+        let n = after.bytes().take_while(u8::is_ascii_alphanumeric).count();
         out.push_str(&rest[..i]);
         out.push_str("[TEMP]");
         rest = &after[n..];
@@ -360,7 +363,10 @@ fn reports_are_unwrapped_and_source_lines_kept() {
 fn the_filters_number_digests_and_hide_times_and_temp_dirs() {
     let a = format!("sha256:{}", "a".repeat(64));
     let b = format!("sha256:{}", "b".repeat(64));
-    let tmp = std::env::temp_dir().join(".tmpAb12Cd/x").display().to_string();
+    let tmp = std::env::temp_dir()
+        .join(".tmpAb12Cd/x")
+        .display()
+        .to_string();
     let text = format!("{a} {b} {a} sha256:abc in 0.25s (12.0s) 30s, 1.5 secs v1.2s at {tmp}");
     assert_eq!(
         redact(&text, &[]),
