@@ -1,6 +1,6 @@
 //! House rules that keep the code base navigable, checked like any other test: module headers,
-//! printing only in the CLI, and the workspace's architecture (which crate may depend on which, no
-//! cycle between the top-level modules of a crate).
+//! printing only in the CLI, the length of the architecture map, and the workspace's architecture
+//! (which crate may depend on which, no cycle between the top-level modules of a crate).
 
 use crate::support::repo;
 use std::collections::{BTreeMap, BTreeSet};
@@ -59,6 +59,41 @@ fn every_module_has_a_header() {
         missing.is_empty(),
         "modules without a //! header: {missing:?}"
     );
+}
+
+/// The longest `docs/architecture.md` may be: a map a reader takes in at once. History (what was
+/// measured, what it replaced) goes to `docs/history.md`, the dependency table is
+/// `docs/dependencies.md`.
+const ARCHITECTURE_MAP_LINES: usize = 600;
+
+/// Why a map of `lines` lines is too long, if it is.
+fn map_over_budget(lines: usize) -> Option<String> {
+    (lines > ARCHITECTURE_MAP_LINES).then(|| {
+        format!(
+            "docs/architecture.md has {lines} lines, over its budget of {ARCHITECTURE_MAP_LINES}: \
+             keep the map (entry points, code map, invariants, checklists) and move history to \
+             docs/history.md"
+        )
+    })
+}
+
+/// The architecture page stays a map, one hop from a question to its file.
+#[test]
+fn the_architecture_map_fits_600_lines() {
+    let text = std::fs::read_to_string(repo().join("docs/architecture.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(lines > 100, "docs/architecture.md has only {lines} lines");
+    if let Some(why) = map_over_budget(lines) {
+        panic!("{why}");
+    }
+}
+
+#[test]
+fn the_map_budget_refuses_a_longer_page() {
+    assert_eq!(map_over_budget(ARCHITECTURE_MAP_LINES), None);
+    assert!(map_over_budget(ARCHITECTURE_MAP_LINES + 1)
+        .unwrap()
+        .contains("601 lines, over its budget of 600"));
 }
 
 /// Library code never prints: only the binary's `src/cli/` writes to stdout or stderr.
