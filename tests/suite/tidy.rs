@@ -1027,7 +1027,7 @@ fn the_manifest_struct_finder_finds_them() {
 /// (`src/cli/errors/hints.rs`), since a language server or another front end has no such flags.
 /// The texts an error may still quote a flag in: a whole other command the user runs, each with
 /// why it reads right from any front end.
-const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 6] = [
+const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 10] = [
     (
         "log -1 --format=%ct",
         "git's own flag, in the git command that shows (or gives) the time: epoch.rs, git_epoch.rs",
@@ -1051,6 +1051,22 @@ const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 6] = [
     (
         "`otters pull --referrers {}`",
         "another command, run first, that brings an image's signatures into the store: trust.rs",
+    ),
+    (
+        "`otters sign {r} --key KEY`",
+        "another command, run first, that signs the image with a key: trust.rs",
+    ),
+    (
+        "`otters sign {r} --keyless`",
+        "another command, run first, that signs the image keyless: trust.rs",
+    ),
+    (
+        "`otters key generate --out PREFIX`",
+        "another command, run first, that makes a P-256 key: otters-supply keys.rs",
+    ),
+    (
+        "zstd without `--long`",
+        "zstd's own flag, in how to recompress a layer otters refuses: decompress.rs",
     ),
 ];
 
@@ -1112,6 +1128,111 @@ fn library_errors_name_no_cli_flag() {
         "library errors that name a CLI flag (say the value; add the flag as a help line in \
          src/cli/errors/hints.rs):\n{}",
         offenders.join("\n")
+    );
+}
+
+/// Files that build the command line of another program, whose flags are that program's, not
+/// ours: each with the program.
+const ARGV_OF_OTHER_PROGRAMS: [(&str, &str); 3] = [
+    ("run/plan/docker.rs", "docker's or podman's `run`, as the plan prints and execs it"),
+    ("run/plan/mod.rs", "the agent runtime's, started by the run"),
+    ("build/git_epoch.rs", "git's, asked for the last commit's time"),
+];
+
+/// Each string literal of `code` (outside comments) that names a flag, with the byte offset of
+/// its opening quote.
+fn literals_naming_flags(code: &str) -> Vec<(usize, &str)> {
+    let masked = blank_literals(code, true);
+    let (c, m) = (code.as_bytes(), masked.as_bytes());
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        // A literal is a run that the masking blanked, starting at a quote (or `r"`, `r#"`).
+        if c[i] != m[i] && (c[i] == b'"' || c[i] == b'r') {
+            let mut end = i;
+            while end < c.len() && (c[end] != m[end] || c[end] == b' ' || c[end] == b'\n') {
+                end += 1;
+            }
+            let text = code[i..end].trim_end();
+            if text.contains('"') && !flags_named(text).is_empty() {
+                out.push((i, text));
+            }
+            i = end.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether the literal at `at` is a flag passed as a value (`"--secret"`, `"--key KEY"`: the
+/// whole literal is one flag, with at most a value word) or the text of a string error (its
+/// statement makes an `Err`, maps an error or builds one from text).
+fn flag_as_error_text(code: &str, at: usize, literal: &str) -> bool {
+    let inner = literal.trim_start_matches(['r', '#']).trim_matches(['"', '#']);
+    let words: Vec<&str> = inner.split(' ').collect();
+    let one_flag = inner.starts_with("--") && words.len() <= 2 && !inner.contains([',', '`']);
+    let masked = blank_literals(&code[..at], false);
+    let statement = &masked[masked.rfind([';', '}']).map_or(0, |s| s + 1)..];
+    one_flag
+        || ["Err(", "map_err(", "ok_or", "Error::", "Error {"]
+            .iter()
+            .any(|e| statement.contains(e))
+}
+
+/// No library text that reaches a user as an error names a CLI flag (issue 33 item 2), beyond
+/// the `#[error]` attributes `library_errors_name_no_cli_flag` reads: a string error
+/// (`Err(format!("… --flag …"))`), or a flag handed along as a value (`what: "--secret"`) for an
+/// error to print. The binary's hint layer says which flag fixes a value. Command lines of other
+/// programs are exempt (`ARGV_OF_OTHER_PROGRAMS`).
+#[test]
+fn library_string_errors_and_values_name_no_cli_flag() {
+    let mut offenders = Vec::new();
+    for (name, src) in crate_sources() {
+        if name == "otters" {
+            continue;
+        }
+        let edges = file_graph(&src);
+        for file in edges.keys() {
+            let rel = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            if ARGV_OF_OTHER_PROGRAMS.iter().any(|(f, _)| *f == rel) {
+                continue;
+            }
+            let code = without_test_items(&std::fs::read_to_string(file).unwrap());
+            for (at, literal) in literals_naming_flags(&code) {
+                if flag_as_error_text(&code, at, literal) {
+                    let line = code[..at].matches('\n').count() + 1;
+                    offenders.push(format!("{name}/src/{rel}:{line}: {literal}"));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "library texts that name a CLI flag as an error or a value (say the value; add the flag \
+         in src/cli/errors/hints.rs):\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn the_flag_value_finder_finds_values_and_string_errors() {
+    let code = "let what = \"--secret\";\n\
+                let e = x.map_err(|e| format!(\"bad {e}: pass --name\"))?;\n\
+                let argv = [\"run\", \"--rm\"]; // \"--not-code\"\n\
+                Diagnostic::new(c, s, \"--offline, but the lock has no pin\");\n";
+    let found: Vec<(&str, bool)> = literals_naming_flags(code)
+        .into_iter()
+        .map(|(at, l)| (l, flag_as_error_text(code, at, l)))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("\"--secret\"", true),
+            ("\"bad {e}: pass --name\"", true),
+            ("\"--rm\"", true),
+            ("\"--offline, but the lock has no pin\"", false),
+        ]
     );
 }
 
