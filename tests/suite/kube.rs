@@ -620,29 +620,40 @@ fn kube_refuses_quantities_kubernetes_would_refuse() {
 /// the flag that gives it. The whole stderr and exit code of each, pinned.
 #[test]
 fn kube_names_a_bad_object_name_and_the_flag_that_fixes_it() {
+    use std::fmt::Write as _;
     let (env, agent) = an_agent_whose_registry_is_down();
     let image = format!("127.0.0.1:5000/agents/lonely@sha256:{}", "0".repeat(64));
     let mut all = String::new();
     for flags in [
         &["--secret", "Bad_Name"][..],
-        &["--image-pull-secret", "ok", "--image-pull-secret", "Bad_Name"][..],
+        &[
+            "--image-pull-secret",
+            "ok",
+            "--image-pull-secret",
+            "Bad_Name",
+        ][..],
         &["--var-lib-pvc", "Bad_Name"][..],
         &["--config-from", "configmap:Bad_Name"][..],
         &["--mount", "/data=pvc:Bad_Name"][..],
     ] {
-        let out = env
-            .otters()
-            .args(["kube", "--offline", &agent, "--image", &image])
-            .args(flags)
-            .output()
-            .unwrap();
+        let mut args = vec![
+            "kube",
+            "--offline",
+            agent.as_str(),
+            "--image",
+            image.as_str(),
+        ];
+        args.extend_from_slice(flags);
+        let out = env.otters().args(&args).output().unwrap();
         assert!(out.stdout.is_empty(), "{flags:?} wrote objects");
-        all.push_str(&format!(
+        write!(
+            all,
             "$ otters kube {}\nexit: {:?}\n{}\n",
             flags.join(" "),
             out.status.code(),
             String::from_utf8_lossy(&out.stderr)
-        ));
+        )
+        .unwrap();
     }
     insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/kube"), prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!("bad_object_names", all.replace(&agent, "[AGENT]"));

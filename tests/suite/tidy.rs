@@ -221,7 +221,9 @@ fn blank_literals(text: &str, keep_comments: bool) -> String {
         let rest = &b[i..];
         let comment = rest.starts_with(b"//") || rest.starts_with(b"/*");
         let end = if rest.starts_with(b"//") {
-            rest.iter().position(|&c| c == b'\n').map_or(b.len(), |e| i + e)
+            rest.iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |e| i + e)
         } else if rest.starts_with(b"/*") {
             let (mut depth, mut j) = (0, i);
             while j < b.len() {
@@ -241,7 +243,10 @@ fn blank_literals(text: &str, keep_comments: bool) -> String {
             j
         } else if rest[0] == b'r'
             && (i == 0 || !ident(b[i - 1]) || (b[i - 1] == b'b' && (i == 1 || !ident(b[i - 2]))))
-            && rest[1..].iter().position(|&c| c != b'#').is_some_and(|h| rest[1 + h] == b'"')
+            && rest[1..]
+                .iter()
+                .position(|&c| c != b'#')
+                .is_some_and(|h| rest[1 + h] == b'"')
         {
             // A raw string: r"…", r#"…"#.
             let hashes = rest[1..].iter().take_while(|&&c| c == b'#').count();
@@ -363,19 +368,18 @@ fn path_tree(tail: &str) -> Vec<Vec<String>> {
         }
         rest = &rest[name.len()..];
         segments.push(name);
-        match rest.trim_start().strip_prefix("::") {
-            Some(more) => rest = more,
-            None => {
-                if let Some(alias) = rest.trim_start().strip_prefix("as ") {
-                    let alias: String = alias
-                        .trim_start()
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect();
-                    segments.push(format!("as {alias}"));
-                }
-                break;
+        if let Some(more) = rest.trim_start().strip_prefix("::") {
+            rest = more;
+        } else {
+            if let Some(alias) = rest.trim_start().strip_prefix("as ") {
+                let alias: String = alias
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                segments.push(format!("as {alias}"));
             }
+            break;
         }
     }
     vec![segments]
@@ -413,10 +417,13 @@ fn module_tree(src: &Path) -> ModuleTree {
             let Some(name) = decl.trim().strip_suffix(';') else {
                 continue;
             };
-            let child = [dir.join(format!("{name}.rs")), dir.join(name).join("mod.rs")]
-                .into_iter()
-                .find(|p| p.is_file())
-                .unwrap_or_else(|| panic!("mod {name} of {module:?}: no file under {dir:?}"));
+            let child = [
+                dir.join(format!("{name}.rs")),
+                dir.join(name).join("mod.rs"),
+            ]
+            .into_iter()
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("mod {name} of {module:?}: no file under {}", dir.display()));
             let mut path = module.clone();
             path.push(name.to_owned());
             walk(tree, path, child);
@@ -437,6 +444,28 @@ fn module_tree(src: &Path) -> ModuleTree {
 
 /// An edge of the file graph: the file a path leads to, and the line of the path in its file.
 type FileEdges = BTreeMap<PathBuf, BTreeMap<PathBuf, usize>>;
+
+/// The files a module path leads to: its module's, and through re-exports the definer's.
+fn targets(
+    path: &[String],
+    tree: &ModuleTree,
+    reexports: &BTreeMap<(Vec<String>, String), Vec<String>>,
+    out: &mut BTreeSet<PathBuf>,
+    hops: usize,
+) {
+    let module = (0..=path.len())
+        .rev()
+        .find(|&k| tree.files.contains_key(&path[..k]))
+        .unwrap_or(0);
+    out.insert(tree.files[&path[..module]].clone());
+    if let Some(next) = path.get(module).filter(|_| hops < 16) {
+        if let Some(to) = reexports.get(&(path[..module].to_vec(), next.clone())) {
+            let mut further = to.clone();
+            further.extend(path[module + 1..].iter().cloned());
+            targets(&further, tree, reexports, out, hops + 1);
+        }
+    }
+}
 
 /// The file-level import graph of the crate at `src`: an edge F → G for each path F spells from
 /// `crate::`, `super::` or `self::` (in code, doc links and comments alike, outside its
@@ -502,27 +531,6 @@ fn file_graph(src: &Path) -> FileEdges {
             }
         }
     }
-    // The files a module path leads to: its module's, and through re-exports the definer's.
-    fn targets(
-        path: &[String],
-        tree: &ModuleTree,
-        reexports: &BTreeMap<(Vec<String>, String), Vec<String>>,
-        out: &mut BTreeSet<PathBuf>,
-        hops: usize,
-    ) {
-        let module = (0..=path.len())
-            .rev()
-            .find(|&k| tree.files.contains_key(&path[..k]))
-            .unwrap_or(0);
-        out.insert(tree.files[&path[..module]].clone());
-        if let Some(next) = path.get(module).filter(|_| hops < 16) {
-            if let Some(to) = reexports.get(&(path[..module].to_vec(), next.clone())) {
-                let mut further = to.clone();
-                further.extend(path[module + 1..].iter().cloned());
-                targets(&further, tree, reexports, out, hops + 1);
-            }
-        }
-    }
     let mut edges = FileEdges::new();
     for (file, code) in &tree.code {
         let me = module_of[file];
@@ -555,6 +563,7 @@ fn file_graph(src: &Path) -> FileEdges {
 /// Every circle of `edges`: its files (each strongly connected set of two or more), with the
 /// edges between them as `file:line → file`, one line each.
 fn circles(edges: &FileEdges, root: &Path) -> Vec<String> {
+    use std::fmt::Write as _;
     let reach = |from: &PathBuf| -> BTreeSet<PathBuf> {
         let mut seen = BTreeSet::new();
         let mut todo = vec![from.clone()];
@@ -588,7 +597,7 @@ fn circles(edges: &FileEdges, root: &Path) -> Vec<String> {
         for f in &ring {
             for (to, line) in edges.get(*f).into_iter().flatten() {
                 if ring.contains(to) {
-                    text.push_str(&format!("\n    {}:{line} → {}", name(f), name(to)));
+                    write!(text, "\n    {}:{line} → {}", name(f), name(to)).unwrap();
                 }
             }
             done.insert((*f).clone());
@@ -632,14 +641,23 @@ fn the_file_graph_finds_planted_circles() {
         std::fs::write(p, text).unwrap();
     };
     let _ = std::fs::remove_dir_all(&dir);
-    write("lib.rs", "//! root\nmod a;\npub mod b;\n#[cfg(test)]\nmod t;\n");
+    write(
+        "lib.rs",
+        "//! root\nmod a;\npub mod b;\n#[cfg(test)]\nmod t;\n",
+    );
     write("t.rs", "use crate::a::x::Deep;\n");
-    write("a/mod.rs", "//! a\npub(crate) mod x;\nmod y;\npub use y::Thing;\n");
+    write(
+        "a/mod.rs",
+        "//! a\npub(crate) mod x;\nmod y;\npub use y::Thing;\n",
+    );
     write(
         "a/x.rs",
         "//! x\nuse super::{y::{self, Other}, Thing as T};\nlet s = \"crate::b::no\"; // '{'\n",
     );
-    write("a/y.rs", "//! y\npub struct Thing;\n#[cfg(test)]\nuse crate::b::Z;\n");
+    write(
+        "a/y.rs",
+        "//! y\npub struct Thing;\n#[cfg(test)]\nuse crate::b::Z;\n",
+    );
     write("b.rs", "//! uses [`crate::a::Thing`]\npub struct Z;\n");
     let one_way = file_graph(&dir);
     let rel = |f: &str| dir.join(f);
@@ -654,7 +672,10 @@ fn the_file_graph_finds_planted_circles() {
     assert!(!one_way.contains_key(&rel("t.rs")), "{one_way:?}");
     assert_eq!(circles(&one_way, &dir), Vec::<String>::new());
     // y.rs now names b outside its tests: b → (through the facade a) y → b.
-    write("a/y.rs", "//! y\npub struct Thing;\n/// See [`crate::b::Z`].\nfn f() {}\n");
+    write(
+        "a/y.rs",
+        "//! y\npub struct Thing;\n/// See [`crate::b::Z`].\nfn f() {}\n",
+    );
     let planted = circles(&file_graph(&dir), &dir);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(
@@ -1134,9 +1155,15 @@ fn library_errors_name_no_cli_flag() {
 /// Files that build the command line of another program, whose flags are that program's, not
 /// ours: each with the program.
 const ARGV_OF_OTHER_PROGRAMS: [(&str, &str); 3] = [
-    ("run/plan/docker.rs", "docker's or podman's `run`, as the plan prints and execs it"),
+    (
+        "run/plan/docker.rs",
+        "docker's or podman's `run`, as the plan prints and execs it",
+    ),
     ("run/plan/mod.rs", "the agent runtime's, started by the run"),
-    ("build/git_epoch.rs", "git's, asked for the last commit's time"),
+    (
+        "build/git_epoch.rs",
+        "git's, asked for the last commit's time",
+    ),
 ];
 
 /// Each string literal of `code` (outside comments) that names a flag, with the byte offset of
@@ -1169,7 +1196,9 @@ fn literals_naming_flags(code: &str) -> Vec<(usize, &str)> {
 /// whole literal is one flag, with at most a value word) or the text of a string error (its
 /// statement makes an `Err`, maps an error or builds one from text).
 fn flag_as_error_text(code: &str, at: usize, literal: &str) -> bool {
-    let inner = literal.trim_start_matches(['r', '#']).trim_matches(['"', '#']);
+    let inner = literal
+        .trim_start_matches(['r', '#'])
+        .trim_matches(['"', '#']);
     let words: Vec<&str> = inner.split(' ').collect();
     let one_flag = inner.starts_with("--") && words.len() <= 2 && !inner.contains([',', '`']);
     let masked = blank_literals(&code[..at], false);
@@ -1188,17 +1217,16 @@ fn flag_as_error_text(code: &str, at: usize, literal: &str) -> bool {
 #[test]
 fn library_string_errors_and_values_name_no_cli_flag() {
     let mut offenders = Vec::new();
-    for (name, src) in crate_sources() {
-        if name == "otters" {
-            continue;
-        }
-        let edges = file_graph(&src);
-        for file in edges.keys() {
-            let rel = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+    for (name, src) in crate_sources().into_iter().filter(|(n, _)| n != "otters") {
+        for (file, code) in module_tree(&src).code {
+            let rel = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             if ARGV_OF_OTHER_PROGRAMS.iter().any(|(f, _)| *f == rel) {
                 continue;
             }
-            let code = without_test_items(&std::fs::read_to_string(file).unwrap());
             for (at, literal) in literals_naming_flags(&code) {
                 if flag_as_error_text(&code, at, literal) {
                     let line = code[..at].matches('\n').count() + 1;

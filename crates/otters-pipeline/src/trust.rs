@@ -144,7 +144,9 @@ pub fn explain(
                 Loaded::Key { .. } => format!("`otters sign {r} --key KEY`"),
                 Loaded::Keyless { .. } => format!("`otters sign {r} --keyless`"),
             };
-            format!("{image} is not signed: it has no Sigstore bundle referrer (sign it with {sign})")
+            format!(
+                "{image} is not signed: it has no Sigstore bundle referrer (sign it with {sign})"
+            )
         }
         ImageVerifyError::List(_) => format!("{image}: {e}"),
         e @ ImageVerifyError::NoneVerifies { .. } if predicate_type == SIGN_PREDICATE => {

@@ -73,7 +73,7 @@ pub enum ObjectName {
     ImagePullSecret,
     /// The `PersistentVolumeClaim` for `/var/lib`.
     VarLibPvc,
-    /// A Secret or ConfigMap the CONFIG values come from.
+    /// A Secret or `ConfigMap` the CONFIG values come from.
     ConfigFrom,
     /// A `PersistentVolumeClaim` a MOUNT is backed by.
     MountPvc,
