@@ -1194,7 +1194,8 @@ fn literals_naming_flags(code: &str) -> Vec<(usize, &str)> {
 
 /// Whether the literal at `at` is a flag passed as a value (`"--secret"`, `"--key KEY"`: the
 /// whole literal is one flag, with at most a value word) or the text of a string error (its
-/// statement makes an `Err`, maps an error or builds one from text).
+/// statement makes an `Err`, maps an error or builds one from text, or its function returns
+/// `Result<_, String>`).
 fn flag_as_error_text(code: &str, at: usize, literal: &str) -> bool {
     let inner = literal
         .trim_start_matches(['r', '#'])
@@ -1203,7 +1204,12 @@ fn flag_as_error_text(code: &str, at: usize, literal: &str) -> bool {
     let one_flag = inner.starts_with("--") && words.len() <= 2 && !inner.contains([',', '`']);
     let masked = blank_literals(&code[..at], false);
     let statement = &masked[masked.rfind([';', '}']).map_or(0, |s| s + 1)..];
+    // The signature of the function the literal is in: one whose errors are `String`s.
+    let signature = masked
+        .rfind("fn ")
+        .map_or("", |f| masked[f..].split('{').next().unwrap_or(""));
     one_flag
+        || signature.contains(", String>")
         || ["Err(", "map_err(", "ok_or", "Error::", "Error {"]
             .iter()
             .any(|e| statement.contains(e))
@@ -1248,7 +1254,8 @@ fn the_flag_value_finder_finds_values_and_string_errors() {
     let code = "let what = \"--secret\";\n\
                 let e = x.map_err(|e| format!(\"bad {e}: pass --name\"))?;\n\
                 let argv = [\"run\", \"--rm\"]; // \"--not-code\"\n\
-                Diagnostic::new(c, s, \"--offline, but the lock has no pin\");\n";
+                Diagnostic::new(c, s, \"--offline, but the lock has no pin\");\n\
+                fn f() -> Result<(), String> {\n    let bad = |e| {\n        let w = 1;\n        format!(\"--regexp {e} is bad\")\n    };\n}\n";
     let found: Vec<(&str, bool)> = literals_naming_flags(code)
         .into_iter()
         .map(|(at, l)| (l, flag_as_error_text(code, at, l)))
@@ -1260,6 +1267,7 @@ fn the_flag_value_finder_finds_values_and_string_errors() {
             ("\"bad {e}: pass --name\"", true),
             ("\"--rm\"", true),
             ("\"--offline, but the lock has no pin\"", false),
+            ("\"--regexp {e} is bad\"", true),
         ]
     );
 }
