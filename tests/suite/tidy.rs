@@ -467,14 +467,8 @@ fn targets(
     }
 }
 
-/// The file-level import graph of the crate at `src`: an edge F → G for each path F spells from
-/// `crate::`, `super::` or `self::` (in code, doc links and comments alike, outside its
-/// `#[cfg(test)]` items) to the file G that holds the longest module prefix of the path
-/// (`a::b` is `a/b.rs` or `a/b/mod.rs`); string literals are not read. If the next name is re-exported there (`pub use`), the
-/// path is an edge to that file too and, following the re-export, to the file that defines the
-/// item. A `pub use` line is a passage, no edge of its own file (else every child that reaches a
-/// facade's item through `super::` would circle with it). A module naming its own submodules bare
-/// (`mod x; … x::f()`) is the module tree and is not read: the rule is about imports.
+/// The file-level import graph of the crate at `src`, by the rule of
+/// `no_import_cycle_between_files_of_any_crate`.
 fn file_graph(src: &Path) -> FileEdges {
     let tree = module_tree(src);
     let module_of: BTreeMap<&PathBuf, &Vec<String>> =
@@ -608,8 +602,19 @@ fn circles(edges: &FileEdges, root: &Path) -> Vec<String> {
 }
 
 /// No circle at any depth (issue 33): inside every crate, the files import each other one way
-/// only, so each can be read (and tested) knowing only the files below it. The graph is
-/// `file_graph`'s; each circle is reported with its files and the lines that close it.
+/// only, so each can be read (and tested) knowing only the files below it. Each circle is
+/// reported with its files and the lines that close it.
+///
+/// The rule (`file_graph`): the files are the crate's module tree, from `lib.rs` or `main.rs`
+/// through each `mod NAME;` outside the tests (`a::b` is `a/b.rs` or `a/b/mod.rs`). Each path a
+/// file spells from `crate::`, `super::` or `self::`, use groups expanded, is an edge to the file
+/// of the path's longest module prefix — in code, doc links and comments alike (a doc link is
+/// resolved by rustdoc and read as a dependency), not in string literals or `#[cfg(test)]` items.
+/// If the next name is re-exported there (`pub use`), the path is also an edge, following the
+/// re-export, to the file that defines the item: so two files cannot hide a circle behind their
+/// `mod.rs`. A `pub use` line itself is a passage, not an edge of its `mod.rs` (else every child
+/// reaching a facade's item through `super::` would circle with it). Not read: a module naming
+/// its own submodules bare (`mod x; … x::f()`), which is the module tree, not an import.
 #[test]
 fn no_import_cycle_between_files_of_any_crate() {
     let mut found = Vec::new();
