@@ -139,13 +139,13 @@ pub fn explain(
     let by = signer.describe();
     Unverified(match e {
         ImageVerifyError::NotSigned => {
-            let how = match signer {
-                Loaded::Key { .. } => "--key KEY",
-                Loaded::Keyless { .. } => "--keyless",
+            let r = escape(reference);
+            let sign = match signer {
+                Loaded::Key { .. } => format!("`otters sign {r} --key KEY`"),
+                Loaded::Keyless { .. } => format!("`otters sign {r} --keyless`"),
             };
             format!(
-                "{image} is not signed: it has no Sigstore bundle referrer (sign it with `otters sign {} {how}`)",
-                escape(reference)
+                "{image} is not signed: it has no Sigstore bundle referrer (sign it with {sign})"
             )
         }
         ImageVerifyError::List(_) => format!("{image}: {e}"),
