@@ -28,7 +28,8 @@ pub struct TransferReport {
     /// For a pull: the hosts that served it (mirrors, the registry), in first-use order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub from: Vec<String>,
-    /// Manifests and indexes fetched so far by a pull, and their bytes (see [`MAX_DOCUMENTS`](super::MAX_DOCUMENTS)).
+    /// Manifests and indexes fetched so far by a pull, and their bytes (bounded by the pull's
+    /// `MAX_DOCUMENTS`).
     #[serde(skip)]
     pub(super) documents: (usize, usize),
 }
