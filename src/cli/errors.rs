@@ -200,4 +200,24 @@ mod tests {
         };
         assert_eq!(help(fail(in_config)), None);
     }
+
+    #[test]
+    fn a_malformed_identity_pattern_names_the_flag_only_when_a_flag_gave_it() {
+        use otters_pipeline::trust::{GateError, WhoError};
+        let pattern = || {
+            otters_supply::keyless_verify::Identity::regexp("a)|(b")
+                .map(|_| ())
+                .unwrap_err()
+        };
+        let flag = "pass --certificate-identity-regexp one expression, or the exact identity with --certificate-identity";
+        assert_eq!(
+            help(fail(GateError::Who(WhoError::Pattern(pattern())))).as_deref(),
+            Some(flag)
+        );
+        let in_config = WhoError::InConfig {
+            path: "/home/u/.otters/config.toml".into(),
+            source: Box::new(WhoError::Pattern(pattern())),
+        };
+        assert_eq!(help(fail(GateError::Who(in_config))), None);
+    }
 }

@@ -12,7 +12,7 @@
 //! for anything but the order in which bundles are tried.
 
 use crate::bundle::{self, Verified, BUNDLE_V03, MAX_BUNDLE};
-use crate::keyless_verify::{self, Identity, KeylessVerified};
+use crate::keyless_verify::{self, Identity, KeylessVerified, TrustedRoot};
 use crate::keys::PublicKey;
 use crate::statement::SIGN_PREDICATE;
 use otters_spec::descriptor::{Descriptor, ManifestDoc};
@@ -87,12 +87,12 @@ pub trait Referrers {
 pub enum Signer<'a> {
     /// The holder of this key (a key-based bundle).
     Key(&'a PublicKey),
-    /// A keyless signer: a certificate chaining to `trusted_root` (Sigstore's `trusted_root.json`)
-    /// for exactly this identity and OIDC issuer.
+    /// A keyless signer: a certificate chaining to `trusted_root` (Sigstore's `trusted_root.json`,
+    /// read once for every bundle tried) for exactly this identity and OIDC issuer.
     Keyless {
         identity: Identity<'a>,
         issuer: &'a str,
-        trusted_root: &'a [u8],
+        trusted_root: &'a TrustedRoot,
     },
 }
 
@@ -455,7 +455,9 @@ fn verify_bundle(blob: &[u8], signer: &Signer<'_>, digest: &Digest) -> Result<Ve
                 issuer,
                 sha256: digest.hex(),
             };
-            keyless_verify::verify(blob, trusted_root, &expected).map(Verdict::Keyless)
+            keyless_verify::verify(blob, trusted_root, &expected)
+                .map(Verdict::Keyless)
+                .map_err(|e| e.to_string())
         }
     }
 }
@@ -722,6 +724,77 @@ mod tests {
         )
         .expect_err("unsigned");
         assert_eq!(err, ImageVerifyError::NotSigned);
+    }
+
+    /// Issue 33: the trusted root is read once per verification (its JSON, each key and each
+    /// authority's certificates), not once per bundle: three keyless bundles in the store and
+    /// three in the registry, none about this image, are checked against one reading.
+    #[test]
+    fn the_trusted_root_is_read_once_for_every_bundle_of_a_verification() {
+        let bundle: serde_json::Value =
+            serde_json::from_slice(include_bytes!("../testdata/keyless/bundle.json")).unwrap();
+        let root =
+            TrustedRoot::new(include_bytes!("../testdata/keyless/trusted_root.json").to_vec());
+        let identity = Identity::Exact(
+            "https://github.com/acme/agents/.github/workflows/ci.yml@refs/heads/main",
+        );
+        let opts = VerifyOptions::by(Signer::Keyless {
+            identity,
+            issuer: "https://token.actions.githubusercontent.com",
+            trusted_root: &root,
+        });
+        let three = |from: u8| {
+            let mut m = mem();
+            for i in from..from + 3 {
+                let mut b = bundle.clone();
+                b["unread"] = i.into();
+                add_junk(&mut m, serde_json::to_vec(&b).unwrap());
+            }
+            m
+        };
+        let (store, registry) = (three(0), three(3));
+        let second: Box<OpenSource<'_>> =
+            Box::new(|| Ok(Some(Box::new(registry) as Box<dyn Referrers>)));
+        let err = verify_local_first(
+            &store,
+            second,
+            &subject().digest,
+            &opts,
+            Fallback::OnAnyFailure,
+        )
+        .expect_err("no bundle is about this image");
+        let ImageVerifyError::NoneVerifies { tried, .. } = &err else {
+            panic!("{err}");
+        };
+        // Every check up to the statement held: the root was read, and read once.
+        assert_eq!(tried.len(), 3, "{err}");
+        assert!(
+            tried.iter().all(|(_, why)| why
+                == &format!(
+                    "the signed statement is not about sha256:{}",
+                    subject().digest.hex()
+                )),
+            "{err}"
+        );
+        assert_eq!(root.reads(), 1);
+        // A root that does not read says so for each bundle, as before, still from one reading.
+        let broken = TrustedRoot::new(b"{}".to_vec());
+        let opts = VerifyOptions::by(Signer::Keyless {
+            identity: Identity::Exact("x"),
+            issuer: "y",
+            trusted_root: &broken,
+        });
+        let err = verify_image(&three(6), &subject().digest, &opts).expect_err("no root");
+        let ImageVerifyError::NoneVerifies { tried, .. } = &err else {
+            panic!("{err}");
+        };
+        assert!(
+            tried.len() == 3
+                && tried.iter().all(|(_, why)| why
+                    == "the trusted root names no certificate authority or no transparency log"),
+            "{err}"
+        );
+        assert_eq!(broken.reads(), 1);
     }
 
     #[test]
