@@ -33,7 +33,8 @@ pub struct PatternError {
 }
 
 impl Identity<'_> {
-    /// A pattern (`--certificate-identity-regexp RE`), which must match the whole SAN.
+    /// A pattern (`RE`, from a flag or from `[verify]` in config.toml), which must match the
+    /// whole SAN.
     ///
     /// The expression is compiled on its own first, so it is one well-formed expression: wrapped
     /// in `\A(?:…)\z`, it can close no group but its own (`…/agents/.*)|(.*`, which escaped

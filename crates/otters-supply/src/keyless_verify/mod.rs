@@ -1,21 +1,27 @@
 //! Verifying a keyless Sigstore bundle offline, against a `trusted_root.json` (Sigstore's
 //! `TrustedRoot`): the leaf certificate chains to a trusted certificate authority, its SAN equals
 //! the expected identity and its issuer extension the expected issuer, the certificate carries an
-//! embedded SCT signed by a trusted certificate-transparency log, the transparency-log entry
-//! is signed (SET) and included (inclusion proof + signed checkpoint) by a trusted log, its
+//! embedded SCT signed by a trusted certificate-transparency log, the transparency-log entry is
+//! signed (SET) and included (inclusion proof + signed checkpoint) by a trusted log, its
 //! `integratedTime` lies within the certificate's validity, and every key and authority used is
 //! one the trusted root trusts at its time (`validFor` of the CA, the log, the CT log at the SCT's
-//! time, the TSA; and the CA's and TSA's certificates within their own validity then), the logged body is this signature
-//! over this payload, the DSSE signature holds with the certificate's key, and the statement is
-//! about the expected digest.
+//! time, the TSA; and the CA's and TSA's certificates within their own validity then), the logged
+//! body is this signature over this payload, the DSSE signature holds with the certificate's key,
+//! and the statement is about the expected digest.
 //!
-//! Takes: bundle bytes, trusted-root bytes, the expected identity, issuer and sha256. Returns:
-//! the verified statement's predicate type and the SAN. Must never: accept a prefix or substring
-//! of the identity, a certificate no trusted authority signed, a bundle without a tlog entry, or
-//! read the statement before its signature held, or a certificate without an SCT that a CT log of
-//! the trusted root signed over its precertificate (RFC 6962), or an RFC 3161 timestamp that does not
-//! verify against a timestamp authority of the trusted root. The tlog entry stays required: a
-//! timestamp is a second trusted time, not a replacement (a TSA-only bundle is refused).
+//! One file per stage, each with its own error: `der` (the DER reader and ECDSA), `root` (the
+//! trusted root, read once per [`TrustedRoot`]), `authority` (which authority issued the leaf,
+//! and whether it vouches at a time), `sct`, `tlog`, `timestamp`, `identity` (the SAN, exact or a
+//! whole-SAN pattern); this file runs them in order. Each file uses only those before it.
+//!
+//! Takes: bundle bytes, a [`TrustedRoot`], the expected identity, issuer and sha256. Returns: the
+//! verified statement's predicate type and the SAN, or a [`KeylessVerifyError`] (its text is the
+//! reason a report gives). Must never: accept a prefix or substring of the identity, a
+//! certificate no trusted authority signed, a bundle without a tlog entry, or read the statement
+//! before its signature held, or a certificate without an SCT that a CT log of the trusted root
+//! signed over its precertificate (RFC 6962), or an RFC 3161 timestamp that does not verify
+//! against a timestamp authority of the trusted root. The tlog entry stays required: a timestamp
+//! is a second trusted time, not a replacement (a TSA-only bundle is refused).
 
 mod authority;
 mod der;
