@@ -104,7 +104,7 @@ impl std::fmt::Debug for TrustedRoot {
         f.debug_struct("TrustedRoot")
             .field("bytes", &self.bytes.len())
             .field("read", &self.read.get().map(Result::is_ok))
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
