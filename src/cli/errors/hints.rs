@@ -236,6 +236,8 @@ fn value_hint(
         "pass --certificate-oidc-issuer URL"
     } else if let Some(WhoError::NoRoot) = of(e) {
         "pass --trusted-root FILE"
+    } else if let Some(WhoError::Pattern(_)) = of(e) {
+        "pass --certificate-identity-regexp one expression, or the exact identity with --certificate-identity"
     } else if let Some(LintError::StdinFilenameWithoutStdin) = of(e) {
         "--stdin-filename names standard input: pass `-` to read it"
     } else if let Some(LintError::FixStdin) = of(e) {
