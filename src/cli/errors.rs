@@ -200,15 +200,4 @@ mod tests {
         };
         assert_eq!(help(fail(in_config)), None);
     }
-
-    #[test]
-    fn an_identity_pattern_gets_its_flag_only_from_a_flag() {
-        use otters_pipeline::trust::{GateError::Who, WhoError};
-        let regexp = otters_supply::keyless_verify::Identity::regexp;
-        let pattern = || WhoError::Pattern(regexp("a)|(b").map(drop).unwrap_err());
-        let flag = help(fail(Who(pattern())));
-        assert!(flag.is_some_and(|h| h.starts_with("pass --certificate-identity-regexp ")));
-        let (path, source) = ("/u/config.toml".into(), Box::new(pattern()));
-        assert_eq!(help(fail(Who(WhoError::InConfig { path, source }))), None);
-    }
 }
