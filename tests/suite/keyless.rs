@@ -819,6 +819,48 @@ fn an_identity_regexp_that_would_close_its_anchor_is_refused() {
     crate::support::snap::assert("verify", "identity_regexp_unbalanced", &err);
 }
 
+/// Issue 33: a malformed identity pattern is said as the pattern, and only the front end names
+/// the flag, when it came from one: from `otters run --certificate-identity-regexp`, the `help:`
+/// line names the flag; from `[verify]` in config.toml, the report names that file and offers no
+/// flag (it used to blame `--certificate-identity-regexp`, which was never given).
+#[test]
+fn an_identity_regexp_from_config_toml_is_not_blamed_on_a_flag() {
+    let env = Env::new();
+    build_local(&env, "demo:signed", "pattern");
+    let root = env.home().join("trusted_root.json");
+    crate::support::write(&root, "{}");
+    let bad = r"https://github\.com/acme/other/.*)|(.*";
+    let snapshot = |name: &str, err: &str| {
+        let err = err.replace(&env.home().display().to_string(), "[HOME]");
+        insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/verify"), prepend_module_to_snapshot => false, omit_expression => true}, {
+            insta::assert_snapshot!(name, err);
+        });
+    };
+    crate::support::write(
+        &env.home().join("config.toml"),
+        format!(
+            "[verify]\ncertificate-identity-regexp = '{bad}'\ncertificate-oidc-issuer = \"{GITHUB_ISS}\"\ntrusted-root = \"trusted_root.json\"\n"
+        ),
+    );
+    let (ok, out, err) = env.run(&["run", "--dry-run", "demo:signed"]);
+    assert!(!ok && out.is_empty(), "{out}");
+    snapshot("identity_regexp_from_config", &err);
+    std::fs::remove_file(env.home().join("config.toml")).unwrap();
+    let (ok, out, err) = env.run(&[
+        "run",
+        "--dry-run",
+        "demo:signed",
+        "--certificate-identity-regexp",
+        bad,
+        "--certificate-oidc-issuer",
+        GITHUB_ISS,
+        "--trusted-root",
+        root.to_str().unwrap(),
+    ]);
+    assert!(!ok && out.is_empty(), "{out}");
+    snapshot("identity_regexp_from_run_flag", &err);
+}
+
 /// Issue 31: each key and authority of the trusted root vouches only within its `validFor` (a
 /// retired key stays in a root for old signatures), as `@sigstore/verify` reads it: a bundle
 /// logged, SCT'd and timestamped now is refused under a root whose transparency log, CT log,

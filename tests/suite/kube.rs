@@ -591,6 +591,51 @@ fn kube_refuses_quantities_kubernetes_would_refuse() {
     );
 }
 
+/// A name the user gave for a Kubernetes object that is not DNS-1123 is refused before a byte is
+/// written: the error names the object and the value (the library knows no flags), the help line
+/// the flag that gives it. The whole stderr and exit code of each, pinned.
+#[test]
+fn kube_names_a_bad_object_name_and_the_flag_that_fixes_it() {
+    use std::fmt::Write as _;
+    let (env, agent) = an_agent_whose_registry_is_down();
+    let image = format!("127.0.0.1:5000/agents/lonely@sha256:{}", "0".repeat(64));
+    let mut all = String::new();
+    for flags in [
+        &["--secret", "Bad_Name"][..],
+        &[
+            "--image-pull-secret",
+            "ok",
+            "--image-pull-secret",
+            "Bad_Name",
+        ][..],
+        &["--var-lib-pvc", "Bad_Name"][..],
+        &["--config-from", "configmap:Bad_Name"][..],
+        &["--mount", "/data=pvc:Bad_Name"][..],
+    ] {
+        let mut args = vec![
+            "kube",
+            "--offline",
+            agent.as_str(),
+            "--image",
+            image.as_str(),
+        ];
+        args.extend_from_slice(flags);
+        let out = env.otters().args(&args).output().unwrap();
+        assert!(out.stdout.is_empty(), "{flags:?} wrote objects");
+        write!(
+            all,
+            "$ otters kube {}\nexit: {:?}\n{}\n",
+            flags.join(" "),
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .unwrap();
+    }
+    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/kube"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("bad_object_names", all.replace(&agent, "[AGENT]"));
+    });
+}
+
 /// `kube -o FILE` is an output like `save -o`: a link at FILE is replaced, never followed (the
 /// file it named keeps its bytes), a FIFO is written as a stream and stays a FIFO, a directory is
 /// refused, and a second run over the first output succeeds.

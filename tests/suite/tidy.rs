@@ -1,6 +1,7 @@
 //! House rules that keep the code base navigable, checked like any other test: module headers,
-//! printing only in the CLI, and the workspace's architecture (which crate may depend on which, no
-//! cycle between the top-level modules of a crate).
+//! printing only in the CLI, the length of the architecture map, and the workspace's architecture
+//! (which crate may depend on which, no cycle between the top-level modules of a crate, nor between
+//! any two of its files).
 
 use crate::support::repo;
 use std::collections::{BTreeMap, BTreeSet};
@@ -59,6 +60,41 @@ fn every_module_has_a_header() {
         missing.is_empty(),
         "modules without a //! header: {missing:?}"
     );
+}
+
+/// The longest `docs/architecture.md` may be: a map a reader takes in at once. History (what was
+/// measured, what it replaced) goes to `docs/history.md`, the dependency table is
+/// `docs/dependencies.md`.
+const ARCHITECTURE_MAP_LINES: usize = 600;
+
+/// Why a map of `lines` lines is too long, if it is.
+fn map_over_budget(lines: usize) -> Option<String> {
+    (lines > ARCHITECTURE_MAP_LINES).then(|| {
+        format!(
+            "docs/architecture.md has {lines} lines, over its budget of {ARCHITECTURE_MAP_LINES}: \
+             keep the map (entry points, code map, invariants, checklists) and move history to \
+             docs/history.md"
+        )
+    })
+}
+
+/// The architecture page stays a map, one hop from a question to its file.
+#[test]
+fn the_architecture_map_fits_600_lines() {
+    let text = std::fs::read_to_string(repo().join("docs/architecture.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(lines > 100, "docs/architecture.md has only {lines} lines");
+    if let Some(why) = map_over_budget(lines) {
+        panic!("{why}");
+    }
+}
+
+#[test]
+fn the_map_budget_refuses_a_longer_page() {
+    assert_eq!(map_over_budget(ARCHITECTURE_MAP_LINES), None);
+    assert!(map_over_budget(ARCHITECTURE_MAP_LINES + 1)
+        .unwrap()
+        .contains("601 lines, over its budget of 600"));
 }
 
 /// Library code never prints: only the binary's `src/cli/` writes to stdout or stderr.
@@ -199,6 +235,493 @@ fn the_cycle_finder_finds_cycles() {
     assert_eq!(
         crate_paths("use crate::oci::x; otters_crate::no; crate::ir"),
         ["ir", "oci"].iter().map(|s| (*s).to_owned()).collect()
+    );
+}
+
+/// `text` with every string and character literal blanked to spaces (newlines kept), and every
+/// comment too unless `keep_comments`: so braces, `;`, `mod` or a path inside them do not count
+/// when reading the code. Blanking keeps every byte offset.
+fn blank_literals(text: &str, keep_comments: bool) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        let comment = rest.starts_with(b"//") || rest.starts_with(b"/*");
+        let end = if rest.starts_with(b"//") {
+            rest.iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |e| i + e)
+        } else if rest.starts_with(b"/*") {
+            let (mut depth, mut j) = (0, i);
+            while j < b.len() {
+                if b[j..].starts_with(b"/*") {
+                    depth += 1;
+                    j += 2;
+                } else if b[j..].starts_with(b"*/") {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            j
+        } else if rest[0] == b'r'
+            && (i == 0 || !ident(b[i - 1]) || (b[i - 1] == b'b' && (i == 1 || !ident(b[i - 2]))))
+            && rest[1..]
+                .iter()
+                .position(|&c| c != b'#')
+                .is_some_and(|h| rest[1 + h] == b'"')
+        {
+            // A raw string: r"…", r#"…"#.
+            let hashes = rest[1..].iter().take_while(|&&c| c == b'#').count();
+            let mut close = vec![b'"'];
+            close.extend(std::iter::repeat_n(b'#', hashes));
+            let body = i + 2 + hashes;
+            b[body..]
+                .windows(close.len())
+                .position(|w| w == close.as_slice())
+                .map_or(b.len(), |e| body + e + close.len())
+        } else if rest[0] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if rest[0] == b'\'' {
+            // A character literal ('x', '\n', '\u{..}'); a lifetime ('a) is left alone.
+            let len = if rest.get(1) == Some(&b'\\') {
+                rest[2..].iter().position(|&c| c == b'\'').map(|e| e + 3)
+            } else {
+                let ch = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+                (rest.get(1 + ch) == Some(&b'\'')).then_some(ch + 2)
+            };
+            len.map_or(i + 1, |l| i + l)
+        } else {
+            i += 1;
+            continue;
+        };
+        if !(comment && keep_comments) {
+            blank(&mut out, i, end);
+        }
+        i = end;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `text` with every `#[cfg(test)]` item (a test module, a test-only helper or import) blanked:
+/// the code a build of the library holds, comments and doc comments included.
+fn without_test_items(text: &str) -> String {
+    let masked = blank_literals(text, false);
+    let m = masked.as_bytes();
+    let mut out = text.as_bytes().to_vec();
+    let mut from = 0;
+    while let Some(at) = masked[from..].find("#[cfg(test)]").map(|a| from + a) {
+        let mut i = at + "#[cfg(test)]".len();
+        // Further attributes of the same item, then the item: to its `;` or its closing brace.
+        let mut depth = 0i32;
+        while i < m.len() {
+            match m[i] {
+                b'{' | b'(' | b'[' => depth += 1,
+                b')' | b']' => depth -= 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        i += 1;
+                        break;
+                    }
+                }
+                b';' if depth == 0 => {
+                    i += 1;
+                    break;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        for c in &mut out[at..i.min(m.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+        from = i.min(m.len());
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The paths of a `use` tree or path starting at `tail` (the text after `crate::`, `super::`…),
+/// each as its segments: `a::{b, c::{self, D}}` gives `a::b`, `a::c`, `a::c::D`. An `as` rename is
+/// given as a last segment `as NAME`.
+fn path_tree(tail: &str) -> Vec<Vec<String>> {
+    let mut segments = Vec::new();
+    let mut rest = tail;
+    loop {
+        rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut out = Vec::new();
+            let (mut depth, mut start) = (0, 0);
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' | ',' if depth == 0 => {
+                        for sub in path_tree(&group[start..i]) {
+                            let mut path = segments.clone();
+                            if sub.first().is_some_and(|s| s != "self") {
+                                path.extend(sub);
+                            } else {
+                                path.extend(sub.into_iter().skip(1));
+                            }
+                            out.push(path);
+                        }
+                        if c == '}' {
+                            return out;
+                        }
+                        start = i + 1;
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            return out;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '*')
+            .collect();
+        if name.is_empty() {
+            break;
+        }
+        rest = &rest[name.len()..];
+        segments.push(name);
+        if let Some(more) = rest.trim_start().strip_prefix("::") {
+            rest = more;
+        } else {
+            if let Some(alias) = rest.trim_start().strip_prefix("as ") {
+                let alias: String = alias
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                segments.push(format!("as {alias}"));
+            }
+            break;
+        }
+    }
+    vec![segments]
+}
+
+/// One crate's files as the module tree sees them: module path (`["run", "plan"]`) → file, and
+/// each file's code without its tests.
+struct ModuleTree {
+    files: BTreeMap<Vec<String>, PathBuf>,
+    code: BTreeMap<PathBuf, String>,
+}
+
+/// The module tree of the crate rooted at `src` (its `lib.rs`, else `main.rs`): each `mod NAME;`
+/// outside the tests is `NAME.rs` or `NAME/mod.rs` beside a `mod.rs`, `lib.rs` or `main.rs`, and
+/// under `FILE/` beside any other `FILE.rs`. Files only a test declares are not in it.
+fn module_tree(src: &Path) -> ModuleTree {
+    fn walk(tree: &mut ModuleTree, module: Vec<String>, file: PathBuf) {
+        let code = without_test_items(&std::fs::read_to_string(&file).unwrap());
+        let masked = blank_literals(&code, false);
+        let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let dir = if ["mod", "lib", "main"].contains(&stem.as_str()) {
+            file.parent().unwrap().to_owned()
+        } else {
+            file.with_extension("")
+        };
+        tree.files.insert(module.clone(), file.clone());
+        tree.code.insert(file, code);
+        for line in masked.lines() {
+            let Some(decl) = line.trim().split("mod ").nth(1).filter(|_| {
+                let head = line.trim().split("mod ").next().unwrap_or("");
+                head.is_empty() || head.starts_with("pub")
+            }) else {
+                continue;
+            };
+            let Some(name) = decl.trim().strip_suffix(';') else {
+                continue;
+            };
+            let child = [
+                dir.join(format!("{name}.rs")),
+                dir.join(name).join("mod.rs"),
+            ]
+            .into_iter()
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("mod {name} of {module:?}: no file under {}", dir.display()));
+            let mut path = module.clone();
+            path.push(name.to_owned());
+            walk(tree, path, child);
+        }
+    }
+    let mut tree = ModuleTree {
+        files: BTreeMap::new(),
+        code: BTreeMap::new(),
+    };
+    let root = ["lib.rs", "main.rs"]
+        .iter()
+        .map(|r| src.join(r))
+        .find(|p| p.is_file())
+        .unwrap();
+    walk(&mut tree, Vec::new(), root);
+    tree
+}
+
+/// An edge of the file graph: the file a path leads to, and the line of the path in its file.
+type FileEdges = BTreeMap<PathBuf, BTreeMap<PathBuf, usize>>;
+
+/// The files a module path leads to: its module's, and through re-exports the definer's.
+fn targets(
+    path: &[String],
+    tree: &ModuleTree,
+    reexports: &BTreeMap<(Vec<String>, String), Vec<String>>,
+    out: &mut BTreeSet<PathBuf>,
+    hops: usize,
+) {
+    let module = (0..=path.len())
+        .rev()
+        .find(|&k| tree.files.contains_key(&path[..k]))
+        .unwrap_or(0);
+    out.insert(tree.files[&path[..module]].clone());
+    if let Some(next) = path.get(module).filter(|_| hops < 16) {
+        if let Some(to) = reexports.get(&(path[..module].to_vec(), next.clone())) {
+            let mut further = to.clone();
+            further.extend(path[module + 1..].iter().cloned());
+            targets(&further, tree, reexports, out, hops + 1);
+        }
+    }
+}
+
+/// The file-level import graph of the crate at `src`, by the rule of
+/// `no_import_cycle_between_files_of_any_crate`.
+fn file_graph(src: &Path) -> FileEdges {
+    let tree = module_tree(src);
+    let module_of: BTreeMap<&PathBuf, &Vec<String>> =
+        tree.files.iter().map(|(m, f)| (f, m)).collect();
+    let absolute = |me: &[String], head: &str, path: &[String]| -> Vec<String> {
+        let mut base: Vec<String> = match head {
+            "crate" => Vec::new(),
+            "self" => me.to_vec(),
+            _ => me[..me.len().saturating_sub(1)].to_vec(), // super
+        };
+        let mut path = path;
+        while path.first().is_some_and(|s| s == "super") {
+            base.pop();
+            path = &path[1..];
+        }
+        base.extend(path.iter().filter(|s| !s.starts_with("as ")).cloned());
+        base
+    };
+    // (module, exported name) → the absolute path it re-exports, and the `pub use` spans.
+    let mut reexports: BTreeMap<(Vec<String>, String), Vec<String>> = BTreeMap::new();
+    let mut passages: BTreeMap<&PathBuf, Vec<(usize, usize)>> = BTreeMap::new();
+    for (file, code) in &tree.code {
+        let me = module_of[file];
+        let masked = blank_literals(code, false);
+        let mut from = 0;
+        while let Some(at) = masked[from..].find("pub").map(|a| from + a) {
+            from = at + 3;
+            let after = masked[from..].trim_start();
+            let after = if after.starts_with('(') {
+                after.split_once(')').map_or("", |(_, r)| r.trim_start())
+            } else {
+                after
+            };
+            let Some(tree_text) = after.strip_prefix("use ") else {
+                continue;
+            };
+            let start = masked.len() - tree_text.len();
+            let end = start + tree_text.find(';').unwrap_or(tree_text.len());
+            passages.entry(file).or_default().push((at, end));
+            for path in path_tree(&code[start..end]) {
+                let Some((head, rest)) = path.split_first() else {
+                    continue;
+                };
+                let (head, rest) = match head.as_str() {
+                    "crate" | "self" | "super" => (head.as_str(), rest),
+                    _ => ("self", &path[..]), // a submodule, named bare
+                };
+                let name = match rest.last() {
+                    Some(last) if last.starts_with("as ") => last[3..].to_owned(),
+                    Some(last) => last.clone(),
+                    None => continue,
+                };
+                reexports.insert((me.clone(), name), absolute(me, head, rest));
+            }
+        }
+    }
+    let mut edges = FileEdges::new();
+    for (file, code) in &tree.code {
+        let me = module_of[file];
+        let spans = passages.get(file).cloned().unwrap_or_default();
+        let into = edges.entry(file.clone()).or_default();
+        let code = &blank_literals(code, true);
+        for head in ["crate::", "super::", "self::"] {
+            for (at, _) in code.match_indices(head) {
+                let before = code[..at].chars().next_back();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+                    || spans.iter().any(|&(a, b)| (a..b).contains(&at))
+                {
+                    continue; // `otters_crate::…`, `super::super::…`, or a re-export
+                }
+                let line = code[..at].matches('\n').count() + 1;
+                for path in path_tree(&code[at + head.len()..]) {
+                    let full = absolute(me, head.trim_end_matches(':'), &path);
+                    let mut found = BTreeSet::new();
+                    targets(&full, &tree, &reexports, &mut found, 0);
+                    for target in found.into_iter().filter(|t| t != file) {
+                        into.entry(target).or_insert(line);
+                    }
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// Every circle of `edges`: its files (each strongly connected set of two or more), with the
+/// edges between them as `file:line → file`, one line each.
+fn circles(edges: &FileEdges, root: &Path) -> Vec<String> {
+    use std::fmt::Write as _;
+    let reach = |from: &PathBuf| -> BTreeSet<PathBuf> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.clone()];
+        while let Some(f) = todo.pop() {
+            for next in edges.get(&f).into_iter().flat_map(|e| e.keys()) {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&PathBuf, BTreeSet<PathBuf>> =
+        edges.keys().map(|f| (f, reach(f))).collect();
+    let name = |f: &Path| f.strip_prefix(root).unwrap_or(f).display().to_string();
+    let mut done = BTreeSet::new();
+    let mut out = Vec::new();
+    for (file, from_here) in &reached {
+        if done.contains(*file) || !from_here.contains(*file) {
+            continue;
+        }
+        let ring: BTreeSet<&PathBuf> = from_here
+            .iter()
+            .filter(|g| reached.get(g).is_some_and(|r| r.contains(*file)))
+            .collect();
+        let mut text = format!(
+            "circle of {} files: {}",
+            ring.len(),
+            ring.iter().map(|f| name(f)).collect::<Vec<_>>().join(", ")
+        );
+        for f in &ring {
+            for (to, line) in edges.get(*f).into_iter().flatten() {
+                if ring.contains(to) {
+                    write!(text, "\n    {}:{line} → {}", name(f), name(to)).unwrap();
+                }
+            }
+            done.insert((*f).clone());
+        }
+        out.push(text);
+    }
+    out
+}
+
+/// No circle at any depth (issue 33): inside every crate, the files import each other one way
+/// only, so each can be read (and tested) knowing only the files below it. Each circle is
+/// reported with its files and the lines that close it.
+///
+/// The rule (`file_graph`): the files are the crate's module tree, from `lib.rs` or `main.rs`
+/// through each `mod NAME;` outside the tests (`a::b` is `a/b.rs` or `a/b/mod.rs`). Each path a
+/// file spells from `crate::`, `super::` or `self::`, use groups expanded, is an edge to the file
+/// of the path's longest module prefix — in code, doc links and comments alike (a doc link is
+/// resolved by rustdoc and read as a dependency), not in string literals or `#[cfg(test)]` items.
+/// If the next name is re-exported there (`pub use`), the path is also an edge, following the
+/// re-export, to the file that defines the item: so two files cannot hide a circle behind their
+/// `mod.rs`. A `pub use` line itself is a passage, not an edge of its `mod.rs` (else every child
+/// reaching a facade's item through `super::` would circle with it). Not read: a module naming
+/// its own submodules bare (`mod x; … x::f()`), which is the module tree, not an import.
+#[test]
+fn no_import_cycle_between_files_of_any_crate() {
+    let mut found = Vec::new();
+    let mut files = 0;
+    for (name, src) in crate_sources() {
+        let edges = file_graph(&src);
+        files += edges.len();
+        for circle in circles(&edges, &src) {
+            found.push(format!("crate {name}: {circle}"));
+        }
+    }
+    assert!(files > 200, "only {files} files in the module trees");
+    assert!(
+        found.is_empty(),
+        "import circles between files (make one side stop naming the other: move the shared item \
+         below both, or reword a doc link):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The file graph finds a circle however it is spelled: a `super::` group, a re-export through
+/// a facade `mod.rs`, a doc link; and none in a tree that points one way (test items left out).
+#[test]
+fn the_file_graph_finds_planted_circles() {
+    let dir = std::env::temp_dir().join(format!("otters-tidy-files-{}", std::process::id()));
+    let write = |rel: &str, text: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    write(
+        "lib.rs",
+        "//! root\nmod a;\npub mod b;\n#[cfg(test)]\nmod t;\n",
+    );
+    write("t.rs", "use crate::a::x::Deep;\n");
+    write(
+        "a/mod.rs",
+        "//! a\npub(crate) mod x;\nmod y;\npub use y::Thing;\n",
+    );
+    write(
+        "a/x.rs",
+        "//! x\nuse super::{y::{self, Other}, Thing as T};\nlet s = \"crate::b::no\"; // '{'\n",
+    );
+    write(
+        "a/y.rs",
+        "//! y\npub struct Thing;\n#[cfg(test)]\nuse crate::b::Z;\n",
+    );
+    write("b.rs", "//! uses [`crate::a::Thing`]\npub struct Z;\n");
+    let one_way = file_graph(&dir);
+    let rel = |f: &str| dir.join(f);
+    assert_eq!(
+        one_way[&rel("a/x.rs")].keys().collect::<Vec<_>>(),
+        [&rel("a/mod.rs"), &rel("a/y.rs")]
+    );
+    assert_eq!(
+        one_way[&rel("b.rs")].keys().collect::<Vec<_>>(),
+        [&rel("a/mod.rs"), &rel("a/y.rs")]
+    );
+    assert!(!one_way.contains_key(&rel("t.rs")), "{one_way:?}");
+    assert_eq!(circles(&one_way, &dir), Vec::<String>::new());
+    // y.rs now names b outside its tests: b → (through the facade a) y → b.
+    write(
+        "a/y.rs",
+        "//! y\npub struct Thing;\n/// See [`crate::b::Z`].\nfn f() {}\n",
+    );
+    let planted = circles(&file_graph(&dir), &dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        planted,
+        ["circle of 2 files: a/y.rs, b.rs\n    a/y.rs:3 → b.rs\n    b.rs:1 → a/y.rs"]
     );
 }
 
@@ -566,7 +1089,7 @@ fn the_manifest_struct_finder_finds_them() {
 /// (`src/cli/errors/hints.rs`), since a language server or another front end has no such flags.
 /// The texts an error may still quote a flag in: a whole other command the user runs, each with
 /// why it reads right from any front end.
-const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 6] = [
+const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 10] = [
     (
         "log -1 --format=%ct",
         "git's own flag, in the git command that shows (or gives) the time: epoch.rs, git_epoch.rs",
@@ -590,6 +1113,22 @@ const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 6] = [
     (
         "`otters pull --referrers {}`",
         "another command, run first, that brings an image's signatures into the store: trust.rs",
+    ),
+    (
+        "`otters sign {r} --key KEY`",
+        "another command, run first, that signs the image with a key: trust.rs",
+    ),
+    (
+        "`otters sign {r} --keyless`",
+        "another command, run first, that signs the image keyless: trust.rs",
+    ),
+    (
+        "`otters key generate --out PREFIX`",
+        "another command, run first, that makes a P-256 key: otters-supply keys.rs",
+    ),
+    (
+        "zstd without `--long`",
+        "zstd's own flag, in how to recompress a layer otters refuses: decompress.rs",
     ),
 ];
 
@@ -651,6 +1190,126 @@ fn library_errors_name_no_cli_flag() {
         "library errors that name a CLI flag (say the value; add the flag as a help line in \
          src/cli/errors/hints.rs):\n{}",
         offenders.join("\n")
+    );
+}
+
+/// Files that build the command line of another program, whose flags are that program's, not
+/// ours: each with the program.
+const ARGV_OF_OTHER_PROGRAMS: [(&str, &str); 3] = [
+    (
+        "run/plan/docker.rs",
+        "docker's or podman's `run`, as the plan prints and execs it",
+    ),
+    ("run/plan/mod.rs", "the agent runtime's, started by the run"),
+    (
+        "build/git_epoch.rs",
+        "git's, asked for the last commit's time",
+    ),
+];
+
+/// Each string literal of `code` (outside comments) that names a flag, with the byte offset of
+/// its opening quote.
+fn literals_naming_flags(code: &str) -> Vec<(usize, &str)> {
+    let masked = blank_literals(code, true);
+    let (c, m) = (code.as_bytes(), masked.as_bytes());
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        // A literal is a run that the masking blanked, starting at a quote (or `r"`, `r#"`).
+        if c[i] != m[i] && (c[i] == b'"' || c[i] == b'r') {
+            let mut end = i;
+            while end < c.len() && (c[end] != m[end] || c[end] == b' ' || c[end] == b'\n') {
+                end += 1;
+            }
+            let text = code[i..end].trim_end();
+            if text.contains('"') && !flags_named(text).is_empty() {
+                out.push((i, text));
+            }
+            i = end.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether the literal at `at` is a flag passed as a value (`"--secret"`, `"--key KEY"`: the
+/// whole literal is one flag, with at most a value word) or the text of a string error (its
+/// statement makes an `Err`, maps an error or builds one from text, or its function returns
+/// `Result<_, String>`).
+fn flag_as_error_text(code: &str, at: usize, literal: &str) -> bool {
+    let inner = literal
+        .trim_start_matches(['r', '#'])
+        .trim_matches(['"', '#']);
+    let words: Vec<&str> = inner.split(' ').collect();
+    let one_flag = inner.starts_with("--") && words.len() <= 2 && !inner.contains([',', '`']);
+    let masked = blank_literals(&code[..at], false);
+    let statement = &masked[masked.rfind([';', '}']).map_or(0, |s| s + 1)..];
+    // The signature of the function the literal is in: one whose errors are `String`s.
+    let signature = masked
+        .rfind("fn ")
+        .map_or("", |f| masked[f..].split('{').next().unwrap_or(""));
+    one_flag
+        || signature.contains(", String>")
+        || ["Err(", "map_err(", "ok_or", "Error::", "Error {"]
+            .iter()
+            .any(|e| statement.contains(e))
+}
+
+/// No library text that reaches a user as an error names a CLI flag (issue 33 item 2), beyond
+/// the `#[error]` attributes `library_errors_name_no_cli_flag` reads: a string error
+/// (`Err(format!("… --flag …"))`), or a flag handed along as a value (`what: "--secret"`) for an
+/// error to print. The binary's hint layer says which flag fixes a value. Command lines of other
+/// programs are exempt (`ARGV_OF_OTHER_PROGRAMS`).
+#[test]
+fn library_string_errors_and_values_name_no_cli_flag() {
+    let mut offenders = Vec::new();
+    for (name, src) in crate_sources().into_iter().filter(|(n, _)| n != "otters") {
+        for (file, code) in module_tree(&src).code {
+            let rel = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if ARGV_OF_OTHER_PROGRAMS.iter().any(|(f, _)| *f == rel) {
+                continue;
+            }
+            for (at, literal) in literals_naming_flags(&code) {
+                if flag_as_error_text(&code, at, literal) {
+                    let line = code[..at].matches('\n').count() + 1;
+                    offenders.push(format!("{name}/src/{rel}:{line}: {literal}"));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "library texts that name a CLI flag as an error or a value (say the value; add the flag \
+         in src/cli/errors/hints.rs):\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn the_flag_value_finder_finds_values_and_string_errors() {
+    let code = "let what = \"--secret\";\n\
+                let e = x.map_err(|e| format!(\"bad {e}: pass --name\"))?;\n\
+                let argv = [\"run\", \"--rm\"]; // \"--not-code\"\n\
+                Diagnostic::new(c, s, \"--offline, but the lock has no pin\");\n\
+                fn f() -> Result<(), String> {\n    let bad = |e| {\n        let w = 1;\n        format!(\"--regexp {e} is bad\")\n    };\n}\n";
+    let found: Vec<(&str, bool)> = literals_naming_flags(code)
+        .into_iter()
+        .map(|(at, l)| (l, flag_as_error_text(code, at, l)))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("\"--secret\"", true),
+            ("\"bad {e}: pass --name\"", true),
+            ("\"--rm\"", true),
+            ("\"--offline, but the lock has no pin\"", false),
+            ("\"--regexp {e} is bad\"", true),
+        ]
     );
 }
 

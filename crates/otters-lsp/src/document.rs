@@ -35,7 +35,7 @@ pub struct Document {
     /// The file behind the document; `None` for an unsaved buffer or a non-`file:` URI.
     pub path: Option<PathBuf>,
     pub version: i32,
-    /// Which check of the server this is (set by [`crate::State`]): the pull result id.
+    /// Which check of the server this is (set by the server's state): the pull result id.
     pub check: u64,
     pub file: SourceFile,
     /// The UTF-16 column table of `file` (one pass when the document is made).

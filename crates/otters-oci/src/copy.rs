@@ -15,16 +15,20 @@ use crate::archive::local::LocalSource;
 use crate::archive::ArchiveError;
 use crate::progress::Progress;
 use crate::reference::{Reference, ReferenceError};
+use crate::registry::client::RegistryClient;
+use crate::registry::error::RegistryError;
 use crate::registry::referrers::{pull_referrers, push_referrers};
 use crate::registry::sources::Sources;
-use crate::registry::transfer::{pull_image, push_image, TransferReport};
-use crate::registry::{RegistryClient, RegistryError};
+use crate::registry::transfer::pull::pull_image;
+use crate::registry::transfer::push::push_image;
+use crate::registry::transfer::report::TransferReport;
 use crate::spec::descriptor::Descriptor;
 use crate::spec::digest::Digest;
 use crate::store::layout::{Store, StoreError};
 use std::path::Path;
 
-pub mod stream;
+/// The registry-to-registry relay, at its old path.
+pub use crate::registry::transfer::relay as stream;
 
 /// Where images come from or go: a registry reference, or `oci:DIR[:name]` /
 /// `oci-archive:FILE[:name]` (skopeo's spelling).

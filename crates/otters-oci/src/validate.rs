@@ -98,6 +98,23 @@ pub fn escape_text(s: &str, max: usize) -> String {
     out
 }
 
+/// An error and its causes on one line, each cause once (a cause an error already quotes is not
+/// repeated); escaped and cut to 400 characters, since URLs and texts in it may come from a
+/// registry. The one way the crate puts an error's causes into a message.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = c.source();
+    }
+    escape_text(&s, 400)
+}
+
 /// A well-formed descriptor: `mediaType` a string, `digest` a sha256 digest, `size` a whole
 /// number not above [`MAX_BLOB_SIZE`].
 fn check_descriptor(v: &serde_json::Value, what: &str) -> Result<(), String> {
@@ -340,5 +357,51 @@ mod tests {
         assert_eq!(escape_text("a\x1b[31mb\nc", 100), "a\\u{1b}[31mb\\nc");
         assert_eq!(escape_text("abcdef", 3), "abc…");
         assert_eq!(escape_text("x\u{202e}y", 10), "x\\u{202e}y");
+    }
+
+    /// An error whose text and cause come from outside: each cause said once, escaped, cut.
+    #[derive(Debug)]
+    struct Caused(String, Option<Box<Caused>>);
+
+    impl std::fmt::Display for Caused {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    impl std::error::Error for Caused {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|c| c as _)
+        }
+    }
+
+    #[test]
+    fn an_error_chain_says_each_cause_once_escaped_and_cut() {
+        let chain = |texts: &[&str]| {
+            let e = texts.iter().rev().fold(None, |cause, t| {
+                Some(Caused(t.to_string(), cause.map(Box::new)))
+            });
+            error_chain(&e.unwrap())
+        };
+        assert_eq!(chain(&["send failed"]), "send failed");
+        assert_eq!(
+            chain(&["send failed", "connection refused"]),
+            "send failed: connection refused"
+        );
+        // A cause its error already quotes is not repeated.
+        assert_eq!(
+            chain(&[
+                "send failed: connection refused",
+                "connection refused",
+                "os error 111"
+            ]),
+            "send failed: connection refused: os error 111"
+        );
+        assert_eq!(
+            chain(&["bad\x1b[2J", "line\nbreak"]),
+            "bad\\u{1b}[2J: line\\nbreak"
+        );
+        let long = "x".repeat(1000);
+        assert_eq!(chain(&["a", &long]).chars().count(), 401);
     }
 }

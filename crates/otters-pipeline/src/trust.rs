@@ -14,7 +14,8 @@ use otters_oci::registry::config::{RegistryConfig, RegistryConfigError, VerifySe
 use otters_oci::registry::{ClientOptions, RegistryClient};
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest, MediaType, Store, StoreError};
-use otters_supply::signer::{Loaded, Who};
+use otters_supply::keyless_verify::PatternError;
+use otters_supply::signer::{LoadError, Loaded, Who};
 use otters_supply::statement::SIGN_PREDICATE;
 use otters_supply::verify::{
     verify_local_first, Fallback, ImageVerifyError, OpenSource, Referrers, Verdict, VerifyOptions,
@@ -47,13 +48,15 @@ impl Identity {
     }
 }
 
-/// Half a keyless identity.
+/// Half a keyless identity, or a pattern that is not one regular expression.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum WhoError {
     #[error("keyless verification needs the certificate's OIDC issuer beside the identity (for GitHub Actions: https://token.actions.githubusercontent.com)")]
     NoIssuer,
     #[error("keyless verification needs a trusted root (Sigstore's trusted_root.json; see docs/supply-chain.md for where the public-good one comes from)")]
     NoRoot,
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
     /// The same, in `[verify]` of a config file.
     #[error("[verify] in {}", path.display())]
     InConfig {
@@ -75,6 +78,11 @@ pub fn who(key: Option<&Path>, id: &Identity) -> Result<Option<Who>, WhoError> {
     };
     let issuer = id.issuer.clone().ok_or(WhoError::NoIssuer)?;
     let root = id.trusted_root.clone().ok_or(WhoError::NoRoot)?;
+    // A pattern is checked here, with the rest of the identity, so that one from `[verify]` is
+    // said to come from there (`for_run`), not from a flag.
+    if regexp {
+        otters_supply::keyless_verify::Identity::regexp(&identity)?;
+    }
     Ok(Some(Who::Keyless {
         identity,
         regexp,
@@ -114,12 +122,12 @@ pub fn for_run(
 
 /// A signer that cannot be read (a key file, a trusted root, an identity pattern).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct SignerError(pub String);
+#[error(transparent)]
+pub struct SignerError(#[from] pub LoadError);
 
 /// Reads the key or trusted root `who` names.
 pub fn load(who: Who) -> Result<Loaded, SignerError> {
-    Loaded::load(who).map_err(SignerError)
+    Ok(Loaded::load(who)?)
 }
 
 /// Why an image did not verify, as a sentence naming the image, the signer and how to sign it.
@@ -139,13 +147,13 @@ pub fn explain(
     let by = signer.describe();
     Unverified(match e {
         ImageVerifyError::NotSigned => {
-            let how = match signer {
-                Loaded::Key { .. } => "--key KEY",
-                Loaded::Keyless { .. } => "--keyless",
+            let r = escape(reference);
+            let sign = match signer {
+                Loaded::Key { .. } => format!("`otters sign {r} --key KEY`"),
+                Loaded::Keyless { .. } => format!("`otters sign {r} --keyless`"),
             };
             format!(
-                "{image} is not signed: it has no Sigstore bundle referrer (sign it with `otters sign {} {how}`)",
-                escape(reference)
+                "{image} is not signed: it has no Sigstore bundle referrer (sign it with {sign})"
             )
         }
         ImageVerifyError::List(_) => format!("{image}: {e}"),
@@ -519,5 +527,31 @@ mod tests {
         let e = for_run(None, &Identity::default(), &half, path).unwrap_err();
         assert_eq!(e.to_string(), "[verify] in /home/me/.otters/config.toml");
         assert!(matches!(e, WhoError::InConfig { source, .. } if *source == WhoError::NoIssuer));
+    }
+
+    /// Issue 33: a pattern that is not one expression is refused with the rest of the identity,
+    /// so one from the config file is said to be the file's (the front end names no flag then).
+    #[test]
+    fn a_malformed_pattern_is_refused_where_it_was_given() {
+        let path = Path::new("/home/me/.otters/config.toml");
+        let config = VerifySettings {
+            certificate_identity_regexp: Some("a)|(b".into()),
+            certificate_oidc_issuer: Some("https://issuer".into()),
+            trusted_root: Some("root.json".into()),
+            ..VerifySettings::default()
+        };
+        let e = for_run(None, &Identity::default(), &config, path).unwrap_err();
+        assert!(
+            matches!(&e, WhoError::InConfig { source, .. } if matches!(**source, WhoError::Pattern(_))),
+            "{e:?}"
+        );
+        // Given as a flag, the same pattern is the flag's: not wrapped.
+        let given = Identity {
+            identity_regexp: Some("a)|(b".into()),
+            ..Identity::default()
+        };
+        let e = for_run(None, &given, &config, path).unwrap_err();
+        assert!(matches!(e, WhoError::Pattern(_)), "{e:?}");
+        assert!(!e.to_string().contains("--"), "{e}");
     }
 }

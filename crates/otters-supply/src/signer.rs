@@ -1,14 +1,15 @@
 //! Who must have signed an image, named ([`Who`]: a key file, or a keyless identity, issuer and
-//! trusted-root file) and read ([`Loaded`]: the key parsed, the trusted root read, the identity
-//! pattern compiled), as `otters verify` and the run gate take it from flags or `config.toml`.
+//! trusted-root file) and read ([`Loaded`]: the key parsed, the trusted root's file read (its
+//! contents are read once, by the first bundle checked), the identity pattern compiled), as
+//! `otters verify` and the run gate take it from flags or `config.toml`.
 //!
 //! Takes: paths and strings. Returns: the [`Signer`] [`crate::verify`] checks, and how a report
-//! names it. Must never: read more than a bundle's size of trusted root, or compile an unanchored
-//! identity pattern.
+//! names it; or a [`LoadError`]. Must never: read more than a bundle's size of trusted root, or
+//! compile an unanchored identity pattern.
 
 use crate::bundle::MAX_BUNDLE;
-use crate::keyless_verify::Identity;
-use crate::keys::PublicKey;
+use crate::keyless_verify::{Identity, PatternError, TrustedRoot};
+use crate::keys::{KeyError, PublicKey};
 use crate::verify::Signer;
 use otters_core::escape::escape;
 use std::path::PathBuf;
@@ -28,7 +29,19 @@ pub enum Who {
     },
 }
 
-/// A [`Who`] read: the key, or the trusted root's bytes and the compiled pattern.
+/// Why a [`Who`] could not be read. Each says what it read (a key file, the trusted root's file,
+/// the pattern) and nothing of where it was named.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0}")]
+    Key(KeyError),
+    #[error("{0} (the trusted root: Sigstore's trusted_root.json)")]
+    Root(otters_core::files::ReadError),
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+}
+
+/// A [`Who`] read: the key, or the trusted root and the compiled pattern.
 pub enum Loaded {
     Key {
         path: PathBuf,
@@ -39,7 +52,7 @@ pub enum Loaded {
         /// The identity as a regular expression, compiled and anchored.
         pattern: Option<Identity<'static>>,
         issuer: String,
-        root: Vec<u8>,
+        root: TrustedRoot,
     },
 }
 
@@ -48,11 +61,11 @@ impl Loaded {
     ///
     /// # Errors
     /// A key file that is not a public key, a trusted root that cannot be read, an identity
-    /// pattern that is not a regular expression: a sentence naming the file or the pattern.
-    pub fn load(who: Who) -> Result<Loaded, String> {
+    /// pattern that is not a regular expression: which, naming the file or the pattern.
+    pub fn load(who: Who) -> Result<Loaded, LoadError> {
         Ok(match who {
             Who::Key(path) => Loaded::Key {
-                key: PublicKey::read(&path).map_err(|e| e.to_string())?,
+                key: PublicKey::read(&path).map_err(LoadError::Key)?,
                 path,
             },
             Who::Keyless {
@@ -61,8 +74,10 @@ impl Loaded {
                 issuer,
                 root,
             } => Loaded::Keyless {
-                root: otters_core::files::read_named(&root, "trusted root", MAX_BUNDLE as u64)
-                    .map_err(|e| format!("{e} (the trusted root: Sigstore's trusted_root.json)"))?,
+                root: TrustedRoot::new(
+                    otters_core::files::read_named(&root, "trusted root", MAX_BUNDLE as u64)
+                        .map_err(LoadError::Root)?,
+                ),
                 pattern: regexp.then(|| Identity::regexp(&identity)).transpose()?,
                 identity,
                 issuer,

@@ -140,6 +140,16 @@ fn kube_hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         return Some(parts.join("; "));
     } else if let Some(KubeError::BadName { .. }) = of(e) {
         "pass --name NAME"
+    } else if let Some(KubeError::BadObjectName { what, .. }) = of(e) {
+        use otters_pipeline::kube::ObjectName as O;
+        let flag = match what {
+            O::Secret => "--secret NAME",
+            O::ImagePullSecret => "--image-pull-secret NAME",
+            O::VarLibPvc => "--var-lib-pvc NAME",
+            O::ConfigFrom => "--config-from secret:NAME|configmap:NAME",
+            O::MountPvc => "--mount TARGET=pvc:NAME",
+        };
+        return Some(format!("pass a DNS-1123 name: {flag}"));
     } else {
         return None;
     };
@@ -226,6 +236,8 @@ fn value_hint(
         "pass --certificate-oidc-issuer URL"
     } else if let Some(WhoError::NoRoot) = of(e) {
         "pass --trusted-root FILE"
+    } else if let Some(WhoError::Pattern(_)) = of(e) {
+        "pass --certificate-identity-regexp one expression, or the exact identity with --certificate-identity"
     } else if let Some(LintError::StdinFilenameWithoutStdin) = of(e) {
         "--stdin-filename names standard input: pass `-` to read it"
     } else if let Some(LintError::FixStdin) = of(e) {

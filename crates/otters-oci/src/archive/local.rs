@@ -6,6 +6,7 @@
 //! applies (the archive and layout readers verify every blob), or tag anything (the caller chooses
 //! the local name).
 
+pub use super::names::{entry_name, ANN_CONTAINERD_NAME};
 use super::referrers::{
     admit, catalogue_descriptor, catalogues_named, distinct, read_catalogue, Admitted,
 };
@@ -86,23 +87,6 @@ impl Imported {
                 .filter(|n| new_tag_name(n).is_ok())
         })
     }
-}
-
-/// The annotation containerd (`ctr export`, nerdctl) writes with an image's full name.
-pub const ANN_CONTAINERD_NAME: &str = "io.containerd.image.name";
-
-/// The local name an `index.json` entry of a layout or archive gives its image: containerd's
-/// full name (`io.containerd.image.name`) when present, else the ref name when it is a whole
-/// reference (`meteo:1`, as `otters save` writes); a bare tag (`1.0`, as skopeo's
-/// `oci-archive:FILE:1.0` writes) names no repository, so it gives none.
-pub fn entry_name(d: &Descriptor) -> Option<String> {
-    let whole = |n: &&str| (n.contains(':') || n.contains('/')) && new_tag_name(n).is_ok();
-    d.annotations
-        .get(ANN_CONTAINERD_NAME)
-        .map(String::as_str)
-        .filter(whole)
-        .or_else(|| d.ref_name().filter(whole))
-        .map(str::to_owned)
 }
 
 /// Copies the one image `src` names (or, without a name, its only image) into the store.

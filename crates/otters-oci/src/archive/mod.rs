@@ -8,6 +8,7 @@
 
 pub mod layout_dir;
 pub mod local;
+mod names;
 pub mod referrers;
 pub mod tar_reader;
 
@@ -246,7 +247,7 @@ pub(crate) fn named_entries(images: &[(Descriptor, Vec<String>)]) -> Vec<Descrip
                 // A name by digest (`repo@sha256:…`): containerd's own annotation too, which
                 // `ctr image import` reads first.
                 d.annotations
-                    .insert(local::ANN_CONTAINERD_NAME.to_owned(), t.clone());
+                    .insert(names::ANN_CONTAINERD_NAME.to_owned(), t.clone());
             }
             entries.push(d);
         }

@@ -244,7 +244,7 @@ pub(crate) fn catalogue_descriptor(digest: &Digest, size: u64) -> Descriptor {
 /// What a load brought in.
 #[derive(Clone, Debug, Default)]
 pub struct Admitted {
-    /// Each image entry with the name [`super::local::entry_name`] gives it ("" for none).
+    /// Each image entry with the name [`super::names::entry_name`] gives it ("" for none).
     pub images: Vec<(String, Descriptor)>,
     /// Referrers recorded (their subject is in the archive).
     pub recorded: usize,
@@ -287,7 +287,7 @@ pub fn admit(
     for e in entries {
         let named = e.ref_name().is_some()
             || e.annotations
-                .contains_key(super::local::ANN_CONTAINERD_NAME);
+                .contains_key(super::names::ANN_CONTAINERD_NAME);
         let mut image = true;
         if let Some(s) = subject(e)?.filter(|s| present.contains(s)) {
             if seen.insert(e.digest.clone()) {
@@ -301,7 +301,7 @@ pub fn admit(
             d.annotations.remove(ANN_ARCHIVE_REFERRERS);
             d.annotations.remove(ANN_REFERRER_SUBJECT);
             out.images
-                .push((super::local::entry_name(&d).unwrap_or_default(), d));
+                .push((super::names::entry_name(&d).unwrap_or_default(), d));
         }
     }
     // Catalogued referrers, as many rounds as a chain may be deep (a signature of an SBOM).

@@ -133,7 +133,7 @@ pub enum CaError {
     #[error(transparent)]
     Read(#[from] ReadError),
     /// The PEM does not parse (the message is the escaped chain of causes).
-    #[error("{}", crate::registry::http::error_chain(.0))]
+    #[error("{}", crate::validate::error_chain(.0))]
     Pem(#[source] reqwest::Error),
     #[error("it holds no PEM certificate")]
     Empty,

@@ -17,8 +17,8 @@
 use crate::reference::is_loopback_host;
 use crate::registry::auth::{Challenge, Credential};
 use crate::registry::config::{CaError, RegistryConfig, RegistryConfigError};
-use crate::registry::{RegistryError, Retry};
-use crate::validate::{escape_text, read_capped, MAX_TOKEN_BODY};
+use crate::registry::error::{RegistryError, UrlRefusal};
+use crate::validate::{error_chain, escape_text, read_capped, MAX_TOKEN_BODY};
 use reqwest::header::{HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
 use std::collections::HashMap;
@@ -72,19 +72,28 @@ pub enum Call {
     Upload,
 }
 
-/// Why a URL may not be contacted for a registry. The texts name values; a front end adds how
-/// to allow plain HTTP (`otters --insecure`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UrlRefusal {
-    /// Plain HTTP to another machine, without `insecure` (the host, escaped).
-    #[error("plain HTTP to {0}, which is not this machine; if you trust it, set `insecure = true` for the registry in $OTTERS_HOME/config.toml")]
-    PlainHttp(String),
-    /// Neither `https` nor `http` (the scheme, escaped).
-    #[error("a {0} URL")]
-    Scheme(String),
-    /// A loopback host named by a registry that is not itself on loopback (the host, escaped).
-    #[error("a URL on this machine ({0}) from a registry that is not on it")]
-    LoopbackFromRemote(String),
+/// Retry policy for 5xx answers, timeouts and dropped connections.
+#[derive(Clone, Copy, Debug)]
+pub struct Retry {
+    /// Retries after the first attempt.
+    pub attempts: u32,
+    pub base: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            attempts: 3,
+            base: Duration::from_millis(250),
+        }
+    }
+}
+
+impl Retry {
+    /// Exponential backoff: base, 2·base, 4·base … capped at 8 s.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        (self.base * 2u32.saturating_pow(attempt)).min(Duration::from_secs(8))
+    }
 }
 
 /// Whether `url` may be contacted for `registry`: HTTPS, or plain HTTP to a loopback host or with
@@ -620,35 +629,19 @@ fn retryable(e: &reqwest::Error) -> bool {
     e.is_connect() || e.is_timeout() || e.is_request() || e.is_body()
 }
 
+/// Whether one of the error's causes is a refused certificate. Each cause's own text, whole: the
+/// joined chain is cut (see [`error_chain`]), and a long URL must not hide the cause.
 fn is_certificate_error(e: &reqwest::Error) -> bool {
-    raw_error_chain(e)
-        .to_ascii_lowercase()
-        .contains("invalid peer certificate")
+    std::iter::successors(Some(e as &dyn std::error::Error), |c| c.source()).any(|c| {
+        c.to_string()
+            .to_ascii_lowercase()
+            .contains("invalid peer certificate")
+    })
 }
 
 fn is_tls(e: &reqwest::Error) -> bool {
     let chain = error_chain(e).to_ascii_lowercase();
     chain.contains("tls") || chain.contains("certificate") || chain.contains("handshake")
-}
-
-/// The error and its causes, joined; escaped and cut to 400 characters, since URLs in it may come
-/// from a registry.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    escape_text(&raw_error_chain(e), 400)
-}
-
-fn raw_error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        src = c.source();
-    }
-    s
 }
 
 fn unreachable(

@@ -6,7 +6,8 @@
 //! store credentials the registry refused, leave the terminal without echo, or print (the
 //! front end writes prompts and results).
 use super::auth::{self, AuthError, Credential, Stored};
-use super::{ClientOptions, RegistryClient, RegistryError};
+use super::client::{ClientOptions, RegistryClient};
+use super::error::RegistryError;
 use crate::reference::{Reference, DOCKER_HUB};
 use otters_core::escape::escape;
 use rustix::termios::{self, LocalModes, OptionalActions, SpecialCodeIndex, Termios};

@@ -15,7 +15,6 @@
 
 use crate::reference::Reference;
 use crate::registry::config::RegistryConfig;
-use crate::registry::{RegistryClient, RegistryError};
 use std::collections::HashSet;
 use std::sync::Mutex;
 
@@ -65,7 +64,7 @@ impl Mirrors {
     }
 
     /// `r` as each usable mirror would be asked for it (same repository, tag and digest).
-    fn candidates(&self, r: &Reference) -> Vec<Reference> {
+    pub(super) fn candidates(&self, r: &Reference) -> Vec<Reference> {
         if !self.enabled {
             return Vec::new();
         }
@@ -81,7 +80,7 @@ impl Mirrors {
             .collect()
     }
 
-    fn served(&self, host: &str) {
+    pub(super) fn served(&self, host: &str) {
         let mut s = self.state();
         if !s.served.iter().any(|h| h == host) {
             s.served.push(host.to_owned());
@@ -89,7 +88,7 @@ impl Mirrors {
         s.last = Some(host.to_owned());
     }
 
-    fn give_up(&self, mirror: &str, registry: &str, reason: String) {
+    pub(super) fn give_up(&self, mirror: &str, registry: &str, reason: String) {
         let mut s = self.state();
         if s.skipped.insert(mirror.to_owned()) {
             s.failures.push(MirrorFailure {
@@ -99,48 +98,19 @@ impl Mirrors {
             });
         }
     }
-}
 
-impl RegistryClient {
-    /// Runs `read` against each usable mirror of `r`'s registry in order, then against `r`
-    /// itself: the first success wins; the registry's own result is final.
-    pub(crate) async fn read_through<T>(
-        &self,
-        r: &Reference,
-        read: impl AsyncFn(&Reference) -> Result<T, RegistryError>,
-    ) -> Result<T, RegistryError> {
-        for at in self.m.candidates(r) {
-            match read(&at).await {
-                Ok(v) => {
-                    self.m.served(&at.registry);
-                    return Ok(v);
-                }
-                Err(RegistryError::NotFound { .. } | RegistryError::BlobNotFound { .. }) => {}
-                Err(e) => self.m.give_up(&at.registry, &r.registry, e.to_string()),
-            }
-        }
-        let v = read(r).await?;
-        self.m.served(&r.registry);
-        Ok(v)
+    /// The hosts that answered reads, in first-use order.
+    pub(super) fn served_hosts(&self) -> Vec<String> {
+        self.state().served.clone()
     }
 
-    /// The hosts (registries or mirrors) that answered this client's reads, in first-use order.
-    pub fn served_from(&self) -> Vec<String> {
-        self.m.state().served.clone()
-    }
-
-    /// The mirrors this client gave up on, and why.
-    pub fn mirror_failures(&self) -> Vec<MirrorFailure> {
-        self.m.state().failures.clone()
+    /// The mirrors given up on, and why.
+    pub(super) fn failures(&self) -> Vec<MirrorFailure> {
+        self.state().failures.clone()
     }
 
     /// The host that answered the latest read.
-    pub(crate) fn last_served(&self) -> Option<String> {
-        self.m.state().last.clone()
-    }
-
-    /// Stops asking `mirror` (it sent content that does not match its digest).
-    pub(crate) fn distrust(&self, mirror: &str, registry: &str, reason: String) {
-        self.m.give_up(mirror, registry, reason);
+    pub(super) fn last(&self) -> Option<String> {
+        self.state().last.clone()
     }
 }

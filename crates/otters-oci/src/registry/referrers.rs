@@ -15,14 +15,18 @@ use crate::referrers::{
     descriptor_of, filter, index_bytes, merge, parse_index, plain_media_type, subject_of,
     tag_schema, MAX_DEPTH, MAX_REFERRERS,
 };
-use crate::registry::http::{encode_component, error_chain};
+use crate::registry::client::RegistryClient;
+use crate::registry::error::RegistryError;
+use crate::registry::http::encode_component;
 use crate::registry::sources::Sources;
-use crate::registry::transfer::{pull_image, push_node, read_doc, TransferReport};
-use crate::registry::{RegistryClient, RegistryError, MAX_MANIFEST};
+use crate::registry::transfer::manifest::read_doc;
+use crate::registry::transfer::pull::pull_image;
+use crate::registry::transfer::push::push_node;
+use crate::registry::transfer::report::TransferReport;
 use crate::spec::descriptor::{Descriptor, INDEX_V1};
 use crate::spec::digest::Digest;
 use crate::store::layout::Store;
-use crate::validate::{read_capped, Kind};
+use crate::validate::{error_chain, read_capped, Kind, MAX_MANIFEST};
 use reqwest::header::CONTENT_TYPE;
 
 /// How a registry listed referrers.

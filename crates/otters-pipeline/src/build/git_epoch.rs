@@ -10,11 +10,12 @@
 //! it: a committed directory shaped like a bare repository (`HEAD`, `config`, `objects/`, `refs/`)
 //! is *the* repository to git's own discovery, and its `config` can declare a partial clone whose
 //! missing `HEAD` commit git fetches through `core.sshCommand`. So otters finds the repository
-//! itself ([`find_repository`]): the nearest directory at or above the context that holds `.git`
+//! itself (`find_repository`): the nearest directory at or above the context that holds `.git`
 //! (a bare-repository-shaped directory is not one), where a `.git` *file* must name another
 //! repository's `.git` or a directory inside it (a worktree's, a submodule's), never one a
-//! checkout could have written; then it runs git on exactly that directory with every setting that could start
-//! a program turned off ([`HARDENING`], and no lazy fetch, no transport, no ssh command).
+//! checkout could have written; then it runs git on exactly that directory with every setting
+//! that could start a program turned off (`HARDENING`, and no lazy fetch, no transport, no ssh
+//! command).
 //!
 //! Uncommitted changes do not matter: the time is the last commit's (what `$(git log -1
 //! --format=%ct)` gives, as buildx and reproducible-builds.org recipes use it), so a dirty tree

@@ -1,7 +1,7 @@
 //! Opening build-context files and directories without ever following a symlink, so that what the
 //! build checked is what it reads even when the context changes underneath it.
 //!
-//! Takes: absolute canonical paths (as [`crate::build::inputs::FsInputs`] resolves them: no symlink in
+//! Takes: absolute canonical paths (as the build's input resolver gives them: no symlink in
 //! any component) or a directory handle and one name in it. Returns: open handles. Every
 //! component is opened relative to its parent's handle with `O_NOFOLLOW`, so a symlink (or a
 //! non-directory) put in place of any component after the check makes the open fail instead of

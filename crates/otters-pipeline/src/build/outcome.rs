@@ -43,7 +43,7 @@ pub struct BuildOutput {
     pub pushed: Vec<TransferReport>,
     /// `build_args` keys no ARG of the Agentfile declares (the CLI warns, as docker does).
     pub unused_build_args: Vec<String>,
-    /// With [`super::BuildOptions::supply_inputs`]: what the build consumed, for its SBOM and provenance.
+    /// With `BuildOptions::supply_inputs` set: what the build consumed, for its SBOM and provenance.
     pub supply: Option<otters_supply::inputs::BuildInputs>,
 }
 

@@ -23,11 +23,14 @@
 //! following it); at most `2 × workers + 2` blocks are in flight.
 //! Must never: let the worker count, timing or write sizes change a byte of the output.
 
-use crate::build::tarball::GZIP_LEVEL;
 use flate2::{Compress, Compression, Crc, FlushCompress, GzBuilder, Status};
 use std::io::{self, Write};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
+
+/// The gzip level of directory layers of at most one [`BLOCK`] (longer ones: [`BLOCK_LEVEL`]).
+/// Changing it changes the digest of those layers.
+pub const GZIP_LEVEL: u32 = 6;
 
 /// Uncompressed bytes per block. Changing it changes the digest of every layer longer than it.
 pub const BLOCK: usize = 1 << 20;

@@ -32,10 +32,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// The gzip level of directory layers of at most one `pgzip::BLOCK` (longer ones:
-/// `pgzip::BLOCK_LEVEL`). Changing it changes the digest of those layers.
-pub const GZIP_LEVEL: u32 = 6;
-
 /// How many directory levels a directory ADD may have below the added directory.
 pub const MAX_DEPTH: usize = 256;
 

@@ -10,7 +10,8 @@
 use crate::build::hash_cache::{CachedBlob, HashCache, Stamp};
 use crate::build::ignore::Ignore;
 use crate::build::nofollow;
-use crate::build::tarball::{self, Checked, Entry, TarError, GZIP_LEVEL};
+use crate::build::pgzip::GZIP_LEVEL;
+use crate::build::tarball::{self, Checked, Entry, TarError};
 use crate::lower::{Layer, Plan, Source};
 use otters_agentfile::diagnostic::Span;
 use otters_core::json::{to_compact, Value};

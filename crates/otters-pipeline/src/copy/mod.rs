@@ -14,7 +14,7 @@
 //! Where images go in a registry destination: the named image to `DST`; each pinned image to
 //! `DST`'s registry under its own repository path and tag (`reg1/tools/jq:1` →
 //! `reg2/tools/jq:1`), or by digest alone when its tag no longer names the pinned content or
-//! names other content at the destination (never moved without `--force`: [`tags`]). In an
+//! names other content at the destination (never moved without `--force`: `copy::tags`). In an
 //! OCI layout or archive each pinned image is named by its reference as written, so `otters load`
 //! puts it back under that name.
 

@@ -6,10 +6,10 @@
 //! byte order of their paths, directories 0755, files 0755 with any x bit else 0644, uid/gid 0
 //! except the agent's writable directories (owned by [`super::USER_ID`]), mtime 0, empty
 //! user/group names, paths over 100 bytes in a PAX `path` record, gzip by the pinned zlib-rs
-//! backend at `build::tarball::GZIP_LEVEL` with mtime 0. Must never: follow a symlink,
+//! backend at `build::pgzip::GZIP_LEVEL` with mtime 0. Must never: follow a symlink,
 //! write a world-writable directory, or read the clock, owner, umask or locale.
 
-use crate::build::tarball::GZIP_LEVEL;
+use crate::build::pgzip::GZIP_LEVEL;
 use flate2::{Compression, GzBuilder};
 use otters_oci::spec::descriptor::{Descriptor, ANN_TITLE, TAR_GZIP_LAYER};
 use otters_oci::spec::digest::HashingWriter;

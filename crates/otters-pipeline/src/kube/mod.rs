@@ -17,7 +17,7 @@ mod quantity;
 pub mod yaml;
 
 pub use check::check;
-pub use names::{dns_name, is_dns1123_label, is_dns1123_subdomain};
+pub use names::{dns_name, is_dns1123_label, is_dns1123_subdomain, ObjectName};
 pub use options::{
     parse_config_from, parse_mount, ArgError, ConfigFrom, Kind, MountSource, Options, Resources,
 };
@@ -49,8 +49,8 @@ pub enum KubeError {
         "namespace {0:?} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)"
     )]
     BadNamespace(String),
-    #[error("{what} {value:?} is not a DNS-1123 name (lower-case letters, digits, '-' and '.', at most 253)")]
-    BadObjectName { what: &'static str, value: String },
+    #[error("{what} name {value:?} is not a DNS-1123 name (lower-case letters, digits, '-' and '.', at most 253)")]
+    BadObjectName { what: ObjectName, value: String },
     #[error("image {0} is not named by digest: name it REPO@sha256:…, as `otters export --push` prints it")]
     NotByDigest(String),
     #[error("{what} {value:?} is not a Kubernetes quantity: write a number with an optional suffix (m, k, M, G, T, Ki, Mi, Gi, Ti), e.g. 500m or 256Mi")]

@@ -63,6 +63,34 @@ pub(super) fn object_name(image: &AgentImage, opts: &Options) -> Result<String, 
     })
 }
 
+/// Which object a name the user gave would name: the value, not the flag that gave it (the
+/// binary's hint layer names the flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectName {
+    /// The Secret holding the provider credential.
+    Secret,
+    /// A Secret the kubelet pulls the image with.
+    ImagePullSecret,
+    /// The `PersistentVolumeClaim` for `/var/lib`.
+    VarLibPvc,
+    /// A Secret or `ConfigMap` the CONFIG values come from.
+    ConfigFrom,
+    /// A `PersistentVolumeClaim` a MOUNT is backed by.
+    MountPvc,
+}
+
+impl std::fmt::Display for ObjectName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Secret => "credential Secret",
+            Self::ImagePullSecret => "image pull Secret",
+            Self::VarLibPvc => "/var/lib PersistentVolumeClaim",
+            Self::ConfigFrom => "CONFIG Secret or ConfigMap",
+            Self::MountPvc => "MOUNT PersistentVolumeClaim",
+        })
+    }
+}
+
 /// Every other name the user gave is DNS-1123, and the image is a reference by digest.
 pub(super) fn check_names(opts: &Options) -> Result<(), KubeError> {
     if let Some(ns) = &opts.namespace {
@@ -70,18 +98,22 @@ pub(super) fn check_names(opts: &Options) -> Result<(), KubeError> {
             return Err(KubeError::BadNamespace(ns.clone()));
         }
     }
-    for (what, v) in std::iter::once(("--secret", opts.secret.as_ref()))
+    for (what, v) in std::iter::once((ObjectName::Secret, opts.secret.as_ref()))
         .chain(
             opts.image_pull_secrets
                 .iter()
-                .map(|s| ("--image-pull-secret", Some(s))),
+                .map(|s| (ObjectName::ImagePullSecret, Some(s))),
         )
-        .chain(opts.var_lib_pvc.iter().map(|s| ("--var-lib-pvc", Some(s))))
+        .chain(
+            opts.var_lib_pvc
+                .iter()
+                .map(|s| (ObjectName::VarLibPvc, Some(s))),
+        )
         .chain(opts.config_from.iter().map(|c| match c {
-            ConfigFrom::Secret(s) | ConfigFrom::ConfigMap(s) => ("--config-from", Some(s)),
+            ConfigFrom::Secret(s) | ConfigFrom::ConfigMap(s) => (ObjectName::ConfigFrom, Some(s)),
         }))
         .chain(opts.mounts.iter().filter_map(|(_, m)| match m {
-            MountSource::Pvc(p) => Some(("--mount pvc", Some(p))),
+            MountSource::Pvc(p) => Some((ObjectName::MountPvc, Some(p))),
             _ => None,
         }))
     {

@@ -170,7 +170,7 @@ fn read_agent(
     let bad = |why: String| diags::bad_parent(span, written, &why);
     let d = digest;
     if !store.has_blob(d) {
-        return Err(bad(format!("its manifest {digest} is not in the local store; build once without --offline to fetch it")));
+        return Err(bad(format!("its manifest {digest} is not in the local store; build once with pulling allowed to fetch it")));
     }
     let bytes = store.read_blob(d).map_err(|e| bad(e.to_string()))?;
     let (manifest, config) =

@@ -7,8 +7,8 @@
 //! Rust); a frame may ask for a window of at most [`ZSTD_MAX_WINDOW`] (zstd's own default
 //! decoding limit), so one layer being read holds at most that much history in memory. Every
 //! frame of the stream is read in turn (`zstd:chunked` layers hold many, with skippable frames
-//! between them); the bounds on what the tar stream holds are the tar walk's
-//! ([`super::extract::Limits`]), the same for every compression.
+//! between them); the bounds on what the tar stream holds are the tar walk's (its `Limits`), the
+//! same for every compression.
 
 use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
 use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};

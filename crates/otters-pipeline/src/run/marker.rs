@@ -1,5 +1,5 @@
 //! The marker that makes a directory an agent tree: `.otters-agent` at the root, written by
-//! [`super::materialise`] with the tree, naming the image (repository, reference, digest) that
+//! the materialiser with the tree, naming the image (repository, reference, digest) that
 //! made it.
 //!
 //! Takes: an agent root and the image a run is for. Returns: whether the run may use that root

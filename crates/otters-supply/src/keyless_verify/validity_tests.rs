@@ -3,7 +3,10 @@
 //! `otters sign --keyless --tsa-url` for an image whose manifest is `sha256:7cab…`; logged and
 //! timestamped at 2026-11-27T21:15:00Z).
 
+use super::der::{children, tlv};
+use super::root::B64;
 use super::*;
+use base64::Engine as _;
 
 const BUNDLE: &[u8] = include_bytes!("../../testdata/keyless/bundle.json");
 const ROOT: &[u8] = include_bytes!("../../testdata/keyless/trusted_root.json");
@@ -21,13 +24,14 @@ fn verify_with(edit: impl FnOnce(&mut J)) -> Result<KeylessVerified, String> {
     let identity = Identity::Exact(GITHUB_ID);
     verify(
         BUNDLE,
-        &serde_json::to_vec(&root).unwrap(),
+        &TrustedRoot::new(serde_json::to_vec(&root).unwrap()),
         &Expected {
             identity: &identity,
             issuer: "https://token.actions.githubusercontent.com",
             sha256: SIGNED,
         },
     )
+    .map_err(|e| e.to_string())
 }
 
 fn window(start: &str, end: &str) -> J {

@@ -1,8 +1,8 @@
 //! The run plan: everything `otters run` will write and execute, as one pure value.
 //!
 //! Takes: an [`AgentImage`] and [`RunOptions`]. Returns: a [`RunPlan`] (tree entries, argv,
-//! environment, mounts) that `--dry-run` prints as JSON and [`super::materialise`] /
-//! [`super::exec`] carry out. Must never: do I/O, or hold a secret in a field that is serialised
+//! environment, mounts) that `--dry-run` prints as JSON and the run's later steps (materialise,
+//! exec) carry out: they depend on the plan, never the other way. Must never: do I/O, or hold a secret in a field that is serialised
 //! unredacted.
 //!
 //! The plan's types are in `model`; the tree it lays out (fixed directories, layers, generated

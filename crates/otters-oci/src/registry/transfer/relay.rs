@@ -16,7 +16,7 @@
 //! repository once the source answered a `HEAD` for the blob (a manifest listing a digest proves
 //! nothing; see `skip_or_mount`). The blobs of
 //! a manifest are looked up one after the other (so a bearer token is fetched once), then up to
-//! `UPLOADS_AT_ONCE` (4, `registry::transfer`) of those the destination lacks are relayed at once,
+//! `UPLOADS_AT_ONCE` (4, `transfer::at_once`) of those the destination lacks are relayed at once,
 //! as a push uploads them (memory: at most that many chunks in flight). Progress and the report
 //! stay in manifest order: every blob is reported started when looked up and done in manifest
 //! order. A lost connection on either side restarts that blob (a new `GET`, a new upload), within
@@ -25,17 +25,21 @@
 //! stopped at their next chunk and dropped, so none of them completes its upload afterwards
 //! (`transfer::at_once`, shared with push).
 
+use super::at_once::at_once;
+use super::manifest::{check_depth, parse};
+use super::pull::fetch_child;
+use super::push::{mount_any, present_or_mounted, upload_progress};
+use super::report::{blob_done, TransferReport};
 use crate::progress::{Event, Outcome, Progress};
 use crate::reference::Reference;
-use crate::registry::http::error_chain;
+use crate::registry::client::RegistryClient;
+use crate::registry::error::RegistryError;
+use crate::registry::read::Fetched;
 use crate::registry::sources::Sources;
-use crate::registry::transfer::{
-    at_once, blob_done, check_depth, fetch_child, mount_any, parse, present_or_mounted,
-    upload_progress, TransferReport,
-};
-use crate::registry::{BlobStream, Fetched, RegistryClient, RegistryError};
-use crate::spec::digest::Hasher;
-use crate::{Descriptor, Digest};
+use crate::registry::write::BlobStream;
+use crate::spec::descriptor::Descriptor;
+use crate::spec::digest::{Digest, Hasher};
+use crate::validate::error_chain;
 use futures_util::StreamExt as _;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,7 +156,7 @@ impl From<RegistryError> for Step {
 /// (`HEAD`, then a mount where [`skip_or_mount`] allows one), then up to
 /// [`UPLOADS_AT_ONCE`] of the missing ones relayed at once, reported done in manifest order.
 ///
-/// [`UPLOADS_AT_ONCE`]: crate::registry::transfer::UPLOADS_AT_ONCE
+/// [`UPLOADS_AT_ONCE`]: super::at_once::UPLOADS_AT_ONCE
 fn relay_blobs(
     client: &RegistryClient,
     src: &Reference,
