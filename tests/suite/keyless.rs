@@ -832,9 +832,7 @@ fn an_identity_regexp_from_config_toml_is_not_blamed_on_a_flag() {
     let bad = r"https://github\.com/acme/other/.*)|(.*";
     let snapshot = |name: &str, err: &str| {
         let err = err.replace(&env.home().display().to_string(), "[HOME]");
-        insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/verify"), prepend_module_to_snapshot => false, omit_expression => true}, {
-            insta::assert_snapshot!(name, err);
-        });
+        crate::support::snap::assert("verify", name, &err);
     };
     crate::support::write(
         &env.home().join("config.toml"),

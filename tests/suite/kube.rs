@@ -631,9 +631,7 @@ fn kube_names_a_bad_object_name_and_the_flag_that_fixes_it() {
         )
         .unwrap();
     }
-    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/kube"), prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!("bad_object_names", all.replace(&agent, "[AGENT]"));
-    });
+    crate::support::snap::assert("kube", "bad_object_names", &all.replace(&agent, "[AGENT]"));
 }
 
 /// `kube -o FILE` is an output like `save -o`: a link at FILE is replaced, never followed (the
