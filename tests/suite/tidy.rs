@@ -1,7 +1,7 @@
 //! House rules that keep the code base navigable, checked like any other test: module headers,
-//! printing only in the CLI, the length of the architecture map, and the workspace's architecture
-//! (which crate may depend on which, no cycle between the top-level modules of a crate, nor between
-//! any two of its files).
+//! printing only in the CLI, the length of the architecture map and of library files, and the
+//! workspace's architecture (which crate may depend on which, no cycle between the top-level
+//! modules of a crate, nor between any two of its files).
 
 use crate::support::repo;
 use std::collections::{BTreeMap, BTreeSet};
@@ -1321,6 +1321,114 @@ fn the_library_error_flag_finder_finds_flags() {
     assert_eq!(flags_named(found[0]), ["--namespace", "--name"]);
     assert!(flags_named(found[1]).is_empty());
     assert!(flags_named("#[error(\"`git -C {} log -1 --format=%ct` says\")]").is_empty());
+}
+
+/// The most lines of code a library file may hold: past it a file does several jobs, and is split
+/// along the seams it already has (issue 33).
+const LIBRARY_FILE_LINES_OF_CODE: usize = 600;
+
+/// The lines of code of a Rust file's `text`: its lines that are not blank and not a comment
+/// (`//`, `//!`, `///`, after indentation), once every `#[cfg(test)]` item (a test module, a
+/// test-only helper or import) is blanked by `without_test_items`. Code a library build does not
+/// hold is not counted; a line inside a block comment or a string literal is.
+fn lines_of_code(text: &str) -> usize {
+    without_test_items(text)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .count()
+}
+
+/// Whether `file` (under a crate's `src/`) holds only tests: `tests.rs`, `*_tests.rs`, or
+/// anything under a `tests/` directory.
+fn only_tests(src: &Path, file: &Path) -> bool {
+    let rel = file.strip_prefix(src).unwrap_or(file);
+    let name = rel.file_name().unwrap_or_default().to_string_lossy();
+    name == "tests.rs"
+        || name.ends_with("_tests.rs")
+        || rel
+            .parent()
+            .is_some_and(|d| d.components().any(|c| c.as_os_str() == "tests"))
+}
+
+/// The library files of `crates/*/src/` over [`LIBRARY_FILE_LINES_OF_CODE`], each with its count.
+fn oversize_library_files() -> Vec<(PathBuf, usize)> {
+    let mut out = Vec::new();
+    for (name, src) in crate_sources() {
+        if name == "otters" {
+            continue; // the binary's src/: `the_binary_is_dispatch_and_printing`
+        }
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for f in files.into_iter().filter(|f| !only_tests(&src, f)) {
+            let n = lines_of_code(&std::fs::read_to_string(&f).unwrap());
+            if n > LIBRARY_FILE_LINES_OF_CODE {
+                out.push((f, n));
+            }
+        }
+    }
+    out
+}
+
+/// No library file over 600 lines of code (issue 33): one that long does several jobs. The count
+/// is `lines_of_code`'s: not blank, not a `//` comment, not in a `#[cfg(test)]` item; files that
+/// are only tests (`tests.rs`, `*_tests.rs`, under `tests/`) are not counted at all.
+#[test]
+fn no_library_file_over_600_lines_of_code() {
+    let over = oversize_library_files();
+    assert!(
+        over.is_empty(),
+        "library files over {LIBRARY_FILE_LINES_OF_CODE} lines of code (not blank, not a comment, \
+         not a test):\n{}",
+        over.iter()
+            .map(|(f, n)| format!(
+                "    {}: {n} lines of code; split it along its seams",
+                f.strip_prefix(repo()).unwrap_or(f).display()
+            ))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// The counter skips blanks, comments and test items, and counts the rest, block comments and
+/// strings included; test-only files are told apart from library files.
+#[test]
+fn the_line_counter_counts_code_only() {
+    let text = "//! header\n\
+                \n\
+                use a::b;\n\
+                /// doc\n\
+                pub fn f() {\n\
+                \x20   // note\n\
+                \x20   let s = \"#[cfg(test)]\";\n\
+                }\n\
+                #[cfg(test)]\n\
+                use c::d;\n\
+                /* block */\n\
+                \n\
+                #[cfg(test)]\n\
+                mod tests {\n\
+                \x20   #[test]\n\
+                \x20   fn t() { let _ = '}'; }\n\
+                }\n\
+                fn g() {}\n";
+    // `use a::b;`, `pub fn f() {`, `let s = …;`, `}`, `/* block */`, `fn g() {}`.
+    assert_eq!(lines_of_code(text), 6);
+    let long = "fn f() {}\n".repeat(LIBRARY_FILE_LINES_OF_CODE + 1);
+    assert_eq!(lines_of_code(&long), LIBRARY_FILE_LINES_OF_CODE + 1);
+    let src = Path::new("/c/src");
+    for test_file in [
+        "tests.rs",
+        "a/tests.rs",
+        "b_tests.rs",
+        "tests/x.rs",
+        "a/tests/y/z.rs",
+    ] {
+        assert!(only_tests(src, &src.join(test_file)), "{test_file}");
+    }
+    for library in ["lib.rs", "a/mod.rs", "tests_of.rs", "contests.rs", "a/b.rs"] {
+        assert!(!only_tests(src, &src.join(library)), "{library}");
+    }
 }
 
 /// Lines of Rust under `dir`, and the longest file with its length.
