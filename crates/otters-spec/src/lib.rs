@@ -5,6 +5,7 @@
 //!
 //! Depends on `otters-core` only among otters crates.
 
+pub mod annotations;
 pub mod descriptor;
 pub mod digest;
 pub mod graph;
