@@ -412,4 +412,25 @@ mod tests {
         let long = "x".repeat(1000);
         assert_eq!(chain(&["a", &long]).chars().count(), 401);
     }
+
+    #[test]
+    fn the_whole_chain_is_the_same_join_neither_escaped_nor_cut() {
+        let e = Caused(
+            "send failed: connection refused".into(),
+            Some(Box::new(Caused(
+                "connection refused".into(),
+                Some(Box::new(Caused("bad\x1b[2J".into(), None))),
+            ))),
+        );
+        assert_eq!(
+            error_chain_whole(&e),
+            "send failed: connection refused: bad\x1b[2J"
+        );
+        assert_eq!(
+            error_chain(&e),
+            "send failed: connection refused: bad\\u{1b}[2J"
+        );
+        let long = Caused("a".into(), Some(Box::new(Caused("x".repeat(1000), None))));
+        assert_eq!(error_chain_whole(&long), format!("a: {}", "x".repeat(1000)));
+    }
 }
