@@ -102,6 +102,14 @@ pub fn escape_text(s: &str, max: usize) -> String {
 /// repeated); escaped and cut to 400 characters, since URLs and texts in it may come from a
 /// registry. The one way the crate puts an error's causes into a message.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
+    escape_text(&error_chain_whole(e), 400)
+}
+
+/// [`error_chain`]'s join, neither escaped nor cut: for the pipeline's verification reasons and
+/// status lines (`otters_pipeline::target`), which have always quoted the whole chain as it is.
+/// The one other way to put an error's causes into a message; use [`error_chain`] where the text
+/// may come from a registry and is not escaped where it is shown.
+pub fn error_chain_whole(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(c) = src {
@@ -112,7 +120,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         }
         src = c.source();
     }
-    escape_text(&s, 400)
+    s
 }
 
 /// A well-formed descriptor: `mediaType` a string, `digest` a sha256 digest, `size` a whole
@@ -403,5 +411,26 @@ mod tests {
         );
         let long = "x".repeat(1000);
         assert_eq!(chain(&["a", &long]).chars().count(), 401);
+    }
+
+    #[test]
+    fn the_whole_chain_is_the_same_join_neither_escaped_nor_cut() {
+        let e = Caused(
+            "send failed: connection refused".into(),
+            Some(Box::new(Caused(
+                "connection refused".into(),
+                Some(Box::new(Caused("bad\x1b[2J".into(), None))),
+            ))),
+        );
+        assert_eq!(
+            error_chain_whole(&e),
+            "send failed: connection refused: bad\x1b[2J"
+        );
+        assert_eq!(
+            error_chain(&e),
+            "send failed: connection refused: bad\\u{1b}[2J"
+        );
+        let long = Caused("a".into(), Some(Box::new(Caused("x".repeat(1000), None))));
+        assert_eq!(error_chain_whole(&long), format!("a: {}", "x".repeat(1000)));
     }
 }

@@ -18,6 +18,7 @@
 
 use otters_agentfile::ir::names::is_path_safe;
 use otters_core::json::{to_compact, Value};
+use otters_oci::spec::annotations::{BIN_NAME, BIN_PATH, BIN_USAGE};
 use otters_oci::spec::descriptor::{string_map, ANN_CREATED, ANN_TITLE};
 use otters_oci::spec::media_type::{CONFIG_V1, INDEX_V1, MANIFEST_V1, TAR_GZIP_LAYER};
 use otters_oci::{Descriptor, Digest, Platform, Store, StoreError};
@@ -27,9 +28,6 @@ use std::path::{Path, PathBuf};
 
 /// The artifact type of a bin image, on its index and on each manifest.
 pub const BIN_ARTIFACT: &str = "application/vnd.openotters.bin.v1";
-pub const ANN_BIN_NAME: &str = "io.openotters.bin.name";
-pub const ANN_BIN_PATH: &str = "io.openotters.bin.path";
-pub const ANN_BIN_USAGE: &str = "io.openotters.bin.usage";
 pub const ANN_DESCRIPTION: &str = "org.opencontainers.image.description";
 /// Where the usage document is, as the layer's title and the usage annotation say.
 pub const USAGE_TITLE: &str = "/USAGE.md";
@@ -217,11 +215,11 @@ fn layer(name: &str, binary: &[u8]) -> std::io::Result<(Vec<u8>, Digest)> {
 /// The annotations of each manifest, mirrored on the index.
 fn annotations(req: &Request) -> BTreeMap<String, String> {
     let mut a = BTreeMap::from([
-        (ANN_BIN_NAME.to_owned(), req.name.clone()),
-        (ANN_BIN_PATH.to_owned(), "/".to_owned()),
+        (BIN_NAME.to_owned(), req.name.clone()),
+        (BIN_PATH.to_owned(), "/".to_owned()),
     ]);
     if req.usage.is_some() {
-        a.insert(ANN_BIN_USAGE.to_owned(), USAGE_TITLE.to_owned());
+        a.insert(BIN_USAGE.to_owned(), USAGE_TITLE.to_owned());
     }
     if let Some(d) = req.description.as_deref().filter(|d| !d.is_empty()) {
         a.insert(ANN_DESCRIPTION.to_owned(), d.to_owned());

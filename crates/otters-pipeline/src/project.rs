@@ -325,7 +325,7 @@ impl OfflineImages {
             return check::BinImage::Unknown;
         };
         let named = docs.iter().any(|d| {
-            crate::resolve::lockfile::BIN_NAME_KEYS
+            otters_oci::spec::annotations::BIN_NAME_KEYS
                 .iter()
                 .any(|k| d.annotations.get(*k).is_some_and(|v| !v.is_empty()))
         });

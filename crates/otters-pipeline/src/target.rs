@@ -405,21 +405,8 @@ fn listing_error(r: &Reference, source: RegistryError) -> TargetError {
     }
 }
 
-/// An error and its causes on one line, each cause once (a cause an error already quotes is not
-/// repeated), as a verification reason quotes it.
-pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
-    let mut said = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        let text = cause.to_string();
-        if !said.contains(&text) {
-            said.push_str(": ");
-            said.push_str(&text);
-        }
-        next = cause.source();
-    }
-    said
-}
+/// An error and its causes on one line, each cause once, as a verification reason quotes it.
+pub(crate) use otters_oci::validate::error_chain_whole as one_line;
 
 /// The referrers `verify` and the run gate read: the local store's, or the registry's.
 impl otters_supply::verify::Referrers for Target {

@@ -15,6 +15,7 @@ use crate::run::env::EnvEntry;
 use crate::run::plan::{RunPlan, TreeEntry, CONTAINER_PORT, CONTAINER_RUNTIME, CONTAINER_WORKDIR};
 use crate::run::source::AgentImage;
 use otters_core::json::{to_compact, Value};
+use otters_oci::spec::annotations;
 use otters_oci::spec::descriptor::{string_map, ANN_CREATED};
 use otters_oci::{Digest, Platform};
 use std::collections::BTreeMap;
@@ -115,12 +116,12 @@ pub fn image_config(
     // agent last, so no LABEL replaces them.
     let mut labels: BTreeMap<String, String> = annotations
         .iter()
-        .filter(|(k, _)| !k.starts_with("io.openotters.agent"))
+        .filter(|(k, _)| !k.starts_with(annotations::AGENT))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    labels.insert("io.openotters.agent".to_owned(), "true".to_owned());
+    labels.insert(annotations::AGENT.to_owned(), "true".to_owned());
     labels.insert(
-        "io.openotters.agent.digest".to_owned(),
+        annotations::AGENT_DIGEST.to_owned(),
         image.digest.to_string(),
     );
     if !name.is_empty() {

@@ -36,6 +36,7 @@ use crate::run::source::{self, AgentImage, Fetcher, SourceError};
 use layers::{Group, LayerError};
 use otters_core::json::{to_compact, Value};
 use otters_oci::referrers::descriptor_of;
+use otters_oci::spec::annotations::{EXPORT, EXPORT_PLATFORM};
 use otters_oci::spec::descriptor::{string_map, Descriptor, ManifestDoc, INDEX_V1, MANIFEST_V1};
 use otters_oci::spec::media_type::CONFIG_V1;
 use otters_oci::{Digest, MediaType, Platform, Store, StoreError};
@@ -47,12 +48,8 @@ use std::path::PathBuf;
 pub const USER_ID: u32 = 65532;
 /// [`USER_ID`] as the image config's `User`.
 pub const USER: &str = "65532:65532";
-/// Manifest annotation marking a runnable export of an agent (value [`RUNNABLE`]).
-pub const ANN_EXPORT: &str = "io.openotters.export";
-/// The value of [`ANN_EXPORT`] for `--as runnable`.
+/// The value of the export annotation ([`EXPORT`]) for `--as runnable`.
 pub const RUNNABLE: &str = "runnable";
-/// Manifest annotation naming the platform of one exported image (`os/arch[/variant]`).
-pub const ANN_EXPORT_PLATFORM: &str = "io.openotters.export.platform";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
@@ -222,9 +219,9 @@ pub fn linux_host() -> Platform {
 }
 
 fn export_annotations(platform: Option<&Platform>) -> BTreeMap<String, String> {
-    let mut a = BTreeMap::from([(ANN_EXPORT.to_owned(), RUNNABLE.to_owned())]);
+    let mut a = BTreeMap::from([(EXPORT.to_owned(), RUNNABLE.to_owned())]);
     if let Some(p) = platform {
-        a.insert(ANN_EXPORT_PLATFORM.to_owned(), p.to_string());
+        a.insert(EXPORT_PLATFORM.to_owned(), p.to_string());
     }
     a
 }
@@ -490,22 +487,22 @@ fn check_loaders(
 }
 
 /// The runnable exports the store records for the agent `digest` (a manifest or an index): the
-/// referrers marked [`ANN_EXPORT`] = [`RUNNABLE`], in digest order.
+/// referrers marked [`EXPORT`] = [`RUNNABLE`], in digest order.
 pub fn exports_of(store: &Store, digest: &Digest) -> Result<Vec<Descriptor>, StoreError> {
     Ok(store
         .referrers(digest)?
         .into_iter()
-        .filter(|d| d.annotations.get(ANN_EXPORT).map(String::as_str) == Some(RUNNABLE))
+        .filter(|d| d.annotations.get(EXPORT).map(String::as_str) == Some(RUNNABLE))
         .collect())
 }
 
 /// The runnable export to deploy for the agent `top`: among `exports` (its referrers marked
-/// [`ANN_EXPORT`]), the one for `platform`, else an index over several platforms.
+/// [`EXPORT`]), the one for `platform`, else an index over several platforms.
 pub fn pick_export(exports: &[Descriptor], platform: &Platform) -> Option<Digest> {
     let wanted = platform.to_string();
     exports
         .iter()
-        .find(|d| d.annotations.get(ANN_EXPORT_PLATFORM) == Some(&wanted))
+        .find(|d| d.annotations.get(EXPORT_PLATFORM) == Some(&wanted))
         .or_else(|| exports.iter().find(|d| d.media_type.is_index()))
         .map(|d| d.digest.clone())
 }
@@ -520,7 +517,7 @@ pub fn remote_exports(
         .referrers(r, top, None)?
         .entries
         .into_iter()
-        .filter(|d| d.annotations.get(ANN_EXPORT).map(String::as_str) == Some(RUNNABLE))
+        .filter(|d| d.annotations.get(EXPORT).map(String::as_str) == Some(RUNNABLE))
         .collect())
 }
 

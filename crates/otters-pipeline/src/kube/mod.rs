@@ -27,6 +27,7 @@ use crate::run::env::EnvEntry;
 use crate::run::overrides::{self, OverrideError, Overrides};
 use crate::run::plan::{self, Launcher, Pins, PlanError, RunOptions, CONTAINER_PORT};
 use crate::run::source::AgentImage;
+use otters_oci::spec::annotations::{AGENT_DIGEST, EXPORT};
 use otters_oci::Platform;
 use pod::Mapped;
 use std::path::PathBuf;
@@ -207,8 +208,8 @@ pub fn objects(image: &AgentImage, opts: &Options) -> Result<Vec<Node>, KubeErro
 
     let pod_spec = pod::pod_spec(image, opts, &name, &config_name, &mounts);
     let annotations = Node::map()
-        .with("io.openotters.agent.digest", image.digest.as_str())
-        .with("io.openotters.export", RUNNABLE);
+        .with(AGENT_DIGEST, image.digest.as_str())
+        .with(EXPORT, RUNNABLE);
     let metadata = meta(&name).with("annotations", annotations.clone());
     let template = || {
         Node::map()

@@ -15,6 +15,7 @@ use super::registry::Registry;
 use otters_agentfile::diagnostic::{Diagnostic, Span};
 use otters_oci::reference::Reference;
 use otters_oci::registry::RegistryError;
+use otters_oci::spec::annotations;
 use otters_oci::spec::descriptor::{Descriptor, ManifestDoc};
 use otters_oci::Platform;
 use std::collections::BTreeMap;
@@ -111,28 +112,25 @@ pub fn resolve_image(
         description: None,
         usage: None,
     };
-    let name = first(&ann, &super::lockfile::BIN_NAME_KEYS);
+    let name = first(&ann, &annotations::BIN_NAME_KEYS);
     // The RUNTIME is installed by the same contract as a BIN (spec §f): without the name
     // annotation it is not a bin image, and the run would find no binary in it.
     if matches!(role, Role::Bin | Role::Runtime) && name.is_none() {
         return Err(diags::missing_bin_annotation(span, written, role, None));
     }
     if let Some(name) = name {
-        let usage_path = first(
-            &ann,
-            &["io.openotters.bin.usage", "vnd.openotters.bin.usage"],
-        );
+        let usage_path = first(&ann, &annotations::BIN_USAGE_KEYS);
         entry.bin = Some(BinInfo {
             name,
-            path: first(&ann, &["io.openotters.bin.path", "vnd.openotters.bin.path"]),
+            path: first(&ann, &annotations::BIN_PATH_KEYS),
             usage_path: usage_path.clone(),
         });
         entry.description = first(
             &ann,
             &[
                 "org.opencontainers.image.description",
-                "io.openotters.bin.description",
-                "vnd.openotters.bin.description",
+                annotations::BIN_DESCRIPTION_KEYS[0],
+                annotations::BIN_DESCRIPTION_KEYS[1],
             ],
         );
         if let Some(up) = usage_path {

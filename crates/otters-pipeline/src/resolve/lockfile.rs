@@ -38,9 +38,6 @@ use std::path::{Path, PathBuf};
 
 pub const LOCK_VERSION: i64 = 1;
 pub const LOCK_NAME: &str = "Agentfile.lock";
-/// The bin name annotation a RUNTIME or BIN image needs (spec §f.1), as otters and as older
-/// openotters write it, in the order they are looked up.
-pub const BIN_NAME_KEYS: [&str; 2] = ["io.openotters.bin.name", "vnd.openotters.bin.name"];
 
 /// What a locked reference is used for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]

@@ -21,7 +21,7 @@ pub enum BinError {
     Extract(#[from] ExtractError),
     #[error(
         "{reference}@{digest}: no binary found in layers (looked for {target:?}); the image needs a `{prefix}name` annotation and the binary in a tar layer or a layer titled with its name",
-        prefix = "io.openotters.bin."
+        prefix = otters_oci::spec::annotations::BIN_PREFIX
     )]
     NotFound {
         reference: String,
@@ -32,9 +32,10 @@ pub enum BinError {
 
 /// Read a bin annotation under either prefix (`io.openotters.bin.*`, then `vnd.openotters.bin.*`).
 pub fn annotation<'a>(img: &'a BinImage, key: &str) -> Option<&'a str> {
+    use otters_oci::spec::annotations::{BIN_PREFIX, LEGACY_BIN_PREFIX};
     img.annotations
-        .get(&format!("io.openotters.bin.{key}"))
-        .or_else(|| img.annotations.get(&format!("vnd.openotters.bin.{key}")))
+        .get(&format!("{BIN_PREFIX}{key}"))
+        .or_else(|| img.annotations.get(&format!("{LEGACY_BIN_PREFIX}{key}")))
         .map(String::as_str)
         .filter(|v| !v.is_empty())
 }

@@ -242,7 +242,7 @@ pub fn load_agent(
 /// OCI artifact.
 fn not_an_agent(doc: &ManifestDoc, config: &Descriptor) -> String {
     use otters_oci::validate::escape_text;
-    let bin = ["io.openotters.bin.name", "vnd.openotters.bin.name"]
+    let bin = otters_oci::spec::annotations::BIN_NAME_KEYS
         .iter()
         .any(|k| doc.annotations.contains_key(*k));
     let kind = if bin {

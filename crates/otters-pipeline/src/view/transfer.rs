@@ -188,17 +188,17 @@ pub fn referrers_text(reference: &str, root: &Descriptor, tree: &Tree) -> String
 /// artifact type; a runnable export (whose artifact type is only its config's media type, or none
 /// for an index) by what its annotations say.
 fn label(d: &Descriptor) -> Option<(Option<String>, String)> {
-    use crate::export::{ANN_EXPORT, ANN_EXPORT_PLATFORM};
+    use otters_oci::spec::annotations::{EXPORT, EXPORT_PLATFORM};
     if let Some(k) = otters_supply::referrer::kind(d.artifact_type.as_deref(), &d.annotations) {
         return Some((d.artifact_type.clone(), k));
     }
-    let what = d.annotations.get(ANN_EXPORT)?;
-    let kind = match d.annotations.get(ANN_EXPORT_PLATFORM) {
+    let what = d.annotations.get(EXPORT)?;
+    let kind = match d.annotations.get(EXPORT_PLATFORM) {
         Some(p) => format!("{what} export for {p}"),
         None if d.media_type.is_index() => format!("{what} export, an index of platforms"),
         None => format!("{what} export"),
     };
-    Some((Some(format!("{ANN_EXPORT}={what}")), kind))
+    Some((Some(format!("{EXPORT}={what}")), kind))
 }
 
 fn tree_lines(out: &mut String, nodes: &[Node], prefix: &str) {
@@ -321,7 +321,8 @@ mod tests {
 
     #[test]
     fn a_runnable_export_is_named_by_its_annotations() {
-        use crate::export::{ANN_EXPORT, ANN_EXPORT_PLATFORM, RUNNABLE};
+        use crate::export::RUNNABLE;
+        use otters_oci::spec::annotations::{EXPORT, EXPORT_PLATFORM};
         let root = Descriptor::new(
             "application/vnd.oci.image.manifest.v1+json",
             Digest::of(b"r"),
@@ -329,13 +330,13 @@ mod tests {
         );
         let mut image = node(Some("application/vnd.oci.image.config.v1+json"), 1, vec![]);
         image.descriptor.annotations = [
-            (ANN_EXPORT.to_owned(), RUNNABLE.to_owned()),
-            (ANN_EXPORT_PLATFORM.to_owned(), "linux/arm64".to_owned()),
+            (EXPORT.to_owned(), RUNNABLE.to_owned()),
+            (EXPORT_PLATFORM.to_owned(), "linux/arm64".to_owned()),
         ]
         .into();
         let mut index = node(None, 2, vec![]);
         index.descriptor.media_type = otters_oci::MediaType::OciIndex;
-        index.descriptor.annotations = [(ANN_EXPORT.to_owned(), RUNNABLE.to_owned())].into();
+        index.descriptor.annotations = [(EXPORT.to_owned(), RUNNABLE.to_owned())].into();
         let tree = Tree {
             referrers: vec![image, index],
             requests: 0,

@@ -1,6 +1,7 @@
 //! The docker executor: how the tree is shown to the container, and the `docker run` argv.
 
 use super::RunPlan;
+use otters_oci::spec::annotations;
 use std::path::Path;
 
 /// Where the docker executor shows the runtime inside the container (its entrypoint).
@@ -88,8 +89,8 @@ pub(super) fn docker_argv(
         .collect();
     a.extend([
         format!("--name=otters-{name}-{short}"),
-        "--label=io.openotters.agent=true".into(),
-        format!("--label=io.openotters.agent.id={id}"),
+        format!("--label={}=true", annotations::AGENT),
+        format!("--label={}={id}", annotations::AGENT_ID),
         format!("--user={user}"),
         "--cap-drop=ALL".into(),
         "--security-opt=no-new-privileges".into(),
