@@ -157,6 +157,27 @@ fn bin_pack_refuses_what_it_cannot_pack_and_says_why() {
         let err = env.fails(&[&["bin", "pack"][..], &args, &["-t", "x/t:1"]].concat());
         assert!(says.iter().all(|w| err.contains(w)), "{args:?}: {err}");
     }
+    // Hostile paths where a file is expected: a FIFO (no writer: opening it would block), an
+    // endless device, and --usage naming either. Each is refused at once, nothing is stored.
+    let fifo = env.dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = fifo.to_str().unwrap();
+    let hostile: [Vec<&str>; 4] = [
+        [&["t", fifo][..], &amd64].concat(),
+        [&["t", "/dev/zero"][..], &amd64].concat(),
+        [&["t", s, "--usage", fifo][..], &amd64].concat(),
+        [&["t", s, "--usage", "/dev/urandom"][..], &amd64].concat(),
+    ];
+    for args in hostile {
+        let err = env.fails(&[&["bin", "pack"][..], &args, &["-t", "x/t:1"]].concat());
+        assert!(err.contains("is not a regular file"), "{args:?}: {err}");
+    }
+    let (_, images, _) = env.run(&["images", "-q"]);
+    assert!(images.trim().is_empty(), "{images}");
 }
 
 /// The path a user takes: pack a static binary and a runtime, push both, build an Agentfile that

@@ -172,14 +172,14 @@ pub fn elf_platform(bytes: &[u8]) -> Option<Platform> {
 }
 
 /// Reads a regular file of at most `max` bytes (a symlink is followed: the bytes are packed).
+/// Opened through `otters_core::files::open_named`, non-blocking and checked with `fstat`, so a
+/// FIFO or a device is refused at once instead of blocking or never ending.
 fn read_file(path: &Path, max: u64) -> Result<Vec<u8>, PackError> {
-    let file = std::fs::File::open(path).map_err(|e| PackError::Read(path.to_owned(), e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| PackError::Read(path.to_owned(), e))?;
-    if !meta.is_file() {
-        return Err(PackError::NotAFile(path.to_owned()));
-    }
+    use otters_core::files::ReadError;
+    let file = otters_core::files::open_named(path, "file").map_err(|e| match e {
+        ReadError::Io { source, .. } => PackError::Read(path.to_owned(), source),
+        _ => PackError::NotAFile(path.to_owned()),
+    })?;
     let mut bytes = Vec::new();
     file.take(max + 1)
         .read_to_end(&mut bytes)
