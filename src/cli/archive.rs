@@ -60,7 +60,7 @@ pub fn run_load(a: LoadArgs) -> CliResult {
         LoadError::WouldMove { .. } => fail_help(e, "pass --force to move them, or `otters tag`/`otters rm` the local ones first; the loaded blobs stay in the store untagged"),
         e => fail(e),
     })?;
-    let (said, out) = otters_pipeline::view::status::loaded(&loaded, &from);
+    let (said, out) = crate::view::status::loaded(&loaded, &from);
     eprint!("{said}");
     out!("{out}");
     Ok(ExitCode::SUCCESS)

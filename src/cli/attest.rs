@@ -9,9 +9,9 @@
 use super::{fail, fail_in};
 use otters_cli::flags::{AttestFlags, KeylessServices};
 use otters_oci::{Digest, Store};
-use otters_pipeline::attest::{self, Wanted};
 use otters_pipeline::build::BuildOutput;
-use otters_pipeline::signing;
+use otters_pipeline::trust::attest::{self, Wanted};
+use otters_pipeline::trust::signing;
 
 /// A keyless signer: the identity token (the flag or `SIGSTORE_ID_TOKEN`, else GitHub Actions')
 /// is fetched now, once; each statement then gets its own ephemeral key and certificate.

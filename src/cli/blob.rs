@@ -52,7 +52,7 @@ pub fn run_verify(a: VerifyBlobArgs) -> CliResult {
     // Subjects (named after the signed files) and the predicate type come from the bundle.
     outln!(
         "Verified OK: {} signs {} ({})",
-        otters_pipeline::view::path(&a.key),
+        crate::view::path(&a.key),
         esc(&v.subjects.join(", ")),
         esc(&v.predicate_type)
     );

@@ -5,12 +5,12 @@
 use super::common::{build_error, build_failure, open_store_leased, print_diagnostics};
 use super::progress::Bars;
 use super::{fail, CliResult, Format};
+use crate::view::build as view;
 use miette::miette;
 use otters_cli::build::Args;
 use otters_cli::flags::ProgressMode;
 use otters_pipeline::build::results::{self, Output};
 use otters_pipeline::build::{self as lib, AgentfileSource, BuildOptions, BuildOutput};
-use otters_pipeline::view::build as view;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

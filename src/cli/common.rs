@@ -125,7 +125,7 @@ pub(super) fn print_report(
         return print_json(report);
     }
     if !quiet {
-        eprint!("{}", otters_pipeline::view::transfer::summary(report, verb));
+        eprint!("{}", crate::view::transfer::summary(report, verb));
     }
     outln!("{}", report.digest);
     Ok(())

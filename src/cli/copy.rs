@@ -4,9 +4,9 @@
 //! `--format json`); status lines and progress go to stderr.
 use super::common::{esc, open_store_leased, print_json};
 use super::{fail_in, CliResult, Format};
+use crate::view::transfer as view;
 use otters_cli::copy::CopyArgs;
 use otters_pipeline::copy::{copy, CopyRequest};
-use otters_pipeline::view::transfer as view;
 use std::process::ExitCode;
 
 pub fn run(a: CopyArgs) -> CliResult {

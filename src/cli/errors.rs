@@ -1,14 +1,14 @@
 //! How the CLI reports errors: a library error kept as the report's source ([`fail`],
-//! [`fail_in`]), rendered by `otters_pipeline::view::report` (escaped, each cause once, wrapped
+//! [`fail_in`]), rendered by `crate::view::report` (escaped, each cause once, wrapped
 //! only at spaces outside backticks) with the flag that helps from [`hints`].
 //!
 //! Takes: library errors and reports. Returns: reports and their rendered text. Must never: let
 //! a registry's or an image's text reach the terminal unescaped.
-use otters_pipeline::view::report;
+use crate::view::report;
 
 mod hints;
 
-/// How an error report reads on the terminal (see `otters_pipeline::view::report`), with the
+/// How an error report reads on the terminal (see `crate::view::report`), with the
 /// CLI's flag hints.
 pub(crate) fn render(r: &miette::Report) -> String {
     report::render(r.as_ref(), &hints::hint)
@@ -22,7 +22,7 @@ pub(super) fn error_hook() {
 }
 
 /// A library error as a report that keeps it as its source, so the cause chain survives to the
-/// renderer (`otters_pipeline::view::report`), where `miette!("{e}")` would flatten it into a
+/// renderer (`crate::view::report`), where `miette!("{e}")` would flatten it into a
 /// string.
 #[derive(Debug)]
 pub(crate) struct Failure {
@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn typed_library_errors_get_the_flag_that_helps() {
         use otters_oci::registry::RegistryError;
-        use otters_pipeline::run::exec::ExecCause;
+        use otters_run::exec::ExecCause;
         let platform = || RegistryError::Platform {
             reference: "r:1".into(),
             wanted: "windows/arm64".into(),
@@ -155,7 +155,7 @@ mod tests {
             help(fail(boxed)).as_deref(),
             Some("pass --platform with one of them")
         );
-        let exec = |cause| otters_pipeline::run::exec::ExecError::Exec {
+        let exec = |cause| otters_run::exec::ExecError::Exec {
             program: "docker".into(),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
             cause,
@@ -172,12 +172,11 @@ mod tests {
 
     #[test]
     fn value_errors_get_their_flag_through_transparent_wrappers_and_not_from_a_config_file() {
-        use otters_pipeline::run::{marker::ClaimError, mounts::MountError, plan::PlanError};
-        use otters_pipeline::trust::WhoError;
+        use otters_pipeline::trust::verify::WhoError;
+        use otters_run::{marker::ClaimError, mounts::MountError, plan::PlanError};
         // `PrepareError::Claim` and `PlanError::Mount` forward `source()`: looked through.
-        let claim = otters_pipeline::run::prepare::PrepareError::Claim(ClaimError::Symlink(
-            "/tmp/link".into(),
-        ));
+        let claim =
+            otters_run::prepare::PrepareError::Claim(ClaimError::Symlink("/tmp/link".into()));
         assert_eq!(
             help(fail(claim)).as_deref(),
             Some("pass --root with the directory itself")

@@ -1,9 +1,9 @@
 //! `otters explain CODE` prints a code's documentation page (exactly `docs/rules/CODE.md`);
 //! `otters explain --list` prints the table of every code.
 use super::CliResult;
+use crate::view::explain as view;
 use otters_agentfile::diagnostic::codes;
 use otters_cli::explain::{Args, ListFormat};
-use otters_pipeline::view::explain as view;
 use std::process::ExitCode;
 
 // Rationale: the signature is the one every dispatcher in cli/mod.rs has.

@@ -3,17 +3,18 @@
 //! stdout carries the image's (or index's) digest as its last line, as `build` does; what was
 //! made goes to stderr.
 use super::{fail, fail_in, CliResult};
+use crate::view::status;
 use otters_cli::export::{Args, As};
 use otters_core::escape::escape;
 use otters_oci::reference::Reference;
 use otters_oci::{Descriptor, Digest, Platform, Store};
-use otters_pipeline::export::{self, push::push_export};
-use otters_pipeline::run::extract::Limits;
-use otters_pipeline::run::fetch::RegistryFetcher;
-use otters_pipeline::run::prepare::Pull;
-use otters_pipeline::run::source::{Fetcher, LocalOnly};
 use otters_pipeline::target::Target;
-use otters_pipeline::{signing, view::status};
+use otters_pipeline::trust::signing;
+use otters_run::export::{self, push::push_export};
+use otters_run::extract::Limits;
+use otters_run::fetch::RegistryFetcher;
+use otters_run::prepare::Pull;
+use otters_run::source::{Fetcher, LocalOnly};
 use std::process::ExitCode;
 
 pub fn run(a: Args) -> CliResult {
@@ -33,9 +34,9 @@ pub fn run(a: Args) -> CliResult {
     let pull = Pull::missing_unless(a.offline);
     // Held to the gate `run` has (`--verify-key`, `[verify]`) before anything is exported.
     let gate = a.gate.gate(a.insecure, !a.offline);
-    let (fetched, _) = gate
-        .fetch(&store, &registry, &a.reference, pull, "export")
-        .map_err(fail)?;
+    let (fetched, _) =
+        otters_run::gate::fetch(&gate, &store, &registry, &a.reference, pull, "export")
+            .map_err(fail)?;
     let source: &dyn Fetcher = if a.offline { &LocalOnly } else { &registry };
     let exported = export::export(
         &store,
@@ -49,10 +50,7 @@ pub fn run(a: Args) -> CliResult {
     if !a.quiet {
         let images = exported.images.iter();
         let images = images.map(|i| (i.platform.to_string(), &i.manifest.digest, i.layers.len()));
-        eprint!(
-            "{}",
-            otters_pipeline::view::status::exported(&a.reference, images)
-        );
+        eprint!("{}", crate::view::status::exported(&a.reference, images));
     }
     if a.push {
         push(&a, &store, &fetched.digest, &exported.descriptor)?;

@@ -1,10 +1,10 @@
 //! `otters images`: the images of the local store, as a table, JSON or a template per line
-//! (`otters_pipeline::view::images`).
+//! (`crate::view::images`).
 use super::common::{esc, open_store};
 use super::{fail, fail_in, CliResult};
+use crate::view::images::{render, Filter, Shape};
 use otters_cli::images::ImagesArgs;
 use otters_oci::store::query;
-use otters_pipeline::view::images::{render, Filter, Shape};
 use std::process::ExitCode;
 
 pub fn run_images(a: ImagesArgs) -> CliResult {

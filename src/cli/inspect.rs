@@ -1,15 +1,15 @@
 //! `otters inspect`: an image's manifest, config and layers, and an agent's own content, from
 //! the local store or its registry (`--remote`, or a registry reference the store does not hold;
 //! manifest and config blob only: no layer is downloaded, nothing is written to the store).
-//! Where it is read is `otters_pipeline::inspect`; the views are `otters_pipeline::view::inspect`.
+//! Where it is read is `otters_pipeline::inspect`; the views are `crate::view::inspect`.
 use super::common::{client, note_remote, open_store, platform};
 use super::errors::{fail_help, Failure};
 use super::{fail, CliResult, Format};
+use crate::view::inspect as view;
 use otters_cli::inspect::InspectArgs;
 use otters_oci::store::query::ImageDetails;
 use otters_pipeline::inspect::{self, InspectError};
 use otters_pipeline::target::{remote_details, Place};
-use otters_pipeline::view::inspect as view;
 use std::process::ExitCode;
 
 /// The image from the local store, or from its registry: with `--remote`, or for a registry

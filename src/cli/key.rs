@@ -5,9 +5,9 @@
 //! Takes: a path prefix. Returns: the two files and the key's hint on stdout. Must never: replace
 //! an existing file (both are created with `O_EXCL`).
 use super::CliResult;
+use crate::view;
 use miette::miette;
 use otters_cli::key::{GenerateArgs, KeyCommand};
-use otters_pipeline::view;
 use otters_supply::keys::KeyPair;
 use std::process::ExitCode;
 

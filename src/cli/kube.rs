@@ -3,11 +3,11 @@
 use super::{fail, fail_in, CliResult};
 use otters_cli::kube::Args;
 use otters_oci::Platform;
-use otters_pipeline::export;
-use otters_pipeline::kube::agent::{agent_objects, Fetch};
-use otters_pipeline::kube::Warning;
-use otters_pipeline::run::fetch::RegistryFetcher;
-use otters_pipeline::run::prepare::Pull;
+use otters_run::export;
+use otters_run::fetch::RegistryFetcher;
+use otters_run::kube::agent::{agent_objects, Fetch};
+use otters_run::kube::Warning;
+use otters_run::prepare::Pull;
 use std::process::ExitCode;
 
 pub fn run(a: Args) -> CliResult {
@@ -27,7 +27,7 @@ pub fn run(a: Args) -> CliResult {
     let gate = a.gate.gate(a.insecure, !a.offline);
     let registry = RegistryFetcher::new(fetch.client.clone());
     let pull = Pull::missing_unless(a.offline);
-    gate.fetch(&store, &registry, &a.reference, pull, "deploy")
+    otters_run::gate::fetch(&gate, &store, &registry, &a.reference, pull, "deploy")
         .map_err(fail)?;
     let image = a.image.as_deref();
     let made = agent_objects(&store, &a.reference, &platform, &fetch, image, opts).map_err(fail)?;

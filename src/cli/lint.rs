@@ -4,10 +4,10 @@
 //! Machine formats (concise, json, sarif, github, gitlab, junit, checkstyle) go to stdout; the human format and the summary
 //! line go to stderr.
 use super::CliResult;
+use crate::view::lint::{Out, Printer};
 use otters_agentfile::diagnostic::Severity;
 use otters_cli::lint::{Args, FailOn};
 use otters_pipeline::lint::{self, LintError, Loaded, Request};
-use otters_pipeline::view::lint::{Out, Printer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
@@ -49,7 +49,7 @@ fn fatal(e: &LintError) -> ExitCode {
 }
 
 /// Each file is checked, printed and dropped in turn, so memory holds one file's findings, not
-/// every file's (`otters_pipeline::view::lint`).
+/// every file's (`crate::view::lint`).
 fn check_and_print(
     a: &Args,
     build_args: &BTreeMap<String, String>,
@@ -77,10 +77,7 @@ fn check_and_print(
     }
     if !a.quiet {
         let unused = lint::unused_build_args(build_args, |k| declared.contains(k));
-        eprint!(
-            "{}",
-            otters_pipeline::view::build::unused_build_args(&unused)
-        );
+        eprint!("{}", crate::view::build::unused_build_args(&unused));
     }
     print(printer.finish(!a.quiet));
     if unwritten {

@@ -27,7 +27,7 @@ pub fn run_lock(a: LockArgs) -> CliResult {
     })?;
     print_diagnostics(&locked.file, &locked.warnings);
     let images = locked.lock.images.len();
-    let line = otters_pipeline::view::status::locked(locked.changed, &locked.lock_path, images);
+    let line = crate::view::status::locked(locked.changed, &locked.lock_path, images);
     eprint!("{line}");
     Ok(ExitCode::SUCCESS)
 }

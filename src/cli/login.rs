@@ -4,11 +4,11 @@
 //! terminal (the password without echo).
 //! The host rule, the check and the store are `otters_oci::registry::login`.
 use super::{fail, fail_in, CliResult};
+use crate::view::status;
 use miette::miette;
 use otters_cli::login::{LoginArgs, LogoutArgs};
 use otters_oci::registry::auth;
 use otters_oci::registry::login::{self, registry_host};
-use otters_pipeline::view::status;
 use std::process::ExitCode;
 
 pub fn run_login(a: LoginArgs) -> CliResult {

@@ -30,13 +30,10 @@ pub fn run_version(a: VersionArgs) -> CliResult {
     let version = env!("CARGO_PKG_VERSION");
     let platform = Platform::host().to_string();
     if a.format == Format::Json {
-        let line = otters_pipeline::view::status::version_json(version, &platform, FEATURES);
+        let line = crate::view::status::version_json(version, &platform, FEATURES);
         outln!("{line}");
     } else {
-        out!(
-            "{}",
-            otters_pipeline::view::status::version(version, &platform)
-        );
+        out!("{}", crate::view::status::version(version, &platform));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -68,7 +65,7 @@ pub fn run_manpages(a: ManpagesArgs) -> CliResult {
         let path = a.dir.join(man.get_filename());
         std::fs::write(&path, page)
             .map_err(|e| fail_in(format!("cannot write {}", path.display()), e))?;
-        outln!("{}", otters_pipeline::view::path(&path));
+        outln!("{}", crate::view::path(&path));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,9 @@
 //! Progress on stderr, shared by every command that moves blobs: the one renderer of the
 //! library's event type ([`Event`]), [`Bars`] (bars on a terminal; with `--progress plain` the
-//! lines of `otters_pipeline::view::progress`), as the `--progress` modes ask.
+//! lines of `crate::view::progress`), as the `--progress` modes ask.
+use crate::view::progress::{self as view, Plain};
 use otters_cli::flags::{ProgressMode, TransferFlags};
 use otters_oci::progress::{Event, Step};
-use otters_pipeline::view::progress::{self as view, Plain};
 use std::collections::HashMap;
 use std::io::IsTerminal as _;
 use std::time::Instant;

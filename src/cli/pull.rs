@@ -7,11 +7,11 @@
 use super::common::{client, open_store_leased, platform, print_json, print_report};
 use super::errors::fail_help;
 use super::{fail, fail_in, CliResult, Format};
+use crate::view::status;
 use otters_cli::pull::PullArgs;
 use otters_oci::archive::local::{LocalError, LocalSource};
 use otters_oci::store::refname::new_tag_name;
 use otters_pipeline::transfer::{self, PullError};
-use otters_pipeline::view::status;
 use std::process::ExitCode;
 
 pub fn run_pull(a: PullArgs) -> CliResult {

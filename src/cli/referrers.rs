@@ -5,11 +5,11 @@
 //! Everything shown of a referrer comes from the image or a registry and is escaped.
 use super::common::{print_json, target, target_error, target_for_read};
 use super::{fail, fail_in, CliResult, Format};
+use crate::view::transfer as view;
 use otters_cli::referrers::{AttachArgs, DiscoverArgs};
 use otters_oci::referrers::walk;
 use otters_pipeline::attach::{attach, AttachError, Attachment};
 use otters_pipeline::target::Target;
-use otters_pipeline::view::transfer as view;
 use std::process::ExitCode;
 
 pub fn run_attach(a: AttachArgs) -> CliResult {

@@ -1,17 +1,17 @@
 //! `otters run`: materialise an agent from an image (or an Agentfile, built first) and exec its
 //! runtime on the host or through a docker-compatible CLI.
 use super::{fail, fail_in, CliResult};
+use crate::view::status;
 use miette::miette;
 use otters_cli::run::{Args, PullArg};
 use otters_oci::Store;
-use otters_pipeline::run::extract::Limits;
-use otters_pipeline::run::fetch::RegistryFetcher;
-use otters_pipeline::run::plan::{self, Warning};
-use otters_pipeline::run::prepare::{self, Pull, Target};
-use otters_pipeline::run::request::{self, BuildFirst, BuildFirstError};
-use otters_pipeline::run::source::{Fetcher, LocalOnly};
-use otters_pipeline::run::{exec, materialise, mounts};
-use otters_pipeline::view::status;
+use otters_run::extract::Limits;
+use otters_run::fetch::RegistryFetcher;
+use otters_run::plan::{self, Warning};
+use otters_run::prepare::{self, Pull, Target};
+use otters_run::request::{self, BuildFirst, BuildFirstError};
+use otters_run::source::{Fetcher, LocalOnly};
+use otters_run::{exec, materialise, mounts};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -36,7 +36,7 @@ pub fn run(a: Args) -> CliResult {
     let image_pull = if built { Pull::Missing } else { pull };
     // Held to the gate before anything of the image is read for the run, let alone extracted.
     let gate = a.gate.gate(a.insecure, pull != Pull::Never);
-    let gated = gate.fetch(&store, &registry, &reference, image_pull, "run");
+    let gated = otters_run::gate::fetch(&gate, &store, &registry, &reference, image_pull, "run");
     let (image, who) = gated.map_err(fail)?;
     if a.dry_run {
         eprint!("{}", status::pulled_to_plan(&reference, &image));

@@ -2,7 +2,7 @@
 //! manifest digest, key-based or keyless, attached as an OCI 1.1 referrer (artifactType
 //! `application/vnd.dev.sigstore.bundle.v0.3+json`, as cosign 3 stores bundles), and its
 //! verification against the digest the reference names now. Dispatch and printing only: the walk is
-//! `otters_supply::verify`, the signing `otters_pipeline::signing::sign_image`.
+//! `otters_supply::verify`, the signing `otters_pipeline::trust::signing::sign_image`.
 //!
 //! Takes: an image (local store, or `--remote` its registry) and a key or a keyless identity.
 //! Returns: the signature referrer's digest; "Verified OK" and exit 0, or why not and exit 1. Must
@@ -10,9 +10,9 @@
 //! verification time, or one whose signature does not verify for the given signer.
 use super::common::{esc, target, target_for_read};
 use super::{fail, CliResult};
+use crate::view::{self, status};
 use otters_cli::sign::{SignArgs, VerifyArgs};
-use otters_pipeline::view::{self, status};
-use otters_pipeline::{signing, trust};
+use otters_pipeline::trust::{signing, verify as trust};
 use std::process::ExitCode;
 
 pub fn run_sign(a: SignArgs) -> CliResult {

@@ -4,7 +4,7 @@
 //! whose help says more about a flag sets its own text with `mut_arg` (`run`'s pinning flags).
 use crate::Format;
 use otters_pipeline::target::Place;
-use otters_pipeline::trust::Identity;
+use otters_pipeline::trust::verify::Identity;
 use otters_supply::keyless;
 use std::path::PathBuf;
 /// The attestation flags of `otters build`.
@@ -192,8 +192,12 @@ pub struct GateFlags {
 impl GateFlags {
     /// The gate these flags name; `insecure` and `may_contact` (not offline) say how a
     /// signature may be read from the image's registry.
-    pub fn gate(&self, insecure: bool, may_contact: bool) -> otters_pipeline::trust::Gate<'_> {
-        otters_pipeline::trust::Gate {
+    pub fn gate(
+        &self,
+        insecure: bool,
+        may_contact: bool,
+    ) -> otters_pipeline::trust::verify::Gate<'_> {
+        otters_pipeline::trust::verify::Gate {
             key: self.verify_key.as_deref(),
             identity: self.identity.identity(),
             insecure,

@@ -1,6 +1,6 @@
 //! `otters kube`.
-use otters_pipeline::kube;
-use otters_pipeline::run::overrides::parse_config;
+use otters_run::kube;
+use otters_run::overrides::parse_config;
 use std::path::PathBuf;
 /// The workload kind, as a flag value.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -90,7 +90,7 @@ pub struct Args {
 /// A `--config`, `--config-from` or `--mount` text the library refuses (its own error).
 #[derive(Debug)]
 pub enum FlagError {
-    Config(otters_pipeline::run::overrides::OverrideError),
+    Config(otters_run::overrides::OverrideError),
     Arg(kube::ArgError),
 }
 
@@ -105,8 +105,8 @@ impl std::fmt::Display for FlagError {
 
 impl std::error::Error for FlagError {}
 
-impl From<otters_pipeline::run::overrides::OverrideError> for FlagError {
-    fn from(e: otters_pipeline::run::overrides::OverrideError) -> Self {
+impl From<otters_run::overrides::OverrideError> for FlagError {
+    fn from(e: otters_run::overrides::OverrideError) -> Self {
         FlagError::Config(e)
     }
 }
@@ -154,7 +154,7 @@ impl Args {
     }
 }
 
-impl From<KindArg> for otters_pipeline::kube::Kind {
+impl From<KindArg> for otters_run::kube::Kind {
     fn from(k: KindArg) -> Self {
         match k {
             KindArg::Pod => Self::Pod,

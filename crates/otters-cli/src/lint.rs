@@ -70,19 +70,3 @@ pub struct Args {
     #[arg(long)]
     pub fix: bool,
 }
-
-impl From<Format> for otters_pipeline::view::lint::Format {
-    fn from(f: Format) -> Self {
-        use otters_pipeline::view::lint::Format as View;
-        match f {
-            Format::Human => View::Human,
-            Format::Concise => View::Concise,
-            Format::Json => View::Json,
-            Format::Sarif => View::Sarif,
-            Format::Github => View::Github,
-            Format::Gitlab => View::Gitlab,
-            Format::Junit => View::Junit,
-            Format::Checkstyle => View::Checkstyle,
-        }
-    }
-}

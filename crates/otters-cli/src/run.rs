@@ -1,5 +1,5 @@
 //! `otters run`.
-use otters_pipeline::run::plan::DEFAULT_BASE_IMAGE;
+use otters_run::plan::DEFAULT_BASE_IMAGE;
 use std::path::PathBuf;
 // Rationale: the flags mirror `otters run`'s command-line switches one to one.
 #[allow(clippy::struct_excessive_bools)]

@@ -1,6 +1,6 @@
 //! What to do about a typed library error, in the CLI's terms: the library's messages speak of
 //! values (the platform wanted, those available, why a program did not start), and the CLI's
-//! error rendering (`otters_pipeline::view::report`, through `super::render`) adds the flag or
+//! error rendering (`crate::view::report`, through `super::render`) adds the flag or
 //! command that helps as a `help:` line.
 //!
 //! Takes: an error chain. Returns: a help text, or none. Must never: change a message.
@@ -9,12 +9,12 @@ use otters_oci::registry::RegistryError;
 /// What to do about a typed library error anywhere in `e`'s chain, in the CLI's terms: the
 /// library speaks of values (the platform wanted, those available), the CLI names its flags.
 pub(super) fn hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
-    use otters_pipeline::export::ExportError;
-    use otters_pipeline::run::exec::{ExecCause, ExecError};
-    use otters_pipeline::run::marker::ClaimError;
-    use otters_pipeline::run::source::SourceError;
-    use otters_pipeline::run::{materialise::MaterialiseError, prepare::PrepareError};
-    use otters_pipeline::trust::{VerifyError, WhoError};
+    use otters_pipeline::trust::verify::{VerifyError, WhoError};
+    use otters_run::exec::{ExecCause, ExecError};
+    use otters_run::export::ExportError;
+    use otters_run::marker::ClaimError;
+    use otters_run::source::SourceError;
+    use otters_run::{materialise::MaterialiseError, prepare::PrepareError};
     // Transparent wrappers are not links of the chain: look through them.
     let source = of::<SourceError>(e)
         .or(match of::<PrepareError>(e) {
@@ -99,7 +99,7 @@ fn of<'a, T: std::error::Error + 'static>(
 
 /// The flags that fix an `otters kube` error.
 fn kube_hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
-    use otters_pipeline::kube::{agent::AgentKubeError, KubeError};
+    use otters_run::kube::{agent::AgentKubeError, KubeError};
     let text = if let Some(AgentKubeError::ExportLookup { .. }) = of(e) {
         "pass --image REPO@sha256:… to name the image, or --offline to look only in the store"
     } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
@@ -141,7 +141,7 @@ fn kube_hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     } else if let Some(KubeError::BadName { .. }) = of(e) {
         "pass --name NAME"
     } else if let Some(KubeError::BadObjectName { what, .. }) = of(e) {
-        use otters_pipeline::kube::ObjectName as O;
+        use otters_run::kube::ObjectName as O;
         let flag = match what {
             O::Secret => "--secret NAME",
             O::ImagePullSecret => "--image-pull-secret NAME",
@@ -160,7 +160,7 @@ fn kube_hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
 /// holds, seen through `PrepareError`'s transparent wrapper).
 fn value_hint(
     e: &(dyn std::error::Error + 'static),
-    claim: Option<&otters_pipeline::run::marker::ClaimError>,
+    claim: Option<&otters_run::marker::ClaimError>,
 ) -> Option<String> {
     use otters_oci::store::layout::StoreError;
     use otters_pipeline::build::{
@@ -168,13 +168,13 @@ fn value_hint(
     };
     use otters_pipeline::copy::{closure::WalkError, CopyError};
     use otters_pipeline::lint::LintError;
-    use otters_pipeline::run::overrides::OverrideError;
-    use otters_pipeline::run::plan::PlanError;
-    use otters_pipeline::run::{
+    use otters_pipeline::trust::verify::WhoError;
+    use otters_run::overrides::OverrideError;
+    use otters_run::plan::PlanError;
+    use otters_run::{
         marker::ClaimError, materialise::MaterialiseError, mounts::MountError,
         prepare::PrepareError,
     };
-    use otters_pipeline::trust::WhoError;
     use otters_supply::keys::KeyError;
     // `PlanError::Mount` and `PlanError::Override` are transparent: look through them.
     let mount = of::<MountError>(e).or(match of::<PlanError>(e) {
@@ -202,7 +202,7 @@ fn value_hint(
         "or pass --insecure to allow plain HTTP to it"
     } else if let Some(StoreError::SeveralTags { .. }) = of(e) {
         "remove the tags one by one, or pass --force to remove the image with all its tags"
-    } else if of::<otters_pipeline::signing::NoToken>(e).is_some() {
+    } else if of::<otters_pipeline::trust::signing::NoToken>(e).is_some() {
         "or pass the token with --identity-token TOKEN"
     } else if git {
         "or pass the time as a number: --source-date-epoch SECONDS"

@@ -28,7 +28,7 @@ pub(crate) mod multi;
 pub(crate) mod nofollow;
 mod options;
 mod outcome;
-pub(crate) mod pgzip;
+pub mod pgzip;
 mod publish;
 pub mod results;
 pub(crate) mod tarball;

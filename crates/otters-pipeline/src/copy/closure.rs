@@ -8,7 +8,7 @@
 //! digest then), fetch a layer other than an agent's small config and `agent.yaml`, or loop (a
 //! digest seen is not walked again; at most [`MAX_IMAGES`] images).
 
-use crate::run::source::{parse_pins, PinsError};
+use crate::lower::agent_yaml::{parse_pins, PinsError};
 use otters_oci::reference::Reference;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest, MediaType};

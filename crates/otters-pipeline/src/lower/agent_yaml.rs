@@ -7,10 +7,11 @@
 //! safe ([`otters_core::yaml`], the quoter the `kube` objects use too), so no value can change the
 //! YAML's shape and the bytes are stable.
 
-use super::pins::Pins;
+use super::pins::{Pin, Pins};
 use otters_agentfile::ir::Agentfile;
 use otters_core::yaml::{key as key_text, quote};
 use otters_oci::Digest;
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -203,6 +204,72 @@ impl Yaml {
         self.indent(depth);
         let _ = writeln!(self.out, "- {}", quote(value));
     }
+}
+
+// The reader: what run, copy and prune read back of an image's agent.yaml (its pins).
+
+#[derive(Deserialize)]
+struct YamlRef {
+    #[serde(rename = "ref", default)]
+    reference: Option<String>,
+    #[serde(default)]
+    digest: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct YamlTool {
+    name: String,
+    #[serde(rename = "ref", default)]
+    reference: Option<String>,
+    #[serde(default)]
+    digest: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct YamlPins {
+    #[serde(default)]
+    runtime: Option<YamlRef>,
+    #[serde(default)]
+    tools: Vec<YamlTool>,
+}
+
+/// Why an `agent.yaml` gives no pins.
+#[derive(Debug)]
+pub enum PinsError {
+    Yaml(serde_yaml_ng::Error),
+    /// A pin (runtime first, then tools by name) that is not a sha256 digest.
+    NotADigest {
+        reference: String,
+        digest: String,
+    },
+}
+
+/// The runtime and tool digests pinned in an image's `agent.yaml`.
+pub fn parse_pins(yaml: &[u8]) -> Result<Pins, PinsError> {
+    let doc: YamlPins = serde_yaml_ng::from_slice(yaml).map_err(PinsError::Yaml)?;
+    let pin = |reference: String, digest: String| match Digest::parse(&digest) {
+        Ok(digest) => Ok(Pin { reference, digest }),
+        Err(_) => Err(PinsError::NotADigest { reference, digest }),
+    };
+    let mut pins = Pins::default();
+    if let Some(YamlRef {
+        reference: Some(reference),
+        digest: Some(digest),
+    }) = doc.runtime
+    {
+        pins.runtime = Some(pin(reference, digest)?);
+    }
+    // A later tool of the same name replaces an earlier one before anything is checked.
+    let mut tools = BTreeMap::new();
+    for t in doc.tools {
+        if let (Some(reference), Some(digest)) = (t.reference, t.digest) {
+            tools.insert(t.name, (reference, digest));
+        }
+    }
+    for (name, (reference, digest)) in tools {
+        pins.bins.insert(name, pin(reference, digest)?);
+    }
+    Ok(pins)
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@
 //! the same agent still gives the same digest), or let an agent's label replace the ones that tie
 //! the image to its agent (`io.openotters.agent*`).
 
-use crate::run::env::EnvEntry;
-use crate::run::plan::{RunPlan, TreeEntry, CONTAINER_PORT, CONTAINER_RUNTIME, CONTAINER_WORKDIR};
-use crate::run::source::AgentImage;
+use crate::env::EnvEntry;
+use crate::plan::{RunPlan, TreeEntry, CONTAINER_PORT, CONTAINER_RUNTIME, CONTAINER_WORKDIR};
+use crate::source::AgentImage;
 use otters_core::json::{to_compact, Value};
 use otters_oci::spec::annotations;
 use otters_oci::spec::descriptor::{string_map, ANN_CREATED};

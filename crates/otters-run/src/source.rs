@@ -5,12 +5,13 @@
 //! [`BinImage`]s. Must never: re-resolve a tag when a digest is pinned, or accept an index with
 //! no entry for the requested platform.
 
-use crate::lower::{Pin, Pins};
 use otters_agentfile::ir::Agentfile;
 use otters_oci::spec::descriptor::ManifestDoc;
 /// The one platform type (`otters_oci::Platform`), named here for the run stage's callers.
 pub use otters_oci::Platform;
 use otters_oci::{Descriptor, Digest, MediaType, Store, StoreError};
+use otters_pipeline::lower::agent_yaml::{parse_pins, PinsError};
+use otters_pipeline::lower::Pins;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -263,31 +264,6 @@ fn not_an_agent(doc: &ManifestDoc, config: &Descriptor) -> String {
     )
 }
 
-#[derive(Deserialize)]
-struct YamlRef {
-    #[serde(rename = "ref", default)]
-    reference: Option<String>,
-    #[serde(default)]
-    digest: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct YamlTool {
-    name: String,
-    #[serde(rename = "ref", default)]
-    reference: Option<String>,
-    #[serde(default)]
-    digest: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct YamlPins {
-    #[serde(default)]
-    runtime: Option<YamlRef>,
-    #[serde(default)]
-    tools: Vec<YamlTool>,
-}
-
 /// The digests of the images an agent manifest pins (its RUNTIME and BINs, from its `agent.yaml`
 /// layer): what `otters prune` must keep for an offline run of a still-tagged agent. Empty for a
 /// manifest that is not an agent; an `agent.yaml` that is missing from the store or unreadable
@@ -317,45 +293,6 @@ pub fn pinned_images(store: &Store, doc: &ManifestDoc) -> Result<Vec<Digest>, St
         .chain(pins.bins.into_values())
         .map(|p| p.digest)
         .collect())
-}
-
-/// Why an `agent.yaml` gives no pins.
-#[derive(Debug)]
-pub enum PinsError {
-    Yaml(serde_yaml_ng::Error),
-    /// A pin (runtime first, then tools by name) that is not a sha256 digest.
-    NotADigest {
-        reference: String,
-        digest: String,
-    },
-}
-
-/// The runtime and tool digests pinned in an image's `agent.yaml`.
-pub fn parse_pins(yaml: &[u8]) -> Result<Pins, PinsError> {
-    let doc: YamlPins = serde_yaml_ng::from_slice(yaml).map_err(PinsError::Yaml)?;
-    let pin = |reference: String, digest: String| match Digest::parse(&digest) {
-        Ok(digest) => Ok(Pin { reference, digest }),
-        Err(_) => Err(PinsError::NotADigest { reference, digest }),
-    };
-    let mut pins = Pins::default();
-    if let Some(YamlRef {
-        reference: Some(reference),
-        digest: Some(digest),
-    }) = doc.runtime
-    {
-        pins.runtime = Some(pin(reference, digest)?);
-    }
-    // A later tool of the same name replaces an earlier one before anything is checked.
-    let mut tools = BTreeMap::new();
-    for t in doc.tools {
-        if let (Some(reference), Some(digest)) = (t.reference, t.digest) {
-            tools.insert(t.name, (reference, digest));
-        }
-    }
-    for (name, (reference, digest)) in tools {
-        pins.bins.insert(name, pin(reference, digest)?);
-    }
-    Ok(pins)
 }
 
 /// A single manifest (a pin made for one platform) must be for `platform`: its config's `os` and

@@ -2,10 +2,10 @@
 //! media types and titles give, the files otters generates, the binaries, the mounts shown.
 
 use super::{PlanError, TreeEntry, Warning};
-use crate::run::context_docs::{self, DocInputs};
-use crate::run::mounts::UserMount;
-use crate::run::overrides::{self, Overrides};
-use crate::run::source::AgentImage;
+use crate::context_docs::{self, DocInputs};
+use crate::mounts::UserMount;
+use crate::overrides::{self, Overrides};
+use crate::source::AgentImage;
 use otters_oci::spec::descriptor::{
     Descriptor, AGENTFILE_LAYER, ANN_UNPACK, CONTEXT_LAYER, FILE_LAYER,
 };
@@ -232,7 +232,7 @@ fn layer_entry(
             let path = data_path(title, names).ok_or_else(bad)?;
             layer(format!("etc/data/{path}"), None)
         }
-        mt if crate::run::extract::is_tar(mt)
+        mt if crate::extract::is_tar(mt)
             && l.annotations.get(ANN_UNPACK).is_some_and(|v| v == "true") =>
         {
             if !is_safe_rel(title) {

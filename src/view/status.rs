@@ -13,7 +13,7 @@ use std::path::Path;
 /// its config and agent.yaml, so a dry run pulls like a run, and "do nothing" suggests
 /// otherwise): pulled, or only tagged when the store already held it, and a tag that moved;
 /// nothing when the store had it.
-pub fn pulled_to_plan(reference: &str, fetched: &crate::run::prepare::Fetched) -> String {
+pub fn pulled_to_plan(reference: &str, fetched: &otters_run::prepare::Fetched) -> String {
     let reference = esc(reference);
     let digest = &fetched.digest;
     let rm = |tag: &str| format!("`otters rm {tag}` removes the tag");
@@ -32,8 +32,12 @@ pub fn pulled_to_plan(reference: &str, fetched: &crate::run::prepare::Fetched) -
 
 /// `sign`: what was signed (`reference` resolved to `digest`) and where the signature went: the
 /// store and the registry, or the store only and why (with what to do to share it).
-pub fn signed(reference: &str, digest: &Digest, shared: &crate::target::Shared) -> String {
-    use crate::target::{Shared, StoreOnly};
+pub fn signed(
+    reference: &str,
+    digest: &Digest,
+    shared: &otters_pipeline::target::Shared,
+) -> String {
+    use otters_pipeline::target::{Shared, StoreOnly};
     let image = super::pinned(reference, digest);
     let push = format!(
         "`otters push {}` pushes the image with its signatures",
@@ -66,8 +70,12 @@ pub fn signed(reference: &str, digest: &Digest, shared: &crate::target::Shared) 
 
 /// `verify`: which copy of the image was checked (its digest) with which signatures, and, when
 /// the store answered for a registry tag, that the tag may name another image there now.
-pub fn verified_copy(reference: &str, digest: &Digest, checked: &crate::trust::Checked) -> String {
-    use crate::trust::Checked;
+pub fn verified_copy(
+    reference: &str,
+    digest: &Digest,
+    checked: &otters_pipeline::trust::verify::Checked,
+) -> String {
+    use otters_pipeline::trust::verify::Checked;
     let image = super::pinned(reference, digest);
     // A digest reference names the same image everywhere; a tag may have moved.
     let moved = if reference.contains('@') {
@@ -127,7 +135,7 @@ pub fn exported<'a>(
 /// `load`: what it did, as (stderr, stdout): each tag it moved, the referrers it left out, a
 /// word on each image named only by a bare tag; on stdout each image's name and digest (the
 /// digest alone for an untagged one).
-pub fn loaded(loaded: &crate::archive::Loaded, from: &str) -> (String, String) {
+pub fn loaded(loaded: &otters_pipeline::archive::Loaded, from: &str) -> (String, String) {
     use std::fmt::Write as _;
     let (mut said, mut out) = (String::new(), String::new());
     for m in &loaded.moved {
@@ -254,9 +262,9 @@ mod tests {
 
     #[test]
     fn status_lines_read_as_sentences() {
-        use crate::run::prepare::Fetched;
-        use crate::target::{Shared, StoreOnly};
-        use crate::trust::Checked;
+        use otters_pipeline::target::{Shared, StoreOnly};
+        use otters_pipeline::trust::verify::Checked;
+        use otters_run::prepare::Fetched;
         let (old, new) = (Digest::of(b"old"), Digest::of(b"new"));
         let fetched = |pulled, tag: Option<&str>, previous: Option<&Digest>| Fetched {
             digest: new.clone(),

@@ -3,9 +3,9 @@
 use super::yaml::Node;
 use super::{ConfigFrom, Kind, MountSource, Options};
 use crate::export::USER_ID;
-use crate::run::plan::CONTAINER_PORT;
-use crate::run::prepare::provider_key;
-use crate::run::source::AgentImage;
+use crate::plan::CONTAINER_PORT;
+use crate::prepare::provider_key;
+use crate::source::AgentImage;
 
 /// One declared MOUNT and what backs it.
 pub(super) struct Mapped {

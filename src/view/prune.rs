@@ -4,33 +4,7 @@ use otters_oci::store::prune::{PruneReport, PrunedBlob};
 use std::time::Duration;
 
 /// A duration that is not `90s`, `30m`, `1h`, `2d` or a plain number of seconds.
-#[derive(Debug, thiserror::Error)]
-#[error("`{0}` is not a duration: give a number with s, m, h or d (e.g. 30m, 1h)")]
-pub struct AgeError(String);
-
-/// `90s`, `30m`, `1h`, `2d`, or a plain number of seconds.
-pub fn parse_age(text: &str) -> Result<Duration, AgeError> {
-    let (digits, unit) = text
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((text, ""), |i| text.split_at(i));
-    let scale = match unit {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        _ => 0,
-    };
-    match digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-    {
-        Some(secs) if scale > 0 => Ok(Duration::from_secs(secs)),
-        _ => Err(AgeError(otters_core::escape::escape(text).into_owned())),
-    }
-}
-
-/// `1h`, `90s`: a duration as [`parse_age`] accepts it, in its largest whole unit.
+/// `1h`, `90s`: a duration as [`otters_cli::prune::parse_age`] accepts it, in its largest whole unit.
 pub fn show_age(d: Duration) -> String {
     let s = d.as_secs();
     match s {
@@ -112,6 +86,7 @@ pub fn kept(report: &PruneReport, dry_run: bool, min_age: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use otters_cli::prune::parse_age;
     use otters_oci::Digest;
 
     #[test]

@@ -9,9 +9,9 @@ use super::mounts::{self, MountError, RealHost, UserMount};
 use super::overrides::{parse_config, OverrideError, Overrides};
 use super::plan::{RunPlan, Warning};
 use super::prepare::{self, Prepared};
-use crate::build::{self, AgentfileSource, BuildError, BuildOptions};
 use otters_agentfile::diagnostic::{Diagnostic, Severity, SourceFile};
 use otters_oci::Store;
+use otters_pipeline::build::{self, AgentfileSource, BuildError, BuildOptions};
 use std::path::{Path, PathBuf};
 
 /// An override that is not one.
@@ -72,7 +72,7 @@ pub enum BuildFirstError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Epoch(#[from] crate::lower::epoch::BadEpoch),
+    Epoch(#[from] otters_pipeline::lower::epoch::BadEpoch),
     /// The build failed (its diagnostics are in it).
     #[error("the build failed: {}", .0.kind)]
     Build(Box<BuildError>),
@@ -104,7 +104,7 @@ pub fn build_first(store: &Store, path: &Path, how: &BuildFirst) -> Result<Built
         allow_unpinned: how.allow_unpinned,
         locked: how.locked,
         hash_cache: how.hash_cache.clone(),
-        source_date_epoch: crate::lower::epoch::parse(how.source_date_epoch.as_deref())?,
+        source_date_epoch: otters_pipeline::lower::epoch::parse(how.source_date_epoch.as_deref())?,
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
     let out =

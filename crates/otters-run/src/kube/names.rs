@@ -2,7 +2,7 @@
 //! check of every other name the user gave (and of the image reference).
 
 use super::{ConfigFrom, KubeError, MountSource, Options};
-use crate::run::source::AgentImage;
+use crate::source::AgentImage;
 
 /// Whether `s` is a DNS-1123 label: 1–63 of `a-z0-9-`, starting and ending alphanumeric.
 pub fn is_dns1123_label(s: &str) -> bool {

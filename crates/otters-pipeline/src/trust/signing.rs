@@ -8,10 +8,10 @@
 //! Takes: a key path, or a token given and the environment, and the services' URLs. Returns: an
 //! [`attest::Sign`] callback; the attached documents' digests. Must never: read the environment itself (the caller passes a
 //! lookup), or keep the ephemeral keys.
-use crate::attest;
 use crate::build::BuildOutput;
-use crate::keyless::{KeylessSignError, Services, TokenSource};
 use crate::target::{Shared, Target, TargetError};
+use crate::trust::attest;
+use crate::trust::keyless::{KeylessSignError, Services, TokenSource};
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
 use otters_oci::{Descriptor, Digest, Store, StoreError};
 use otters_supply::bundle;
@@ -64,9 +64,9 @@ pub fn keyless_signer(
     source: &TokenSource,
     services: Services,
 ) -> Result<Box<attest::Sign<'static>>, KeylessSignError> {
-    let token = crate::keyless::token(source)?;
+    let token = crate::trust::keyless::token(source)?;
     Ok(Box::new(move |statement: &Statement| {
-        crate::keyless::sign(&statement.to_bytes(), &token, &services)
+        crate::trust::keyless::sign(&statement.to_bytes(), &token, &services)
             .map_err(attest::SignError::from)
     }))
 }

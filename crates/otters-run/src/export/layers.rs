@@ -9,11 +9,11 @@
 //! backend at `build::pgzip::GZIP_LEVEL` with mtime 0. Must never: follow a symlink,
 //! write a world-writable directory, or read the clock, owner, umask or locale.
 
-use crate::build::pgzip::GZIP_LEVEL;
 use flate2::{Compression, GzBuilder};
 use otters_oci::spec::descriptor::{Descriptor, ANN_TITLE, TAR_GZIP_LAYER};
 use otters_oci::spec::digest::HashingWriter;
 use otters_oci::{Digest, Store, StoreError};
+use otters_pipeline::build::pgzip::GZIP_LEVEL;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;

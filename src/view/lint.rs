@@ -5,10 +5,10 @@
 //! Takes: each file and its findings, in turn. Returns: the text for standard output and standard
 //! error. Must never: keep a streamed file's findings once its text is returned (memory holds one
 //! file's findings, not every file's, unless the format is one document).
-use crate::lint::Counts;
 use otters_agentfile::diagnostic::codes::RULES;
 use otters_agentfile::diagnostic::render::{self, ColorChoice, FileReport, Human};
 use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
+use otters_pipeline::lint::Counts;
 
 /// `otters lint --format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +97,23 @@ impl Printer {
         Out {
             stdout,
             stderr: String::new(),
+        }
+    }
+}
+
+impl From<otters_cli::lint::Format> for Format {
+    fn from(f: otters_cli::lint::Format) -> Self {
+        use otters_cli::lint::Format as Cli;
+        use Format as View;
+        match f {
+            Cli::Human => View::Human,
+            Cli::Concise => View::Concise,
+            Cli::Json => View::Json,
+            Cli::Sarif => View::Sarif,
+            Cli::Github => View::Github,
+            Cli::Gitlab => View::Gitlab,
+            Cli::Junit => View::Junit,
+            Cli::Checkstyle => View::Checkstyle,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Takes: an agent image (from the store), the export's image reference by digest, and the
 //! user's [`Options`]. Returns: the objects as multi-document YAML ([`yaml`]), the same bytes for
 //! the same agent and options. The environment and the required-CONFIG gate come
-//! from [`crate::run::plan::plan`] (docker layout, as in the export), so a pod sees what
+//! from [`crate::plan::plan`] (docker layout, as in the export), so a pod sees what
 //! `otters run --executor docker` shows. Must never: inline a credential (the provider key comes
 //! from a Secret), accept a required CONFIG without value or an unmapped MOUNT (unless asked), or
 //! write a name that is not DNS-1123.
@@ -22,11 +22,11 @@ pub use options::{
     parse_config_from, parse_mount, ArgError, ConfigFrom, Kind, MountSource, Options, Resources,
 };
 
+use crate::env::EnvEntry;
 use crate::export::RUNNABLE;
-use crate::run::env::EnvEntry;
-use crate::run::overrides::{self, OverrideError, Overrides};
-use crate::run::plan::{self, Launcher, Pins, PlanError, RunOptions, CONTAINER_PORT};
-use crate::run::source::AgentImage;
+use crate::overrides::{self, OverrideError, Overrides};
+use crate::plan::{self, Launcher, Pins, PlanError, RunOptions, CONTAINER_PORT};
+use crate::source::AgentImage;
 use otters_oci::spec::annotations::{AGENT_DIGEST, EXPORT};
 use otters_oci::Platform;
 use pod::Mapped;
@@ -443,7 +443,7 @@ mod tests {
             digest: otters_oci::Digest::of(b"agent"),
             layers: Vec::new(),
             model,
-            pins: crate::lower::Pins::default(),
+            pins: otters_pipeline::lower::Pins::default(),
         }
     }
 

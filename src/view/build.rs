@@ -4,9 +4,9 @@
 //! Takes: the [`BuildOutput`] and what the front end did with it. Returns: lines. Must never:
 //! print.
 use super::{human_size, line};
-use crate::build::results::Layer;
-use crate::build::BuildOutput;
 use otters_oci::Digest;
+use otters_pipeline::build::results::Layer;
+use otters_pipeline::build::BuildOutput;
 use std::path::Path;
 
 /// `tagged T`, `wrote DEST` (an `--output`), `wrote LOCK (N image(s) pinned)` when the lock
@@ -70,10 +70,10 @@ pub fn layers(layers: &[Layer]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::LockWrite;
     use otters_agentfile::diagnostic::SourceFile;
     use otters_oci::registry::transfer::TransferReport;
     use otters_oci::{Descriptor, MediaType};
+    use otters_pipeline::build::LockWrite;
 
     #[test]
     fn status_lines_say_what_the_build_did() {

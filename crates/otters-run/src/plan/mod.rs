@@ -26,10 +26,10 @@ use super::env::{self, Layout};
 use super::mounts::{self, UserMount};
 use super::overrides::{self, Overrides};
 use super::source::AgentImage;
-use crate::lower::agent_yaml::{self, Executor as YamlExecutor, ImageRef};
 use docker::docker_argv;
 use draft::{check_inside, Draft};
 use otters_agentfile::ir::{ConfigValue, Mount};
+use otters_pipeline::lower::agent_yaml::{self, Executor as YamlExecutor, ImageRef};
 
 /// Build the plan. `host_env` is consulted only for the model provider's credentials.
 pub fn plan(

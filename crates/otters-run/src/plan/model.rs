@@ -1,17 +1,17 @@
 //! The plan's types: what the user asked for ([`RunOptions`]), what `otters run` will do
 //! ([`RunPlan`], [`TreeEntry`]), and why it cannot ([`PlanError`]).
 
-use crate::run::env::EnvEntry;
-use crate::run::mounts::{MountError, UserMount};
-use crate::run::overrides::{OverrideError, Overrides};
-use crate::run::source::Platform;
+use crate::env::EnvEntry;
+use crate::mounts::{MountError, UserMount};
+use crate::overrides::{OverrideError, Overrides};
+use crate::source::Platform;
 use otters_agentfile::ir::names::shown;
 use otters_oci::{Digest, MediaType};
 use serde::Serialize;
 use std::path::PathBuf;
 
 /// How the chosen executor launches the agent: on the host, or through a docker-compatible CLI
-/// with its settings (the kind alone is [`crate::lower::agent_yaml::Executor`]).
+/// with its settings (the kind alone is [`otters_pipeline::lower::agent_yaml::Executor`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Launcher {
@@ -112,7 +112,7 @@ pub struct RunOptions {
     /// refused ([`PlanError::Unpinned`]), and why.
     pub pins: Pins,
     /// Model providers the user named (`--provider`): their credentials are passed like a known
-    /// provider's ([`crate::run::env::untrusted_provider`]).
+    /// provider's ([`crate::env::untrusted_provider`]).
     pub providers: Vec<String>,
 }
 

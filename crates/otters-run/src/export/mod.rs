@@ -5,8 +5,8 @@
 //! [`Fetcher`] for its pinned runtime and BIN images. Returns: the image (or index) stored as a
 //! referrer of the agent, its manifest's `subject` the agent, so `discover` lists it and `kube`
 //! finds it. Its filesystem is the agent tree exactly as the docker executor shows it to the agent:
-//! the tree is planned by [`crate::run::plan::plan`] and written by
-//! [`crate::run::materialise::materialise`] (docker layout, the same code `otters run` uses), then
+//! the tree is planned by [`crate::plan::plan`] and written by
+//! [`crate::materialise::materialise`] (docker layout, the same code `otters run` uses), then
 //! each [`CONTAINER_BINDS`] entry lands at its container path. Layers: the runtime, one per BIN,
 //! the agent's own files, so agents sharing a runtime or BIN share those layers. Entrypoint, Cmd,
 //! `WorkingDir` and `Env` are the docker executor's; the user is [`USER`].
@@ -25,14 +25,14 @@ pub mod layers;
 pub mod loader;
 pub mod push;
 
-use crate::run::extract::Limits;
-use crate::run::materialise::{self, MaterialiseError};
-use crate::run::mounts::UserMount;
-use crate::run::overrides::Overrides;
-use crate::run::plan::{
+use crate::extract::Limits;
+use crate::materialise::{self, MaterialiseError};
+use crate::mounts::UserMount;
+use crate::overrides::Overrides;
+use crate::plan::{
     self, Launcher, Pins, PlanError, RunOptions, CONTAINER_BINDS, CONTAINER_RUNTIME,
 };
-use crate::run::source::{self, AgentImage, Fetcher, SourceError};
+use crate::source::{self, AgentImage, Fetcher, SourceError};
 use layers::{Group, LayerError};
 use otters_core::json::{to_compact, Value};
 use otters_oci::referrers::descriptor_of;

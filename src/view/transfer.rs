@@ -1,11 +1,11 @@
 //! What moved: a push's or pull's [`TransferReport`], a copy's [`CopyReport`], and the referrer
 //! tree `discover` found.
 use super::{esc, human_size, line};
-use crate::copy::CopyReport;
 use otters_oci::reference::Reference;
 use otters_oci::referrers::{Node, Tree};
 use otters_oci::registry::transfer::TransferReport;
 use otters_oci::Descriptor;
+use otters_pipeline::copy::CopyReport;
 use serde_json::json;
 
 /// The status lines of a push or pull (`verb`: `pushed`, `pulled`): what was transferred, and
@@ -241,11 +241,11 @@ mod tests {
     }
 
     fn copied(
-        role: crate::copy::closure::Role,
+        role: otters_pipeline::copy::closure::Role,
         destination: &str,
         n: u8,
-    ) -> crate::copy::CopiedImage {
-        crate::copy::CopiedImage {
+    ) -> otters_pipeline::copy::CopiedImage {
+        otters_pipeline::copy::CopiedImage {
             role,
             reference: format!("reg1/x{n}:1"),
             source: format!("reg1/x{n}:1@{}", Digest::of(&[n])),
@@ -262,18 +262,18 @@ mod tests {
 
     #[test]
     fn a_copy_says_which_destination_tags_it_replaced_and_which_it_kept() {
-        use crate::copy::closure::Role;
+        use otters_pipeline::copy::closure::Role;
         let old = Digest::of(b"old");
         let mut root = copied(Role::Image, "reg2/x1:1", 1);
         root.replaces = Some(old.to_string());
-        root.referrers = vec![crate::copy::ListedReferrer {
+        root.referrers = vec![otters_pipeline::copy::ListedReferrer {
             digest: Digest::of(b"sig"),
             subject: Digest::of(&[1]),
             kind: Some("signature".into()),
             artifact_type: None,
         }];
         let mut pin = copied(Role::Runtime, &format!("reg2/x2@{}", Digest::of(&[2])), 2);
-        pin.kept_tag = Some(crate::copy::KeptTag {
+        pin.kept_tag = Some(otters_pipeline::copy::KeptTag {
             tag: "reg2/x2:1".into(),
             holds: old.to_string(),
         });
@@ -321,8 +321,8 @@ mod tests {
 
     #[test]
     fn a_runnable_export_is_named_by_its_annotations() {
-        use crate::export::RUNNABLE;
         use otters_oci::spec::annotations::{EXPORT, EXPORT_PLATFORM};
+        use otters_run::export::RUNNABLE;
         let root = Descriptor::new(
             "application/vnd.oci.image.manifest.v1+json",
             Digest::of(b"r"),

@@ -124,9 +124,9 @@ pub(super) fn docker_argv(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::env::EnvEntry;
-    use crate::run::mounts::UserMount;
-    use crate::run::plan::{ImageInfo, Launcher};
+    use crate::env::EnvEntry;
+    use crate::mounts::UserMount;
+    use crate::plan::{ImageInfo, Launcher};
     use std::path::PathBuf;
 
     #[test]

@@ -7,10 +7,10 @@
 //! no registry holds.
 use super::{KubeError, Manifests, Options};
 use crate::export;
-use crate::run::extract::Limits;
-use crate::run::fetch::RegistryFetcher;
-use crate::run::prepare::{self, PrepareError, Pull};
-use crate::run::source::{self, Fetcher, SourceError};
+use crate::extract::Limits;
+use crate::fetch::RegistryFetcher;
+use crate::prepare::{self, PrepareError, Pull};
+use crate::source::{self, Fetcher, SourceError};
 use otters_core::escape::escape;
 use otters_oci::reference::Reference;
 use otters_oci::registry::{ClientOptions, RegistryClient, RegistryError};
@@ -99,7 +99,7 @@ pub fn agent_objects(
     opts.image = if let Some(i) = image {
         i.to_owned()
     } else {
-        let local = crate::run::source::LocalOnly;
+        let local = crate::source::LocalOnly;
         let fetcher: &dyn Fetcher = if fetch.offline { &local } else { &registry };
         find_export(store, reference, &top, platform, fetch, fetcher)
             .map_err(|e| for_platform(e, manifest == top))?
@@ -232,7 +232,7 @@ mod tests {
             &top,
             &platform,
             &offline,
-            &crate::run::source::LocalOnly,
+            &crate::source::LocalOnly,
         )
         .unwrap_err();
         let text = e.to_string();

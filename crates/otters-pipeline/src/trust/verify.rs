@@ -6,8 +6,6 @@
 //! Takes: the values of the flags and of `[verify]`, the store, a reference and its digest.
 //! Returns: a [`Who`], or the gate's answer. Must never: accept a signature over another digest
 //! than the one the run resolved, or ask an implied Docker Hub about a local tag.
-use crate::run::fetch::RegistryFetcher;
-use crate::run::prepare::{self, Fetched, PrepareError, Pull};
 use crate::target::{names_registry, one_line, Target};
 use otters_core::escape::escape;
 use otters_oci::registry::config::{RegistryConfig, RegistryConfigError, VerifySettings};
@@ -324,32 +322,7 @@ pub struct Gate<'a> {
     pub may_contact: bool,
 }
 
-/// Why `run`, `export` or `kube` has no image to work on: it could not be fetched, or the gate
-/// refused it. Each said as its cause says it, the cause kept a link of the chain.
-#[derive(Debug, thiserror::Error)]
-pub enum FetchError {
-    #[error("{0}")]
-    Fetch(#[from] PrepareError),
-    #[error("{0}")]
-    Gate(#[from] GateError),
-}
-
 impl Gate<'_> {
-    /// The image `reference` names, from the store or pulled as `pull` allows, then held to the
-    /// gate (see [`Gate::check`]) before anything of it is read: what was fetched, and who signed.
-    pub fn fetch(
-        &self,
-        store: &Store,
-        registry: &RegistryFetcher,
-        reference: &str,
-        pull: Pull,
-        verb: &'static str,
-    ) -> Result<(Fetched, Option<Who>), FetchError> {
-        let fetched = prepare::fetch_image(store, registry, reference, pull)?;
-        let who = self.check(store, reference, &fetched.digest, verb)?;
-        Ok((fetched, who))
-    }
-
     /// Who must have signed, if anyone: the flags, else `[verify]` in config.toml.
     pub fn who(&self) -> Result<Option<Who>, GateError> {
         let path = RegistryConfig::default_path();

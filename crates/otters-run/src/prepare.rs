@@ -14,8 +14,8 @@ use super::mounts::UserMount;
 use super::overrides::Overrides;
 use super::plan::{is_path_safe, Launcher, Pins, RunOptions, CONTAINER_USER};
 use super::source::{self, AgentImage, Platform, SourceError};
-use crate::lower::agent_yaml::Executor as ExecutorKind;
 use otters_oci::{Digest, Store, StoreError};
+use otters_pipeline::lower::agent_yaml::Executor as ExecutorKind;
 use std::path::{Path, PathBuf};
 
 /// Whether `otters run` may pull what the store lacks.
@@ -126,7 +126,9 @@ pub fn fetch_image(
 ) -> Result<Fetched, PrepareError> {
     let held = store.resolve(reference)?.map(|d| d.digest);
     let pinned = reference.contains('@');
-    let ask = pull == Pull::Always && !pinned && crate::target::names_registry(reference).is_some();
+    let ask = pull == Pull::Always
+        && !pinned
+        && otters_pipeline::target::names_registry(reference).is_some();
     if let Some(digest) = held.clone().filter(|_| !ask) {
         return Ok(Fetched {
             digest,
@@ -325,7 +327,7 @@ pub fn missing_provider_key(
     model: Option<&str>,
     named: &[String],
     env: &[EnvEntry],
-) -> Option<crate::run::plan::Warning> {
+) -> Option<crate::plan::Warning> {
     let model = model.filter(|m| !m.is_empty())?;
     if untrusted_provider(model, named).is_some() {
         return None;
@@ -337,7 +339,7 @@ pub fn missing_provider_key(
     // MODEL comes from the image: shown escaped and bounded.
     let model = otters_oci::validate::escape_text(model, 120);
     let key = otters_oci::validate::escape_text(&key, 80);
-    Some(crate::run::plan::Warning::KeyUnset { model, key })
+    Some(crate::plan::Warning::KeyUnset { model, key })
 }
 
 #[cfg(test)]
