@@ -47,6 +47,7 @@ mod pull;
 mod push;
 mod referrers;
 mod run;
+mod schema;
 mod sign;
 mod tag;
 
@@ -76,6 +77,7 @@ pub fn main() -> ExitCode {
         Command::Lsp(a) => lsp::run(a),
         Command::Fmt(a) => fmt::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Schema(a) => schema::run(a),
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),
         Command::Inspect(a) => inspect::run_inspect(a),

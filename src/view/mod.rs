@@ -14,6 +14,7 @@ pub mod lint;
 pub mod progress;
 pub mod prune;
 pub mod report;
+pub mod schema;
 pub mod status;
 pub mod transfer;
 

@@ -36,6 +36,7 @@ pub mod pull;
 pub mod push;
 pub mod referrers;
 pub mod run;
+pub mod schema;
 pub mod sign;
 pub mod tag;
 
@@ -62,6 +63,11 @@ pub enum Command {
     Fmt(fmt::Args),
     /// Print the documentation of a diagnostic code (e.g. `otters explain AF101`)
     Explain(explain::Args),
+    /// Print the JSON Schema (draft-07) of a file otters reads or writes, or of a JSON output
+    ///
+    /// `otters schema --list` names them; docs/schemas.md says what each describes and
+    /// docs/editors.md how to give them to an editor.
+    Schema(schema::Args),
     /// Build an Agentfile into an OCI artifact in the local store
     Build(build::Args),
     /// List the images in the local store

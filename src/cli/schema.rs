@@ -1,0 +1,24 @@
+//! `otters schema NAME` prints one published JSON Schema (exactly `schemas/v1/NAME.json`);
+//! `otters schema --list` names them. The schemas are `otters_schema`'s.
+use super::CliResult;
+use crate::view::schema as view;
+use otters_cli::schema::Args;
+use std::process::ExitCode;
+
+// Rationale: the signature is the one every dispatcher in cli/mod.rs has.
+#[allow(clippy::unnecessary_wraps)]
+pub fn run(a: Args) -> CliResult {
+    if a.list {
+        out!("{}", view::list());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let name = a.name.unwrap_or_default();
+    match otters_schema::find(&name) {
+        Some(entry) => out!("{}", entry.text()),
+        None => {
+            eprint!("{}", view::unknown(&name));
+            return Ok(ExitCode::from(2));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
