@@ -39,6 +39,7 @@ mod registry_config;
 mod registry_ux;
 mod run;
 mod run_args;
+mod schemas;
 mod security_extract;
 mod security_frontend;
 mod security_inputs;
