@@ -12,6 +12,7 @@ mod ci_files;
 mod ci_reports;
 mod cli_output;
 mod compat;
+mod conformance;
 mod copy;
 mod copy_policy;
 mod copy_stream;
