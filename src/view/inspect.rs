@@ -4,10 +4,10 @@ use super::{esc, human_size, line};
 use otters_agentfile::ir::{Agent, Node};
 use otters_core::escape::json_controls;
 use otters_oci::store::query::ImageDetails;
-use otters_schema::outputs::{Described, Inspect, Layer};
+use otters_schema::outputs::{Described, Inspect, Layer, WithSchema};
 
 /// The JSON view: the manifest as read, its config, and one entry per layer
-/// (`otters_schema::outputs::Inspect`, whose schema is `otters schema inspect`).
+/// (`otters_schema::outputs::Inspect`, whose schema, `otters schema inspect`, `"$schema"` names).
 pub fn json(reference: &str, shown: &ImageDetails) -> Result<String, serde_json::Error> {
     let manifest: serde_json::Value = serde_json::from_slice(&shown.bytes)?;
     let d = &shown.descriptor;
@@ -35,6 +35,7 @@ pub fn json(reference: &str, shown: &ImageDetails) -> Result<String, serde_json:
             size: s.size,
         }),
     };
+    let v = WithSchema::new("inspect", v);
     Ok(format!(
         "{}\n",
         json_controls(serde_json::to_string_pretty(&v)?)

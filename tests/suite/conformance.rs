@@ -85,5 +85,8 @@ fn every_code_check_reports_has_a_case() {
         .filter(|c| c.starts_with("AF0") || c.starts_with("AF1") || c.starts_with("AF2"))
         .filter(|c| !seen.contains(*c))
         .collect();
-    assert!(missing.is_empty(), "no conformance case reports {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "no conformance case reports {missing:?}"
+    );
 }

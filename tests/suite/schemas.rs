@@ -102,11 +102,15 @@ fn toml_to_json(python: &Path, toml: &Path, out: &Path) {
         .arg(out)
         .status()
         .unwrap();
-    assert!(status.success(), "tomllib could not read {}", toml.display());
+    assert!(
+        status.success(),
+        "tomllib could not read {}",
+        toml.display()
+    );
 }
 
-/// The twins of `doc`: an unknown top-level field, and its first field of the wrong type (for an
-/// array, the first item's).
+/// The twins of `doc`: an unknown top-level field, and its first field (after `$schema`) of the
+/// wrong type (for an array, the first item's).
 fn broken_twins(doc: &Value) -> Vec<(&'static str, Value)> {
     let wrong = |v: &Value| match v {
         Value::String(_) => Value::from(12345),
@@ -117,7 +121,11 @@ fn broken_twins(doc: &Value) -> Vec<(&'static str, Value)> {
     match (&mut unknown, &mut retyped) {
         (Value::Object(u), Value::Object(r)) => {
             u.insert("otters-unknown-field".into(), Value::from(1));
-            let first = r.keys().next().cloned().expect("a field");
+            let first = r
+                .keys()
+                .find(|k| *k != "$schema")
+                .cloned()
+                .expect("a field");
             let v = wrong(&r[&first]);
             r.insert(first, v);
         }
@@ -143,7 +151,9 @@ fn documents(w: &StaticWorld, python: &Path) -> Vec<(&'static str, Value)> {
     let lock = fs::read_to_string(ctx.join("Agentfile.lock")).expect("the build wrote the lock");
     docs.push(("agentfile-lock", json(&lock)));
 
-    let inspect = json(&ok(cli::otters(home).args(["inspect", "--format", "json", &agent])));
+    let inspect = json(&ok(
+        cli::otters(home).args(["inspect", "--format", "json", &agent])
+    ));
     let yaml_layer = inspect["layers"]
         .as_array()
         .unwrap()
@@ -175,11 +185,20 @@ fn documents(w: &StaticWorld, python: &Path) -> Vec<(&'static str, Value)> {
         String::from_utf8_lossy(&run.stderr)
     );
     let yaml: Value = serde_yaml_ng::from_slice(&fs::read(written).unwrap()).unwrap();
-    assert!(yaml.get("id").is_some() && yaml.get("image").is_some(), "{yaml}");
+    assert!(
+        yaml.get("id").is_some() && yaml.get("image").is_some(),
+        "{yaml}"
+    );
     docs.push(("agent-yaml", yaml));
 
     let plan = ok(cli::otters(home)
-        .args(["run", &agent, "--dry-run", "--config", "webhook=http://hook"])
+        .args([
+            "run",
+            &agent,
+            "--dry-run",
+            "--config",
+            "webhook=http://hook",
+        ])
         .env("ANTHROPIC_API_KEY", "sk-test"));
     docs.push(("run-plan", json(&plan)));
 
@@ -254,8 +273,20 @@ fn real_documents_validate_and_their_broken_twins_do_not() {
     for (i, (name, doc)) in docs.iter().enumerate() {
         let file = dir.join(format!("{i}-{name}.json"));
         fs::write(&file, doc.to_string()).unwrap();
+        if ["inspect", "run-plan", "copy"].contains(name) {
+            let id =
+                format!("https://github.com/openotters/otters/raw/main/schemas/v1/{name}.json");
+            assert_eq!(
+                doc["$schema"],
+                id.as_str(),
+                "{name} does not name its schema"
+            );
+        }
         let (valid, said) = validates(&check, name, &file);
-        assert!(valid, "{name}: otters' own document does not validate:\n{said}\n{doc:#}");
+        assert!(
+            valid,
+            "{name}: otters' own document does not validate:\n{said}\n{doc:#}"
+        );
         for (how, twin) in broken_twins(doc) {
             let file = dir.join(format!("{i}-{name}-twin.json"));
             fs::write(&file, twin.to_string()).unwrap();

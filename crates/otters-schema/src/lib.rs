@@ -7,17 +7,14 @@
 //! the text depends only on the types, so `schemas/v1/` in the repository is compared with it.
 
 pub mod documents;
+mod id;
 pub mod outputs;
+
+pub use id::{id, REPOSITORY, VERSION};
 
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
-
-/// The version of the schema set, the directory of `$id` (`schemas/v1/NAME.json`).
-pub const VERSION: &str = "v1";
-
-/// The repository the `$id`s live under (`repository` of Cargo.toml).
-pub const REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
 
 /// One published schema.
 #[derive(Clone, Copy)]
@@ -68,7 +65,7 @@ impl Entry {
 
     /// Its `$id`: `<repository>/raw/main/schemas/v1/NAME.json`.
     pub fn id(&self) -> String {
-        format!("{REPOSITORY}/raw/main/schemas/{VERSION}/{}.json", self.name)
+        id(self.name)
     }
 
     /// The schema's text: pretty JSON with a final newline.
@@ -144,9 +141,9 @@ pub const SCHEMAS: &[Entry] = &[
     Entry::read::<otters_agentfile::check::config::FileShape>("otters-toml", "otters.toml", "A project's otters.toml (or .otters.toml): the settings of otters lint and the portability lints.", &["otters.toml", ".otters.toml"]),
     Entry::read::<otters_oci::registry::config::FileShape>("config-toml", "$OTTERS_HOME/config.toml", "otters' own configuration: per-registry transport settings, mirrors, and the signature policy of otters run.", &[]),
     Entry::write::<Vec<otters_agentfile::diagnostic::render::Finding<'static>>>("lint", "otters lint --format json", "The findings of otters lint --format json: one object per finding, in file then position order.", &[]),
-    Entry::write::<outputs::Inspect<'static>>("inspect", "otters inspect --format json", "An image as otters inspect --format json shows it: its descriptor, manifest, config and layers.", &[]),
-    Entry::write::<otters_run::plan::RunPlan>("run-plan", "otters run --dry-run", "Everything otters run would do, as otters run --dry-run prints it (secret values redacted).", &[]),
-    Entry::write::<otters_pipeline::copy::CopyReport>("copy", "otters copy --format json", "What otters copy did (or, with --dry-run, would do), as otters copy --format json prints it.", &[]),
+    Entry::write::<outputs::WithSchema<outputs::Inspect<'static>>>("inspect", "otters inspect --format json", "An image as otters inspect --format json shows it: its descriptor, manifest, config and layers.", &[]),
+    Entry::write::<outputs::WithSchema<otters_run::plan::RunPlan>>("run-plan", "otters run --dry-run", "Everything otters run would do, as otters run --dry-run prints it (secret values redacted).", &[]),
+    Entry::write::<outputs::WithSchema<otters_pipeline::copy::CopyReport>>("copy", "otters copy --format json", "What otters copy did (or, with --dry-run, would do), as otters copy --format json prints it.", &[]),
 ];
 
 /// The schema named `name`.

@@ -1,11 +1,34 @@
 //! The typed JSON outputs the binary's views fill and print, so that their schema and their bytes
-//! come from one type: `otters inspect --format json` ([`Inspect`]).
+//! come from one type: `otters inspect --format json` ([`Inspect`]); and [`WithSchema`], which
+//! puts the `$id` of an output's schema first in it (`"$schema"`).
 //!
 //! Takes: the values a view has. Returns: `Serialize` values, printed by the binary. Must never:
 //! read anything or print.
 
 use schemars::JsonSchema;
 use serde::Serialize;
+
+/// A JSON output with the `$id` of its schema as its first field, `"$schema"`, then its own.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct WithSchema<T> {
+    /// The `$id` of this output's JSON Schema (`otters schema NAME` prints the schema).
+    #[serde(rename = "$schema")]
+    #[schemars(url)]
+    pub schema: String,
+    #[serde(flatten)]
+    pub body: T,
+}
+
+impl<T> WithSchema<T> {
+    /// `body`, said to follow the published schema `name`.
+    pub fn new(name: &str, body: T) -> Self {
+        WithSchema {
+            schema: crate::id::id(name),
+            body,
+        }
+    }
+}
 
 /// A descriptor of a manifest, config or layer.
 #[derive(Serialize, JsonSchema)]
