@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the second readers tests/suite/ci_reports.rs and ci_files.rs use, outside the checkout
+# Installs the second readers tests/suite/ci_reports.rs, ci_files.rs and schemas.rs use (the
+# last: check-jsonschema over otters' own schemas/v1, Python's tomllib), outside the checkout
 # (idempotent; every version pinned):
 #   PyPI -> $OTTERS_CI_TOOLS/venv: check-jsonschema 0.39.0 (its vendored GitHub Actions, GitHub
 #           workflow and GitLab CI schemas), zizmor 1.32.0 (GitHub Actions audits, run --offline),
