@@ -13,12 +13,10 @@ pub fn run(a: Args) -> CliResult {
         return Ok(ExitCode::SUCCESS);
     }
     let name = a.name.unwrap_or_default();
-    match otters_schema::find(&name) {
-        Some(entry) => out!("{}", entry.text()),
-        None => {
-            eprint!("{}", view::unknown(&name));
-            return Ok(ExitCode::from(2));
-        }
-    }
+    let Some(entry) = otters_schema::find(&name) else {
+        eprint!("{}", view::unknown(&name));
+        return Ok(ExitCode::from(2));
+    };
+    out!("{}", entry.text());
     Ok(ExitCode::SUCCESS)
 }

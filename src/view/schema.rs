@@ -1,13 +1,15 @@
 //! `otters schema`: the list of published schemas, and the message for a name that is none.
 use otters_schema::SCHEMAS;
+use std::fmt::Write as _;
 
 /// One line per schema: its name, then what it describes (its title).
 pub fn list() -> String {
     let width = SCHEMAS.iter().map(|e| e.name.len()).max().unwrap_or(0);
-    SCHEMAS
-        .iter()
-        .map(|e| format!("{:width$}  {}\n", e.name, e.title))
-        .collect()
+    let mut out = String::new();
+    for e in SCHEMAS {
+        let _ = writeln!(out, "{:width$}  {}", e.name, e.title);
+    }
+    out
 }
 
 /// `name` names no schema: say so, and list the names.

@@ -3,7 +3,7 @@
 //! the document (or, where the writer quotes by hand, from the model in [`documents`]).
 //!
 //! Takes: a schema name. Returns: the schema's text (pretty JSON, a final newline), or the
-//! SchemaStore catalog of the file formats. Must never: read files, the clock or the environment;
+//! `SchemaStore` catalog of the file formats. Must never: read files, the clock or the environment;
 //! the text depends only on the types, so `schemas/v1/` in the repository is compared with it.
 
 pub mod documents;
@@ -25,7 +25,7 @@ pub struct Entry {
     pub title: &'static str,
     /// One sentence on what it describes.
     pub description: &'static str,
-    /// The file names editors match it to (SchemaStore `fileMatch`); empty for a command's output.
+    /// The file names editors match it to (`SchemaStore`'s `fileMatch`); empty for a command's output.
     pub file_match: &'static [&'static str],
     generate: fn() -> Schema,
 }
@@ -151,7 +151,7 @@ pub fn find(name: &str) -> Option<&'static Entry> {
     SCHEMAS.iter().find(|e| e.name == name)
 }
 
-/// The SchemaStore catalog entries of the schemas editors match to files (`schemas/catalog.json`).
+/// The `SchemaStore` catalog entries of the schemas editors match to files (`schemas/catalog.json`).
 pub fn catalog() -> String {
     let schemas: Vec<Value> = SCHEMAS
         .iter()
