@@ -1,20 +1,23 @@
 //! The models of the two documents otters writes by hand for their exact bytes: `agent.yaml`
 //! (`otters_pipeline::lower::agent_yaml::render`, every string quoted by `otters_core::yaml`) and
 //! the agent config blob (`otters_agentfile::ir::blob::to_json`, Go's field order through
-//! `otters_core::json`). Their writers do not go through these types, so the suite holds them
-//! together: every document otters writes in `tests/suite/schemas.rs` validates against the
-//! schemas made from here (`check-jsonschema`).
+//! `otters_core::json`). Their writers do not go through these types, so two tests hold them
+//! together: this crate's unit tests read what the writers make of an Agentfile with every
+//! instruction back into these types, refusing any field they do not name, and every document
+//! otters writes in `tests/suite/schemas.rs` validates against the schemas made from here
+//! (`check-jsonschema`).
 //!
 //! Takes: nothing. Returns: types whose only use is their JSON Schema. Must never: be used to
 //! write either document (the bytes are the writers').
 #![allow(dead_code, reason = "only the JSON Schemas of these types are used")]
 
 use schemars::JsonSchema;
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// An image pinned by reference and digest.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PinnedRef {
     /// The reference as written in the Agentfile (or inherited from the parent).
     #[serde(rename = "ref")]
@@ -25,8 +28,8 @@ pub struct PinnedRef {
 }
 
 /// The runtime image and where its binary lies.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Runtime {
     /// The RUNTIME reference.
     #[serde(rename = "ref")]
@@ -40,13 +43,13 @@ pub struct Runtime {
 }
 
 /// A `sha256:` digest.
-#[derive(JsonSchema)]
-#[schemars(transparent)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(transparent)]
 pub struct Digest(#[schemars(regex(pattern = r"^sha256:[0-9a-f]{64}$"))] String);
 
 /// A CAPABILITY.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Capability {
     /// The capability's name.
     name: String,
@@ -56,8 +59,8 @@ pub struct Capability {
 }
 
 /// A declared ENV (its value is never written here).
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Env {
     /// The variable's name.
     key: String,
@@ -67,8 +70,8 @@ pub struct Env {
 }
 
 /// A declared MOUNT target (host paths are never written here).
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Mount {
     /// The path inside the agent.
     target: String,
@@ -82,8 +85,8 @@ pub struct Mount {
 }
 
 /// A context document of the agent.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ContextDoc {
     /// Its name (`AGENT`, `WORKSPACE`, `MOUNTS`, or a CONTEXT's).
     name: String,
@@ -95,8 +98,8 @@ pub struct ContextDoc {
 }
 
 /// A BIN tool.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Tool {
     /// The tool's name.
     name: String,
@@ -117,8 +120,8 @@ pub struct Tool {
 }
 
 /// `agent.yaml` (spec §g.2), keys in this order, empty sections left out.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AgentYaml {
     /// The agent's id (written by `otters run` only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -159,8 +162,8 @@ pub struct AgentYaml {
 }
 
 /// A CONTEXT of the config blob.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BlobContext {
     /// Its name.
     name: String,
@@ -176,7 +179,7 @@ pub struct BlobContext {
 }
 
 /// A CONFIG value, typed as Go types it.
-#[derive(JsonSchema)]
+#[derive(JsonSchema, Deserialize)]
 #[serde(untagged)]
 pub enum ConfigValue {
     /// Text.
@@ -190,8 +193,8 @@ pub enum ConfigValue {
 }
 
 /// A CONFIG of the config blob.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BlobConfig {
     /// Its key.
     key: String,
@@ -208,8 +211,8 @@ pub struct BlobConfig {
 }
 
 /// A BIN of the config blob.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BlobBin {
     /// The tool's name.
     name: String,
@@ -224,8 +227,8 @@ pub struct BlobBin {
 }
 
 /// An ADD of the config blob.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BlobAdd {
     /// The source path in the build context.
     src: String,
@@ -239,8 +242,8 @@ pub struct BlobAdd {
 }
 
 /// An ENV of the config blob.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BlobEnv {
     /// The variable's name.
     key: String,
@@ -252,8 +255,8 @@ pub struct BlobEnv {
 }
 
 /// The agent of the config blob.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BlobAgent {
     /// The FROM reference (empty for `scratch`).
     from: String,
@@ -300,8 +303,8 @@ pub struct BlobAgent {
 
 /// The agent config blob, as otters writes it (openotters' blobs, which otters also reads, may
 /// carry fields this schema refuses).
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     /// The Agentfile syntax (`openotters/agentfile:1`).
     syntax: String,

@@ -1,6 +1,7 @@
 //! The committed schemas are the generated ones; every field is described; every object whose
 //! reader or writer knows all its fields refuses others.
 use super::*;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn schemas_dir() -> PathBuf {
@@ -114,4 +115,91 @@ fn names_are_unique_and_ids_are_versioned_under_the_repository() {
         assert_eq!(find(e.name).map(|f| f.title), Some(e.title));
     }
     assert!(find("nope").is_none());
+}
+
+/// An Agentfile with every instruction and every optional part of each.
+const EVERYTHING: &str = "# syntax=openotters/agentfile:1
+FROM scratch
+ARG V=1
+RUNTIME example.com/rt:${V}
+MODEL anthropic/claude-test
+NAME probe
+LABEL description=\"Probes\"
+CONTEXT SOUL \"Core rules\" <<EOF
+Be brief.
+EOF
+CONTEXT IDENTITY \"Who\" file://identity.md
+CONTEXT EMPTY \"nothing yet\"
+CONFIG max-tokens=256 \"Short answers\"
+CONFIG temperature=0.5
+CONFIG mode=fast
+CONFIG verbose=false
+CONFIG webhook! \"Where to post\"
+ENV LOG_LEVEL=debug \"How chatty\"
+BIN tool example.com/tool:1 \"A tool\" <<USAGE
+tool --help
+USAGE
+BIN other example.com/other:1
+ADD data/hosts.json hosts.json \"Hosts\"
+EXEC [\"serve\", \"--verbose\"]
+CAPABILITY note_save note_list
+MOUNT /data ro \"Input\"
+MOUNT /out
+";
+
+fn everything() -> otters_agentfile::ir::Agentfile {
+    let file = otters_agentfile::diagnostic::SourceFile::new("Agentfile", EVERYTHING);
+    let analysis = otters_agentfile::check::analyze(&file, &Default::default());
+    assert!(!analysis.has_errors(), "{:?}", analysis.diagnostics);
+    analysis.model
+}
+
+#[test]
+fn the_config_blob_writer_writes_only_what_the_model_names() {
+    let blob = otters_agentfile::ir::config_blob(&everything()).unwrap();
+    let read: Result<documents::AgentConfig, _> = serde_json::from_slice(&blob);
+    assert!(
+        read.is_ok(),
+        "the config blob has a field documents::AgentConfig does not name ({:?}):\n{}",
+        read.err(),
+        String::from_utf8_lossy(&blob)
+    );
+}
+
+#[test]
+fn the_agent_yaml_writer_writes_only_what_the_model_names() {
+    use otters_pipeline::lower::agent_yaml::{render, Executor, ImageRef, Options};
+    use otters_pipeline::lower::{Pin, Pins};
+    let model = everything();
+    let digest = otters_oci::Digest::parse(&format!("sha256:{}", "a".repeat(64))).unwrap();
+    let pin = |r: &str| Pin {
+        reference: r.to_owned(),
+        digest: digest.clone(),
+    };
+    let pins = Pins {
+        runtime: Some(pin("example.com/rt:1")),
+        bins: [("tool".to_owned(), pin("example.com/tool:1"))].into(),
+    };
+    let image = ImageRef {
+        reference: "example.com/agent:1".to_owned(),
+        digest: Some(digest.clone()),
+    };
+    let described: BTreeMap<String, String> = [("note_save".to_owned(), "Saves".to_owned())].into();
+    for executor in [Executor::System, Executor::Docker] {
+        for run_time in [false, true] {
+            let opts = Options {
+                id: run_time.then_some("probe-1"),
+                image: run_time.then_some(&image),
+                executor,
+                capability_descriptions: run_time.then_some(&described),
+            };
+            let yaml = render(&model, &pins, &opts);
+            let read: Result<documents::AgentYaml, _> = serde_yaml_ng::from_str(&yaml);
+            assert!(
+                read.is_ok(),
+                "agent.yaml has a field documents::AgentYaml does not name ({:?}):\n{yaml}",
+                read.err()
+            );
+        }
+    }
 }
