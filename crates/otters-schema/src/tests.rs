@@ -149,7 +149,8 @@ MOUNT /out
 
 fn everything() -> otters_agentfile::ir::Agentfile {
     let file = otters_agentfile::diagnostic::SourceFile::new("Agentfile", EVERYTHING);
-    let analysis = otters_agentfile::check::analyze(&file, &Default::default());
+    let analysis =
+        otters_agentfile::check::analyze(&file, &otters_agentfile::check::Options::default());
     assert!(!analysis.has_errors(), "{:?}", analysis.diagnostics);
     analysis.model
 }
