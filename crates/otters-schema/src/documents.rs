@@ -87,7 +87,7 @@ pub struct Mount {
 /// A context document of the agent.
 #[derive(JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ContextDoc {
+pub struct ContextFile {
     /// Its name (`AGENT`, `WORKSPACE`, `MOUNTS`, or a CONTEXT's).
     name: String,
     /// Its path inside the agent (`/etc/context/NAME.md`).
@@ -152,7 +152,7 @@ pub struct AgentYaml {
     #[serde(skip_serializing_if = "Option::is_none")]
     mounts: Option<Vec<Mount>>,
     /// The context documents: `AGENT`, `WORKSPACE`, `MOUNTS` (with mounts), then each CONTEXT.
-    context: Vec<ContextDoc>,
+    context: Vec<ContextFile>,
     /// BIN tools.
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Vec<Tool>>,
