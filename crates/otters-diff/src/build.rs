@@ -19,6 +19,15 @@ pub struct Built {
     _dir: tempfile::TempDir,
 }
 
+/// How an Agentfile directory is built, as `otters build` takes it.
+#[derive(Clone, Debug, Default)]
+pub struct How {
+    pub offline: bool,
+    pub allow_unpinned: bool,
+    pub platform: Option<String>,
+    pub insecure: bool,
+}
+
 /// What went wrong making the temporary store, or the build itself.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildDirError {
@@ -32,13 +41,9 @@ pub enum BuildDirError {
 }
 
 /// Builds the Agentfile at `path` (a directory or the Agentfile itself) into a temporary store;
-/// `offline` takes every pin from `Agentfile.lock` and never contacts a registry.
-pub fn build_dir(
-    path: &Path,
-    offline: bool,
-    platform: Option<String>,
-    insecure: bool,
-) -> Result<Built, BuildDirError> {
+/// `offline` takes every pin from `Agentfile.lock` and never contacts a registry;
+/// `allow_unpinned` builds a reference that has no pin without a digest.
+pub fn build_dir(path: &Path, how: &How) -> Result<Built, BuildDirError> {
     let failed = |source: std::io::Error| BuildDirError::Store {
         path: path.to_owned(),
         source,
@@ -52,9 +57,10 @@ pub fn build_dir(
     let (context, agentfile) = otters_pipeline::project::locate(path, None);
     let opts = BuildOptions {
         tags: vec!["otters-diff/agent:latest".to_owned()],
-        offline,
-        platform,
-        insecure,
+        offline: how.offline,
+        allow_unpinned: how.allow_unpinned,
+        platform: how.platform.clone(),
+        insecure: how.insecure,
         source_date_epoch: Some(0),
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
