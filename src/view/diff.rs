@@ -18,11 +18,25 @@ fn symbol(k: Kind) -> char {
     }
 }
 
-/// `what name[ field]`, as every view names a change.
+/// `what name[ field]`, as every view names a change; `what` alone for a single item (MODEL,
+/// RUNTIME, FROM, EXEC, NAME), whose name is its kind.
 fn subject(c: &Change) -> String {
+    let mut s = c.what.as_str().to_owned();
+    if c.name != c.what.as_str() {
+        s = format!("{s} {}", c.name);
+    }
     match c.field {
-        Some(f) => format!("{} {} {f}", c.what.as_str(), c.name),
-        None => format!("{} {}", c.what.as_str(), c.name),
+        Some(f) => format!("{s} {f}"),
+        None => s,
+    }
+}
+
+/// `what `name`` in Markdown (`what` alone for a single item).
+fn md_subject(c: &Change) -> String {
+    if c.name == c.what.as_str() {
+        c.what.as_str().to_owned()
+    } else {
+        format!("{} {}", c.what.as_str(), code(&c.name))
     }
 }
 
@@ -159,7 +173,7 @@ pub fn markdown(a: &Side, b: &Side, changes: &[Change]) -> String {
                 .iter()
                 .filter(|c| c.class == class)
                 // A GFM table cell would split at a `|`, even in a code span.
-                .map(|c| format!("{} {}", c.what.as_str(), code(&c.name).replace('|', "\\|")))
+                .map(|c| md_subject(c).replace('|', "\\|"))
                 .collect()
         } else {
             Vec::new()
@@ -183,10 +197,9 @@ pub fn markdown(a: &Side, b: &Side, changes: &[Change]) -> String {
             let sep = if v.is_empty() { "" } else { ": " };
             line!(
                 out,
-                "- **{}** {} {}{field}{sep}{v}",
+                "- **{}** {}{field}{sep}{v}",
                 c.change.as_str(),
-                c.what.as_str(),
-                code(&c.name)
+                md_subject(c)
             );
             if let Some(d) = &c.diff {
                 line!(out, "\n{}", fenced(d).trim_end());

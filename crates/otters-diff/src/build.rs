@@ -61,7 +61,6 @@ pub fn build_dir(path: &Path, how: &How) -> Result<Built, BuildDirError> {
         allow_unpinned: how.allow_unpinned,
         platform: how.platform.clone(),
         insecure: how.insecure,
-        source_date_epoch: Some(0),
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
     let out = build::build(&opts, &store, &mut |_| {})
