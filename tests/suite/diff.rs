@@ -347,3 +347,44 @@ fn a_remote_diff_reads_no_data_blob_and_a_re_pinned_runtime_is_a_pin() {
     assert!(!held.contains("\"digest\""), "the diff stored an image: {held}");
     t.assert("diff", "remote");
 }
+
+#[test]
+fn platforms_and_signatures_are_provenance() {
+    let env = Env::new();
+    let ctx = agent(&env, "one:1", "", "", "north\n");
+    let dir = ctx.to_str().unwrap();
+    let build = |tag: &str, platforms: &str| {
+        let args = ["build", "-q", "--offline", "--allow-unpinned"];
+        env.ok(&[&args[..], &["--platform", platforms, "-t", tag, dir]].concat());
+    };
+    build("multi:1", "linux/amd64,linux/arm64");
+    build("multi:2", "linux/amd64,linux/arm64,linux/riscv64");
+    let (key, _) = env.key_pair("signer");
+    env.ok(&["sign", "multi:2", "--key", &key]);
+    let mut t = Transcript::on(&env);
+    t.run(&env, &["diff", "multi:1", "multi:2", "--platform", "linux/arm64"]);
+    let (status, out) = code(
+        &env,
+        &["diff", "multi:1", "multi:2", "--platform", "linux/arm64", "--format", "json"],
+    );
+    assert_eq!(status, 0, "{out}");
+    let v = json(&out);
+    let got: Vec<String> = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{} {} {} {}", c["class"], c["what"], c["name"], c["change"]))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            r#""provenance" "platform" "linux/riscv64" "added""#,
+            r#""provenance" "referrer" "application/vnd.dev.sigstore.bundle.v0.3+json" "added""#,
+        ],
+        "{out}"
+    );
+    assert_ne!(v["a"]["manifest"], v["a"]["digest"], "the platform's manifest is compared");
+    // A platform the index lacks is an error that lists what it has.
+    t.run(&env, &["diff", "multi:1", "multi:2", "--platform", "linux/s390x"]);
+    t.assert("diff", "platforms_and_signatures");
+}
