@@ -2,18 +2,24 @@
 //! into a temporary store) and their classified changes printed as text, JSON or Markdown.
 //! Exits 0 (or 1 with `--exit-code` / `--fail-on` when asked), and 2 on any error.
 //! The reading and classifying is `otters_diff`; the views are `crate::view::diff`.
-use super::common::{build_error, build_failure, esc, platform, print_diagnostics, target_for_read};
+use super::common::{
+    build_error, build_failure, esc, platform, print_diagnostics, target_for_read,
+};
 use super::{fail, render, CliResult};
 use crate::view::diff as view;
 use miette::miette;
 use otters_cli::diff::{DiffArgs, DiffFormat, FailOn};
 use otters_diff::build::{build_dir, BuildDirError, Built, How};
+use otters_diff::change::at_or_above;
 use otters_diff::{Change, Class, Side};
 use otters_oci::Platform;
 use otters_run::prepare::Target as Given;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// Exits 2, not 1, on an error: 1 is a gate's answer.
+// Rationale: every dispatcher returns a `CliResult`; this one answers all of its errors itself.
+#[allow(clippy::unnecessary_wraps)]
 pub fn run(a: DiffArgs) -> CliResult {
     match compare(&a) {
         Ok(code) => Ok(code),
@@ -47,21 +53,21 @@ fn compare(a: &DiffArgs) -> CliResult {
 
 /// Whether the gates asked for (`--exit-code`, `--fail-on`) fail on `changes`.
 fn fails(a: &DiffArgs, changes: &[Change]) -> bool {
-    let any = !changes.is_empty();
-    let gate = match a.fail_on {
-        None => false,
-        Some(FailOn::Any) => any,
-        Some(FailOn::Escalation) => changes.iter().any(|c| c.class == Class::Escalation),
-        Some(FailOn::Behaviour) => changes
-            .iter()
-            .any(|c| matches!(c.class, Class::Escalation | Class::Behaviour)),
-    };
-    gate || (a.exit_code && any)
+    let worst = a.fail_on.map(|f| match f {
+        FailOn::Escalation => Class::Escalation,
+        FailOn::Behaviour => Class::Behaviour,
+        FailOn::Any => Class::Provenance,
+    });
+    worst.is_some_and(|c| at_or_above(changes, c)) || (a.exit_code && !changes.is_empty())
 }
 
 /// One side: an Agentfile directory built into a temporary store (kept alive by the returned
 /// [`Built`]), or an image read where `--local`/`--remote` say.
-fn side(reference: &str, a: &DiffArgs, platform: &Platform) -> miette::Result<(Side, Option<Built>)> {
+fn side(
+    reference: &str,
+    a: &DiffArgs,
+    platform: &Platform,
+) -> miette::Result<(Side, Option<Built>)> {
     match Given::of(reference) {
         Given::Path => {
             let how = How {
@@ -75,7 +81,7 @@ fn side(reference: &str, a: &DiffArgs, platform: &Platform) -> miette::Result<(S
                     let kind = build_failure(*e);
                     build_error(kind).wrap_err(format!("cannot build {}", esc(reference)))
                 }
-                e => fail(e),
+                e @ BuildDirError::Store { .. } => fail(e),
             })?;
             print_diagnostics(&built.file, &built.warnings);
             let s = otters_diff::side::read(&built.target, reference, platform).map_err(fail)?;

@@ -31,7 +31,8 @@ fn subject(c: &Change) -> String {
     }
 }
 
-/// `what `name`` in Markdown (`what` alone for a single item).
+/// What a change is about, in Markdown: its kind, then its name in a code span (the kind alone
+/// for a single item).
 fn md_subject(c: &Change) -> String {
     if c.name == c.what.as_str() {
         c.what.as_str().to_owned()
@@ -74,7 +75,7 @@ pub fn text(a: &Side, b: &Side, changes: &[Change]) -> String {
         }
         line!(out, "{} ({n})", class.as_str());
         for c in changes.iter().filter(|c| c.class == class) {
-            let v = values(c, |s| esc(s));
+            let v = values(c, esc);
             let sep = if v.is_empty() { "" } else { ": " };
             line!(out, "  {} {}{sep}{v}", symbol(c.change), esc(&subject(c)));
             for l in c.diff.iter().flat_map(|d| d.lines()) {
@@ -148,14 +149,22 @@ fn code(s: &str) -> String {
 /// A fenced `diff` block around `text`, its fence longer than any backtick run in it.
 fn fenced(text: &str) -> String {
     let fence = "`".repeat((longest_ticks(text) + 1).max(3));
-    let body: String = text.lines().map(|l| format!("{}\n", esc(l))).collect();
+    let body = text.lines().fold(String::new(), |mut b, l| {
+        line!(b, "{}", esc(l));
+        b
+    });
     format!("{fence}diff\n{body}{fence}\n")
 }
 
 /// The Markdown view, for a pull-request comment.
 pub fn markdown(a: &Side, b: &Side, changes: &[Change]) -> String {
     let mut out = String::new();
-    line!(out, "### otters diff: {} → {}\n", code(&a.reference), code(&b.reference));
+    line!(
+        out,
+        "### otters diff: {} → {}\n",
+        code(&a.reference),
+        code(&b.reference)
+    );
     if changes.is_empty() {
         line!(
             out,
@@ -185,7 +194,11 @@ pub fn markdown(a: &Side, b: &Side, changes: &[Change]) -> String {
         if n == 0 {
             continue;
         }
-        let open = if class == Class::Escalation { " open" } else { "" };
+        let open = if class == Class::Escalation {
+            " open"
+        } else {
+            ""
+        };
         line!(
             out,
             "\n<details{open}><summary>{} ({n})</summary>\n",

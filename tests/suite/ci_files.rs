@@ -409,7 +409,13 @@ fn the_diff_example_posts_markdown_and_gates_on_escalation_with_flags_otters_has
     let args: Vec<&str> = words[1..]
         .iter()
         .take_while(|w| !w.starts_with('>'))
-        .map(|w| if w.contains('$') { "registry.example/a:1" } else { w })
+        .map(|w| {
+            if w.contains('$') {
+                "registry.example/a:1"
+            } else {
+                w
+            }
+        })
         .collect();
     assert_eq!(args[0], "diff");
     for flag in ["--format", "markdown", "--fail-on", "escalation"] {
@@ -420,5 +426,8 @@ fn the_diff_example_posts_markdown_and_gates_on_escalation_with_flags_otters_has
     let (ok, _, err) = env.run(&[&args[..], &["--help"]].concat());
     assert!(ok, "`{written}` does not parse: {err}");
     let docs = std::fs::read_to_string(repo().join("docs/ci.md")).unwrap();
-    assert!(docs.contains(written.as_str()), "docs/ci.md does not show `{written}`");
+    assert!(
+        docs.contains(written.as_str()),
+        "docs/ci.md does not show `{written}`"
+    );
 }

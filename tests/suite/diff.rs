@@ -1,6 +1,6 @@
 //! `otters diff A B` through the binary: pairs of agents that differ in exactly one way each land
 //! in the expected class with no spurious escalation (whole outputs pinned); the gates' exit
-//! codes; the Markdown parses as CommonMark (markdown-it-py of the CI venv); an Agentfile
+//! codes; the Markdown parses as `CommonMark` (markdown-it-py of the CI venv); an Agentfile
 //! directory on one side; a diff of two registry agents downloads no data blob (the registry's
 //! access log) and re-pinning a RUNTIME in the same repository is a `pin`.
 
@@ -45,7 +45,12 @@ fn code(env: &Env, args: &[&str]) -> (i32, String) {
 
 /// The pairs: name, the edit (`from` → `to`; `data` changes notes.txt instead), the classes the
 /// diff must report, in order.
-type Pair = (&'static str, &'static str, &'static str, &'static [&'static str]);
+type Pair = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+);
 
 const PAIRS: [Pair; 8] = [
     (
@@ -60,7 +65,12 @@ const PAIRS: [Pair; 8] = [
         "CAPABILITY web_search\nCAPABILITY web_fetch\n",
         &["escalation"],
     ),
-    ("mount-rw", "MOUNT /data ro", "MOUNT /data rw", &["escalation"]),
+    (
+        "mount-rw",
+        "MOUNT /data ro",
+        "MOUNT /data rw",
+        &["escalation"],
+    ),
     (
         "provider",
         "MODEL anthropic/claude-sonnet",
@@ -128,10 +138,12 @@ fn json_and_markdown_whole() {
         "MOUNT /data rw\nMOUNT /cache ro\n",
         "south\n",
     );
-    let edited = std::fs::read_to_string(ctx.join("Agentfile")).unwrap().replace(
-        "Answer in one sentence.",
-        "Answer in two sentences.\nCite the source.",
-    );
+    let edited = std::fs::read_to_string(ctx.join("Agentfile"))
+        .unwrap()
+        .replace(
+            "Answer in one sentence.",
+            "Answer in two sentences.\nCite the source.",
+        );
     crate::support::write(&ctx.join("Agentfile"), edited);
     env.build_unpinned("next:1", &ctx);
     let mut t = Transcript::on(&env);
@@ -183,7 +195,10 @@ fn gates_exit_as_asked() {
     }
     let mut t = Transcript::on(&env);
     t.run(&env, &["diff", "base:1", "absent:1"]);
-    t.run(&env, &["diff", "base:1", "base:1", "--fail-on", "sometimes"]);
+    t.run(
+        &env,
+        &["diff", "base:1", "base:1", "--fail-on", "sometimes"],
+    );
     t.assert("diff", "gate_errors");
 }
 
@@ -224,11 +239,17 @@ fn the_markdown_parses_as_commonmark() {
     };
     let env = Env::new();
     agent(&env, "base:1", "", "", "north\n");
-    let text = BASE
-        .replace("Answer in one sentence.", "Answer with ``` fences` and | pipes.")
-        .replace("CAPABILITY web_search\n", "CAPABILITY web_search\nCAPABILITY web_fetch\n");
+    let agentfile = BASE
+        .replace(
+            "Answer in one sentence.",
+            "Answer with ``` fences` and | pipes.",
+        )
+        .replace(
+            "CAPABILITY web_search\n",
+            "CAPABILITY web_search\nCAPABILITY web_fetch\n",
+        );
     let ctx = env.dir.path().join("next");
-    crate::support::write(&ctx.join("Agentfile"), text);
+    crate::support::write(&ctx.join("Agentfile"), agentfile);
     crate::support::write(&ctx.join("notes.txt"), "south\n");
     env.build_unpinned("next:1", &ctx);
     let (_, md) = code(&env, &["diff", "base:1", "next:1", "--format", "markdown"]);
@@ -257,7 +278,10 @@ print("html", [t.content.split("\n")[0] for t in tokens if t.type == "html_block
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("table True"), "{said}\n{md}");
-    assert!(said.contains("rows 7"), "a header and six classes:\n{said}\n{md}");
+    assert!(
+        said.contains("rows 7"),
+        "a header and six classes:\n{said}\n{md}"
+    );
     assert!(
         said.contains("fences [('diff', '--- a/SOUL.md', 8)]"),
         "the prompt's diff is one fenced diff block, whole:\n{said}\n{md}"
@@ -326,7 +350,11 @@ fn a_remote_diff_reads_no_data_blob_and_a_re_pinned_runtime_is_a_pin() {
     let log = reg.log()[before..].to_owned();
     for big in [&big_a, &big_b] {
         let d = crate::support::sha256(big);
-        assert_eq!(blob_gets(&log, &d), 0, "the data layer {d} was read:\n{log}");
+        assert_eq!(
+            blob_gets(&log, &d),
+            0,
+            "the data layer {d} was read:\n{log}"
+        );
     }
     let n = requests(&log);
     assert!(n <= 20, "{n} requests:\n{log}");
@@ -336,7 +364,11 @@ fn a_remote_diff_reads_no_data_blob_and_a_re_pinned_runtime_is_a_pin() {
         .iter()
         .map(|c| format!("{} {}", c["class"], c["what"]))
         .collect();
-    assert_eq!(classes, ["\"pin\" \"runtime\"", "\"data\" \"add\""], "{out}");
+    assert_eq!(
+        classes,
+        ["\"pin\" \"runtime\"", "\"data\" \"add\""],
+        "{out}"
+    );
     // What docs/performance.md reports.
     eprintln!("remote diff: {n} registry requests in {took:?}");
     if std::env::var_os("OTTERS_DIFF_LOG").is_some() {
@@ -344,7 +376,10 @@ fn a_remote_diff_reads_no_data_blob_and_a_re_pinned_runtime_is_a_pin() {
     }
     let stored = fresh.store().join("index.json");
     let held = std::fs::read_to_string(stored).unwrap_or_default();
-    assert!(!held.contains("\"digest\""), "the diff stored an image: {held}");
+    assert!(
+        !held.contains("\"digest\""),
+        "the diff stored an image: {held}"
+    );
     t.assert("diff", "remote");
 }
 
@@ -362,10 +397,21 @@ fn platforms_and_signatures_are_provenance() {
     let (key, _) = env.key_pair("signer");
     env.ok(&["sign", "multi:2", "--key", &key]);
     let mut t = Transcript::on(&env);
-    t.run(&env, &["diff", "multi:1", "multi:2", "--platform", "linux/arm64"]);
+    t.run(
+        &env,
+        &["diff", "multi:1", "multi:2", "--platform", "linux/arm64"],
+    );
     let (status, out) = code(
         &env,
-        &["diff", "multi:1", "multi:2", "--platform", "linux/arm64", "--format", "json"],
+        &[
+            "diff",
+            "multi:1",
+            "multi:2",
+            "--platform",
+            "linux/arm64",
+            "--format",
+            "json",
+        ],
     );
     assert_eq!(status, 0, "{out}");
     let v = json(&out);
@@ -383,8 +429,14 @@ fn platforms_and_signatures_are_provenance() {
         ],
         "{out}"
     );
-    assert_ne!(v["a"]["manifest"], v["a"]["digest"], "the platform's manifest is compared");
+    assert_ne!(
+        v["a"]["manifest"], v["a"]["digest"],
+        "the platform's manifest is compared"
+    );
     // A platform the index lacks is an error that lists what it has.
-    t.run(&env, &["diff", "multi:1", "multi:2", "--platform", "linux/s390x"]);
+    t.run(
+        &env,
+        &["diff", "multi:1", "multi:2", "--platform", "linux/s390x"],
+    );
     t.assert("diff", "platforms_and_signatures");
 }

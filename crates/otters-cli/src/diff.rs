@@ -21,6 +21,8 @@ pub enum FailOn {
     Any,
 }
 
+// Rationale: one switch per flag is what clap parses them into.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
     /// The agent before: a tag, a digest, a registry reference, or an Agentfile directory

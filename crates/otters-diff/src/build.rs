@@ -63,8 +63,8 @@ pub fn build_dir(path: &Path, how: &How) -> Result<Built, BuildDirError> {
         insecure: how.insecure,
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
-    let out = build::build(&opts, &store, &mut |_| {})
-        .map_err(|e| BuildDirError::Build(Box::new(e)))?;
+    let out =
+        build::build(&opts, &store, &mut |_| {}).map_err(|e| BuildDirError::Build(Box::new(e)))?;
     let warnings = out
         .diagnostics
         .into_iter()

@@ -161,7 +161,33 @@ impl Change {
     }
 }
 
+/// Whether `changes` holds one of `class` or a more important one (a gate: `Escalation` fails on
+/// escalations only, `Behaviour` on escalations and behaviour changes, `Provenance` on any).
+pub fn at_or_above(changes: &[Change], class: Class) -> bool {
+    changes.iter().any(|c| c.class <= class)
+}
+
 /// How many changes of `class` `changes` holds.
 pub fn count(changes: &[Change], class: Class) -> usize {
     changes.iter().filter(|c| c.class == class).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_fails_on_its_class_and_the_more_important_ones() {
+        let behaviour = [Change::new(
+            Class::Behaviour,
+            What::Context,
+            "SOUL",
+            Kind::Changed,
+        )];
+        assert!(!at_or_above(&behaviour, Class::Escalation));
+        assert!(at_or_above(&behaviour, Class::Behaviour));
+        assert!(at_or_above(&behaviour, Class::Provenance));
+        assert!(!at_or_above(&[], Class::Provenance));
+        assert_eq!(count(&behaviour, Class::Behaviour), 1);
+    }
 }

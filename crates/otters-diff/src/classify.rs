@@ -25,15 +25,13 @@ pub struct Options {
 /// The repository an image reference names (`registry/repository`), or the text before its tag
 /// or digest when it does not parse.
 fn repository(image: &str) -> String {
-    match Reference::parse(image) {
-        Ok(r) => r.name(),
-        Err(_) => {
-            let base = image.split('@').next().unwrap_or(image);
-            match base.rsplit_once(':').filter(|(_, t)| !t.contains('/')) {
-                Some((r, _)) => r.to_owned(),
-                None => base.to_owned(),
-            }
-        }
+    if let Ok(r) = Reference::parse(image) {
+        return r.name();
+    }
+    let base = image.split('@').next().unwrap_or(image);
+    match base.rsplit_once(':').filter(|(_, t)| !t.contains('/')) {
+        Some((r, _)) => r.to_owned(),
+        None => base.to_owned(),
     }
 }
 
@@ -94,10 +92,12 @@ fn single_image(
     match (a, b) {
         (None, None) => {}
         (None, Some((i, d))) => out.push(
-            Change::new(Class::Escalation, what, name, Kind::Added).values(None, Some(pinned(i, d))),
+            Change::new(Class::Escalation, what, name, Kind::Added)
+                .values(None, Some(pinned(i, d))),
         ),
         (Some((i, d)), None) => out.push(
-            Change::new(Class::Behaviour, what, name, Kind::Removed).values(Some(pinned(i, d)), None),
+            Change::new(Class::Behaviour, what, name, Kind::Removed)
+                .values(Some(pinned(i, d)), None),
         ),
         (Some(x), Some(y)) => image_change(out, what, name, x, y),
     }
@@ -232,9 +232,14 @@ fn configs(out: &mut Vec<Change>, a: &[Config], b: &[Config], show: bool) {
             (Some(x), Some(y)) if x.value != y.value || x.required != y.required => Kind::Changed,
             (Some(x), Some(y)) if x.description != y.description => {
                 out.push(
-                    Change::new(Class::Configuration, What::Config, key.as_str(), Kind::Changed)
-                        .field("description")
-                        .values(x.description.clone(), y.description.clone()),
+                    Change::new(
+                        Class::Configuration,
+                        What::Config,
+                        key.as_str(),
+                        Kind::Changed,
+                    )
+                    .field("description")
+                    .values(x.description.clone(), y.description.clone()),
                 );
                 continue;
             }
@@ -263,14 +268,20 @@ fn set(v: &[otters_agentfile::ir::Node<String>]) -> BTreeMap<String, String> {
 }
 
 fn strings(m: &BTreeMap<String, otters_agentfile::ir::Node<String>>) -> BTreeMap<String, String> {
-    m.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
+    m.iter()
+        .map(|(k, v)| (k.clone(), v.value.clone()))
+        .collect()
 }
 
 fn envs(g: &Agent, show: bool) -> BTreeMap<String, String> {
     g.envs
         .iter()
         .map(|e| {
-            let v = if show { e.value.clone() } else { HIDDEN.to_owned() };
+            let v = if show {
+                e.value.clone()
+            } else {
+                HIDDEN.to_owned()
+            };
             (e.key.clone(), v)
         })
         .collect()
@@ -280,7 +291,12 @@ fn envs(g: &Agent, show: bool) -> BTreeMap<String, String> {
 pub fn changes(a: &Side, b: &Side, opts: Options) -> Vec<Change> {
     let (x, y) = (&a.model.agent, &b.model.agent);
     let mut out = Vec::new();
-    single_image(&mut out, What::From, from(x).map(|f| (f, None)), from(y).map(|f| (f, None)));
+    single_image(
+        &mut out,
+        What::From,
+        from(x).map(|f| (f, None)),
+        from(y).map(|f| (f, None)),
+    );
     single_image(&mut out, What::Runtime, runtime(a), runtime(b));
     model(&mut out, node(x.model.as_ref()), node(y.model.as_ref()));
     bins(&mut out, &x.bins, &a.pins, &y.bins, &b.pins);
@@ -295,7 +311,12 @@ pub fn changes(a: &Side, b: &Side, opts: Options) -> Vec<Change> {
     .push(&mut out);
     mounts(&mut out, x, y);
     contexts(&mut out, a, b);
-    let exec = |g: &Agent| g.exec.as_ref().filter(|e| !e.value.is_empty()).map(|e| e.value.join(" "));
+    let exec = |g: &Agent| {
+        g.exec
+            .as_ref()
+            .filter(|e| !e.value.is_empty())
+            .map(|e| e.value.join(" "))
+    };
     if exec(x) != exec(y) {
         let kind = match (exec(x), exec(y)) {
             (None, _) => Kind::Added,
@@ -317,15 +338,16 @@ pub fn changes(a: &Side, b: &Side, opts: Options) -> Vec<Change> {
     }
     configs(&mut out, &x.configs, &y.configs, opts.show_values);
     let mut env_changes = Vec::new();
-    Keyed::configuration(What::Env, envs(x, opts.show_values), envs(y, opts.show_values))
-        .push(&mut env_changes);
+    Keyed::configuration(
+        What::Env,
+        envs(x, opts.show_values),
+        envs(y, opts.show_values),
+    )
+    .push(&mut env_changes);
     // A hidden value that changed still counts: compare the real values.
     let real = |g: &Agent, k: &str| g.envs.iter().find(|e| e.key == k).map(|e| e.value.clone());
     for key in x.envs.iter().map(|e| e.key.as_str()) {
-        if !opts.show_values
-            && real(y, key).is_some()
-            && real(x, key) != real(y, key)
-        {
+        if !opts.show_values && real(y, key).is_some() && real(x, key) != real(y, key) {
             env_changes.push(
                 Change::new(Class::Configuration, What::Env, key, Kind::Changed)
                     .values(Some(HIDDEN.into()), Some(HIDDEN.into())),
@@ -343,7 +365,9 @@ pub fn changes(a: &Side, b: &Side, opts: Options) -> Vec<Change> {
                 .values(Some(a.manifest.to_string()), Some(b.manifest.to_string())),
         );
     }
-    out.sort_by(|p, q| (p.class, p.what, &p.name, p.field).cmp(&(q.class, q.what, &q.name, q.field)));
+    out.sort_by(|p, q| {
+        (p.class, p.what, &p.name, p.field).cmp(&(q.class, q.what, &q.name, q.field))
+    });
     out
 }
 
@@ -369,7 +393,11 @@ fn mounts(out: &mut Vec<Change>, x: &Agent, y: &Agent) {
             (Some((ra, da)), Some((rb, db))) => {
                 if ra != rb {
                     // ro → rw lets the agent write where it could only read.
-                    let class = if *ra { Class::Escalation } else { Class::Behaviour };
+                    let class = if *ra {
+                        Class::Escalation
+                    } else {
+                        Class::Behaviour
+                    };
                     out.push(
                         Change::new(class, What::Mount, t, Kind::Changed)
                             .field("mode")
@@ -435,19 +463,19 @@ fn contexts(out: &mut Vec<Change>, a: &Side, b: &Side) {
 fn data(out: &mut Vec<Change>, a: &Side, b: &Side) {
     let names: BTreeSet<&String> = a.data.keys().chain(b.data.keys()).collect();
     for name in names {
-        let (x, y) = (a.data.get(name), b.data.get(name));
-        let kind = match (x, y) {
+        let (old, new) = (a.data.get(name), b.data.get(name));
+        let kind = match (old, new) {
             (None, Some(_)) => Kind::Added,
             (Some(_), None) => Kind::Removed,
-            (Some(x), Some(y)) if x != y => Kind::Changed,
+            (Some(p), Some(q)) if p != q => Kind::Changed,
             _ => continue,
         };
-        let mut c = Change::new(Class::Data, What::Add, name.as_str(), kind)
-            .values(x.map(data_text), y.map(data_text));
-        if x.or(y).is_some_and(|d| d.directory) {
-            c = c.field("directory");
+        let mut change = Change::new(Class::Data, What::Add, name.as_str(), kind)
+            .values(old.map(data_text), new.map(data_text));
+        if old.or(new).is_some_and(|d| d.directory) {
+            change = change.field("directory");
         }
-        out.push(c);
+        out.push(change);
     }
 }
 
@@ -456,10 +484,20 @@ fn provenance(out: &mut Vec<Change>, a: &Side, b: &Side) {
         let (pa, pb): (BTreeSet<&String>, BTreeSet<&String>) =
             (a.platforms.iter().collect(), b.platforms.iter().collect());
         for p in pa.difference(&pb) {
-            out.push(Change::new(Class::Provenance, What::Platform, p.as_str(), Kind::Removed));
+            out.push(Change::new(
+                Class::Provenance,
+                What::Platform,
+                p.as_str(),
+                Kind::Removed,
+            ));
         }
         for p in pb.difference(&pa) {
-            out.push(Change::new(Class::Provenance, What::Platform, p.as_str(), Kind::Added));
+            out.push(Change::new(
+                Class::Provenance,
+                What::Platform,
+                p.as_str(),
+                Kind::Added,
+            ));
         }
     }
     let count = |m: &BTreeMap<String, usize>| -> BTreeMap<String, String> {

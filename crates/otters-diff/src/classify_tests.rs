@@ -49,26 +49,57 @@ fn the_same_agent_has_no_change() {
 #[test]
 fn more_power_is_an_escalation_and_less_is_not() {
     let cases = [
-        ("BIN jq ghcr.io/o/jq:1\n", "BIN jq ghcr.io/o/jq:1\nBIN curl ghcr.io/o/curl:1\n", What::Bin),
-        ("CAPABILITY net\n", "CAPABILITY net\nCAPABILITY exec\n", What::Capability),
+        (
+            "BIN jq ghcr.io/o/jq:1\n",
+            "BIN jq ghcr.io/o/jq:1\nBIN curl ghcr.io/o/curl:1\n",
+            What::Bin,
+        ),
+        (
+            "CAPABILITY net\n",
+            "CAPABILITY net\nCAPABILITY exec\n",
+            What::Capability,
+        ),
         ("MOUNT /data ro\n", "MOUNT /data rw\n", What::Mount),
-        ("MOUNT /data ro\n", "MOUNT /data ro\nMOUNT /tmp ro\n", What::Mount),
+        (
+            "MOUNT /data ro\n",
+            "MOUNT /data ro\nMOUNT /tmp ro\n",
+            What::Mount,
+        ),
     ];
     for (from, to, what) in cases {
         let up = one(BASE, &edited(from, to));
-        assert_eq!((up.class, up.what), (Class::Escalation, what), "{from} → {to}");
+        assert_eq!(
+            (up.class, up.what),
+            (Class::Escalation, what),
+            "{from} → {to}"
+        );
         let down = one(&edited(from, to), BASE);
         assert_ne!(down.class, Class::Escalation, "{to} → {from}: {down:?}");
     }
     // Another provider or repository is an escalation whichever way it goes.
     let cases = [
-        ("MODEL anthropic/claude\n", "MODEL openai/gpt\n", What::Model),
-        ("BIN jq ghcr.io/o/jq:1\n", "BIN jq ghcr.io/evil/jq:1\n", What::Bin),
-        ("RUNTIME ghcr.io/o/runtime:1\n", "RUNTIME ghcr.io/x/runtime:1\n", What::Runtime),
+        (
+            "MODEL anthropic/claude\n",
+            "MODEL openai/gpt\n",
+            What::Model,
+        ),
+        (
+            "BIN jq ghcr.io/o/jq:1\n",
+            "BIN jq ghcr.io/evil/jq:1\n",
+            What::Bin,
+        ),
+        (
+            "RUNTIME ghcr.io/o/runtime:1\n",
+            "RUNTIME ghcr.io/x/runtime:1\n",
+            What::Runtime,
+        ),
     ];
     for (from, to, what) in cases {
         let c = one(BASE, &edited(from, to));
-        assert_eq!((c.class, c.what, c.change), (Class::Escalation, what, Kind::Changed));
+        assert_eq!(
+            (c.class, c.what, c.change),
+            (Class::Escalation, what, Kind::Changed)
+        );
     }
 }
 
@@ -82,7 +113,10 @@ fn a_removed_bin_is_a_behaviour_change() {
 #[test]
 fn the_same_repository_is_a_pin_and_the_same_provider_a_behaviour_change() {
     let c = one(BASE, &edited("runtime:1", "runtime:2"));
-    assert_eq!((c.class, c.what, c.field), (Class::Pin, What::Runtime, Some("image")));
+    assert_eq!(
+        (c.class, c.what, c.field),
+        (Class::Pin, What::Runtime, Some("image"))
+    );
     let c = one(BASE, &edited("anthropic/claude", "anthropic/claude-2"));
     assert_eq!((c.class, c.what), (Class::Behaviour, What::Model));
 }
@@ -99,13 +133,20 @@ fn a_re_pinned_digest_is_a_pin() {
     let c = changes(&a, &b, Options::default());
     assert_eq!(c.len(), 1, "{c:#?}");
     assert_eq!((c[0].class, c[0].what), (Class::Pin, What::Bin));
-    assert!(c[0].after.as_deref().unwrap().ends_with(&Digest::of(b"2").to_string()));
+    assert!(c[0]
+        .after
+        .as_deref()
+        .unwrap()
+        .ends_with(&Digest::of(b"2").to_string()));
 }
 
 #[test]
 fn a_prompt_line_is_a_behaviour_change_with_its_diff() {
     let c = one(BASE, &edited("be kind\n", "be brief\n"));
-    assert_eq!((c.class, c.what, c.name.as_str()), (Class::Behaviour, What::Context, "SOUL"));
+    assert_eq!(
+        (c.class, c.what, c.name.as_str()),
+        (Class::Behaviour, What::Context, "SOUL")
+    );
     assert_eq!(
         c.diff.as_deref(),
         Some("--- a/SOUL.md\n+++ b/SOUL.md\n@@ -1,1 +1,1 @@\n-be kind\n\\ No newline at end of file\n+be brief\n\\ No newline at end of file\n")
@@ -122,7 +163,10 @@ fn config_and_env_values_are_hidden_unless_asked() {
     assert_eq!(shown[0].before.as_deref(), Some("one"));
     assert_eq!(shown[0].after.as_deref(), Some("two"));
     let c = one(BASE, &edited("MODE=fast", "MODE=slow"));
-    assert_eq!((c.class, c.what, c.change), (Class::Configuration, What::Env, Kind::Changed));
+    assert_eq!(
+        (c.class, c.what, c.change),
+        (Class::Configuration, What::Env, Kind::Changed)
+    );
     assert_eq!(c.after.as_deref(), Some(HIDDEN));
     let c = one(BASE, &edited("team=a", "team=b"));
     assert_eq!((c.what, c.after.as_deref()), (What::Label, Some("b")));
@@ -140,12 +184,22 @@ fn data_layers_are_compared_by_title_size_and_digest() {
     b.data.insert("notes.txt".into(), data(b"two!"));
     b.data.insert("more".into(), data(b"x"));
     let c = changes(&a, &b, Options::default());
-    let got: Vec<_> = c.iter().map(|c| (c.class, c.name.as_str(), c.change)).collect();
+    let got: Vec<_> = c
+        .iter()
+        .map(|c| (c.class, c.name.as_str(), c.change))
+        .collect();
     assert_eq!(
         got,
-        [(Class::Data, "more", Kind::Added), (Class::Data, "notes.txt", Kind::Changed)]
+        [
+            (Class::Data, "more", Kind::Added),
+            (Class::Data, "notes.txt", Kind::Changed)
+        ]
     );
-    assert!(c[1].after.as_deref().unwrap().starts_with("4 bytes, sha256:"));
+    assert!(c[1]
+        .after
+        .as_deref()
+        .unwrap()
+        .starts_with("4 bytes, sha256:"));
 }
 
 #[test]
@@ -153,7 +207,8 @@ fn platforms_and_referrers_are_provenance_and_the_order_is_by_class() {
     let (mut a, mut b) = (side(BASE), side(&edited("CAPABILITY net\n", "")));
     a.platforms = vec!["linux/amd64".into(), "linux/arm64".into()];
     b.platforms = vec!["linux/amd64".into()];
-    b.referrers.insert("application/vnd.dev.sigstore.bundle.v0.3+json".into(), 1);
+    b.referrers
+        .insert("application/vnd.dev.sigstore.bundle.v0.3+json".into(), 1);
     let c = changes(&a, &b, Options::default());
     let got: Vec<_> = c.iter().map(|c| (c.class, c.what, c.change)).collect();
     assert_eq!(

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 
 /// The largest config blob, `agent.yaml` or context layer a diff reads.
 pub const MAX_TEXT: u64 = 4 << 20;
+/// The most text a diff reads of one agent (config, `agent.yaml` and every context layer).
+pub const MAX_TOTAL: u64 = 64 << 20;
 
 /// Why an agent could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -44,11 +46,8 @@ pub enum DiffError {
     },
     #[error("{}: agent.yaml cannot be read: {why}", escape(.reference))]
     BadPins { reference: String, why: String },
-    #[error("cannot build {}: {why}", .path.display())]
-    Build {
-        path: std::path::PathBuf,
-        why: String,
-    },
+    #[error("{}: its config and text layers are more than {max} bytes together; otters diff reads at most that much of an agent", escape(.reference))]
+    TooMuchText { reference: String, max: u64 },
 }
 
 /// A data (ADD) layer as the diff sees it: never its content.
@@ -96,6 +95,43 @@ fn platform_name(p: &Platform) -> String {
     }
 }
 
+/// The platforms of an index (sorted, each once) and the manifest `platform` picks of it.
+fn pick(
+    target: &Target,
+    reference: &str,
+    index: &ManifestDoc,
+    platform: &Platform,
+) -> Result<(Vec<String>, Digest, ManifestDoc), DiffError> {
+    let candidates = Platform::candidates(&index.manifests);
+    let mut platforms: Vec<String> = candidates.iter().map(|(p, _)| platform_name(p)).collect();
+    platforms.sort();
+    platforms.dedup();
+    let Some((_, digest)) = platform.pick(&candidates) else {
+        let available = if platforms.is_empty() {
+            "none".to_owned()
+        } else {
+            let shown: Vec<String> = platforms.iter().map(|p| escape(p).into_owned()).collect();
+            shown.join(", ")
+        };
+        return Err(DiffError::NoPlatform {
+            reference: reference.to_owned(),
+            wanted: platform_name(platform),
+            available,
+        });
+    };
+    let entry = index
+        .manifests
+        .iter()
+        .find(|m| m.digest == digest)
+        .cloned()
+        .unwrap_or_else(|| {
+            Descriptor::new(otters_oci::spec::media_type::MANIFEST_V1, digest.clone(), 0)
+        });
+    let inner = target.manifest(&entry)?;
+    let doc = parse_doc(reference, "the platform manifest", &inner)?;
+    Ok((platforms, digest, doc))
+}
+
 /// The agent `target` holds, for `platform` when it is an index.
 pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Side, DiffError> {
     let top = target.descriptor().clone();
@@ -104,31 +140,7 @@ pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Sid
     let mut platforms = Vec::new();
     let mut manifest = top.digest.clone();
     if doc.media_type == Some(MediaType::OciIndex) || !doc.manifests.is_empty() {
-        let candidates = Platform::candidates(&doc.manifests);
-        platforms = candidates.iter().map(|(p, _)| platform_name(p)).collect();
-        platforms.sort();
-        platforms.dedup();
-        let Some((_, digest)) = platform.pick(&candidates) else {
-            let available = if platforms.is_empty() {
-                "none".to_owned()
-            } else {
-                platforms.iter().map(|p| escape(p).into_owned()).collect::<Vec<_>>().join(", ")
-            };
-            return Err(DiffError::NoPlatform {
-                reference: reference.to_owned(),
-                wanted: platform_name(platform),
-                available,
-            });
-        };
-        let entry = doc
-            .manifests
-            .iter()
-            .find(|m| m.digest == digest)
-            .cloned()
-            .unwrap_or_else(|| Descriptor::new(otters_oci::spec::media_type::MANIFEST_V1, digest.clone(), 0));
-        let inner = target.manifest(&entry)?;
-        doc = parse_doc(reference, "the platform manifest", &inner)?;
-        manifest = digest;
+        (platforms, manifest, doc) = pick(target, reference, &doc, platform)?;
     }
     let not_agent = |why: String| DiffError::NotAnAgent {
         reference: reference.to_owned(),
@@ -162,12 +174,22 @@ pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Sid
         data: BTreeMap::new(),
         referrers: BTreeMap::new(),
     };
+    let mut budget = MAX_TOTAL.saturating_sub(config.size);
+    let mut read = |layer: &Descriptor| -> Result<Vec<u8>, DiffError> {
+        budget = budget
+            .checked_sub(layer.size)
+            .ok_or_else(|| DiffError::TooMuchText {
+                reference: reference.to_owned(),
+                max: MAX_TOTAL,
+            })?;
+        Ok(target.blob(layer, MAX_TEXT)?)
+    };
     for layer in &doc.layers {
         let title = layer.title().unwrap_or_default().to_owned();
         match layer.media_type {
             MediaType::Agentfile => {}
             MediaType::AgentYaml => {
-                let yaml = target.blob(layer, MAX_TEXT)?;
+                let yaml = read(layer)?;
                 side.pins = parse_pins(&yaml).map_err(|e| DiffError::BadPins {
                     reference: reference.to_owned(),
                     why: match e {
@@ -182,7 +204,7 @@ pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Sid
             }
             MediaType::Context => {
                 let name = title.strip_suffix(".md").unwrap_or(&title).to_owned();
-                let text = target.blob(layer, MAX_TEXT)?;
+                let text = read(layer)?;
                 side.contexts
                     .insert(name, String::from_utf8_lossy(&text).into_owned());
             }
@@ -199,7 +221,10 @@ pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Sid
         }
     }
     for r in target.referrers(&top.digest, None)? {
-        let kind = r.artifact_type.clone().unwrap_or_else(|| "unknown".to_owned());
+        let kind = r
+            .artifact_type
+            .clone()
+            .unwrap_or_else(|| "unknown".to_owned());
         *side.referrers.entry(kind).or_default() += 1;
     }
     Ok(side)
