@@ -228,3 +228,27 @@ fn two_manifests_with_no_other_difference_still_differ() {
     let c = changes(&a, &b, Options::default());
     assert_eq!((c[0].class, c[0].what), (Class::Provenance, What::Manifest));
 }
+
+#[test]
+fn a_parent_from_another_repository_is_an_escalation_and_a_new_tag_a_pin() {
+    let with = |from: &str| BASE.replace("FROM scratch", &format!("FROM {from}"));
+    let c = one(&with("ghcr.io/o/base:1"), &with("ghcr.io/o/base:2"));
+    assert_eq!((c.class, c.what), (Class::Pin, What::From));
+    let c = one(&with("ghcr.io/o/base:1"), &with("ghcr.io/x/base:1"));
+    assert_eq!((c.class, c.what), (Class::Escalation, What::From));
+    let c = one(&with("ghcr.io/o/base:1"), BASE);
+    assert_eq!((c.class, c.change), (Class::Behaviour, Kind::Removed));
+}
+
+#[test]
+fn a_bin_usage_is_a_behaviour_change_with_its_diff() {
+    let (a, mut b) = (side(BASE), side(BASE));
+    b.model.agent.bins[0].usage = Some("jq FILTER [FILE]\n".into());
+    let c = changes(&a, &b, Options::default());
+    assert_eq!(c.len(), 1, "{c:#?}");
+    assert_eq!((c[0].class, c[0].field), (Class::Behaviour, Some("usage")));
+    assert_eq!(
+        c[0].diff.as_deref(),
+        Some("--- /dev/null\n+++ b/jq.usage\n@@ -0,0 +1,1 @@\n+jq FILTER [FILE]\n")
+    );
+}
