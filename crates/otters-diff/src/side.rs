@@ -174,16 +174,19 @@ pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Sid
         data: BTreeMap::new(),
         referrers: BTreeMap::new(),
     };
-    let mut budget = MAX_TOTAL.saturating_sub(config.size);
-    let mut read = |layer: &Descriptor| -> Result<Vec<u8>, DiffError> {
-        budget = budget
-            .checked_sub(layer.size)
-            .ok_or_else(|| DiffError::TooMuchText {
-                reference: reference.to_owned(),
-                max: MAX_TOTAL,
-            })?;
-        Ok(target.blob(layer, MAX_TEXT)?)
-    };
+    // Every text layer's size is known before any is read: refuse the lot at once.
+    let text: u64 = doc
+        .layers
+        .iter()
+        .filter(|l| matches!(l.media_type, MediaType::AgentYaml | MediaType::Context))
+        .fold(config.size, |n, l| n.saturating_add(l.size));
+    if text > MAX_TOTAL {
+        return Err(DiffError::TooMuchText {
+            reference: reference.to_owned(),
+            max: MAX_TOTAL,
+        });
+    }
+    let read = |layer: &Descriptor| target.blob(layer, MAX_TEXT);
     for layer in &doc.layers {
         let title = layer.title().unwrap_or_default().to_owned();
         match layer.media_type {
@@ -228,4 +231,81 @@ pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Sid
         *side.referrers.entry(kind).or_default() += 1;
     }
     Ok(side)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use otters_oci::spec::media_type::{AGENT_CONFIG, CONTEXT_LAYER, FILE_LAYER, MANIFEST_V1};
+    use otters_oci::Store;
+
+    /// A store holding one manifest of `config` (of `config_type`) and `layers` (media type,
+    /// title, size, and the bytes when they are stored), as a local target.
+    fn target(
+        config_type: &str,
+        layers: &[(&str, &str, u64, Option<&[u8]>)],
+    ) -> (tempfile::TempDir, Target) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("store")).unwrap();
+        let blob = br#"{"agent":{"from":"scratch","name":"x"}}"#;
+        let (config, size) = store.put_blob_bytes(blob).unwrap();
+        let mut listed = Vec::new();
+        for (media_type, title, size, bytes) in layers {
+            let digest = match bytes {
+                Some(b) => store.put_blob_bytes(b).unwrap().0,
+                None => Digest::of(title.as_bytes()),
+            };
+            listed.push(format!(
+                r#"{{"mediaType":"{media_type}","digest":"{digest}","size":{size},"annotations":{{"org.opencontainers.image.title":"{title}"}}}}"#
+            ));
+        }
+        let doc = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{MANIFEST_V1}","config":{{"mediaType":"{config_type}","digest":"{config}","size":{size}}},"layers":[{}]}}"#,
+            listed.join(",")
+        );
+        let (digest, size) = store.put_blob_bytes(doc.as_bytes()).unwrap();
+        let d = Descriptor::new(MANIFEST_V1, digest, size);
+        (dir, Target::Local(store, d))
+    }
+
+    #[test]
+    fn a_data_layer_is_never_read_and_a_context_is() {
+        let data = (FILE_LAYER, "big.bin", 1 << 30, None);
+        let context = (CONTEXT_LAYER, "SOUL.md", 3, Some(&b"hi\n"[..]));
+        let (_dir, t) = target(AGENT_CONFIG, &[context, data]);
+        let side = read(&t, "x", &Platform::host()).unwrap();
+        assert_eq!(side.contexts["SOUL"], "hi\n");
+        assert_eq!(side.data["big.bin"].size, 1 << 30);
+        assert!(!side.data["big.bin"].directory);
+    }
+
+    #[test]
+    fn an_oversized_text_layer_is_refused_before_it_is_read() {
+        let huge = (CONTEXT_LAYER, "SOUL.md", MAX_TEXT + 1, None);
+        let (_dir, t) = target(AGENT_CONFIG, &[huge]);
+        let e = read(&t, "x", &Platform::host()).unwrap_err();
+        assert!(
+            matches!(e, DiffError::Target(TargetError::TooLarge { .. })),
+            "{e}"
+        );
+        // Many layers within the per-layer cap still hit the total.
+        let layers: Vec<_> = (0..17)
+            .map(|_| (CONTEXT_LAYER, "N.md", MAX_TEXT, None))
+            .collect();
+        let (_dir, t) = target(AGENT_CONFIG, &layers);
+        let e = read(&t, "x", &Platform::host()).unwrap_err();
+        assert!(matches!(e, DiffError::TooMuchText { .. }), "{e}");
+    }
+
+    #[test]
+    fn an_image_that_is_not_an_agent_says_so() {
+        let (_dir, t) = target("application/vnd.oci.image.config.v1+json", &[]);
+        let e = read(&t, "x", &Platform::host()).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "x: not an agent: its config is application/vnd.oci.image.config.v1+json"
+            ),
+            "{e}"
+        );
+    }
 }
