@@ -146,13 +146,28 @@ fn code(s: &str) -> String {
     format!("{ticks}{pad}{one_line}{pad}{ticks}")
 }
 
-/// A fenced `diff` block around `text`, its fence longer than any backtick run in it.
+/// The most lines of one text diff the Markdown shows: a GitHub comment holds at most 65,536
+/// characters, and a reviewer reads the rest in the text or JSON output.
+const MARKDOWN_DIFF_LINES: usize = 200;
+
+/// A fenced `diff` block around `text` (at most [`MARKDOWN_DIFF_LINES`] lines, then a line saying
+/// how many more there are), its fence longer than any backtick run in it.
 fn fenced(text: &str) -> String {
     let fence = "`".repeat((longest_ticks(text) + 1).max(3));
-    let body = text.lines().fold(String::new(), |mut b, l| {
-        line!(b, "{}", esc(l));
-        b
-    });
+    let mut body = text
+        .lines()
+        .take(MARKDOWN_DIFF_LINES)
+        .fold(String::new(), |mut b, l| {
+            line!(b, "{}", esc(l));
+            b
+        });
+    let more = text.lines().count().saturating_sub(MARKDOWN_DIFF_LINES);
+    if more > 0 {
+        line!(
+            body,
+            "… {more} more lines (otters diff --format text shows them all)"
+        );
+    }
     format!("{fence}diff\n{body}{fence}\n")
 }
 
@@ -235,5 +250,9 @@ mod tests {
         assert_eq!(code("a|b\nc"), "`a|b c`");
         assert!(fenced("+ ```\n").starts_with("````diff\n"));
         assert!(fenced("+x\n").starts_with("```diff\n+x\n```\n"));
+        let long = "+x\n".repeat(MARKDOWN_DIFF_LINES + 5);
+        let shown = fenced(&long);
+        assert_eq!(shown.lines().count(), MARKDOWN_DIFF_LINES + 3, "{shown}");
+        assert!(shown.contains("… 5 more lines (otters diff --format text shows them all)\n```"));
     }
 }
