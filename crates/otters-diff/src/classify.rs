@@ -315,7 +315,8 @@ pub fn changes(a: &Side, b: &Side, opts: Options) -> Vec<Change> {
         g.exec
             .as_ref()
             .filter(|e| !e.value.is_empty())
-            .map(|e| e.value.join(" "))
+            // As a JSON array: arguments with spaces stay apart.
+            .map(|e| serde_json::Value::from(e.value.clone()).to_string())
     };
     if exec(x) != exec(y) {
         let kind = match (exec(x), exec(y)) {

@@ -252,3 +252,13 @@ fn a_bin_usage_is_a_behaviour_change_with_its_diff() {
         Some("--- /dev/null\n+++ b/jq.usage\n@@ -0,0 +1,1 @@\n+jq FILTER [FILE]\n")
     );
 }
+
+#[test]
+fn exec_is_a_behaviour_change_shown_as_its_arguments() {
+    let c = one(BASE, &format!("{BASE}EXEC [\"run\", \"a b\"]\n"));
+    assert_eq!(
+        (c.class, c.what, c.change),
+        (Class::Behaviour, What::Exec, Kind::Added)
+    );
+    assert_eq!(c.after.as_deref(), Some(r#"["run","a b"]"#));
+}
