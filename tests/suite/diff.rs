@@ -380,6 +380,30 @@ fn a_remote_diff_reads_no_data_blob_and_a_re_pinned_runtime_is_a_pin() {
         !held.contains("\"digest\""),
         "the diff stored an image: {held}"
     );
+    // The CI example's diff: production from the registry, the working tree built offline from
+    // its Agentfile.lock. The same changes, and still no data blob read from the registry.
+    let before = reg.log().len();
+    let tree = env.dir.path().join("b");
+    let args = [
+        "diff",
+        &ra,
+        tree.to_str().unwrap(),
+        "--offline",
+        "--format",
+        "json",
+    ];
+    let (ok, tree_out, err) = fresh.run(&args);
+    assert!(ok, "{err}");
+    let pairs = |out: &str| -> Vec<(String, String)> {
+        let v = json(out);
+        let list = v["changes"].as_array().unwrap().clone();
+        list.iter()
+            .map(|c| (c["class"].to_string(), c["after"].to_string()))
+            .collect()
+    };
+    assert_eq!(pairs(&tree_out), pairs(&out), "{tree_out}");
+    let log = reg.log()[before..].to_owned();
+    assert_eq!(blob_gets(&log, &crate::support::sha256(&big_a)), 0, "{log}");
     t.assert("diff", "remote");
 }
 
