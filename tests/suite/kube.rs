@@ -22,8 +22,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The checks of the issue: restricted profile and hardening, requests and limits.
+/// The checks of the issue: restricted profile and hardening, requests and limits, and the
+/// liveness and readiness probes of a serving agent (checkov does not ask them of a Job).
 const CHECKOV_CHECKS: &[&str] = &[
+    "CKV_K8S_8",
+    "CKV_K8S_9",
     "CKV_K8S_10",
     "CKV_K8S_11",
     "CKV_K8S_12",
@@ -315,6 +318,17 @@ fn kube_objects_validate_pass_checkov_and_run_under_podman() {
         own_checks(text);
     }
     assert!(job.contains("restartPolicy: \"Never\"") && job.contains("kind: \"Job\""));
+    // The agent serves: its Pod and Deployment are probed on the runtime's port, its Job is not.
+    for text in [&pod, &deployment] {
+        assert!(
+            text.contains("readinessProbe:\n          tcpSocket:\n            port: 9999")
+                || text.contains("readinessProbe:\n      tcpSocket:\n        port: 9999"),
+            "{text}"
+        );
+        assert!(text.contains("livenessProbe:"), "{text}");
+    }
+    assert!(!job.contains("Probe:"), "{job}");
+    assert!(!kube("pod", &["--no-probes"]).contains("Probe:"));
     assert!(
         deployment.contains("kind: \"Service\"") && deployment.contains("kind: \"NetworkPolicy\"")
     );

@@ -8,6 +8,19 @@ pub enum KindArg {
     Pod,
     Job,
     Deployment,
+    /// agent-sandbox's `Sandbox` (agents.x-k8s.io/v1beta1)
+    Sandbox,
+    /// agent-sandbox's `SandboxTemplate` (extensions.agents.x-k8s.io/v1beta1)
+    SandboxTemplate,
+}
+
+/// Who picks the pod's user, as a flag value.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum UidArg {
+    /// The export's user, 65532, fixed in the pod's security context
+    Fixed,
+    /// The platform assigns one (OpenShift restricted-v2): no runAsUser, runAsGroup or fsGroup
+    Auto,
 }
 
 // Rationale: the flags are the switches of the generated objects, one to one.
@@ -16,8 +29,9 @@ pub enum KindArg {
 pub struct Args {
     /// The agent: a local tag or digest, or a registry reference (pulled when missing)
     pub reference: String,
-    /// The workload: a Deployment (default: the runtime is a server), a Pod, or a Job (one run,
-    /// restartPolicy Never)
+    /// The workload: a Deployment (default: the runtime is a server), a Pod, a Job (one run,
+    /// restartPolicy Never), or agent-sandbox's Sandbox or SandboxTemplate (the same pod as their
+    /// podTemplate)
     #[arg(long, value_enum, default_value = "deployment")]
     pub kind: KindArg,
     /// Object name (default: the agent's NAME made DNS-1123)
@@ -71,6 +85,13 @@ pub struct Args {
     /// Replicas of a Deployment
     #[arg(long)]
     pub replicas: Option<i64>,
+    /// No readiness and liveness probes on the runtime's port (a serving agent gets them)
+    #[arg(long)]
+    pub no_probes: bool,
+    /// Who picks the pod's user: `fixed` (the export's 65532) or `auto` (the platform assigns
+    /// one in group 0, as OpenShift's restricted-v2 does)
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub uid: UidArg,
     /// Platform of the export to deploy (default: linux on this machine's architecture)
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
@@ -150,6 +171,11 @@ impl Args {
             network_policy: self.network_policy,
             service: self.service,
             replicas: self.replicas,
+            no_probes: self.no_probes,
+            uid: match self.uid {
+                UidArg::Fixed => kube::Uid::Fixed,
+                UidArg::Auto => kube::Uid::Auto,
+            },
         })
     }
 }
@@ -160,6 +186,8 @@ impl From<KindArg> for otters_run::kube::Kind {
             KindArg::Pod => Self::Pod,
             KindArg::Job => Self::Job,
             KindArg::Deployment => Self::Deployment,
+            KindArg::Sandbox => Self::Sandbox,
+            KindArg::SandboxTemplate => Self::SandboxTemplate,
         }
     }
 }
