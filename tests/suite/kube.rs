@@ -50,7 +50,7 @@ fn venv_tool(name: &str) -> PathBuf {
     venv.join("bin").join(name)
 }
 
-fn docs(text: &str) -> Vec<Value> {
+pub(crate) fn docs(text: &str) -> Vec<Value> {
     serde_yaml_ng::Deserializer::from_str(text)
         .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
         .collect()
@@ -70,12 +70,14 @@ fn is_dns1123(s: &str) -> bool {
 
 /// What kubernetes-validate misses: every volumeMount names a volume of its pod; every name is
 /// DNS-1123.
-fn own_checks(text: &str) {
+pub(crate) fn own_checks(text: &str) {
     for d in docs(text) {
         let name = d["metadata"]["name"].as_str().unwrap_or_default();
         assert!(is_dns1123(name), "name {name:?} is not DNS-1123");
         let pod = if d["spec"]["template"]["spec"].is_mapping() {
             &d["spec"]["template"]["spec"]
+        } else if d["spec"]["podTemplate"]["spec"].is_mapping() {
+            &d["spec"]["podTemplate"]["spec"]
         } else {
             &d["spec"]
         };
@@ -98,7 +100,7 @@ fn own_checks(text: &str) {
     }
 }
 
-fn validate(test: &str, file: &Path) -> bool {
+pub(crate) fn validate(test: &str, file: &Path) -> bool {
     let (kv, checkov) = (venv_tool("kubernetes-validate"), venv_tool("checkov"));
     if !kv.exists() || !checkov.exists() {
         skip(

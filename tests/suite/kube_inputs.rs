@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// An image reference by digest for `--image`: nothing is pulled, so no export is needed.
-fn image() -> String {
+pub(crate) fn image() -> String {
     format!("127.0.0.1:5000/agents/keys@sha256:{}", "0".repeat(64))
 }
 
 /// `env` with the agent `tag` built offline from `agentfile`.
-fn agent(tag: &str, agentfile: &str) -> Env {
+pub(crate) fn agent(tag: &str, agentfile: &str) -> Env {
     let env = Env::new();
     let ctx = env.dir.path().join("ctx");
     crate::support::write(&ctx.join("Agentfile"), agentfile);
@@ -25,7 +25,7 @@ fn agent(tag: &str, agentfile: &str) -> Env {
 
 /// `text` with every `sha256:` digest written `sha256:[DIGEST]`, and the version label (a
 /// digest's first 12 hex digits here) `[VERSION]`.
-fn redacted(text: &str) -> String {
+pub(crate) fn redacted(text: &str) -> String {
     let label = "app.kubernetes.io/version: \"";
     let text = text
         .lines()
