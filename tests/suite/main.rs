@@ -27,6 +27,7 @@ mod interop;
 mod keyless;
 mod kube;
 mod kube_inputs;
+mod kube_kustomize;
 mod kube_sandbox;
 mod lint_cli;
 mod lsp;

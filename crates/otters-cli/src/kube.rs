@@ -14,6 +14,15 @@ pub enum KindArg {
     SandboxTemplate,
 }
 
+/// What `otters kube` writes, as a flag value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// The objects as multi-document YAML (to standard output, or -o FILE)
+    Yaml,
+    /// A Kustomize base in the directory -o DIR (`kubectl kustomize DIR` renders it)
+    Kustomize,
+}
+
 /// Who picks the pod's user, as a flag value.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum UidArg {
@@ -101,9 +110,17 @@ pub struct Args {
     /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
     #[arg(long)]
     pub insecure: bool,
-    /// Write the YAML to FILE instead of standard output
-    #[arg(short = 'o', long, value_name = "FILE")]
+    /// What to write: the objects as YAML, or a Kustomize base (into -o DIR)
+    #[arg(long, value_enum, default_value = "yaml")]
+    pub format: FormatArg,
+    /// Write the YAML to FILE instead of standard output; with --format kustomize, the base into
+    /// the directory DIR
+    #[arg(short = 'o', long, value_name = "FILE|DIR")]
     pub output: Option<PathBuf>,
+    /// With --format kustomize: write into a directory that holds files otters did not write
+    /// (they are left as they are, those of otters' names replaced)
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub gate: crate::flags::GateFlags,
 }

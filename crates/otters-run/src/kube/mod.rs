@@ -10,6 +10,7 @@
 
 pub mod agent;
 mod check;
+pub mod kustomize;
 mod names;
 mod options;
 mod pod;
@@ -127,6 +128,8 @@ impl std::fmt::Display for Warning {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifests {
     pub yaml: String,
+    /// The objects the YAML writes, in order (for [`kustomize::base`]).
+    pub objects: Vec<Node>,
     pub warnings: Vec<Warning>,
 }
 
@@ -135,6 +138,7 @@ pub fn manifests(image: &AgentImage, opts: &Options) -> Result<Manifests, KubeEr
     let objects = objects(image, opts)?;
     Ok(Manifests {
         yaml: yaml::documents(&objects),
+        objects,
         warnings: warnings(image, opts),
     })
 }
