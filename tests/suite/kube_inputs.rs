@@ -175,3 +175,33 @@ fn kube_platform_of_a_single_platform_agent_says_to_rebuild() {
         .2;
     snapshot("platform_hint", &err);
 }
+
+/// `--uid auto` (a platform such as OpenShift assigns the UID): no `runAsUser`, `runAsGroup` or
+/// `fsGroup` anywhere, `runAsNonRoot` kept in the pod's and the container's context; the objects
+/// validate and pass checkov's checks but `CKV_K8S_40` (a fixed high UID, which the platform
+/// gives). The whole output pinned.
+#[test]
+fn kube_uid_auto_fixes_no_uid_and_keeps_run_as_non_root() {
+    let test = "kube_uid_auto_fixes_no_uid_and_keeps_run_as_non_root";
+    let env = agent("keys:1", KEYS);
+    let (ok, yaml, err) = env.run(&[
+        "kube",
+        "keys:1",
+        "--offline",
+        "--image",
+        &image(),
+        "--uid",
+        "auto",
+        "-n",
+        "agents",
+    ]);
+    assert!(ok && err.is_empty(), "{err}");
+    snapshot("uid_auto", &redacted(&yaml));
+    for gone in ["runAsUser", "runAsGroup", "fsGroup"] {
+        assert!(!yaml.contains(gone), "{gone} in {yaml}");
+    }
+    assert_eq!(yaml.matches("runAsNonRoot: true").count(), 2, "{yaml}");
+    let file = env.dir.path().join("auto.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    crate::kube::validate_except(test, &file, &["CKV_K8S_40"]);
+}
