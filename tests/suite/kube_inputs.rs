@@ -176,7 +176,7 @@ fn kube_platform_of_a_single_platform_agent_says_to_rebuild() {
     snapshot("platform_hint", &err);
 }
 
-/// `--uid auto` (a platform such as OpenShift assigns the UID): no `runAsUser`, `runAsGroup` or
+/// `--uid auto` (a platform such as `OpenShift` assigns the UID): no `runAsUser`, `runAsGroup` or
 /// `fsGroup` anywhere, `runAsNonRoot` kept in the pod's and the container's context; the objects
 /// validate and pass checkov's checks but `CKV_K8S_40` (a fixed high UID, which the platform
 /// gives). The whole output pinned.

@@ -22,12 +22,9 @@ const AGENT: &str = "FROM scratch\nNAME kusto\nMODEL anthropic/x\nRUNTIME exampl
 const NOTE: &str = "\"quoted\"\nsecond line";
 
 fn kube(env: &Env, extra: &[&str]) -> (bool, String, String) {
-    let img = image();
+    let (img, note) = (image(), format!("note={NOTE}"));
     let mut args = vec!["kube", "kusto:1", "--offline", "--image", img.as_str()];
-    args.extend_from_slice(&[
-        "--config",
-        &*Box::leak(format!("note={NOTE}").into_boxed_str()),
-    ]);
+    args.extend_from_slice(&["--config", note.as_str()]);
     args.extend_from_slice(&["--mount", "/data=pvc:agent-data"]);
     args.extend_from_slice(extra);
     env.run(&args)
@@ -77,15 +74,18 @@ fn render(dir: &Path) -> Option<String> {
     Some(String::from_utf8(out.stdout).unwrap())
 }
 
-/// The rendered objects, the generated ConfigMap's name made `NAME-config` again: then they are
-/// the plain output's objects.
+/// The objects of `text`, sorted by kind, and the name of its `ConfigMap` (the generated one's,
+/// content-hashed, in a render).
 fn by_kind(text: &str) -> (String, Vec<(String, Value)>) {
     let mut generated = String::new();
     let mut out = Vec::new();
     for d in docs(text) {
         let kind = d["kind"].as_str().unwrap().to_owned();
         if kind == "ConfigMap" {
-            generated = d["metadata"]["name"].as_str().unwrap().to_owned();
+            d["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .clone_into(&mut generated);
         }
         out.push((kind, d));
     }
@@ -128,11 +128,11 @@ fn kube_kustomize_base_renders_to_the_plain_objects_and_validates() {
     );
     let (_, mut want) = by_kind(&plain);
     // The generated ConfigMap's name, content-hashed, is what the Deployment references.
-    let text = serde_yaml_ng::to_string(&want)
+    let renamed = serde_yaml_ng::to_string(&want)
         .unwrap()
         .replace("\"kusto-config\"", &format!("\"{generated}\""))
         .replace("kusto-config\n", &format!("{generated}\n"));
-    want = serde_yaml_ng::from_str(&text).unwrap();
+    want = serde_yaml_ng::from_str(&renamed).unwrap();
     assert_eq!(got.len(), 4, "{rendered}");
     for ((kind, g), (_, w)) in got.iter().zip(&want) {
         assert_eq!(

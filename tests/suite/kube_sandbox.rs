@@ -4,7 +4,7 @@
 //! `testdata/agent-sandbox`, with its licence), each object schema closed as the API server's
 //! pruning and `kubectl apply --validate=strict` close it; their `podTemplate` is the Pod
 //! `--kind pod` writes, and that pod validates with kubernetes-validate `--strict` (1.31, 1.37)
-//! and passes checkov's checks; the objects beside them (ConfigMap, Service, NetworkPolicy)
+//! and passes checkov's checks; the objects beside them (`ConfigMap`, `Service`, `NetworkPolicy`)
 //! validate too. Each whole output is pinned (`snapshots/kube_sandbox`).
 
 use crate::kube::{docs, own_checks, validate};
@@ -163,10 +163,10 @@ fn kube_sandbox_and_template_validate_against_the_agent_sandbox_crds() {
         }
     }
     let file = dir.join("rest.yaml");
-    let text: Vec<String> = rest
+    let written: Vec<String> = rest
         .iter()
         .map(|d| serde_yaml_ng::to_string(d).unwrap())
         .collect();
-    fs::write(&file, text.join("---\n")).unwrap();
+    fs::write(&file, written.join("---\n")).unwrap();
     validate(test, &file);
 }

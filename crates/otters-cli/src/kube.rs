@@ -28,7 +28,7 @@ pub enum FormatArg {
 pub enum UidArg {
     /// The export's user, 65532, fixed in the pod's security context
     Fixed,
-    /// The platform assigns one (OpenShift restricted-v2): no runAsUser, runAsGroup or fsGroup
+    /// The platform assigns one (`OpenShift` restricted-v2): no `runAsUser`, `runAsGroup` or `fsGroup`
     Auto,
 }
 
@@ -39,8 +39,8 @@ pub struct Args {
     /// The agent: a local tag or digest, or a registry reference (pulled when missing)
     pub reference: String,
     /// The workload: a Deployment (default: the runtime is a server), a Pod, a Job (one run,
-    /// restartPolicy Never), or agent-sandbox's Sandbox or SandboxTemplate (the same pod as their
-    /// podTemplate)
+    /// restartPolicy Never), or agent-sandbox's Sandbox or `SandboxTemplate` (the same pod as their
+    /// `podTemplate`)
     #[arg(long, value_enum, default_value = "deployment")]
     pub kind: KindArg,
     /// Object name (default: the agent's NAME made DNS-1123)
@@ -98,7 +98,7 @@ pub struct Args {
     #[arg(long)]
     pub no_probes: bool,
     /// Who picks the pod's user: `fixed` (the export's 65532) or `auto` (the platform assigns
-    /// one in group 0, as OpenShift's restricted-v2 does)
+    /// one in group 0, as `OpenShift`'s restricted-v2 does)
     #[arg(long, value_enum, default_value = "fixed")]
     pub uid: UidArg,
     /// Platform of the export to deploy (default: linux on this machine's architecture)

@@ -1,4 +1,4 @@
-//! `otters kube --format kustomize`: the objects as a Kustomize base a GitOps team keeps in git
+//! `otters kube --format kustomize`: the objects as a Kustomize base a `GitOps` team keeps in git
 //! and patches in overlays (`kubectl kustomize DIR` renders it).
 //!
 //! Takes: the objects [`super::objects`] makes. Returns: the files of the base, by relative path:
@@ -6,7 +6,7 @@
 //! Renovate update it; the labels in `labels:`; the CONFIG values through a `configMapGenerator`
 //! with content-hashed names, one file per key under `config/`, read byte for byte), one file per
 //! object, and for agent-sandbox's kinds `kustomizeconfig.yaml`, which tells Kustomize where their
-//! pod template names the generated ConfigMap. [`write_base`] writes them into a directory.
+//! pod template names the generated `ConfigMap`. [`write_base`] writes them into a directory.
 //! Must never: follow a link in the directory, or touch a file otters did not write there unless
 //! asked to (`force`).
 
@@ -35,8 +35,8 @@ const OWN: &[&str] = &[
 /// The directory of the generator's files.
 const CONFIG_DIR: &str = "config";
 
-/// The base's files (relative path, content) for `objects` (a ConfigMap first, then the
-/// workload, then the Service and NetworkPolicy when asked for), in the order they are listed.
+/// The base's files (relative path, content) for `objects` (a `ConfigMap` first, then the
+/// workload, then the `Service` and `NetworkPolicy` when asked for), in the order they are listed.
 pub fn base(
     objects: &[Node],
     kind: Kind,
@@ -190,8 +190,8 @@ fn visit_images(node: &mut Node, f: &mut dyn FnMut(&mut String)) {
     }
 }
 
-/// Kustomize knows where a Pod, Job or Deployment names a ConfigMap, not where agent-sandbox's
-/// kinds do: without this, the generated ConfigMap's hashed name would not reach their pod.
+/// Kustomize knows where a Pod, Job or Deployment names a `ConfigMap`, not where agent-sandbox's
+/// kinds do: without this, the generated `ConfigMap`'s hashed name would not reach their pod.
 fn name_reference(kind: Kind) -> Option<Node> {
     let (group, kind) = match kind {
         Kind::Sandbox => ("agents.x-k8s.io", "Sandbox"),

@@ -22,7 +22,7 @@ pub enum Uid {
     /// The export's user (65532), fixed in the pod's security context.
     #[default]
     Fixed,
-    /// The platform (OpenShift's `restricted-v2` assigns an arbitrary UID in group 0): no
+    /// The platform (`OpenShift`'s `restricted-v2` assigns an arbitrary UID in group 0): no
     /// `runAsUser`, `runAsGroup` or `fsGroup`, `runAsNonRoot` kept.
     Auto,
 }
@@ -64,6 +64,8 @@ impl Default for Resources {
 }
 
 /// What the user asked for.
+// Rationale: the switches of the generated objects, one per flag.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub kind: Kind,
