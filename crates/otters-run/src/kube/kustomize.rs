@@ -218,7 +218,7 @@ fn name_reference(kind: Kind) -> Option<Node> {
 pub enum BaseError {
     #[error("{} holds files otters did not write there: {}", .dir.display(), shown(.others))]
     NotOurs { dir: PathBuf, others: Vec<String> },
-    #[error("{} is not a directory", .0.display())]
+    #[error("{} is not a directory (a link there is not followed)", .0.display())]
     NotADirectory(PathBuf),
     #[error("cannot {what} {}", .path.display())]
     Io {
@@ -335,4 +335,61 @@ fn entries(dir: &Path) -> Result<Vec<(String, std::fs::FileType)>, BaseError> {
         out.push((e.file_name().to_string_lossy().into_owned(), t));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn objects(key: &str) -> Vec<Node> {
+        let digest = format!("sha256:{}", "0".repeat(64));
+        vec![
+            Node::map()
+                .with("kind", "ConfigMap")
+                .with("metadata", Node::map().with("name", "a-config"))
+                .with("data", Node::map().with(key, "v")),
+            Node::map().with("kind", "Pod").with(
+                "spec",
+                Node::map().with(
+                    "containers",
+                    vec![Node::map().with("image", format!("r.example/a@{digest}"))],
+                ),
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_digest_moves_to_images_and_each_key_to_a_file() {
+        let files = base(&objects("RUNTIME_X"), Kind::Pod, None).unwrap();
+        let names: Vec<&str> = files.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            names,
+            ["kustomization.yaml", "pod.yaml", "config/RUNTIME_X"]
+        );
+        let text = |i: usize| String::from_utf8(files[i].1.clone()).unwrap();
+        assert!(text(0).starts_with(MARKER), "{}", text(0));
+        assert!(
+            text(0).contains("images:\n- name: \"r.example/a\"\n  digest: \"sha256:000"),
+            "{}",
+            text(0)
+        );
+        assert!(text(1).contains("image: \"r.example/a\"\n"), "{}", text(1));
+        assert_eq!(text(2), "v");
+        // agent-sandbox's kinds get the nameReference Kustomize lacks.
+        let files = base(&objects("K"), Kind::Sandbox, None).unwrap();
+        assert!(files.iter().any(|(f, _)| f == "kustomizeconfig.yaml"));
+    }
+
+    #[test]
+    fn a_key_that_is_no_safe_file_name_is_refused() {
+        for key in ["../x", "a/b", "..", "", "a b"] {
+            assert!(
+                matches!(
+                    base(&objects(key), Kind::Pod, None),
+                    Err(KubeError::Invalid(_))
+                ),
+                "{key:?}"
+            );
+        }
+    }
 }
