@@ -28,6 +28,8 @@ mod interop;
 mod keyless;
 mod kube;
 mod kube_inputs;
+mod kube_kustomize;
+mod kube_sandbox;
 mod lint_cli;
 mod lsp;
 mod mirrors;
