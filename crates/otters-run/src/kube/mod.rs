@@ -477,7 +477,7 @@ mod tests {
         assert_eq!(probes(&serving, Kind::Job, false), (0, 0, 0));
     }
 
-    /// A Sandbox's and a SandboxTemplate's `podTemplate` is exactly the Pod otters writes: the
+    /// A `Sandbox`'s and a `SandboxTemplate`'s `podTemplate` is exactly the Pod otters writes: the
     /// same spec, the same labels and annotations.
     #[test]
     fn a_sandbox_holds_the_hardened_pod_unchanged() {
