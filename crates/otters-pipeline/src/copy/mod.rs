@@ -144,7 +144,7 @@ pub enum CopyError {
     )]
     DigestDiffers {
         destination: String,
-        wanted: String,
+        wanted: Digest,
         actual: Digest,
     },
     /// `save --with-deps`: the referrers of an image in the store could not be asked of its
@@ -376,7 +376,7 @@ fn planned(
         Place::Registry(d) if root => {
             let mut to = d.clone();
             if let Some(want) = &d.digest {
-                if *want != node.descriptor.digest.as_str() {
+                if *want != node.descriptor.digest {
                     return Err(CopyError::DigestDiffers {
                         destination: d.familiar(),
                         wanted: want.clone(),
