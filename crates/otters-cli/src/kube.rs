@@ -2,13 +2,6 @@
 use otters_run::kube;
 use otters_run::overrides::parse_config;
 use std::path::PathBuf;
-/// The workload kind, as a flag value.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum KindArg {
-    Pod,
-    Job,
-    Deployment,
-}
 
 // Rationale: the flags are the switches of the generated objects, one to one.
 #[allow(clippy::struct_excessive_bools)]
@@ -19,7 +12,7 @@ pub struct Args {
     /// The workload: a Deployment (default: the runtime is a server), a Pod, or a Job (one run,
     /// restartPolicy Never)
     #[arg(long, value_enum, default_value = "deployment")]
-    pub kind: KindArg,
+    pub kind: kube::Kind,
     /// Object name (default: the agent's NAME made DNS-1123)
     #[arg(long)]
     pub name: Option<String>,
@@ -130,7 +123,7 @@ impl Args {
     /// agent's runnable export, is found later (`kube::agent::agent_objects` sets it).
     pub fn options(&self) -> Result<kube::Options, FlagError> {
         Ok(kube::Options {
-            kind: self.kind.into(),
+            kind: self.kind,
             name: self.name.clone(),
             namespace: self.namespace.clone(),
             image: String::new(),
@@ -151,15 +144,5 @@ impl Args {
             service: self.service,
             replicas: self.replicas,
         })
-    }
-}
-
-impl From<KindArg> for otters_run::kube::Kind {
-    fn from(k: KindArg) -> Self {
-        match k {
-            KindArg::Pod => Self::Pod,
-            KindArg::Job => Self::Job,
-            KindArg::Deployment => Self::Deployment,
-        }
     }
 }

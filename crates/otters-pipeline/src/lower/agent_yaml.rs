@@ -15,13 +15,17 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Which executor the file describes; it decides where binaries live.
+/// Which executor the file describes; it decides where binaries live (`otters run --executor`;
+/// the flag's help describes the values, not these comments).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Executor {
     /// The runtime runs on the host: `usr/bin/<tool>`, `/usr/local/bin/runtime`.
     #[default]
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     System,
     /// The runtime runs in a container: `/opt/bins/<tool>`, `/opt/runtime/runtime`.
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Docker,
 }
 

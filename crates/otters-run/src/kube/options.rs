@@ -1,13 +1,15 @@
 //! What the user asks `otters kube` for: the [`Options`] and the texts of `--mount` and
 //! `--config-from`, parsed.
 
-/// The workload kind.
+/// The workload kind (`--kind`; the flag's help describes the values, not these comments).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Kind {
     Pod,
     Job,
     /// The default: the runtime is a server (`serve`), kept running and restarted.
     #[default]
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Deployment,
 }
 
