@@ -309,9 +309,10 @@ fn executor(
 /// The id recorded by a previous run of the same agent, so it keeps its identity.
 pub fn previous_id(root: &Path) -> Option<String> {
     let text = marker::read_tree_file(&root.join("etc/agent.yaml"))?;
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
-    let id = doc.get("id")?.as_str()?;
-    uuid::Uuid::parse_str(id).ok().map(|u| u.to_string())
+    let id = otters_pipeline::lower::agent_yaml::parse(text.as_bytes())
+        .ok()?
+        .id?;
+    uuid::Uuid::parse_str(&id).ok().map(|u| u.to_string())
 }
 
 /// The credential MODEL's provider needs (`anthropic/…` → `ANTHROPIC_API_KEY`); `None` for a
