@@ -19,6 +19,8 @@
 //! puts it back under that name.
 
 pub mod closure;
+#[cfg(test)]
+mod closure_tests;
 mod dry;
 mod local;
 mod save;
