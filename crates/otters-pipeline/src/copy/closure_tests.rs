@@ -17,6 +17,7 @@ use otters_oci::{Descriptor, Digest, MediaType, Platform};
 use serde_json::json;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -158,14 +159,15 @@ impl Fake {
 fn yaml(runtime: Option<(&str, &Digest)>, tools: &[(&str, &str, &str)]) -> String {
     let mut y = String::from("name: \"a\"\n");
     if let Some((r, d)) = runtime {
-        y.push_str(&format!("runtime:\n  ref: \"{r}\"\n  digest: \"{d}\"\n"));
+        let _ = write!(y, "runtime:\n  ref: \"{r}\"\n  digest: \"{d}\"\n");
     }
     if !tools.is_empty() {
         y.push_str("tools:\n");
         for (name, r, d) in tools {
-            y.push_str(&format!(
+            let _ = write!(
+                y,
                 "  - name: \"{name}\"\n    ref: \"{r}\"\n    digest: \"{d}\"\n"
-            ));
+            );
         }
     }
     y

@@ -228,7 +228,7 @@ fn a_tlog_entry_changed_anywhere_is_refused() {
             b,
             &format!("{ENTRY}/logId/keyId"),
             J::from(B64.encode([1u8; 32])),
-        )
+        );
     });
     assert!(matches!(tlog(e), TlogError::UnknownLog));
     let e = bundle_edited(|b| {
