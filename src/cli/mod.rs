@@ -27,6 +27,7 @@ mod blob;
 mod build;
 mod common;
 mod copy;
+mod diff;
 mod errors;
 mod explain;
 mod export;
@@ -79,6 +80,7 @@ pub fn main() -> ExitCode {
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),
         Command::Inspect(a) => inspect::run_inspect(a),
+        Command::Diff(a) => diff::run(a),
         Command::Rm(a) => tag::run_rm(a),
         Command::Tag(a) => tag::run_tag(a),
         Command::Prune(a) | Command::Image(ImageCommand::Prune(a)) => prune::run_prune(a),

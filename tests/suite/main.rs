@@ -15,6 +15,7 @@ mod compat;
 mod copy;
 mod copy_policy;
 mod copy_stream;
+mod diff;
 mod editors;
 mod emitted_codes;
 mod example_warnings;

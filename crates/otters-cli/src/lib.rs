@@ -18,6 +18,7 @@ pub mod bin;
 pub mod blob;
 pub mod build;
 pub mod copy;
+pub mod diff;
 pub mod explain;
 pub mod export;
 pub mod flags;
@@ -68,6 +69,12 @@ pub enum Command {
     Images(images::ImagesArgs),
     /// Show an image's manifest, config and layers
     Inspect(inspect::InspectArgs),
+    /// Show what changed between two agents: classified (escalation, behaviour, pin,
+    /// configuration, data, provenance), as text, JSON or a Markdown PR comment
+    ///
+    /// Exits 0 whether or not they differ (2 on error); 1 with `--exit-code` when they differ, or
+    /// with `--fail-on CLASS` when a change of that class is present. See docs/diff.md.
+    Diff(diff::DiffArgs),
     /// Remove image tags from the local store
     Rm(tag::RmArgs),
     /// Add a tag to an image in the local store
