@@ -55,7 +55,7 @@ fn check_and_print(
     build_args: &BTreeMap<String, String>,
     loaded: Vec<Loaded>,
 ) -> ExitCode {
-    let mut printer = Printer::new(a.format.into(), super::stderr_colour());
+    let mut printer = Printer::new(a.format, super::stderr_colour());
     let mut failed = false;
     let mut declared = BTreeSet::new();
     // A fixed file that could not be written: exit 2, as for any I/O error.

@@ -3,7 +3,7 @@
 use super::{fail, fail_in, CliResult};
 use crate::view::status;
 use miette::miette;
-use otters_cli::run::{Args, PullArg};
+use otters_cli::run::Args;
 use otters_oci::Store;
 use otters_run::extract::Limits;
 use otters_run::fetch::RegistryFetcher;
@@ -16,13 +16,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(a: Args) -> CliResult {
-    let pull = match a.pull {
-        _ if a.pins.offline => Pull::Never,
-        PullArg::Never => Pull::Never,
-        PullArg::Missing => Pull::Missing,
-        PullArg::Always => Pull::Always,
-    };
-    let executor = a.executor.into();
+    let pull = if a.pins.offline { Pull::Never } else { a.pull };
+    let executor = a.executor;
     let (overrides, user_mounts) =
         request::overrides(a.model.clone(), &a.envs, &a.configs, &a.mounts).map_err(fail)?;
     let platform = super::common::platform(a.platform.as_deref())?;

@@ -10,18 +10,7 @@ use otters_agentfile::diagnostic::render::{self, ColorChoice, FileReport, Human}
 use otters_agentfile::diagnostic::{Diagnostic, SourceFile};
 use otters_pipeline::lint::Counts;
 
-/// `otters lint --format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Human,
-    Concise,
-    Json,
-    Sarif,
-    Github,
-    Gitlab,
-    Junit,
-    Checkstyle,
-}
+pub use otters_cli::lint::Format;
 
 /// Text for standard output and for standard error.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -97,23 +86,6 @@ impl Printer {
         Out {
             stdout,
             stderr: String::new(),
-        }
-    }
-}
-
-impl From<otters_cli::lint::Format> for Format {
-    fn from(f: otters_cli::lint::Format) -> Self {
-        use otters_cli::lint::Format as Cli;
-        use Format as View;
-        match f {
-            Cli::Human => View::Human,
-            Cli::Concise => View::Concise,
-            Cli::Json => View::Json,
-            Cli::Sarif => View::Sarif,
-            Cli::Github => View::Github,
-            Cli::Gitlab => View::Gitlab,
-            Cli::Junit => View::Junit,
-            Cli::Checkstyle => View::Checkstyle,
         }
     }
 }

@@ -20,7 +20,7 @@ pub struct Args {
     pub name: Option<String>,
     /// Where the runtime runs: on this host, or in a container
     #[arg(long, value_enum, default_value = "system")]
-    pub executor: ExecutorArg,
+    pub executor: otters_pipeline::lower::agent_yaml::Executor,
     /// Docker-compatible CLI for --executor docker (e.g. podman)
     #[arg(long, value_name = "PATH", default_value = "docker")]
     pub docker: PathBuf,
@@ -58,33 +58,9 @@ pub struct Args {
     /// Pull missing images from their registry; always (ask the registry what the reference
     /// names now, and pull when its digest is not the local one); or never contact one
     #[arg(long, value_enum, default_value = "missing")]
-    pub pull: PullArg,
+    pub pull: otters_run::prepare::Pull,
     #[command(flatten)]
     pub pins: super::flags::PinFlags,
     #[command(flatten)]
     pub gate: crate::flags::GateFlags,
-}
-
-/// `--executor`, as a flag value.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum ExecutorArg {
-    System,
-    Docker,
-}
-
-/// `--pull`, as a flag value.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum PullArg {
-    Never,
-    Missing,
-    Always,
-}
-
-impl From<ExecutorArg> for otters_pipeline::lower::agent_yaml::Executor {
-    fn from(e: ExecutorArg) -> Self {
-        match e {
-            ExecutorArg::System => Self::System,
-            ExecutorArg::Docker => Self::Docker,
-        }
-    }
 }

@@ -22,10 +22,10 @@ pub enum PushError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Reference(#[from] ReferenceError),
-    #[error("{} names digest {}, but the local image is {local}", escape(.destination), escape(.named))]
+    #[error("{} names digest {}, but the local image is {local}", escape(.destination), .named)]
     OtherDigest {
         destination: String,
-        named: String,
+        named: Digest,
         local: Digest,
     },
     /// The push stopped on the way (interrupted, or the registry became unreachable): running
@@ -58,7 +58,7 @@ pub fn push_target(
         dest.tag = Some("latest".into());
     }
     match &dest.digest {
-        Some(d) if *d != local.digest.as_str() => Err(PushError::OtherDigest {
+        Some(d) if *d != local.digest => Err(PushError::OtherDigest {
             destination: written.to_owned(),
             named: d.clone(),
             local: local.digest,

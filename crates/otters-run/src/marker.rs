@@ -148,9 +148,9 @@ pub fn inspect(root: &Path, legacy_ok: bool) -> Result<RootState, ClaimError> {
     }
     if legacy_ok {
         if let Some(yaml) = read_tree_file(&root.join("etc/agent.yaml")) {
-            let repository = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&yaml)
+            let repository = otters_pipeline::lower::agent_yaml::parse(yaml.as_bytes())
                 .ok()
-                .and_then(|d| d.get("image")?.get("ref")?.as_str().map(str::to_owned))
+                .and_then(|d| d.image?.reference)
                 .and_then(|r| repository_of(&r));
             return Ok(RootState::Legacy(repository));
         }

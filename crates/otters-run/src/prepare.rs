@@ -18,16 +18,21 @@ use otters_oci::{Digest, Store, StoreError};
 use otters_pipeline::lower::agent_yaml::Executor as ExecutorKind;
 use std::path::{Path, PathBuf};
 
-/// Whether `otters run` may pull what the store lacks.
+/// Whether `otters run` may pull what the store lacks (`--pull`; the flag's help describes the
+/// values, not these comments).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Pull {
     /// Never contact a registry.
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Never,
     /// Pull images missing from the store.
     #[default]
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Missing,
     /// Ask the registry a reference names (`HOST/…`) what it names now, and pull when that is
     /// not the local copy; a digest reference the store holds, or a local tag, is used as it is.
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Always,
 }
 
@@ -304,9 +309,10 @@ fn executor(
 /// The id recorded by a previous run of the same agent, so it keeps its identity.
 pub fn previous_id(root: &Path) -> Option<String> {
     let text = marker::read_tree_file(&root.join("etc/agent.yaml"))?;
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
-    let id = doc.get("id")?.as_str()?;
-    uuid::Uuid::parse_str(id).ok().map(|u| u.to_string())
+    let id = otters_pipeline::lower::agent_yaml::parse(text.as_bytes())
+        .ok()?
+        .id?;
+    uuid::Uuid::parse_str(&id).ok().map(|u| u.to_string())
 }
 
 /// The credential MODEL's provider needs (`anthropic/…` → `ANTHROPIC_API_KEY`); `None` for a

@@ -33,8 +33,8 @@ pub struct Reference {
     /// Repository path, e.g. `library/alpine`, `openotters/bin/jq`.
     pub repository: String,
     pub tag: Option<String>,
-    /// `algorithm:hex`, e.g. `sha256:9f86…`.
-    pub digest: Option<String>,
+    /// The pinned digest, e.g. `sha256:9f86…` (parsed: only sha256 digests pin).
+    pub digest: Option<crate::Digest>,
 }
 
 /// Why a reference string is not a valid reference.
@@ -157,7 +157,7 @@ impl Reference {
         }
         if let Some(d) = &self.digest {
             s.push('@');
-            s.push_str(d);
+            s.push_str(d.as_str());
         }
         s
     }
@@ -175,7 +175,8 @@ impl Reference {
     /// What to ask the registry for: the digest when pinned, else the tag (default `latest`).
     pub fn selector(&self) -> &str {
         self.digest
-            .as_deref()
+            .as_ref()
+            .map(crate::Digest::as_str)
             .or(self.tag.as_deref())
             .unwrap_or("latest")
     }
@@ -189,7 +190,7 @@ impl Reference {
     #[must_use]
     pub fn with_digest(&self, digest: &crate::Digest) -> Reference {
         Reference {
-            digest: Some(digest.to_string()),
+            digest: Some(digest.clone()),
             ..self.clone()
         }
     }
@@ -397,7 +398,7 @@ fn parse_tag(text: &str, tag: &str) -> Result<String, ReferenceError> {
     Ok(tag.to_owned())
 }
 
-fn parse_digest(text: &str, d: &str) -> Result<String, ReferenceError> {
+fn parse_digest(text: &str, d: &str) -> Result<crate::Digest, ReferenceError> {
     let bad = |why| ReferenceError::BadDigest {
         text: text.to_owned(),
         digest: d.to_owned(),
@@ -424,8 +425,14 @@ fn parse_digest(text: &str, d: &str) -> Result<String, ReferenceError> {
     match algo {
         "sha256" if !hex_ok(64) => Err(bad("is not 64 lower-case hex digits")),
         "sha512" if !hex_ok(128) => Err(bad("is not 128 lower-case hex digits")),
-        "sha256" | "sha512" => Ok(d.to_owned()),
-        _ if hex.len() >= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()) => Ok(d.to_owned()),
+        "sha256" => crate::Digest::parse(d).map_err(|_| bad("is not 64 lower-case hex digits")),
+        _ if algo == "sha512"
+            || (hex.len() >= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit())) =>
+        {
+            Err(bad(
+                "uses an algorithm other than sha256, the only one images are pinned by",
+            ))
+        }
         _ => Err(bad("is not a known algorithm with a hex value")),
     }
 }
@@ -487,6 +494,7 @@ mod tests {
             ("a:x/y", "ERR"),
             ("a@sha256:abc", "64 lower-case hex"),
             ("a@md5", "no `algorithm:` prefix"),
+            ("a@sha512:", "128 lower-case hex"),
             ("host:port/x", "not a valid host"),
             ("ex_ample.com/x", "not a valid host"),
             ("a$b", "not allowed"),
@@ -496,6 +504,22 @@ mod tests {
             assert!(
                 got.starts_with("ERR") && got.contains(want),
                 "input {input:?}: {got}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_digest_is_parsed_and_only_sha256_pins() {
+        let r = Reference::parse(&format!("a:1@sha256:{H}")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            r.digest,
+            Some(crate::Digest::parse(&format!("sha256:{H}")).unwrap())
+        );
+        assert_eq!(r.selector(), format!("sha256:{H}"));
+        for other in [format!("a@sha512:{H}{H}"), format!("a@blake3:{H}")] {
+            assert_eq!(
+                full(&other),
+                format!("ERR invalid reference `{other}`: digest `{}` uses an algorithm other than sha256, the only one images are pinned by; write `@sha256:` followed by 64 lower-case hex digits", &other[2..])
             );
         }
     }

@@ -47,7 +47,7 @@ pub fn annotations(var: impl Fn(&str) -> Option<String>) -> Result<BTreeMap<Stri
 /// The Markdown `otters build` appends to GitHub's job summary (`$GITHUB_STEP_SUMMARY`): the
 /// digest, the tags and what was pushed, each in a code span (backticks in a tag cannot occur:
 /// tags are checked before the build).
-pub fn summary(digest: &str, tags: &[String], pushed: &[String]) -> String {
+pub fn summary(digest: &otters_oci::Digest, tags: &[String], pushed: &[String]) -> String {
     use std::fmt::Write as _;
     let mut out = format!("### otters build\n\n| | |\n|---|---|\n| digest | `{digest}` |\n");
     for t in tags {
@@ -94,5 +94,15 @@ mod tests {
         assert!(!from(&[("CI_PROJECT_URL", "u")])
             .unwrap()
             .contains_key(ANN_REVISION));
+    }
+
+    #[test]
+    fn the_summary_is_a_table_of_the_digest_tags_and_pushes() {
+        let d = otters_oci::Digest::of(b"");
+        let got = summary(&d, &["a:1".to_owned()], &["r/a:1".to_owned()]);
+        assert_eq!(
+            got,
+            format!("### otters build\n\n| | |\n|---|---|\n| digest | `{d}` |\n| tag | `a:1` |\n| pushed | `r/a:1` |\n\n")
+        );
     }
 }

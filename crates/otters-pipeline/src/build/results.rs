@@ -321,7 +321,7 @@ pub fn write_result_files(
 /// file (`$GITHUB_STEP_SUMMARY`).
 pub fn append_job_summary(path: &Path, out: &BuildOutput) -> std::io::Result<()> {
     use std::io::Write as _;
-    let text = super::ci::summary(out.descriptor.digest.as_str(), &out.tags, &pushed(out));
+    let text = super::ci::summary(&out.descriptor.digest, &out.tags, &pushed(out));
     std::fs::OpenOptions::new()
         .append(true)
         .create(true)

@@ -19,6 +19,8 @@
 //! puts it back under that name.
 
 pub mod closure;
+#[cfg(test)]
+mod closure_tests;
 mod dry;
 mod local;
 mod save;
@@ -154,7 +156,7 @@ pub enum CopyError {
     )]
     DigestDiffers {
         destination: String,
-        wanted: String,
+        wanted: Digest,
         actual: Digest,
     },
     /// `save --with-deps`: the referrers of an image in the store could not be asked of its
@@ -386,7 +388,7 @@ fn planned(
         Place::Registry(d) if root => {
             let mut to = d.clone();
             if let Some(want) = &d.digest {
-                if *want != node.descriptor.digest.as_str() {
+                if *want != node.descriptor.digest {
                     return Err(CopyError::DigestDiffers {
                         destination: d.familiar(),
                         wanted: want.clone(),

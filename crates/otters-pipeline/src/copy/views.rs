@@ -60,7 +60,7 @@ pub(super) struct LoadedView<'s> {
 
 impl View for LoadedView<'_> {
     fn manifest(&self, r: &Reference, written: &str) -> Result<Lookup, BoxError> {
-        if let Some(d) = r.digest.as_deref().and_then(|d| Digest::parse(d).ok()) {
+        if let Some(d) = r.digest.clone() {
             return stored(self.store, &d);
         }
         match self.entries.iter().find(|(n, _)| n == written) {
@@ -82,7 +82,7 @@ pub(super) struct StoreFirst<'s> {
 
 impl View for StoreFirst<'_> {
     fn manifest(&self, r: &Reference, written: &str) -> Result<Lookup, BoxError> {
-        let local = match r.digest.as_deref().and_then(|d| Digest::parse(d).ok()) {
+        let local = match r.digest.clone() {
             Some(d) => stored(self.store, &d)?,
             None => match self.store.resolve(written) {
                 Ok(Some(d)) => stored(self.store, &d.digest)?,

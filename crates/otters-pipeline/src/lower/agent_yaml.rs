@@ -15,13 +15,17 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Which executor the file describes; it decides where binaries live.
+/// Which executor the file describes; it decides where binaries live (`otters run --executor`;
+/// the flag's help describes the values, not these comments).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Executor {
     /// The runtime runs on the host: `usr/bin/<tool>`, `/usr/local/bin/runtime`.
     #[default]
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     System,
     /// The runtime runs in a container: `/opt/bins/<tool>`, `/opt/runtime/runtime`.
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Docker,
 }
 
@@ -206,31 +210,91 @@ impl Yaml {
     }
 }
 
-// The reader: what run, copy and prune read back of an image's agent.yaml (its pins).
+// The reader: the one model of the document, which run, copy, prune and the run tree's claim read
+// back (every key optional but a tool's name; unknown keys ignored; digests are checked text).
 
-#[derive(Deserialize)]
-struct YamlRef {
-    #[serde(rename = "ref", default)]
-    reference: Option<String>,
-    #[serde(default)]
-    digest: Option<String>,
+/// `image:` and `runtime:` (`binary` is the runtime's only).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct RefEntry {
+    #[serde(rename = "ref")]
+    pub reference: Option<String>,
+    pub digest: Option<String>,
+    pub binary: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct YamlTool {
-    name: String,
-    #[serde(rename = "ref", default)]
-    reference: Option<String>,
-    #[serde(default)]
-    digest: Option<String>,
+/// One of `capabilities:`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct CapabilityEntry {
+    pub name: String,
+    pub description: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct YamlPins {
+/// One of `envs:` (never a value).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct EnvEntry {
+    pub key: String,
+    pub description: Option<String>,
+}
+
+/// One of `mounts:` (never a host path).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct MountEntry {
+    pub target: String,
+    pub description: Option<String>,
+    pub read_only: bool,
+}
+
+/// One of `context:`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ContextEntry {
+    pub name: String,
+    pub file: String,
+    pub description: Option<String>,
+}
+
+/// One of `tools:`; its name is required.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct ToolEntry {
+    pub name: String,
     #[serde(default)]
-    runtime: Option<YamlRef>,
+    pub description: Option<String>,
     #[serde(default)]
-    tools: Vec<YamlTool>,
+    pub binary: Option<String>,
+    #[serde(rename = "ref", default)]
+    pub reference: Option<String>,
+    #[serde(default)]
+    pub digest: Option<String>,
+    #[serde(default)]
+    pub usage: Option<String>,
+}
+
+/// An `agent.yaml` as [`render`] writes it (spec §g.2), read back.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Document {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub model: Option<String>,
+    pub workspace: Option<String>,
+    pub image: Option<RefEntry>,
+    pub runtime: Option<RefEntry>,
+    pub configs: BTreeMap<String, String>,
+    pub capabilities: Vec<CapabilityEntry>,
+    pub envs: Vec<EnvEntry>,
+    pub mounts: Vec<MountEntry>,
+    pub context: Vec<ContextEntry>,
+    pub tools: Vec<ToolEntry>,
+    pub exec: Vec<String>,
+}
+
+/// Reads an `agent.yaml` (an image's layer or a run tree's file).
+pub fn parse(yaml: &[u8]) -> Result<Document, serde_yaml_ng::Error> {
+    serde_yaml_ng::from_slice(yaml)
 }
 
 /// Why an `agent.yaml` gives no pins.
@@ -244,32 +308,40 @@ pub enum PinsError {
     },
 }
 
-/// The runtime and tool digests pinned in an image's `agent.yaml`.
-pub fn parse_pins(yaml: &[u8]) -> Result<Pins, PinsError> {
-    let doc: YamlPins = serde_yaml_ng::from_slice(yaml).map_err(PinsError::Yaml)?;
-    let pin = |reference: String, digest: String| match Digest::parse(&digest) {
-        Ok(digest) => Ok(Pin { reference, digest }),
-        Err(_) => Err(PinsError::NotADigest { reference, digest }),
-    };
-    let mut pins = Pins::default();
-    if let Some(YamlRef {
-        reference: Some(reference),
-        digest: Some(digest),
-    }) = doc.runtime
-    {
-        pins.runtime = Some(pin(reference, digest)?);
-    }
-    // A later tool of the same name replaces an earlier one before anything is checked.
-    let mut tools = BTreeMap::new();
-    for t in doc.tools {
-        if let (Some(reference), Some(digest)) = (t.reference, t.digest) {
-            tools.insert(t.name, (reference, digest));
+impl Document {
+    /// The runtime and tool digests it pins; each must be a sha256 digest.
+    pub fn pins(self) -> Result<Pins, PinsError> {
+        let pin = |reference: String, digest: String| match Digest::parse(&digest) {
+            Ok(digest) => Ok(Pin { reference, digest }),
+            Err(_) => Err(PinsError::NotADigest { reference, digest }),
+        };
+        let mut pins = Pins::default();
+        if let Some(RefEntry {
+            reference: Some(reference),
+            digest: Some(digest),
+            ..
+        }) = self.runtime
+        {
+            pins.runtime = Some(pin(reference, digest)?);
         }
+        // A later tool of the same name replaces an earlier one before anything is checked.
+        let mut tools = BTreeMap::new();
+        for t in self.tools {
+            if let (Some(reference), Some(digest)) = (t.reference, t.digest) {
+                tools.insert(t.name, (reference, digest));
+            }
+        }
+        for (name, (reference, digest)) in tools {
+            pins.bins.insert(name, pin(reference, digest)?);
+        }
+        Ok(pins)
     }
-    for (name, (reference, digest)) in tools {
-        pins.bins.insert(name, pin(reference, digest)?);
-    }
-    Ok(pins)
+}
+
+/// The runtime and tool digests pinned in an image's `agent.yaml`: [`parse`], then
+/// [`Document::pins`].
+pub fn parse_pins(yaml: &[u8]) -> Result<Pins, PinsError> {
+    parse(yaml).map_err(PinsError::Yaml)?.pins()
 }
 
 #[cfg(test)]
@@ -406,6 +478,141 @@ exec:
             parsed["tools"][0]["digest"].as_str(),
             Some(otters_oci::Digest::of(b"").as_str())
         );
+    }
+
+    #[test]
+    fn the_writer_reads_back_as_the_same_values() {
+        let mut model = sample();
+        let a = &mut model.agent;
+        a.name = Some(n("we: \"ird\"\n\u{2028}#x"));
+        a.envs[0].description = Some("the token".into());
+        a.mounts[0].description = Some("- data".into());
+        a.bins.push(Bin {
+            name: "yq".into(),
+            image: "reg.example:5000/yq@sha256:00".into(),
+            description: None,
+            usage: None,
+            span: None,
+            name_span: None,
+            image_span: None,
+        });
+        let d = |b: &[u8]| otters_oci::Digest::of(b);
+        let pin = |reference: &str, digest| Pin {
+            reference: reference.into(),
+            digest,
+        };
+        let pins = Pins {
+            runtime: Some(pin("ghcr.io/openotters/runtime:v1", d(b"rt"))),
+            bins: [(
+                "jq".to_owned(),
+                pin("ghcr.io/openotters/tools/jq:latest", d(b"jq")),
+            )]
+            .into(),
+        };
+        let image = ImageRef {
+            reference: "localhost:5000/meteo:1".into(),
+            digest: Some(d(b"image")),
+        };
+        let descriptions = [("note_save".to_owned(), "saves: \"notes\"".to_owned())].into();
+        let y = render(
+            &model,
+            &pins,
+            &Options {
+                id: Some("0b6e6c4e-3c5e-4f36-9d51-6f0f6e0a8e55"),
+                image: Some(&image),
+                executor: Executor::Docker,
+                capability_descriptions: Some(&descriptions),
+            },
+        );
+        let s = |v: &str| Some(v.to_owned());
+        let context = |name: &str, description: Option<String>| ContextEntry {
+            name: name.into(),
+            file: format!("/etc/context/{name}.md"),
+            description,
+        };
+        let want = Document {
+            id: s("0b6e6c4e-3c5e-4f36-9d51-6f0f6e0a8e55"),
+            name: s("we: \"ird\"\n\u{2028}#x"),
+            model: s("anthropic/claude"),
+            workspace: s("/workspace"),
+            image: Some(RefEntry {
+                reference: s("localhost:5000/meteo:1"),
+                digest: Some(d(b"image").to_string()),
+                binary: None,
+            }),
+            runtime: Some(RefEntry {
+                reference: s("ghcr.io/openotters/runtime:v1"),
+                digest: Some(d(b"rt").to_string()),
+                binary: s("/opt/runtime/runtime"),
+            }),
+            configs: [("max-tokens".to_owned(), "0.5".to_owned())].into(),
+            capabilities: vec![CapabilityEntry {
+                name: "note_save".into(),
+                description: s("saves: \"notes\""),
+            }],
+            envs: vec![EnvEntry {
+                key: "TOKEN".into(),
+                description: s("the token"),
+            }],
+            mounts: vec![MountEntry {
+                target: "/data".into(),
+                description: s("- data"),
+                read_only: true,
+            }],
+            context: vec![
+                context("AGENT", None),
+                context("WORKSPACE", None),
+                context("MOUNTS", None),
+                context("SOUL", s("core \"rules\"")),
+            ],
+            tools: vec![
+                ToolEntry {
+                    name: "jq".into(),
+                    description: s("json"),
+                    binary: s("/opt/bins/jq"),
+                    reference: s("ghcr.io/openotters/tools/jq:latest"),
+                    digest: Some(d(b"jq").to_string()),
+                    usage: s("/etc/data/bins/jq/USAGE.md"),
+                },
+                ToolEntry {
+                    name: "yq".into(),
+                    description: None,
+                    binary: s("/opt/bins/yq"),
+                    reference: s("reg.example:5000/yq@sha256:00"),
+                    digest: None,
+                    usage: None,
+                },
+            ],
+            exec: vec!["--x".into()],
+        };
+        let got = parse(y.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{y}"));
+        assert_eq!(got, want, "{y}");
+        assert_eq!(got.pins().unwrap(), pins);
+    }
+
+    #[test]
+    fn pins_are_refused_unless_digests_and_tools_are_named() {
+        let doc = "tools:\n  - name: \"jq\"\n    ref: \"jq:1\"\n    digest: \"sha256:abc\"\n";
+        match parse_pins(doc.as_bytes()) {
+            Err(PinsError::NotADigest { reference, digest }) => {
+                assert_eq!(
+                    (reference.as_str(), digest.as_str()),
+                    ("jq:1", "sha256:abc")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let unnamed = "tools:\n  - ref: \"jq:1\"\n";
+        assert!(matches!(
+            parse_pins(unnamed.as_bytes()),
+            Err(PinsError::Yaml(_))
+        ));
+        // Unpinned references and an empty document pin nothing.
+        assert_eq!(
+            parse_pins(b"runtime:\n  ref: \"rt\"\n").unwrap(),
+            Pins::default()
+        );
+        assert_eq!(parse(b"{}").unwrap(), Document::default());
     }
 
     #[test]

@@ -99,8 +99,7 @@ pub fn local_parent(
     platform: &Platform,
 ) -> Option<Digest> {
     let top = if let Some(d) = &r.digest {
-        let d = Digest::parse(d).ok()?;
-        store.has_blob(&d).then_some(d)?
+        store.has_blob(d).then(|| d.clone())?
     } else {
         let name = otters_oci::store::refname::tag_name(written).ok()?;
         store

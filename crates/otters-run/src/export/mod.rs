@@ -21,6 +21,8 @@
 //! umask or directory order (same agent, same digest).
 
 pub mod config;
+#[cfg(test)]
+mod export_tests;
 pub mod layers;
 pub mod loader;
 pub mod push;

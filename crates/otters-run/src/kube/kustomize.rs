@@ -164,7 +164,7 @@ fn unpinned(mut workload: Node) -> Result<(Node, (String, String)), KubeError> {
     visit_images(&mut workload, &mut |image: &mut String| {
         if let Ok(r) = otters_oci::reference::Reference::parse(image) {
             if let Some(d) = &r.digest {
-                found = Some((r.name(), d.clone()));
+                found = Some((r.name(), d.to_string()));
                 *image = r.name();
             }
         }

@@ -26,6 +26,8 @@
 mod authority;
 mod der;
 mod identity;
+#[cfg(test)]
+mod refusal_tests;
 mod root;
 mod sct;
 mod timestamp;
