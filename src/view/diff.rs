@@ -8,7 +8,7 @@
 use super::{esc, line};
 use otters_diff::change::count;
 use otters_diff::{Change, Class, Kind, Side};
-use serde_json::{json, Value};
+use otters_schema::outputs::{Diff, DiffChange, DiffSide, DiffSummary, WithSchema};
 
 fn symbol(k: Kind) -> char {
     match k {
@@ -86,44 +86,48 @@ pub fn text(a: &Side, b: &Side, changes: &[Change]) -> String {
     out
 }
 
-fn side_json(s: &Side) -> Value {
-    json!({
-        "reference": s.reference,
-        "digest": s.digest.to_string(),
-        "manifest": s.manifest.to_string(),
-        "platforms": s.platforms,
-    })
+fn side_json(s: &Side) -> DiffSide<'_> {
+    DiffSide {
+        reference: &s.reference,
+        digest: s.digest.to_string(),
+        manifest: s.manifest.to_string(),
+        platforms: &s.platforms,
+    }
 }
 
-/// The JSON view (pretty, keys in a fixed order; docs/diff.md, "JSON").
+/// The JSON view (pretty, keys in a fixed order; docs/diff.md, "JSON"; its schema is
+/// `otters schema diff`).
 pub fn json(a: &Side, b: &Side, changes: &[Change]) -> String {
-    let summary: serde_json::Map<String, Value> = Class::ALL
+    let n = |class| count(changes, class);
+    let summary = DiffSummary {
+        escalation: n(Class::Escalation),
+        behaviour: n(Class::Behaviour),
+        pin: n(Class::Pin),
+        configuration: n(Class::Configuration),
+        data: n(Class::Data),
+        provenance: n(Class::Provenance),
+    };
+    let list = changes
         .iter()
-        .map(|c| (c.as_str().to_owned(), Value::from(count(changes, *c))))
-        .collect();
-    let list: Vec<Value> = changes
-        .iter()
-        .map(|c| {
-            json!({
-                "class": c.class.as_str(),
-                "what": c.what.as_str(),
-                "name": c.name,
-                "field": c.field,
-                "change": c.change.as_str(),
-                "before": c.before,
-                "after": c.after,
-                "diff": c.diff,
-            })
+        .map(|c| DiffChange {
+            class: c.class.as_str(),
+            what: c.what.as_str(),
+            name: &c.name,
+            field: c.field,
+            change: c.change.as_str(),
+            before: c.before.as_deref(),
+            after: c.after.as_deref(),
+            diff: c.diff.as_deref(),
         })
         .collect();
-    let doc = json!({
-        "a": side_json(a),
-        "b": side_json(b),
-        "identical": changes.is_empty(),
-        "summary": summary,
-        "changes": list,
-    });
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    let doc = Diff {
+        a: side_json(a),
+        b: side_json(b),
+        identical: changes.is_empty(),
+        summary,
+        changes: list,
+    };
+    let mut text = serde_json::to_string_pretty(&WithSchema::new("diff", doc)).unwrap_or_default();
     text.push('\n');
     text
 }

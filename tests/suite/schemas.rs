@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const NAMES: [&str; 9] = [
+const NAMES: [&str; 10] = [
     "agentfile-lock",
     "agent-yaml",
     "agent-config",
@@ -22,6 +22,7 @@ const NAMES: [&str; 9] = [
     "lint",
     "inspect",
     "run-plan",
+    "diff",
     "copy",
 ];
 
@@ -212,6 +213,22 @@ fn documents(w: &StaticWorld, python: &Path) -> Vec<(&'static str, Value)> {
     ]));
     docs.push(("copy", json(&copy)));
 
+    // The agent against its own context with one more LABEL and CONFIG default: a diff with
+    // changes, the directory side built offline from the lock.
+    let changed = w.tmp.path().join("ctx-changed");
+    copy_dir(&ctx, &changed);
+    let mut text = fs::read_to_string(changed.join("Agentfile")).unwrap();
+    text.push_str("LABEL team=platform\n");
+    fs::write(changed.join("Agentfile"), text).unwrap();
+    let out = cli::otters(home)
+        .args(["diff", "--format", "json", "--offline", &agent])
+        .arg(&changed)
+        .output()
+        .unwrap();
+    let diff = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(diff["identical"], false, "{diff}");
+    docs.push(("diff", diff));
+
     // A finding of every severity the file gives.
     let bad = w.tmp.path().join("bad/Agentfile");
     fs::create_dir_all(bad.parent().unwrap()).unwrap();
@@ -272,7 +289,7 @@ fn real_documents_validate_and_their_broken_twins_do_not() {
     for (i, (name, doc)) in docs.iter().enumerate() {
         let file = dir.join(format!("{i}-{name}.json"));
         fs::write(&file, doc.to_string()).unwrap();
-        if ["inspect", "run-plan", "copy"].contains(name) {
+        if ["inspect", "run-plan", "copy", "diff"].contains(name) {
             let id =
                 format!("https://github.com/openotters/otters/raw/main/schemas/v1/{name}.json");
             assert_eq!(
@@ -291,6 +308,20 @@ fn real_documents_validate_and_their_broken_twins_do_not() {
             fs::write(&file, twin.to_string()).unwrap();
             let (valid, _) = validates(&check, name, &file);
             assert!(!valid, "{name} with {how} validates:\n{twin:#}");
+        }
+    }
+}
+
+/// A copy of the directory tree `from` at `to` (files and directories only).
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
         }
     }
 }

@@ -143,6 +143,7 @@ pub const SCHEMAS: &[Entry] = &[
     Entry::write::<Vec<otters_agentfile::diagnostic::render::Finding<'static>>>("lint", "otters lint --format json", "The findings of otters lint --format json: one object per finding, in file then position order.", &[]),
     Entry::write::<outputs::WithSchema<outputs::Inspect<'static>>>("inspect", "otters inspect --format json", "An image as otters inspect --format json shows it: its descriptor, manifest, config and layers.", &[]),
     Entry::write::<outputs::WithSchema<otters_run::plan::RunPlan>>("run-plan", "otters run --dry-run", "Everything otters run would do, as otters run --dry-run prints it (secret values redacted).", &[]),
+    Entry::write::<outputs::WithSchema<outputs::Diff<'static>>>("diff", "otters diff --format json", "What changed between two agents, classified, as otters diff --format json prints it.", &[]),
     Entry::write::<outputs::WithSchema<otters_pipeline::copy::CopyReport>>("copy", "otters copy --format json", "What otters copy did (or, with --dry-run, would do), as otters copy --format json prints it.", &[]),
 ];
 

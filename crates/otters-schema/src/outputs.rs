@@ -81,3 +81,76 @@ pub struct Inspect<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subject: Option<Described<'a>>,
 }
+
+/// One side of `otters diff --format json`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiffSide<'a> {
+    /// The reference (or Agentfile directory) as given.
+    pub reference: &'a str,
+    /// What it resolved to: an index or a manifest.
+    pub digest: String,
+    /// The agent manifest compared (the chosen platform's, for an index).
+    pub manifest: String,
+    /// The platforms of an index (`os/arch[/variant]`, sorted); empty for a single manifest.
+    pub platforms: &'a [String],
+}
+
+/// How many changes of each class, in the order of the classes.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiffSummary {
+    /// The agent may do more than before.
+    pub escalation: usize,
+    /// What the model is told or runs changed.
+    pub behaviour: usize,
+    /// The same repository re-pinned.
+    pub pin: usize,
+    /// CONFIG, ENV, NAME, LABEL and ARG defaults.
+    pub configuration: usize,
+    /// ADD files and directories.
+    pub data: usize,
+    /// Signatures, attestations and platforms.
+    pub provenance: usize,
+}
+
+/// One classified change (docs/diff.md).
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiffChange<'a> {
+    /// Its class.
+    #[schemars(extend("enum" = ["escalation", "behaviour", "pin", "configuration", "data", "provenance"]))]
+    pub class: &'a str,
+    /// What kind of item changed.
+    #[schemars(extend("enum" = ["from", "runtime", "model", "bin", "capability", "mount", "context", "exec", "name", "config", "env", "label", "arg", "add", "platform", "referrer", "manifest"]))]
+    pub what: &'a str,
+    /// The item's name (a BIN's, a CONTEXT's, a CONFIG key, …).
+    pub name: &'a str,
+    /// The part of the item that changed (`image`, `usage`, `mode`, …), or `null` for the item.
+    pub field: Option<&'a str>,
+    /// Added, removed or changed.
+    #[schemars(extend("enum" = ["added", "removed", "changed"]))]
+    pub change: &'a str,
+    /// The value before (`null` for an addition).
+    pub before: Option<&'a str>,
+    /// The value after (`null` for a removal).
+    pub after: Option<&'a str>,
+    /// A unified diff of a text (a CONTEXT, a BIN's USAGE), or `null`.
+    pub diff: Option<&'a str>,
+}
+
+/// `otters diff A B --format json`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Diff<'a> {
+    /// The first agent (before).
+    pub a: DiffSide<'a>,
+    /// The second agent (after).
+    pub b: DiffSide<'a>,
+    /// Whether no change was found.
+    pub identical: bool,
+    /// How many changes of each class.
+    pub summary: DiffSummary,
+    /// Every change, ordered by class, then kind, then name.
+    pub changes: Vec<DiffChange<'a>>,
+}
