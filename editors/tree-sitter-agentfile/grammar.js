@@ -87,6 +87,7 @@ module.exports = grammar({
         $.arg_instruction,
         $.capability_instruction,
         $.mount_instruction,
+        $.egress_instruction,
       ),
 
     from_instruction: ($) =>
@@ -172,6 +173,14 @@ module.exports = grammar({
         keyword('MOUNT'),
         field('target', $.word),
         optional(field('mode', $.mount_mode)),
+        optional(field('description', $.string)),
+        optional($.heredoc),
+      ),
+
+    egress_instruction: ($) =>
+      seq(
+        keyword('EGRESS'),
+        field('destination', $.word),
         optional(field('description', $.string)),
         optional($.heredoc),
       ),

@@ -242,6 +242,13 @@ fn instruction(text: &str, ins: &Instruction) -> String {
             }
             described(&mut out, description.as_ref());
         }
+        Args::Egress {
+            target,
+            description,
+        } => {
+            word(&mut out, target);
+            described(&mut out, description.as_ref());
+        }
     }
     if let Some(h) = &ins.heredoc {
         out.push(' ');

@@ -202,7 +202,8 @@ pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
     check_exec(a)?;
     check_envs(a)?;
     check_capabilities(a)?;
-    check_mounts(a)
+    check_mounts(a)?;
+    super::egress::check_artifact(a)
 }
 
 /// The first problem found, for [`check_artifact`].

@@ -317,6 +317,14 @@ impl Builder<'_> {
                     description,
                 }
             }
+            Keyword::Egress => {
+                let target = next_word(&mut it);
+                let description = opt!(Rule::string).map(|p| self.string(&p));
+                Args::Egress {
+                    target,
+                    description,
+                }
+            }
         }
     }
 
@@ -407,6 +415,7 @@ fn shape_problem(keyword: Keyword, rest: &str) -> String {
             Keyword::Arg => "the argument name",
             Keyword::Capability => "at least one capability name",
             Keyword::Mount => "the target path",
+            Keyword::Egress => "the host (`host[:port]`, or `none`)",
         };
         return format!("missing {what}");
     }
@@ -486,6 +495,7 @@ fn keyword_of(rule: Rule) -> Keyword {
         Rule::arg => Keyword::Arg,
         Rule::capability => Keyword::Capability,
         Rule::mount => Keyword::Mount,
+        Rule::egress => Keyword::Egress,
         _ => Keyword::From,
     }
 }
