@@ -49,6 +49,10 @@ pub struct Args {
     /// Print the plan as JSON and do nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// `unenforced`: run an agent that declares EGRESS with the system executor, which cannot
+    /// confine its network
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub egress: Option<EgressArg>,
     /// Platform of the runtime and BIN binaries (default: this host)
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
@@ -70,6 +74,13 @@ pub struct Args {
 pub enum ExecutorArg {
     System,
     Docker,
+}
+
+/// `--egress`, as a flag value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EgressArg {
+    /// Accept that the system executor does not hold the agent to its EGRESS
+    Unenforced,
 }
 
 /// `--pull`, as a flag value.

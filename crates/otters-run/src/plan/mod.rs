@@ -117,7 +117,9 @@ pub fn plan(
         mounts: user_mounts,
         missing_mounts: missing,
         warnings,
+        egress: None,
     };
+    run.egress = crate::egress::plan(agent, effective.model.as_deref(), &run.env);
     run.argv = command(&run, exec_args(image), effective.model.unwrap_or_default());
     Ok(run)
 }

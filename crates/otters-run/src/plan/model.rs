@@ -209,6 +209,9 @@ pub struct RunPlan {
     /// Declared MOUNT targets left unmounted (`--allow-missing-mounts`).
     pub missing_mounts: Vec<String>,
     pub warnings: Vec<Warning>,
+    /// The agent's declared EGRESS as this run holds it; absent when it declares none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<crate::egress::EgressPlan>,
 }
 
 #[derive(Clone, Debug, Serialize)]
