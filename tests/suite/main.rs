@@ -16,6 +16,7 @@ mod copy;
 mod copy_policy;
 mod copy_stream;
 mod editors;
+mod egress;
 mod emitted_codes;
 mod example_warnings;
 mod export;

@@ -167,9 +167,9 @@ fn host(h: &str) -> Result<Host, Problem> {
     if let Some(suffix) = h.strip_prefix("*.") {
         dns_name(suffix)?;
         if !suffix.contains('.') {
-            return Err(Problem::Host(format!(
-                "`*.{suffix}` covers a whole top-level domain; name at least two labels after `*.`"
-            )));
+            return Err(Problem::Host(
+                "covers a whole top-level domain; name at least two labels after `*.`".into(),
+            ));
         }
         return Ok(Host::Wildcard(suffix.to_ascii_lowercase()));
     }

@@ -77,14 +77,17 @@ impl Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
+        // The accept loop polls the flag: no connection to itself is needed to wake it (the
+        // address may already be gone with the network).
         self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
+
+/// How often a stopped proxy's accept loop notices.
+const POLL: Duration = Duration::from_millis(25);
 
 /// Small stacks: a connection's threads only copy bytes.
 const STACK: usize = 128 * 1024;
@@ -92,6 +95,7 @@ const STACK: usize = 128 * 1024;
 /// Starts serving `listener` (already bound) with `config`.
 pub fn start(listener: TcpListener, config: Config, report: Report) -> io::Result<Proxy> {
     let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
     let stop = Arc::new(AtomicBool::new(false));
     let open = Arc::new(AtomicUsize::new(0));
     let config = Arc::new(config);
@@ -100,11 +104,19 @@ pub fn start(listener: TcpListener, config: Config, report: Report) -> io::Resul
         .name("otters-egress-proxy".into())
         .stack_size(STACK)
         .spawn(move || {
-            for conn in listener.incoming() {
-                if flag.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(mut conn) = conn else { continue };
+            while !flag.load(Ordering::SeqCst) {
+                let mut conn = match listener.accept() {
+                    Ok((c, _)) => c,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        thread::sleep(POLL);
+                        continue;
+                    }
+                    Err(_) => {
+                        thread::sleep(POLL);
+                        continue;
+                    }
+                };
+                let _ = conn.set_nonblocking(false);
                 if open.fetch_add(1, Ordering::SeqCst) >= config.max_connections {
                     open.fetch_sub(1, Ordering::SeqCst);
                     report(Event::BadRequest("too many connections at once"));
