@@ -266,3 +266,62 @@ fn the_docker_executor_holds_the_agent_to_its_egress() {
         .args(["rmi", "-f", &image])
         .output();
 }
+
+/// `otters kube` of agents that declare EGRESS: the egress NetworkPolicy validates against the
+/// Kubernetes 1.31 and 1.37 schemas and holds exactly the declared ports and addresses.
+#[test]
+fn kube_writes_an_egress_policy_that_validates() {
+    let test = "egress::kube_writes_an_egress_policy_that_validates";
+    let venv = std::env::var_os("OTTERS_K8S_VENV")
+        .map_or_else(|| PathBuf::from("/tmp/otters-k8s-venv"), PathBuf::from);
+    let kv = venv.join("bin/kubernetes-validate");
+    if !kv.exists() {
+        skip(test, "kubernetes-validate is not installed; run .ci/install");
+        return;
+    }
+    let Some(w) = World::start(test) else { return };
+    for (name, lines, rules) in [
+        ("fetcher", "EGRESS api.example.com\nEGRESS 10.0.0.5:5432\nEGRESS [2001:db8::1]:853\n", 4),
+        ("hermit", "EGRESS none\n", 0),
+    ] {
+        let agent = w.agent(name, lines);
+        ok(w.env.otters().args(["push", "-q", &agent]));
+        ok(w.env.otters().args(["export", &agent, "--as", "runnable", "--push"]));
+        let yaml = ok(w.env.otters().args(["kube", &agent]));
+        let file = w.env.dir.path().join(format!("{name}.yaml"));
+        fs::write(&file, &yaml).unwrap();
+        for version in ["1.31.0", "1.37.0"] {
+            let out = Command::new(&kv).args(["--strict", "-k", version]).arg(&file).output().unwrap();
+            assert!(
+                out.status.success(),
+                "kubernetes-validate {version}:\n{}{}\n{yaml}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&yaml)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect();
+        let policy = docs
+            .iter()
+            .find(|d| d["metadata"]["name"].as_str() == Some(&format!("{name}-egress")))
+            .unwrap_or_else(|| panic!("no egress policy:\n{yaml}"));
+        assert_eq!(policy["spec"]["policyTypes"][0].as_str(), Some("Egress"));
+        let egress = policy["spec"]["egress"].as_sequence().unwrap();
+        assert_eq!(egress.len(), rules, "{yaml}");
+        if rules > 0 {
+            let cidrs: Vec<&str> = egress
+                .iter()
+                .filter_map(|r| r["to"][0]["ipBlock"]["cidr"].as_str())
+                .collect();
+            assert_eq!(cidrs, ["10.0.0.5/32", "2001:db8::1/128"]);
+            let open: Vec<u64> = egress[1]["ports"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .filter_map(|p| p["port"].as_u64())
+                .collect();
+            assert_eq!(open, [443], "only the declared name's port (and the provider's, also 443)");
+        }
+    }
+}

@@ -200,6 +200,25 @@ pub fn image_config(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_egress_label_lists_the_declaration_or_none() {
+        use otters_agentfile::ir::{Agent, Egress};
+        let e = |t: &str| Egress {
+            target: t.into(),
+            description: None,
+            span: None,
+        };
+        let mut a = Agent::default();
+        assert_eq!(super::egress_label(&a), None);
+        a.egress = vec![e("NONE")];
+        assert_eq!(super::egress_label(&a).as_deref(), Some("none"));
+        a.egress = vec![e("api.example.com"), e("[2001:db8::1]:853")];
+        assert_eq!(
+            super::egress_label(&a).as_deref(),
+            Some("api.example.com:443,[2001:db8::1]:853")
+        );
+    }
     use super::*;
 
     #[test]
