@@ -325,3 +325,72 @@ fn kube_writes_an_egress_policy_that_validates() {
         }
     }
 }
+
+/// `--network-policy cilium`: the declared egress as a CiliumNetworkPolicy (`toFQDNs` with the
+/// DNS rule Cilium needs), valid against Cilium's CRD schema (`testdata/cilium`), which refuses a
+/// mangled copy (so the check is not vacuous).
+#[test]
+fn kube_cilium_policy_validates_against_the_crd_schema() {
+    let test = "egress::kube_cilium_policy_validates_against_the_crd_schema";
+    let venv = std::env::var_os("OTTERS_K8S_VENV")
+        .map_or_else(|| PathBuf::from("/tmp/otters-k8s-venv"), PathBuf::from);
+    let python = venv.join("bin/python");
+    if !venv.join("bin/jsonschema").exists() {
+        skip(test, "the jsonschema validator is not installed; run .ci/install");
+        return;
+    }
+    let Some(w) = World::start(test) else { return };
+    let agent = w.agent(
+        "fetcher",
+        "EGRESS api.example.com\nEGRESS *.example.org:80\nEGRESS 10.0.0.5:5432\nEGRESS [2001:db8::1]:853\n",
+    );
+    ok(w.env.otters().args(["push", "-q", &agent]));
+    ok(w.env.otters().args(["export", &agent, "--as", "runnable", "--push"]));
+    let yaml = ok(w.env.otters().args(["kube", &agent, "--network-policy", "cilium"]));
+    let docs: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&yaml)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let cnp = docs
+        .iter()
+        .find(|d| d["kind"] == "CiliumNetworkPolicy")
+        .unwrap_or_else(|| panic!("no CiliumNetworkPolicy:\n{yaml}"));
+    assert_eq!(cnp["apiVersion"], "cilium.io/v2");
+    assert!(
+        !docs.iter().any(|d| d["kind"] == "NetworkPolicy" && d["metadata"]["name"] == "fetcher-egress"),
+        "a NetworkPolicy as well as the Cilium one:\n{yaml}"
+    );
+    let rules = cnp["spec"]["egress"].as_array().unwrap();
+    assert_eq!(rules[0]["toPorts"][0]["rules"]["dns"][0]["matchPattern"], "*");
+    let to: Vec<String> = rules[1..]
+        .iter()
+        .map(|r| format!("{} {}", r["toFQDNs"][0].to_string() + &r["toCIDR"][0].to_string(), r["toPorts"][0]["ports"][0]["port"]))
+        .collect();
+    assert_eq!(
+        to,
+        [
+            r#"{"matchName":"api.example.com"}null "443""#,
+            r#"{"matchPattern":"*.example.org"}null "80""#,
+            r#"null"10.0.0.5/32" "5432""#,
+            r#"null"2001:db8::1/128" "853""#,
+            r#"{"matchName":"api.anthropic.com"}null "443""#,
+        ]
+    );
+    let cilium = crate::support::repo().join("testdata/cilium");
+    let schema = cilium.join("ciliumnetworkpolicy_v2.json");
+    let check = |doc: &serde_json::Value| -> (bool, String) {
+        let file = w.env.dir.path().join("cnp.json");
+        fs::write(&file, doc.to_string()).unwrap();
+        let out = Command::new(&python)
+            .arg(cilium.join("validate.py"))
+            .arg(&schema)
+            .arg(&file)
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let (valid, why) = check(cnp);
+    assert!(valid, "{why}\n{cnp}");
+    let mut mangled = cnp.clone();
+    mangled["spec"]["egress"][1]["toFQDNs"][0]["matchHost"] = serde_json::json!("x");
+    assert!(!check(&mangled).0, "the schema accepted an unknown field");
+}

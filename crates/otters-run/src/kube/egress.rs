@@ -23,12 +23,24 @@ pub fn policy_name(name: &str) -> String {
     format!("{name}-egress")
 }
 
-/// The egress NetworkPolicy, when the agent declares EGRESS. `metadata` is the objects' common
-/// metadata with the policy's name.
-pub fn policy(image: &AgentImage, env: &[EnvEntry], name: &str, metadata: Node) -> Option<Node> {
+/// The egress policy, when the agent declares EGRESS: a NetworkPolicy, or with `cilium` (and
+/// destinations to hold) a CiliumNetworkPolicy. `metadata` is the objects' common metadata with
+/// the policy's name.
+pub fn policy(
+    image: &AgentImage,
+    env: &[EnvEntry],
+    name: &str,
+    metadata: Node,
+    cilium: bool,
+) -> Option<Node> {
     let agent = &image.model.agent;
     let model = agent.model.as_ref().map(|m| m.value.as_str());
     let plan = egress::plan(agent, model, env)?;
+    if let (true, EgressPlan::Proxy { declared, .. }) = (cilium, &plan) {
+        let metadata =
+            metadata.with("annotations", Node::map().with(EGRESS, declared.join(",")));
+        return Some(cilium_policy(&plan.allow(), name, metadata));
+    }
     let selector = Node::map().with(
         "matchLabels",
         Node::map().with("app.kubernetes.io/name", name),
@@ -78,6 +90,73 @@ pub fn policy(image: &AgentImage, env: &[EnvEntry], name: &str, metadata: Node) 
                     .with("egress", rules),
             ),
     )
+}
+
+/// A `cilium.io/v2` CiliumNetworkPolicy: DNS to kube-dns through Cilium's DNS proxy (which
+/// `toFQDNs` needs to learn the addresses), then one rule per destination: `toFQDNs`
+/// (`matchName`, or `matchPattern` for a `*.` wildcard, one label as ours) or `toCIDR`.
+fn cilium_policy(allow: &[Dest], name: &str, metadata: Node) -> Node {
+    let ports = |p: u16, proto: &str| {
+        vec![Node::map().with(
+            "ports",
+            vec![Node::map()
+                .with("port", p.to_string())
+                .with("protocol", proto)],
+        )]
+    };
+    let mut dns_ports = ports(53, "ANY");
+    if let Some(first) = dns_ports.pop() {
+        dns_ports.push(first.with(
+            "rules",
+            Node::map().with("dns", vec![Node::map().with("matchPattern", "*")]),
+        ));
+    }
+    let mut rules = vec![Node::map()
+        .with(
+            "toEndpoints",
+            vec![Node::map().with(
+                "matchLabels",
+                Node::map()
+                    .with("k8s:io.kubernetes.pod.namespace", "kube-system")
+                    .with("k8s:k8s-app", "kube-dns"),
+            )],
+        )
+        .with("toPorts", dns_ports)];
+    for d in allow {
+        let to = match &d.host {
+            Host::Name(n) => (
+                "toFQDNs",
+                Node::from(vec![Node::map().with("matchName", n.as_str())]),
+            ),
+            Host::Wildcard(s) => (
+                "toFQDNs",
+                Node::from(vec![Node::map().with("matchPattern", format!("*.{s}"))]),
+            ),
+            Host::V4(ip) => ("toCIDR", Node::from(vec![Node::from(format!("{ip}/32"))])),
+            Host::V6(ip) => ("toCIDR", Node::from(vec![Node::from(format!("{ip}/128"))])),
+        };
+        rules.push(
+            Node::map()
+                .with(to.0, to.1)
+                .with("toPorts", ports(d.port, "TCP")),
+        );
+    }
+    Node::map()
+        .with("apiVersion", "cilium.io/v2")
+        .with("kind", "CiliumNetworkPolicy")
+        .with("metadata", metadata)
+        .with(
+            "spec",
+            Node::map()
+                .with(
+                    "endpointSelector",
+                    Node::map().with(
+                        "matchLabels",
+                        Node::map().with("app.kubernetes.io/name", name),
+                    ),
+                )
+                .with("egress", rules),
+        )
 }
 
 /// DNS to kube-dns; one rule for the ports of named hosts (any address: a NetworkPolicy cannot

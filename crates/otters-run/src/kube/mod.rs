@@ -255,7 +255,7 @@ pub fn objects(image: &AgentImage, opts: &Options) -> Result<Vec<Node>, KubeErro
     out.extend(extras(opts, &name, &meta(&name)));
     // Always, for an agent that declares EGRESS (not only with --network-policy).
     let egress_meta = meta(&egress::policy_name(&name));
-    out.extend(egress::policy(image, &env, &name, egress_meta));
+    out.extend(egress::policy(image, &env, &name, egress_meta, opts.cilium));
     // A name made too long (a volume of the thousandth MOUNT) is refused here, not at the API server.
     let problems = check(&out);
     if !problems.is_empty() {
