@@ -5,9 +5,9 @@ use crate::view::status;
 use miette::miette;
 use otters_cli::run::{Args, PullArg};
 use otters_oci::Store;
+use otters_run::egress::EgressPlan;
 use otters_run::extract::Limits;
 use otters_run::fetch::RegistryFetcher;
-use otters_run::egress::EgressPlan;
 use otters_run::plan::{self, Launcher, Warning};
 use otters_run::prepare::{self, Pull, Target};
 use otters_run::request::{self, BuildFirst, BuildFirstError};
@@ -95,7 +95,9 @@ pub fn run(a: Args) -> CliResult {
     };
     materialise::materialise(&plan, &store, fetcher, &Limits::default(), prepared.owner)
         .map_err(fail)?;
-    if let (Some(EgressPlan::Proxy { .. }), Launcher::Docker { .. }) = (&plan.egress, &plan.executor) {
+    if let (Some(EgressPlan::Proxy { .. }), Launcher::Docker { .. }) =
+        (&plan.egress, &plan.executor)
+    {
         let name = plan.name.clone();
         let report: otters_run::egress::proxy::Report =
             std::sync::Arc::new(move |e| eprintln!("{}", status::egress_refused(&name, &e)));

@@ -269,7 +269,9 @@ pub fn egress_refused(agent: &str, e: &otters_run::egress::proxy::Event) -> Stri
             let host = otters_core::escape::escape(host);
             format!("otters: egress: agent {agent}: refused {host}: it resolves to {addr}, an internal address (declare the address itself to allow it)")
         }
-        Event::BadRequest(why) => format!("otters: egress: agent {agent}: refused a request: {why}"),
+        Event::BadRequest(why) => {
+            format!("otters: egress: agent {agent}: refused a request: {why}")
+        }
     }
 }
 

@@ -27,12 +27,19 @@ fn lint_names_every_egress_mistake() {
     )
     .unwrap();
     let mut t = Transcript::on(&env);
-    let (passed, _, _) = t.run(&env, &["lint", "--format", "concise", file.to_str().unwrap()]);
+    let (passed, _, _) = t.run(
+        &env,
+        &["lint", "--format", "concise", file.to_str().unwrap()],
+    );
     assert!(!passed, "lint passed a file with errors");
     t.assert("egress", "lint");
     // `fmt` keeps EGRESS as written (hosts are not re-cased: that would change the model).
     let messy = env.dir.path().join("Messy");
-    fs::write(&messy, "FROM scratch\negress   API.example.com:8443    \"why\"\n").unwrap();
+    fs::write(
+        &messy,
+        "FROM scratch\negress   API.example.com:8443    \"why\"\n",
+    )
+    .unwrap();
     let mut t = Transcript::on(&env);
     t.run(&env, &["fmt", "--check", messy.to_str().unwrap()]);
     t.assert("egress", "fmt");
@@ -120,7 +127,10 @@ fn the_declaration_is_recorded_shown_and_refused_by_the_system_executor() {
         })
     );
     let plan = dry(&["--executor", "docker", &none]);
-    assert_eq!(plan["egress"], serde_json::json!({"enforced_by": "no_network"}));
+    assert_eq!(
+        plan["egress"],
+        serde_json::json!({"enforced_by": "no_network"})
+    );
     let argv: Vec<&str> = plan["argv"]
         .as_array()
         .unwrap()
@@ -130,7 +140,10 @@ fn the_declaration_is_recorded_shown_and_refused_by_the_system_executor() {
     assert!(argv.contains(&"--network=none") && !argv.iter().any(|a| a.starts_with("--publish")));
     // Accepted unenforced: the plan still says what was declared.
     let plan = dry(&["--egress", "unenforced", &none]);
-    assert_eq!(plan["egress"], serde_json::json!({"enforced_by": "no_network"}));
+    assert_eq!(
+        plan["egress"],
+        serde_json::json!({"enforced_by": "no_network"})
+    );
     // An agent without EGRESS: nothing in its plan, agent.yaml or export label.
     let open = w.agent("open", "");
     let plan = dry(&["--executor", "docker", &open]);
@@ -200,11 +213,19 @@ fn the_docker_executor_holds_the_agent_to_its_egress() {
         .arg(&image)
         .output()
         .unwrap();
-    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
     let (declared, undeclared) = (greeter(), greeter());
     let targets = format!("{ip}:{declared},{ip}:{undeclared}");
     let podman = String::from_utf8(
-        Command::new("sh").args(["-c", "command -v podman"]).output().unwrap().stdout,
+        Command::new("sh")
+            .args(["-c", "command -v podman"])
+            .output()
+            .unwrap()
+            .stdout,
     )
     .unwrap();
     let run = |agent: &str, name: &str| -> (String, String) {
@@ -216,7 +237,12 @@ fn the_docker_executor_holds_the_agent_to_its_egress() {
             // podman reads DOCKER_CONFIG's config.json, which the test machine does not have.
             .env_remove("DOCKER_CONFIG")
             .args(["run", "--executor", "docker", "--docker", podman.trim()])
-            .args(["--base-image", &image, "-e", &format!("PROBE_TARGETS={targets}")])
+            .args([
+                "--base-image",
+                &image,
+                "-e",
+                &format!("PROBE_TARGETS={targets}"),
+            ])
             .arg("--root")
             .arg(&root)
             .arg(agent)
@@ -229,7 +255,10 @@ fn the_docker_executor_holds_the_agent_to_its_egress() {
     };
     let before = podman_networks(&conf);
 
-    let confined = w.agent("confined", &format!("EGRESS {ip}:{declared} \"the greeter\"\n"));
+    let confined = w.agent(
+        "confined",
+        &format!("EGRESS {ip}:{declared} \"the greeter\"\n"),
+    );
     let (out, err) = run(&confined, "confined");
     let want = [
         format!("direct {ip}:{declared} blocked"),
@@ -250,7 +279,10 @@ fn the_docker_executor_holds_the_agent_to_its_egress() {
     let (out, _) = run(&hermit, "hermit");
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
-        [format!("direct {ip}:{declared} blocked"), format!("direct {ip}:{undeclared} blocked")]
+        [
+            format!("direct {ip}:{declared} blocked"),
+            format!("direct {ip}:{undeclared} blocked")
+        ]
     );
 
     // Without EGRESS the agent has the network it is given: both are reached (the test is not
@@ -259,7 +291,10 @@ fn the_docker_executor_holds_the_agent_to_its_egress() {
     let (out, _) = run(&open, "open");
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
-        [format!("direct {ip}:{declared} reached"), format!("direct {ip}:{undeclared} reached")]
+        [
+            format!("direct {ip}:{declared} reached"),
+            format!("direct {ip}:{undeclared} reached")
+        ]
     );
     let _ = Command::new("podman")
         .env("CONTAINERS_CONF", &conf)
@@ -276,22 +311,35 @@ fn kube_writes_an_egress_policy_that_validates() {
         .map_or_else(|| PathBuf::from("/tmp/otters-k8s-venv"), PathBuf::from);
     let kv = venv.join("bin/kubernetes-validate");
     if !kv.exists() {
-        skip(test, "kubernetes-validate is not installed; run .ci/install");
+        skip(
+            test,
+            "kubernetes-validate is not installed; run .ci/install",
+        );
         return;
     }
     let Some(w) = World::start(test) else { return };
     for (name, lines, rules) in [
-        ("fetcher", "EGRESS api.example.com\nEGRESS 10.0.0.5:5432\nEGRESS [2001:db8::1]:853\n", 4),
+        (
+            "fetcher",
+            "EGRESS api.example.com\nEGRESS 10.0.0.5:5432\nEGRESS [2001:db8::1]:853\n",
+            4,
+        ),
         ("hermit", "EGRESS none\n", 0),
     ] {
         let agent = w.agent(name, lines);
         ok(w.env.otters().args(["push", "-q", &agent]));
-        ok(w.env.otters().args(["export", &agent, "--as", "runnable", "--push"]));
+        ok(w.env
+            .otters()
+            .args(["export", &agent, "--as", "runnable", "--push"]));
         let yaml = ok(w.env.otters().args(["kube", &agent]));
         let file = w.env.dir.path().join(format!("{name}.yaml"));
         fs::write(&file, &yaml).unwrap();
         for version in ["1.31.0", "1.37.0"] {
-            let out = Command::new(&kv).args(["--strict", "-k", version]).arg(&file).output().unwrap();
+            let out = Command::new(&kv)
+                .args(["--strict", "-k", version])
+                .arg(&file)
+                .output()
+                .unwrap();
             assert!(
                 out.status.success(),
                 "kubernetes-validate {version}:\n{}{}\n{yaml}",
@@ -321,7 +369,11 @@ fn kube_writes_an_egress_policy_that_validates() {
                 .iter()
                 .filter_map(|p| p["port"].as_u64())
                 .collect();
-            assert_eq!(open, [443], "only the declared name's port (and the provider's, also 443)");
+            assert_eq!(
+                open,
+                [443],
+                "only the declared name's port (and the provider's, also 443)"
+            );
         }
     }
 }
@@ -336,7 +388,10 @@ fn kube_cilium_policy_validates_against_the_crd_schema() {
         .map_or_else(|| PathBuf::from("/tmp/otters-k8s-venv"), PathBuf::from);
     let python = venv.join("bin/python");
     if !venv.join("bin/jsonschema").exists() {
-        skip(test, "the jsonschema validator is not installed; run .ci/install");
+        skip(
+            test,
+            "the jsonschema validator is not installed; run .ci/install",
+        );
         return;
     }
     let Some(w) = World::start(test) else { return };
@@ -345,8 +400,13 @@ fn kube_cilium_policy_validates_against_the_crd_schema() {
         "EGRESS api.example.com\nEGRESS *.example.org:80\nEGRESS 10.0.0.5:5432\nEGRESS [2001:db8::1]:853\n",
     );
     ok(w.env.otters().args(["push", "-q", &agent]));
-    ok(w.env.otters().args(["export", &agent, "--as", "runnable", "--push"]));
-    let yaml = ok(w.env.otters().args(["kube", &agent, "--network-policy", "cilium"]));
+    ok(w.env
+        .otters()
+        .args(["export", &agent, "--as", "runnable", "--push"]));
+    let yaml = ok(w
+        .env
+        .otters()
+        .args(["kube", &agent, "--network-policy", "cilium"]));
     let docs: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&yaml)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .collect();
@@ -356,14 +416,25 @@ fn kube_cilium_policy_validates_against_the_crd_schema() {
         .unwrap_or_else(|| panic!("no CiliumNetworkPolicy:\n{yaml}"));
     assert_eq!(cnp["apiVersion"], "cilium.io/v2");
     assert!(
-        !docs.iter().any(|d| d["kind"] == "NetworkPolicy" && d["metadata"]["name"] == "fetcher-egress"),
+        !docs
+            .iter()
+            .any(|d| d["kind"] == "NetworkPolicy" && d["metadata"]["name"] == "fetcher-egress"),
         "a NetworkPolicy as well as the Cilium one:\n{yaml}"
     );
     let rules = cnp["spec"]["egress"].as_array().unwrap();
-    assert_eq!(rules[0]["toPorts"][0]["rules"]["dns"][0]["matchPattern"], "*");
+    assert_eq!(
+        rules[0]["toPorts"][0]["rules"]["dns"][0]["matchPattern"],
+        "*"
+    );
     let to: Vec<String> = rules[1..]
         .iter()
-        .map(|r| format!("{} {}", r["toFQDNs"][0].to_string() + &r["toCIDR"][0].to_string(), r["toPorts"][0]["ports"][0]["port"]))
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["toFQDNs"][0].to_string() + &r["toCIDR"][0].to_string(),
+                r["toPorts"][0]["ports"][0]["port"]
+            )
+        })
         .collect();
     assert_eq!(
         to,
@@ -386,7 +457,11 @@ fn kube_cilium_policy_validates_against_the_crd_schema() {
             .arg(&file)
             .output()
             .unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
     };
     let (valid, why) = check(cnp);
     assert!(valid, "{why}\n{cnp}");

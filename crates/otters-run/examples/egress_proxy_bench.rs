@@ -69,14 +69,22 @@ fn download(mut s: TcpStream, want: u64) -> Duration {
 
 fn tunnel(proxy: std::net::SocketAddr, port: u16) -> TcpStream {
     let mut s = TcpStream::connect(proxy).unwrap();
-    write!(s, "CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").unwrap();
+    write!(
+        s,
+        "CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    )
+    .unwrap();
     let mut head = Vec::new();
     let mut b = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
         s.read_exact(&mut b).unwrap();
         head.push(b[0]);
     }
-    assert!(head.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head));
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
     s
 }
 
@@ -91,10 +99,18 @@ fn main() {
         parse(&format!("127.0.0.1:{idle}")).unwrap(),
     ];
     let report: Report = Arc::new(|e| eprintln!("refused: {e:?}"));
-    let proxy = start(TcpListener::bind("127.0.0.1:0").unwrap(), Config::new(allow), report).unwrap();
+    let proxy = start(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        Config::new(allow),
+        report,
+    )
+    .unwrap();
     let (mut direct, mut proxied) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        direct.push(download(TcpStream::connect(("127.0.0.1", big)).unwrap(), bytes));
+        direct.push(download(
+            TcpStream::connect(("127.0.0.1", big)).unwrap(),
+            bytes,
+        ));
         proxied.push(download(tunnel(proxy.addr(), big), bytes));
     }
     let best = |v: &[Duration]| v.iter().min().copied().unwrap_or_default();

@@ -613,10 +613,21 @@ fn the_sbom_lists_declared_egress_as_properties() {
         let v: serde_json::Value = serde_json::from_slice(&crate::sbom::to_bytes(i)).unwrap();
         v["metadata"]["properties"].clone()
     };
-    assert_eq!(props(&i), serde_json::json!([{"name":"otters:platform","value":"linux/amd64"}]));
+    assert_eq!(
+        props(&i),
+        serde_json::json!([{"name":"otters:platform","value":"linux/amd64"}])
+    );
     i.egress = Some(vec![
-        crate::inputs::EgressInput { host: "api.example.com".into(), port: 443, description: None },
-        crate::inputs::EgressInput { host: "2001:db8::1".into(), port: 853, description: Some("dns".into()) },
+        crate::inputs::EgressInput {
+            host: "api.example.com".into(),
+            port: 443,
+            description: None,
+        },
+        crate::inputs::EgressInput {
+            host: "2001:db8::1".into(),
+            port: 853,
+            description: Some("dns".into()),
+        },
     ]);
     assert_eq!(
         props(&i),
@@ -627,5 +638,8 @@ fn the_sbom_lists_declared_egress_as_properties() {
         ])
     );
     i.egress = Some(Vec::new());
-    assert_eq!(props(&i)[1], serde_json::json!({"name":"otters:egress","value":"none"}));
+    assert_eq!(
+        props(&i)[1],
+        serde_json::json!({"name":"otters:egress","value":"none"})
+    );
 }

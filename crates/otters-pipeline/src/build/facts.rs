@@ -128,7 +128,9 @@ pub fn collect(f: &Facts<'_>) -> std::io::Result<BuildInputs> {
 }
 
 /// The declared EGRESS as the SBOM lists it.
-fn egress_inputs(a: &otters_agentfile::ir::Agent) -> Option<Vec<otters_supply::inputs::EgressInput>> {
+fn egress_inputs(
+    a: &otters_agentfile::ir::Agent,
+) -> Option<Vec<otters_supply::inputs::EgressInput>> {
     use otters_agentfile::ir::egress::Policy;
     match a.egress_policy() {
         Policy::Undeclared => None,

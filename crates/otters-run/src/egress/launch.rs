@@ -25,10 +25,7 @@ pub enum LaunchError {
     #[error("the plan has no proxy egress to enforce")]
     NotConfined,
     #[error("cannot run {cli}: {source}")]
-    Cli {
-        cli: String,
-        source: std::io::Error,
-    },
+    Cli { cli: String, source: std::io::Error },
     #[error("`{cli} network {what}` failed: {stderr}")]
     Network {
         cli: String,
@@ -74,7 +71,11 @@ pub fn run(plan: &RunPlan, report: Report) -> Result<Status, LaunchError> {
         container,
     };
     cleanup.remove(); // a network left by a run that was killed outright
-    cli_ok(cli, &["network", "create", "--internal", &network], "create")?;
+    cli_ok(
+        cli,
+        &["network", "create", "--internal", &network],
+        "create",
+    )?;
     let gateway = gateway(cli, &network)?;
     let listener = listen(SocketAddr::new(gateway, 0))?;
     let proxy = proxy::start(listener, Config::new(egress.allow()), report).map_err(|source| {
@@ -125,6 +126,13 @@ pub fn run(plan: &RunPlan, report: Report) -> Result<Status, LaunchError> {
     drop(proxy);
     drop(cleanup);
     Ok(status)
+}
+
+/// Whether the docker-compatible CLI is podman (by its file name).
+fn is_podman(cli: &Path) -> bool {
+    cli.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("podman"))
 }
 
 /// The network of a run: `otters-egress-` and the first 12 letters and digits of its id.
@@ -207,7 +215,11 @@ fn gateway(cli: &Path, network: &str) -> Result<IpAddr, LaunchError> {
 fn gateway_of(json: &[u8]) -> Option<IpAddr> {
     let v: serde_json::Value = serde_json::from_slice(json).ok()?;
     let net = v.as_array().and_then(|a| a.first()).unwrap_or(&v);
-    let podman = net["subnets"].as_array().into_iter().flatten().map(|s| &s["gateway"]);
+    let podman = net["subnets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| &s["gateway"]);
     let docker = net["IPAM"]["Config"]
         .as_array()
         .into_iter()
@@ -253,14 +265,20 @@ mod tests {
 
     #[test]
     fn the_network_is_named_after_the_run() {
-        assert_eq!(network_name("0a-1b2c3d4e5f6a7b8c"), "otters-egress-0a1b2c3d4e5f");
+        assert_eq!(
+            network_name("0a-1b2c3d4e5f6a7b8c"),
+            "otters-egress-0a1b2c3d4e5f"
+        );
     }
 
     #[test]
     fn freebind_listens_on_an_address_this_host_does_not_have_yet() {
         // TEST-NET-3: never a local address here.
         match listen("203.0.113.77:0".parse().unwrap()) {
-            Ok(l) => assert_eq!(l.local_addr().unwrap().ip(), "203.0.113.77".parse::<IpAddr>().unwrap()),
+            Ok(l) => assert_eq!(
+                l.local_addr().unwrap().ip(),
+                "203.0.113.77".parse::<IpAddr>().unwrap()
+            ),
             Err(e) => eprintln!("SKIP: IP_FREEBIND unavailable here: {e}"),
         }
     }

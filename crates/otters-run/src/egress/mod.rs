@@ -135,7 +135,11 @@ fn base_dest(url: &str) -> Option<Dest> {
     let (scheme, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next()?;
     let authority = authority.rsplit('@').next()?;
-    let default = if scheme.eq_ignore_ascii_case("http") { 80 } else { 443 };
+    let default = if scheme.eq_ignore_ascii_case("http") {
+        80
+    } else {
+        443
+    };
     let with_port = if authority.ends_with(']') || !authority.contains(':') {
         format!("{authority}:{default}")
     } else {
@@ -159,9 +163,16 @@ mod tests {
     #[test]
     fn the_provider_host_is_allowed_from_its_base_or_its_default() {
         let d = |m: &str, e: &[EnvEntry]| provider_dest(m, e).map(|d| d.to_string());
-        assert_eq!(d("anthropic/claude", &[]).as_deref(), Some("api.anthropic.com:443"));
         assert_eq!(
-            d("openai/gpt", &env("OPENAI_API_BASE", "http://gw.internal:8080/v1")).as_deref(),
+            d("anthropic/claude", &[]).as_deref(),
+            Some("api.anthropic.com:443")
+        );
+        assert_eq!(
+            d(
+                "openai/gpt",
+                &env("OPENAI_API_BASE", "http://gw.internal:8080/v1")
+            )
+            .as_deref(),
             Some("gw.internal:8080")
         );
         assert_eq!(
@@ -169,7 +180,11 @@ mod tests {
             Some("10.0.0.5:80")
         );
         assert_eq!(
-            d("openai/gpt", &env("OPENAI_API_BASE", "https://u:p@[2001:db8::1]/v1")).as_deref(),
+            d(
+                "openai/gpt",
+                &env("OPENAI_API_BASE", "https://u:p@[2001:db8::1]/v1")
+            )
+            .as_deref(),
             Some("[2001:db8::1]:443")
         );
         assert_eq!(d("azure/gpt", &[]), None);
@@ -187,7 +202,10 @@ mod tests {
             span: None,
         };
         a.egress = vec![e("none")];
-        assert_eq!(plan(&a, Some("anthropic/c"), &[]), Some(EgressPlan::NoNetwork));
+        assert_eq!(
+            plan(&a, Some("anthropic/c"), &[]),
+            Some(EgressPlan::NoNetwork)
+        );
         a.egress = vec![e("api.example.com"), e("api.anthropic.com")];
         let p = plan(&a, Some("anthropic/c"), &[]).unwrap();
         assert_eq!(

@@ -173,7 +173,11 @@ fn serve(mut client: TcpStream, config: &Config, report: &Report) {
             host: req.host.clone(),
             port: req.port,
         });
-        let _ = respond(&mut client, 403, "destination not declared by the agent's EGRESS");
+        let _ = respond(
+            &mut client,
+            403,
+            "destination not declared by the agent's EGRESS",
+        );
         return;
     }
     let upstream = match connect(&req.host, req.port, config, report) {
@@ -209,7 +213,12 @@ fn read_head(s: &mut TcpStream, max: usize) -> Result<(Vec<u8>, Vec<u8>), HeadEr
         let n = match s.read(&mut chunk) {
             Ok(0) => return Err(HeadError::Closed),
             Ok(n) => n,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 return Err(HeadError::Slow)
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -360,7 +369,9 @@ fn authority_parts(a: &str, default_port: Option<u16>) -> Option<(String, u16)> 
 fn same_host(a: &str, b: &str) -> bool {
     match (a.parse::<IpAddr>(), b.parse::<IpAddr>()) {
         (Ok(x), Ok(y)) => x == y,
-        _ => a.trim_end_matches('.').eq_ignore_ascii_case(b.trim_end_matches('.')),
+        _ => a
+            .trim_end_matches('.')
+            .eq_ignore_ascii_case(b.trim_end_matches('.')),
     }
 }
 
@@ -397,7 +408,10 @@ fn connect(host: &str, port: u16, config: &Config, report: &Report) -> Result<Tc
     let literal = host.parse::<IpAddr>().ok();
     let addrs: Vec<SocketAddr> = match literal {
         Some(ip) => vec![SocketAddr::new(ip, port)],
-        None => (host, port).to_socket_addrs().map_err(|_| 502u16)?.collect(),
+        None => (host, port)
+            .to_socket_addrs()
+            .map_err(|_| 502u16)?
+            .collect(),
     };
     let mut last = 502;
     for a in addrs {

@@ -37,8 +37,7 @@ pub fn policy(
     let model = agent.model.as_ref().map(|m| m.value.as_str());
     let plan = egress::plan(agent, model, env)?;
     if let (true, EgressPlan::Proxy { declared, .. }) = (cilium, &plan) {
-        let metadata =
-            metadata.with("annotations", Node::map().with(EGRESS, declared.join(",")));
+        let metadata = metadata.with("annotations", Node::map().with(EGRESS, declared.join(",")));
         return Some(cilium_policy(&plan.allow(), name, metadata));
     }
     let selector = Node::map().with(
@@ -224,7 +223,8 @@ mod tests {
     use serde_yaml_ng::Value;
 
     fn policy_of(lines: &str) -> Option<Value> {
-        let text = format!("FROM scratch\nNAME probe\nRUNTIME r.example/rt:1\nMODEL anthropic/x\n{lines}");
+        let text =
+            format!("FROM scratch\nNAME probe\nRUNTIME r.example/rt:1\nMODEL anthropic/x\n{lines}");
         let file = otters_agentfile::diagnostic::SourceFile::new("Agentfile", &text);
         let ast = otters_agentfile::syntax::parse(&file);
         let (model, _) =
@@ -259,7 +259,10 @@ mod tests {
         assert_eq!(p["kind"].as_str(), Some("NetworkPolicy"));
         assert_eq!(p["spec"]["policyTypes"][0].as_str(), Some("Egress"));
         assert_eq!(p["spec"]["egress"].as_sequence().map(Vec::len), Some(0));
-        assert_eq!(p["metadata"]["annotations"]["io.openotters.egress"].as_str(), Some("none"));
+        assert_eq!(
+            p["metadata"]["annotations"]["io.openotters.egress"].as_str(),
+            Some("none")
+        );
     }
 
     #[test]
@@ -280,19 +283,35 @@ mod tests {
                 .as_sequence()
                 .unwrap()
                 .iter()
-                .map(|p| (p["protocol"].as_str().unwrap().to_owned(), p["port"].as_u64().unwrap()))
+                .map(|p| {
+                    (
+                        p["protocol"].as_str().unwrap().to_owned(),
+                        p["port"].as_u64().unwrap(),
+                    )
+                })
                 .collect()
         };
         assert_eq!(ports(&rules[0]), [("UDP".into(), 53), ("TCP".into(), 53)]);
         // Named hosts (and the provider's API host, 443): their ports, to any address.
         assert!(rules[1]["to"].is_null());
         assert_eq!(ports(&rules[1]), [("TCP".into(), 80), ("TCP".into(), 443)]);
-        assert_eq!(rules[2]["to"][0]["ipBlock"]["cidr"].as_str(), Some("10.0.0.5/32"));
+        assert_eq!(
+            rules[2]["to"][0]["ipBlock"]["cidr"].as_str(),
+            Some("10.0.0.5/32")
+        );
         assert_eq!(ports(&rules[2]), [("TCP".into(), 5432)]);
-        assert_eq!(rules[3]["to"][0]["ipBlock"]["cidr"].as_str(), Some("2001:db8::1/128"));
+        assert_eq!(
+            rules[3]["to"][0]["ipBlock"]["cidr"].as_str(),
+            Some("2001:db8::1/128")
+        );
         assert_eq!(ports(&rules[3]), [("TCP".into(), 853)]);
-        let note = p["metadata"]["annotations"]["io.openotters.egress.note"].as_str().unwrap();
-        assert!(note.contains("cannot name hosts") && note.contains("*.example.org:80"), "{note}");
+        let note = p["metadata"]["annotations"]["io.openotters.egress.note"]
+            .as_str()
+            .unwrap();
+        assert!(
+            note.contains("cannot name hosts") && note.contains("*.example.org:80"),
+            "{note}"
+        );
         assert_eq!(
             p["metadata"]["annotations"]["io.openotters.egress"].as_str(),
             Some("api.example.com:443,*.example.org:80,10.0.0.5:5432,[2001:db8::1]:853")
