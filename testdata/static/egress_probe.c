@@ -57,10 +57,13 @@ int main(void) {
       int n = read(p, buf, sizeof buf - 1);
       buf[n > 0 ? n : 0] = 0;
       char *eol = strstr(buf, "\r\n");
+      char *end = strstr(buf, "\r\n\r\n");
       int ok = strncmp(buf, "HTTP/1.1 200", 12) == 0;
+      /* After a 200 the tunnel carries the target's greeting, which may have come in the same
+         read as the proxy's answer. */
+      int early = ok && end && strstr(end + 4, "hi") != NULL;
       if (eol) *eol = 0;
-      /* After a 200 the tunnel carries the target's greeting. */
-      printf("proxy %s:%d %s%s\n", host, port, buf, ok ? (greeted(p) ? " reached" : " silent") : "");
+      printf("proxy %s:%d %s%s\n", host, port, buf, ok ? (early || greeted(p) ? " reached" : " silent") : "");
       close(p);
     }
   }

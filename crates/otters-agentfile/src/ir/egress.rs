@@ -14,7 +14,7 @@ use super::model::Agent;
 pub const DEFAULT_PORT: u16 = 443;
 
 /// The word of `EGRESS none`.
-pub const NONE: &str = "none";
+pub use super::model::EGRESS_NONE as NONE;
 
 /// A declared host: a DNS name, a single-label wildcard, or an IP literal.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -256,14 +256,9 @@ impl Agent {
 }
 
 /// EGRESS targets of a model read from an image: each parses, `none` stands alone, none twice.
-pub(super) fn check_artifact(a: &Agent) -> Result<(), super::names::InvalidName> {
-    let bad = |index: usize, what: String| {
-        Err(super::names::InvalidName {
-            field: "egress",
-            index: Some(index),
-            what,
-        })
-    };
+/// The first problem, as (index, what); `ir::names` makes it an `InvalidName`.
+pub(super) fn check_artifact(a: &Agent) -> Result<(), (usize, String)> {
+    let bad = |index: usize, what: String| Err((index, what));
     let none = a.egress.iter().any(super::model::Egress::is_none);
     let mut seen = std::collections::BTreeSet::new();
     for (i, e) in a.egress.iter().enumerate() {
@@ -275,7 +270,7 @@ pub(super) fn check_artifact(a: &Agent) -> Result<(), super::names::InvalidName>
         }
         match parse(&e.target) {
             Err(Problem::Host(w) | Problem::Port(w)) => {
-                return bad(i, format!("{} {w}", super::names::shown(&e.target)))
+                return bad(i, format!("{} {w}", shown(&e.target)))
             }
             Ok(d) if !seen.insert(d.clone()) => {
                 return bad(i, format!("{d} is declared twice"));
@@ -285,6 +280,13 @@ pub(super) fn check_artifact(a: &Agent) -> Result<(), super::names::InvalidName>
         }
     }
     Ok(())
+}
+
+/// A target read from an image, as an error shows it: quoted, escaped, at most 64 characters.
+fn shown(s: &str) -> String {
+    let t: String = s.chars().take(64).collect();
+    let cut = if t.len() < s.len() { "…" } else { "" };
+    format!("{t:?}{cut}")
 }
 
 #[cfg(test)]

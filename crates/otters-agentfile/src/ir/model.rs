@@ -53,7 +53,7 @@ pub struct Agent {
     pub envs: Vec<Env>,
     pub capabilities: Vec<Node<String>>,
     pub mounts: Vec<Mount>,
-    /// EGRESS lines as written; empty when none was declared (see [`Agent::egress_policy`]).
+    /// EGRESS lines as written; empty when none was declared (see `Agent::egress_policy`).
     pub egress: Vec<Egress>,
 }
 
@@ -167,8 +167,11 @@ pub struct Mount {
     pub span: Option<Span>,
 }
 
+/// The word of `EGRESS none`.
+pub const EGRESS_NONE: &str = "none";
+
 /// `EGRESS host[:port] ["desc"]` or `EGRESS none` (otters' addition); the target is parsed by
-/// [`super::egress::parse`].
+/// `ir::egress::parse`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Egress {
     pub target: String,
@@ -179,6 +182,6 @@ pub struct Egress {
 impl Egress {
     /// `EGRESS none` (the word in any case).
     pub fn is_none(&self) -> bool {
-        self.target.eq_ignore_ascii_case(super::egress::NONE)
+        self.target.eq_ignore_ascii_case(EGRESS_NONE)
     }
 }

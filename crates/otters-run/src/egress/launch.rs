@@ -71,6 +71,8 @@ pub fn run(plan: &RunPlan, report: Report) -> Result<Status, LaunchError> {
         container,
     };
     cleanup.remove(); // a network left by a run that was killed outright
+                      // podman gives an internal network a gateway address only with its DNS server, so that
+                      // stays on (it answers names, and forwards unknown ones to the host's resolvers).
     cli_ok(
         cli,
         &["network", "create", "--internal", &network],
@@ -126,13 +128,6 @@ pub fn run(plan: &RunPlan, report: Report) -> Result<Status, LaunchError> {
     drop(proxy);
     drop(cleanup);
     Ok(status)
-}
-
-/// Whether the docker-compatible CLI is podman (by its file name).
-fn is_podman(cli: &Path) -> bool {
-    cli.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("podman"))
 }
 
 /// The network of a run: `otters-egress-` and the first 12 letters and digits of its id.

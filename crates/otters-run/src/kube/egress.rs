@@ -8,8 +8,8 @@
 //! cannot: the annotation says so).
 
 use super::yaml::Node;
-use crate::egress::{self, EgressPlan};
 use crate::env::EnvEntry;
+use crate::plan::{egress_plan, EgressPlan};
 use crate::source::AgentImage;
 use otters_agentfile::ir::egress::{Dest, Host};
 use otters_oci::spec::annotations::EGRESS;
@@ -35,7 +35,7 @@ pub fn policy(
 ) -> Option<Node> {
     let agent = &image.model.agent;
     let model = agent.model.as_ref().map(|m| m.value.as_str());
-    let plan = egress::plan(agent, model, env)?;
+    let plan = egress_plan(agent, model, env)?;
     if let (true, EgressPlan::Proxy { declared, .. }) = (cilium, &plan) {
         let metadata = metadata.with("annotations", Node::map().with(EGRESS, declared.join(",")));
         return Some(cilium_policy(&plan.allow(), name, metadata));

@@ -99,7 +99,7 @@ pub(super) fn docker_argv(
     ]);
     // `EGRESS none`: no network, so nothing to publish either. A proxied run's network is added
     // when it is made (`egress::launch`).
-    if plan.egress == Some(crate::egress::EgressPlan::NoNetwork) {
+    if plan.egress == Some(super::egress::EgressPlan::NoNetwork) {
         a.push("--network=none".into());
     } else {
         a.push(format!("--publish=127.0.0.1::{CONTAINER_PORT}"));

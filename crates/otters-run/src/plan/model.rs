@@ -211,7 +211,7 @@ pub struct RunPlan {
     pub warnings: Vec<Warning>,
     /// The agent's declared EGRESS as this run holds it; absent when it declares none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub egress: Option<crate::egress::EgressPlan>,
+    pub egress: Option<super::egress::EgressPlan>,
 }
 
 #[derive(Clone, Debug, Serialize)]
