@@ -302,7 +302,7 @@ fn the_docker_executor_holds_the_agent_to_its_egress() {
         .output();
 }
 
-/// `otters kube` of agents that declare EGRESS: the egress NetworkPolicy validates against the
+/// `otters kube` of agents that declare EGRESS: the egress `NetworkPolicy` validates against the
 /// Kubernetes 1.31 and 1.37 schemas and holds exactly the declared ports and addresses.
 #[test]
 fn kube_writes_an_egress_policy_that_validates() {
@@ -378,7 +378,7 @@ fn kube_writes_an_egress_policy_that_validates() {
     }
 }
 
-/// `--network-policy cilium`: the declared egress as a CiliumNetworkPolicy (`toFQDNs` with the
+/// `--network-policy cilium`: the declared egress as a `CiliumNetworkPolicy` (`toFQDNs` with the
 /// DNS rule Cilium needs), valid against Cilium's CRD schema (`testdata/cilium`), which refuses a
 /// mangled copy (so the check is not vacuous).
 #[test]

@@ -63,8 +63,8 @@ pub struct Args {
     #[arg(long = "image-pull-secret", value_name = "NAME")]
     pub image_pull_secrets: Vec<String>,
     /// Also a `NetworkPolicy` admitting only the runtime's port; with `cilium`, an agent's
-    /// declared EGRESS becomes a CiliumNetworkPolicy that holds its host names (`toFQDNs`)
-    /// instead of a NetworkPolicy that can only hold its ports
+    /// declared EGRESS becomes a `CiliumNetworkPolicy` that holds its host names (`toFQDNs`)
+    /// instead of a `NetworkPolicy` that can only hold its ports
     #[arg(long, value_enum, value_name = "KIND", num_args = 0..=1, default_missing_value = "kubernetes")]
     pub network_policy: Option<NetworkPolicyArg>,
     /// Also a Service for the runtime's port (9999)
@@ -160,9 +160,9 @@ impl Args {
 /// `--network-policy`, as a flag value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum NetworkPolicyArg {
-    /// `networking.k8s.io/v1` NetworkPolicy objects
+    /// `networking.k8s.io/v1` `NetworkPolicy` objects
     Kubernetes,
-    /// `cilium.io/v2` CiliumNetworkPolicy for the declared egress (host names held)
+    /// `cilium.io/v2` `CiliumNetworkPolicy` for the declared egress (host names held)
     Cilium,
 }
 

@@ -130,18 +130,7 @@ pub fn to_json(af: &Agentfile) -> Value {
         "capabilities",
         a.capabilities.iter().map(|c| Value::from(&c.value)),
     );
-    list(
-        &mut agent,
-        "mounts",
-        a.mounts.iter().map(|m| {
-            let mut o = Value::object().with("target", &m.target);
-            opt_str(&mut o, "description", m.description.as_deref());
-            if m.read_only {
-                o.push("read_only", true);
-            }
-            o
-        }),
-    );
+    mounts(&mut agent, a);
     egress(&mut agent, a);
     Value::object()
         .with("syntax", &af.syntax)
@@ -381,6 +370,22 @@ fn mount(o: &Object) -> Mount {
         description: text(o, "description"),
         span: None,
     }
+}
+
+/// `mounts`: target, description, `read_only` when set.
+fn mounts(o: &mut Value, a: &Agent) {
+    list(
+        o,
+        "mounts",
+        a.mounts.iter().map(|m| {
+            let mut o = Value::object().with("target", &m.target);
+            opt_str(&mut o, "description", m.description.as_deref());
+            if m.read_only {
+                o.push("read_only", true);
+            }
+            o
+        }),
+    );
 }
 
 /// `egress`: absent when undeclared, `[]` for `EGRESS none`, else `{host, port, description}`

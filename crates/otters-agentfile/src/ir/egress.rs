@@ -3,7 +3,7 @@
 //!
 //! Takes: the text written after EGRESS (or read from a config blob). Returns: a [`Dest`] or what
 //! is wrong with it, as a [`Problem`]. Must never: resolve a name, do I/O, or accept a host that a
-//! proxy, a NetworkPolicy and a CiliumNetworkPolicy would read differently.
+//! proxy, a `NetworkPolicy` and a `CiliumNetworkPolicy` would read differently.
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -52,7 +52,7 @@ impl Host {
         }
     }
 
-    /// Whether this host is an IP literal (a NetworkPolicy can name it exactly).
+    /// Whether this host is an IP literal (a `NetworkPolicy` can name it exactly).
     pub fn is_ip(&self) -> bool {
         matches!(self, Host::V4(_) | Host::V6(_))
     }

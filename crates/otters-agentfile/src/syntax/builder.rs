@@ -306,25 +306,16 @@ impl Builder<'_> {
                     .map(|p| Token::new(p.as_str(), p.as_span().into()))
                     .collect(),
             },
-            Keyword::Mount => {
-                let target = next_word(&mut it);
-                let mode =
-                    opt!(Rule::mount_mode).map(|p| Token::new(p.as_str(), p.as_span().into()));
-                let description = opt!(Rule::string).map(|p| self.string(&p));
-                Args::Mount {
-                    target,
-                    mode,
-                    description,
-                }
-            }
-            Keyword::Egress => {
-                let target = next_word(&mut it);
-                let description = opt!(Rule::string).map(|p| self.string(&p));
-                Args::Egress {
-                    target,
-                    description,
-                }
-            }
+            // Fields are evaluated in the order written: the tokens in the order of the line.
+            Keyword::Mount => Args::Mount {
+                target: next_word(&mut it),
+                mode: opt!(Rule::mount_mode).map(|p| Token::new(p.as_str(), p.as_span().into())),
+                description: opt!(Rule::string).map(|p| self.string(&p)),
+            },
+            Keyword::Egress => Args::Egress {
+                target: next_word(&mut it),
+                description: opt!(Rule::string).map(|p| self.string(&p)),
+            },
         }
     }
 

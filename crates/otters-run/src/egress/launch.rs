@@ -118,7 +118,10 @@ pub fn run(plan: &RunPlan, report: Report) -> Result<Status, LaunchError> {
         }
         if interrupted.load(Ordering::SeqCst) && !forwarded {
             // The terminal's Ctrl-C reached the CLI too; a SIGTERM sent to otters alone did not.
-            if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+            if let Some(pid) = i32::try_from(child.id())
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
             }
             forwarded = true;

@@ -4,7 +4,7 @@
 //!
 //! Takes: the agent, its environment (for the MODEL provider's endpoint), its name and metadata.
 //! Returns: the policy, or nothing for an agent that declares no EGRESS. Must never: open a port
-//! that is not declared (or the provider's), or pretend a NetworkPolicy holds a host name (it
+//! that is not declared (or the provider's), or pretend a `NetworkPolicy` holds a host name (it
 //! cannot: the annotation says so).
 
 use super::yaml::Node;
@@ -15,7 +15,7 @@ use otters_agentfile::ir::egress::{Dest, Host};
 use otters_oci::spec::annotations::EGRESS;
 use std::collections::BTreeSet;
 
-/// The annotation that says what a NetworkPolicy cannot hold.
+/// The annotation that says what a `NetworkPolicy` cannot hold.
 pub const NOTE: &str = "io.openotters.egress.note";
 
 /// The policy's name: the agent's, then `-egress`.
@@ -23,8 +23,8 @@ pub fn policy_name(name: &str) -> String {
     format!("{name}-egress")
 }
 
-/// The egress policy, when the agent declares EGRESS: a NetworkPolicy, or with `cilium` (and
-/// destinations to hold) a CiliumNetworkPolicy. `metadata` is the objects' common metadata with
+/// The egress policy, when the agent declares EGRESS: a `NetworkPolicy`, or with `cilium` (and
+/// destinations to hold) a `CiliumNetworkPolicy`. `metadata` is the objects' common metadata with
 /// the policy's name.
 pub fn policy(
     image: &AgentImage,
@@ -91,7 +91,7 @@ pub fn policy(
     )
 }
 
-/// A `cilium.io/v2` CiliumNetworkPolicy: DNS to kube-dns through Cilium's DNS proxy (which
+/// A `cilium.io/v2` `CiliumNetworkPolicy`: DNS to kube-dns through Cilium's DNS proxy (which
 /// `toFQDNs` needs to learn the addresses), then one rule per destination: `toFQDNs`
 /// (`matchName`, or `matchPattern` for a `*.` wildcard, one label as ours) or `toCIDR`.
 fn cilium_policy(allow: &[Dest], name: &str, metadata: Node) -> Node {
@@ -158,7 +158,7 @@ fn cilium_policy(allow: &[Dest], name: &str, metadata: Node) -> Node {
         )
 }
 
-/// DNS to kube-dns; one rule for the ports of named hosts (any address: a NetworkPolicy cannot
+/// DNS to kube-dns; one rule for the ports of named hosts (any address: a `NetworkPolicy` cannot
 /// name a host); one rule per IP literal, narrowed to that address.
 fn rules(allow: &[Dest]) -> Vec<Node> {
     let port = |p: u16| {

@@ -48,6 +48,8 @@ impl Default for Resources {
 }
 
 /// What the user asked for.
+// Rationale: one bool per `otters kube` switch, as the flags are.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub kind: Kind,
@@ -68,7 +70,7 @@ pub struct Options {
     pub resources: Resources,
     pub image_pull_secrets: Vec<String>,
     pub network_policy: bool,
-    /// The declared egress as a `cilium.io/v2` CiliumNetworkPolicy (`toFQDNs`).
+    /// The declared egress as a `cilium.io/v2` `CiliumNetworkPolicy` (`toFQDNs`).
     pub cilium: bool,
     pub service: bool,
     pub replicas: Option<i64>,
