@@ -160,9 +160,9 @@ impl Args {
 /// `--network-policy`, as a flag value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum NetworkPolicyArg {
-    /// `networking.k8s.io/v1` `NetworkPolicy` objects
+    // `networking.k8s.io/v1` objects (no doc comments: clap would switch the help's layout).
     Kubernetes,
-    /// `cilium.io/v2` `CiliumNetworkPolicy` for the declared egress (host names held)
+    // `cilium.io/v2` `CiliumNetworkPolicy` for the declared egress (host names held).
     Cilium,
 }
 

@@ -79,7 +79,8 @@ pub enum ExecutorArg {
 /// `--egress`, as a flag value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum EgressArg {
-    /// Accept that the system executor does not hold the agent to its EGRESS
+    // Accept that the system executor does not hold the agent to its EGRESS (no doc comment: clap
+    // would switch the whole help to its long layout to show it).
     Unenforced,
 }
 
