@@ -180,10 +180,13 @@ module.exports = grammar({
     egress_instruction: ($) =>
       seq(
         keyword('EGRESS'),
-        field('destination', $.word),
+        field('destination', choice($.word, $.bracketed_address)),
         optional(field('description', $.string)),
         optional($.heredoc),
       ),
+
+    // `[2001:db8::1]` or `[2001:db8::1]:853`: a `[` would otherwise start no word.
+    bracketed_address: (_) => token(seq('[', /[0-9A-Fa-f:.]+/, ']', optional(seq(':', /[0-9]+/)))),
 
     required: (_) => '!',
 

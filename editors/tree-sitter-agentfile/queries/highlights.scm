@@ -93,6 +93,9 @@
 (egress_instruction
   destination: (word) @string.special.url)
 
+(egress_instruction
+  destination: (bracketed_address) @string.special.url)
+
 (add_instruction
   source: (word) @string.special.path)
 

@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 14
 #define STATE_COUNT 162
 #define LARGE_STATE_COUNT 4
-#define SYMBOL_COUNT 76
+#define SYMBOL_COUNT 77
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 46
+#define TOKEN_COUNT 47
 #define EXTERNAL_TOKEN_COUNT 5
 #define FIELD_COUNT 14
 #define MAX_ALIAS_SEQUENCE_LENGTH 7
@@ -43,58 +43,59 @@ enum ts_symbol_identifiers {
   aux_sym_capability_instruction_token1 = 21,
   aux_sym_mount_instruction_token1 = 22,
   aux_sym_egress_instruction_token1 = 23,
-  sym_required = 24,
-  aux_sym_mount_mode_token1 = 25,
-  aux_sym_mount_mode_token2 = 26,
-  aux_sym_word_token1 = 27,
-  aux_sym_word_token2 = 28,
-  aux_sym_word_token3 = 29,
-  aux_sym_word_token4 = 30,
-  aux_sym_word_token5 = 31,
-  aux_sym_word_token6 = 32,
-  sym_expansion = 33,
-  anon_sym_DQUOTE = 34,
-  aux_sym_string_token1 = 35,
-  aux_sym_string_token2 = 36,
-  aux_sym_string_token3 = 37,
-  anon_sym_DQUOTE2 = 38,
-  sym_escape_sequence = 39,
-  sym_file_reference = 40,
-  sym_heredoc_start = 41,
-  sym_heredoc_body = 42,
-  sym_heredoc_end = 43,
-  sym__error_sentinel = 44,
-  sym__word_guard = 45,
-  sym_source_file = 46,
-  sym__line = 47,
-  sym__instruction = 48,
-  sym_from_instruction = 49,
-  sym_runtime_instruction = 50,
-  sym_model_instruction = 51,
-  sym_name_instruction = 52,
-  sym_context_instruction = 53,
-  sym_config_instruction = 54,
-  sym_env_instruction = 55,
-  sym_bin_instruction = 56,
-  sym_exec_instruction = 57,
-  sym_exec_form = 58,
-  sym_add_instruction = 59,
-  sym_label_instruction = 60,
-  sym_arg_instruction = 61,
-  sym_capability_instruction = 62,
-  sym_mount_instruction = 63,
-  sym_egress_instruction = 64,
-  sym_mount_mode = 65,
-  sym__value = 66,
-  sym_heredoc = 67,
-  sym_heredoc_rest = 68,
-  sym_word = 69,
-  sym_string = 70,
-  aux_sym_source_file_repeat1 = 71,
-  aux_sym_exec_form_repeat1 = 72,
-  aux_sym_capability_instruction_repeat1 = 73,
-  aux_sym_word_repeat1 = 74,
-  aux_sym_string_repeat1 = 75,
+  sym_bracketed_address = 24,
+  sym_required = 25,
+  aux_sym_mount_mode_token1 = 26,
+  aux_sym_mount_mode_token2 = 27,
+  aux_sym_word_token1 = 28,
+  aux_sym_word_token2 = 29,
+  aux_sym_word_token3 = 30,
+  aux_sym_word_token4 = 31,
+  aux_sym_word_token5 = 32,
+  aux_sym_word_token6 = 33,
+  sym_expansion = 34,
+  anon_sym_DQUOTE = 35,
+  aux_sym_string_token1 = 36,
+  aux_sym_string_token2 = 37,
+  aux_sym_string_token3 = 38,
+  anon_sym_DQUOTE2 = 39,
+  sym_escape_sequence = 40,
+  sym_file_reference = 41,
+  sym_heredoc_start = 42,
+  sym_heredoc_body = 43,
+  sym_heredoc_end = 44,
+  sym__error_sentinel = 45,
+  sym__word_guard = 46,
+  sym_source_file = 47,
+  sym__line = 48,
+  sym__instruction = 49,
+  sym_from_instruction = 50,
+  sym_runtime_instruction = 51,
+  sym_model_instruction = 52,
+  sym_name_instruction = 53,
+  sym_context_instruction = 54,
+  sym_config_instruction = 55,
+  sym_env_instruction = 56,
+  sym_bin_instruction = 57,
+  sym_exec_instruction = 58,
+  sym_exec_form = 59,
+  sym_add_instruction = 60,
+  sym_label_instruction = 61,
+  sym_arg_instruction = 62,
+  sym_capability_instruction = 63,
+  sym_mount_instruction = 64,
+  sym_egress_instruction = 65,
+  sym_mount_mode = 66,
+  sym__value = 67,
+  sym_heredoc = 68,
+  sym_heredoc_rest = 69,
+  sym_word = 70,
+  sym_string = 71,
+  aux_sym_source_file_repeat1 = 72,
+  aux_sym_exec_form_repeat1 = 73,
+  aux_sym_capability_instruction_repeat1 = 74,
+  aux_sym_word_repeat1 = 75,
+  aux_sym_string_repeat1 = 76,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -122,6 +123,7 @@ static const char * const ts_symbol_names[] = {
   [aux_sym_capability_instruction_token1] = "CAPABILITY",
   [aux_sym_mount_instruction_token1] = "MOUNT",
   [aux_sym_egress_instruction_token1] = "EGRESS",
+  [sym_bracketed_address] = "bracketed_address",
   [sym_required] = "required",
   [aux_sym_mount_mode_token1] = "ro",
   [aux_sym_mount_mode_token2] = "rw",
@@ -201,6 +203,7 @@ static const TSSymbol ts_symbol_map[] = {
   [aux_sym_capability_instruction_token1] = aux_sym_capability_instruction_token1,
   [aux_sym_mount_instruction_token1] = aux_sym_mount_instruction_token1,
   [aux_sym_egress_instruction_token1] = aux_sym_egress_instruction_token1,
+  [sym_bracketed_address] = sym_bracketed_address,
   [sym_required] = sym_required,
   [aux_sym_mount_mode_token1] = aux_sym_mount_mode_token1,
   [aux_sym_mount_mode_token2] = aux_sym_mount_mode_token2,
@@ -351,6 +354,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
   [aux_sym_egress_instruction_token1] = {
     .visible = true,
     .named = false,
+  },
+  [sym_bracketed_address] = {
+    .visible = true,
+    .named = true,
   },
   [sym_required] = {
     .visible = true,
@@ -784,14 +791,14 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [46] = 46,
   [47] = 47,
   [48] = 48,
-  [49] = 6,
-  [50] = 5,
-  [51] = 7,
-  [52] = 8,
-  [53] = 9,
-  [54] = 40,
-  [55] = 45,
-  [56] = 56,
+  [49] = 49,
+  [50] = 6,
+  [51] = 5,
+  [52] = 7,
+  [53] = 8,
+  [54] = 9,
+  [55] = 40,
+  [56] = 46,
   [57] = 57,
   [58] = 58,
   [59] = 59,
@@ -871,8 +878,8 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [133] = 133,
   [134] = 134,
   [135] = 135,
-  [136] = 64,
-  [137] = 57,
+  [136] = 63,
+  [137] = 73,
   [138] = 138,
   [139] = 139,
   [140] = 140,
@@ -904,40 +911,40 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
   eof = lexer->eof(lexer);
   switch (state) {
     case 0:
-      if (eof) ADVANCE(34);
+      if (eof) ADVANCE(37);
       ADVANCE_MAP(
-        '\n', 35,
+        '\n', 38,
         '\r', 2,
-        '!', 50,
-        '"', 88,
-        '#', 37,
-        '$', 84,
-        ',', 48,
-        '=', 46,
-        '[', 47,
-        '\\', 8,
-        ']', 49,
-        'f', 59,
+        '!', 58,
+        '"', 99,
+        '#', 40,
+        '$', 95,
+        ',', 52,
+        '=', 49,
+        '[', 51,
+        '\\', 9,
+        ']', 53,
+        'f', 67,
       );
       if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(28);
+          lookahead == ' ') SKIP(31);
       if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(61);
+          lookahead == 'r') ADVANCE(69);
       if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(63);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(71);
       END_STATE();
     case 1:
-      if (lookahead == '\n') ADVANCE(35);
+      if (lookahead == '\n') ADVANCE(38);
       END_STATE();
     case 2:
-      if (lookahead == '\n') ADVANCE(35);
+      if (lookahead == '\n') ADVANCE(38);
       if (lookahead == '\r') ADVANCE(3);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '$' &&
-          lookahead != '=') ADVANCE(76);
+          lookahead != '=') ADVANCE(87);
       END_STATE();
     case 3:
       if (lookahead == '\r') ADVANCE(3);
@@ -946,63 +953,64 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '\n' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '$' &&
-          lookahead != '=') ADVANCE(76);
+          lookahead != '=') ADVANCE(87);
       END_STATE();
     case 4:
-      if (lookahead == '"') ADVANCE(88);
-      if (lookahead == '$') ADVANCE(85);
-      if (lookahead == '\\') ADVANCE(8);
+      if (lookahead == '"') ADVANCE(99);
+      if (lookahead == '$') ADVANCE(96);
+      if (lookahead == '\\') ADVANCE(9);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(82);
+          lookahead != '\r') ADVANCE(93);
       END_STATE();
     case 5:
-      if (lookahead == '/') ADVANCE(24);
+      if (lookahead == '$') ADVANCE(76);
+      if (lookahead == '[') ADVANCE(74);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(5);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=') ADVANCE(75);
       END_STATE();
     case 6:
-      if (lookahead == '/') ADVANCE(5);
+      if (lookahead == '/') ADVANCE(27);
       END_STATE();
     case 7:
-      if (lookahead == ':') ADVANCE(6);
+      if (lookahead == '/') ADVANCE(6);
       END_STATE();
     case 8:
-      if (lookahead == 'U') ADVANCE(91);
-      if (lookahead == 'u') ADVANCE(93);
-      if (lookahead == 'x') ADVANCE(92);
-      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(90);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(89);
+      if (lookahead == ':') ADVANCE(7);
       END_STATE();
     case 9:
-      if (lookahead == 'e') ADVANCE(7);
+      if (lookahead == 'U') ADVANCE(102);
+      if (lookahead == 'u') ADVANCE(104);
+      if (lookahead == 'x') ADVANCE(103);
+      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(101);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r') ADVANCE(100);
       END_STATE();
     case 10:
-      if (lookahead == 'i') ADVANCE(11);
+      if (lookahead == ']') ADVANCE(54);
+      if (lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= ':') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(10);
       END_STATE();
     case 11:
-      if (lookahead == 'l') ADVANCE(9);
+      if (lookahead == 'e') ADVANCE(8);
       END_STATE();
     case 12:
-      if (lookahead == '}') ADVANCE(80);
-      if (lookahead == '-' ||
-          lookahead == '.' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(12);
+      if (lookahead == 'i') ADVANCE(13);
       END_STATE();
     case 13:
-      if (lookahead == '}') ADVANCE(79);
-      if (lookahead == '-' ||
-          lookahead == '.' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(13);
+      if (lookahead == 'l') ADVANCE(11);
       END_STATE();
     case 14:
-      if (lookahead == '}') ADVANCE(87);
+      if (lookahead == '}') ADVANCE(91);
       if (lookahead == '-' ||
           lookahead == '.' ||
           ('0' <= lookahead && lookahead <= '9') ||
@@ -1011,33 +1019,39 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           ('a' <= lookahead && lookahead <= 'z')) ADVANCE(14);
       END_STATE();
     case 15:
-      if (lookahead == 'O' ||
-          lookahead == 'o') ADVANCE(51);
-      if (lookahead == 'W' ||
-          lookahead == 'w') ADVANCE(53);
+      if (lookahead == '}') ADVANCE(90);
+      if (lookahead == '-' ||
+          lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(15);
       END_STATE();
     case 16:
-      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(89);
+      if (lookahead == '}') ADVANCE(98);
+      if (lookahead == '-' ||
+          lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(16);
       END_STATE();
     case 17:
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(89);
+      if (lookahead == 'O' ||
+          lookahead == 'o') ADVANCE(59);
+      if (lookahead == 'W' ||
+          lookahead == 'w') ADVANCE(61);
       END_STATE();
     case 18:
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(17);
+      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(100);
       END_STATE();
     case 19:
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(18);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(56);
       END_STATE();
     case 20:
       if (('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(19);
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(100);
       END_STATE();
     case 21:
       if (('0' <= lookahead && lookahead <= '9') ||
@@ -1055,224 +1069,279 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           ('a' <= lookahead && lookahead <= 'f')) ADVANCE(22);
       END_STATE();
     case 24:
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(23);
+      END_STATE();
+    case 25:
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(24);
+      END_STATE();
+    case 26:
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(25);
+      END_STATE();
+    case 27:
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
-          lookahead != ' ') ADVANCE(94);
-      END_STATE();
-    case 25:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(2);
-      if (lookahead == '!') ADVANCE(50);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '$') ADVANCE(77);
-      if (lookahead == '=') ADVANCE(46);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(30);
-      if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(73);
-      if (lookahead != 0) ADVANCE(75);
-      END_STATE();
-    case 26:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(2);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '$') ADVANCE(77);
-      if (lookahead == 'f') ADVANCE(71);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(32);
-      if (lookahead != 0 &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 27:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(2);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '$') ADVANCE(77);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(31);
-      if (lookahead != 0 &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=') ADVANCE(75);
+          lookahead != ' ') ADVANCE(105);
       END_STATE();
     case 28:
-      if (eof) ADVANCE(34);
-      ADVANCE_MAP(
-        '\n', 35,
-        '\r', 1,
-        '!', 50,
-        '"', 81,
-        '#', 37,
-        '$', 65,
-        ',', 48,
-        '=', 46,
-        '[', 47,
-        ']', 49,
-        'f', 59,
-      );
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(28);
-      if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(61);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(63);
-      END_STATE();
-    case 29:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '!') ADVANCE(50);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '#') ADVANCE(37);
-      if (lookahead == '=') ADVANCE(46);
-      if (lookahead == ']') ADVANCE(49);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(29);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(63);
-      END_STATE();
-    case 30:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '!') ADVANCE(50);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '=') ADVANCE(46);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(30);
-      if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(15);
-      END_STATE();
-    case 31:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '$') ADVANCE(65);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(31);
-      if (lookahead != 0 &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=') ADVANCE(64);
-      END_STATE();
-    case 32:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == 'f') ADVANCE(10);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(32);
-      END_STATE();
-    case 33:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == 'f') ADVANCE(10);
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(2);
+      if (lookahead == '!') ADVANCE(58);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '$') ADVANCE(88);
+      if (lookahead == '=') ADVANCE(49);
       if (lookahead == '\t' ||
           lookahead == ' ') SKIP(33);
       if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(15);
+          lookahead == 'r') ADVANCE(84);
+      if (lookahead != 0) ADVANCE(86);
+      END_STATE();
+    case 29:
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(2);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '$') ADVANCE(88);
+      if (lookahead == 'f') ADVANCE(82);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(35);
+      if (lookahead != 0 &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 30:
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(2);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '$') ADVANCE(88);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(34);
+      if (lookahead != 0 &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 31:
+      if (eof) ADVANCE(37);
+      ADVANCE_MAP(
+        '\n', 38,
+        '\r', 1,
+        '!', 58,
+        '"', 92,
+        '#', 40,
+        '$', 76,
+        ',', 52,
+        '=', 49,
+        '[', 51,
+        ']', 53,
+        'f', 67,
+      );
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(31);
+      if (lookahead == 'R' ||
+          lookahead == 'r') ADVANCE(69);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(71);
+      END_STATE();
+    case 32:
+      if (eof) ADVANCE(37);
+      ADVANCE_MAP(
+        '\n', 38,
+        '\r', 1,
+        '!', 58,
+        '"', 92,
+        '#', 40,
+        '=', 49,
+        '[', 50,
+        ']', 53,
+      );
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(32);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(71);
+      END_STATE();
+    case 33:
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(1);
+      if (lookahead == '!') ADVANCE(58);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '=') ADVANCE(49);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(33);
+      if (lookahead == 'R' ||
+          lookahead == 'r') ADVANCE(17);
       END_STATE();
     case 34:
-      ACCEPT_TOKEN(ts_builtin_sym_end);
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(1);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '$') ADVANCE(76);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(34);
+      if (lookahead != 0 &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=') ADVANCE(75);
       END_STATE();
     case 35:
-      ACCEPT_TOKEN(sym__newline);
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(1);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == 'f') ADVANCE(12);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(35);
       END_STATE();
     case 36:
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(1);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == 'f') ADVANCE(12);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(36);
+      if (lookahead == 'R' ||
+          lookahead == 'r') ADVANCE(17);
+      END_STATE();
+    case 37:
+      ACCEPT_TOKEN(ts_builtin_sym_end);
+      END_STATE();
+    case 38:
+      ACCEPT_TOKEN(sym__newline);
+      END_STATE();
+    case 39:
       ACCEPT_TOKEN(sym_directive);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(36);
-      END_STATE();
-    case 37:
-      ACCEPT_TOKEN(sym_comment);
-      if (lookahead == ' ') ADVANCE(41);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
-      END_STATE();
-    case 38:
-      ACCEPT_TOKEN(sym_comment);
-      if (lookahead == '=') ADVANCE(36);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
-      END_STATE();
-    case 39:
-      ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 'a') ADVANCE(43);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(39);
       END_STATE();
     case 40:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 'n') ADVANCE(42);
+      if (lookahead == ' ') ADVANCE(44);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 41:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 's') ADVANCE(44);
+      if (lookahead == '=') ADVANCE(39);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 42:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 't') ADVANCE(39);
+      if (lookahead == 'a') ADVANCE(46);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 43:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 'x') ADVANCE(38);
+      if (lookahead == 'n') ADVANCE(45);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 44:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 'y') ADVANCE(40);
+      if (lookahead == 's') ADVANCE(47);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 45:
       ACCEPT_TOKEN(sym_comment);
+      if (lookahead == 't') ADVANCE(42);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 46:
-      ACCEPT_TOKEN(anon_sym_EQ);
+      ACCEPT_TOKEN(sym_comment);
+      if (lookahead == 'x') ADVANCE(41);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 47:
-      ACCEPT_TOKEN(anon_sym_LBRACK);
+      ACCEPT_TOKEN(sym_comment);
+      if (lookahead == 'y') ADVANCE(43);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 48:
-      ACCEPT_TOKEN(anon_sym_COMMA);
+      ACCEPT_TOKEN(sym_comment);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 49:
-      ACCEPT_TOKEN(anon_sym_RBRACK);
+      ACCEPT_TOKEN(anon_sym_EQ);
       END_STATE();
     case 50:
-      ACCEPT_TOKEN(sym_required);
+      ACCEPT_TOKEN(anon_sym_LBRACK);
       END_STATE();
     case 51:
-      ACCEPT_TOKEN(aux_sym_mount_mode_token1);
+      ACCEPT_TOKEN(anon_sym_LBRACK);
+      if (lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= ':') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(10);
       END_STATE();
     case 52:
+      ACCEPT_TOKEN(anon_sym_COMMA);
+      END_STATE();
+    case 53:
+      ACCEPT_TOKEN(anon_sym_RBRACK);
+      END_STATE();
+    case 54:
+      ACCEPT_TOKEN(sym_bracketed_address);
+      if (lookahead == ':') ADVANCE(19);
+      END_STATE();
+    case 55:
+      ACCEPT_TOKEN(sym_bracketed_address);
+      if (lookahead == ':') ADVANCE(73);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(75);
+      END_STATE();
+    case 56:
+      ACCEPT_TOKEN(sym_bracketed_address);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(56);
+      END_STATE();
+    case 57:
+      ACCEPT_TOKEN(sym_bracketed_address);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(57);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(75);
+      END_STATE();
+    case 58:
+      ACCEPT_TOKEN(sym_required);
+      END_STATE();
+    case 59:
+      ACCEPT_TOKEN(aux_sym_mount_mode_token1);
+      END_STATE();
+    case 60:
       ACCEPT_TOKEN(aux_sym_mount_mode_token1);
       if (lookahead != 0 &&
           lookahead != '\t' &&
@@ -1280,114 +1349,114 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '\r' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 53:
-      ACCEPT_TOKEN(aux_sym_mount_mode_token2);
-      END_STATE();
-    case 54:
-      ACCEPT_TOKEN(aux_sym_mount_mode_token2);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 55:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == '/') ADVANCE(62);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 56:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == '/') ADVANCE(55);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 57:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == ':') ADVANCE(56);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 58:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == 'e') ADVANCE(57);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 59:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == 'i') ADVANCE(60);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 60:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == 'l') ADVANCE(58);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
+          lookahead != '[') ADVANCE(71);
       END_STATE();
     case 61:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == 'O' ||
-          lookahead == 'o') ADVANCE(52);
-      if (lookahead == 'W' ||
-          lookahead == 'w') ADVANCE(54);
+      ACCEPT_TOKEN(aux_sym_mount_mode_token2);
+      END_STATE();
+    case 62:
+      ACCEPT_TOKEN(aux_sym_mount_mode_token2);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
+          lookahead != '[') ADVANCE(71);
       END_STATE();
-    case 62:
+    case 63:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == '/') ADVANCE(70);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 64:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == '/') ADVANCE(63);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 65:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == ':') ADVANCE(64);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 66:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == 'e') ADVANCE(65);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 67:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == 'i') ADVANCE(68);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 68:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == 'l') ADVANCE(66);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 69:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == 'O' ||
+          lookahead == 'o') ADVANCE(60);
+      if (lookahead == 'W' ||
+          lookahead == 'w') ADVANCE(62);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 70:
       ACCEPT_TOKEN(sym__identifier);
       if (lookahead == '!' ||
           lookahead == '"' ||
           lookahead == '=' ||
-          lookahead == '[') ADVANCE(94);
+          lookahead == '[') ADVANCE(105);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead)) ADVANCE(62);
+          (lookahead < ' ' || '"' < lookahead)) ADVANCE(70);
       END_STATE();
-    case 63:
+    case 71:
       ACCEPT_TOKEN(sym__identifier);
       if (lookahead != 0 &&
           lookahead != '\t' &&
@@ -1395,89 +1464,15 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '\r' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 64:
-      ACCEPT_TOKEN(aux_sym_word_token1);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(64);
-      END_STATE();
-    case 65:
-      ACCEPT_TOKEN(aux_sym_word_token2);
-      if (lookahead == '{') ADVANCE(66);
-      END_STATE();
-    case 66:
-      ACCEPT_TOKEN(aux_sym_word_token2);
-      if (lookahead == '-' ||
-          lookahead == '.' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(12);
-      END_STATE();
-    case 67:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == '/') ADVANCE(74);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 68:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == '/') ADVANCE(67);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 69:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == ':') ADVANCE(68);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 70:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == 'e') ADVANCE(69);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 71:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == 'i') ADVANCE(72);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
+          lookahead != '[') ADVANCE(71);
       END_STATE();
     case 72:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == 'l') ADVANCE(70);
+      ACCEPT_TOKEN(aux_sym_word_token1);
+      if (lookahead == ']') ADVANCE(55);
+      if (lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= ':') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(72);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
@@ -1487,11 +1482,8 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '=') ADVANCE(75);
       END_STATE();
     case 73:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == 'O' ||
-          lookahead == 'o') ADVANCE(75);
-      if (lookahead == 'W' ||
-          lookahead == 'w') ADVANCE(75);
+      ACCEPT_TOKEN(aux_sym_word_token1);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(57);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
@@ -1501,19 +1493,21 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '=') ADVANCE(75);
       END_STATE();
     case 74:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == '!' ||
-          lookahead == '"' ||
-          lookahead == '$' ||
-          lookahead == '=') ADVANCE(94);
+      ACCEPT_TOKEN(aux_sym_word_token1);
+      if (lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= ':') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(72);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead)) ADVANCE(74);
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(75);
       END_STATE();
     case 75:
-      ACCEPT_TOKEN(aux_sym_word_token3);
+      ACCEPT_TOKEN(aux_sym_word_token1);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
@@ -1523,52 +1517,11 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '=') ADVANCE(75);
       END_STATE();
     case 76:
-      ACCEPT_TOKEN(aux_sym_word_token4);
+      ACCEPT_TOKEN(aux_sym_word_token2);
+      if (lookahead == '{') ADVANCE(77);
       END_STATE();
     case 77:
-      ACCEPT_TOKEN(aux_sym_word_token5);
-      if (lookahead == '{') ADVANCE(78);
-      END_STATE();
-    case 78:
-      ACCEPT_TOKEN(aux_sym_word_token5);
-      if (lookahead == '-' ||
-          lookahead == '.' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(13);
-      END_STATE();
-    case 79:
-      ACCEPT_TOKEN(aux_sym_word_token6);
-      END_STATE();
-    case 80:
-      ACCEPT_TOKEN(sym_expansion);
-      END_STATE();
-    case 81:
-      ACCEPT_TOKEN(anon_sym_DQUOTE);
-      END_STATE();
-    case 82:
-      ACCEPT_TOKEN(aux_sym_string_token1);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          lookahead != '"' &&
-          lookahead != '$' &&
-          lookahead != '\\') ADVANCE(82);
-      END_STATE();
-    case 83:
-      ACCEPT_TOKEN(aux_sym_string_token2);
-      END_STATE();
-    case 84:
-      ACCEPT_TOKEN(aux_sym_string_token2);
-      if (lookahead == '{') ADVANCE(83);
-      END_STATE();
-    case 85:
-      ACCEPT_TOKEN(aux_sym_string_token2);
-      if (lookahead == '{') ADVANCE(86);
-      END_STATE();
-    case 86:
-      ACCEPT_TOKEN(aux_sym_string_token2);
+      ACCEPT_TOKEN(aux_sym_word_token2);
       if (lookahead == '-' ||
           lookahead == '.' ||
           ('0' <= lookahead && lookahead <= '9') ||
@@ -1576,44 +1529,200 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead == '_' ||
           ('a' <= lookahead && lookahead <= 'z')) ADVANCE(14);
       END_STATE();
+    case 78:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == '/') ADVANCE(85);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 79:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == '/') ADVANCE(78);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 80:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == ':') ADVANCE(79);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 81:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == 'e') ADVANCE(80);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 82:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == 'i') ADVANCE(83);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 83:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == 'l') ADVANCE(81);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 84:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == 'O' ||
+          lookahead == 'o') ADVANCE(86);
+      if (lookahead == 'W' ||
+          lookahead == 'w') ADVANCE(86);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 85:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == '!' ||
+          lookahead == '"' ||
+          lookahead == '$' ||
+          lookahead == '=') ADVANCE(105);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead)) ADVANCE(85);
+      END_STATE();
+    case 86:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
     case 87:
-      ACCEPT_TOKEN(aux_sym_string_token3);
+      ACCEPT_TOKEN(aux_sym_word_token4);
       END_STATE();
     case 88:
-      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      ACCEPT_TOKEN(aux_sym_word_token5);
+      if (lookahead == '{') ADVANCE(89);
       END_STATE();
     case 89:
-      ACCEPT_TOKEN(sym_escape_sequence);
+      ACCEPT_TOKEN(aux_sym_word_token5);
+      if (lookahead == '-' ||
+          lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(15);
       END_STATE();
     case 90:
-      ACCEPT_TOKEN(sym_escape_sequence);
-      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(16);
+      ACCEPT_TOKEN(aux_sym_word_token6);
       END_STATE();
     case 91:
-      ACCEPT_TOKEN(sym_escape_sequence);
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(23);
+      ACCEPT_TOKEN(sym_expansion);
       END_STATE();
     case 92:
-      ACCEPT_TOKEN(sym_escape_sequence);
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(17);
+      ACCEPT_TOKEN(anon_sym_DQUOTE);
       END_STATE();
     case 93:
+      ACCEPT_TOKEN(aux_sym_string_token1);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          lookahead != '"' &&
+          lookahead != '$' &&
+          lookahead != '\\') ADVANCE(93);
+      END_STATE();
+    case 94:
+      ACCEPT_TOKEN(aux_sym_string_token2);
+      END_STATE();
+    case 95:
+      ACCEPT_TOKEN(aux_sym_string_token2);
+      if (lookahead == '{') ADVANCE(94);
+      END_STATE();
+    case 96:
+      ACCEPT_TOKEN(aux_sym_string_token2);
+      if (lookahead == '{') ADVANCE(97);
+      END_STATE();
+    case 97:
+      ACCEPT_TOKEN(aux_sym_string_token2);
+      if (lookahead == '-' ||
+          lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(16);
+      END_STATE();
+    case 98:
+      ACCEPT_TOKEN(aux_sym_string_token3);
+      END_STATE();
+    case 99:
+      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      END_STATE();
+    case 100:
+      ACCEPT_TOKEN(sym_escape_sequence);
+      END_STATE();
+    case 101:
+      ACCEPT_TOKEN(sym_escape_sequence);
+      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(18);
+      END_STATE();
+    case 102:
       ACCEPT_TOKEN(sym_escape_sequence);
       if (('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(19);
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(26);
       END_STATE();
-    case 94:
+    case 103:
+      ACCEPT_TOKEN(sym_escape_sequence);
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(20);
+      END_STATE();
+    case 104:
+      ACCEPT_TOKEN(sym_escape_sequence);
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(22);
+      END_STATE();
+    case 105:
       ACCEPT_TOKEN(sym_file_reference);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
-          lookahead != ' ') ADVANCE(94);
+          lookahead != ' ') ADVANCE(105);
       END_STATE();
     default:
       return false;
@@ -1914,79 +2023,79 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
 
 static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [0] = {.lex_state = 0, .external_lex_state = 1},
-  [1] = {.lex_state = 29, .external_lex_state = 2},
-  [2] = {.lex_state = 29, .external_lex_state = 2},
-  [3] = {.lex_state = 29, .external_lex_state = 2},
-  [4] = {.lex_state = 29, .external_lex_state = 2},
-  [5] = {.lex_state = 25, .external_lex_state = 3},
-  [6] = {.lex_state = 25, .external_lex_state = 3},
-  [7] = {.lex_state = 25, .external_lex_state = 3},
-  [8] = {.lex_state = 25, .external_lex_state = 3},
-  [9] = {.lex_state = 25, .external_lex_state = 3},
-  [10] = {.lex_state = 27, .external_lex_state = 4},
-  [11] = {.lex_state = 27, .external_lex_state = 4},
-  [12] = {.lex_state = 27, .external_lex_state = 4},
-  [13] = {.lex_state = 27, .external_lex_state = 4},
-  [14] = {.lex_state = 27, .external_lex_state = 4},
-  [15] = {.lex_state = 31, .external_lex_state = 4},
-  [16] = {.lex_state = 31, .external_lex_state = 4},
-  [17] = {.lex_state = 31, .external_lex_state = 4},
-  [18] = {.lex_state = 26, .external_lex_state = 3},
-  [19] = {.lex_state = 26, .external_lex_state = 3},
-  [20] = {.lex_state = 26, .external_lex_state = 3},
-  [21] = {.lex_state = 26, .external_lex_state = 3},
-  [22] = {.lex_state = 26, .external_lex_state = 3},
-  [23] = {.lex_state = 27, .external_lex_state = 5},
-  [24] = {.lex_state = 31, .external_lex_state = 4},
-  [25] = {.lex_state = 27, .external_lex_state = 5},
-  [26] = {.lex_state = 27, .external_lex_state = 5},
-  [27] = {.lex_state = 33, .external_lex_state = 3},
-  [28] = {.lex_state = 27, .external_lex_state = 5},
-  [29] = {.lex_state = 27, .external_lex_state = 5},
-  [30] = {.lex_state = 31, .external_lex_state = 5},
-  [31] = {.lex_state = 31, .external_lex_state = 5},
-  [32] = {.lex_state = 31, .external_lex_state = 5},
-  [33] = {.lex_state = 29, .external_lex_state = 3},
-  [34] = {.lex_state = 31, .external_lex_state = 5},
-  [35] = {.lex_state = 31, .external_lex_state = 4},
-  [36] = {.lex_state = 33, .external_lex_state = 3},
-  [37] = {.lex_state = 29, .external_lex_state = 3},
-  [38] = {.lex_state = 29, .external_lex_state = 3},
-  [39] = {.lex_state = 29, .external_lex_state = 3},
+  [1] = {.lex_state = 32, .external_lex_state = 2},
+  [2] = {.lex_state = 32, .external_lex_state = 2},
+  [3] = {.lex_state = 32, .external_lex_state = 2},
+  [4] = {.lex_state = 32, .external_lex_state = 2},
+  [5] = {.lex_state = 28, .external_lex_state = 3},
+  [6] = {.lex_state = 28, .external_lex_state = 3},
+  [7] = {.lex_state = 28, .external_lex_state = 3},
+  [8] = {.lex_state = 28, .external_lex_state = 3},
+  [9] = {.lex_state = 28, .external_lex_state = 3},
+  [10] = {.lex_state = 30, .external_lex_state = 4},
+  [11] = {.lex_state = 30, .external_lex_state = 4},
+  [12] = {.lex_state = 30, .external_lex_state = 4},
+  [13] = {.lex_state = 30, .external_lex_state = 4},
+  [14] = {.lex_state = 30, .external_lex_state = 4},
+  [15] = {.lex_state = 34, .external_lex_state = 4},
+  [16] = {.lex_state = 34, .external_lex_state = 4},
+  [17] = {.lex_state = 34, .external_lex_state = 4},
+  [18] = {.lex_state = 29, .external_lex_state = 3},
+  [19] = {.lex_state = 29, .external_lex_state = 3},
+  [20] = {.lex_state = 29, .external_lex_state = 3},
+  [21] = {.lex_state = 29, .external_lex_state = 3},
+  [22] = {.lex_state = 29, .external_lex_state = 3},
+  [23] = {.lex_state = 30, .external_lex_state = 5},
+  [24] = {.lex_state = 34, .external_lex_state = 4},
+  [25] = {.lex_state = 30, .external_lex_state = 5},
+  [26] = {.lex_state = 30, .external_lex_state = 5},
+  [27] = {.lex_state = 36, .external_lex_state = 3},
+  [28] = {.lex_state = 30, .external_lex_state = 5},
+  [29] = {.lex_state = 30, .external_lex_state = 5},
+  [30] = {.lex_state = 34, .external_lex_state = 5},
+  [31] = {.lex_state = 34, .external_lex_state = 5},
+  [32] = {.lex_state = 34, .external_lex_state = 5},
+  [33] = {.lex_state = 32, .external_lex_state = 3},
+  [34] = {.lex_state = 34, .external_lex_state = 5},
+  [35] = {.lex_state = 34, .external_lex_state = 4},
+  [36] = {.lex_state = 36, .external_lex_state = 3},
+  [37] = {.lex_state = 32, .external_lex_state = 3},
+  [38] = {.lex_state = 32, .external_lex_state = 3},
+  [39] = {.lex_state = 32, .external_lex_state = 3},
   [40] = {.lex_state = 4},
-  [41] = {.lex_state = 31, .external_lex_state = 5},
-  [42] = {.lex_state = 29, .external_lex_state = 3},
-  [43] = {.lex_state = 29, .external_lex_state = 3},
-  [44] = {.lex_state = 29, .external_lex_state = 3},
-  [45] = {.lex_state = 4},
-  [46] = {.lex_state = 29, .external_lex_state = 3},
-  [47] = {.lex_state = 4},
-  [48] = {.lex_state = 29, .external_lex_state = 3},
-  [49] = {.lex_state = 25},
-  [50] = {.lex_state = 25},
-  [51] = {.lex_state = 25},
-  [52] = {.lex_state = 25},
-  [53] = {.lex_state = 25},
-  [54] = {.lex_state = 4},
+  [41] = {.lex_state = 34, .external_lex_state = 5},
+  [42] = {.lex_state = 32, .external_lex_state = 3},
+  [43] = {.lex_state = 32, .external_lex_state = 3},
+  [44] = {.lex_state = 5, .external_lex_state = 5},
+  [45] = {.lex_state = 32, .external_lex_state = 3},
+  [46] = {.lex_state = 4},
+  [47] = {.lex_state = 32, .external_lex_state = 3},
+  [48] = {.lex_state = 4},
+  [49] = {.lex_state = 32, .external_lex_state = 3},
+  [50] = {.lex_state = 28},
+  [51] = {.lex_state = 28},
+  [52] = {.lex_state = 28},
+  [53] = {.lex_state = 28},
+  [54] = {.lex_state = 28},
   [55] = {.lex_state = 4},
-  [56] = {.lex_state = 31, .external_lex_state = 5},
-  [57] = {.lex_state = 33, .external_lex_state = 3},
-  [58] = {.lex_state = 31, .external_lex_state = 5},
-  [59] = {.lex_state = 31, .external_lex_state = 5},
-  [60] = {.lex_state = 31, .external_lex_state = 5},
-  [61] = {.lex_state = 31, .external_lex_state = 5},
-  [62] = {.lex_state = 31, .external_lex_state = 5},
-  [63] = {.lex_state = 33, .external_lex_state = 3},
-  [64] = {.lex_state = 33, .external_lex_state = 3},
-  [65] = {.lex_state = 31, .external_lex_state = 5},
-  [66] = {.lex_state = 31, .external_lex_state = 5},
-  [67] = {.lex_state = 31, .external_lex_state = 5},
-  [68] = {.lex_state = 31, .external_lex_state = 5},
-  [69] = {.lex_state = 31, .external_lex_state = 5},
+  [56] = {.lex_state = 4},
+  [57] = {.lex_state = 34, .external_lex_state = 5},
+  [58] = {.lex_state = 34, .external_lex_state = 5},
+  [59] = {.lex_state = 34, .external_lex_state = 5},
+  [60] = {.lex_state = 34, .external_lex_state = 5},
+  [61] = {.lex_state = 36, .external_lex_state = 3},
+  [62] = {.lex_state = 34, .external_lex_state = 5},
+  [63] = {.lex_state = 36, .external_lex_state = 3},
+  [64] = {.lex_state = 34, .external_lex_state = 5},
+  [65] = {.lex_state = 34, .external_lex_state = 5},
+  [66] = {.lex_state = 34, .external_lex_state = 5},
+  [67] = {.lex_state = 34, .external_lex_state = 5},
+  [68] = {.lex_state = 34, .external_lex_state = 5},
+  [69] = {.lex_state = 34, .external_lex_state = 5},
   [70] = {.lex_state = 0, .external_lex_state = 3},
-  [71] = {.lex_state = 31, .external_lex_state = 5},
-  [72] = {.lex_state = 31, .external_lex_state = 5},
-  [73] = {.lex_state = 31, .external_lex_state = 5},
+  [71] = {.lex_state = 34, .external_lex_state = 5},
+  [72] = {.lex_state = 34, .external_lex_state = 5},
+  [73] = {.lex_state = 36, .external_lex_state = 3},
   [74] = {.lex_state = 0, .external_lex_state = 3},
   [75] = {.lex_state = 0, .external_lex_state = 3},
   [76] = {.lex_state = 0, .external_lex_state = 3},
@@ -2000,7 +2109,7 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [84] = {.lex_state = 0, .external_lex_state = 3},
   [85] = {.lex_state = 0, .external_lex_state = 3},
   [86] = {.lex_state = 0, .external_lex_state = 3},
-  [87] = {.lex_state = 29, .external_lex_state = 3},
+  [87] = {.lex_state = 32, .external_lex_state = 3},
   [88] = {.lex_state = 0, .external_lex_state = 3},
   [89] = {.lex_state = 0, .external_lex_state = 3},
   [90] = {.lex_state = 0, .external_lex_state = 3},
@@ -2009,18 +2118,18 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [93] = {.lex_state = 0, .external_lex_state = 3},
   [94] = {.lex_state = 0, .external_lex_state = 3},
   [95] = {.lex_state = 0},
-  [96] = {.lex_state = 31},
+  [96] = {.lex_state = 34},
   [97] = {.lex_state = 0, .external_lex_state = 3},
   [98] = {.lex_state = 0, .external_lex_state = 3},
   [99] = {.lex_state = 0},
-  [100] = {.lex_state = 29},
+  [100] = {.lex_state = 32},
   [101] = {.lex_state = 0, .external_lex_state = 3},
-  [102] = {.lex_state = 31},
+  [102] = {.lex_state = 34},
   [103] = {.lex_state = 0},
-  [104] = {.lex_state = 31},
-  [105] = {.lex_state = 31},
-  [106] = {.lex_state = 31},
-  [107] = {.lex_state = 0},
+  [104] = {.lex_state = 34},
+  [105] = {.lex_state = 34},
+  [106] = {.lex_state = 34},
+  [107] = {.lex_state = 32},
   [108] = {.lex_state = 0},
   [109] = {.lex_state = 0},
   [110] = {.lex_state = 0},
@@ -2047,7 +2156,7 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [131] = {.lex_state = 0},
   [132] = {.lex_state = 0},
   [133] = {.lex_state = 0},
-  [134] = {.lex_state = 29},
+  [134] = {.lex_state = 32},
   [135] = {.lex_state = 0, .external_lex_state = 2},
   [136] = {.lex_state = 0},
   [137] = {.lex_state = 0},
@@ -2103,6 +2212,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [aux_sym_capability_instruction_token1] = ACTIONS(1),
     [aux_sym_mount_instruction_token1] = ACTIONS(1),
     [aux_sym_egress_instruction_token1] = ACTIONS(1),
+    [sym_bracketed_address] = ACTIONS(1),
     [sym_required] = ACTIONS(1),
     [aux_sym_mount_mode_token1] = ACTIONS(1),
     [aux_sym_mount_mode_token2] = ACTIONS(1),
@@ -2673,7 +2783,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_DQUOTE,
     ACTIONS(177), 1,
       sym_heredoc_start,
-    STATE(44), 1,
+    STATE(45), 1,
       sym_mount_mode,
     STATE(75), 1,
       sym_string,
@@ -2725,7 +2835,7 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-    STATE(46), 3,
+    STATE(47), 3,
       sym__value,
       sym_word,
       sym_string,
@@ -2739,7 +2849,7 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-    STATE(48), 3,
+    STATE(49), 3,
       sym__value,
       sym_word,
       sym_string,
@@ -2804,7 +2914,7 @@ static const uint16_t ts_small_parse_table[] = {
       sym_heredoc_start,
     ACTIONS(254), 1,
       sym_file_reference,
-    STATE(63), 1,
+    STATE(61), 1,
       sym_string,
     STATE(151), 1,
       sym_heredoc,
@@ -2854,7 +2964,7 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_string_token2,
     ACTIONS(268), 1,
       anon_sym_DQUOTE2,
-    STATE(45), 1,
+    STATE(46), 1,
       aux_sym_string_repeat1,
     ACTIONS(264), 3,
       aux_sym_string_token1,
@@ -2897,6 +3007,18 @@ static const uint16_t ts_small_parse_table[] = {
       ts_builtin_sym_end,
       sym__newline,
   [854] = 5,
+    ACTIONS(171), 1,
+      sym_expansion,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    ACTIONS(274), 1,
+      sym_bracketed_address,
+    STATE(39), 1,
+      sym_word,
+    ACTIONS(173), 2,
+      aux_sym_word_token1,
+      aux_sym_word_token2,
+  [871] = 5,
     ACTIONS(175), 1,
       anon_sym_DQUOTE,
     ACTIONS(177), 1,
@@ -2905,21 +3027,21 @@ static const uint16_t ts_small_parse_table[] = {
       sym_string,
     STATE(152), 1,
       sym_heredoc,
-    ACTIONS(274), 2,
+    ACTIONS(276), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [871] = 4,
-    ACTIONS(278), 1,
-      aux_sym_string_token2,
+  [888] = 4,
     ACTIONS(280), 1,
+      aux_sym_string_token2,
+    ACTIONS(282), 1,
       anon_sym_DQUOTE2,
-    STATE(47), 1,
+    STATE(48), 1,
       aux_sym_string_repeat1,
-    ACTIONS(276), 3,
+    ACTIONS(278), 3,
       aux_sym_string_token1,
       aux_sym_string_token3,
       sym_escape_sequence,
-  [886] = 5,
+  [903] = 5,
     ACTIONS(175), 1,
       anon_sym_DQUOTE,
     ACTIONS(177), 1,
@@ -2928,21 +3050,21 @@ static const uint16_t ts_small_parse_table[] = {
       sym_string,
     STATE(116), 1,
       sym_heredoc,
-    ACTIONS(282), 2,
+    ACTIONS(284), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [903] = 4,
-    ACTIONS(287), 1,
+  [920] = 4,
+    ACTIONS(289), 1,
       aux_sym_string_token2,
-    ACTIONS(290), 1,
+    ACTIONS(292), 1,
       anon_sym_DQUOTE2,
-    STATE(47), 1,
+    STATE(48), 1,
       aux_sym_string_repeat1,
-    ACTIONS(284), 3,
+    ACTIONS(286), 3,
       aux_sym_string_token1,
       aux_sym_string_token3,
       sym_escape_sequence,
-  [918] = 5,
+  [935] = 5,
     ACTIONS(175), 1,
       anon_sym_DQUOTE,
     ACTIONS(177), 1,
@@ -2951,87 +3073,87 @@ static const uint16_t ts_small_parse_table[] = {
       sym_string,
     STATE(128), 1,
       sym_heredoc,
-    ACTIONS(292), 2,
+    ACTIONS(294), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [935] = 4,
+  [952] = 4,
     ACTIONS(125), 1,
       anon_sym_EQ,
-    ACTIONS(296), 1,
-      aux_sym_word_token5,
-    STATE(51), 1,
-      aux_sym_word_repeat1,
-    ACTIONS(294), 3,
-      aux_sym_word_token3,
-      aux_sym_word_token4,
-      aux_sym_word_token6,
-  [950] = 4,
-    ACTIONS(117), 1,
-      anon_sym_EQ,
-    ACTIONS(300), 1,
+    ACTIONS(298), 1,
       aux_sym_word_token5,
     STATE(52), 1,
       aux_sym_word_repeat1,
-    ACTIONS(298), 3,
+    ACTIONS(296), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [965] = 4,
+  [967] = 4,
     ACTIONS(117), 1,
       anon_sym_EQ,
-    ACTIONS(304), 1,
+    ACTIONS(302), 1,
       aux_sym_word_token5,
     STATE(53), 1,
       aux_sym_word_repeat1,
-    ACTIONS(302), 3,
+    ACTIONS(300), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [980] = 4,
+  [982] = 4,
+    ACTIONS(117), 1,
+      anon_sym_EQ,
+    ACTIONS(306), 1,
+      aux_sym_word_token5,
+    STATE(54), 1,
+      aux_sym_word_repeat1,
+    ACTIONS(304), 3,
+      aux_sym_word_token3,
+      aux_sym_word_token4,
+      aux_sym_word_token6,
+  [997] = 4,
     ACTIONS(137), 1,
       anon_sym_EQ,
-    ACTIONS(304), 1,
+    ACTIONS(306), 1,
       aux_sym_word_token5,
-    STATE(53), 1,
+    STATE(54), 1,
       aux_sym_word_repeat1,
-    ACTIONS(302), 3,
+    ACTIONS(304), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [995] = 4,
+  [1012] = 4,
     ACTIONS(141), 1,
       anon_sym_EQ,
-    ACTIONS(309), 1,
+    ACTIONS(311), 1,
       aux_sym_word_token5,
-    STATE(53), 1,
+    STATE(54), 1,
       aux_sym_word_repeat1,
-    ACTIONS(306), 3,
+    ACTIONS(308), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [1010] = 4,
-    ACTIONS(314), 1,
-      aux_sym_string_token2,
+  [1027] = 4,
     ACTIONS(316), 1,
-      anon_sym_DQUOTE2,
-    STATE(55), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(312), 3,
-      aux_sym_string_token1,
-      aux_sym_string_token3,
-      sym_escape_sequence,
-  [1025] = 4,
-    ACTIONS(278), 1,
       aux_sym_string_token2,
     ACTIONS(318), 1,
       anon_sym_DQUOTE2,
-    STATE(47), 1,
+    STATE(56), 1,
       aux_sym_string_repeat1,
-    ACTIONS(276), 3,
+    ACTIONS(314), 3,
       aux_sym_string_token1,
       aux_sym_string_token3,
       sym_escape_sequence,
-  [1040] = 4,
+  [1042] = 4,
+    ACTIONS(280), 1,
+      aux_sym_string_token2,
+    ACTIONS(320), 1,
+      anon_sym_DQUOTE2,
+    STATE(48), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(278), 3,
+      aux_sym_string_token1,
+      aux_sym_string_token3,
+      sym_escape_sequence,
+  [1057] = 4,
     ACTIONS(173), 1,
       aux_sym_word_token2,
     ACTIONS(179), 1,
@@ -3041,24 +3163,7 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1054] = 1,
-    ACTIONS(320), 5,
-      sym_heredoc_start,
-      ts_builtin_sym_end,
-      sym__newline,
-      anon_sym_DQUOTE,
-      sym_file_reference,
-  [1062] = 4,
-    ACTIONS(324), 1,
-      aux_sym_word_token2,
-    ACTIONS(326), 1,
-      sym__word_guard,
-    STATE(56), 1,
-      sym_word,
-    ACTIONS(322), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1076] = 4,
+  [1071] = 4,
     ACTIONS(187), 1,
       aux_sym_word_token2,
     ACTIONS(189), 1,
@@ -3068,17 +3173,17 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(185), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1090] = 4,
-    ACTIONS(330), 1,
+  [1085] = 4,
+    ACTIONS(324), 1,
       aux_sym_word_token2,
-    ACTIONS(332), 1,
+    ACTIONS(326), 1,
       sym__word_guard,
     STATE(158), 1,
       sym_word,
-    ACTIONS(328), 2,
+    ACTIONS(322), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1104] = 4,
+  [1099] = 4,
     ACTIONS(173), 1,
       aux_sym_word_token2,
     ACTIONS(179), 1,
@@ -3088,114 +3193,34 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1118] = 4,
-    ACTIONS(173), 1,
-      aux_sym_word_token2,
-    ACTIONS(179), 1,
-      sym__word_guard,
-    STATE(39), 1,
-      sym_word,
-    ACTIONS(171), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1132] = 4,
+  [1113] = 4,
     ACTIONS(177), 1,
       sym_heredoc_start,
-    ACTIONS(336), 1,
+    ACTIONS(330), 1,
       sym_file_reference,
     STATE(153), 1,
       sym_heredoc,
-    ACTIONS(334), 2,
+    ACTIONS(328), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1146] = 1,
-    ACTIONS(338), 5,
+  [1127] = 4,
+    ACTIONS(324), 1,
+      aux_sym_word_token2,
+    ACTIONS(326), 1,
+      sym__word_guard,
+    STATE(159), 1,
+      sym_word,
+    ACTIONS(322), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1141] = 1,
+    ACTIONS(332), 5,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
       sym_file_reference,
-  [1154] = 4,
-    ACTIONS(173), 1,
-      aux_sym_word_token2,
-    ACTIONS(179), 1,
-      sym__word_guard,
-    STATE(89), 1,
-      sym_word,
-    ACTIONS(171), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1168] = 4,
-    ACTIONS(173), 1,
-      aux_sym_word_token2,
-    ACTIONS(179), 1,
-      sym__word_guard,
-    STATE(90), 1,
-      sym_word,
-    ACTIONS(171), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1182] = 4,
-    ACTIONS(173), 1,
-      aux_sym_word_token2,
-    ACTIONS(179), 1,
-      sym__word_guard,
-    STATE(33), 1,
-      sym_word,
-    ACTIONS(171), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1196] = 4,
-    ACTIONS(342), 1,
-      aux_sym_word_token2,
-    ACTIONS(344), 1,
-      sym__word_guard,
-    STATE(36), 1,
-      sym_word,
-    ACTIONS(340), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1210] = 4,
-    ACTIONS(173), 1,
-      aux_sym_word_token2,
-    ACTIONS(179), 1,
-      sym__word_guard,
-    STATE(91), 1,
-      sym_word,
-    ACTIONS(171), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1224] = 4,
-    ACTIONS(177), 1,
-      sym_heredoc_start,
-    ACTIONS(348), 1,
-      anon_sym_EQ,
-    STATE(147), 1,
-      sym_heredoc,
-    ACTIONS(346), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1238] = 4,
-    ACTIONS(173), 1,
-      aux_sym_word_token2,
-    ACTIONS(179), 1,
-      sym__word_guard,
-    STATE(92), 1,
-      sym_word,
-    ACTIONS(171), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1252] = 4,
-    ACTIONS(330), 1,
-      aux_sym_word_token2,
-    ACTIONS(332), 1,
-      sym__word_guard,
-    STATE(159), 1,
-      sym_word,
-    ACTIONS(328), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1266] = 4,
+  [1149] = 4,
     ACTIONS(173), 1,
       aux_sym_word_token2,
     ACTIONS(179), 1,
@@ -3205,462 +3230,549 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1280] = 3,
+  [1163] = 4,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(89), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1177] = 4,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(90), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1191] = 4,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(33), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1205] = 4,
+    ACTIONS(336), 1,
+      aux_sym_word_token2,
+    ACTIONS(338), 1,
+      sym__word_guard,
+    STATE(36), 1,
+      sym_word,
+    ACTIONS(334), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1219] = 4,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(91), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1233] = 4,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    ACTIONS(342), 1,
+      anon_sym_EQ,
+    STATE(147), 1,
+      sym_heredoc,
+    ACTIONS(340), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1247] = 4,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(92), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1261] = 4,
+    ACTIONS(346), 1,
+      aux_sym_word_token2,
+    ACTIONS(348), 1,
+      sym__word_guard,
+    STATE(57), 1,
+      sym_word,
+    ACTIONS(344), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1275] = 1,
+    ACTIONS(350), 5,
+      sym_heredoc_start,
+      ts_builtin_sym_end,
+      sym__newline,
+      anon_sym_DQUOTE,
+      sym_file_reference,
+  [1283] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(141), 1,
       sym_heredoc,
-    ACTIONS(350), 2,
+    ACTIONS(352), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1291] = 3,
+  [1294] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(108), 1,
       sym_heredoc,
-    ACTIONS(352), 2,
+    ACTIONS(354), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1302] = 3,
+  [1305] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(130), 1,
       sym_heredoc,
-    ACTIONS(354), 2,
+    ACTIONS(356), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1313] = 3,
+  [1316] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(112), 1,
       sym_heredoc,
-    ACTIONS(356), 2,
+    ACTIONS(358), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1324] = 3,
+  [1327] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(122), 1,
       sym_heredoc,
-    ACTIONS(358), 2,
+    ACTIONS(360), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1335] = 3,
+  [1338] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(115), 1,
       sym_heredoc,
-    ACTIONS(360), 2,
+    ACTIONS(362), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1346] = 3,
+  [1349] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(118), 1,
       sym_heredoc,
-    ACTIONS(362), 2,
+    ACTIONS(364), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1357] = 3,
+  [1360] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(125), 1,
       sym_heredoc,
-    ACTIONS(364), 2,
+    ACTIONS(366), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1368] = 3,
+  [1371] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(123), 1,
       sym_heredoc,
-    ACTIONS(366), 2,
+    ACTIONS(368), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1379] = 3,
+  [1382] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(124), 1,
       sym_heredoc,
-    ACTIONS(368), 2,
+    ACTIONS(370), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1390] = 3,
+  [1393] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(121), 1,
       sym_heredoc,
-    ACTIONS(370), 2,
+    ACTIONS(372), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1401] = 3,
+  [1404] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(127), 1,
       sym_heredoc,
-    ACTIONS(372), 2,
+    ACTIONS(374), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1412] = 3,
+  [1415] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(154), 1,
       sym_heredoc,
-    ACTIONS(374), 2,
+    ACTIONS(376), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1423] = 1,
-    ACTIONS(376), 4,
+  [1426] = 1,
+    ACTIONS(378), 4,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
-  [1430] = 3,
+  [1433] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(131), 1,
       sym_heredoc,
-    ACTIONS(378), 2,
+    ACTIONS(380), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1441] = 3,
+  [1444] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(129), 1,
       sym_heredoc,
-    ACTIONS(380), 2,
+    ACTIONS(382), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1452] = 3,
+  [1455] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(114), 1,
       sym_heredoc,
-    ACTIONS(382), 2,
+    ACTIONS(384), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1463] = 3,
+  [1466] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(138), 1,
       sym_heredoc,
-    ACTIONS(384), 2,
+    ACTIONS(386), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1474] = 3,
+  [1477] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(143), 1,
       sym_heredoc,
-    ACTIONS(386), 2,
+    ACTIONS(388), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1485] = 3,
+  [1488] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(145), 1,
       sym_heredoc,
-    ACTIONS(388), 2,
+    ACTIONS(390), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1496] = 3,
+  [1499] = 3,
     ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(146), 1,
       sym_heredoc,
-    ACTIONS(390), 2,
+    ACTIONS(392), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1507] = 3,
-    ACTIONS(392), 1,
-      anon_sym_COMMA,
+  [1510] = 3,
     ACTIONS(394), 1,
+      anon_sym_COMMA,
+    ACTIONS(396), 1,
       anon_sym_RBRACK,
     STATE(103), 1,
       aux_sym_exec_form_repeat1,
-  [1517] = 2,
-    ACTIONS(398), 1,
+  [1520] = 2,
+    ACTIONS(400), 1,
       aux_sym_word_token2,
-    ACTIONS(396), 2,
+    ACTIONS(398), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1525] = 1,
-    ACTIONS(400), 3,
-      sym_heredoc_start,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1531] = 1,
+  [1528] = 1,
     ACTIONS(402), 3,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
-  [1537] = 3,
-    ACTIONS(392), 1,
-      anon_sym_COMMA,
-    ACTIONS(404), 1,
-      anon_sym_RBRACK,
-    STATE(95), 1,
-      aux_sym_exec_form_repeat1,
-  [1547] = 3,
-    ACTIONS(406), 1,
-      anon_sym_RBRACK,
-    ACTIONS(408), 1,
-      anon_sym_DQUOTE,
-    STATE(99), 1,
-      sym_string,
-  [1557] = 1,
-    ACTIONS(410), 3,
+  [1534] = 1,
+    ACTIONS(404), 3,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
-  [1563] = 2,
-    ACTIONS(414), 1,
+  [1540] = 3,
+    ACTIONS(394), 1,
+      anon_sym_COMMA,
+    ACTIONS(406), 1,
+      anon_sym_RBRACK,
+    STATE(95), 1,
+      aux_sym_exec_form_repeat1,
+  [1550] = 3,
+    ACTIONS(408), 1,
+      anon_sym_RBRACK,
+    ACTIONS(410), 1,
+      anon_sym_DQUOTE,
+    STATE(99), 1,
+      sym_string,
+  [1560] = 1,
+    ACTIONS(412), 3,
+      sym_heredoc_start,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1566] = 2,
+    ACTIONS(416), 1,
       aux_sym_word_token2,
-    ACTIONS(412), 2,
+    ACTIONS(414), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1571] = 3,
-    ACTIONS(416), 1,
+  [1574] = 3,
+    ACTIONS(418), 1,
       anon_sym_COMMA,
-    ACTIONS(419), 1,
+    ACTIONS(421), 1,
       anon_sym_RBRACK,
     STATE(103), 1,
       aux_sym_exec_form_repeat1,
-  [1581] = 2,
-    ACTIONS(423), 1,
+  [1584] = 2,
+    ACTIONS(425), 1,
       aux_sym_word_token2,
-    ACTIONS(421), 2,
+    ACTIONS(423), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1589] = 2,
-    ACTIONS(427), 1,
+  [1592] = 2,
+    ACTIONS(429), 1,
       aux_sym_word_token2,
-    ACTIONS(425), 2,
+    ACTIONS(427), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1597] = 2,
-    ACTIONS(431), 1,
-      aux_sym_word_token2,
-    ACTIONS(429), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1605] = 2,
+  [1600] = 2,
     ACTIONS(433), 1,
+      aux_sym_word_token2,
+    ACTIONS(431), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1608] = 2,
+    ACTIONS(435), 1,
       anon_sym_LBRACK,
     STATE(74), 1,
       sym_exec_form,
-  [1612] = 1,
-    ACTIONS(435), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1617] = 1,
+  [1615] = 1,
     ACTIONS(437), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1622] = 1,
+  [1620] = 1,
     ACTIONS(439), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1627] = 1,
+  [1625] = 1,
     ACTIONS(441), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1632] = 1,
+  [1630] = 1,
     ACTIONS(443), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1637] = 1,
+  [1635] = 1,
     ACTIONS(445), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1642] = 1,
+  [1640] = 1,
     ACTIONS(447), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1647] = 1,
+  [1645] = 1,
     ACTIONS(449), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1652] = 1,
+  [1650] = 1,
     ACTIONS(451), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1657] = 1,
+  [1655] = 1,
     ACTIONS(453), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1662] = 1,
+  [1660] = 1,
     ACTIONS(455), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1667] = 1,
-    ACTIONS(419), 2,
+  [1665] = 1,
+    ACTIONS(457), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1670] = 1,
+    ACTIONS(421), 2,
       anon_sym_COMMA,
       anon_sym_RBRACK,
-  [1672] = 2,
+  [1675] = 2,
     ACTIONS(45), 1,
       ts_builtin_sym_end,
-    ACTIONS(457), 1,
+    ACTIONS(459), 1,
       sym__newline,
-  [1679] = 1,
-    ACTIONS(459), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1684] = 1,
+  [1682] = 1,
     ACTIONS(461), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1689] = 1,
+  [1687] = 1,
     ACTIONS(463), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1694] = 1,
+  [1692] = 1,
     ACTIONS(465), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1699] = 1,
+  [1697] = 1,
     ACTIONS(467), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1704] = 1,
+  [1702] = 1,
     ACTIONS(469), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1709] = 1,
+  [1707] = 1,
     ACTIONS(471), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1714] = 1,
+  [1712] = 1,
     ACTIONS(473), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1719] = 1,
+  [1717] = 1,
     ACTIONS(475), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1724] = 1,
+  [1722] = 1,
     ACTIONS(477), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1729] = 1,
+  [1727] = 1,
     ACTIONS(479), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1734] = 1,
+  [1732] = 1,
     ACTIONS(481), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1739] = 1,
+  [1737] = 1,
     ACTIONS(483), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1744] = 2,
-    ACTIONS(408), 1,
+  [1742] = 1,
+    ACTIONS(485), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1747] = 2,
+    ACTIONS(410), 1,
       anon_sym_DQUOTE,
     STATE(119), 1,
       sym_string,
-  [1751] = 2,
-    ACTIONS(485), 1,
-      sym_heredoc_body,
+  [1754] = 2,
     ACTIONS(487), 1,
+      sym_heredoc_body,
+    ACTIONS(489), 1,
       sym_heredoc_end,
-  [1758] = 1,
-    ACTIONS(338), 2,
+  [1761] = 1,
+    ACTIONS(332), 2,
       anon_sym_COMMA,
       anon_sym_RBRACK,
-  [1763] = 1,
-    ACTIONS(320), 2,
+  [1766] = 1,
+    ACTIONS(350), 2,
       anon_sym_COMMA,
       anon_sym_RBRACK,
-  [1768] = 1,
-    ACTIONS(489), 2,
+  [1771] = 1,
+    ACTIONS(491), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1773] = 2,
-    ACTIONS(457), 1,
+  [1776] = 2,
+    ACTIONS(459), 1,
       sym__newline,
-    ACTIONS(491), 1,
+    ACTIONS(493), 1,
       ts_builtin_sym_end,
-  [1780] = 1,
-    ACTIONS(493), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1785] = 1,
+  [1783] = 1,
     ACTIONS(495), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1790] = 1,
+  [1788] = 1,
     ACTIONS(497), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1795] = 1,
+  [1793] = 1,
     ACTIONS(499), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1800] = 1,
+  [1798] = 1,
     ACTIONS(501), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1805] = 1,
+  [1803] = 1,
     ACTIONS(503), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1810] = 1,
+  [1808] = 1,
     ACTIONS(505), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1815] = 1,
-    ACTIONS(169), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1820] = 1,
+  [1813] = 1,
     ACTIONS(507), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1825] = 1,
+  [1818] = 1,
+    ACTIONS(169), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1823] = 1,
     ACTIONS(509), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1830] = 1,
+  [1828] = 1,
     ACTIONS(511), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1835] = 1,
+  [1833] = 1,
     ACTIONS(513), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1840] = 1,
+  [1838] = 1,
     ACTIONS(515), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1845] = 1,
+  [1843] = 1,
     ACTIONS(517), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1850] = 1,
+  [1848] = 1,
     ACTIONS(519), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1855] = 1,
-    ACTIONS(521), 1,
-      sym_heredoc_end,
-  [1859] = 1,
+  [1853] = 1,
+    ACTIONS(521), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1858] = 1,
     ACTIONS(523), 1,
       sym_heredoc_end,
-  [1863] = 1,
+  [1862] = 1,
     ACTIONS(525), 1,
-      sym__newline,
-  [1867] = 1,
+      sym_heredoc_end,
+  [1866] = 1,
     ACTIONS(527), 1,
-      anon_sym_EQ,
-  [1871] = 1,
+      sym__newline,
+  [1870] = 1,
     ACTIONS(529), 1,
       anon_sym_EQ,
-  [1875] = 1,
-    ACTIONS(457), 1,
-      sym__newline,
-  [1879] = 1,
+  [1874] = 1,
     ACTIONS(531), 1,
+      anon_sym_EQ,
+  [1878] = 1,
+    ACTIONS(459), 1,
+      sym__newline,
+  [1882] = 1,
+    ACTIONS(533), 1,
       ts_builtin_sym_end,
 };
 
@@ -3707,122 +3819,122 @@ static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(43)] = 837,
   [SMALL_STATE(44)] = 854,
   [SMALL_STATE(45)] = 871,
-  [SMALL_STATE(46)] = 886,
+  [SMALL_STATE(46)] = 888,
   [SMALL_STATE(47)] = 903,
-  [SMALL_STATE(48)] = 918,
+  [SMALL_STATE(48)] = 920,
   [SMALL_STATE(49)] = 935,
-  [SMALL_STATE(50)] = 950,
-  [SMALL_STATE(51)] = 965,
-  [SMALL_STATE(52)] = 980,
-  [SMALL_STATE(53)] = 995,
-  [SMALL_STATE(54)] = 1010,
-  [SMALL_STATE(55)] = 1025,
-  [SMALL_STATE(56)] = 1040,
-  [SMALL_STATE(57)] = 1054,
-  [SMALL_STATE(58)] = 1062,
-  [SMALL_STATE(59)] = 1076,
-  [SMALL_STATE(60)] = 1090,
-  [SMALL_STATE(61)] = 1104,
-  [SMALL_STATE(62)] = 1118,
-  [SMALL_STATE(63)] = 1132,
-  [SMALL_STATE(64)] = 1146,
-  [SMALL_STATE(65)] = 1154,
-  [SMALL_STATE(66)] = 1168,
-  [SMALL_STATE(67)] = 1182,
-  [SMALL_STATE(68)] = 1196,
-  [SMALL_STATE(69)] = 1210,
-  [SMALL_STATE(70)] = 1224,
-  [SMALL_STATE(71)] = 1238,
-  [SMALL_STATE(72)] = 1252,
-  [SMALL_STATE(73)] = 1266,
-  [SMALL_STATE(74)] = 1280,
-  [SMALL_STATE(75)] = 1291,
-  [SMALL_STATE(76)] = 1302,
-  [SMALL_STATE(77)] = 1313,
-  [SMALL_STATE(78)] = 1324,
-  [SMALL_STATE(79)] = 1335,
-  [SMALL_STATE(80)] = 1346,
-  [SMALL_STATE(81)] = 1357,
-  [SMALL_STATE(82)] = 1368,
-  [SMALL_STATE(83)] = 1379,
-  [SMALL_STATE(84)] = 1390,
-  [SMALL_STATE(85)] = 1401,
-  [SMALL_STATE(86)] = 1412,
-  [SMALL_STATE(87)] = 1423,
-  [SMALL_STATE(88)] = 1430,
-  [SMALL_STATE(89)] = 1441,
-  [SMALL_STATE(90)] = 1452,
-  [SMALL_STATE(91)] = 1463,
-  [SMALL_STATE(92)] = 1474,
-  [SMALL_STATE(93)] = 1485,
-  [SMALL_STATE(94)] = 1496,
-  [SMALL_STATE(95)] = 1507,
-  [SMALL_STATE(96)] = 1517,
-  [SMALL_STATE(97)] = 1525,
-  [SMALL_STATE(98)] = 1531,
-  [SMALL_STATE(99)] = 1537,
-  [SMALL_STATE(100)] = 1547,
-  [SMALL_STATE(101)] = 1557,
-  [SMALL_STATE(102)] = 1563,
-  [SMALL_STATE(103)] = 1571,
-  [SMALL_STATE(104)] = 1581,
-  [SMALL_STATE(105)] = 1589,
-  [SMALL_STATE(106)] = 1597,
-  [SMALL_STATE(107)] = 1605,
-  [SMALL_STATE(108)] = 1612,
-  [SMALL_STATE(109)] = 1617,
-  [SMALL_STATE(110)] = 1622,
-  [SMALL_STATE(111)] = 1627,
-  [SMALL_STATE(112)] = 1632,
-  [SMALL_STATE(113)] = 1637,
-  [SMALL_STATE(114)] = 1642,
-  [SMALL_STATE(115)] = 1647,
-  [SMALL_STATE(116)] = 1652,
-  [SMALL_STATE(117)] = 1657,
-  [SMALL_STATE(118)] = 1662,
-  [SMALL_STATE(119)] = 1667,
-  [SMALL_STATE(120)] = 1672,
-  [SMALL_STATE(121)] = 1679,
-  [SMALL_STATE(122)] = 1684,
-  [SMALL_STATE(123)] = 1689,
-  [SMALL_STATE(124)] = 1694,
-  [SMALL_STATE(125)] = 1699,
-  [SMALL_STATE(126)] = 1704,
-  [SMALL_STATE(127)] = 1709,
-  [SMALL_STATE(128)] = 1714,
-  [SMALL_STATE(129)] = 1719,
-  [SMALL_STATE(130)] = 1724,
-  [SMALL_STATE(131)] = 1729,
-  [SMALL_STATE(132)] = 1734,
-  [SMALL_STATE(133)] = 1739,
-  [SMALL_STATE(134)] = 1744,
-  [SMALL_STATE(135)] = 1751,
-  [SMALL_STATE(136)] = 1758,
-  [SMALL_STATE(137)] = 1763,
-  [SMALL_STATE(138)] = 1768,
-  [SMALL_STATE(139)] = 1773,
-  [SMALL_STATE(140)] = 1780,
-  [SMALL_STATE(141)] = 1785,
-  [SMALL_STATE(142)] = 1790,
-  [SMALL_STATE(143)] = 1795,
-  [SMALL_STATE(144)] = 1800,
-  [SMALL_STATE(145)] = 1805,
-  [SMALL_STATE(146)] = 1810,
-  [SMALL_STATE(147)] = 1815,
-  [SMALL_STATE(148)] = 1820,
-  [SMALL_STATE(149)] = 1825,
-  [SMALL_STATE(150)] = 1830,
-  [SMALL_STATE(151)] = 1835,
-  [SMALL_STATE(152)] = 1840,
-  [SMALL_STATE(153)] = 1845,
-  [SMALL_STATE(154)] = 1850,
-  [SMALL_STATE(155)] = 1855,
-  [SMALL_STATE(156)] = 1859,
-  [SMALL_STATE(157)] = 1863,
-  [SMALL_STATE(158)] = 1867,
-  [SMALL_STATE(159)] = 1871,
-  [SMALL_STATE(160)] = 1875,
-  [SMALL_STATE(161)] = 1879,
+  [SMALL_STATE(50)] = 952,
+  [SMALL_STATE(51)] = 967,
+  [SMALL_STATE(52)] = 982,
+  [SMALL_STATE(53)] = 997,
+  [SMALL_STATE(54)] = 1012,
+  [SMALL_STATE(55)] = 1027,
+  [SMALL_STATE(56)] = 1042,
+  [SMALL_STATE(57)] = 1057,
+  [SMALL_STATE(58)] = 1071,
+  [SMALL_STATE(59)] = 1085,
+  [SMALL_STATE(60)] = 1099,
+  [SMALL_STATE(61)] = 1113,
+  [SMALL_STATE(62)] = 1127,
+  [SMALL_STATE(63)] = 1141,
+  [SMALL_STATE(64)] = 1149,
+  [SMALL_STATE(65)] = 1163,
+  [SMALL_STATE(66)] = 1177,
+  [SMALL_STATE(67)] = 1191,
+  [SMALL_STATE(68)] = 1205,
+  [SMALL_STATE(69)] = 1219,
+  [SMALL_STATE(70)] = 1233,
+  [SMALL_STATE(71)] = 1247,
+  [SMALL_STATE(72)] = 1261,
+  [SMALL_STATE(73)] = 1275,
+  [SMALL_STATE(74)] = 1283,
+  [SMALL_STATE(75)] = 1294,
+  [SMALL_STATE(76)] = 1305,
+  [SMALL_STATE(77)] = 1316,
+  [SMALL_STATE(78)] = 1327,
+  [SMALL_STATE(79)] = 1338,
+  [SMALL_STATE(80)] = 1349,
+  [SMALL_STATE(81)] = 1360,
+  [SMALL_STATE(82)] = 1371,
+  [SMALL_STATE(83)] = 1382,
+  [SMALL_STATE(84)] = 1393,
+  [SMALL_STATE(85)] = 1404,
+  [SMALL_STATE(86)] = 1415,
+  [SMALL_STATE(87)] = 1426,
+  [SMALL_STATE(88)] = 1433,
+  [SMALL_STATE(89)] = 1444,
+  [SMALL_STATE(90)] = 1455,
+  [SMALL_STATE(91)] = 1466,
+  [SMALL_STATE(92)] = 1477,
+  [SMALL_STATE(93)] = 1488,
+  [SMALL_STATE(94)] = 1499,
+  [SMALL_STATE(95)] = 1510,
+  [SMALL_STATE(96)] = 1520,
+  [SMALL_STATE(97)] = 1528,
+  [SMALL_STATE(98)] = 1534,
+  [SMALL_STATE(99)] = 1540,
+  [SMALL_STATE(100)] = 1550,
+  [SMALL_STATE(101)] = 1560,
+  [SMALL_STATE(102)] = 1566,
+  [SMALL_STATE(103)] = 1574,
+  [SMALL_STATE(104)] = 1584,
+  [SMALL_STATE(105)] = 1592,
+  [SMALL_STATE(106)] = 1600,
+  [SMALL_STATE(107)] = 1608,
+  [SMALL_STATE(108)] = 1615,
+  [SMALL_STATE(109)] = 1620,
+  [SMALL_STATE(110)] = 1625,
+  [SMALL_STATE(111)] = 1630,
+  [SMALL_STATE(112)] = 1635,
+  [SMALL_STATE(113)] = 1640,
+  [SMALL_STATE(114)] = 1645,
+  [SMALL_STATE(115)] = 1650,
+  [SMALL_STATE(116)] = 1655,
+  [SMALL_STATE(117)] = 1660,
+  [SMALL_STATE(118)] = 1665,
+  [SMALL_STATE(119)] = 1670,
+  [SMALL_STATE(120)] = 1675,
+  [SMALL_STATE(121)] = 1682,
+  [SMALL_STATE(122)] = 1687,
+  [SMALL_STATE(123)] = 1692,
+  [SMALL_STATE(124)] = 1697,
+  [SMALL_STATE(125)] = 1702,
+  [SMALL_STATE(126)] = 1707,
+  [SMALL_STATE(127)] = 1712,
+  [SMALL_STATE(128)] = 1717,
+  [SMALL_STATE(129)] = 1722,
+  [SMALL_STATE(130)] = 1727,
+  [SMALL_STATE(131)] = 1732,
+  [SMALL_STATE(132)] = 1737,
+  [SMALL_STATE(133)] = 1742,
+  [SMALL_STATE(134)] = 1747,
+  [SMALL_STATE(135)] = 1754,
+  [SMALL_STATE(136)] = 1761,
+  [SMALL_STATE(137)] = 1766,
+  [SMALL_STATE(138)] = 1771,
+  [SMALL_STATE(139)] = 1776,
+  [SMALL_STATE(140)] = 1783,
+  [SMALL_STATE(141)] = 1788,
+  [SMALL_STATE(142)] = 1793,
+  [SMALL_STATE(143)] = 1798,
+  [SMALL_STATE(144)] = 1803,
+  [SMALL_STATE(145)] = 1808,
+  [SMALL_STATE(146)] = 1813,
+  [SMALL_STATE(147)] = 1818,
+  [SMALL_STATE(148)] = 1823,
+  [SMALL_STATE(149)] = 1828,
+  [SMALL_STATE(150)] = 1833,
+  [SMALL_STATE(151)] = 1838,
+  [SMALL_STATE(152)] = 1843,
+  [SMALL_STATE(153)] = 1848,
+  [SMALL_STATE(154)] = 1853,
+  [SMALL_STATE(155)] = 1858,
+  [SMALL_STATE(156)] = 1862,
+  [SMALL_STATE(157)] = 1866,
+  [SMALL_STATE(158)] = 1870,
+  [SMALL_STATE(159)] = 1874,
+  [SMALL_STATE(160)] = 1878,
+  [SMALL_STATE(161)] = 1882,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {
@@ -3838,15 +3950,15 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [17] = {.entry = {.count = 1, .reusable = true}}, SHIFT(71),
   [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(68),
   [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(67),
-  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(60),
-  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(58),
+  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(59),
+  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(72),
   [27] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
-  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(59),
-  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(72),
-  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(73),
+  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(58),
+  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(62),
+  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(64),
   [35] = {.entry = {.count = 1, .reusable = true}}, SHIFT(41),
-  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(61),
-  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(62),
+  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(60),
+  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
   [41] = {.entry = {.count = 1, .reusable = true}}, SHIFT(156),
   [43] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
   [45] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
@@ -3863,15 +3975,15 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [73] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(71),
   [76] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(68),
   [79] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(67),
-  [82] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(60),
-  [85] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(58),
+  [82] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(59),
+  [85] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(72),
   [88] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(107),
-  [91] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(59),
-  [94] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(72),
-  [97] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(73),
+  [91] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(58),
+  [94] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(62),
+  [97] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(64),
   [100] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(41),
-  [103] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(61),
-  [106] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(62),
+  [103] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(60),
+  [106] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(44),
   [109] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(156),
   [112] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(132),
   [115] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
@@ -3943,138 +4055,139 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [258] = {.entry = {.count = 1, .reusable = true}}, SHIFT(31),
   [260] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 23),
   [262] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 2, 0, 10),
-  [264] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
-  [266] = {.entry = {.count = 1, .reusable = false}}, SHIFT(45),
-  [268] = {.entry = {.count = 1, .reusable = true}}, SHIFT(64),
+  [264] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
+  [266] = {.entry = {.count = 1, .reusable = false}}, SHIFT(46),
+  [268] = {.entry = {.count = 1, .reusable = true}}, SHIFT(63),
   [270] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 3, 0, 15),
   [272] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 16),
-  [274] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 19),
-  [276] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
-  [278] = {.entry = {.count = 1, .reusable = false}}, SHIFT(47),
-  [280] = {.entry = {.count = 1, .reusable = true}}, SHIFT(57),
-  [282] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 4, 0, 23),
-  [284] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(47),
-  [287] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(47),
-  [290] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
-  [292] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 30),
-  [294] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
-  [296] = {.entry = {.count = 1, .reusable = false}}, SHIFT(51),
-  [298] = {.entry = {.count = 1, .reusable = true}}, SHIFT(52),
-  [300] = {.entry = {.count = 1, .reusable = false}}, SHIFT(52),
-  [302] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
-  [304] = {.entry = {.count = 1, .reusable = false}}, SHIFT(53),
-  [306] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(53),
-  [309] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(53),
-  [312] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
-  [314] = {.entry = {.count = 1, .reusable = false}}, SHIFT(55),
-  [316] = {.entry = {.count = 1, .reusable = true}}, SHIFT(136),
-  [318] = {.entry = {.count = 1, .reusable = true}}, SHIFT(137),
-  [320] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
-  [322] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
-  [324] = {.entry = {.count = 1, .reusable = false}}, SHIFT(23),
-  [326] = {.entry = {.count = 1, .reusable = true}}, SHIFT(105),
-  [328] = {.entry = {.count = 1, .reusable = true}}, SHIFT(49),
-  [330] = {.entry = {.count = 1, .reusable = false}}, SHIFT(49),
-  [332] = {.entry = {.count = 1, .reusable = true}}, SHIFT(104),
-  [334] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 12),
-  [336] = {.entry = {.count = 1, .reusable = true}}, SHIFT(77),
-  [338] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
-  [340] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
-  [342] = {.entry = {.count = 1, .reusable = false}}, SHIFT(21),
-  [344] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
-  [346] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 2, 0, 3),
-  [348] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
-  [350] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_instruction, 2, 0, 5),
-  [352] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 20),
-  [354] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 3, 0, 21),
-  [356] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 22),
-  [358] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 26),
-  [360] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 24),
-  [362] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 4, 0, 25),
-  [364] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 28),
-  [366] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_label_instruction, 4, 0, 23),
-  [368] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 4, 0, 27),
-  [370] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 14),
-  [372] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 29),
-  [374] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 5, 0, 29),
-  [376] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_mode, 1, 0, 0),
-  [378] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 31),
-  [380] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_from_instruction, 2, 0, 1),
-  [382] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_instruction, 2, 0, 1),
-  [384] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_model_instruction, 2, 0, 2),
-  [386] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_name_instruction, 2, 0, 3),
-  [388] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 17),
-  [390] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 11),
-  [392] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
-  [394] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
-  [396] = {.entry = {.count = 1, .reusable = true}}, SHIFT(5),
-  [398] = {.entry = {.count = 1, .reusable = false}}, SHIFT(5),
-  [400] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 3, 0, 0),
-  [402] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 4, 0, 0),
-  [404] = {.entry = {.count = 1, .reusable = true}}, SHIFT(97),
-  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(101),
-  [408] = {.entry = {.count = 1, .reusable = true}}, SHIFT(54),
-  [410] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 2, 0, 0),
-  [412] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
-  [414] = {.entry = {.count = 1, .reusable = false}}, SHIFT(19),
-  [416] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_exec_form_repeat1, 2, 0, 0), SHIFT_REPEAT(134),
-  [419] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_exec_form_repeat1, 2, 0, 0),
-  [421] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
-  [423] = {.entry = {.count = 1, .reusable = false}}, SHIFT(50),
-  [425] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
-  [427] = {.entry = {.count = 1, .reusable = false}}, SHIFT(29),
-  [429] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
-  [431] = {.entry = {.count = 1, .reusable = false}}, SHIFT(10),
-  [433] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
-  [435] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 20),
-  [437] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc, 3, 0, 0),
-  [439] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 4),
-  [441] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc_rest, 2, 0, 0),
-  [443] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 5, 0, 22),
-  [445] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 23),
-  [447] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_instruction, 3, 0, 1),
-  [449] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 24),
-  [451] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 5, 0, 23),
-  [453] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 13),
-  [455] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 5, 0, 25),
-  [457] = {.entry = {.count = 1, .reusable = true}}, SHIFT(4),
-  [459] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 14),
-  [461] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 5, 0, 26),
-  [463] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_label_instruction, 5, 0, 23),
-  [465] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 5, 0, 27),
-  [467] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 5, 0, 28),
-  [469] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc, 4, 0, 0),
-  [471] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 29),
-  [473] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 30),
-  [475] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_from_instruction, 3, 0, 1),
-  [477] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 4, 0, 21),
-  [479] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 7, 0, 31),
-  [481] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc_rest, 1, 0, 0),
-  [483] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 4, 0, 15),
-  [485] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
-  [487] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
-  [489] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_model_instruction, 3, 0, 2),
-  [491] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
-  [493] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 16),
-  [495] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_instruction, 3, 0, 5),
-  [497] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 6),
-  [499] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_name_instruction, 3, 0, 3),
-  [501] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 9),
-  [503] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 17),
-  [505] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 11),
-  [507] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_capability_instruction, 3, 0, 8),
-  [509] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 3, 0, 10),
-  [511] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 4, 0, 3),
-  [513] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 3),
-  [515] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 19),
-  [517] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 12),
-  [519] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 6, 0, 29),
-  [521] = {.entry = {.count = 1, .reusable = true}}, SHIFT(126),
-  [523] = {.entry = {.count = 1, .reusable = true}}, SHIFT(111),
-  [525] = {.entry = {.count = 1, .reusable = true}}, SHIFT(135),
-  [527] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
-  [529] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
-  [531] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
+  [274] = {.entry = {.count = 1, .reusable = false}}, SHIFT(39),
+  [276] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 19),
+  [278] = {.entry = {.count = 1, .reusable = true}}, SHIFT(48),
+  [280] = {.entry = {.count = 1, .reusable = false}}, SHIFT(48),
+  [282] = {.entry = {.count = 1, .reusable = true}}, SHIFT(73),
+  [284] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 4, 0, 23),
+  [286] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(48),
+  [289] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(48),
+  [292] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
+  [294] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 30),
+  [296] = {.entry = {.count = 1, .reusable = true}}, SHIFT(52),
+  [298] = {.entry = {.count = 1, .reusable = false}}, SHIFT(52),
+  [300] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
+  [302] = {.entry = {.count = 1, .reusable = false}}, SHIFT(53),
+  [304] = {.entry = {.count = 1, .reusable = true}}, SHIFT(54),
+  [306] = {.entry = {.count = 1, .reusable = false}}, SHIFT(54),
+  [308] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(54),
+  [311] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(54),
+  [314] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
+  [316] = {.entry = {.count = 1, .reusable = false}}, SHIFT(56),
+  [318] = {.entry = {.count = 1, .reusable = true}}, SHIFT(136),
+  [320] = {.entry = {.count = 1, .reusable = true}}, SHIFT(137),
+  [322] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
+  [324] = {.entry = {.count = 1, .reusable = false}}, SHIFT(50),
+  [326] = {.entry = {.count = 1, .reusable = true}}, SHIFT(104),
+  [328] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 12),
+  [330] = {.entry = {.count = 1, .reusable = true}}, SHIFT(77),
+  [332] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
+  [334] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
+  [336] = {.entry = {.count = 1, .reusable = false}}, SHIFT(21),
+  [338] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
+  [340] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 2, 0, 3),
+  [342] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
+  [344] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
+  [346] = {.entry = {.count = 1, .reusable = false}}, SHIFT(23),
+  [348] = {.entry = {.count = 1, .reusable = true}}, SHIFT(105),
+  [350] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
+  [352] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_instruction, 2, 0, 5),
+  [354] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 20),
+  [356] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 3, 0, 21),
+  [358] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 22),
+  [360] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 26),
+  [362] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 24),
+  [364] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 4, 0, 25),
+  [366] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 28),
+  [368] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_label_instruction, 4, 0, 23),
+  [370] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 4, 0, 27),
+  [372] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 14),
+  [374] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 29),
+  [376] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 5, 0, 29),
+  [378] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_mode, 1, 0, 0),
+  [380] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 31),
+  [382] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_from_instruction, 2, 0, 1),
+  [384] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_instruction, 2, 0, 1),
+  [386] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_model_instruction, 2, 0, 2),
+  [388] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_name_instruction, 2, 0, 3),
+  [390] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 17),
+  [392] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 11),
+  [394] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
+  [396] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
+  [398] = {.entry = {.count = 1, .reusable = true}}, SHIFT(5),
+  [400] = {.entry = {.count = 1, .reusable = false}}, SHIFT(5),
+  [402] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 3, 0, 0),
+  [404] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 4, 0, 0),
+  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(97),
+  [408] = {.entry = {.count = 1, .reusable = true}}, SHIFT(101),
+  [410] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
+  [412] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 2, 0, 0),
+  [414] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
+  [416] = {.entry = {.count = 1, .reusable = false}}, SHIFT(19),
+  [418] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_exec_form_repeat1, 2, 0, 0), SHIFT_REPEAT(134),
+  [421] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_exec_form_repeat1, 2, 0, 0),
+  [423] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
+  [425] = {.entry = {.count = 1, .reusable = false}}, SHIFT(51),
+  [427] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
+  [429] = {.entry = {.count = 1, .reusable = false}}, SHIFT(29),
+  [431] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [433] = {.entry = {.count = 1, .reusable = false}}, SHIFT(10),
+  [435] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
+  [437] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 20),
+  [439] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc, 3, 0, 0),
+  [441] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 4),
+  [443] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc_rest, 2, 0, 0),
+  [445] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 5, 0, 22),
+  [447] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 23),
+  [449] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_instruction, 3, 0, 1),
+  [451] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 24),
+  [453] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 5, 0, 23),
+  [455] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 13),
+  [457] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 5, 0, 25),
+  [459] = {.entry = {.count = 1, .reusable = true}}, SHIFT(4),
+  [461] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 14),
+  [463] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 5, 0, 26),
+  [465] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_label_instruction, 5, 0, 23),
+  [467] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 5, 0, 27),
+  [469] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 5, 0, 28),
+  [471] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc, 4, 0, 0),
+  [473] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 29),
+  [475] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 30),
+  [477] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_from_instruction, 3, 0, 1),
+  [479] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 4, 0, 21),
+  [481] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 7, 0, 31),
+  [483] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc_rest, 1, 0, 0),
+  [485] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 4, 0, 15),
+  [487] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
+  [489] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
+  [491] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_model_instruction, 3, 0, 2),
+  [493] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
+  [495] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 16),
+  [497] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_instruction, 3, 0, 5),
+  [499] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 6),
+  [501] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_name_instruction, 3, 0, 3),
+  [503] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 9),
+  [505] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 17),
+  [507] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 11),
+  [509] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_capability_instruction, 3, 0, 8),
+  [511] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 3, 0, 10),
+  [513] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 4, 0, 3),
+  [515] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 3),
+  [517] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 19),
+  [519] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 12),
+  [521] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 6, 0, 29),
+  [523] = {.entry = {.count = 1, .reusable = true}}, SHIFT(126),
+  [525] = {.entry = {.count = 1, .reusable = true}}, SHIFT(111),
+  [527] = {.entry = {.count = 1, .reusable = true}}, SHIFT(135),
+  [529] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
+  [531] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
+  [533] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
 };
 
 enum ts_external_scanner_symbol_identifiers {
