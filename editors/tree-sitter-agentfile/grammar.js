@@ -87,6 +87,7 @@ module.exports = grammar({
         $.arg_instruction,
         $.capability_instruction,
         $.mount_instruction,
+        $.egress_instruction,
       ),
 
     from_instruction: ($) =>
@@ -175,6 +176,17 @@ module.exports = grammar({
         optional(field('description', $.string)),
         optional($.heredoc),
       ),
+
+    egress_instruction: ($) =>
+      seq(
+        keyword('EGRESS'),
+        field('destination', choice($.word, $.bracketed_address)),
+        optional(field('description', $.string)),
+        optional($.heredoc),
+      ),
+
+    // `[2001:db8::1]` or `[2001:db8::1]:853`: a `[` would otherwise start no word.
+    bracketed_address: (_) => token(seq('[', /[0-9A-Fa-f:.]+/, ']', optional(seq(':', /[0-9]+/)))),
 
     required: (_) => '!',
 

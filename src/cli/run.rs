@@ -5,9 +5,10 @@ use crate::view::status;
 use miette::miette;
 use otters_cli::run::Args;
 use otters_oci::Store;
+use otters_run::egress::EgressPlan;
 use otters_run::extract::Limits;
 use otters_run::fetch::RegistryFetcher;
-use otters_run::plan::{self, Warning};
+use otters_run::plan::{self, Launcher, Warning};
 use otters_run::prepare::{self, Pull, Target};
 use otters_run::request::{self, BuildFirst, BuildFirstError};
 use otters_run::source::{Fetcher, LocalOnly};
@@ -59,6 +60,13 @@ pub fn run(a: Args) -> CliResult {
     if let Some(owner) = prepared.owner {
         mounts::check_container_writes(&plan.mounts, owner).map_err(fail)?;
     }
+    let unenforced = a.egress == Some(otters_cli::run::EgressArg::Unenforced);
+    if let Err(e) = otters_run::egress::check_executor(&plan, unenforced) {
+        if !a.dry_run {
+            return Err(fail(e));
+        }
+        eprintln!("warning: {e}; a run would stop here");
+    }
     let refused = request::refused(&plan, a.dry_run, a.allow_missing_mounts);
     let model = a.model.as_deref();
     for w in request::warnings(&prepared, &plan, model, &a.providers, refused) {
@@ -83,6 +91,15 @@ pub fn run(a: Args) -> CliResult {
     };
     materialise::materialise(&plan, &store, fetcher, &Limits::default(), prepared.owner)
         .map_err(fail)?;
+    if let (Some(EgressPlan::Proxy { .. }), Launcher::Docker { .. }) =
+        (&plan.egress, &plan.executor)
+    {
+        let name = plan.name.clone();
+        let report: otters_run::egress::proxy::Report =
+            std::sync::Arc::new(move |e| eprintln!("{}", status::egress_refused(&name, &e)));
+        let ended = otters_run::egress::launch::run(&plan, report).map_err(fail)?;
+        return Ok(status::exit_code(ended));
+    }
     Err(fail(exec::exec(&plan)))
 }
 

@@ -191,6 +191,7 @@ pub fn agent(a: &Agent) -> String {
         format!("{}  {mode}{}", esc(&m.target), described(&m.description))
     });
     section(&mut out, "Mounts", mounts);
+    section(&mut out, "Egress", egress_lines(a, &described).into_iter());
     section(
         &mut out,
         "Capabilities",
@@ -202,6 +203,19 @@ pub fn agent(a: &Agent) -> String {
         .map(|(k, v)| format!("{}={}", esc(k), esc(&v.value)));
     section(&mut out, "Labels", labels);
     out
+}
+
+/// The declared egress: one line per destination, `none`, or nothing when undeclared.
+fn egress_lines(a: &Agent, described: &dyn Fn(&Option<String>) -> String) -> Vec<String> {
+    use otters_agentfile::ir::egress::Policy;
+    match a.egress_policy() {
+        Policy::Undeclared => Vec::new(),
+        Policy::Nothing => vec!["none  (no network)".to_owned()],
+        Policy::Allow(list) => list
+            .iter()
+            .map(|e| format!("{}{}", esc(&e.dest.to_string()), described(&e.description)))
+            .collect(),
+    }
 }
 
 /// `  Title:` and one indented line per item; nothing when there are none.

@@ -256,6 +256,35 @@ pub fn pulled_local(tag: Option<&str>, digest: &Digest) -> String {
     }
 }
 
+/// One refusal of a confined run's egress proxy: which agent, which destination, and why.
+pub fn egress_refused(agent: &str, e: &otters_run::egress::proxy::Event) -> String {
+    use otters_run::egress::proxy::Event;
+    let agent = otters_core::escape::escape(agent);
+    match e {
+        Event::NotDeclared { host, port } => {
+            let host = otters_core::escape::escape(host);
+            format!("otters: egress: agent {agent}: refused {host}:{port}: not declared by EGRESS")
+        }
+        Event::PrivateAddress { host, addr } => {
+            let host = otters_core::escape::escape(host);
+            format!("otters: egress: agent {agent}: refused {host}: it resolves to {addr}, an internal address (declare the address itself to allow it)")
+        }
+        Event::BadRequest(why) => {
+            format!("otters: egress: agent {agent}: refused a request: {why}")
+        }
+    }
+}
+
+/// The exit code of a supervised container run: its own, or 128 + the signal that ended it.
+pub fn exit_code(status: std::process::ExitStatus) -> std::process::ExitCode {
+    use std::os::unix::process::ExitStatusExt as _;
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1);
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

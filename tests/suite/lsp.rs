@@ -395,7 +395,9 @@ fn hover_and_completion() {
     };
     let keywords = labels(client.at("textDocument/completion", &uri, 3, 0));
     assert!(
-        keywords.contains(&"RUNTIME".to_owned()) && keywords.len() == 14,
+        keywords.contains(&"RUNTIME".to_owned())
+            && keywords.contains(&"EGRESS".to_owned())
+            && keywords.len() == 15,
         "{keywords:?}"
     );
     let args = labels(client.at("textDocument/completion", &uri, 8, 23));

@@ -18,6 +18,7 @@ mod copy_policy;
 mod copy_stream;
 mod diff;
 mod editors;
+mod egress;
 mod emitted_codes;
 mod example_warnings;
 mod export;

@@ -453,6 +453,7 @@ fn inputs() -> BuildInputs {
         platform: "linux/amd64".into(),
         created: Some("2023-11-14T22:13:20Z".into()),
         otters_version: env!("CARGO_PKG_VERSION").into(),
+        egress: None,
     }
 }
 

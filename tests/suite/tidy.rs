@@ -1231,12 +1231,16 @@ fn library_errors_name_no_cli_flag() {
 
 /// Files that build the command line of another program, whose flags are that program's, not
 /// ours: each with the program.
-const ARGV_OF_OTHER_PROGRAMS: [(&str, &str); 3] = [
+const ARGV_OF_OTHER_PROGRAMS: [(&str, &str); 4] = [
     (
         "plan/docker.rs",
         "docker's or podman's `run`, as the plan prints and execs it",
     ),
     ("plan/mod.rs", "the agent runtime's, started by the run"),
+    (
+        "egress/launch.rs",
+        "docker's or podman's `network` and `run`, for a run confined to its EGRESS",
+    ),
     (
         "build/git_epoch.rs",
         "git's, asked for the last commit's time",

@@ -85,9 +85,11 @@ pub struct Args {
     /// An imagePullSecret for the pod (repeatable)
     #[arg(long = "image-pull-secret", value_name = "NAME")]
     pub image_pull_secrets: Vec<String>,
-    /// Also a `NetworkPolicy` admitting only the runtime's port
-    #[arg(long)]
-    pub network_policy: bool,
+    /// Also a `NetworkPolicy` admitting only the runtime's port; with `cilium`, an agent's
+    /// declared EGRESS becomes a `CiliumNetworkPolicy` that holds its host names (`toFQDNs`)
+    /// instead of a `NetworkPolicy` that can only hold its ports
+    #[arg(long, value_enum, value_name = "KIND", num_args = 0..=1, default_missing_value = "kubernetes")]
+    pub network_policy: Option<NetworkPolicyArg>,
     /// Also a Service for the runtime's port (9999)
     #[arg(long)]
     pub service: bool,
@@ -185,7 +187,8 @@ impl Args {
                 memory_limit: self.memory_limit.clone(),
             },
             image_pull_secrets: self.image_pull_secrets.clone(),
-            network_policy: self.network_policy,
+            network_policy: self.network_policy.is_some(),
+            cilium: self.network_policy == Some(NetworkPolicyArg::Cilium),
             service: self.service,
             replicas: self.replicas,
             no_probes: self.no_probes,
@@ -195,6 +198,15 @@ impl Args {
             },
         })
     }
+}
+
+/// `--network-policy`, as a flag value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NetworkPolicyArg {
+    // `networking.k8s.io/v1` objects (no doc comments: clap would switch the help's layout).
+    Kubernetes,
+    // `cilium.io/v2` `CiliumNetworkPolicy` for the declared egress (host names held).
+    Cilium,
 }
 
 impl From<KindArg> for otters_run::kube::Kind {

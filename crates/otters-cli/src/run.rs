@@ -49,6 +49,10 @@ pub struct Args {
     /// Print the plan as JSON and do nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// `unenforced`: run an agent that declares EGRESS with the system executor, which cannot
+    /// confine its network
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub egress: Option<EgressArg>,
     /// Platform of the runtime and BIN binaries (default: this host)
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
@@ -63,4 +67,12 @@ pub struct Args {
     pub pins: super::flags::PinFlags,
     #[command(flatten)]
     pub gate: crate::flags::GateFlags,
+}
+
+/// `--egress`, as a flag value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EgressArg {
+    // Accept that the system executor does not hold the agent to its EGRESS (no doc comment: clap
+    // would switch the whole help to its long layout to show it).
+    Unenforced,
 }

@@ -26,6 +26,7 @@ fn kind(k: Keyword) -> SymbolKind {
         Keyword::Arg => SymbolKind::VARIABLE,
         Keyword::Add | Keyword::Mount => SymbolKind::FILE,
         Keyword::Capability => SymbolKind::ENUM_MEMBER,
+        Keyword::Egress => SymbolKind::NAMESPACE,
         Keyword::Exec => SymbolKind::FUNCTION,
     }
 }
@@ -43,7 +44,9 @@ fn named(ins: &Instruction) -> (String, Span) {
         | Args::Label { key, .. }
         | Args::Arg { key, .. } => (key.text.clone(), key.span),
         Args::Add { src, .. } => (src.text.clone(), src.span),
-        Args::Mount { target, .. } => (target.text.clone(), target.span),
+        Args::Mount { target, .. } | Args::Egress { target, .. } => {
+            (target.text.clone(), target.span)
+        }
         Args::Capability { names } => (
             names
                 .iter()
@@ -89,7 +92,8 @@ pub fn symbols(doc: &Document, enc: Encoding) -> Vec<DocumentSymbol> {
                 | Args::Env { description, .. }
                 | Args::Bin { description, .. }
                 | Args::Add { description, .. }
-                | Args::Mount { description, .. } => description.as_ref().map(|d| clip(&d.text)),
+                | Args::Mount { description, .. }
+                | Args::Egress { description, .. } => description.as_ref().map(|d| clip(&d.text)),
                 _ => None,
             };
             DocumentSymbol {

@@ -9,6 +9,7 @@
 //!   plan             what will run: tree, env, mounts, launcher; printed by `run --dry-run`
 //!   materialise      plan → the agent tree on disk (extract, tree, bins, context_docs, marker)
 //!   exec             the tree → the runtime, on the host or through a docker-compatible CLI
+//!   egress           a declared EGRESS held: allow-list proxy, internal network, cleanup
 //!   export           the tree as a runnable OCI image, reproducible, subject-linked
 //!   kube             the export as hardened Kubernetes objects
 //! ```
@@ -23,6 +24,7 @@
 pub(crate) mod bins;
 pub(crate) mod context_docs;
 pub mod decompress;
+pub mod egress;
 pub mod env;
 pub mod exec;
 pub mod export;

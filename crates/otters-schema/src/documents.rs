@@ -84,6 +84,20 @@ pub struct Mount {
     read_only: Option<bool>,
 }
 
+/// A destination an EGRESS declares (an empty list is `EGRESS none`).
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Egress {
+    /// A DNS name, a single-label wildcard (`*.example.com`), or an IPv4 or IPv6 literal.
+    host: String,
+    /// The port (443 when the Agentfile named none).
+    #[schemars(range(min = 1, max = 65535))]
+    port: u16,
+    /// Why the agent connects there, when the Agentfile said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+}
+
 /// A context document of the agent.
 #[derive(JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,6 +165,9 @@ pub struct AgentYaml {
     /// Declared MOUNTs.
     #[serde(skip_serializing_if = "Option::is_none")]
     mounts: Option<Vec<Mount>>,
+    /// Declared EGRESS destinations; absent when none is declared, empty for `EGRESS none`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    egress: Option<Vec<Egress>>,
     /// The context documents: `AGENT`, `WORKSPACE`, `MOUNTS` (with mounts), then each CONTEXT.
     context: Vec<ContextFile>,
     /// BIN tools.
@@ -299,6 +316,9 @@ pub struct BlobAgent {
     /// MOUNTs.
     #[serde(skip_serializing_if = "Option::is_none")]
     mounts: Option<Vec<Mount>>,
+    /// EGRESS destinations; absent when none is declared, empty for `EGRESS none`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    egress: Option<Vec<Egress>>,
 }
 
 /// The agent config blob, as otters writes it (openotters' blobs, which otters also reads, may

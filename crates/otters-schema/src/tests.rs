@@ -145,6 +145,8 @@ EXEC [\"serve\", \"--verbose\"]
 CAPABILITY note_save note_list
 MOUNT /data ro \"Input\"
 MOUNT /out
+EGRESS api.example.com \"The API\"
+EGRESS [2001:db8::1]:853
 ";
 
 fn everything() -> otters_agentfile::ir::Agentfile {

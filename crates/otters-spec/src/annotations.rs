@@ -37,6 +37,9 @@ pub const EXPORT_PLATFORM: &str = "io.openotters.export.platform";
 pub const AGENT: &str = "io.openotters.agent";
 /// The label with the digest of the agent an exported image or a kube object was made from.
 pub const AGENT_DIGEST: &str = "io.openotters.agent.digest";
+/// The label with an exported agent's declared EGRESS: `host:port` destinations separated by
+/// commas, or `none`; absent when the agent declares none (then no LABEL may claim it).
+pub const EGRESS: &str = "io.openotters.egress";
 /// The label with the id of the agent a container runs.
 pub const AGENT_ID: &str = "io.openotters.agent.id";
 

@@ -40,6 +40,17 @@ pub struct BuildInputs {
     pub created: Option<String>,
     /// The version of otters that built it.
     pub otters_version: String,
+    /// The agent's declared EGRESS: `None` when undeclared, empty for `EGRESS none`.
+    pub egress: Option<Vec<EgressInput>>,
+}
+
+/// One declared EGRESS destination.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EgressInput {
+    /// `api.example.com`, `*.example.com`, `10.0.0.1` or `[2001:db8::1]`-less `2001:db8::1`.
+    pub host: String,
+    pub port: u16,
+    pub description: Option<String>,
 }
 
 /// The agent image a build made.

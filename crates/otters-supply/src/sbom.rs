@@ -3,7 +3,8 @@
 //! The agent is the BOM's subject (`metadata.component`); the runtime, every BIN and the FROM
 //! parent are components with `pkg:oci` purls and their manifest digests; the Agentfile, every ADD
 //! file and every CONTEXT are `file` components with SHA-256 hashes; the MODEL is a `service` (a
-//! hosted model the agent calls, not a component in the image). Why `CycloneDX` rather than SPDX 2.3:
+//! hosted model the agent calls, not a component in the image); a declared EGRESS is one
+//! `otters:egress` property of the metadata per destination (or `none`). Why `CycloneDX` rather than SPDX 2.3:
 //! docs/supply-chain.md.
 //!
 //! Takes: build inputs. Returns: canonical JSON bytes. Must never: read the wall clock or write
@@ -81,10 +82,21 @@ fn metadata(inputs: &BuildInputs) -> Value {
     subject.push("hashes", sha256(agent.manifest_digest.hex()));
     subject.push("purl", agent.purl());
     metadata.push("component", subject);
-    metadata.push(
-        "properties",
-        vec![property("otters:platform", &inputs.platform)],
-    );
+    let mut properties = vec![property("otters:platform", &inputs.platform)];
+    // The declared network: `otters:egress` once per destination (`host:port`), or `none`.
+    match &inputs.egress {
+        None => {}
+        Some(list) if list.is_empty() => properties.push(property("otters:egress", "none")),
+        Some(list) => properties.extend(list.iter().map(|e| {
+            let host = if e.host.contains(':') {
+                format!("[{}]", e.host)
+            } else {
+                e.host.clone()
+            };
+            property("otters:egress", &format!("{host}:{}", e.port))
+        })),
+    }
+    metadata.push("properties", properties);
 
     metadata
 }

@@ -404,6 +404,7 @@ pub(crate) fn sample() -> BuildInputs {
         platform: "linux/amd64".into(),
         created: Some("2023-11-14T22:13:20Z".into()),
         otters_version: "0.1.0".into(),
+        egress: None,
     }
 }
 
@@ -602,5 +603,43 @@ fn a_predicate_read_as_json_keeps_its_key_order_and_numbers() {
     assert_eq!(
         String::from_utf8(bytes).unwrap(),
         r#"{"z":1,"a":[-2,1.5,18446744073709552000],"m":{"k":null,"b":true}}"#
+    );
+}
+
+#[test]
+fn the_sbom_lists_declared_egress_as_properties() {
+    let mut i = sample();
+    let props = |i: &crate::inputs::BuildInputs| {
+        let v: serde_json::Value = serde_json::from_slice(&crate::sbom::to_bytes(i)).unwrap();
+        v["metadata"]["properties"].clone()
+    };
+    assert_eq!(
+        props(&i),
+        serde_json::json!([{"name":"otters:platform","value":"linux/amd64"}])
+    );
+    i.egress = Some(vec![
+        crate::inputs::EgressInput {
+            host: "api.example.com".into(),
+            port: 443,
+            description: None,
+        },
+        crate::inputs::EgressInput {
+            host: "2001:db8::1".into(),
+            port: 853,
+            description: Some("dns".into()),
+        },
+    ]);
+    assert_eq!(
+        props(&i),
+        serde_json::json!([
+            {"name":"otters:platform","value":"linux/amd64"},
+            {"name":"otters:egress","value":"api.example.com:443"},
+            {"name":"otters:egress","value":"[2001:db8::1]:853"}
+        ])
+    );
+    i.egress = Some(Vec::new());
+    assert_eq!(
+        props(&i)[1],
+        serde_json::json!({"name":"otters:egress","value":"none"})
     );
 }

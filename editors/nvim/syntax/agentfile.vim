@@ -9,7 +9,7 @@ syntax match agentfileComment /^\s*#.*$/ contains=agentfileTodo
 " `# syntax=…`: defined after comments, so that it wins where both match.
 syntax match agentfileDirective /^\s*#\s*syntax=.*$/
 syntax keyword agentfileTodo TODO FIXME XXX contained
-syntax match agentfileKeyword /^\s*\c\%(FROM\|RUNTIME\|MODEL\|NAME\|CONTEXT\|CONFIG\|ENV\|BIN\|EXEC\|ADD\|LABEL\|ARG\|CAPABILITY\|MOUNT\)\>/
+syntax match agentfileKeyword /^\s*\c\%(FROM\|RUNTIME\|MODEL\|NAME\|CONTEXT\|CONFIG\|ENV\|BIN\|EXEC\|ADD\|LABEL\|ARG\|CAPABILITY\|MOUNT\|EGRESS\)\>/
 syntax match agentfileEscape /\\./ contained
 syntax region agentfileString start=/"/ skip=/\\./ end=/"/ oneline contains=agentfileEscape,agentfileExpansion
 syntax match agentfileExpansion /\${[^}]*}/

@@ -15,6 +15,7 @@
   "ARG"
   "CAPABILITY"
   "MOUNT"
+  "EGRESS"
 ] @keyword
 
 (comment) @comment
@@ -88,6 +89,12 @@
 
 (mount_instruction
   target: (word) @string.special.path)
+
+(egress_instruction
+  destination: (word) @string.special.url)
+
+(egress_instruction
+  destination: (bracketed_address) @string.special.url)
 
 (add_instruction
   source: (word) @string.special.path)

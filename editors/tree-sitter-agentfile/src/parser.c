@@ -7,16 +7,16 @@
 #endif
 
 #define LANGUAGE_VERSION 14
-#define STATE_COUNT 157
+#define STATE_COUNT 162
 #define LARGE_STATE_COUNT 4
-#define SYMBOL_COUNT 74
+#define SYMBOL_COUNT 77
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 45
+#define TOKEN_COUNT 47
 #define EXTERNAL_TOKEN_COUNT 5
 #define FIELD_COUNT 14
 #define MAX_ALIAS_SEQUENCE_LENGTH 7
 #define MAX_RESERVED_WORD_SET_SIZE 0
-#define PRODUCTION_ID_COUNT 30
+#define PRODUCTION_ID_COUNT 32
 #define SUPERTYPE_COUNT 0
 
 enum ts_symbol_identifiers {
@@ -42,57 +42,60 @@ enum ts_symbol_identifiers {
   aux_sym_arg_instruction_token1 = 20,
   aux_sym_capability_instruction_token1 = 21,
   aux_sym_mount_instruction_token1 = 22,
-  sym_required = 23,
-  aux_sym_mount_mode_token1 = 24,
-  aux_sym_mount_mode_token2 = 25,
-  aux_sym_word_token1 = 26,
-  aux_sym_word_token2 = 27,
-  aux_sym_word_token3 = 28,
-  aux_sym_word_token4 = 29,
-  aux_sym_word_token5 = 30,
-  aux_sym_word_token6 = 31,
-  sym_expansion = 32,
-  anon_sym_DQUOTE = 33,
-  aux_sym_string_token1 = 34,
-  aux_sym_string_token2 = 35,
-  aux_sym_string_token3 = 36,
-  anon_sym_DQUOTE2 = 37,
-  sym_escape_sequence = 38,
-  sym_file_reference = 39,
-  sym_heredoc_start = 40,
-  sym_heredoc_body = 41,
-  sym_heredoc_end = 42,
-  sym__error_sentinel = 43,
-  sym__word_guard = 44,
-  sym_source_file = 45,
-  sym__line = 46,
-  sym__instruction = 47,
-  sym_from_instruction = 48,
-  sym_runtime_instruction = 49,
-  sym_model_instruction = 50,
-  sym_name_instruction = 51,
-  sym_context_instruction = 52,
-  sym_config_instruction = 53,
-  sym_env_instruction = 54,
-  sym_bin_instruction = 55,
-  sym_exec_instruction = 56,
-  sym_exec_form = 57,
-  sym_add_instruction = 58,
-  sym_label_instruction = 59,
-  sym_arg_instruction = 60,
-  sym_capability_instruction = 61,
-  sym_mount_instruction = 62,
-  sym_mount_mode = 63,
-  sym__value = 64,
-  sym_heredoc = 65,
-  sym_heredoc_rest = 66,
-  sym_word = 67,
-  sym_string = 68,
-  aux_sym_source_file_repeat1 = 69,
-  aux_sym_exec_form_repeat1 = 70,
-  aux_sym_capability_instruction_repeat1 = 71,
-  aux_sym_word_repeat1 = 72,
-  aux_sym_string_repeat1 = 73,
+  aux_sym_egress_instruction_token1 = 23,
+  sym_bracketed_address = 24,
+  sym_required = 25,
+  aux_sym_mount_mode_token1 = 26,
+  aux_sym_mount_mode_token2 = 27,
+  aux_sym_word_token1 = 28,
+  aux_sym_word_token2 = 29,
+  aux_sym_word_token3 = 30,
+  aux_sym_word_token4 = 31,
+  aux_sym_word_token5 = 32,
+  aux_sym_word_token6 = 33,
+  sym_expansion = 34,
+  anon_sym_DQUOTE = 35,
+  aux_sym_string_token1 = 36,
+  aux_sym_string_token2 = 37,
+  aux_sym_string_token3 = 38,
+  anon_sym_DQUOTE2 = 39,
+  sym_escape_sequence = 40,
+  sym_file_reference = 41,
+  sym_heredoc_start = 42,
+  sym_heredoc_body = 43,
+  sym_heredoc_end = 44,
+  sym__error_sentinel = 45,
+  sym__word_guard = 46,
+  sym_source_file = 47,
+  sym__line = 48,
+  sym__instruction = 49,
+  sym_from_instruction = 50,
+  sym_runtime_instruction = 51,
+  sym_model_instruction = 52,
+  sym_name_instruction = 53,
+  sym_context_instruction = 54,
+  sym_config_instruction = 55,
+  sym_env_instruction = 56,
+  sym_bin_instruction = 57,
+  sym_exec_instruction = 58,
+  sym_exec_form = 59,
+  sym_add_instruction = 60,
+  sym_label_instruction = 61,
+  sym_arg_instruction = 62,
+  sym_capability_instruction = 63,
+  sym_mount_instruction = 64,
+  sym_egress_instruction = 65,
+  sym_mount_mode = 66,
+  sym__value = 67,
+  sym_heredoc = 68,
+  sym_heredoc_rest = 69,
+  sym_word = 70,
+  sym_string = 71,
+  aux_sym_source_file_repeat1 = 72,
+  aux_sym_exec_form_repeat1 = 73,
+  aux_sym_capability_instruction_repeat1 = 74,
+  aux_sym_word_repeat1 = 75,
+  aux_sym_string_repeat1 = 76,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -119,6 +122,8 @@ static const char * const ts_symbol_names[] = {
   [aux_sym_arg_instruction_token1] = "ARG",
   [aux_sym_capability_instruction_token1] = "CAPABILITY",
   [aux_sym_mount_instruction_token1] = "MOUNT",
+  [aux_sym_egress_instruction_token1] = "EGRESS",
+  [sym_bracketed_address] = "bracketed_address",
   [sym_required] = "required",
   [aux_sym_mount_mode_token1] = "ro",
   [aux_sym_mount_mode_token2] = "rw",
@@ -159,6 +164,7 @@ static const char * const ts_symbol_names[] = {
   [sym_arg_instruction] = "arg_instruction",
   [sym_capability_instruction] = "capability_instruction",
   [sym_mount_instruction] = "mount_instruction",
+  [sym_egress_instruction] = "egress_instruction",
   [sym_mount_mode] = "mount_mode",
   [sym__value] = "_value",
   [sym_heredoc] = "heredoc",
@@ -196,6 +202,8 @@ static const TSSymbol ts_symbol_map[] = {
   [aux_sym_arg_instruction_token1] = aux_sym_arg_instruction_token1,
   [aux_sym_capability_instruction_token1] = aux_sym_capability_instruction_token1,
   [aux_sym_mount_instruction_token1] = aux_sym_mount_instruction_token1,
+  [aux_sym_egress_instruction_token1] = aux_sym_egress_instruction_token1,
+  [sym_bracketed_address] = sym_bracketed_address,
   [sym_required] = sym_required,
   [aux_sym_mount_mode_token1] = aux_sym_mount_mode_token1,
   [aux_sym_mount_mode_token2] = aux_sym_mount_mode_token2,
@@ -236,6 +244,7 @@ static const TSSymbol ts_symbol_map[] = {
   [sym_arg_instruction] = sym_arg_instruction,
   [sym_capability_instruction] = sym_capability_instruction,
   [sym_mount_instruction] = sym_mount_instruction,
+  [sym_egress_instruction] = sym_egress_instruction,
   [sym_mount_mode] = sym_mount_mode,
   [sym__value] = sym__value,
   [sym_heredoc] = sym_heredoc,
@@ -341,6 +350,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
   [aux_sym_mount_instruction_token1] = {
     .visible = true,
     .named = false,
+  },
+  [aux_sym_egress_instruction_token1] = {
+    .visible = true,
+    .named = false,
+  },
+  [sym_bracketed_address] = {
+    .visible = true,
+    .named = true,
   },
   [sym_required] = {
     .visible = true,
@@ -502,6 +519,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = true,
   },
+  [sym_egress_instruction] = {
+    .visible = true,
+    .named = true,
+  },
   [sym_mount_mode] = {
     .visible = true,
     .named = true,
@@ -593,26 +614,28 @@ static const TSMapSlice ts_field_map_slices[PRODUCTION_ID_COUNT] = {
   [7] = {.index = 6, .length = 1},
   [8] = {.index = 7, .length = 1},
   [9] = {.index = 8, .length = 1},
-  [10] = {.index = 9, .length = 2},
-  [11] = {.index = 11, .length = 2},
-  [12] = {.index = 13, .length = 2},
-  [13] = {.index = 15, .length = 2},
-  [14] = {.index = 17, .length = 2},
-  [15] = {.index = 19, .length = 2},
-  [16] = {.index = 21, .length = 2},
-  [17] = {.index = 23, .length = 2},
-  [18] = {.index = 25, .length = 2},
-  [19] = {.index = 27, .length = 2},
-  [20] = {.index = 29, .length = 3},
-  [21] = {.index = 32, .length = 2},
-  [22] = {.index = 34, .length = 3},
-  [23] = {.index = 37, .length = 3},
-  [24] = {.index = 40, .length = 3},
-  [25] = {.index = 43, .length = 2},
-  [26] = {.index = 45, .length = 3},
-  [27] = {.index = 48, .length = 3},
-  [28] = {.index = 51, .length = 3},
-  [29] = {.index = 54, .length = 4},
+  [10] = {.index = 9, .length = 1},
+  [11] = {.index = 10, .length = 2},
+  [12] = {.index = 12, .length = 2},
+  [13] = {.index = 14, .length = 2},
+  [14] = {.index = 16, .length = 2},
+  [15] = {.index = 18, .length = 2},
+  [16] = {.index = 20, .length = 2},
+  [17] = {.index = 22, .length = 2},
+  [18] = {.index = 24, .length = 2},
+  [19] = {.index = 26, .length = 2},
+  [20] = {.index = 28, .length = 2},
+  [21] = {.index = 30, .length = 2},
+  [22] = {.index = 32, .length = 3},
+  [23] = {.index = 35, .length = 2},
+  [24] = {.index = 37, .length = 3},
+  [25] = {.index = 40, .length = 3},
+  [26] = {.index = 43, .length = 3},
+  [27] = {.index = 46, .length = 2},
+  [28] = {.index = 48, .length = 3},
+  [29] = {.index = 51, .length = 3},
+  [30] = {.index = 54, .length = 3},
+  [31] = {.index = 57, .length = 4},
 };
 
 static const TSFieldMapEntry ts_field_map_entries[] = {
@@ -635,70 +658,75 @@ static const TSFieldMapEntry ts_field_map_entries[] = {
   [8] =
     {field_target, 1},
   [9] =
+    {field_destination, 1},
+  [10] =
     {field_file, 2},
     {field_name, 1},
-  [11] =
+  [12] =
     {field_description, 2},
     {field_name, 1},
-  [13] =
+  [14] =
     {field_key, 1},
     {field_required, 2},
-  [15] =
+  [16] =
     {field_description, 2},
     {field_key, 1},
-  [17] =
+  [18] =
     {field_image, 2},
     {field_name, 1},
-  [19] =
+  [20] =
     {field_destination, 2},
     {field_source, 1},
-  [21] =
+  [22] =
     {field_description, 2},
     {field_source, 1},
-  [23] =
+  [24] =
     {field_name, 0, .inherited = true},
     {field_name, 1, .inherited = true},
-  [25] =
+  [26] =
     {field_mode, 2},
     {field_target, 1},
-  [27] =
+  [28] =
     {field_description, 2},
     {field_target, 1},
-  [29] =
+  [30] =
+    {field_description, 2},
+    {field_destination, 1},
+  [32] =
     {field_description, 2},
     {field_file, 3},
     {field_name, 1},
-  [32] =
+  [35] =
     {field_key, 1},
     {field_value, 3},
-  [34] =
+  [37] =
     {field_description, 3},
     {field_key, 1},
     {field_required, 2},
-  [37] =
+  [40] =
     {field_description, 3},
     {field_image, 2},
     {field_name, 1},
-  [40] =
+  [43] =
     {field_description, 3},
     {field_destination, 2},
     {field_source, 1},
-  [43] =
+  [46] =
     {field_default, 3},
     {field_name, 1},
-  [45] =
+  [48] =
     {field_description, 3},
     {field_mode, 2},
     {field_target, 1},
-  [48] =
+  [51] =
     {field_description, 4},
     {field_key, 1},
     {field_value, 3},
-  [51] =
+  [54] =
     {field_key, 1},
     {field_required, 2},
     {field_value, 4},
-  [54] =
+  [57] =
     {field_description, 5},
     {field_key, 1},
     {field_required, 2},
@@ -759,18 +787,18 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [42] = 42,
   [43] = 43,
   [44] = 44,
-  [45] = 39,
+  [45] = 45,
   [46] = 46,
   [47] = 47,
   [48] = 48,
-  [49] = 6,
-  [50] = 5,
-  [51] = 7,
-  [52] = 8,
-  [53] = 9,
-  [54] = 40,
-  [55] = 55,
-  [56] = 56,
+  [49] = 49,
+  [50] = 6,
+  [51] = 5,
+  [52] = 7,
+  [53] = 8,
+  [54] = 9,
+  [55] = 40,
+  [56] = 46,
   [57] = 57,
   [58] = 58,
   [59] = 59,
@@ -812,15 +840,15 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [95] = 95,
   [96] = 96,
   [97] = 97,
-  [98] = 92,
+  [98] = 98,
   [99] = 99,
   [100] = 100,
-  [101] = 92,
-  [102] = 92,
-  [103] = 92,
-  [104] = 104,
-  [105] = 105,
-  [106] = 106,
+  [101] = 101,
+  [102] = 96,
+  [103] = 103,
+  [104] = 96,
+  [105] = 96,
+  [106] = 96,
   [107] = 107,
   [108] = 108,
   [109] = 109,
@@ -845,13 +873,13 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [128] = 128,
   [129] = 129,
   [130] = 130,
-  [131] = 60,
-  [132] = 55,
+  [131] = 131,
+  [132] = 132,
   [133] = 133,
   [134] = 134,
   [135] = 135,
-  [136] = 136,
-  [137] = 137,
+  [136] = 63,
+  [137] = 73,
   [138] = 138,
   [139] = 139,
   [140] = 140,
@@ -871,6 +899,11 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [154] = 154,
   [155] = 155,
   [156] = 156,
+  [157] = 157,
+  [158] = 158,
+  [159] = 159,
+  [160] = 160,
+  [161] = 161,
 };
 
 static bool ts_lex(TSLexer *lexer, TSStateId state) {
@@ -878,40 +911,40 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
   eof = lexer->eof(lexer);
   switch (state) {
     case 0:
-      if (eof) ADVANCE(34);
+      if (eof) ADVANCE(37);
       ADVANCE_MAP(
-        '\n', 35,
+        '\n', 38,
         '\r', 2,
-        '!', 50,
-        '"', 88,
-        '#', 37,
-        '$', 84,
-        ',', 48,
-        '=', 46,
-        '[', 47,
-        '\\', 8,
-        ']', 49,
-        'f', 59,
+        '!', 58,
+        '"', 99,
+        '#', 40,
+        '$', 95,
+        ',', 52,
+        '=', 49,
+        '[', 51,
+        '\\', 9,
+        ']', 53,
+        'f', 67,
       );
       if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(28);
+          lookahead == ' ') SKIP(31);
       if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(61);
+          lookahead == 'r') ADVANCE(69);
       if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(63);
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(71);
       END_STATE();
     case 1:
-      if (lookahead == '\n') ADVANCE(35);
+      if (lookahead == '\n') ADVANCE(38);
       END_STATE();
     case 2:
-      if (lookahead == '\n') ADVANCE(35);
+      if (lookahead == '\n') ADVANCE(38);
       if (lookahead == '\r') ADVANCE(3);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '$' &&
-          lookahead != '=') ADVANCE(76);
+          lookahead != '=') ADVANCE(87);
       END_STATE();
     case 3:
       if (lookahead == '\r') ADVANCE(3);
@@ -920,63 +953,64 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '\n' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '$' &&
-          lookahead != '=') ADVANCE(76);
+          lookahead != '=') ADVANCE(87);
       END_STATE();
     case 4:
-      if (lookahead == '"') ADVANCE(88);
-      if (lookahead == '$') ADVANCE(85);
-      if (lookahead == '\\') ADVANCE(8);
+      if (lookahead == '"') ADVANCE(99);
+      if (lookahead == '$') ADVANCE(96);
+      if (lookahead == '\\') ADVANCE(9);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(82);
+          lookahead != '\r') ADVANCE(93);
       END_STATE();
     case 5:
-      if (lookahead == '/') ADVANCE(24);
+      if (lookahead == '$') ADVANCE(76);
+      if (lookahead == '[') ADVANCE(74);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(5);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=') ADVANCE(75);
       END_STATE();
     case 6:
-      if (lookahead == '/') ADVANCE(5);
+      if (lookahead == '/') ADVANCE(27);
       END_STATE();
     case 7:
-      if (lookahead == ':') ADVANCE(6);
+      if (lookahead == '/') ADVANCE(6);
       END_STATE();
     case 8:
-      if (lookahead == 'U') ADVANCE(91);
-      if (lookahead == 'u') ADVANCE(93);
-      if (lookahead == 'x') ADVANCE(92);
-      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(90);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(89);
+      if (lookahead == ':') ADVANCE(7);
       END_STATE();
     case 9:
-      if (lookahead == 'e') ADVANCE(7);
+      if (lookahead == 'U') ADVANCE(102);
+      if (lookahead == 'u') ADVANCE(104);
+      if (lookahead == 'x') ADVANCE(103);
+      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(101);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r') ADVANCE(100);
       END_STATE();
     case 10:
-      if (lookahead == 'i') ADVANCE(11);
+      if (lookahead == ']') ADVANCE(54);
+      if (lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= ':') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(10);
       END_STATE();
     case 11:
-      if (lookahead == 'l') ADVANCE(9);
+      if (lookahead == 'e') ADVANCE(8);
       END_STATE();
     case 12:
-      if (lookahead == '}') ADVANCE(80);
-      if (lookahead == '-' ||
-          lookahead == '.' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(12);
+      if (lookahead == 'i') ADVANCE(13);
       END_STATE();
     case 13:
-      if (lookahead == '}') ADVANCE(79);
-      if (lookahead == '-' ||
-          lookahead == '.' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(13);
+      if (lookahead == 'l') ADVANCE(11);
       END_STATE();
     case 14:
-      if (lookahead == '}') ADVANCE(87);
+      if (lookahead == '}') ADVANCE(91);
       if (lookahead == '-' ||
           lookahead == '.' ||
           ('0' <= lookahead && lookahead <= '9') ||
@@ -985,33 +1019,39 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           ('a' <= lookahead && lookahead <= 'z')) ADVANCE(14);
       END_STATE();
     case 15:
-      if (lookahead == 'O' ||
-          lookahead == 'o') ADVANCE(51);
-      if (lookahead == 'W' ||
-          lookahead == 'w') ADVANCE(53);
+      if (lookahead == '}') ADVANCE(90);
+      if (lookahead == '-' ||
+          lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(15);
       END_STATE();
     case 16:
-      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(89);
+      if (lookahead == '}') ADVANCE(98);
+      if (lookahead == '-' ||
+          lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(16);
       END_STATE();
     case 17:
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(89);
+      if (lookahead == 'O' ||
+          lookahead == 'o') ADVANCE(59);
+      if (lookahead == 'W' ||
+          lookahead == 'w') ADVANCE(61);
       END_STATE();
     case 18:
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(17);
+      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(100);
       END_STATE();
     case 19:
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(18);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(56);
       END_STATE();
     case 20:
       if (('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(19);
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(100);
       END_STATE();
     case 21:
       if (('0' <= lookahead && lookahead <= '9') ||
@@ -1029,224 +1069,279 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           ('a' <= lookahead && lookahead <= 'f')) ADVANCE(22);
       END_STATE();
     case 24:
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(23);
+      END_STATE();
+    case 25:
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(24);
+      END_STATE();
+    case 26:
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(25);
+      END_STATE();
+    case 27:
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
-          lookahead != ' ') ADVANCE(94);
-      END_STATE();
-    case 25:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(2);
-      if (lookahead == '!') ADVANCE(50);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '$') ADVANCE(77);
-      if (lookahead == '=') ADVANCE(46);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(30);
-      if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(73);
-      if (lookahead != 0) ADVANCE(75);
-      END_STATE();
-    case 26:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(2);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '$') ADVANCE(77);
-      if (lookahead == 'f') ADVANCE(71);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(32);
-      if (lookahead != 0 &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 27:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(2);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '$') ADVANCE(77);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(31);
-      if (lookahead != 0 &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=') ADVANCE(75);
+          lookahead != ' ') ADVANCE(105);
       END_STATE();
     case 28:
-      if (eof) ADVANCE(34);
-      ADVANCE_MAP(
-        '\n', 35,
-        '\r', 1,
-        '!', 50,
-        '"', 81,
-        '#', 37,
-        '$', 65,
-        ',', 48,
-        '=', 46,
-        '[', 47,
-        ']', 49,
-        'f', 59,
-      );
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(28);
-      if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(61);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(63);
-      END_STATE();
-    case 29:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '!') ADVANCE(50);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '#') ADVANCE(37);
-      if (lookahead == '=') ADVANCE(46);
-      if (lookahead == ']') ADVANCE(49);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(29);
-      if (('A' <= lookahead && lookahead <= 'Z') ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(63);
-      END_STATE();
-    case 30:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '!') ADVANCE(50);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '=') ADVANCE(46);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(30);
-      if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(15);
-      END_STATE();
-    case 31:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == '$') ADVANCE(65);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(31);
-      if (lookahead != 0 &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=') ADVANCE(64);
-      END_STATE();
-    case 32:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == 'f') ADVANCE(10);
-      if (lookahead == '\t' ||
-          lookahead == ' ') SKIP(32);
-      END_STATE();
-    case 33:
-      if (eof) ADVANCE(34);
-      if (lookahead == '\n') ADVANCE(35);
-      if (lookahead == '\r') ADVANCE(1);
-      if (lookahead == '"') ADVANCE(81);
-      if (lookahead == 'f') ADVANCE(10);
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(2);
+      if (lookahead == '!') ADVANCE(58);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '$') ADVANCE(88);
+      if (lookahead == '=') ADVANCE(49);
       if (lookahead == '\t' ||
           lookahead == ' ') SKIP(33);
       if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(15);
+          lookahead == 'r') ADVANCE(84);
+      if (lookahead != 0) ADVANCE(86);
+      END_STATE();
+    case 29:
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(2);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '$') ADVANCE(88);
+      if (lookahead == 'f') ADVANCE(82);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(35);
+      if (lookahead != 0 &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 30:
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(2);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '$') ADVANCE(88);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(34);
+      if (lookahead != 0 &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 31:
+      if (eof) ADVANCE(37);
+      ADVANCE_MAP(
+        '\n', 38,
+        '\r', 1,
+        '!', 58,
+        '"', 92,
+        '#', 40,
+        '$', 76,
+        ',', 52,
+        '=', 49,
+        '[', 51,
+        ']', 53,
+        'f', 67,
+      );
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(31);
+      if (lookahead == 'R' ||
+          lookahead == 'r') ADVANCE(69);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(71);
+      END_STATE();
+    case 32:
+      if (eof) ADVANCE(37);
+      ADVANCE_MAP(
+        '\n', 38,
+        '\r', 1,
+        '!', 58,
+        '"', 92,
+        '#', 40,
+        '=', 49,
+        '[', 50,
+        ']', 53,
+      );
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(32);
+      if (('A' <= lookahead && lookahead <= 'Z') ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(71);
+      END_STATE();
+    case 33:
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(1);
+      if (lookahead == '!') ADVANCE(58);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '=') ADVANCE(49);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(33);
+      if (lookahead == 'R' ||
+          lookahead == 'r') ADVANCE(17);
       END_STATE();
     case 34:
-      ACCEPT_TOKEN(ts_builtin_sym_end);
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(1);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == '$') ADVANCE(76);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(34);
+      if (lookahead != 0 &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=') ADVANCE(75);
       END_STATE();
     case 35:
-      ACCEPT_TOKEN(sym__newline);
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(1);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == 'f') ADVANCE(12);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(35);
       END_STATE();
     case 36:
+      if (eof) ADVANCE(37);
+      if (lookahead == '\n') ADVANCE(38);
+      if (lookahead == '\r') ADVANCE(1);
+      if (lookahead == '"') ADVANCE(92);
+      if (lookahead == 'f') ADVANCE(12);
+      if (lookahead == '\t' ||
+          lookahead == ' ') SKIP(36);
+      if (lookahead == 'R' ||
+          lookahead == 'r') ADVANCE(17);
+      END_STATE();
+    case 37:
+      ACCEPT_TOKEN(ts_builtin_sym_end);
+      END_STATE();
+    case 38:
+      ACCEPT_TOKEN(sym__newline);
+      END_STATE();
+    case 39:
       ACCEPT_TOKEN(sym_directive);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(36);
-      END_STATE();
-    case 37:
-      ACCEPT_TOKEN(sym_comment);
-      if (lookahead == ' ') ADVANCE(41);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
-      END_STATE();
-    case 38:
-      ACCEPT_TOKEN(sym_comment);
-      if (lookahead == '=') ADVANCE(36);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
-      END_STATE();
-    case 39:
-      ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 'a') ADVANCE(43);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(39);
       END_STATE();
     case 40:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 'n') ADVANCE(42);
+      if (lookahead == ' ') ADVANCE(44);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 41:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 's') ADVANCE(44);
+      if (lookahead == '=') ADVANCE(39);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 42:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 't') ADVANCE(39);
+      if (lookahead == 'a') ADVANCE(46);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 43:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 'x') ADVANCE(38);
+      if (lookahead == 'n') ADVANCE(45);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 44:
       ACCEPT_TOKEN(sym_comment);
-      if (lookahead == 'y') ADVANCE(40);
+      if (lookahead == 's') ADVANCE(47);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 45:
       ACCEPT_TOKEN(sym_comment);
+      if (lookahead == 't') ADVANCE(42);
       if (lookahead != 0 &&
           lookahead != '\n' &&
-          lookahead != '\r') ADVANCE(45);
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 46:
-      ACCEPT_TOKEN(anon_sym_EQ);
+      ACCEPT_TOKEN(sym_comment);
+      if (lookahead == 'x') ADVANCE(41);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 47:
-      ACCEPT_TOKEN(anon_sym_LBRACK);
+      ACCEPT_TOKEN(sym_comment);
+      if (lookahead == 'y') ADVANCE(43);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 48:
-      ACCEPT_TOKEN(anon_sym_COMMA);
+      ACCEPT_TOKEN(sym_comment);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r') ADVANCE(48);
       END_STATE();
     case 49:
-      ACCEPT_TOKEN(anon_sym_RBRACK);
+      ACCEPT_TOKEN(anon_sym_EQ);
       END_STATE();
     case 50:
-      ACCEPT_TOKEN(sym_required);
+      ACCEPT_TOKEN(anon_sym_LBRACK);
       END_STATE();
     case 51:
-      ACCEPT_TOKEN(aux_sym_mount_mode_token1);
+      ACCEPT_TOKEN(anon_sym_LBRACK);
+      if (lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= ':') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(10);
       END_STATE();
     case 52:
+      ACCEPT_TOKEN(anon_sym_COMMA);
+      END_STATE();
+    case 53:
+      ACCEPT_TOKEN(anon_sym_RBRACK);
+      END_STATE();
+    case 54:
+      ACCEPT_TOKEN(sym_bracketed_address);
+      if (lookahead == ':') ADVANCE(19);
+      END_STATE();
+    case 55:
+      ACCEPT_TOKEN(sym_bracketed_address);
+      if (lookahead == ':') ADVANCE(73);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(75);
+      END_STATE();
+    case 56:
+      ACCEPT_TOKEN(sym_bracketed_address);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(56);
+      END_STATE();
+    case 57:
+      ACCEPT_TOKEN(sym_bracketed_address);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(57);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(75);
+      END_STATE();
+    case 58:
+      ACCEPT_TOKEN(sym_required);
+      END_STATE();
+    case 59:
+      ACCEPT_TOKEN(aux_sym_mount_mode_token1);
+      END_STATE();
+    case 60:
       ACCEPT_TOKEN(aux_sym_mount_mode_token1);
       if (lookahead != 0 &&
           lookahead != '\t' &&
@@ -1254,114 +1349,114 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '\r' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 53:
-      ACCEPT_TOKEN(aux_sym_mount_mode_token2);
-      END_STATE();
-    case 54:
-      ACCEPT_TOKEN(aux_sym_mount_mode_token2);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 55:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == '/') ADVANCE(62);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 56:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == '/') ADVANCE(55);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 57:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == ':') ADVANCE(56);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 58:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == 'e') ADVANCE(57);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 59:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == 'i') ADVANCE(60);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 60:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == 'l') ADVANCE(58);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
+          lookahead != '[') ADVANCE(71);
       END_STATE();
     case 61:
-      ACCEPT_TOKEN(sym__identifier);
-      if (lookahead == 'O' ||
-          lookahead == 'o') ADVANCE(52);
-      if (lookahead == 'W' ||
-          lookahead == 'w') ADVANCE(54);
+      ACCEPT_TOKEN(aux_sym_mount_mode_token2);
+      END_STATE();
+    case 62:
+      ACCEPT_TOKEN(aux_sym_mount_mode_token2);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
+          lookahead != '[') ADVANCE(71);
       END_STATE();
-    case 62:
+    case 63:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == '/') ADVANCE(70);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 64:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == '/') ADVANCE(63);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 65:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == ':') ADVANCE(64);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 66:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == 'e') ADVANCE(65);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 67:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == 'i') ADVANCE(68);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 68:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == 'l') ADVANCE(66);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 69:
+      ACCEPT_TOKEN(sym__identifier);
+      if (lookahead == 'O' ||
+          lookahead == 'o') ADVANCE(60);
+      if (lookahead == 'W' ||
+          lookahead == 'w') ADVANCE(62);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '=' &&
+          lookahead != '[') ADVANCE(71);
+      END_STATE();
+    case 70:
       ACCEPT_TOKEN(sym__identifier);
       if (lookahead == '!' ||
           lookahead == '"' ||
           lookahead == '=' ||
-          lookahead == '[') ADVANCE(94);
+          lookahead == '[') ADVANCE(105);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead)) ADVANCE(62);
+          (lookahead < ' ' || '"' < lookahead)) ADVANCE(70);
       END_STATE();
-    case 63:
+    case 71:
       ACCEPT_TOKEN(sym__identifier);
       if (lookahead != 0 &&
           lookahead != '\t' &&
@@ -1369,89 +1464,15 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '\r' &&
           (lookahead < ' ' || '"' < lookahead) &&
           lookahead != '=' &&
-          lookahead != '[') ADVANCE(63);
-      END_STATE();
-    case 64:
-      ACCEPT_TOKEN(aux_sym_word_token1);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(64);
-      END_STATE();
-    case 65:
-      ACCEPT_TOKEN(aux_sym_word_token2);
-      if (lookahead == '{') ADVANCE(66);
-      END_STATE();
-    case 66:
-      ACCEPT_TOKEN(aux_sym_word_token2);
-      if (lookahead == '-' ||
-          lookahead == '.' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(12);
-      END_STATE();
-    case 67:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == '/') ADVANCE(74);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 68:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == '/') ADVANCE(67);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 69:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == ':') ADVANCE(68);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 70:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == 'e') ADVANCE(69);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
-      END_STATE();
-    case 71:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == 'i') ADVANCE(72);
-      if (lookahead != 0 &&
-          lookahead != '\t' &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead) &&
-          lookahead != '$' &&
-          lookahead != '=') ADVANCE(75);
+          lookahead != '[') ADVANCE(71);
       END_STATE();
     case 72:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == 'l') ADVANCE(70);
+      ACCEPT_TOKEN(aux_sym_word_token1);
+      if (lookahead == ']') ADVANCE(55);
+      if (lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= ':') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(72);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
@@ -1461,11 +1482,8 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '=') ADVANCE(75);
       END_STATE();
     case 73:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == 'O' ||
-          lookahead == 'o') ADVANCE(75);
-      if (lookahead == 'W' ||
-          lookahead == 'w') ADVANCE(75);
+      ACCEPT_TOKEN(aux_sym_word_token1);
+      if (('0' <= lookahead && lookahead <= '9')) ADVANCE(57);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
@@ -1475,19 +1493,21 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '=') ADVANCE(75);
       END_STATE();
     case 74:
-      ACCEPT_TOKEN(aux_sym_word_token3);
-      if (lookahead == '!' ||
-          lookahead == '"' ||
-          lookahead == '$' ||
-          lookahead == '=') ADVANCE(94);
+      ACCEPT_TOKEN(aux_sym_word_token1);
+      if (lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= ':') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(72);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
-          (lookahead < ' ' || '"' < lookahead)) ADVANCE(74);
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(75);
       END_STATE();
     case 75:
-      ACCEPT_TOKEN(aux_sym_word_token3);
+      ACCEPT_TOKEN(aux_sym_word_token1);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
@@ -1497,52 +1517,11 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead != '=') ADVANCE(75);
       END_STATE();
     case 76:
-      ACCEPT_TOKEN(aux_sym_word_token4);
+      ACCEPT_TOKEN(aux_sym_word_token2);
+      if (lookahead == '{') ADVANCE(77);
       END_STATE();
     case 77:
-      ACCEPT_TOKEN(aux_sym_word_token5);
-      if (lookahead == '{') ADVANCE(78);
-      END_STATE();
-    case 78:
-      ACCEPT_TOKEN(aux_sym_word_token5);
-      if (lookahead == '-' ||
-          lookahead == '.' ||
-          ('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'Z') ||
-          lookahead == '_' ||
-          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(13);
-      END_STATE();
-    case 79:
-      ACCEPT_TOKEN(aux_sym_word_token6);
-      END_STATE();
-    case 80:
-      ACCEPT_TOKEN(sym_expansion);
-      END_STATE();
-    case 81:
-      ACCEPT_TOKEN(anon_sym_DQUOTE);
-      END_STATE();
-    case 82:
-      ACCEPT_TOKEN(aux_sym_string_token1);
-      if (lookahead != 0 &&
-          lookahead != '\n' &&
-          lookahead != '\r' &&
-          lookahead != '"' &&
-          lookahead != '$' &&
-          lookahead != '\\') ADVANCE(82);
-      END_STATE();
-    case 83:
-      ACCEPT_TOKEN(aux_sym_string_token2);
-      END_STATE();
-    case 84:
-      ACCEPT_TOKEN(aux_sym_string_token2);
-      if (lookahead == '{') ADVANCE(83);
-      END_STATE();
-    case 85:
-      ACCEPT_TOKEN(aux_sym_string_token2);
-      if (lookahead == '{') ADVANCE(86);
-      END_STATE();
-    case 86:
-      ACCEPT_TOKEN(aux_sym_string_token2);
+      ACCEPT_TOKEN(aux_sym_word_token2);
       if (lookahead == '-' ||
           lookahead == '.' ||
           ('0' <= lookahead && lookahead <= '9') ||
@@ -1550,44 +1529,200 @@ static bool ts_lex(TSLexer *lexer, TSStateId state) {
           lookahead == '_' ||
           ('a' <= lookahead && lookahead <= 'z')) ADVANCE(14);
       END_STATE();
+    case 78:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == '/') ADVANCE(85);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 79:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == '/') ADVANCE(78);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 80:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == ':') ADVANCE(79);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 81:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == 'e') ADVANCE(80);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 82:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == 'i') ADVANCE(83);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 83:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == 'l') ADVANCE(81);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 84:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == 'O' ||
+          lookahead == 'o') ADVANCE(86);
+      if (lookahead == 'W' ||
+          lookahead == 'w') ADVANCE(86);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
+    case 85:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead == '!' ||
+          lookahead == '"' ||
+          lookahead == '$' ||
+          lookahead == '=') ADVANCE(105);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead)) ADVANCE(85);
+      END_STATE();
+    case 86:
+      ACCEPT_TOKEN(aux_sym_word_token3);
+      if (lookahead != 0 &&
+          lookahead != '\t' &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          (lookahead < ' ' || '"' < lookahead) &&
+          lookahead != '$' &&
+          lookahead != '=') ADVANCE(86);
+      END_STATE();
     case 87:
-      ACCEPT_TOKEN(aux_sym_string_token3);
+      ACCEPT_TOKEN(aux_sym_word_token4);
       END_STATE();
     case 88:
-      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      ACCEPT_TOKEN(aux_sym_word_token5);
+      if (lookahead == '{') ADVANCE(89);
       END_STATE();
     case 89:
-      ACCEPT_TOKEN(sym_escape_sequence);
+      ACCEPT_TOKEN(aux_sym_word_token5);
+      if (lookahead == '-' ||
+          lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(15);
       END_STATE();
     case 90:
-      ACCEPT_TOKEN(sym_escape_sequence);
-      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(16);
+      ACCEPT_TOKEN(aux_sym_word_token6);
       END_STATE();
     case 91:
-      ACCEPT_TOKEN(sym_escape_sequence);
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(23);
+      ACCEPT_TOKEN(sym_expansion);
       END_STATE();
     case 92:
-      ACCEPT_TOKEN(sym_escape_sequence);
-      if (('0' <= lookahead && lookahead <= '9') ||
-          ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(17);
+      ACCEPT_TOKEN(anon_sym_DQUOTE);
       END_STATE();
     case 93:
+      ACCEPT_TOKEN(aux_sym_string_token1);
+      if (lookahead != 0 &&
+          lookahead != '\n' &&
+          lookahead != '\r' &&
+          lookahead != '"' &&
+          lookahead != '$' &&
+          lookahead != '\\') ADVANCE(93);
+      END_STATE();
+    case 94:
+      ACCEPT_TOKEN(aux_sym_string_token2);
+      END_STATE();
+    case 95:
+      ACCEPT_TOKEN(aux_sym_string_token2);
+      if (lookahead == '{') ADVANCE(94);
+      END_STATE();
+    case 96:
+      ACCEPT_TOKEN(aux_sym_string_token2);
+      if (lookahead == '{') ADVANCE(97);
+      END_STATE();
+    case 97:
+      ACCEPT_TOKEN(aux_sym_string_token2);
+      if (lookahead == '-' ||
+          lookahead == '.' ||
+          ('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'Z') ||
+          lookahead == '_' ||
+          ('a' <= lookahead && lookahead <= 'z')) ADVANCE(16);
+      END_STATE();
+    case 98:
+      ACCEPT_TOKEN(aux_sym_string_token3);
+      END_STATE();
+    case 99:
+      ACCEPT_TOKEN(anon_sym_DQUOTE2);
+      END_STATE();
+    case 100:
+      ACCEPT_TOKEN(sym_escape_sequence);
+      END_STATE();
+    case 101:
+      ACCEPT_TOKEN(sym_escape_sequence);
+      if (('0' <= lookahead && lookahead <= '7')) ADVANCE(18);
+      END_STATE();
+    case 102:
       ACCEPT_TOKEN(sym_escape_sequence);
       if (('0' <= lookahead && lookahead <= '9') ||
           ('A' <= lookahead && lookahead <= 'F') ||
-          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(19);
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(26);
       END_STATE();
-    case 94:
+    case 103:
+      ACCEPT_TOKEN(sym_escape_sequence);
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(20);
+      END_STATE();
+    case 104:
+      ACCEPT_TOKEN(sym_escape_sequence);
+      if (('0' <= lookahead && lookahead <= '9') ||
+          ('A' <= lookahead && lookahead <= 'F') ||
+          ('a' <= lookahead && lookahead <= 'f')) ADVANCE(22);
+      END_STATE();
+    case 105:
       ACCEPT_TOKEN(sym_file_reference);
       if (lookahead != 0 &&
           lookahead != '\t' &&
           lookahead != '\n' &&
           lookahead != '\r' &&
-          lookahead != ' ') ADVANCE(94);
+          lookahead != ' ') ADVANCE(105);
       END_STATE();
     default:
       return false;
@@ -1637,227 +1772,248 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
           lookahead == 'o') ADVANCE(14);
       END_STATE();
     case 4:
+      if (lookahead == 'G' ||
+          lookahead == 'g') ADVANCE(15);
       if (lookahead == 'N' ||
-          lookahead == 'n') ADVANCE(15);
+          lookahead == 'n') ADVANCE(16);
       if (lookahead == 'X' ||
-          lookahead == 'x') ADVANCE(16);
+          lookahead == 'x') ADVANCE(17);
       END_STATE();
     case 5:
       if (lookahead == 'R' ||
-          lookahead == 'r') ADVANCE(17);
+          lookahead == 'r') ADVANCE(18);
       END_STATE();
     case 6:
       if (lookahead == 'A' ||
-          lookahead == 'a') ADVANCE(18);
+          lookahead == 'a') ADVANCE(19);
       END_STATE();
     case 7:
       if (lookahead == 'O' ||
-          lookahead == 'o') ADVANCE(19);
+          lookahead == 'o') ADVANCE(20);
       END_STATE();
     case 8:
       if (lookahead == 'A' ||
-          lookahead == 'a') ADVANCE(20);
+          lookahead == 'a') ADVANCE(21);
       END_STATE();
     case 9:
       if (lookahead == 'U' ||
-          lookahead == 'u') ADVANCE(21);
+          lookahead == 'u') ADVANCE(22);
       END_STATE();
     case 10:
       if (lookahead == 'D' ||
-          lookahead == 'd') ADVANCE(22);
+          lookahead == 'd') ADVANCE(23);
       END_STATE();
     case 11:
       if (lookahead == 'G' ||
-          lookahead == 'g') ADVANCE(23);
+          lookahead == 'g') ADVANCE(24);
       END_STATE();
     case 12:
       if (lookahead == 'N' ||
-          lookahead == 'n') ADVANCE(24);
+          lookahead == 'n') ADVANCE(25);
       END_STATE();
     case 13:
       if (lookahead == 'P' ||
-          lookahead == 'p') ADVANCE(25);
+          lookahead == 'p') ADVANCE(26);
       END_STATE();
     case 14:
       if (lookahead == 'N' ||
-          lookahead == 'n') ADVANCE(26);
+          lookahead == 'n') ADVANCE(27);
       END_STATE();
     case 15:
-      if (lookahead == 'V' ||
-          lookahead == 'v') ADVANCE(27);
+      if (lookahead == 'R' ||
+          lookahead == 'r') ADVANCE(28);
       END_STATE();
     case 16:
-      if (lookahead == 'E' ||
-          lookahead == 'e') ADVANCE(28);
+      if (lookahead == 'V' ||
+          lookahead == 'v') ADVANCE(29);
       END_STATE();
     case 17:
-      if (lookahead == 'O' ||
-          lookahead == 'o') ADVANCE(29);
+      if (lookahead == 'E' ||
+          lookahead == 'e') ADVANCE(30);
       END_STATE();
     case 18:
-      if (lookahead == 'B' ||
-          lookahead == 'b') ADVANCE(30);
+      if (lookahead == 'O' ||
+          lookahead == 'o') ADVANCE(31);
       END_STATE();
     case 19:
-      if (lookahead == 'D' ||
-          lookahead == 'd') ADVANCE(31);
-      if (lookahead == 'U' ||
-          lookahead == 'u') ADVANCE(32);
+      if (lookahead == 'B' ||
+          lookahead == 'b') ADVANCE(32);
       END_STATE();
     case 20:
-      if (lookahead == 'M' ||
-          lookahead == 'm') ADVANCE(33);
+      if (lookahead == 'D' ||
+          lookahead == 'd') ADVANCE(33);
+      if (lookahead == 'U' ||
+          lookahead == 'u') ADVANCE(34);
       END_STATE();
     case 21:
-      if (lookahead == 'N' ||
-          lookahead == 'n') ADVANCE(34);
+      if (lookahead == 'M' ||
+          lookahead == 'm') ADVANCE(35);
       END_STATE();
     case 22:
-      ACCEPT_TOKEN(aux_sym_add_instruction_token1);
+      if (lookahead == 'N' ||
+          lookahead == 'n') ADVANCE(36);
       END_STATE();
     case 23:
-      ACCEPT_TOKEN(aux_sym_arg_instruction_token1);
+      ACCEPT_TOKEN(aux_sym_add_instruction_token1);
       END_STATE();
     case 24:
-      ACCEPT_TOKEN(aux_sym_bin_instruction_token1);
+      ACCEPT_TOKEN(aux_sym_arg_instruction_token1);
       END_STATE();
     case 25:
-      if (lookahead == 'A' ||
-          lookahead == 'a') ADVANCE(35);
+      ACCEPT_TOKEN(aux_sym_bin_instruction_token1);
       END_STATE();
     case 26:
-      if (lookahead == 'F' ||
-          lookahead == 'f') ADVANCE(36);
-      if (lookahead == 'T' ||
-          lookahead == 't') ADVANCE(37);
+      if (lookahead == 'A' ||
+          lookahead == 'a') ADVANCE(37);
       END_STATE();
     case 27:
-      ACCEPT_TOKEN(aux_sym_env_instruction_token1);
+      if (lookahead == 'F' ||
+          lookahead == 'f') ADVANCE(38);
+      if (lookahead == 'T' ||
+          lookahead == 't') ADVANCE(39);
       END_STATE();
     case 28:
-      if (lookahead == 'C' ||
-          lookahead == 'c') ADVANCE(38);
-      END_STATE();
-    case 29:
-      if (lookahead == 'M' ||
-          lookahead == 'm') ADVANCE(39);
-      END_STATE();
-    case 30:
       if (lookahead == 'E' ||
           lookahead == 'e') ADVANCE(40);
       END_STATE();
+    case 29:
+      ACCEPT_TOKEN(aux_sym_env_instruction_token1);
+      END_STATE();
+    case 30:
+      if (lookahead == 'C' ||
+          lookahead == 'c') ADVANCE(41);
+      END_STATE();
     case 31:
-      if (lookahead == 'E' ||
-          lookahead == 'e') ADVANCE(41);
+      if (lookahead == 'M' ||
+          lookahead == 'm') ADVANCE(42);
       END_STATE();
     case 32:
-      if (lookahead == 'N' ||
-          lookahead == 'n') ADVANCE(42);
-      END_STATE();
-    case 33:
       if (lookahead == 'E' ||
           lookahead == 'e') ADVANCE(43);
       END_STATE();
+    case 33:
+      if (lookahead == 'E' ||
+          lookahead == 'e') ADVANCE(44);
+      END_STATE();
     case 34:
-      if (lookahead == 'T' ||
-          lookahead == 't') ADVANCE(44);
+      if (lookahead == 'N' ||
+          lookahead == 'n') ADVANCE(45);
       END_STATE();
     case 35:
-      if (lookahead == 'B' ||
-          lookahead == 'b') ADVANCE(45);
+      if (lookahead == 'E' ||
+          lookahead == 'e') ADVANCE(46);
       END_STATE();
     case 36:
-      if (lookahead == 'I' ||
-          lookahead == 'i') ADVANCE(46);
+      if (lookahead == 'T' ||
+          lookahead == 't') ADVANCE(47);
       END_STATE();
     case 37:
-      if (lookahead == 'E' ||
-          lookahead == 'e') ADVANCE(47);
+      if (lookahead == 'B' ||
+          lookahead == 'b') ADVANCE(48);
       END_STATE();
     case 38:
-      ACCEPT_TOKEN(aux_sym_exec_instruction_token1);
+      if (lookahead == 'I' ||
+          lookahead == 'i') ADVANCE(49);
       END_STATE();
     case 39:
-      ACCEPT_TOKEN(aux_sym_from_instruction_token1);
+      if (lookahead == 'E' ||
+          lookahead == 'e') ADVANCE(50);
       END_STATE();
     case 40:
-      if (lookahead == 'L' ||
-          lookahead == 'l') ADVANCE(48);
+      if (lookahead == 'S' ||
+          lookahead == 's') ADVANCE(51);
       END_STATE();
     case 41:
-      if (lookahead == 'L' ||
-          lookahead == 'l') ADVANCE(49);
+      ACCEPT_TOKEN(aux_sym_exec_instruction_token1);
       END_STATE();
     case 42:
-      if (lookahead == 'T' ||
-          lookahead == 't') ADVANCE(50);
+      ACCEPT_TOKEN(aux_sym_from_instruction_token1);
       END_STATE();
     case 43:
-      ACCEPT_TOKEN(aux_sym_name_instruction_token1);
+      if (lookahead == 'L' ||
+          lookahead == 'l') ADVANCE(52);
       END_STATE();
     case 44:
-      if (lookahead == 'I' ||
-          lookahead == 'i') ADVANCE(51);
+      if (lookahead == 'L' ||
+          lookahead == 'l') ADVANCE(53);
       END_STATE();
     case 45:
-      if (lookahead == 'I' ||
-          lookahead == 'i') ADVANCE(52);
+      if (lookahead == 'T' ||
+          lookahead == 't') ADVANCE(54);
       END_STATE();
     case 46:
-      if (lookahead == 'G' ||
-          lookahead == 'g') ADVANCE(53);
+      ACCEPT_TOKEN(aux_sym_name_instruction_token1);
       END_STATE();
     case 47:
-      if (lookahead == 'X' ||
-          lookahead == 'x') ADVANCE(54);
+      if (lookahead == 'I' ||
+          lookahead == 'i') ADVANCE(55);
       END_STATE();
     case 48:
-      ACCEPT_TOKEN(aux_sym_label_instruction_token1);
+      if (lookahead == 'I' ||
+          lookahead == 'i') ADVANCE(56);
       END_STATE();
     case 49:
-      ACCEPT_TOKEN(aux_sym_model_instruction_token1);
+      if (lookahead == 'G' ||
+          lookahead == 'g') ADVANCE(57);
       END_STATE();
     case 50:
-      ACCEPT_TOKEN(aux_sym_mount_instruction_token1);
+      if (lookahead == 'X' ||
+          lookahead == 'x') ADVANCE(58);
       END_STATE();
     case 51:
-      if (lookahead == 'M' ||
-          lookahead == 'm') ADVANCE(55);
+      if (lookahead == 'S' ||
+          lookahead == 's') ADVANCE(59);
       END_STATE();
     case 52:
-      if (lookahead == 'L' ||
-          lookahead == 'l') ADVANCE(56);
+      ACCEPT_TOKEN(aux_sym_label_instruction_token1);
       END_STATE();
     case 53:
-      ACCEPT_TOKEN(aux_sym_config_instruction_token1);
+      ACCEPT_TOKEN(aux_sym_model_instruction_token1);
       END_STATE();
     case 54:
-      if (lookahead == 'T' ||
-          lookahead == 't') ADVANCE(57);
+      ACCEPT_TOKEN(aux_sym_mount_instruction_token1);
       END_STATE();
     case 55:
-      if (lookahead == 'E' ||
-          lookahead == 'e') ADVANCE(58);
+      if (lookahead == 'M' ||
+          lookahead == 'm') ADVANCE(60);
       END_STATE();
     case 56:
-      if (lookahead == 'I' ||
-          lookahead == 'i') ADVANCE(59);
+      if (lookahead == 'L' ||
+          lookahead == 'l') ADVANCE(61);
       END_STATE();
     case 57:
-      ACCEPT_TOKEN(aux_sym_context_instruction_token1);
+      ACCEPT_TOKEN(aux_sym_config_instruction_token1);
       END_STATE();
     case 58:
-      ACCEPT_TOKEN(aux_sym_runtime_instruction_token1);
+      if (lookahead == 'T' ||
+          lookahead == 't') ADVANCE(62);
       END_STATE();
     case 59:
-      if (lookahead == 'T' ||
-          lookahead == 't') ADVANCE(60);
+      ACCEPT_TOKEN(aux_sym_egress_instruction_token1);
       END_STATE();
     case 60:
-      if (lookahead == 'Y' ||
-          lookahead == 'y') ADVANCE(61);
+      if (lookahead == 'E' ||
+          lookahead == 'e') ADVANCE(63);
       END_STATE();
     case 61:
+      if (lookahead == 'I' ||
+          lookahead == 'i') ADVANCE(64);
+      END_STATE();
+    case 62:
+      ACCEPT_TOKEN(aux_sym_context_instruction_token1);
+      END_STATE();
+    case 63:
+      ACCEPT_TOKEN(aux_sym_runtime_instruction_token1);
+      END_STATE();
+    case 64:
+      if (lookahead == 'T' ||
+          lookahead == 't') ADVANCE(65);
+      END_STATE();
+    case 65:
+      if (lookahead == 'Y' ||
+          lookahead == 'y') ADVANCE(66);
+      END_STATE();
+    case 66:
       ACCEPT_TOKEN(aux_sym_capability_instruction_token1);
       END_STATE();
     default:
@@ -1867,79 +2023,79 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
 
 static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [0] = {.lex_state = 0, .external_lex_state = 1},
-  [1] = {.lex_state = 29, .external_lex_state = 2},
-  [2] = {.lex_state = 29, .external_lex_state = 2},
-  [3] = {.lex_state = 29, .external_lex_state = 2},
-  [4] = {.lex_state = 29, .external_lex_state = 2},
-  [5] = {.lex_state = 25, .external_lex_state = 3},
-  [6] = {.lex_state = 25, .external_lex_state = 3},
-  [7] = {.lex_state = 25, .external_lex_state = 3},
-  [8] = {.lex_state = 25, .external_lex_state = 3},
-  [9] = {.lex_state = 25, .external_lex_state = 3},
-  [10] = {.lex_state = 27, .external_lex_state = 4},
-  [11] = {.lex_state = 27, .external_lex_state = 4},
-  [12] = {.lex_state = 27, .external_lex_state = 4},
-  [13] = {.lex_state = 27, .external_lex_state = 4},
-  [14] = {.lex_state = 27, .external_lex_state = 4},
-  [15] = {.lex_state = 31, .external_lex_state = 4},
-  [16] = {.lex_state = 31, .external_lex_state = 4},
-  [17] = {.lex_state = 31, .external_lex_state = 4},
-  [18] = {.lex_state = 26, .external_lex_state = 3},
-  [19] = {.lex_state = 26, .external_lex_state = 3},
-  [20] = {.lex_state = 26, .external_lex_state = 3},
-  [21] = {.lex_state = 26, .external_lex_state = 3},
-  [22] = {.lex_state = 26, .external_lex_state = 3},
-  [23] = {.lex_state = 27, .external_lex_state = 5},
-  [24] = {.lex_state = 31, .external_lex_state = 4},
-  [25] = {.lex_state = 27, .external_lex_state = 5},
-  [26] = {.lex_state = 27, .external_lex_state = 5},
-  [27] = {.lex_state = 33, .external_lex_state = 3},
-  [28] = {.lex_state = 27, .external_lex_state = 5},
-  [29] = {.lex_state = 27, .external_lex_state = 5},
-  [30] = {.lex_state = 31, .external_lex_state = 5},
-  [31] = {.lex_state = 31, .external_lex_state = 5},
-  [32] = {.lex_state = 31, .external_lex_state = 5},
-  [33] = {.lex_state = 29, .external_lex_state = 3},
-  [34] = {.lex_state = 31, .external_lex_state = 5},
-  [35] = {.lex_state = 31, .external_lex_state = 4},
-  [36] = {.lex_state = 33, .external_lex_state = 3},
-  [37] = {.lex_state = 29, .external_lex_state = 3},
-  [38] = {.lex_state = 29, .external_lex_state = 3},
-  [39] = {.lex_state = 4},
+  [1] = {.lex_state = 32, .external_lex_state = 2},
+  [2] = {.lex_state = 32, .external_lex_state = 2},
+  [3] = {.lex_state = 32, .external_lex_state = 2},
+  [4] = {.lex_state = 32, .external_lex_state = 2},
+  [5] = {.lex_state = 28, .external_lex_state = 3},
+  [6] = {.lex_state = 28, .external_lex_state = 3},
+  [7] = {.lex_state = 28, .external_lex_state = 3},
+  [8] = {.lex_state = 28, .external_lex_state = 3},
+  [9] = {.lex_state = 28, .external_lex_state = 3},
+  [10] = {.lex_state = 30, .external_lex_state = 4},
+  [11] = {.lex_state = 30, .external_lex_state = 4},
+  [12] = {.lex_state = 30, .external_lex_state = 4},
+  [13] = {.lex_state = 30, .external_lex_state = 4},
+  [14] = {.lex_state = 30, .external_lex_state = 4},
+  [15] = {.lex_state = 34, .external_lex_state = 4},
+  [16] = {.lex_state = 34, .external_lex_state = 4},
+  [17] = {.lex_state = 34, .external_lex_state = 4},
+  [18] = {.lex_state = 29, .external_lex_state = 3},
+  [19] = {.lex_state = 29, .external_lex_state = 3},
+  [20] = {.lex_state = 29, .external_lex_state = 3},
+  [21] = {.lex_state = 29, .external_lex_state = 3},
+  [22] = {.lex_state = 29, .external_lex_state = 3},
+  [23] = {.lex_state = 30, .external_lex_state = 5},
+  [24] = {.lex_state = 34, .external_lex_state = 4},
+  [25] = {.lex_state = 30, .external_lex_state = 5},
+  [26] = {.lex_state = 30, .external_lex_state = 5},
+  [27] = {.lex_state = 36, .external_lex_state = 3},
+  [28] = {.lex_state = 30, .external_lex_state = 5},
+  [29] = {.lex_state = 30, .external_lex_state = 5},
+  [30] = {.lex_state = 34, .external_lex_state = 5},
+  [31] = {.lex_state = 34, .external_lex_state = 5},
+  [32] = {.lex_state = 34, .external_lex_state = 5},
+  [33] = {.lex_state = 32, .external_lex_state = 3},
+  [34] = {.lex_state = 34, .external_lex_state = 5},
+  [35] = {.lex_state = 34, .external_lex_state = 4},
+  [36] = {.lex_state = 36, .external_lex_state = 3},
+  [37] = {.lex_state = 32, .external_lex_state = 3},
+  [38] = {.lex_state = 32, .external_lex_state = 3},
+  [39] = {.lex_state = 32, .external_lex_state = 3},
   [40] = {.lex_state = 4},
-  [41] = {.lex_state = 31, .external_lex_state = 5},
-  [42] = {.lex_state = 29, .external_lex_state = 3},
-  [43] = {.lex_state = 29, .external_lex_state = 3},
-  [44] = {.lex_state = 29, .external_lex_state = 3},
-  [45] = {.lex_state = 4},
-  [46] = {.lex_state = 29, .external_lex_state = 3},
-  [47] = {.lex_state = 4},
-  [48] = {.lex_state = 29, .external_lex_state = 3},
-  [49] = {.lex_state = 25},
-  [50] = {.lex_state = 25},
-  [51] = {.lex_state = 25},
-  [52] = {.lex_state = 25},
-  [53] = {.lex_state = 25},
-  [54] = {.lex_state = 4},
-  [55] = {.lex_state = 33, .external_lex_state = 3},
-  [56] = {.lex_state = 31, .external_lex_state = 5},
-  [57] = {.lex_state = 31, .external_lex_state = 5},
-  [58] = {.lex_state = 31, .external_lex_state = 5},
-  [59] = {.lex_state = 31, .external_lex_state = 5},
-  [60] = {.lex_state = 33, .external_lex_state = 3},
-  [61] = {.lex_state = 31, .external_lex_state = 5},
-  [62] = {.lex_state = 33, .external_lex_state = 3},
-  [63] = {.lex_state = 31, .external_lex_state = 5},
-  [64] = {.lex_state = 31, .external_lex_state = 5},
-  [65] = {.lex_state = 31, .external_lex_state = 5},
-  [66] = {.lex_state = 31, .external_lex_state = 5},
-  [67] = {.lex_state = 0, .external_lex_state = 3},
-  [68] = {.lex_state = 31, .external_lex_state = 5},
-  [69] = {.lex_state = 31, .external_lex_state = 5},
-  [70] = {.lex_state = 31, .external_lex_state = 5},
-  [71] = {.lex_state = 31, .external_lex_state = 5},
-  [72] = {.lex_state = 0, .external_lex_state = 3},
-  [73] = {.lex_state = 0, .external_lex_state = 3},
+  [41] = {.lex_state = 34, .external_lex_state = 5},
+  [42] = {.lex_state = 32, .external_lex_state = 3},
+  [43] = {.lex_state = 32, .external_lex_state = 3},
+  [44] = {.lex_state = 5, .external_lex_state = 5},
+  [45] = {.lex_state = 32, .external_lex_state = 3},
+  [46] = {.lex_state = 4},
+  [47] = {.lex_state = 32, .external_lex_state = 3},
+  [48] = {.lex_state = 4},
+  [49] = {.lex_state = 32, .external_lex_state = 3},
+  [50] = {.lex_state = 28},
+  [51] = {.lex_state = 28},
+  [52] = {.lex_state = 28},
+  [53] = {.lex_state = 28},
+  [54] = {.lex_state = 28},
+  [55] = {.lex_state = 4},
+  [56] = {.lex_state = 4},
+  [57] = {.lex_state = 34, .external_lex_state = 5},
+  [58] = {.lex_state = 34, .external_lex_state = 5},
+  [59] = {.lex_state = 34, .external_lex_state = 5},
+  [60] = {.lex_state = 34, .external_lex_state = 5},
+  [61] = {.lex_state = 36, .external_lex_state = 3},
+  [62] = {.lex_state = 34, .external_lex_state = 5},
+  [63] = {.lex_state = 36, .external_lex_state = 3},
+  [64] = {.lex_state = 34, .external_lex_state = 5},
+  [65] = {.lex_state = 34, .external_lex_state = 5},
+  [66] = {.lex_state = 34, .external_lex_state = 5},
+  [67] = {.lex_state = 34, .external_lex_state = 5},
+  [68] = {.lex_state = 34, .external_lex_state = 5},
+  [69] = {.lex_state = 34, .external_lex_state = 5},
+  [70] = {.lex_state = 0, .external_lex_state = 3},
+  [71] = {.lex_state = 34, .external_lex_state = 5},
+  [72] = {.lex_state = 34, .external_lex_state = 5},
+  [73] = {.lex_state = 36, .external_lex_state = 3},
   [74] = {.lex_state = 0, .external_lex_state = 3},
   [75] = {.lex_state = 0, .external_lex_state = 3},
   [76] = {.lex_state = 0, .external_lex_state = 3},
@@ -1953,27 +2109,27 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [84] = {.lex_state = 0, .external_lex_state = 3},
   [85] = {.lex_state = 0, .external_lex_state = 3},
   [86] = {.lex_state = 0, .external_lex_state = 3},
-  [87] = {.lex_state = 0, .external_lex_state = 3},
-  [88] = {.lex_state = 29, .external_lex_state = 3},
+  [87] = {.lex_state = 32, .external_lex_state = 3},
+  [88] = {.lex_state = 0, .external_lex_state = 3},
   [89] = {.lex_state = 0, .external_lex_state = 3},
   [90] = {.lex_state = 0, .external_lex_state = 3},
   [91] = {.lex_state = 0, .external_lex_state = 3},
-  [92] = {.lex_state = 31},
-  [93] = {.lex_state = 0},
+  [92] = {.lex_state = 0, .external_lex_state = 3},
+  [93] = {.lex_state = 0, .external_lex_state = 3},
   [94] = {.lex_state = 0, .external_lex_state = 3},
-  [95] = {.lex_state = 0, .external_lex_state = 3},
-  [96] = {.lex_state = 0},
-  [97] = {.lex_state = 0},
-  [98] = {.lex_state = 31},
-  [99] = {.lex_state = 29},
-  [100] = {.lex_state = 0, .external_lex_state = 3},
-  [101] = {.lex_state = 31},
-  [102] = {.lex_state = 31},
-  [103] = {.lex_state = 31},
-  [104] = {.lex_state = 0},
-  [105] = {.lex_state = 0},
-  [106] = {.lex_state = 0},
-  [107] = {.lex_state = 0},
+  [95] = {.lex_state = 0},
+  [96] = {.lex_state = 34},
+  [97] = {.lex_state = 0, .external_lex_state = 3},
+  [98] = {.lex_state = 0, .external_lex_state = 3},
+  [99] = {.lex_state = 0},
+  [100] = {.lex_state = 32},
+  [101] = {.lex_state = 0, .external_lex_state = 3},
+  [102] = {.lex_state = 34},
+  [103] = {.lex_state = 0},
+  [104] = {.lex_state = 34},
+  [105] = {.lex_state = 34},
+  [106] = {.lex_state = 34},
+  [107] = {.lex_state = 32},
   [108] = {.lex_state = 0},
   [109] = {.lex_state = 0},
   [110] = {.lex_state = 0},
@@ -1993,15 +2149,15 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [124] = {.lex_state = 0},
   [125] = {.lex_state = 0},
   [126] = {.lex_state = 0},
-  [127] = {.lex_state = 0, .external_lex_state = 2},
-  [128] = {.lex_state = 29},
+  [127] = {.lex_state = 0},
+  [128] = {.lex_state = 0},
   [129] = {.lex_state = 0},
   [130] = {.lex_state = 0},
   [131] = {.lex_state = 0},
   [132] = {.lex_state = 0},
   [133] = {.lex_state = 0},
-  [134] = {.lex_state = 0},
-  [135] = {.lex_state = 0},
+  [134] = {.lex_state = 32},
+  [135] = {.lex_state = 0, .external_lex_state = 2},
   [136] = {.lex_state = 0},
   [137] = {.lex_state = 0},
   [138] = {.lex_state = 0},
@@ -2016,13 +2172,18 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [147] = {.lex_state = 0},
   [148] = {.lex_state = 0},
   [149] = {.lex_state = 0},
-  [150] = {.lex_state = 0, .external_lex_state = 6},
+  [150] = {.lex_state = 0},
   [151] = {.lex_state = 0},
   [152] = {.lex_state = 0},
   [153] = {.lex_state = 0},
   [154] = {.lex_state = 0},
-  [155] = {.lex_state = 0},
+  [155] = {.lex_state = 0, .external_lex_state = 6},
   [156] = {.lex_state = 0, .external_lex_state = 6},
+  [157] = {.lex_state = 0},
+  [158] = {.lex_state = 0},
+  [159] = {.lex_state = 0},
+  [160] = {.lex_state = 0},
+  [161] = {.lex_state = 0},
 };
 
 static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
@@ -2050,6 +2211,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [aux_sym_arg_instruction_token1] = ACTIONS(1),
     [aux_sym_capability_instruction_token1] = ACTIONS(1),
     [aux_sym_mount_instruction_token1] = ACTIONS(1),
+    [aux_sym_egress_instruction_token1] = ACTIONS(1),
+    [sym_bracketed_address] = ACTIONS(1),
     [sym_required] = ACTIONS(1),
     [aux_sym_mount_mode_token1] = ACTIONS(1),
     [aux_sym_mount_mode_token2] = ACTIONS(1),
@@ -2070,24 +2233,25 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym__word_guard] = ACTIONS(1),
   },
   [STATE(1)] = {
-    [sym_source_file] = STATE(152),
-    [sym__line] = STATE(143),
-    [sym__instruction] = STATE(143),
-    [sym_from_instruction] = STATE(143),
-    [sym_runtime_instruction] = STATE(143),
-    [sym_model_instruction] = STATE(143),
-    [sym_name_instruction] = STATE(143),
-    [sym_context_instruction] = STATE(143),
-    [sym_config_instruction] = STATE(143),
-    [sym_env_instruction] = STATE(143),
-    [sym_bin_instruction] = STATE(143),
-    [sym_exec_instruction] = STATE(143),
-    [sym_add_instruction] = STATE(143),
-    [sym_label_instruction] = STATE(143),
-    [sym_arg_instruction] = STATE(143),
-    [sym_capability_instruction] = STATE(143),
-    [sym_mount_instruction] = STATE(143),
-    [sym_heredoc_rest] = STATE(143),
+    [sym_source_file] = STATE(161),
+    [sym__line] = STATE(120),
+    [sym__instruction] = STATE(120),
+    [sym_from_instruction] = STATE(120),
+    [sym_runtime_instruction] = STATE(120),
+    [sym_model_instruction] = STATE(120),
+    [sym_name_instruction] = STATE(120),
+    [sym_context_instruction] = STATE(120),
+    [sym_config_instruction] = STATE(120),
+    [sym_env_instruction] = STATE(120),
+    [sym_bin_instruction] = STATE(120),
+    [sym_exec_instruction] = STATE(120),
+    [sym_add_instruction] = STATE(120),
+    [sym_label_instruction] = STATE(120),
+    [sym_arg_instruction] = STATE(120),
+    [sym_capability_instruction] = STATE(120),
+    [sym_mount_instruction] = STATE(120),
+    [sym_egress_instruction] = STATE(120),
+    [sym_heredoc_rest] = STATE(120),
     [aux_sym_source_file_repeat1] = STATE(2),
     [ts_builtin_sym_end] = ACTIONS(3),
     [sym__newline] = ACTIONS(5),
@@ -2107,32 +2271,34 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [aux_sym_arg_instruction_token1] = ACTIONS(33),
     [aux_sym_capability_instruction_token1] = ACTIONS(35),
     [aux_sym_mount_instruction_token1] = ACTIONS(37),
-    [sym_heredoc_body] = ACTIONS(39),
-    [sym_heredoc_end] = ACTIONS(41),
+    [aux_sym_egress_instruction_token1] = ACTIONS(39),
+    [sym_heredoc_body] = ACTIONS(41),
+    [sym_heredoc_end] = ACTIONS(43),
   },
   [STATE(2)] = {
-    [sym__line] = STATE(133),
-    [sym__instruction] = STATE(133),
-    [sym_from_instruction] = STATE(133),
-    [sym_runtime_instruction] = STATE(133),
-    [sym_model_instruction] = STATE(133),
-    [sym_name_instruction] = STATE(133),
-    [sym_context_instruction] = STATE(133),
-    [sym_config_instruction] = STATE(133),
-    [sym_env_instruction] = STATE(133),
-    [sym_bin_instruction] = STATE(133),
-    [sym_exec_instruction] = STATE(133),
-    [sym_add_instruction] = STATE(133),
-    [sym_label_instruction] = STATE(133),
-    [sym_arg_instruction] = STATE(133),
-    [sym_capability_instruction] = STATE(133),
-    [sym_mount_instruction] = STATE(133),
-    [sym_heredoc_rest] = STATE(133),
+    [sym__line] = STATE(139),
+    [sym__instruction] = STATE(139),
+    [sym_from_instruction] = STATE(139),
+    [sym_runtime_instruction] = STATE(139),
+    [sym_model_instruction] = STATE(139),
+    [sym_name_instruction] = STATE(139),
+    [sym_context_instruction] = STATE(139),
+    [sym_config_instruction] = STATE(139),
+    [sym_env_instruction] = STATE(139),
+    [sym_bin_instruction] = STATE(139),
+    [sym_exec_instruction] = STATE(139),
+    [sym_add_instruction] = STATE(139),
+    [sym_label_instruction] = STATE(139),
+    [sym_arg_instruction] = STATE(139),
+    [sym_capability_instruction] = STATE(139),
+    [sym_mount_instruction] = STATE(139),
+    [sym_egress_instruction] = STATE(139),
+    [sym_heredoc_rest] = STATE(139),
     [aux_sym_source_file_repeat1] = STATE(3),
-    [ts_builtin_sym_end] = ACTIONS(43),
-    [sym__newline] = ACTIONS(45),
-    [sym_directive] = ACTIONS(47),
-    [sym_comment] = ACTIONS(49),
+    [ts_builtin_sym_end] = ACTIONS(45),
+    [sym__newline] = ACTIONS(47),
+    [sym_directive] = ACTIONS(49),
+    [sym_comment] = ACTIONS(51),
     [aux_sym_from_instruction_token1] = ACTIONS(11),
     [aux_sym_runtime_instruction_token1] = ACTIONS(13),
     [aux_sym_model_instruction_token1] = ACTIONS(15),
@@ -2147,56 +2313,59 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [aux_sym_arg_instruction_token1] = ACTIONS(33),
     [aux_sym_capability_instruction_token1] = ACTIONS(35),
     [aux_sym_mount_instruction_token1] = ACTIONS(37),
-    [sym_heredoc_body] = ACTIONS(39),
-    [sym_heredoc_end] = ACTIONS(41),
+    [aux_sym_egress_instruction_token1] = ACTIONS(39),
+    [sym_heredoc_body] = ACTIONS(41),
+    [sym_heredoc_end] = ACTIONS(43),
   },
   [STATE(3)] = {
-    [sym__line] = STATE(151),
-    [sym__instruction] = STATE(151),
-    [sym_from_instruction] = STATE(151),
-    [sym_runtime_instruction] = STATE(151),
-    [sym_model_instruction] = STATE(151),
-    [sym_name_instruction] = STATE(151),
-    [sym_context_instruction] = STATE(151),
-    [sym_config_instruction] = STATE(151),
-    [sym_env_instruction] = STATE(151),
-    [sym_bin_instruction] = STATE(151),
-    [sym_exec_instruction] = STATE(151),
-    [sym_add_instruction] = STATE(151),
-    [sym_label_instruction] = STATE(151),
-    [sym_arg_instruction] = STATE(151),
-    [sym_capability_instruction] = STATE(151),
-    [sym_mount_instruction] = STATE(151),
-    [sym_heredoc_rest] = STATE(151),
+    [sym__line] = STATE(160),
+    [sym__instruction] = STATE(160),
+    [sym_from_instruction] = STATE(160),
+    [sym_runtime_instruction] = STATE(160),
+    [sym_model_instruction] = STATE(160),
+    [sym_name_instruction] = STATE(160),
+    [sym_context_instruction] = STATE(160),
+    [sym_config_instruction] = STATE(160),
+    [sym_env_instruction] = STATE(160),
+    [sym_bin_instruction] = STATE(160),
+    [sym_exec_instruction] = STATE(160),
+    [sym_add_instruction] = STATE(160),
+    [sym_label_instruction] = STATE(160),
+    [sym_arg_instruction] = STATE(160),
+    [sym_capability_instruction] = STATE(160),
+    [sym_mount_instruction] = STATE(160),
+    [sym_egress_instruction] = STATE(160),
+    [sym_heredoc_rest] = STATE(160),
     [aux_sym_source_file_repeat1] = STATE(3),
-    [ts_builtin_sym_end] = ACTIONS(51),
-    [sym__newline] = ACTIONS(53),
-    [sym_directive] = ACTIONS(56),
-    [sym_comment] = ACTIONS(59),
-    [aux_sym_from_instruction_token1] = ACTIONS(62),
-    [aux_sym_runtime_instruction_token1] = ACTIONS(65),
-    [aux_sym_model_instruction_token1] = ACTIONS(68),
-    [aux_sym_name_instruction_token1] = ACTIONS(71),
-    [aux_sym_context_instruction_token1] = ACTIONS(74),
-    [aux_sym_config_instruction_token1] = ACTIONS(77),
-    [aux_sym_env_instruction_token1] = ACTIONS(80),
-    [aux_sym_bin_instruction_token1] = ACTIONS(83),
-    [aux_sym_exec_instruction_token1] = ACTIONS(86),
-    [aux_sym_add_instruction_token1] = ACTIONS(89),
-    [aux_sym_label_instruction_token1] = ACTIONS(92),
-    [aux_sym_arg_instruction_token1] = ACTIONS(95),
-    [aux_sym_capability_instruction_token1] = ACTIONS(98),
-    [aux_sym_mount_instruction_token1] = ACTIONS(101),
-    [sym_heredoc_body] = ACTIONS(104),
-    [sym_heredoc_end] = ACTIONS(107),
+    [ts_builtin_sym_end] = ACTIONS(53),
+    [sym__newline] = ACTIONS(55),
+    [sym_directive] = ACTIONS(58),
+    [sym_comment] = ACTIONS(61),
+    [aux_sym_from_instruction_token1] = ACTIONS(64),
+    [aux_sym_runtime_instruction_token1] = ACTIONS(67),
+    [aux_sym_model_instruction_token1] = ACTIONS(70),
+    [aux_sym_name_instruction_token1] = ACTIONS(73),
+    [aux_sym_context_instruction_token1] = ACTIONS(76),
+    [aux_sym_config_instruction_token1] = ACTIONS(79),
+    [aux_sym_env_instruction_token1] = ACTIONS(82),
+    [aux_sym_bin_instruction_token1] = ACTIONS(85),
+    [aux_sym_exec_instruction_token1] = ACTIONS(88),
+    [aux_sym_add_instruction_token1] = ACTIONS(91),
+    [aux_sym_label_instruction_token1] = ACTIONS(94),
+    [aux_sym_arg_instruction_token1] = ACTIONS(97),
+    [aux_sym_capability_instruction_token1] = ACTIONS(100),
+    [aux_sym_mount_instruction_token1] = ACTIONS(103),
+    [aux_sym_egress_instruction_token1] = ACTIONS(106),
+    [sym_heredoc_body] = ACTIONS(109),
+    [sym_heredoc_end] = ACTIONS(112),
   },
 };
 
 static const uint16_t ts_small_parse_table[] = {
   [0] = 2,
-    ACTIONS(110), 1,
+    ACTIONS(115), 1,
       sym_comment,
-    ACTIONS(51), 19,
+    ACTIONS(53), 20,
       sym_heredoc_body,
       sym_heredoc_end,
       ts_builtin_sym_end,
@@ -2216,1510 +2385,1556 @@ static const uint16_t ts_small_parse_table[] = {
       aux_sym_arg_instruction_token1,
       aux_sym_capability_instruction_token1,
       aux_sym_mount_instruction_token1,
-  [25] = 5,
-    ACTIONS(118), 1,
+      aux_sym_egress_instruction_token1,
+  [26] = 5,
+    ACTIONS(123), 1,
       aux_sym_word_token5,
     STATE(8), 1,
       aux_sym_word_repeat1,
-    ACTIONS(114), 2,
+    ACTIONS(119), 2,
       aux_sym_mount_mode_token1,
       aux_sym_mount_mode_token2,
-    ACTIONS(116), 3,
+    ACTIONS(121), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(112), 6,
+    ACTIONS(117), 6,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_EQ,
       sym_required,
       anon_sym_DQUOTE,
-  [49] = 5,
-    ACTIONS(126), 1,
+  [50] = 5,
+    ACTIONS(131), 1,
       aux_sym_word_token5,
     STATE(7), 1,
       aux_sym_word_repeat1,
-    ACTIONS(122), 2,
+    ACTIONS(127), 2,
       aux_sym_mount_mode_token1,
       aux_sym_mount_mode_token2,
-    ACTIONS(124), 3,
+    ACTIONS(129), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(120), 6,
+    ACTIONS(125), 6,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_EQ,
       sym_required,
       anon_sym_DQUOTE,
-  [73] = 5,
-    ACTIONS(130), 1,
+  [74] = 5,
+    ACTIONS(135), 1,
       aux_sym_word_token5,
     STATE(9), 1,
       aux_sym_word_repeat1,
-    ACTIONS(114), 2,
+    ACTIONS(119), 2,
       aux_sym_mount_mode_token1,
       aux_sym_mount_mode_token2,
-    ACTIONS(128), 3,
+    ACTIONS(133), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(112), 6,
+    ACTIONS(117), 6,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_EQ,
       sym_required,
       anon_sym_DQUOTE,
-  [97] = 5,
-    ACTIONS(130), 1,
+  [98] = 5,
+    ACTIONS(135), 1,
       aux_sym_word_token5,
     STATE(9), 1,
       aux_sym_word_repeat1,
-    ACTIONS(134), 2,
+    ACTIONS(139), 2,
       aux_sym_mount_mode_token1,
       aux_sym_mount_mode_token2,
-    ACTIONS(128), 3,
+    ACTIONS(133), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(132), 6,
+    ACTIONS(137), 6,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_EQ,
       sym_required,
       anon_sym_DQUOTE,
-  [121] = 5,
-    ACTIONS(143), 1,
-      aux_sym_word_token5,
-    STATE(9), 1,
-      aux_sym_word_repeat1,
-    ACTIONS(138), 2,
-      aux_sym_mount_mode_token1,
-      aux_sym_mount_mode_token2,
-    ACTIONS(140), 3,
-      aux_sym_word_token3,
-      aux_sym_word_token4,
-      aux_sym_word_token6,
-    ACTIONS(136), 6,
-      sym_heredoc_start,
-      ts_builtin_sym_end,
-      sym__newline,
-      anon_sym_EQ,
-      sym_required,
-      anon_sym_DQUOTE,
-  [145] = 5,
+  [122] = 5,
     ACTIONS(148), 1,
+      aux_sym_word_token5,
+    STATE(9), 1,
+      aux_sym_word_repeat1,
+    ACTIONS(143), 2,
+      aux_sym_mount_mode_token1,
+      aux_sym_mount_mode_token2,
+    ACTIONS(145), 3,
+      aux_sym_word_token3,
+      aux_sym_word_token4,
+      aux_sym_word_token6,
+    ACTIONS(141), 6,
+      sym_heredoc_start,
+      ts_builtin_sym_end,
+      sym__newline,
+      anon_sym_EQ,
+      sym_required,
+      anon_sym_DQUOTE,
+  [146] = 5,
+    ACTIONS(153), 1,
       aux_sym_word_token5,
     STATE(13), 1,
       aux_sym_word_repeat1,
-    ACTIONS(114), 3,
+    ACTIONS(119), 3,
       aux_sym_word_token1,
       aux_sym_word_token2,
       sym_expansion,
-    ACTIONS(146), 3,
+    ACTIONS(151), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(112), 5,
+    ACTIONS(117), 5,
       sym_heredoc_start,
       sym__word_guard,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
-  [169] = 5,
-    ACTIONS(152), 1,
+  [170] = 5,
+    ACTIONS(157), 1,
       aux_sym_word_token5,
     STATE(12), 1,
       aux_sym_word_repeat1,
-    ACTIONS(122), 3,
+    ACTIONS(127), 3,
       aux_sym_word_token1,
       aux_sym_word_token2,
       sym_expansion,
-    ACTIONS(150), 3,
+    ACTIONS(155), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(120), 5,
+    ACTIONS(125), 5,
       sym_heredoc_start,
       sym__word_guard,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
-  [193] = 5,
-    ACTIONS(156), 1,
-      aux_sym_word_token5,
-    STATE(14), 1,
-      aux_sym_word_repeat1,
-    ACTIONS(114), 3,
-      aux_sym_word_token1,
-      aux_sym_word_token2,
-      sym_expansion,
-    ACTIONS(154), 3,
-      aux_sym_word_token3,
-      aux_sym_word_token4,
-      aux_sym_word_token6,
-    ACTIONS(112), 5,
-      sym_heredoc_start,
-      sym__word_guard,
-      ts_builtin_sym_end,
-      sym__newline,
-      anon_sym_DQUOTE,
-  [217] = 5,
-    ACTIONS(156), 1,
-      aux_sym_word_token5,
-    STATE(14), 1,
-      aux_sym_word_repeat1,
-    ACTIONS(134), 3,
-      aux_sym_word_token1,
-      aux_sym_word_token2,
-      sym_expansion,
-    ACTIONS(154), 3,
-      aux_sym_word_token3,
-      aux_sym_word_token4,
-      aux_sym_word_token6,
-    ACTIONS(132), 5,
-      sym_heredoc_start,
-      sym__word_guard,
-      ts_builtin_sym_end,
-      sym__newline,
-      anon_sym_DQUOTE,
-  [241] = 5,
+  [194] = 5,
     ACTIONS(161), 1,
       aux_sym_word_token5,
     STATE(14), 1,
       aux_sym_word_repeat1,
-    ACTIONS(138), 3,
+    ACTIONS(119), 3,
       aux_sym_word_token1,
       aux_sym_word_token2,
       sym_expansion,
-    ACTIONS(158), 3,
+    ACTIONS(159), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(136), 5,
+    ACTIONS(117), 5,
       sym_heredoc_start,
       sym__word_guard,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
-  [265] = 8,
-    ACTIONS(168), 1,
+  [218] = 5,
+    ACTIONS(161), 1,
+      aux_sym_word_token5,
+    STATE(14), 1,
+      aux_sym_word_repeat1,
+    ACTIONS(139), 3,
+      aux_sym_word_token1,
       aux_sym_word_token2,
-    ACTIONS(170), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(172), 1,
+      sym_expansion,
+    ACTIONS(159), 3,
+      aux_sym_word_token3,
+      aux_sym_word_token4,
+      aux_sym_word_token6,
+    ACTIONS(137), 5,
       sym_heredoc_start,
-    ACTIONS(174), 1,
       sym__word_guard,
-    STATE(145), 1,
-      sym_heredoc,
-    ACTIONS(164), 2,
       ts_builtin_sym_end,
       sym__newline,
-    ACTIONS(166), 2,
+      anon_sym_DQUOTE,
+  [242] = 5,
+    ACTIONS(166), 1,
+      aux_sym_word_token5,
+    STATE(14), 1,
+      aux_sym_word_repeat1,
+    ACTIONS(143), 3,
+      aux_sym_word_token1,
+      aux_sym_word_token2,
+      sym_expansion,
+    ACTIONS(163), 3,
+      aux_sym_word_token3,
+      aux_sym_word_token4,
+      aux_sym_word_token6,
+    ACTIONS(141), 5,
+      sym_heredoc_start,
+      sym__word_guard,
+      ts_builtin_sym_end,
+      sym__newline,
+      anon_sym_DQUOTE,
+  [266] = 8,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(175), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(150), 1,
+      sym_heredoc,
+    ACTIONS(169), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+    ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-    STATE(72), 3,
+    STATE(83), 3,
       sym__value,
       sym_word,
       sym_string,
-  [294] = 9,
-    ACTIONS(168), 1,
+  [295] = 9,
+    ACTIONS(173), 1,
       aux_sym_word_token2,
-    ACTIONS(170), 1,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(172), 1,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    ACTIONS(174), 1,
+    ACTIONS(179), 1,
       sym__word_guard,
     STATE(43), 1,
       sym_word,
-    STATE(90), 1,
+    STATE(93), 1,
       sym_string,
-    STATE(136), 1,
+    STATE(142), 1,
       sym_heredoc,
-    ACTIONS(166), 2,
+    ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-    ACTIONS(176), 2,
+    ACTIONS(181), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [324] = 8,
-    ACTIONS(172), 1,
+  [325] = 8,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    ACTIONS(182), 1,
+    ACTIONS(187), 1,
       aux_sym_word_token2,
-    ACTIONS(184), 1,
+    ACTIONS(189), 1,
       sym__word_guard,
     STATE(24), 1,
       aux_sym_capability_instruction_repeat1,
     STATE(35), 1,
       sym_word,
-    STATE(142), 1,
+    STATE(148), 1,
       sym_heredoc,
-    ACTIONS(178), 2,
+    ACTIONS(183), 2,
       ts_builtin_sym_end,
       sym__newline,
-    ACTIONS(180), 2,
+    ACTIONS(185), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [351] = 5,
-    ACTIONS(114), 1,
+  [352] = 5,
+    ACTIONS(119), 1,
       sym_file_reference,
     STATE(20), 1,
       aux_sym_word_repeat1,
-    ACTIONS(186), 2,
+    ACTIONS(191), 2,
       aux_sym_word_token3,
       aux_sym_word_token5,
-    ACTIONS(188), 2,
+    ACTIONS(193), 2,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(112), 4,
+    ACTIONS(117), 4,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
-  [372] = 5,
-    ACTIONS(114), 1,
+  [373] = 5,
+    ACTIONS(119), 1,
       sym_file_reference,
     STATE(22), 1,
       aux_sym_word_repeat1,
-    ACTIONS(190), 2,
-      aux_sym_word_token3,
-      aux_sym_word_token5,
-    ACTIONS(192), 2,
-      aux_sym_word_token4,
-      aux_sym_word_token6,
-    ACTIONS(112), 4,
-      sym_heredoc_start,
-      ts_builtin_sym_end,
-      sym__newline,
-      anon_sym_DQUOTE,
-  [393] = 5,
-    ACTIONS(138), 1,
-      sym_file_reference,
-    STATE(20), 1,
-      aux_sym_word_repeat1,
-    ACTIONS(194), 2,
+    ACTIONS(195), 2,
       aux_sym_word_token3,
       aux_sym_word_token5,
     ACTIONS(197), 2,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(136), 4,
+    ACTIONS(117), 4,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
-  [414] = 5,
-    ACTIONS(122), 1,
+  [394] = 5,
+    ACTIONS(143), 1,
       sym_file_reference,
-    STATE(18), 1,
+    STATE(20), 1,
       aux_sym_word_repeat1,
-    ACTIONS(200), 2,
+    ACTIONS(199), 2,
       aux_sym_word_token3,
       aux_sym_word_token5,
     ACTIONS(202), 2,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(120), 4,
+    ACTIONS(141), 4,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
-  [435] = 5,
-    ACTIONS(134), 1,
+  [415] = 5,
+    ACTIONS(127), 1,
+      sym_file_reference,
+    STATE(18), 1,
+      aux_sym_word_repeat1,
+    ACTIONS(205), 2,
+      aux_sym_word_token3,
+      aux_sym_word_token5,
+    ACTIONS(207), 2,
+      aux_sym_word_token4,
+      aux_sym_word_token6,
+    ACTIONS(125), 4,
+      sym_heredoc_start,
+      ts_builtin_sym_end,
+      sym__newline,
+      anon_sym_DQUOTE,
+  [436] = 5,
+    ACTIONS(139), 1,
       sym_file_reference,
     STATE(20), 1,
       aux_sym_word_repeat1,
-    ACTIONS(186), 2,
+    ACTIONS(191), 2,
       aux_sym_word_token3,
       aux_sym_word_token5,
-    ACTIONS(188), 2,
+    ACTIONS(193), 2,
       aux_sym_word_token4,
       aux_sym_word_token6,
-    ACTIONS(132), 4,
+    ACTIONS(137), 4,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
-  [456] = 5,
-    ACTIONS(120), 1,
+  [457] = 5,
+    ACTIONS(125), 1,
       sym__word_guard,
-    ACTIONS(206), 1,
+    ACTIONS(211), 1,
       aux_sym_word_token5,
     STATE(25), 1,
       aux_sym_word_repeat1,
-    ACTIONS(122), 3,
+    ACTIONS(127), 3,
       aux_sym_word_token1,
       aux_sym_word_token2,
       sym_expansion,
-    ACTIONS(204), 3,
+    ACTIONS(209), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [476] = 6,
-    ACTIONS(213), 1,
+  [477] = 6,
+    ACTIONS(218), 1,
       aux_sym_word_token2,
-    ACTIONS(216), 1,
+    ACTIONS(221), 1,
       sym__word_guard,
     STATE(24), 1,
       aux_sym_capability_instruction_repeat1,
     STATE(35), 1,
       sym_word,
-    ACTIONS(210), 2,
+    ACTIONS(215), 2,
       aux_sym_word_token1,
       sym_expansion,
-    ACTIONS(208), 3,
+    ACTIONS(213), 3,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
-  [498] = 5,
-    ACTIONS(112), 1,
+  [499] = 5,
+    ACTIONS(117), 1,
       sym__word_guard,
-    ACTIONS(221), 1,
+    ACTIONS(226), 1,
       aux_sym_word_token5,
     STATE(28), 1,
       aux_sym_word_repeat1,
-    ACTIONS(114), 3,
+    ACTIONS(119), 3,
       aux_sym_word_token1,
       aux_sym_word_token2,
       sym_expansion,
-    ACTIONS(219), 3,
+    ACTIONS(224), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [518] = 5,
-    ACTIONS(132), 1,
+  [519] = 5,
+    ACTIONS(137), 1,
       sym__word_guard,
-    ACTIONS(221), 1,
+    ACTIONS(226), 1,
       aux_sym_word_token5,
     STATE(28), 1,
       aux_sym_word_repeat1,
-    ACTIONS(134), 3,
+    ACTIONS(139), 3,
       aux_sym_word_token1,
       aux_sym_word_token2,
       sym_expansion,
-    ACTIONS(219), 3,
+    ACTIONS(224), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [538] = 7,
-    ACTIONS(170), 1,
+  [539] = 7,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(172), 1,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    STATE(44), 1,
+    STATE(45), 1,
       sym_mount_mode,
-    STATE(73), 1,
+    STATE(75), 1,
       sym_string,
-    STATE(118), 1,
+    STATE(144), 1,
       sym_heredoc,
-    ACTIONS(223), 2,
+    ACTIONS(228), 2,
       ts_builtin_sym_end,
       sym__newline,
-    ACTIONS(225), 2,
+    ACTIONS(230), 2,
       aux_sym_mount_mode_token1,
       aux_sym_mount_mode_token2,
-  [562] = 5,
-    ACTIONS(136), 1,
-      sym__word_guard,
-    ACTIONS(230), 1,
-      aux_sym_word_token5,
-    STATE(28), 1,
-      aux_sym_word_repeat1,
-    ACTIONS(138), 3,
-      aux_sym_word_token1,
-      aux_sym_word_token2,
-      sym_expansion,
-    ACTIONS(227), 3,
-      aux_sym_word_token3,
-      aux_sym_word_token4,
-      aux_sym_word_token6,
-  [582] = 5,
-    ACTIONS(112), 1,
+  [563] = 5,
+    ACTIONS(141), 1,
       sym__word_guard,
     ACTIONS(235), 1,
       aux_sym_word_token5,
-    STATE(26), 1,
+    STATE(28), 1,
       aux_sym_word_repeat1,
-    ACTIONS(114), 3,
+    ACTIONS(143), 3,
       aux_sym_word_token1,
       aux_sym_word_token2,
       sym_expansion,
-    ACTIONS(233), 3,
+    ACTIONS(232), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [602] = 5,
-    ACTIONS(168), 1,
-      aux_sym_word_token2,
-    ACTIONS(170), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(174), 1,
+  [583] = 5,
+    ACTIONS(117), 1,
       sym__word_guard,
-    ACTIONS(166), 2,
+    ACTIONS(240), 1,
+      aux_sym_word_token5,
+    STATE(26), 1,
+      aux_sym_word_repeat1,
+    ACTIONS(119), 3,
+      aux_sym_word_token1,
+      aux_sym_word_token2,
+      sym_expansion,
+    ACTIONS(238), 3,
+      aux_sym_word_token3,
+      aux_sym_word_token4,
+      aux_sym_word_token6,
+  [603] = 5,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(175), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-    STATE(46), 3,
+    STATE(47), 3,
       sym__value,
       sym_word,
       sym_string,
-  [621] = 5,
-    ACTIONS(168), 1,
+  [622] = 5,
+    ACTIONS(173), 1,
       aux_sym_word_token2,
-    ACTIONS(170), 1,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(174), 1,
+    ACTIONS(179), 1,
       sym__word_guard,
-    ACTIONS(166), 2,
+    ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-    STATE(48), 3,
+    STATE(49), 3,
       sym__value,
       sym_word,
       sym_string,
-  [640] = 5,
-    ACTIONS(168), 1,
+  [641] = 5,
+    ACTIONS(173), 1,
       aux_sym_word_token2,
-    ACTIONS(170), 1,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(174), 1,
+    ACTIONS(179), 1,
       sym__word_guard,
-    ACTIONS(166), 2,
+    ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-    STATE(79), 3,
+    STATE(82), 3,
       sym__value,
       sym_word,
       sym_string,
-  [659] = 7,
-    ACTIONS(170), 1,
+  [660] = 7,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(172), 1,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    ACTIONS(239), 1,
+    ACTIONS(244), 1,
       anon_sym_EQ,
-    ACTIONS(241), 1,
+    ACTIONS(246), 1,
       sym_required,
-    STATE(81), 1,
+    STATE(84), 1,
       sym_string,
-    STATE(105), 1,
+    STATE(110), 1,
       sym_heredoc,
-    ACTIONS(237), 2,
+    ACTIONS(242), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [682] = 5,
-    ACTIONS(168), 1,
+  [683] = 5,
+    ACTIONS(173), 1,
       aux_sym_word_token2,
-    ACTIONS(170), 1,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(174), 1,
+    ACTIONS(179), 1,
       sym__word_guard,
-    ACTIONS(166), 2,
+    ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
     STATE(38), 3,
       sym__value,
       sym_word,
       sym_string,
-  [701] = 2,
-    ACTIONS(245), 1,
+  [702] = 2,
+    ACTIONS(250), 1,
       aux_sym_word_token2,
-    ACTIONS(243), 6,
+    ACTIONS(248), 6,
       sym_heredoc_start,
       sym__word_guard,
       ts_builtin_sym_end,
       sym__newline,
       aux_sym_word_token1,
       sym_expansion,
-  [713] = 6,
-    ACTIONS(170), 1,
+  [714] = 6,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(172), 1,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    ACTIONS(249), 1,
+    ACTIONS(254), 1,
       sym_file_reference,
-    STATE(62), 1,
+    STATE(61), 1,
       sym_string,
-    STATE(129), 1,
+    STATE(151), 1,
       sym_heredoc,
-    ACTIONS(247), 2,
+    ACTIONS(252), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [733] = 6,
-    ACTIONS(170), 1,
+  [734] = 6,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(172), 1,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    ACTIONS(253), 1,
+    ACTIONS(258), 1,
       anon_sym_EQ,
+    STATE(79), 1,
+      sym_string,
+    STATE(117), 1,
+      sym_heredoc,
+    ACTIONS(256), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [754] = 5,
+    ACTIONS(175), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(85), 1,
+      sym_string,
+    STATE(113), 1,
+      sym_heredoc,
+    ACTIONS(260), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [771] = 5,
+    ACTIONS(175), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
     STATE(76), 1,
       sym_string,
-    STATE(112), 1,
+    STATE(149), 1,
       sym_heredoc,
-    ACTIONS(251), 2,
+    ACTIONS(262), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [753] = 5,
-    ACTIONS(170), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(78), 1,
-      sym_string,
-    STATE(107), 1,
-      sym_heredoc,
-    ACTIONS(255), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [770] = 4,
-    ACTIONS(259), 1,
+  [788] = 4,
+    ACTIONS(266), 1,
       aux_sym_string_token2,
-    ACTIONS(261), 1,
+    ACTIONS(268), 1,
       anon_sym_DQUOTE2,
-    STATE(47), 1,
+    STATE(46), 1,
       aux_sym_string_repeat1,
-    ACTIONS(257), 3,
+    ACTIONS(264), 3,
       aux_sym_string_token1,
       aux_sym_string_token3,
       sym_escape_sequence,
-  [785] = 4,
-    ACTIONS(265), 1,
-      aux_sym_string_token2,
-    ACTIONS(267), 1,
-      anon_sym_DQUOTE2,
-    STATE(45), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(263), 3,
-      aux_sym_string_token1,
-      aux_sym_string_token3,
-      sym_escape_sequence,
-  [800] = 5,
-    ACTIONS(182), 1,
+  [803] = 5,
+    ACTIONS(187), 1,
       aux_sym_word_token2,
-    ACTIONS(184), 1,
+    ACTIONS(189), 1,
       sym__word_guard,
     STATE(17), 1,
       aux_sym_capability_instruction_repeat1,
     STATE(35), 1,
       sym_word,
-    ACTIONS(180), 2,
+    ACTIONS(185), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [817] = 5,
-    ACTIONS(170), 1,
+  [820] = 5,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(77), 1,
-      sym_string,
-    STATE(126), 1,
-      sym_heredoc,
-    ACTIONS(269), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [834] = 5,
-    ACTIONS(170), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(172), 1,
+    ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(80), 1,
       sym_string,
-    STATE(134), 1,
+    STATE(133), 1,
       sym_heredoc,
-    ACTIONS(271), 2,
+    ACTIONS(270), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [851] = 5,
-    ACTIONS(170), 1,
+  [837] = 5,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(172), 1,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    STATE(75), 1,
+    STATE(78), 1,
       sym_string,
-    STATE(146), 1,
+    STATE(140), 1,
       sym_heredoc,
-    ACTIONS(273), 2,
+    ACTIONS(272), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [868] = 4,
-    ACTIONS(259), 1,
+  [854] = 5,
+    ACTIONS(171), 1,
+      sym_expansion,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    ACTIONS(274), 1,
+      sym_bracketed_address,
+    STATE(39), 1,
+      sym_word,
+    ACTIONS(173), 2,
+      aux_sym_word_token1,
+      aux_sym_word_token2,
+  [871] = 5,
+    ACTIONS(175), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(81), 1,
+      sym_string,
+    STATE(152), 1,
+      sym_heredoc,
+    ACTIONS(276), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [888] = 4,
+    ACTIONS(280), 1,
       aux_sym_string_token2,
-    ACTIONS(275), 1,
-      anon_sym_DQUOTE2,
-    STATE(47), 1,
-      aux_sym_string_repeat1,
-    ACTIONS(257), 3,
-      aux_sym_string_token1,
-      aux_sym_string_token3,
-      sym_escape_sequence,
-  [883] = 5,
-    ACTIONS(170), 1,
-      anon_sym_DQUOTE,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(82), 1,
-      sym_string,
-    STATE(111), 1,
-      sym_heredoc,
-    ACTIONS(277), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [900] = 4,
     ACTIONS(282), 1,
-      aux_sym_string_token2,
-    ACTIONS(285), 1,
       anon_sym_DQUOTE2,
-    STATE(47), 1,
+    STATE(48), 1,
       aux_sym_string_repeat1,
-    ACTIONS(279), 3,
+    ACTIONS(278), 3,
       aux_sym_string_token1,
       aux_sym_string_token3,
       sym_escape_sequence,
-  [915] = 5,
-    ACTIONS(170), 1,
+  [903] = 5,
+    ACTIONS(175), 1,
       anon_sym_DQUOTE,
-    ACTIONS(172), 1,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    STATE(83), 1,
+    STATE(86), 1,
       sym_string,
-    STATE(123), 1,
+    STATE(116), 1,
       sym_heredoc,
-    ACTIONS(287), 2,
+    ACTIONS(284), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [932] = 4,
-    ACTIONS(120), 1,
+  [920] = 4,
+    ACTIONS(289), 1,
+      aux_sym_string_token2,
+    ACTIONS(292), 1,
+      anon_sym_DQUOTE2,
+    STATE(48), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(286), 3,
+      aux_sym_string_token1,
+      aux_sym_string_token3,
+      sym_escape_sequence,
+  [935] = 5,
+    ACTIONS(175), 1,
+      anon_sym_DQUOTE,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(88), 1,
+      sym_string,
+    STATE(128), 1,
+      sym_heredoc,
+    ACTIONS(294), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [952] = 4,
+    ACTIONS(125), 1,
       anon_sym_EQ,
-    ACTIONS(291), 1,
-      aux_sym_word_token5,
-    STATE(51), 1,
-      aux_sym_word_repeat1,
-    ACTIONS(289), 3,
-      aux_sym_word_token3,
-      aux_sym_word_token4,
-      aux_sym_word_token6,
-  [947] = 4,
-    ACTIONS(112), 1,
-      anon_sym_EQ,
-    ACTIONS(295), 1,
+    ACTIONS(298), 1,
       aux_sym_word_token5,
     STATE(52), 1,
       aux_sym_word_repeat1,
-    ACTIONS(293), 3,
+    ACTIONS(296), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [962] = 4,
-    ACTIONS(112), 1,
+  [967] = 4,
+    ACTIONS(117), 1,
       anon_sym_EQ,
-    ACTIONS(299), 1,
+    ACTIONS(302), 1,
       aux_sym_word_token5,
     STATE(53), 1,
       aux_sym_word_repeat1,
-    ACTIONS(297), 3,
+    ACTIONS(300), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [977] = 4,
-    ACTIONS(132), 1,
+  [982] = 4,
+    ACTIONS(117), 1,
       anon_sym_EQ,
-    ACTIONS(299), 1,
+    ACTIONS(306), 1,
       aux_sym_word_token5,
-    STATE(53), 1,
+    STATE(54), 1,
       aux_sym_word_repeat1,
-    ACTIONS(297), 3,
+    ACTIONS(304), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [992] = 4,
-    ACTIONS(136), 1,
+  [997] = 4,
+    ACTIONS(137), 1,
       anon_sym_EQ,
-    ACTIONS(304), 1,
+    ACTIONS(306), 1,
       aux_sym_word_token5,
-    STATE(53), 1,
+    STATE(54), 1,
       aux_sym_word_repeat1,
-    ACTIONS(301), 3,
+    ACTIONS(304), 3,
       aux_sym_word_token3,
       aux_sym_word_token4,
       aux_sym_word_token6,
-  [1007] = 4,
-    ACTIONS(309), 1,
-      aux_sym_string_token2,
+  [1012] = 4,
+    ACTIONS(141), 1,
+      anon_sym_EQ,
     ACTIONS(311), 1,
+      aux_sym_word_token5,
+    STATE(54), 1,
+      aux_sym_word_repeat1,
+    ACTIONS(308), 3,
+      aux_sym_word_token3,
+      aux_sym_word_token4,
+      aux_sym_word_token6,
+  [1027] = 4,
+    ACTIONS(316), 1,
+      aux_sym_string_token2,
+    ACTIONS(318), 1,
       anon_sym_DQUOTE2,
-    STATE(39), 1,
+    STATE(56), 1,
       aux_sym_string_repeat1,
-    ACTIONS(307), 3,
+    ACTIONS(314), 3,
       aux_sym_string_token1,
       aux_sym_string_token3,
       sym_escape_sequence,
-  [1022] = 1,
-    ACTIONS(313), 5,
-      sym_heredoc_start,
-      ts_builtin_sym_end,
-      sym__newline,
-      anon_sym_DQUOTE,
-      sym_file_reference,
-  [1030] = 4,
-    ACTIONS(317), 1,
+  [1042] = 4,
+    ACTIONS(280), 1,
+      aux_sym_string_token2,
+    ACTIONS(320), 1,
+      anon_sym_DQUOTE2,
+    STATE(48), 1,
+      aux_sym_string_repeat1,
+    ACTIONS(278), 3,
+      aux_sym_string_token1,
+      aux_sym_string_token3,
+      sym_escape_sequence,
+  [1057] = 4,
+    ACTIONS(173), 1,
       aux_sym_word_token2,
-    ACTIONS(319), 1,
-      sym__word_guard,
-    STATE(65), 1,
-      sym_word,
-    ACTIONS(315), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1044] = 4,
-    ACTIONS(168), 1,
-      aux_sym_word_token2,
-    ACTIONS(174), 1,
-      sym__word_guard,
-    STATE(27), 1,
-      sym_word,
-    ACTIONS(166), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1058] = 4,
-    ACTIONS(168), 1,
-      aux_sym_word_token2,
-    ACTIONS(174), 1,
-      sym__word_guard,
-    STATE(84), 1,
-      sym_word,
-    ACTIONS(166), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1072] = 4,
-    ACTIONS(168), 1,
-      aux_sym_word_token2,
-    ACTIONS(174), 1,
-      sym__word_guard,
-    STATE(67), 1,
-      sym_word,
-    ACTIONS(166), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1086] = 1,
-    ACTIONS(321), 5,
-      sym_heredoc_start,
-      ts_builtin_sym_end,
-      sym__newline,
-      anon_sym_DQUOTE,
-      sym_file_reference,
-  [1094] = 4,
-    ACTIONS(182), 1,
-      aux_sym_word_token2,
-    ACTIONS(184), 1,
-      sym__word_guard,
-    STATE(16), 1,
-      sym_word,
-    ACTIONS(180), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1108] = 4,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    ACTIONS(325), 1,
-      sym_file_reference,
-    STATE(147), 1,
-      sym_heredoc,
-    ACTIONS(323), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1122] = 4,
-    ACTIONS(168), 1,
-      aux_sym_word_token2,
-    ACTIONS(174), 1,
-      sym__word_guard,
-    STATE(33), 1,
-      sym_word,
-    ACTIONS(166), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1136] = 4,
-    ACTIONS(168), 1,
-      aux_sym_word_token2,
-    ACTIONS(174), 1,
-      sym__word_guard,
-    STATE(85), 1,
-      sym_word,
-    ACTIONS(166), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1150] = 4,
-    ACTIONS(168), 1,
-      aux_sym_word_token2,
-    ACTIONS(174), 1,
+    ACTIONS(179), 1,
       sym__word_guard,
     STATE(42), 1,
       sym_word,
-    ACTIONS(166), 2,
+    ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1164] = 4,
-    ACTIONS(168), 1,
+  [1071] = 4,
+    ACTIONS(187), 1,
       aux_sym_word_token2,
-    ACTIONS(174), 1,
+    ACTIONS(189), 1,
       sym__word_guard,
-    STATE(86), 1,
+    STATE(16), 1,
       sym_word,
-    ACTIONS(166), 2,
+    ACTIONS(185), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1178] = 4,
-    ACTIONS(172), 1,
+  [1085] = 4,
+    ACTIONS(324), 1,
+      aux_sym_word_token2,
+    ACTIONS(326), 1,
+      sym__word_guard,
+    STATE(158), 1,
+      sym_word,
+    ACTIONS(322), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1099] = 4,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(27), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1113] = 4,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    ACTIONS(329), 1,
-      anon_sym_EQ,
-    STATE(141), 1,
+    ACTIONS(330), 1,
+      sym_file_reference,
+    STATE(153), 1,
       sym_heredoc,
-    ACTIONS(327), 2,
+    ACTIONS(328), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1192] = 4,
-    ACTIONS(168), 1,
+  [1127] = 4,
+    ACTIONS(324), 1,
       aux_sym_word_token2,
-    ACTIONS(174), 1,
+    ACTIONS(326), 1,
       sym__word_guard,
-    STATE(87), 1,
+    STATE(159), 1,
       sym_word,
-    ACTIONS(166), 2,
+    ACTIONS(322), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1206] = 4,
-    ACTIONS(333), 1,
+  [1141] = 1,
+    ACTIONS(332), 5,
+      sym_heredoc_start,
+      ts_builtin_sym_end,
+      sym__newline,
+      anon_sym_DQUOTE,
+      sym_file_reference,
+  [1149] = 4,
+    ACTIONS(173), 1,
       aux_sym_word_token2,
-    ACTIONS(335), 1,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(70), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1163] = 4,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(89), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1177] = 4,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(90), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1191] = 4,
+    ACTIONS(173), 1,
+      aux_sym_word_token2,
+    ACTIONS(179), 1,
+      sym__word_guard,
+    STATE(33), 1,
+      sym_word,
+    ACTIONS(171), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1205] = 4,
+    ACTIONS(336), 1,
+      aux_sym_word_token2,
+    ACTIONS(338), 1,
       sym__word_guard,
     STATE(36), 1,
       sym_word,
-    ACTIONS(331), 2,
+    ACTIONS(334), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1220] = 4,
-    ACTIONS(339), 1,
+  [1219] = 4,
+    ACTIONS(173), 1,
       aux_sym_word_token2,
-    ACTIONS(341), 1,
+    ACTIONS(179), 1,
       sym__word_guard,
-    STATE(154), 1,
+    STATE(91), 1,
       sym_word,
-    ACTIONS(337), 2,
+    ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1234] = 4,
-    ACTIONS(339), 1,
+  [1233] = 4,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    ACTIONS(342), 1,
+      anon_sym_EQ,
+    STATE(147), 1,
+      sym_heredoc,
+    ACTIONS(340), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1247] = 4,
+    ACTIONS(173), 1,
       aux_sym_word_token2,
-    ACTIONS(341), 1,
+    ACTIONS(179), 1,
       sym__word_guard,
-    STATE(153), 1,
+    STATE(92), 1,
       sym_word,
-    ACTIONS(337), 2,
+    ACTIONS(171), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1248] = 3,
-    ACTIONS(172), 1,
+  [1261] = 4,
+    ACTIONS(346), 1,
+      aux_sym_word_token2,
+    ACTIONS(348), 1,
+      sym__word_guard,
+    STATE(57), 1,
+      sym_word,
+    ACTIONS(344), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1275] = 1,
+    ACTIONS(350), 5,
       sym_heredoc_start,
-    STATE(119), 1,
-      sym_heredoc,
-    ACTIONS(343), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1259] = 3,
-    ACTIONS(172), 1,
+      anon_sym_DQUOTE,
+      sym_file_reference,
+  [1283] = 3,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    STATE(148), 1,
+    STATE(141), 1,
       sym_heredoc,
-    ACTIONS(345), 2,
+    ACTIONS(352), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1270] = 3,
-    ACTIONS(172), 1,
+  [1294] = 3,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    STATE(106), 1,
+    STATE(108), 1,
       sym_heredoc,
-    ACTIONS(347), 2,
+    ACTIONS(354), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1281] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(120), 1,
-      sym_heredoc,
-    ACTIONS(349), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1292] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(110), 1,
-      sym_heredoc,
-    ACTIONS(351), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1303] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(113), 1,
-      sym_heredoc,
-    ACTIONS(353), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1314] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(122), 1,
-      sym_heredoc,
-    ACTIONS(355), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1325] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(104), 1,
-      sym_heredoc,
-    ACTIONS(357), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1336] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(117), 1,
-      sym_heredoc,
-    ACTIONS(359), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1347] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(116), 1,
-      sym_heredoc,
-    ACTIONS(361), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1358] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(124), 1,
-      sym_heredoc,
-    ACTIONS(363), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1369] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(125), 1,
-      sym_heredoc,
-    ACTIONS(365), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1380] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(144), 1,
-      sym_heredoc,
-    ACTIONS(367), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1391] = 3,
-    ACTIONS(172), 1,
-      sym_heredoc_start,
-    STATE(109), 1,
-      sym_heredoc,
-    ACTIONS(369), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1402] = 3,
-    ACTIONS(172), 1,
+  [1305] = 3,
+    ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(130), 1,
       sym_heredoc,
-    ACTIONS(371), 2,
+    ACTIONS(356), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1413] = 3,
-    ACTIONS(172), 1,
+  [1316] = 3,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    STATE(137), 1,
+    STATE(112), 1,
       sym_heredoc,
-    ACTIONS(373), 2,
+    ACTIONS(358), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1424] = 1,
-    ACTIONS(375), 4,
+  [1327] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(122), 1,
+      sym_heredoc,
+    ACTIONS(360), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1338] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(115), 1,
+      sym_heredoc,
+    ACTIONS(362), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1349] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(118), 1,
+      sym_heredoc,
+    ACTIONS(364), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1360] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(125), 1,
+      sym_heredoc,
+    ACTIONS(366), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1371] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(123), 1,
+      sym_heredoc,
+    ACTIONS(368), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1382] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(124), 1,
+      sym_heredoc,
+    ACTIONS(370), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1393] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(121), 1,
+      sym_heredoc,
+    ACTIONS(372), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1404] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(127), 1,
+      sym_heredoc,
+    ACTIONS(374), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1415] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(154), 1,
+      sym_heredoc,
+    ACTIONS(376), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1426] = 1,
+    ACTIONS(378), 4,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
       anon_sym_DQUOTE,
-  [1431] = 3,
-    ACTIONS(172), 1,
+  [1433] = 3,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    STATE(135), 1,
+    STATE(131), 1,
       sym_heredoc,
-    ACTIONS(377), 2,
+    ACTIONS(380), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1442] = 3,
-    ACTIONS(172), 1,
+  [1444] = 3,
+    ACTIONS(177), 1,
       sym_heredoc_start,
-    STATE(140), 1,
+    STATE(129), 1,
       sym_heredoc,
-    ACTIONS(379), 2,
+    ACTIONS(382), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1453] = 3,
-    ACTIONS(172), 1,
+  [1455] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(114), 1,
+      sym_heredoc,
+    ACTIONS(384), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1466] = 3,
+    ACTIONS(177), 1,
       sym_heredoc_start,
     STATE(138), 1,
       sym_heredoc,
-    ACTIONS(381), 2,
+    ACTIONS(386), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1464] = 2,
-    ACTIONS(385), 1,
-      aux_sym_word_token2,
-    ACTIONS(383), 2,
-      aux_sym_word_token1,
-      sym_expansion,
-  [1472] = 3,
-    ACTIONS(387), 1,
-      anon_sym_COMMA,
-    ACTIONS(389), 1,
-      anon_sym_RBRACK,
-    STATE(96), 1,
-      aux_sym_exec_form_repeat1,
-  [1482] = 1,
-    ACTIONS(391), 3,
+  [1477] = 3,
+    ACTIONS(177), 1,
       sym_heredoc_start,
+    STATE(143), 1,
+      sym_heredoc,
+    ACTIONS(388), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1488] = 1,
-    ACTIONS(393), 3,
+  [1488] = 3,
+    ACTIONS(177), 1,
       sym_heredoc_start,
+    STATE(145), 1,
+      sym_heredoc,
+    ACTIONS(390), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1494] = 3,
-    ACTIONS(395), 1,
+  [1499] = 3,
+    ACTIONS(177), 1,
+      sym_heredoc_start,
+    STATE(146), 1,
+      sym_heredoc,
+    ACTIONS(392), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1510] = 3,
+    ACTIONS(394), 1,
       anon_sym_COMMA,
-    ACTIONS(398), 1,
+    ACTIONS(396), 1,
       anon_sym_RBRACK,
-    STATE(96), 1,
+    STATE(103), 1,
       aux_sym_exec_form_repeat1,
-  [1504] = 3,
-    ACTIONS(387), 1,
-      anon_sym_COMMA,
+  [1520] = 2,
     ACTIONS(400), 1,
-      anon_sym_RBRACK,
-    STATE(93), 1,
-      aux_sym_exec_form_repeat1,
-  [1514] = 2,
-    ACTIONS(404), 1,
       aux_sym_word_token2,
-    ACTIONS(402), 2,
+    ACTIONS(398), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1522] = 3,
+  [1528] = 1,
+    ACTIONS(402), 3,
+      sym_heredoc_start,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1534] = 1,
+    ACTIONS(404), 3,
+      sym_heredoc_start,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1540] = 3,
+    ACTIONS(394), 1,
+      anon_sym_COMMA,
     ACTIONS(406), 1,
       anon_sym_RBRACK,
+    STATE(95), 1,
+      aux_sym_exec_form_repeat1,
+  [1550] = 3,
     ACTIONS(408), 1,
+      anon_sym_RBRACK,
+    ACTIONS(410), 1,
       anon_sym_DQUOTE,
-    STATE(97), 1,
+    STATE(99), 1,
       sym_string,
-  [1532] = 1,
-    ACTIONS(410), 3,
+  [1560] = 1,
+    ACTIONS(412), 3,
       sym_heredoc_start,
       ts_builtin_sym_end,
       sym__newline,
-  [1538] = 2,
-    ACTIONS(414), 1,
+  [1566] = 2,
+    ACTIONS(416), 1,
       aux_sym_word_token2,
-    ACTIONS(412), 2,
+    ACTIONS(414), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1546] = 2,
+  [1574] = 3,
     ACTIONS(418), 1,
+      anon_sym_COMMA,
+    ACTIONS(421), 1,
+      anon_sym_RBRACK,
+    STATE(103), 1,
+      aux_sym_exec_form_repeat1,
+  [1584] = 2,
+    ACTIONS(425), 1,
       aux_sym_word_token2,
-    ACTIONS(416), 2,
+    ACTIONS(423), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1554] = 2,
-    ACTIONS(422), 1,
+  [1592] = 2,
+    ACTIONS(429), 1,
       aux_sym_word_token2,
-    ACTIONS(420), 2,
+    ACTIONS(427), 2,
       aux_sym_word_token1,
       sym_expansion,
-  [1562] = 1,
-    ACTIONS(424), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1567] = 1,
-    ACTIONS(426), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1572] = 1,
-    ACTIONS(428), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1577] = 1,
-    ACTIONS(430), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1582] = 1,
-    ACTIONS(432), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1587] = 1,
-    ACTIONS(434), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1592] = 1,
-    ACTIONS(436), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1597] = 1,
-    ACTIONS(438), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1602] = 1,
-    ACTIONS(440), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1607] = 1,
-    ACTIONS(442), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1612] = 1,
-    ACTIONS(398), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [1617] = 1,
-    ACTIONS(444), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1622] = 1,
-    ACTIONS(446), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1627] = 1,
-    ACTIONS(448), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1632] = 1,
-    ACTIONS(450), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1637] = 1,
-    ACTIONS(452), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1642] = 1,
-    ACTIONS(454), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1647] = 1,
-    ACTIONS(456), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1652] = 1,
-    ACTIONS(458), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1657] = 1,
-    ACTIONS(460), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1662] = 1,
-    ACTIONS(462), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1667] = 1,
-    ACTIONS(464), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1672] = 1,
-    ACTIONS(466), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1677] = 2,
-    ACTIONS(468), 1,
-      sym_heredoc_body,
-    ACTIONS(470), 1,
-      sym_heredoc_end,
-  [1684] = 2,
-    ACTIONS(408), 1,
-      anon_sym_DQUOTE,
-    STATE(114), 1,
-      sym_string,
-  [1691] = 1,
-    ACTIONS(472), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1696] = 1,
-    ACTIONS(474), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1701] = 1,
-    ACTIONS(321), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [1706] = 1,
-    ACTIONS(313), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [1711] = 2,
-    ACTIONS(476), 1,
-      ts_builtin_sym_end,
-    ACTIONS(478), 1,
-      sym__newline,
-  [1718] = 1,
-    ACTIONS(480), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1723] = 1,
-    ACTIONS(482), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1728] = 1,
-    ACTIONS(484), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1733] = 1,
-    ACTIONS(486), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1738] = 1,
-    ACTIONS(488), 2,
-      ts_builtin_sym_end,
-      sym__newline,
-  [1743] = 2,
-    ACTIONS(490), 1,
+  [1600] = 2,
+    ACTIONS(433), 1,
+      aux_sym_word_token2,
+    ACTIONS(431), 2,
+      aux_sym_word_token1,
+      sym_expansion,
+  [1608] = 2,
+    ACTIONS(435), 1,
       anon_sym_LBRACK,
-    STATE(89), 1,
+    STATE(74), 1,
       sym_exec_form,
-  [1750] = 1,
-    ACTIONS(492), 2,
+  [1615] = 1,
+    ACTIONS(437), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1755] = 1,
-    ACTIONS(164), 2,
+  [1620] = 1,
+    ACTIONS(439), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1760] = 1,
-    ACTIONS(494), 2,
+  [1625] = 1,
+    ACTIONS(441), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1765] = 2,
-    ACTIONS(43), 1,
-      ts_builtin_sym_end,
-    ACTIONS(478), 1,
-      sym__newline,
-  [1772] = 1,
-    ACTIONS(496), 2,
+  [1630] = 1,
+    ACTIONS(443), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1777] = 1,
-    ACTIONS(498), 2,
+  [1635] = 1,
+    ACTIONS(445), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1782] = 1,
-    ACTIONS(500), 2,
+  [1640] = 1,
+    ACTIONS(447), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1787] = 1,
-    ACTIONS(502), 2,
+  [1645] = 1,
+    ACTIONS(449), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1792] = 1,
-    ACTIONS(504), 2,
+  [1650] = 1,
+    ACTIONS(451), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1797] = 1,
-    ACTIONS(506), 2,
+  [1655] = 1,
+    ACTIONS(453), 2,
       ts_builtin_sym_end,
       sym__newline,
-  [1802] = 1,
-    ACTIONS(508), 1,
+  [1660] = 1,
+    ACTIONS(455), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1665] = 1,
+    ACTIONS(457), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1670] = 1,
+    ACTIONS(421), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [1675] = 2,
+    ACTIONS(45), 1,
+      ts_builtin_sym_end,
+    ACTIONS(459), 1,
+      sym__newline,
+  [1682] = 1,
+    ACTIONS(461), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1687] = 1,
+    ACTIONS(463), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1692] = 1,
+    ACTIONS(465), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1697] = 1,
+    ACTIONS(467), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1702] = 1,
+    ACTIONS(469), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1707] = 1,
+    ACTIONS(471), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1712] = 1,
+    ACTIONS(473), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1717] = 1,
+    ACTIONS(475), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1722] = 1,
+    ACTIONS(477), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1727] = 1,
+    ACTIONS(479), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1732] = 1,
+    ACTIONS(481), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1737] = 1,
+    ACTIONS(483), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1742] = 1,
+    ACTIONS(485), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1747] = 2,
+    ACTIONS(410), 1,
+      anon_sym_DQUOTE,
+    STATE(119), 1,
+      sym_string,
+  [1754] = 2,
+    ACTIONS(487), 1,
+      sym_heredoc_body,
+    ACTIONS(489), 1,
       sym_heredoc_end,
-  [1806] = 1,
-    ACTIONS(478), 1,
-      sym__newline,
-  [1810] = 1,
-    ACTIONS(510), 1,
+  [1761] = 1,
+    ACTIONS(332), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [1766] = 1,
+    ACTIONS(350), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [1771] = 1,
+    ACTIONS(491), 2,
       ts_builtin_sym_end,
-  [1814] = 1,
-    ACTIONS(512), 1,
-      anon_sym_EQ,
+      sym__newline,
+  [1776] = 2,
+    ACTIONS(459), 1,
+      sym__newline,
+    ACTIONS(493), 1,
+      ts_builtin_sym_end,
+  [1783] = 1,
+    ACTIONS(495), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1788] = 1,
+    ACTIONS(497), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1793] = 1,
+    ACTIONS(499), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1798] = 1,
+    ACTIONS(501), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1803] = 1,
+    ACTIONS(503), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1808] = 1,
+    ACTIONS(505), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1813] = 1,
+    ACTIONS(507), 2,
+      ts_builtin_sym_end,
+      sym__newline,
   [1818] = 1,
-    ACTIONS(514), 1,
-      anon_sym_EQ,
-  [1822] = 1,
-    ACTIONS(516), 1,
+    ACTIONS(169), 2,
+      ts_builtin_sym_end,
       sym__newline,
-  [1826] = 1,
-    ACTIONS(518), 1,
+  [1823] = 1,
+    ACTIONS(509), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1828] = 1,
+    ACTIONS(511), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1833] = 1,
+    ACTIONS(513), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1838] = 1,
+    ACTIONS(515), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1843] = 1,
+    ACTIONS(517), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1848] = 1,
+    ACTIONS(519), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1853] = 1,
+    ACTIONS(521), 2,
+      ts_builtin_sym_end,
+      sym__newline,
+  [1858] = 1,
+    ACTIONS(523), 1,
       sym_heredoc_end,
+  [1862] = 1,
+    ACTIONS(525), 1,
+      sym_heredoc_end,
+  [1866] = 1,
+    ACTIONS(527), 1,
+      sym__newline,
+  [1870] = 1,
+    ACTIONS(529), 1,
+      anon_sym_EQ,
+  [1874] = 1,
+    ACTIONS(531), 1,
+      anon_sym_EQ,
+  [1878] = 1,
+    ACTIONS(459), 1,
+      sym__newline,
+  [1882] = 1,
+    ACTIONS(533), 1,
+      ts_builtin_sym_end,
 };
 
 static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(4)] = 0,
-  [SMALL_STATE(5)] = 25,
-  [SMALL_STATE(6)] = 49,
-  [SMALL_STATE(7)] = 73,
-  [SMALL_STATE(8)] = 97,
-  [SMALL_STATE(9)] = 121,
-  [SMALL_STATE(10)] = 145,
-  [SMALL_STATE(11)] = 169,
-  [SMALL_STATE(12)] = 193,
-  [SMALL_STATE(13)] = 217,
-  [SMALL_STATE(14)] = 241,
-  [SMALL_STATE(15)] = 265,
-  [SMALL_STATE(16)] = 294,
-  [SMALL_STATE(17)] = 324,
-  [SMALL_STATE(18)] = 351,
-  [SMALL_STATE(19)] = 372,
-  [SMALL_STATE(20)] = 393,
-  [SMALL_STATE(21)] = 414,
-  [SMALL_STATE(22)] = 435,
-  [SMALL_STATE(23)] = 456,
-  [SMALL_STATE(24)] = 476,
-  [SMALL_STATE(25)] = 498,
-  [SMALL_STATE(26)] = 518,
-  [SMALL_STATE(27)] = 538,
-  [SMALL_STATE(28)] = 562,
-  [SMALL_STATE(29)] = 582,
-  [SMALL_STATE(30)] = 602,
-  [SMALL_STATE(31)] = 621,
-  [SMALL_STATE(32)] = 640,
-  [SMALL_STATE(33)] = 659,
-  [SMALL_STATE(34)] = 682,
-  [SMALL_STATE(35)] = 701,
-  [SMALL_STATE(36)] = 713,
-  [SMALL_STATE(37)] = 733,
-  [SMALL_STATE(38)] = 753,
-  [SMALL_STATE(39)] = 770,
-  [SMALL_STATE(40)] = 785,
-  [SMALL_STATE(41)] = 800,
-  [SMALL_STATE(42)] = 817,
-  [SMALL_STATE(43)] = 834,
-  [SMALL_STATE(44)] = 851,
-  [SMALL_STATE(45)] = 868,
-  [SMALL_STATE(46)] = 883,
-  [SMALL_STATE(47)] = 900,
-  [SMALL_STATE(48)] = 915,
-  [SMALL_STATE(49)] = 932,
-  [SMALL_STATE(50)] = 947,
-  [SMALL_STATE(51)] = 962,
-  [SMALL_STATE(52)] = 977,
-  [SMALL_STATE(53)] = 992,
-  [SMALL_STATE(54)] = 1007,
-  [SMALL_STATE(55)] = 1022,
-  [SMALL_STATE(56)] = 1030,
-  [SMALL_STATE(57)] = 1044,
-  [SMALL_STATE(58)] = 1058,
-  [SMALL_STATE(59)] = 1072,
-  [SMALL_STATE(60)] = 1086,
-  [SMALL_STATE(61)] = 1094,
-  [SMALL_STATE(62)] = 1108,
-  [SMALL_STATE(63)] = 1122,
-  [SMALL_STATE(64)] = 1136,
-  [SMALL_STATE(65)] = 1150,
-  [SMALL_STATE(66)] = 1164,
-  [SMALL_STATE(67)] = 1178,
-  [SMALL_STATE(68)] = 1192,
-  [SMALL_STATE(69)] = 1206,
-  [SMALL_STATE(70)] = 1220,
-  [SMALL_STATE(71)] = 1234,
-  [SMALL_STATE(72)] = 1248,
-  [SMALL_STATE(73)] = 1259,
-  [SMALL_STATE(74)] = 1270,
-  [SMALL_STATE(75)] = 1281,
-  [SMALL_STATE(76)] = 1292,
-  [SMALL_STATE(77)] = 1303,
-  [SMALL_STATE(78)] = 1314,
-  [SMALL_STATE(79)] = 1325,
-  [SMALL_STATE(80)] = 1336,
-  [SMALL_STATE(81)] = 1347,
-  [SMALL_STATE(82)] = 1358,
-  [SMALL_STATE(83)] = 1369,
-  [SMALL_STATE(84)] = 1380,
-  [SMALL_STATE(85)] = 1391,
-  [SMALL_STATE(86)] = 1402,
-  [SMALL_STATE(87)] = 1413,
-  [SMALL_STATE(88)] = 1424,
-  [SMALL_STATE(89)] = 1431,
-  [SMALL_STATE(90)] = 1442,
-  [SMALL_STATE(91)] = 1453,
-  [SMALL_STATE(92)] = 1464,
-  [SMALL_STATE(93)] = 1472,
-  [SMALL_STATE(94)] = 1482,
-  [SMALL_STATE(95)] = 1488,
-  [SMALL_STATE(96)] = 1494,
-  [SMALL_STATE(97)] = 1504,
-  [SMALL_STATE(98)] = 1514,
-  [SMALL_STATE(99)] = 1522,
-  [SMALL_STATE(100)] = 1532,
-  [SMALL_STATE(101)] = 1538,
-  [SMALL_STATE(102)] = 1546,
-  [SMALL_STATE(103)] = 1554,
-  [SMALL_STATE(104)] = 1562,
-  [SMALL_STATE(105)] = 1567,
-  [SMALL_STATE(106)] = 1572,
-  [SMALL_STATE(107)] = 1577,
-  [SMALL_STATE(108)] = 1582,
-  [SMALL_STATE(109)] = 1587,
-  [SMALL_STATE(110)] = 1592,
-  [SMALL_STATE(111)] = 1597,
-  [SMALL_STATE(112)] = 1602,
-  [SMALL_STATE(113)] = 1607,
-  [SMALL_STATE(114)] = 1612,
-  [SMALL_STATE(115)] = 1617,
-  [SMALL_STATE(116)] = 1622,
-  [SMALL_STATE(117)] = 1627,
-  [SMALL_STATE(118)] = 1632,
-  [SMALL_STATE(119)] = 1637,
-  [SMALL_STATE(120)] = 1642,
-  [SMALL_STATE(121)] = 1647,
-  [SMALL_STATE(122)] = 1652,
-  [SMALL_STATE(123)] = 1657,
-  [SMALL_STATE(124)] = 1662,
-  [SMALL_STATE(125)] = 1667,
-  [SMALL_STATE(126)] = 1672,
-  [SMALL_STATE(127)] = 1677,
-  [SMALL_STATE(128)] = 1684,
-  [SMALL_STATE(129)] = 1691,
-  [SMALL_STATE(130)] = 1696,
-  [SMALL_STATE(131)] = 1701,
-  [SMALL_STATE(132)] = 1706,
-  [SMALL_STATE(133)] = 1711,
-  [SMALL_STATE(134)] = 1718,
-  [SMALL_STATE(135)] = 1723,
-  [SMALL_STATE(136)] = 1728,
-  [SMALL_STATE(137)] = 1733,
-  [SMALL_STATE(138)] = 1738,
-  [SMALL_STATE(139)] = 1743,
-  [SMALL_STATE(140)] = 1750,
-  [SMALL_STATE(141)] = 1755,
-  [SMALL_STATE(142)] = 1760,
-  [SMALL_STATE(143)] = 1765,
-  [SMALL_STATE(144)] = 1772,
-  [SMALL_STATE(145)] = 1777,
-  [SMALL_STATE(146)] = 1782,
-  [SMALL_STATE(147)] = 1787,
-  [SMALL_STATE(148)] = 1792,
-  [SMALL_STATE(149)] = 1797,
-  [SMALL_STATE(150)] = 1802,
-  [SMALL_STATE(151)] = 1806,
-  [SMALL_STATE(152)] = 1810,
-  [SMALL_STATE(153)] = 1814,
-  [SMALL_STATE(154)] = 1818,
-  [SMALL_STATE(155)] = 1822,
-  [SMALL_STATE(156)] = 1826,
+  [SMALL_STATE(5)] = 26,
+  [SMALL_STATE(6)] = 50,
+  [SMALL_STATE(7)] = 74,
+  [SMALL_STATE(8)] = 98,
+  [SMALL_STATE(9)] = 122,
+  [SMALL_STATE(10)] = 146,
+  [SMALL_STATE(11)] = 170,
+  [SMALL_STATE(12)] = 194,
+  [SMALL_STATE(13)] = 218,
+  [SMALL_STATE(14)] = 242,
+  [SMALL_STATE(15)] = 266,
+  [SMALL_STATE(16)] = 295,
+  [SMALL_STATE(17)] = 325,
+  [SMALL_STATE(18)] = 352,
+  [SMALL_STATE(19)] = 373,
+  [SMALL_STATE(20)] = 394,
+  [SMALL_STATE(21)] = 415,
+  [SMALL_STATE(22)] = 436,
+  [SMALL_STATE(23)] = 457,
+  [SMALL_STATE(24)] = 477,
+  [SMALL_STATE(25)] = 499,
+  [SMALL_STATE(26)] = 519,
+  [SMALL_STATE(27)] = 539,
+  [SMALL_STATE(28)] = 563,
+  [SMALL_STATE(29)] = 583,
+  [SMALL_STATE(30)] = 603,
+  [SMALL_STATE(31)] = 622,
+  [SMALL_STATE(32)] = 641,
+  [SMALL_STATE(33)] = 660,
+  [SMALL_STATE(34)] = 683,
+  [SMALL_STATE(35)] = 702,
+  [SMALL_STATE(36)] = 714,
+  [SMALL_STATE(37)] = 734,
+  [SMALL_STATE(38)] = 754,
+  [SMALL_STATE(39)] = 771,
+  [SMALL_STATE(40)] = 788,
+  [SMALL_STATE(41)] = 803,
+  [SMALL_STATE(42)] = 820,
+  [SMALL_STATE(43)] = 837,
+  [SMALL_STATE(44)] = 854,
+  [SMALL_STATE(45)] = 871,
+  [SMALL_STATE(46)] = 888,
+  [SMALL_STATE(47)] = 903,
+  [SMALL_STATE(48)] = 920,
+  [SMALL_STATE(49)] = 935,
+  [SMALL_STATE(50)] = 952,
+  [SMALL_STATE(51)] = 967,
+  [SMALL_STATE(52)] = 982,
+  [SMALL_STATE(53)] = 997,
+  [SMALL_STATE(54)] = 1012,
+  [SMALL_STATE(55)] = 1027,
+  [SMALL_STATE(56)] = 1042,
+  [SMALL_STATE(57)] = 1057,
+  [SMALL_STATE(58)] = 1071,
+  [SMALL_STATE(59)] = 1085,
+  [SMALL_STATE(60)] = 1099,
+  [SMALL_STATE(61)] = 1113,
+  [SMALL_STATE(62)] = 1127,
+  [SMALL_STATE(63)] = 1141,
+  [SMALL_STATE(64)] = 1149,
+  [SMALL_STATE(65)] = 1163,
+  [SMALL_STATE(66)] = 1177,
+  [SMALL_STATE(67)] = 1191,
+  [SMALL_STATE(68)] = 1205,
+  [SMALL_STATE(69)] = 1219,
+  [SMALL_STATE(70)] = 1233,
+  [SMALL_STATE(71)] = 1247,
+  [SMALL_STATE(72)] = 1261,
+  [SMALL_STATE(73)] = 1275,
+  [SMALL_STATE(74)] = 1283,
+  [SMALL_STATE(75)] = 1294,
+  [SMALL_STATE(76)] = 1305,
+  [SMALL_STATE(77)] = 1316,
+  [SMALL_STATE(78)] = 1327,
+  [SMALL_STATE(79)] = 1338,
+  [SMALL_STATE(80)] = 1349,
+  [SMALL_STATE(81)] = 1360,
+  [SMALL_STATE(82)] = 1371,
+  [SMALL_STATE(83)] = 1382,
+  [SMALL_STATE(84)] = 1393,
+  [SMALL_STATE(85)] = 1404,
+  [SMALL_STATE(86)] = 1415,
+  [SMALL_STATE(87)] = 1426,
+  [SMALL_STATE(88)] = 1433,
+  [SMALL_STATE(89)] = 1444,
+  [SMALL_STATE(90)] = 1455,
+  [SMALL_STATE(91)] = 1466,
+  [SMALL_STATE(92)] = 1477,
+  [SMALL_STATE(93)] = 1488,
+  [SMALL_STATE(94)] = 1499,
+  [SMALL_STATE(95)] = 1510,
+  [SMALL_STATE(96)] = 1520,
+  [SMALL_STATE(97)] = 1528,
+  [SMALL_STATE(98)] = 1534,
+  [SMALL_STATE(99)] = 1540,
+  [SMALL_STATE(100)] = 1550,
+  [SMALL_STATE(101)] = 1560,
+  [SMALL_STATE(102)] = 1566,
+  [SMALL_STATE(103)] = 1574,
+  [SMALL_STATE(104)] = 1584,
+  [SMALL_STATE(105)] = 1592,
+  [SMALL_STATE(106)] = 1600,
+  [SMALL_STATE(107)] = 1608,
+  [SMALL_STATE(108)] = 1615,
+  [SMALL_STATE(109)] = 1620,
+  [SMALL_STATE(110)] = 1625,
+  [SMALL_STATE(111)] = 1630,
+  [SMALL_STATE(112)] = 1635,
+  [SMALL_STATE(113)] = 1640,
+  [SMALL_STATE(114)] = 1645,
+  [SMALL_STATE(115)] = 1650,
+  [SMALL_STATE(116)] = 1655,
+  [SMALL_STATE(117)] = 1660,
+  [SMALL_STATE(118)] = 1665,
+  [SMALL_STATE(119)] = 1670,
+  [SMALL_STATE(120)] = 1675,
+  [SMALL_STATE(121)] = 1682,
+  [SMALL_STATE(122)] = 1687,
+  [SMALL_STATE(123)] = 1692,
+  [SMALL_STATE(124)] = 1697,
+  [SMALL_STATE(125)] = 1702,
+  [SMALL_STATE(126)] = 1707,
+  [SMALL_STATE(127)] = 1712,
+  [SMALL_STATE(128)] = 1717,
+  [SMALL_STATE(129)] = 1722,
+  [SMALL_STATE(130)] = 1727,
+  [SMALL_STATE(131)] = 1732,
+  [SMALL_STATE(132)] = 1737,
+  [SMALL_STATE(133)] = 1742,
+  [SMALL_STATE(134)] = 1747,
+  [SMALL_STATE(135)] = 1754,
+  [SMALL_STATE(136)] = 1761,
+  [SMALL_STATE(137)] = 1766,
+  [SMALL_STATE(138)] = 1771,
+  [SMALL_STATE(139)] = 1776,
+  [SMALL_STATE(140)] = 1783,
+  [SMALL_STATE(141)] = 1788,
+  [SMALL_STATE(142)] = 1793,
+  [SMALL_STATE(143)] = 1798,
+  [SMALL_STATE(144)] = 1803,
+  [SMALL_STATE(145)] = 1808,
+  [SMALL_STATE(146)] = 1813,
+  [SMALL_STATE(147)] = 1818,
+  [SMALL_STATE(148)] = 1823,
+  [SMALL_STATE(149)] = 1828,
+  [SMALL_STATE(150)] = 1833,
+  [SMALL_STATE(151)] = 1838,
+  [SMALL_STATE(152)] = 1843,
+  [SMALL_STATE(153)] = 1848,
+  [SMALL_STATE(154)] = 1853,
+  [SMALL_STATE(155)] = 1858,
+  [SMALL_STATE(156)] = 1862,
+  [SMALL_STATE(157)] = 1866,
+  [SMALL_STATE(158)] = 1870,
+  [SMALL_STATE(159)] = 1874,
+  [SMALL_STATE(160)] = 1878,
+  [SMALL_STATE(161)] = 1882,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {
@@ -3727,245 +3942,252 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [1] = {.entry = {.count = 1, .reusable = false}}, RECOVER(),
   [3] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 0, 0, 0),
   [5] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
-  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(143),
-  [9] = {.entry = {.count = 1, .reusable = false}}, SHIFT(143),
-  [11] = {.entry = {.count = 1, .reusable = true}}, SHIFT(58),
-  [13] = {.entry = {.count = 1, .reusable = true}}, SHIFT(64),
-  [15] = {.entry = {.count = 1, .reusable = true}}, SHIFT(66),
-  [17] = {.entry = {.count = 1, .reusable = true}}, SHIFT(68),
-  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(69),
-  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(63),
-  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(70),
-  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
-  [27] = {.entry = {.count = 1, .reusable = true}}, SHIFT(139),
-  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(61),
-  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(71),
-  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(59),
+  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(120),
+  [9] = {.entry = {.count = 1, .reusable = false}}, SHIFT(120),
+  [11] = {.entry = {.count = 1, .reusable = true}}, SHIFT(65),
+  [13] = {.entry = {.count = 1, .reusable = true}}, SHIFT(66),
+  [15] = {.entry = {.count = 1, .reusable = true}}, SHIFT(69),
+  [17] = {.entry = {.count = 1, .reusable = true}}, SHIFT(71),
+  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(68),
+  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(67),
+  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(59),
+  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(72),
+  [27] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
+  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(58),
+  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(62),
+  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(64),
   [35] = {.entry = {.count = 1, .reusable = true}}, SHIFT(41),
-  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(57),
-  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(150),
-  [41] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
-  [43] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
-  [45] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
-  [47] = {.entry = {.count = 1, .reusable = true}}, SHIFT(133),
-  [49] = {.entry = {.count = 1, .reusable = false}}, SHIFT(133),
-  [51] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [53] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(3),
-  [56] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(151),
-  [59] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(151),
-  [62] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(58),
-  [65] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(64),
-  [68] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(66),
-  [71] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(68),
-  [74] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(69),
-  [77] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(63),
-  [80] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(70),
-  [83] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(56),
-  [86] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(139),
-  [89] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(61),
-  [92] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(71),
-  [95] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(59),
-  [98] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(41),
-  [101] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(57),
-  [104] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(150),
-  [107] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(108),
-  [110] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [112] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_word, 2, 0, 0),
-  [114] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_word, 2, 0, 0),
-  [116] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
-  [118] = {.entry = {.count = 1, .reusable = false}}, SHIFT(8),
-  [120] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_word, 1, 0, 0),
-  [122] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_word, 1, 0, 0),
-  [124] = {.entry = {.count = 1, .reusable = true}}, SHIFT(7),
-  [126] = {.entry = {.count = 1, .reusable = false}}, SHIFT(7),
-  [128] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
-  [130] = {.entry = {.count = 1, .reusable = false}}, SHIFT(9),
-  [132] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_word, 3, 0, 0),
-  [134] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_word, 3, 0, 0),
-  [136] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0),
-  [138] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0),
-  [140] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(9),
-  [143] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(9),
-  [146] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
-  [148] = {.entry = {.count = 1, .reusable = false}}, SHIFT(13),
-  [150] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
-  [152] = {.entry = {.count = 1, .reusable = false}}, SHIFT(12),
-  [154] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
-  [156] = {.entry = {.count = 1, .reusable = false}}, SHIFT(14),
-  [158] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(14),
-  [161] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(14),
-  [164] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 3, 0, 3),
-  [166] = {.entry = {.count = 1, .reusable = true}}, SHIFT(6),
-  [168] = {.entry = {.count = 1, .reusable = false}}, SHIFT(6),
-  [170] = {.entry = {.count = 1, .reusable = true}}, SHIFT(40),
-  [172] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
-  [174] = {.entry = {.count = 1, .reusable = true}}, SHIFT(92),
-  [176] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 2, 0, 6),
-  [178] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_capability_instruction, 2, 0, 8),
-  [180] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
-  [182] = {.entry = {.count = 1, .reusable = false}}, SHIFT(11),
-  [184] = {.entry = {.count = 1, .reusable = true}}, SHIFT(103),
-  [186] = {.entry = {.count = 1, .reusable = false}}, SHIFT(20),
-  [188] = {.entry = {.count = 1, .reusable = true}}, SHIFT(20),
-  [190] = {.entry = {.count = 1, .reusable = false}}, SHIFT(22),
-  [192] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
-  [194] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(20),
-  [197] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(20),
-  [200] = {.entry = {.count = 1, .reusable = false}}, SHIFT(18),
-  [202] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
-  [204] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
-  [206] = {.entry = {.count = 1, .reusable = false}}, SHIFT(25),
-  [208] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_capability_instruction_repeat1, 2, 0, 17),
-  [210] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_capability_instruction_repeat1, 2, 0, 17), SHIFT_REPEAT(11),
-  [213] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_capability_instruction_repeat1, 2, 0, 17), SHIFT_REPEAT(11),
-  [216] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_capability_instruction_repeat1, 2, 0, 17), SHIFT_REPEAT(103),
-  [219] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
-  [221] = {.entry = {.count = 1, .reusable = false}}, SHIFT(28),
-  [223] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 2, 0, 9),
-  [225] = {.entry = {.count = 1, .reusable = true}}, SHIFT(88),
-  [227] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(28),
-  [230] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(28),
-  [233] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
-  [235] = {.entry = {.count = 1, .reusable = false}}, SHIFT(26),
-  [237] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 2, 0, 4),
-  [239] = {.entry = {.count = 1, .reusable = true}}, SHIFT(34),
-  [241] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
-  [243] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_capability_instruction_repeat1, 1, 0, 7),
-  [245] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_capability_instruction_repeat1, 1, 0, 7),
-  [247] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 2, 0, 3),
-  [249] = {.entry = {.count = 1, .reusable = true}}, SHIFT(91),
-  [251] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 12),
-  [253] = {.entry = {.count = 1, .reusable = true}}, SHIFT(31),
-  [255] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 21),
-  [257] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
-  [259] = {.entry = {.count = 1, .reusable = false}}, SHIFT(47),
-  [261] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
-  [263] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
-  [265] = {.entry = {.count = 1, .reusable = false}}, SHIFT(45),
-  [267] = {.entry = {.count = 1, .reusable = true}}, SHIFT(60),
-  [269] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 3, 0, 14),
-  [271] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 15),
-  [273] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 18),
-  [275] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
-  [277] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 4, 0, 21),
-  [279] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(47),
-  [282] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(47),
-  [285] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
-  [287] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 28),
-  [289] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
-  [291] = {.entry = {.count = 1, .reusable = false}}, SHIFT(51),
-  [293] = {.entry = {.count = 1, .reusable = true}}, SHIFT(52),
-  [295] = {.entry = {.count = 1, .reusable = false}}, SHIFT(52),
-  [297] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
-  [299] = {.entry = {.count = 1, .reusable = false}}, SHIFT(53),
-  [301] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(53),
-  [304] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(53),
-  [307] = {.entry = {.count = 1, .reusable = true}}, SHIFT(39),
-  [309] = {.entry = {.count = 1, .reusable = false}}, SHIFT(39),
-  [311] = {.entry = {.count = 1, .reusable = true}}, SHIFT(131),
-  [313] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
-  [315] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
-  [317] = {.entry = {.count = 1, .reusable = false}}, SHIFT(23),
-  [319] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
-  [321] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
-  [323] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 11),
-  [325] = {.entry = {.count = 1, .reusable = true}}, SHIFT(74),
-  [327] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 2, 0, 3),
-  [329] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
-  [331] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
-  [333] = {.entry = {.count = 1, .reusable = false}}, SHIFT(21),
-  [335] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
-  [337] = {.entry = {.count = 1, .reusable = true}}, SHIFT(49),
-  [339] = {.entry = {.count = 1, .reusable = false}}, SHIFT(49),
-  [341] = {.entry = {.count = 1, .reusable = true}}, SHIFT(101),
-  [343] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 4, 0, 25),
-  [345] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 19),
-  [347] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 20),
-  [349] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 26),
-  [351] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 22),
-  [353] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 4, 0, 23),
-  [355] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 27),
-  [357] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_label_instruction, 4, 0, 21),
-  [359] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 24),
-  [361] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 13),
-  [363] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 5, 0, 27),
-  [365] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 29),
-  [367] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_from_instruction, 2, 0, 1),
-  [369] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_instruction, 2, 0, 1),
-  [371] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_model_instruction, 2, 0, 2),
-  [373] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_name_instruction, 2, 0, 3),
-  [375] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_mode, 1, 0, 0),
-  [377] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_instruction, 2, 0, 5),
-  [379] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 16),
-  [381] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 10),
-  [383] = {.entry = {.count = 1, .reusable = true}}, SHIFT(5),
-  [385] = {.entry = {.count = 1, .reusable = false}}, SHIFT(5),
-  [387] = {.entry = {.count = 1, .reusable = true}}, SHIFT(128),
-  [389] = {.entry = {.count = 1, .reusable = true}}, SHIFT(95),
-  [391] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 3, 0, 0),
-  [393] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 4, 0, 0),
-  [395] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_exec_form_repeat1, 2, 0, 0), SHIFT_REPEAT(128),
-  [398] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_exec_form_repeat1, 2, 0, 0),
-  [400] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
-  [402] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
-  [404] = {.entry = {.count = 1, .reusable = false}}, SHIFT(19),
-  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
-  [408] = {.entry = {.count = 1, .reusable = true}}, SHIFT(54),
-  [410] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 2, 0, 0),
-  [412] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
-  [414] = {.entry = {.count = 1, .reusable = false}}, SHIFT(50),
-  [416] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
-  [418] = {.entry = {.count = 1, .reusable = false}}, SHIFT(29),
-  [420] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
-  [422] = {.entry = {.count = 1, .reusable = false}}, SHIFT(10),
-  [424] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_label_instruction, 5, 0, 21),
-  [426] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 4),
-  [428] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 5, 0, 20),
-  [430] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 21),
-  [432] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc_rest, 1, 0, 0),
-  [434] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_instruction, 3, 0, 1),
-  [436] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 22),
-  [438] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 5, 0, 21),
-  [440] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 12),
-  [442] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 5, 0, 23),
-  [444] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc_rest, 2, 0, 0),
-  [446] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 13),
-  [448] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 5, 0, 24),
-  [450] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 9),
-  [452] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 5, 0, 25),
-  [454] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 5, 0, 26),
-  [456] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc, 4, 0, 0),
-  [458] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 27),
-  [460] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 28),
-  [462] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 6, 0, 27),
-  [464] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 7, 0, 29),
-  [466] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 4, 0, 14),
-  [468] = {.entry = {.count = 1, .reusable = true}}, SHIFT(156),
-  [470] = {.entry = {.count = 1, .reusable = true}}, SHIFT(149),
-  [472] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 3),
-  [474] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_model_instruction, 3, 0, 2),
-  [476] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
-  [478] = {.entry = {.count = 1, .reusable = true}}, SHIFT(4),
-  [480] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 15),
-  [482] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_instruction, 3, 0, 5),
-  [484] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 6),
-  [486] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_name_instruction, 3, 0, 3),
-  [488] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 10),
-  [490] = {.entry = {.count = 1, .reusable = true}}, SHIFT(99),
-  [492] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 16),
-  [494] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_capability_instruction, 3, 0, 8),
-  [496] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_from_instruction, 3, 0, 1),
-  [498] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 4, 0, 3),
-  [500] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 18),
-  [502] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 11),
-  [504] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 19),
-  [506] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc, 3, 0, 0),
-  [508] = {.entry = {.count = 1, .reusable = true}}, SHIFT(115),
-  [510] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
-  [512] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
-  [514] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
-  [516] = {.entry = {.count = 1, .reusable = true}}, SHIFT(127),
-  [518] = {.entry = {.count = 1, .reusable = true}}, SHIFT(121),
+  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(60),
+  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
+  [41] = {.entry = {.count = 1, .reusable = true}}, SHIFT(156),
+  [43] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
+  [45] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
+  [47] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
+  [49] = {.entry = {.count = 1, .reusable = true}}, SHIFT(139),
+  [51] = {.entry = {.count = 1, .reusable = false}}, SHIFT(139),
+  [53] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [55] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(3),
+  [58] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(160),
+  [61] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(160),
+  [64] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(65),
+  [67] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(66),
+  [70] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(69),
+  [73] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(71),
+  [76] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(68),
+  [79] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(67),
+  [82] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(59),
+  [85] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(72),
+  [88] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(107),
+  [91] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(58),
+  [94] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(62),
+  [97] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(64),
+  [100] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(41),
+  [103] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(60),
+  [106] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(44),
+  [109] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(156),
+  [112] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(132),
+  [115] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [117] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_word, 2, 0, 0),
+  [119] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_word, 2, 0, 0),
+  [121] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
+  [123] = {.entry = {.count = 1, .reusable = false}}, SHIFT(8),
+  [125] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_word, 1, 0, 0),
+  [127] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_word, 1, 0, 0),
+  [129] = {.entry = {.count = 1, .reusable = true}}, SHIFT(7),
+  [131] = {.entry = {.count = 1, .reusable = false}}, SHIFT(7),
+  [133] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
+  [135] = {.entry = {.count = 1, .reusable = false}}, SHIFT(9),
+  [137] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_word, 3, 0, 0),
+  [139] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_word, 3, 0, 0),
+  [141] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0),
+  [143] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0),
+  [145] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(9),
+  [148] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(9),
+  [151] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
+  [153] = {.entry = {.count = 1, .reusable = false}}, SHIFT(13),
+  [155] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
+  [157] = {.entry = {.count = 1, .reusable = false}}, SHIFT(12),
+  [159] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
+  [161] = {.entry = {.count = 1, .reusable = false}}, SHIFT(14),
+  [163] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(14),
+  [166] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(14),
+  [169] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 3, 0, 3),
+  [171] = {.entry = {.count = 1, .reusable = true}}, SHIFT(6),
+  [173] = {.entry = {.count = 1, .reusable = false}}, SHIFT(6),
+  [175] = {.entry = {.count = 1, .reusable = true}}, SHIFT(40),
+  [177] = {.entry = {.count = 1, .reusable = true}}, SHIFT(157),
+  [179] = {.entry = {.count = 1, .reusable = true}}, SHIFT(96),
+  [181] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 2, 0, 6),
+  [183] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_capability_instruction, 2, 0, 8),
+  [185] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
+  [187] = {.entry = {.count = 1, .reusable = false}}, SHIFT(11),
+  [189] = {.entry = {.count = 1, .reusable = true}}, SHIFT(106),
+  [191] = {.entry = {.count = 1, .reusable = false}}, SHIFT(20),
+  [193] = {.entry = {.count = 1, .reusable = true}}, SHIFT(20),
+  [195] = {.entry = {.count = 1, .reusable = false}}, SHIFT(22),
+  [197] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
+  [199] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(20),
+  [202] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(20),
+  [205] = {.entry = {.count = 1, .reusable = false}}, SHIFT(18),
+  [207] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
+  [209] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
+  [211] = {.entry = {.count = 1, .reusable = false}}, SHIFT(25),
+  [213] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_capability_instruction_repeat1, 2, 0, 18),
+  [215] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_capability_instruction_repeat1, 2, 0, 18), SHIFT_REPEAT(11),
+  [218] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_capability_instruction_repeat1, 2, 0, 18), SHIFT_REPEAT(11),
+  [221] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_capability_instruction_repeat1, 2, 0, 18), SHIFT_REPEAT(106),
+  [224] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
+  [226] = {.entry = {.count = 1, .reusable = false}}, SHIFT(28),
+  [228] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 2, 0, 9),
+  [230] = {.entry = {.count = 1, .reusable = true}}, SHIFT(87),
+  [232] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(28),
+  [235] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(28),
+  [238] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
+  [240] = {.entry = {.count = 1, .reusable = false}}, SHIFT(26),
+  [242] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 2, 0, 4),
+  [244] = {.entry = {.count = 1, .reusable = true}}, SHIFT(34),
+  [246] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
+  [248] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_capability_instruction_repeat1, 1, 0, 7),
+  [250] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_capability_instruction_repeat1, 1, 0, 7),
+  [252] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 2, 0, 3),
+  [254] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
+  [256] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 13),
+  [258] = {.entry = {.count = 1, .reusable = true}}, SHIFT(31),
+  [260] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 23),
+  [262] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 2, 0, 10),
+  [264] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
+  [266] = {.entry = {.count = 1, .reusable = false}}, SHIFT(46),
+  [268] = {.entry = {.count = 1, .reusable = true}}, SHIFT(63),
+  [270] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 3, 0, 15),
+  [272] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 16),
+  [274] = {.entry = {.count = 1, .reusable = false}}, SHIFT(39),
+  [276] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 19),
+  [278] = {.entry = {.count = 1, .reusable = true}}, SHIFT(48),
+  [280] = {.entry = {.count = 1, .reusable = false}}, SHIFT(48),
+  [282] = {.entry = {.count = 1, .reusable = true}}, SHIFT(73),
+  [284] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 4, 0, 23),
+  [286] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(48),
+  [289] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0), SHIFT_REPEAT(48),
+  [292] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_repeat1, 2, 0, 0),
+  [294] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 30),
+  [296] = {.entry = {.count = 1, .reusable = true}}, SHIFT(52),
+  [298] = {.entry = {.count = 1, .reusable = false}}, SHIFT(52),
+  [300] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
+  [302] = {.entry = {.count = 1, .reusable = false}}, SHIFT(53),
+  [304] = {.entry = {.count = 1, .reusable = true}}, SHIFT(54),
+  [306] = {.entry = {.count = 1, .reusable = false}}, SHIFT(54),
+  [308] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(54),
+  [311] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_word_repeat1, 2, 0, 0), SHIFT_REPEAT(54),
+  [314] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
+  [316] = {.entry = {.count = 1, .reusable = false}}, SHIFT(56),
+  [318] = {.entry = {.count = 1, .reusable = true}}, SHIFT(136),
+  [320] = {.entry = {.count = 1, .reusable = true}}, SHIFT(137),
+  [322] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
+  [324] = {.entry = {.count = 1, .reusable = false}}, SHIFT(50),
+  [326] = {.entry = {.count = 1, .reusable = true}}, SHIFT(104),
+  [328] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 12),
+  [330] = {.entry = {.count = 1, .reusable = true}}, SHIFT(77),
+  [332] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 2, 0, 0),
+  [334] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
+  [336] = {.entry = {.count = 1, .reusable = false}}, SHIFT(21),
+  [338] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
+  [340] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 2, 0, 3),
+  [342] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
+  [344] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
+  [346] = {.entry = {.count = 1, .reusable = false}}, SHIFT(23),
+  [348] = {.entry = {.count = 1, .reusable = true}}, SHIFT(105),
+  [350] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string, 3, 0, 0),
+  [352] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_instruction, 2, 0, 5),
+  [354] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 20),
+  [356] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 3, 0, 21),
+  [358] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 22),
+  [360] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 26),
+  [362] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 24),
+  [364] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 4, 0, 25),
+  [366] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 28),
+  [368] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_label_instruction, 4, 0, 23),
+  [370] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 4, 0, 27),
+  [372] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 14),
+  [374] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 29),
+  [376] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 5, 0, 29),
+  [378] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_mode, 1, 0, 0),
+  [380] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 31),
+  [382] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_from_instruction, 2, 0, 1),
+  [384] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_instruction, 2, 0, 1),
+  [386] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_model_instruction, 2, 0, 2),
+  [388] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_name_instruction, 2, 0, 3),
+  [390] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 17),
+  [392] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 11),
+  [394] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
+  [396] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
+  [398] = {.entry = {.count = 1, .reusable = true}}, SHIFT(5),
+  [400] = {.entry = {.count = 1, .reusable = false}}, SHIFT(5),
+  [402] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 3, 0, 0),
+  [404] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 4, 0, 0),
+  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(97),
+  [408] = {.entry = {.count = 1, .reusable = true}}, SHIFT(101),
+  [410] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
+  [412] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_form, 2, 0, 0),
+  [414] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
+  [416] = {.entry = {.count = 1, .reusable = false}}, SHIFT(19),
+  [418] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_exec_form_repeat1, 2, 0, 0), SHIFT_REPEAT(134),
+  [421] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_exec_form_repeat1, 2, 0, 0),
+  [423] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
+  [425] = {.entry = {.count = 1, .reusable = false}}, SHIFT(51),
+  [427] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
+  [429] = {.entry = {.count = 1, .reusable = false}}, SHIFT(29),
+  [431] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [433] = {.entry = {.count = 1, .reusable = false}}, SHIFT(10),
+  [435] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
+  [437] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 20),
+  [439] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc, 3, 0, 0),
+  [441] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 3, 0, 4),
+  [443] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc_rest, 2, 0, 0),
+  [445] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 5, 0, 22),
+  [447] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 23),
+  [449] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_instruction, 3, 0, 1),
+  [451] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 5, 0, 24),
+  [453] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 5, 0, 23),
+  [455] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 13),
+  [457] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 5, 0, 25),
+  [459] = {.entry = {.count = 1, .reusable = true}}, SHIFT(4),
+  [461] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 4, 0, 14),
+  [463] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 5, 0, 26),
+  [465] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_label_instruction, 5, 0, 23),
+  [467] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 5, 0, 27),
+  [469] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 5, 0, 28),
+  [471] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc, 4, 0, 0),
+  [473] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 29),
+  [475] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 6, 0, 30),
+  [477] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_from_instruction, 3, 0, 1),
+  [479] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 4, 0, 21),
+  [481] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_config_instruction, 7, 0, 31),
+  [483] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_heredoc_rest, 1, 0, 0),
+  [485] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bin_instruction, 4, 0, 15),
+  [487] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
+  [489] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
+  [491] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_model_instruction, 3, 0, 2),
+  [493] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
+  [495] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 16),
+  [497] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_exec_instruction, 3, 0, 5),
+  [499] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 3, 0, 6),
+  [501] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_name_instruction, 3, 0, 3),
+  [503] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 3, 0, 9),
+  [505] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_add_instruction, 4, 0, 17),
+  [507] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 11),
+  [509] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_capability_instruction, 3, 0, 8),
+  [511] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_egress_instruction, 3, 0, 10),
+  [513] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_arg_instruction, 4, 0, 3),
+  [515] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 3, 0, 3),
+  [517] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_mount_instruction, 4, 0, 19),
+  [519] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_context_instruction, 4, 0, 12),
+  [521] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_env_instruction, 6, 0, 29),
+  [523] = {.entry = {.count = 1, .reusable = true}}, SHIFT(126),
+  [525] = {.entry = {.count = 1, .reusable = true}}, SHIFT(111),
+  [527] = {.entry = {.count = 1, .reusable = true}}, SHIFT(135),
+  [529] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
+  [531] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
+  [533] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
 };
 
 enum ts_external_scanner_symbol_identifiers {

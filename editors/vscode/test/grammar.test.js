@@ -32,7 +32,7 @@ const MARKER = 'keyword.control.heredoc-token.agentfile';
 const MARKDOWN = 'meta.embedded.block.markdown';
 const TEXT_BODY = 'string.unquoted.heredoc.agentfile';
 const KEYWORDS = new Set(
-  'FROM RUNTIME MODEL NAME CONTEXT CONFIG ENV BIN EXEC ADD LABEL ARG CAPABILITY MOUNT'.split(' '),
+  'FROM RUNTIME MODEL NAME CONTEXT CONFIG ENV BIN EXEC ADD LABEL ARG CAPABILITY MOUNT EGRESS'.split(' '),
 );
 
 function grammarFiles() {

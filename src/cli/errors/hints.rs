@@ -222,6 +222,8 @@ fn value_hint(
         return Some(format!("pass {}", each.join(" ")));
     } else if let Some(MountError::DeclaredMissing { .. }) = mount {
         "supply them with -v HOST:TARGET, or pass --allow-missing-mounts"
+    } else if of::<otters_run::egress::Unenforceable>(e).is_some() {
+        "run it with --executor docker, or pass --egress unenforced to run it with this host's network"
     } else if let Some(PrepareError::BadName(_)) = of(e) {
         "pass --name NAME"
     } else if let Some(MaterialiseError::NoParent(_)) = of(e) {

@@ -10,7 +10,7 @@
 //! [lint.severity]
 //! AF201 = "off"
 //! [portability]
-//! targets = ["alpha.50", "L"]   # the openotters versions AF230–AF235 check; [] turns them off
+//! targets = ["alpha.50", "L"]   # the openotters versions AF230–AF236 check; [] turns them off
 //! ```
 
 use super::{SeverityOverride, Target};

@@ -99,7 +99,7 @@ pub struct Options {
     /// Image references `Agentfile.lock` pins to a digest (as written in the Agentfile). AF201
     /// does not report them: the build uses the locked digest, not the moving tag.
     pub locked: std::collections::BTreeSet<String>,
-    /// The openotters versions the portability lints (AF230–AF235) check against; `None` means
+    /// The openotters versions the portability lints (AF230–AF236) check against; `None` means
     /// [`Target::ALL`] (`[portability] targets` in `otters.toml`), an empty list turns them off.
     pub portability: Option<Vec<Target>>,
     /// Answers whether an ADD source is a directory (AF230); `None` when there is no build

@@ -116,6 +116,10 @@ codes! {
     InvalidMountTarget = "AF115", "invalid-mount-target", Error, "a MOUNT target is not allowed";
     DuplicateMountTarget = "AF116", "duplicate-mount-target", Error, "two MOUNTs have the same target";
     ArgExpansionTooLong = "AF117", "arg-expansion-too-long", Error, "ARG references would expand past the size limit";
+    InvalidEgressHost = "AF118", "invalid-egress-host", Error, "an EGRESS host is not a DNS name, a `*.` wildcard or an IP address";
+    InvalidEgressPort = "AF119", "invalid-egress-port", Error, "an EGRESS port is not a number from 1 to 65535";
+    EgressNoneWithHosts = "AF120", "egress-none-with-hosts", Error, "`EGRESS none` is declared beside hosts";
+    DuplicateEgress = "AF121", "duplicate-egress", Error, "two EGRESS lines name the same host and port";
     UnpinnedImageReference = "AF201", "unpinned-image-reference", Warning, "an image reference has no digest and a moving tag";
     SecretInValue = "AF202", "secret-in-value", Warning, "a value looks like a secret";
     UndefinedArg = "AF203", "undefined-arg", Warning, "`${NAME}` refers to an ARG that is not defined";
@@ -142,6 +146,7 @@ codes! {
     MountNotPortable = "AF233", "mount-not-portable", Warning, "openotters drops MOUNT: the agent starts without the mount";
     LongContextNameNotPortable = "AF234", "long-context-name-not-portable", Warning, "a CONTEXT name over 60 characters: openotters L refuses to start the agent";
     AddWithoutDestinationNotPortable = "AF235", "add-without-destination-not-portable", Warning, "an ADD without a destination: openotters alpha.50 cannot parse the Agentfile";
+    EgressNotPortable = "AF236", "egress-not-portable", Warning, "openotters ignores EGRESS: the agent runs with whatever network it is given";
     BuildSourceNotFound = "AF301", "build-source-not-found", Error, "an ADD or file:// source does not exist";
     BuildSourceEscapesContext = "AF302", "build-source-escapes-context", Error, "an ADD or file:// source lies outside the build context";
     BuildSourceUnreadable = "AF303", "build-source-unreadable", Error, "an ADD or file:// source cannot be read";

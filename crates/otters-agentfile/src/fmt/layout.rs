@@ -120,6 +120,13 @@ fn value(v: &Value) -> String {
     }
 }
 
+/// A word and an optional description (EGRESS).
+fn word_described(out: &mut String, w: &Token, description: Option<&Token>) {
+    out.push(' ');
+    out.push_str(&w.text);
+    described(out, description);
+}
+
 fn described(out: &mut String, description: Option<&Token>) {
     if let Some(d) = description {
         out.push(' ');
@@ -242,6 +249,10 @@ fn instruction(text: &str, ins: &Instruction) -> String {
             }
             described(&mut out, description.as_ref());
         }
+        Args::Egress {
+            target,
+            description,
+        } => word_described(&mut out, target, description.as_ref()),
     }
     if let Some(h) = &ins.heredoc {
         out.push(' ');

@@ -6,7 +6,8 @@
 //! fields ignored, openotters alpha.50's `dst`-only ADD form accepted).
 
 use super::model::{
-    Add, Agent, Agentfile, Bin, Config, ConfigValue, Context, Env, Mount, Node, DEFAULT_SYNTAX,
+    Add, Agent, Agentfile, Bin, Config, ConfigValue, Context, Egress, Env, Mount, Node,
+    DEFAULT_SYNTAX,
 };
 use crate::diagnostic::Span;
 use otters_core::json::{self, UnsupportedFloat, Value};
@@ -129,18 +130,8 @@ pub fn to_json(af: &Agentfile) -> Value {
         "capabilities",
         a.capabilities.iter().map(|c| Value::from(&c.value)),
     );
-    list(
-        &mut agent,
-        "mounts",
-        a.mounts.iter().map(|m| {
-            let mut o = Value::object().with("target", &m.target);
-            opt_str(&mut o, "description", m.description.as_deref());
-            if m.read_only {
-                o.push("read_only", true);
-            }
-            o
-        }),
-    );
+    mounts(&mut agent, a);
+    egress(&mut agent, a);
     Value::object()
         .with("syntax", &af.syntax)
         .with("agent", agent)
@@ -233,6 +224,7 @@ fn read_config_blob(bytes: &[u8]) -> Result<Agentfile, BlobError> {
             .map(|c| Node::new(c, d))
             .collect(),
         mounts: objects(a, "mounts")?.into_iter().map(mount).collect(),
+        egress: read_egress(a)?,
     };
     Ok(Agentfile { syntax, agent })
 }
@@ -378,6 +370,80 @@ fn mount(o: &Object) -> Mount {
         description: text(o, "description"),
         span: None,
     }
+}
+
+/// `mounts`: target, description, `read_only` when set.
+fn mounts(o: &mut Value, a: &Agent) {
+    list(
+        o,
+        "mounts",
+        a.mounts.iter().map(|m| {
+            let mut o = Value::object().with("target", &m.target);
+            opt_str(&mut o, "description", m.description.as_deref());
+            if m.read_only {
+                o.push("read_only", true);
+            }
+            o
+        }),
+    );
+}
+
+/// `egress`: absent when undeclared, `[]` for `EGRESS none`, else `{host, port, description}`
+/// per destination (a target that does not parse is written as `host` alone, never built).
+fn egress(o: &mut Value, a: &Agent) {
+    if a.egress.is_empty() {
+        return;
+    }
+    if a.egress.iter().any(Egress::is_none) {
+        o.push("egress", Value::Array(Vec::new()));
+        return;
+    }
+    let items = a.egress.iter().map(|e| {
+        let mut o = match super::egress::parse(&e.target) {
+            Ok(d) => Value::object()
+                .with("host", d.host.to_string())
+                .with("port", i64::from(d.port)),
+            Err(_) => Value::object().with("host", &e.target),
+        };
+        opt_str(&mut o, "description", e.description.as_deref());
+        o
+    });
+    o.push("egress", Value::Array(items.collect()));
+}
+
+/// `egress` read back: `[]` is `EGRESS none`; a host with `:` is an IPv6 literal.
+fn read_egress(a: &Object) -> Result<Vec<Egress>, BlobError> {
+    if matches!(a.get("egress"), Some(serde_json::Value::Array(v)) if v.is_empty()) {
+        return Ok(vec![Egress {
+            target: super::egress::NONE.to_owned(),
+            description: None,
+            span: None,
+        }]);
+    }
+    Ok(objects(a, "egress")?
+        .into_iter()
+        .map(|o| {
+            let host = text(o, "host").unwrap_or_default();
+            let host = if host.contains(':') {
+                format!("[{host}]")
+            } else {
+                host
+            };
+            // A port that is not a whole number stays in the target, so the check refuses it.
+            let target = match o.get("port") {
+                None => host,
+                Some(p) => match p.as_u64() {
+                    Some(n) => format!("{host}:{n}"),
+                    None => format!("{host}:{p}"),
+                },
+            };
+            Egress {
+                target,
+                description: text(o, "description"),
+                span: None,
+            }
+        })
+        .collect())
 }
 
 /// The name an openotters alpha.50 `dst` (`/data/x.json`) gives: `filepath.Base(dst)`, which is

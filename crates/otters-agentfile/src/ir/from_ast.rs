@@ -3,7 +3,8 @@
 
 use super::diags;
 use super::model::{
-    Add, Agent, Agentfile, Bin, Config, ConfigValue, Context, Env, Mount, Node, DEFAULT_SYNTAX,
+    Add, Agent, Agentfile, Bin, Config, ConfigValue, Context, Egress, Env, Mount, Node,
+    DEFAULT_SYNTAX,
 };
 use super::names::basename;
 use crate::diagnostic::{Code, Diagnostic, SourceFile, Span};
@@ -177,6 +178,17 @@ impl Lowerer<'_> {
             } => {
                 let mount = self.mount(ins, target, mode.as_ref(), description.as_ref());
                 self.agent.mounts.push(mount);
+            }
+            Args::Egress {
+                target,
+                description,
+            } => {
+                let egress = Egress {
+                    target: self.expand(target),
+                    description: description.as_ref().map(|d| self.expand(d)),
+                    span: Some(ins.span),
+                };
+                self.agent.egress.push(egress);
             }
         }
     }

@@ -6,6 +6,7 @@
 
 mod blob;
 mod diags;
+pub mod egress;
 mod from_ast;
 pub mod model;
 pub mod names;

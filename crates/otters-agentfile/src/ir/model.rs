@@ -34,7 +34,7 @@ pub struct Agentfile {
 }
 
 /// Field order is the config blob's field order (spec §d): from, runtime, model, name, contexts,
-/// configs, bins, adds, exec, labels, args, envs, capabilities, then our `mounts`.
+/// configs, bins, adds, exec, labels, args, envs, capabilities, then our `mounts` and `egress`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Agent {
     /// `scratch` or a parent agent reference. Empty only in invalid files.
@@ -53,6 +53,8 @@ pub struct Agent {
     pub envs: Vec<Env>,
     pub capabilities: Vec<Node<String>>,
     pub mounts: Vec<Mount>,
+    /// EGRESS lines as written; empty when none was declared (see `Agent::egress_policy`).
+    pub egress: Vec<Egress>,
 }
 
 impl Agent {
@@ -163,4 +165,23 @@ pub struct Mount {
     pub read_only: bool,
     pub description: Option<String>,
     pub span: Option<Span>,
+}
+
+/// The word of `EGRESS none`.
+pub const EGRESS_NONE: &str = "none";
+
+/// `EGRESS host[:port] ["desc"]` or `EGRESS none` (otters' addition); the target is parsed by
+/// `ir::egress::parse`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Egress {
+    pub target: String,
+    pub description: Option<String>,
+    pub span: Option<Span>,
+}
+
+impl Egress {
+    /// `EGRESS none` (the word in any case).
+    pub fn is_none(&self) -> bool {
+        self.target.eq_ignore_ascii_case(EGRESS_NONE)
+    }
 }

@@ -202,7 +202,12 @@ pub fn check_artifact(a: &Agent) -> Result<(), InvalidName> {
     check_exec(a)?;
     check_envs(a)?;
     check_capabilities(a)?;
-    check_mounts(a)
+    check_mounts(a)?;
+    super::egress::check_artifact(a).map_err(|(index, what)| InvalidName {
+        field: "egress",
+        index: Some(index),
+        what,
+    })
 }
 
 /// The first problem found, for [`check_artifact`].

@@ -365,3 +365,61 @@ fn many_references_in_one_token_are_each_located() {
         .collect();
     assert_eq!(starts, [21, 29, 37]);
 }
+
+#[test]
+fn egress_round_trips_through_the_blob() {
+    let with = "FROM scratch\nEGRESS api.example.com \"the API\"\nEGRESS [2001:db8::1]:853\nEGRESS *.example.org:80\n";
+    let bytes = config_blob(&model(with).0).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        v["agent"]["egress"],
+        serde_json::json!([{"host":"api.example.com","port":443,"description":"the API"},{"host":"2001:db8::1","port":853},{"host":"*.example.org","port":80}])
+    );
+    let back = from_config_blob(&bytes).unwrap();
+    assert_eq!(config_blob(&back).unwrap(), bytes);
+    assert_eq!(
+        back.agent.egress_policy(),
+        model(with).0.agent.egress_policy()
+    );
+    // `none` is an empty list; no EGRESS writes no key at all (blobs of older agents unchanged).
+    let none = blob("FROM scratch\nEGRESS none\n");
+    let v: serde_json::Value = serde_json::from_str(&none).unwrap();
+    assert_eq!(v["agent"]["egress"], serde_json::json!([]));
+    let back = from_config_blob(none.as_bytes()).unwrap();
+    assert_eq!(back.agent.egress_policy(), egress::Policy::Nothing);
+    assert!(!blob("FROM scratch\nMOUNT /m\n").contains("egress"));
+}
+
+#[test]
+fn hostile_egress_in_a_blob_is_refused() {
+    let problem = |agent: &str| {
+        let json = format!(
+            r#"{{"syntax":"openotters/agentfile:1","agent":{{"from":"scratch","egress":{agent}}}}}"#
+        );
+        match from_config_blob(json.as_bytes()) {
+            Ok(m) => format!("ok {:?}", m.agent.egress_policy()),
+            Err(e) => e.to_string(),
+        }
+    };
+    for (agent, want) in [
+        (r#"[{"host":"a..b","port":1}]"#, "egress[0]"),
+        (r#"[{"host":"a.com","port":70000}]"#, "egress[0]"),
+        (r#"[{"host":"a.com","port":"443"}]"#, "egress[0]"),
+        (r#"[{"host":"a.com","port":-1}]"#, "egress[0]"),
+        (r#"[{"host":"a.com:1","port":2}]"#, "egress[0]"),
+        (
+            r#"[{"host":"a.com"},{"host":"A.com","port":443}]"#,
+            "egress[1]",
+        ),
+        (r#"[{"host":"none"},{"host":"a.com"}]"#, "egress[0]"),
+        (r#"[null]"#, "egress[0] is null"),
+        (r#""x""#, "egress"),
+    ] {
+        let got = problem(agent);
+        assert!(
+            got.contains(want) && !got.starts_with("ok"),
+            "{agent}: {got}"
+        );
+    }
+    assert!(problem(r#"[{"host":"a.com"}]"#).starts_with("ok Allow"));
+}

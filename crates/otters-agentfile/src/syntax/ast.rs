@@ -104,10 +104,11 @@ pub enum Keyword {
     Arg,
     Capability,
     Mount,
+    Egress,
 }
 
 impl Keyword {
-    pub const ALL: [Keyword; 14] = [
+    pub const ALL: [Keyword; 15] = [
         Keyword::From,
         Keyword::Runtime,
         Keyword::Model,
@@ -122,6 +123,7 @@ impl Keyword {
         Keyword::Arg,
         Keyword::Capability,
         Keyword::Mount,
+        Keyword::Egress,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -140,6 +142,7 @@ impl Keyword {
             Keyword::Arg => "ARG",
             Keyword::Capability => "CAPABILITY",
             Keyword::Mount => "MOUNT",
+            Keyword::Egress => "EGRESS",
         }
     }
 
@@ -167,6 +170,7 @@ impl Keyword {
             Keyword::Arg => "ARG <NAME>[=<default>]",
             Keyword::Capability => "CAPABILITY <name> [<name>...]",
             Keyword::Mount => "MOUNT </absolute/target> [ro|rw] [\"description\"]",
+            Keyword::Egress => "EGRESS <host>[:<port>] [\"description\"] | EGRESS none",
         }
     }
 
@@ -264,6 +268,10 @@ pub enum Args {
         mode: Option<Token>,
         description: Option<Token>,
     },
+    Egress {
+        target: Token,
+        description: Option<Token>,
+    },
 }
 
 impl Args {
@@ -318,6 +326,10 @@ impl Args {
                 mode,
                 description,
             } => [vec![target], opt(mode.as_ref()), opt(description.as_ref())].concat(),
+            Args::Egress {
+                target,
+                description,
+            } => [vec![target], opt(description.as_ref())].concat(),
         }
     }
 }

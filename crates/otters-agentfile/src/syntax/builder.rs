@@ -306,17 +306,16 @@ impl Builder<'_> {
                     .map(|p| Token::new(p.as_str(), p.as_span().into()))
                     .collect(),
             },
-            Keyword::Mount => {
-                let target = next_word(&mut it);
-                let mode =
-                    opt!(Rule::mount_mode).map(|p| Token::new(p.as_str(), p.as_span().into()));
-                let description = opt!(Rule::string).map(|p| self.string(&p));
-                Args::Mount {
-                    target,
-                    mode,
-                    description,
-                }
-            }
+            // Fields are evaluated in the order written: the tokens in the order of the line.
+            Keyword::Mount => Args::Mount {
+                target: next_word(&mut it),
+                mode: opt!(Rule::mount_mode).map(|p| Token::new(p.as_str(), p.as_span().into())),
+                description: opt!(Rule::string).map(|p| self.string(&p)),
+            },
+            Keyword::Egress => Args::Egress {
+                target: next_word(&mut it),
+                description: opt!(Rule::string).map(|p| self.string(&p)),
+            },
         }
     }
 
@@ -407,6 +406,7 @@ fn shape_problem(keyword: Keyword, rest: &str) -> String {
             Keyword::Arg => "the argument name",
             Keyword::Capability => "at least one capability name",
             Keyword::Mount => "the target path",
+            Keyword::Egress => "the host (`host[:port]`, or `none`)",
         };
         return format!("missing {what}");
     }
@@ -486,6 +486,7 @@ fn keyword_of(rule: Rule) -> Keyword {
         Rule::arg => Keyword::Arg,
         Rule::capability => Keyword::Capability,
         Rule::mount => Keyword::Mount,
+        Rule::egress => Keyword::Egress,
         _ => Keyword::From,
     }
 }

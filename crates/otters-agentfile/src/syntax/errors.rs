@@ -36,7 +36,7 @@ pub fn unknown_instruction(span: Span, word: &str) -> Diagnostic {
         .map(|(_, k)| k);
     let help = match guess {
         Some(k) => format!("did you mean `{k}`?"),
-        None => "instructions are FROM, RUNTIME, MODEL, NAME, CONTEXT, CONFIG, ENV, BIN, EXEC, ADD, LABEL, ARG, CAPABILITY and MOUNT; a `#` starts a comment line".to_owned(),
+        None => "instructions are FROM, RUNTIME, MODEL, NAME, CONTEXT, CONFIG, ENV, BIN, EXEC, ADD, LABEL, ARG, CAPABILITY, MOUNT and EGRESS; a `#` starts a comment line".to_owned(),
     };
     let d = Diagnostic::new(
         Code::UnknownInstruction,

@@ -149,6 +149,10 @@ fn render_args(args: &Args) -> String {
                 opt(description.as_ref())
             )
         }
+        Args::Egress {
+            target,
+            description,
+        } => format!("{} desc={}", tok(target), opt(description.as_ref())),
     }
 }
 

@@ -59,7 +59,7 @@ pub(super) fn analyze(
             .as_deref()
             .map(resolve::lockfile::pinned_beside)
             .unwrap_or_default(),
-        // The portability lints (AF230–AF235) belong to `otters lint`, which reads their
+        // The portability lints (AF230–AF236) belong to `otters lint`, which reads their
         // targets from otters.toml; the build reads no otters.toml, so it leaves them out.
         portability: Some(Vec::new()),
         ..check::Options::default()

@@ -123,7 +123,28 @@ pub fn collect(f: &Facts<'_>) -> std::io::Result<BuildInputs> {
         platform: f.platform.to_string(),
         created: f.plan.annotations.get(ANN_CREATED).cloned(),
         otters_version: env!("CARGO_PKG_VERSION").to_owned(),
+        egress: egress_inputs(a),
     })
+}
+
+/// The declared EGRESS as the SBOM lists it.
+fn egress_inputs(
+    a: &otters_agentfile::ir::Agent,
+) -> Option<Vec<otters_supply::inputs::EgressInput>> {
+    use otters_agentfile::ir::egress::Policy;
+    match a.egress_policy() {
+        Policy::Undeclared => None,
+        Policy::Nothing => Some(Vec::new()),
+        Policy::Allow(list) => Some(
+            list.into_iter()
+                .map(|e| otters_supply::inputs::EgressInput {
+                    host: e.dest.host.to_string(),
+                    port: e.dest.port,
+                    description: e.description,
+                })
+                .collect(),
+        ),
+    }
 }
 
 /// What the provenance records of `--build-arg`: only the arguments an ARG declares (another is

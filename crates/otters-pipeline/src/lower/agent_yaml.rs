@@ -29,6 +29,24 @@ pub enum Executor {
     Docker,
 }
 
+/// `egress:` only when declared (an agent without EGRESS keeps its bytes): `[]` for `EGRESS none`,
+/// else host, port and description per destination.
+fn egress(y: &mut Yaml, a: &otters_agentfile::ir::Agent) {
+    use otters_agentfile::ir::egress::Policy;
+    match a.egress_policy() {
+        Policy::Undeclared => {}
+        Policy::Nothing => y.raw(0, "egress", "[]"),
+        Policy::Allow(list) => {
+            y.key(0, "egress");
+            for e in &list {
+                y.item(1, "host", &e.dest.host.to_string());
+                y.raw(2, "port", &e.dest.port.to_string());
+                y.opt(2, "description", e.description.as_deref());
+            }
+        }
+    }
+}
+
 /// The image an agent was created from (run time only).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImageRef {
@@ -121,6 +139,7 @@ pub fn render(model: &Agentfile, pins: &Pins, opts: &Options<'_>) -> String {
             }
         }
     }
+    egress(&mut y, a);
     y.key(0, "context");
     let mut generated = vec!["AGENT", "WORKSPACE"];
     if !a.mounts.is_empty() {
@@ -613,6 +632,31 @@ exec:
             Pins::default()
         );
         assert_eq!(parse(b"{}").unwrap(), Document::default());
+    }
+
+    #[test]
+    fn egress_is_written_only_when_declared() {
+        use otters_agentfile::ir::Egress;
+        let e = |t: &str, d: Option<&str>| Egress {
+            target: t.into(),
+            description: d.map(str::to_owned),
+            span: None,
+        };
+        let mut m = sample();
+        let plain = render(&m, &Pins::default(), &Options::default());
+        assert!(!plain.contains("egress"));
+        m.agent.egress = vec![
+            e("API.example.com", Some("the API")),
+            e("[2001:db8::1]:853", None),
+            e("*.example.org:80", None),
+        ];
+        let y = render(&m, &Pins::default(), &Options::default());
+        assert!(y.contains("egress:\n  - host: \"api.example.com\"\n    port: 443\n    description: \"the API\"\n  - host: \"2001:db8::1\"\n    port: 853\n  - host: \"*.example.org\"\n    port: 80\ncontext:\n"), "{y}");
+        let parsed: serde_yaml_ng::Value = serde_yaml_ng::from_str(&y).unwrap();
+        assert_eq!(parsed["egress"][2]["port"].as_u64(), Some(80));
+        m.agent.egress = vec![e("none", None)];
+        let none = render(&m, &Pins::default(), &Options::default());
+        assert!(none.contains("\negress: []\ncontext:\n"), "{none}");
     }
 
     #[test]

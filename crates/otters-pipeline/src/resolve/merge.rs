@@ -67,6 +67,12 @@ pub fn merge(parent: &Agentfile, child: &Agentfile) -> Agentfile {
             envs: p.envs.iter().chain(&c.envs).cloned().collect(),
             capabilities,
             mounts,
+            // Replaced whole (reference.md, Inheritance): the child's list when it has one.
+            egress: if c.egress.is_empty() {
+                p.egress.clone()
+            } else {
+                c.egress.clone()
+            },
         },
     }
 }
@@ -180,5 +186,38 @@ mod tests {
         let m = merge(&parent, &child);
         let keys: Vec<_> = m.agent.configs.iter().map(|c| c.key.as_str()).collect();
         assert_eq!(keys, vec!["b"]);
+    }
+
+    #[test]
+    fn a_child_egress_replaces_the_parents_whole() {
+        use otters_agentfile::ir::egress::Policy;
+        use otters_agentfile::ir::Egress;
+        let e = |t: &str| Egress {
+            target: t.into(),
+            description: None,
+            span: None,
+        };
+        let mut parent = Agentfile::default();
+        parent.agent.egress = vec![e("a.example.com"), e("b.example.com:80")];
+        let targets = |m: &Agentfile| -> Vec<String> {
+            m.agent.egress.iter().map(|x| x.target.clone()).collect()
+        };
+        // No EGRESS in the child: the parent's list.
+        let inherited = merge(&parent, &Agentfile::default());
+        assert_eq!(targets(&inherited), ["a.example.com", "b.example.com:80"]);
+        // Any EGRESS in the child: only the child's (narrowing works).
+        let mut child = Agentfile::default();
+        child.agent.egress = vec![e("b.example.com:80")];
+        assert_eq!(targets(&merge(&parent, &child)), ["b.example.com:80"]);
+        child.agent.egress = vec![e("none")];
+        assert_eq!(
+            merge(&parent, &child).agent.egress_policy(),
+            Policy::Nothing
+        );
+        // A parent without EGRESS and a child with: the child's.
+        assert_eq!(
+            targets(&merge(&Agentfile::default(), &parent)),
+            targets(&parent)
+        );
     }
 }

@@ -96,6 +96,21 @@ pub fn is_rfc3339(s: &str) -> bool {
     }
 }
 
+/// The [`annotations::EGRESS`] label's value: `none`, or the destinations joined by `,`.
+pub fn egress_label(agent: &otters_agentfile::ir::Agent) -> Option<String> {
+    use otters_agentfile::ir::egress::Policy;
+    match agent.egress_policy() {
+        Policy::Undeclared => None,
+        Policy::Nothing => Some("none".to_owned()),
+        Policy::Allow(list) => Some(
+            list.iter()
+                .map(|e| e.dest.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    }
+}
+
 /// The image config (`application/vnd.oci.image.config.v1+json`), canonical JSON.
 pub fn image_config(
     image: &AgentImage,
@@ -116,9 +131,12 @@ pub fn image_config(
     // agent last, so no LABEL replaces them.
     let mut labels: BTreeMap<String, String> = annotations
         .iter()
-        .filter(|(k, _)| !k.starts_with(annotations::AGENT))
+        .filter(|(k, _)| !k.starts_with(annotations::AGENT) && *k != annotations::EGRESS)
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    if let Some(egress) = egress_label(&image.model.agent) {
+        labels.insert(annotations::EGRESS.to_owned(), egress);
+    }
     labels.insert(annotations::AGENT.to_owned(), "true".to_owned());
     labels.insert(
         annotations::AGENT_DIGEST.to_owned(),
@@ -182,6 +200,25 @@ pub fn image_config(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_egress_label_lists_the_declaration_or_none() {
+        use otters_agentfile::ir::{Agent, Egress};
+        let e = |t: &str| Egress {
+            target: t.into(),
+            description: None,
+            span: None,
+        };
+        let mut a = Agent::default();
+        assert_eq!(super::egress_label(&a), None);
+        a.egress = vec![e("NONE")];
+        assert_eq!(super::egress_label(&a).as_deref(), Some("none"));
+        a.egress = vec![e("api.example.com"), e("[2001:db8::1]:853")];
+        assert_eq!(
+            super::egress_label(&a).as_deref(),
+            Some("api.example.com:443,[2001:db8::1]:853")
+        );
+    }
     use super::*;
 
     #[test]

@@ -10,6 +10,7 @@
 
 pub mod agent;
 mod check;
+pub mod egress;
 pub mod kustomize;
 mod names;
 mod options;
@@ -229,6 +230,9 @@ pub fn objects(image: &AgentImage, opts: &Options) -> Result<Vec<Node>, KubeErro
     let workload = workload::workload(opts, &name, metadata, template_metadata, pod_spec);
     let mut out = vec![config_map, workload];
     out.extend(extras(opts, &name, &meta(&name)));
+    // Always, for an agent that declares EGRESS (not only with --network-policy).
+    let egress_meta = meta(&egress::policy_name(&name));
+    out.extend(egress::policy(image, &env, &name, egress_meta, opts.cilium));
     // A name made too long (a volume of the thousandth MOUNT) is refused here, not at the API server.
     let problems = check(&out);
     if !problems.is_empty() {

@@ -86,6 +86,8 @@ pub struct Options {
     pub resources: Resources,
     pub image_pull_secrets: Vec<String>,
     pub network_policy: bool,
+    /// The declared egress as a `cilium.io/v2` `CiliumNetworkPolicy` (`toFQDNs`).
+    pub cilium: bool,
     pub service: bool,
     pub replicas: Option<i64>,
     /// No readiness and liveness probes on a serving agent's port.

@@ -96,7 +96,15 @@ pub(super) fn docker_argv(
         "--security-opt=no-new-privileges".into(),
         "--pids-limit=512".into(),
         "--stop-timeout=10".into(),
-        format!("--publish=127.0.0.1::{CONTAINER_PORT}"),
+    ]);
+    // `EGRESS none`: no network, so nothing to publish either. A proxied run's network is added
+    // when it is made (`egress::launch`).
+    if plan.egress == Some(super::egress::EgressPlan::NoNetwork) {
+        a.push("--network=none".into());
+    } else {
+        a.push(format!("--publish=127.0.0.1::{CONTAINER_PORT}"));
+    }
+    a.extend([
         format!("--workdir={CONTAINER_WORKDIR}"),
         format!("--entrypoint={CONTAINER_RUNTIME}"),
     ]);
@@ -164,6 +172,7 @@ mod tests {
             }],
             missing_mounts: Vec::new(),
             warnings: Vec::new(),
+            egress: None,
         };
         let argv = docker_argv(
             &plan,

@@ -10,12 +10,14 @@
 
 mod docker;
 mod draft;
+mod egress;
 mod model;
 
 pub use docker::{
     container_args, CONTAINER_BINDS, CONTAINER_PORT, CONTAINER_RUNTIME, CONTAINER_WORKDIR,
 };
 pub use draft::{data_path, is_path_safe, RESERVED_CONTEXT_NAMES};
+pub use egress::{plan as egress_plan, EgressPlan, PROVIDER_HOSTS};
 pub use model::{
     ImageInfo, Launcher, Pins, PlanError, RunOptions, RunPlan, TreeEntry, Warning, CONTAINER_USER,
     DEFAULT_BASE_IMAGE,
@@ -117,7 +119,9 @@ pub fn plan(
         mounts: user_mounts,
         missing_mounts: missing,
         warnings,
+        egress: None,
     };
+    run.egress = egress::plan(agent, effective.model.as_deref(), &run.env);
     run.argv = command(&run, exec_args(image), effective.model.unwrap_or_default());
     Ok(run)
 }

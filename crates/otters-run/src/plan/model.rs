@@ -255,6 +255,9 @@ pub struct RunPlan {
     pub missing_mounts: Vec<String>,
     /// What the run will do that its user should know.
     pub warnings: Vec<Warning>,
+    /// The agent's declared EGRESS as this run holds it; absent when it declares none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<super::egress::EgressPlan>,
 }
 
 /// The agent image a run starts from.

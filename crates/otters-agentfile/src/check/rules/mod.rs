@@ -6,7 +6,9 @@
 //! do I/O, or set a severity (it comes from the code, see `diagnostic::codes`).
 
 mod config_key_not_dns1123;
+mod duplicate_egress;
 mod duplicate_mount_target;
+mod egress_none_with_hosts;
 mod empty_context;
 mod env_key_not_uppercase;
 mod env_overrides_config;
@@ -14,6 +16,8 @@ mod hidden_control_character;
 mod incomplete_scratch_agent;
 mod invalid_add_destination;
 mod invalid_capability_name;
+mod invalid_egress_host;
+mod invalid_egress_port;
 mod invalid_mount_target;
 mod loader_env;
 mod name_not_path_safe;
@@ -58,6 +62,10 @@ const RULES: &[Rule] = &[
     invalid_add_destination::check,
     invalid_mount_target::check,
     duplicate_mount_target::check,
+    invalid_egress_host::check,
+    invalid_egress_port::check,
+    egress_none_with_hosts::check,
+    duplicate_egress::check,
     unpinned_image_reference::check,
     not_a_bin_image::check,
     secret_in_value::check,

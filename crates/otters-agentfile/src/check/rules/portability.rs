@@ -1,4 +1,4 @@
-//! AF230–AF235, the portability lints: constructs otters builds into an image that an openotters
+//! AF230–AF236, the portability lints: constructs otters builds into an image that an openotters
 //! version cannot read, or reads wrongly. Each finding names the targeted versions and what
 //! happens there; versions where nothing goes wrong are not named, and a construct no targeted
 //! version trips over is not reported. Targets come from [`super::Options::portability`]
@@ -16,6 +16,7 @@
 //! | AF233 | MOUNT | dropped; Agentfile unparsable | dropped |
 //! | AF234 | CONTEXT name over 60 characters | — | agent refused |
 //! | AF235 | ADD without a destination | Agentfile unparsable | — |
+//! | AF236 | EGRESS (once per file) | ignored; Agentfile unparsable | ignored |
 //!
 //! A directory ADD is known only from the build context: [`super::Options::sources`] answers.
 
@@ -189,6 +190,28 @@ pub fn mount(span: Option<Span>, target: &str, targets: &[Target]) -> Option<Dia
     )
 }
 
+/// AF236: an EGRESS declaration (reported once, at the first EGRESS line).
+pub fn egress(span: Option<Span>, targets: &[Target]) -> Option<Diagnostic> {
+    let ignored = "EGRESS is not read (the config has no `egress` field): nothing confines the agent's network";
+    let mut effect = effects(
+        targets,
+        &[
+            (Target::Alpha50, ignored.to_owned()),
+            (Target::L, ignored.to_owned()),
+        ],
+    )?;
+    if targets.contains(&Target::Alpha50) {
+        effect.push_str(" (and alpha.50 cannot parse the Agentfile: EGRESS is not in its grammar)");
+    }
+    Some(
+        finding(Diagnostic::new(Code::EgressNotPortable, span, String::new()), "EGRESS", effect)
+            .with_label("declared egress is enforced by otters only")
+            .with_help(format!(
+                "confine the agent's network where openotters runs it (a NetworkPolicy, a firewall), {TARGETS_HELP}"
+            )),
+    )
+}
+
 /// AF234: a CONTEXT name whose layer title `<NAME>.md` is longer than 63 characters.
 pub fn long_context_name(span: Option<Span>, name: &str, targets: &[Target]) -> Option<Diagnostic> {
     let effect = effects(
@@ -276,6 +299,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     }
     for m in a.mounts.iter().filter(|m| mount_target(&m.target).is_ok()) {
         found.push(mount(m.span, &m.target, targets));
+    }
+    if let Some(e) = a.egress.first() {
+        found.push(egress(e.span, targets));
     }
     for c in a
         .contexts
