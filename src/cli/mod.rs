@@ -41,6 +41,7 @@ mod lock;
 mod login;
 mod lsp;
 mod meta;
+mod policy;
 mod progress;
 mod prune;
 mod pull;
@@ -76,6 +77,7 @@ pub fn main() -> ExitCode {
         Command::Lsp(a) => lsp::run(a),
         Command::Fmt(a) => fmt::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Policy(c) => policy::run(c),
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),
         Command::Inspect(a) => inspect::run_inspect(a),

@@ -11,6 +11,7 @@ pub mod explain;
 pub mod images;
 pub mod inspect;
 pub mod lint;
+pub mod policy;
 pub mod progress;
 pub mod prune;
 pub mod report;

@@ -31,6 +31,7 @@ pub mod lock;
 pub mod login;
 pub mod lsp;
 pub mod meta;
+pub mod policy;
 pub mod prune;
 pub mod pull;
 pub mod push;
@@ -62,6 +63,9 @@ pub enum Command {
     Fmt(fmt::Args),
     /// Print the documentation of a diagnostic code (e.g. `otters explain AF101`)
     Explain(explain::Args),
+    /// Show the organisation policy in effect, or check an Agentfile or image against it
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// Build an Agentfile into an OCI artifact in the local store
     Build(build::Args),
     /// List the images in the local store

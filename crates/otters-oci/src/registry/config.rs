@@ -57,6 +57,13 @@ struct FileShape {
     registry: BTreeMap<String, RegistrySettings>,
     #[serde(default)]
     verify: VerifySettings,
+    /// `[policy]`, the organisation policy: read and checked by `otters-policy`, not here.
+    #[serde(default)]
+    #[allow(
+        dead_code,
+        reason = "read by otters-policy; kept so the key is not unknown here"
+    )]
+    policy: Option<toml::Table>,
 }
 
 /// `[verify]`: the signature policy of `otters run`.

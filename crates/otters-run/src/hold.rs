@@ -1,0 +1,122 @@
+//! The organisation policy held to an image before `run`, `export`, `kube`, `copy -r`, `save
+//! --with-deps` or `policy check` act on it: the Agentfile the image records (its config blob),
+//! and, for a signature rule, the same verification walk as the run gate.
+//!
+//! Takes: a policy, the store holding the image, its reference and digest. Returns: every
+//! violation, or a refusal naming them all. Must never: read a tag again (the digest given is the
+//! image checked), read a layer, or pass an image whose recorded model cannot be read.
+use crate::source::{self, SourceError};
+use otters_oci::{Digest, Store};
+use otters_pipeline::trust::verify::{verify_for_run, GateError};
+use otters_policy::{check_agent, Policy, RuleName, Signature, Violation};
+use otters_spec::platform::Platform;
+use otters_supply::signer::Who;
+
+/// Why the policy could not be held, or refused the image.
+#[derive(Debug, thiserror::Error)]
+pub enum HoldError {
+    #[error("{0}")]
+    Source(#[from] SourceError),
+    #[error("{0}")]
+    Gate(#[from] GateError),
+    #[error("refusing to {verb} {reference}: it breaks the organisation policy: {}", list(.violations))]
+    Refused {
+        verb: &'static str,
+        reference: String,
+        violations: Vec<Violation>,
+    },
+}
+
+fn list(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(|v| format!("{} (rule `{}` at {})", v.message, v.rule, v.origin))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The signer a signature rule names, as the run gate takes it.
+pub fn who(sig: &Signature) -> Who {
+    match sig {
+        Signature::Key(k) => Who::Key(k.clone()),
+        Signature::Keyless {
+            identity,
+            regexp,
+            issuer,
+            trusted_root,
+        } => Who::Keyless {
+            identity: identity.clone(),
+            regexp: *regexp,
+            issuer: issuer.clone(),
+            root: trusted_root.clone(),
+        },
+    }
+}
+
+/// How a signature may be looked for: in the store, then (when `may_contact`) in the registry the
+/// reference names.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reach {
+    pub insecure: bool,
+    pub may_contact: bool,
+}
+
+/// Every way the image `digest` (what `reference` resolved to) breaks `policy`: the rules over its
+/// recorded Agentfile (for an index, this machine's manifest), then each signature rule.
+pub fn violations(
+    policy: &Policy,
+    store: &Store,
+    reference: &str,
+    digest: &Digest,
+    reach: Reach,
+) -> Result<Vec<Violation>, HoldError> {
+    if policy.is_empty() {
+        return Ok(Vec::new());
+    }
+    let manifest = source::agent_manifest(store, reference, digest, &Platform::host())?;
+    let image = source::load_agent(store, reference, &manifest)?;
+    let mut out = check_agent(policy, &image.model.agent);
+    for rule in policy.signatures() {
+        let signer = who(&rule.value);
+        match verify_for_run(
+            store,
+            reference,
+            digest,
+            &signer,
+            reach.insecure,
+            reach.may_contact,
+        ) {
+            Ok(()) => {}
+            Err(GateError::Unverified { source, .. }) => out.push(Violation {
+                rule: RuleName::Signature,
+                value: rule.value.to_string(),
+                message: source.0,
+                span: None,
+                origin: rule.origin.clone(),
+                help: "sign the image with the signer the policy names (`otters sign`)".to_owned(),
+            }),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses (to `verb` it) the image unless it keeps every rule of `policy`.
+pub fn hold(
+    policy: &Policy,
+    store: &Store,
+    reference: &str,
+    digest: &Digest,
+    reach: Reach,
+    verb: &'static str,
+) -> Result<(), HoldError> {
+    let violations = violations(policy, store, reference, digest, reach)?;
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(HoldError::Refused {
+        verb,
+        reference: reference.to_owned(),
+        violations,
+    })
+}
