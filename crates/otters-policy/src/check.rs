@@ -3,7 +3,7 @@
 //! diagnostics (the [`ModelCheck`] the check stage runs).
 //!
 //! Takes: a [`Policy`] and a model (from an Agentfile, or read back from an image's config blob).
-//! Returns: the violations, in the order of the rules then of the file. Must never: pass an image
+//! Returns: the violations, in file order. Must never: pass an image
 //! reference it cannot parse (it is a violation of `registries`, not a silent pass), or report one
 //! item twice for one rule when several layers refuse it (the first layer that does is named).
 

@@ -16,3 +16,6 @@ mod parse;
 pub use check::{check_agent, RuleName, Violation};
 pub use load::{PolicyError, POLICY_ENV};
 pub use model::{Layer, MountLevel, Origin, Pattern, Policy, Rule, Signature, Source};
+
+#[cfg(test)]
+mod tests;
