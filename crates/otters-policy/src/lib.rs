@@ -9,6 +9,7 @@
 //! network, or print. The signature rule is only carried here: the pipeline verifies it.
 
 pub mod check;
+mod error;
 pub mod load;
 pub mod model;
 mod parse;

@@ -7,26 +7,14 @@
 //! follow the project's `otters.toml` out of its directory, accept a named policy file without a
 //! `[policy]` table, or accept layers whose intersection allows no MODEL provider.
 
-use crate::model::{Layer, Origin, Policy, Source};
+pub use crate::error::PolicyError;
+use crate::model::{Layer, Policy, Source};
 use otters_agentfile::check::config::FILE_NAMES;
-use otters_core::files::{self, read_confined, read_named, ReadError, MAX_SMALL_FILE};
+use otters_core::files::{self, read_confined, read_named, MAX_SMALL_FILE};
 use std::path::{Path, PathBuf};
 
 /// The variable naming policy files (`:`-separated), each held as a command-line one is.
 pub const POLICY_ENV: &str = "OTTERS_POLICY";
-
-/// Why a policy could not be read; every variant names the file (and the line, when there is one).
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyError {
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    #[error("{}: not UTF-8; a policy is a TOML file", .0.display())]
-    NotUtf8(PathBuf),
-    #[error("invalid policy {origin}: {message}")]
-    At { origin: Origin, message: String },
-    #[error("{}: no [policy] table; a policy file says what it allows under [policy] (see docs/policy.md)", .0.display())]
-    NoTable(PathBuf),
-}
 
 /// The layer `source`'s file holds (`None`: the file does not exist, when `missing_ok`, or has no
 /// `[policy]` table, when `table_optional`).

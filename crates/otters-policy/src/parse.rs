@@ -6,7 +6,7 @@
 //! agent needs (`registries = []`, `providers = []`), or a signer whose key or trusted root cannot
 //! be read. Reads only those two files, bounded.
 
-use crate::load::PolicyError;
+use crate::error::PolicyError;
 use crate::model::{Layer, MountLevel, Origin, Pattern, Rule, Signature, Source};
 use otters_core::files::{read_named, MAX_SMALL_FILE};
 use serde::Deserialize;
@@ -16,7 +16,7 @@ use toml::Spanned;
 type Names = Option<Spanned<Vec<Spanned<String>>>>;
 
 #[derive(Deserialize)]
-struct Doc {
+struct FileShape {
     policy: Option<Spanned<Shape>>,
 }
 
@@ -211,7 +211,7 @@ pub(crate) fn layer(text: &str, source: Source, base: &Path) -> Result<Option<La
         let at = e.span().map_or(0, |s| s.start);
         cx.err(at, e.message().trim().to_owned())
     };
-    let doc: Doc = toml::from_str(text).map_err(toml_err)?;
+    let doc: FileShape = toml::from_str(text).map_err(toml_err)?;
     let Some(table) = doc.policy else {
         return Ok(None);
     };

@@ -6,10 +6,10 @@
 //! violation, or a refusal naming them all. Must never: read a tag again (the digest given is the
 //! image checked), read a layer, or pass an image whose recorded model cannot be read.
 use crate::source::{self, SourceError};
+use otters_oci::Platform;
 use otters_oci::{Digest, Store};
 use otters_pipeline::trust::verify::{verify_for_run, GateError};
 use otters_policy::{check_agent, Policy, RuleName, Signature, Violation};
-use otters_spec::platform::Platform;
 use otters_supply::signer::Who;
 
 /// Why the policy could not be held, or refused the image.
