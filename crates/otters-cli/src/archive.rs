@@ -21,6 +21,8 @@ pub struct SaveArgs {
     /// any other pin is refused, listed
     #[arg(long = "from-registry", value_name = "HOST", requires = "with_deps")]
     pub from_registries: Vec<String>,
+    #[command(flatten)]
+    pub policy: crate::flags::PolicyFlags,
 }
 
 #[derive(Debug, clap::Args)]

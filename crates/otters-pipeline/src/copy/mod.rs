@@ -20,6 +20,7 @@
 
 pub mod closure;
 mod dry;
+mod hold;
 mod local;
 mod save;
 mod tags;
@@ -29,6 +30,7 @@ pub use dry::ListedReferrer;
 pub use save::{pull_missing, with_deps};
 pub use tags::KeptTag;
 
+use crate::target::Target as Verifiable;
 use closure::{walk, Node, PinnedBy, Registries, Role, WalkError, Want};
 use local::{load_local, local_root, names_of};
 use otters_core::escape::escape;
@@ -57,6 +59,8 @@ pub struct CopyRequest {
     pub from_registries: Vec<String>,
     /// Move destination tags of pinned images that name other content (`--force`).
     pub force: bool,
+    /// The organisation policy every agent copied must keep (checked before anything moves).
+    pub policy: otters_policy::Policy,
 }
 
 /// One image of a copy.
@@ -114,6 +118,15 @@ pub struct CopyReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
+    /// The organisation policy refuses the image: every violation, nothing moved.
+    #[error("refusing to copy {}: it breaks the organisation policy: {}; nothing was copied", escape(.reference), violations.iter().map(|v| format!("{} (rule `{}` at {})", v.message, v.rule, v.origin)).collect::<Vec<_>>().join("; "))]
+    Policy {
+        reference: String,
+        violations: Vec<otters_policy::Violation>,
+    },
+    /// What the policy needs of the image (its recorded Agentfile, a signer) cannot be read.
+    #[error("cannot hold {} to the organisation policy: {message}", escape(.reference))]
+    PolicyUnreadable { reference: String, message: String },
     #[error("{text}: {source}")]
     Place {
         text: String,
@@ -198,14 +211,31 @@ pub fn copy(
                 by: None,
             };
             let from = Registries::only([src.registry.as_str()], &req.from_registries);
-            walk(&view, vec![root.into()], req.recursive, &from)?
+            let nodes = walk(&view, vec![root.into()], req.recursive, &from)?;
+            if !req.policy.is_empty() {
+                let client = RegistryClient::new(ClientOptions {
+                    insecure: req.insecure,
+                    ..ClientOptions::default()
+                })?;
+                let root = nodes.first().map(|n| {
+                    let r = n.source.with_digest(&n.descriptor.digest);
+                    Verifiable::Remote(store.clone(), Box::new(client), r, n.descriptor.clone())
+                });
+                hold::hold(&view, &nodes, root.as_ref(), &req.policy)?;
+            }
+            nodes
         }
         Place::Local(l) => {
             let entries = load_local(store, l)?;
             let root = local_root(l, &entries)?;
             let view = LoadedView { store, entries };
             // Read from the layout or archive only: no registry is asked.
-            walk(&view, vec![root.into()], req.recursive, &Registries::Any)?
+            let nodes = walk(&view, vec![root.into()], req.recursive, &Registries::Any)?;
+            let root = nodes
+                .first()
+                .map(|n| Verifiable::Local(store.clone(), n.descriptor.clone()));
+            hold::hold(&view, &nodes, root.as_ref(), &req.policy)?;
+            nodes
         }
     };
     let mut images = nodes
