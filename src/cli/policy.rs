@@ -27,8 +27,8 @@ fn show(a: ShowArgs) -> CliResult {
         .for_project(&a.dir)
         .map_err(fail)?;
     match a.format {
-        Format::Json | Format::Sarif => out!("{}", view::show_json(&policy)),
-        Format::Text => out!("{}", view::show_text(&policy)),
+        otters_cli::Format::Json => out!("{}", view::show_json(&policy)),
+        otters_cli::Format::Text => out!("{}", view::show_text(&policy)),
     }
     Ok(ExitCode::SUCCESS)
 }

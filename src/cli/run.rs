@@ -107,6 +107,7 @@ fn reference(a: &Args, pull: Pull, store: &Store) -> miette::Result<String> {
                 locked: a.pins.locked,
                 hash_cache: Some(super::otters_home().join("cache/blobs.json")),
                 source_date_epoch: std::env::var("SOURCE_DATE_EPOCH").ok(),
+                policy: a.gate.policy.load().map_err(fail)?,
             };
             let built = request::build_first(store, Path::new(&a.reference), &how).map_err(|e| {
                 let BuildFirstError::Build(e) = e else {

@@ -207,6 +207,7 @@ fn a_compliant_agent_passes_and_the_project_cannot_widen() {
     );
     let (ok, ..) = t.run(env, &["lint", &arg(&good)]);
     assert!(!ok);
+    t.run(env, &["policy", "show", &arg(&good)]);
     // One that narrows to nothing is an error naming its line.
     write(
         &good.join("otters.toml"),

@@ -24,8 +24,8 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub policy: super::flags::PolicyFlags,
     /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = crate::Format::Text)]
+    pub format: crate::Format,
 }
 
 #[derive(Debug, clap::Args)]
