@@ -80,10 +80,18 @@ pub struct Violation {
 impl Violation {
     /// The lint diagnostic, for a rule that has a code.
     pub fn diagnostic(&self) -> Option<Diagnostic> {
-        let code = self.rule.code()?;
+        let (span, message) = (self.span, self.message.clone());
+        let d = match self.rule {
+            RuleName::Registries => Diagnostic::new(Code::RegistryNotAllowed, span, message),
+            RuleName::Providers => Diagnostic::new(Code::ProviderNotAllowed, span, message),
+            RuleName::Capabilities => Diagnostic::new(Code::CapabilityNotAllowed, span, message),
+            RuleName::Bins => Diagnostic::new(Code::BinNotAllowed, span, message),
+            RuleName::Mounts => Diagnostic::new(Code::MountNotAllowed, span, message),
+            RuleName::RequirePinned => Diagnostic::new(Code::ImageNotPinned, span, message),
+            RuleName::Egress | RuleName::Signature => return None,
+        };
         Some(
-            Diagnostic::new(code, self.span, self.message.clone())
-                .with_label(format!("refused by the policy at {}", self.origin))
+            d.with_label(format!("refused by the policy at {}", self.origin))
                 .with_help(self.help.clone()),
         )
     }

@@ -8,9 +8,8 @@
 use crate::source::{self, SourceError};
 use otters_oci::Platform;
 use otters_oci::{Digest, Store};
-use otters_pipeline::trust::verify::{verify_for_run, GateError};
-use otters_policy::{check_agent, Policy, RuleName, Signature, Violation};
-use otters_supply::signer::Who;
+use otters_pipeline::trust::verify::{of_policy, verify_for_run, GateError};
+use otters_policy::{check_agent, Policy, RuleName, Violation};
 
 /// Why the policy could not be held, or refused the image.
 #[derive(Debug, thiserror::Error)]
@@ -33,24 +32,6 @@ fn list(violations: &[Violation]) -> String {
         .map(|v| format!("{} (rule `{}` at {})", v.message, v.rule, v.origin))
         .collect::<Vec<_>>()
         .join("; ")
-}
-
-/// The signer a signature rule names, as the run gate takes it.
-pub fn who(sig: &Signature) -> Who {
-    match sig {
-        Signature::Key(k) => Who::Key(k.clone()),
-        Signature::Keyless {
-            identity,
-            regexp,
-            issuer,
-            trusted_root,
-        } => Who::Keyless {
-            identity: identity.clone(),
-            regexp: *regexp,
-            issuer: issuer.clone(),
-            root: trusted_root.clone(),
-        },
-    }
 }
 
 /// How a signature may be looked for: in the store, then (when `may_contact`) in the registry the
@@ -77,7 +58,7 @@ pub fn violations(
     let image = source::load_agent(store, reference, &manifest)?;
     let mut out = check_agent(policy, &image.model.agent);
     for rule in policy.signatures() {
-        let signer = who(&rule.value);
+        let signer = of_policy(&rule.value);
         match verify_for_run(
             store,
             reference,

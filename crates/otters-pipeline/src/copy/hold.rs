@@ -9,12 +9,11 @@
 use super::closure::{Node, View};
 use super::CopyError;
 use crate::target::Target;
-use crate::trust::verify::{explain, load};
+use crate::trust::verify::{explain, load, of_policy};
 use otters_agentfile::ir::from_config_blob;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::MediaType;
-use otters_policy::{check_agent, Policy, RuleName, Signature, Violation};
-use otters_supply::signer::Who;
+use otters_policy::{check_agent, Policy, RuleName, Violation};
 use otters_supply::verify::{verify_local_first, Fallback, VerifyOptions};
 
 const MAX_SMALL: u64 = 4 << 20;
@@ -57,23 +56,6 @@ fn models(view: &dyn View, node: &Node) -> Result<Vec<otters_agentfile::ir::Agen
     Ok(out)
 }
 
-fn who(sig: &Signature) -> Who {
-    match sig {
-        Signature::Key(k) => Who::Key(k.clone()),
-        Signature::Keyless {
-            identity,
-            regexp,
-            issuer,
-            trusted_root,
-        } => Who::Keyless {
-            identity: identity.clone(),
-            regexp: *regexp,
-            issuer: issuer.clone(),
-            root: trusted_root.clone(),
-        },
-    }
-}
-
 /// Refuses the copy unless every agent of `nodes` keeps `policy`, and the first (the image named,
 /// readable as `root`) verifies for each signature rule.
 pub(super) fn hold(
@@ -101,7 +83,7 @@ pub(super) fn hold(
     }
     let image = &nodes[0];
     for rule in policy.signatures() {
-        let signer = load(who(&rule.value)).map_err(|e| CopyError::PolicyUnreadable {
+        let signer = load(of_policy(&rule.value)).map_err(|e| CopyError::PolicyUnreadable {
             reference: image.written.clone(),
             message: e.to_string(),
         })?;
