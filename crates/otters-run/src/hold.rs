@@ -42,6 +42,33 @@ pub struct Reach {
     pub may_contact: bool,
 }
 
+/// The agent manifests of `digest`: itself, or every entry of an index the store holds (each
+/// platform's recorded Agentfile is checked; at least one must be there).
+fn agent_manifests(
+    store: &Store,
+    reference: &str,
+    digest: &Digest,
+) -> Result<Vec<Digest>, HoldError> {
+    let host = source::agent_manifest(store, reference, digest, &Platform::host());
+    let bytes = store.read_blob(digest).map_err(SourceError::from)?;
+    let Ok(doc) = otters_oci::spec::descriptor::ManifestDoc::parse(&bytes) else {
+        return Ok(vec![host?]);
+    };
+    if doc.manifests.is_empty() {
+        return Ok(vec![digest.clone()]);
+    }
+    let held: Vec<Digest> = doc
+        .manifests
+        .iter()
+        .filter(|m| store.has_blob(&m.digest))
+        .map(|m| m.digest.clone())
+        .collect();
+    if held.is_empty() {
+        return Ok(vec![host?]);
+    }
+    Ok(held)
+}
+
 /// Every way the image `digest` (what `reference` resolved to) breaks `policy`: the rules over its
 /// recorded Agentfile (for an index, this machine's manifest), then each signature rule.
 pub fn violations(
@@ -54,9 +81,15 @@ pub fn violations(
     if policy.is_empty() {
         return Ok(Vec::new());
     }
-    let manifest = source::agent_manifest(store, reference, digest, &Platform::host())?;
-    let image = source::load_agent(store, reference, &manifest)?;
-    let mut out = check_agent(policy, &image.model.agent);
+    let mut out: Vec<Violation> = Vec::new();
+    for manifest in agent_manifests(store, reference, digest)? {
+        let image = source::load_agent(store, reference, &manifest)?;
+        for v in check_agent(policy, &image.model.agent) {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
     for rule in policy.signatures() {
         let signer = of_policy(&rule.value);
         match verify_for_run(
