@@ -155,7 +155,7 @@ pub fn check_text(target: &str, file: Option<&SourceFile>, violations: &[Violati
         line!(
             s,
             "  refused by the policy at {}",
-            path(&v.origin.path).to_owned() + &format!(":{}", v.origin.line)
+            format!("{}:{}", path(&v.origin.path), v.origin.line)
         );
         line!(s, "  help: {}", esc(&v.help));
     }
@@ -174,7 +174,7 @@ pub fn check_json(target: &str, file: Option<&SourceFile>, violations: &[Violati
         .map(|v| {
             json!({
                 "rule": v.rule.as_str(),
-                "code": v.rule.code().map(|c| c.as_str()),
+                "code": v.rule.code().map(otters_agentfile::diagnostic::Code::as_str),
                 "value": v.value,
                 "message": v.message,
                 "line": line_of(file, v),

@@ -39,7 +39,7 @@ fn setup() -> Setup {
     let policy = w.dir().join("org-policy.toml");
     write(
         &policy,
-        &format!(
+        format!(
             "# The platform team's policy.\n[policy]\nregistries = [\"{a}/approved/*\"]\nproviders = [\"anthropic\"]\ncapabilities = [\"note_list\"]\nbins = [\"tool\"]\nmounts = \"ro\"\nrequire-pinned = true\n"
         ),
     );
@@ -140,7 +140,7 @@ fn a_pushed_agent_that_breaks_the_policy_is_refused_before_anything_acts() {
     let org = Env::new();
     write(
         &org.home().join("config.toml"),
-        &std::fs::read_to_string(&s.policy).unwrap(),
+        std::fs::read_to_string(&s.policy).unwrap(),
     );
     let mut t = transcript(&s, &org);
     let key = [
@@ -178,7 +178,7 @@ fn a_compliant_agent_passes_and_the_project_cannot_widen() {
     let good = good_agent(&s);
     write(
         &env.home().join("config.toml"),
-        &std::fs::read_to_string(&s.policy).unwrap(),
+        std::fs::read_to_string(&s.policy).unwrap(),
     );
     let image = format!("{}/approved/good:1", s.w.reg.addr);
     let mut t = transcript(&s, env);
@@ -203,7 +203,7 @@ fn a_compliant_agent_passes_and_the_project_cannot_widen() {
     let agentfile = std::fs::read_to_string(good.join("Agentfile")).unwrap();
     write(
         &good.join("Agentfile"),
-        &agentfile.replace("anthropic/claude-test", "openai/gpt-4o"),
+        agentfile.replace("anthropic/claude-test", "openai/gpt-4o"),
     );
     let (ok, ..) = t.run(env, &["lint", &arg(&good)]);
     assert!(!ok);
@@ -227,7 +227,7 @@ fn a_signature_rule_refuses_unsigned_and_accepts_signed() {
     let signed = s.w.dir().join("signed-policy.toml");
     write(
         &signed,
-        &format!(
+        format!(
             "{}\n[policy.signature]\nkey = \"{}\"\n",
             std::fs::read_to_string(&s.policy).unwrap(),
             Path::new(&public).file_name().unwrap().to_string_lossy()

@@ -394,7 +394,7 @@ pub struct LintFlags {
     pub catalogue: Option<Vec<String>>,
     /// `--target`: the openotters versions to check portability against, over `otters.toml`'s.
     pub targets: Option<Vec<check::Target>>,
-    /// The organisation policy, already narrowed by the input's `otters.toml` (AF5xx).
+    /// The organisation policy, already narrowed by the input's `otters.toml` (`AF5xx`).
     pub policy: Option<std::sync::Arc<otters_policy::Policy>>,
 }
 

@@ -45,11 +45,10 @@ struct SignatureShape {
 
 /// The 1-based line of byte `at` of `text`.
 fn line_of(text: &str, at: usize) -> usize {
+    // One piece more than there are line breaks before `at`.
     text.as_bytes()[..at.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
+        .split(|&b| b == b'\n')
         .count()
-        + 1
 }
 
 struct Cx<'a> {

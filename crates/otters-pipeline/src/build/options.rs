@@ -61,7 +61,7 @@ pub struct BuildOptions {
     pub supply_inputs: bool,
     /// The user's organisation policy (config.toml, `OTTERS_POLICY`, named files); the build
     /// narrows it with the `[policy]` of the Agentfile's `otters.toml` and refuses an Agentfile
-    /// that breaks it, naming every violation (AF5xx).
+    /// that breaks it, naming every violation (`AF5xx`).
     pub policy: otters_policy::Policy,
 }
 

@@ -119,3 +119,25 @@ pub(super) fn hold(
         violations,
     })
 }
+
+/// [`hold`] for a walk read from a registry: the image named is verified where it is.
+pub(super) fn hold_remote(
+    view: &dyn View,
+    nodes: &[Node],
+    store: &otters_oci::Store,
+    insecure: bool,
+    policy: &Policy,
+) -> Result<(), CopyError> {
+    if policy.is_empty() {
+        return Ok(());
+    }
+    let client = otters_oci::registry::RegistryClient::new(otters_oci::registry::ClientOptions {
+        insecure,
+        ..otters_oci::registry::ClientOptions::default()
+    })?;
+    let root = nodes.first().map(|n| {
+        let r = n.source.with_digest(&n.descriptor.digest);
+        Target::Remote(store.clone(), Box::new(client), r, n.descriptor.clone())
+    });
+    hold(view, nodes, root.as_ref(), policy)
+}

@@ -30,7 +30,6 @@ pub use dry::ListedReferrer;
 pub use save::{pull_missing, with_deps};
 pub use tags::KeptTag;
 
-use crate::target::Target as Verifiable;
 use closure::{walk, Node, PinnedBy, Registries, Role, WalkError, Want};
 use local::{load_local, local_root, names_of};
 use otters_core::escape::escape;
@@ -212,17 +211,7 @@ pub fn copy(
             };
             let from = Registries::only([src.registry.as_str()], &req.from_registries);
             let nodes = walk(&view, vec![root.into()], req.recursive, &from)?;
-            if !req.policy.is_empty() {
-                let client = RegistryClient::new(ClientOptions {
-                    insecure: req.insecure,
-                    ..ClientOptions::default()
-                })?;
-                let root = nodes.first().map(|n| {
-                    let r = n.source.with_digest(&n.descriptor.digest);
-                    Verifiable::Remote(store.clone(), Box::new(client), r, n.descriptor.clone())
-                });
-                hold::hold(&view, &nodes, root.as_ref(), &req.policy)?;
-            }
+            hold::hold_remote(&view, &nodes, store, req.insecure, &req.policy)?;
             nodes
         }
         Place::Local(l) => {
@@ -233,7 +222,7 @@ pub fn copy(
             let nodes = walk(&view, vec![root.into()], req.recursive, &Registries::Any)?;
             let root = nodes
                 .first()
-                .map(|n| Verifiable::Local(store.clone(), n.descriptor.clone()));
+                .map(|n| crate::target::Target::Local(store.clone(), n.descriptor.clone()));
             hold::hold(&view, &nodes, root.as_ref(), &req.policy)?;
             nodes
         }
