@@ -32,7 +32,11 @@ pub fn run_save(a: SaveArgs) -> CliResult {
         open_store()?
     };
     let deps = (a.insecure, &a.from_registries[..]);
-    let policy = a.policy.load().map_err(fail)?;
+    let policy = if a.with_deps {
+        otters_policy::Policy::user(&a.policy).map_err(fail)?
+    } else {
+        otters_policy::Policy::default()
+    };
     let images =
         lib::select(&store, &a.references, a.with_deps, deps, &policy).map_err(|e| match e {
             SaveError::Query(QueryError::NotFound(r)) => not_found(&r),

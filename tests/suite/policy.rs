@@ -1,9 +1,10 @@
 //! Issue 35, the organisation policy, through the real binary and a real registry: an agent that
 //! breaks every rule gets one lint finding per violation at its line; `build` refuses naming them
 //! all; built elsewhere without the policy and pushed, it is refused by `run --dry-run`, `kube`,
-//! `export` and `copy -r` before they act (nothing written, nothing pushed); a compliant agent
-//! passes; `OTTERS_POLICY` works as `--policy`; a project's `otters.toml` cannot widen the user's
-//! policy; a signature rule refuses an unsigned image and accepts it once signed by the key.
+//! `export`, `copy -r` and `save --with-deps` before they act (nothing written, nothing pushed);
+//! a compliant agent passes; `OTTERS_POLICY` works as `--policy`; a project's `otters.toml`
+//! cannot widen the user's policy; a signature rule refuses an unsigned image and accepts it once
+//! signed by the key (by identity: `keyless`).
 //! Whole outputs pinned in `snapshots/policy/`.
 
 use crate::support::cli::Env;
@@ -156,6 +157,10 @@ fn a_pushed_agent_that_breaks_the_policy_is_refused_before_anything_acts() {
     let dest = format!("{a}/copied/bad:1");
     let (ok, ..) = t.run(&org, &["copy", "-r", &image, &dest]);
     assert!(!ok);
+    let archive = org.dir.path().join("bad.tar");
+    let (ok, ..) = t.run(&org, &["save", "--with-deps", &image, "-o", &arg(&archive)]);
+    assert!(!ok);
+    assert!(!archive.exists(), "save wrote the archive");
     let (ok, ..) = t.run(&org, &["policy", "check", &image]);
     assert!(!ok);
     t.assert("policy", "pushed_agent_refused");

@@ -118,7 +118,7 @@ pub struct CopyReport {
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
     /// The organisation policy refuses the image: every violation, nothing moved.
-    #[error("refusing to copy {}: it breaks the organisation policy: {}; nothing was copied", escape(.reference), violations.iter().map(|v| format!("{} (rule `{}` at {})", v.message, v.rule, v.origin)).collect::<Vec<_>>().join("; "))]
+    #[error("{} breaks the organisation policy: {}; nothing was copied or saved", escape(.reference), violations.iter().map(|v| format!("{} (rule `{}` at {})", v.message, v.rule, v.origin)).collect::<Vec<_>>().join("; "))]
     Policy {
         reference: String,
         violations: Vec<otters_policy::Violation>,
