@@ -28,7 +28,7 @@ pub fn run(a: CopyArgs) -> CliResult {
     let what = format!("cannot copy {} to {}", esc(&a.source), esc(&a.destination));
     let report = result.map_err(|e| fail_in(what, e))?;
     match a.transfer.format {
-        Format::Json => print_json(&report)?,
+        Format::Json => print_json(&otters_schema::outputs::WithSchema::new("copy", &report))?,
         Format::Text => out!("{}", view::copied(&report)),
     }
     if !a.transfer.quiet() {

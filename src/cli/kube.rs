@@ -1,12 +1,12 @@
 //! `otters kube REF`: the Kubernetes objects that run an agent's runnable export (see
 //! docs/kubernetes.md). The YAML goes to stdout, or to `-o FILE`.
 use super::{fail, fail_in, CliResult};
-use otters_cli::kube::Args;
+use otters_cli::kube::{Args, FormatArg};
 use otters_oci::Platform;
 use otters_run::export;
 use otters_run::fetch::RegistryFetcher;
 use otters_run::kube::agent::{agent_objects, Fetch};
-use otters_run::kube::Warning;
+use otters_run::kube::{kustomize, Warning};
 use otters_run::prepare::Pull;
 use std::process::ExitCode;
 
@@ -16,6 +16,17 @@ pub fn run(a: Args) -> CliResult {
         None => export::linux_host(),
     };
     let opts = a.options().map_err(fail)?;
+    let base_dir = match (a.format, &a.output) {
+        (FormatArg::Kustomize, Some(dir)) => Some(dir.clone()),
+        (FormatArg::Kustomize, None) => {
+            return Err(miette::miette!(
+                help = "pass -o DIR, the directory of the base",
+                "a Kustomize base is a directory: --format kustomize needs -o DIR"
+            ))
+        }
+        (FormatArg::Yaml, _) => None,
+    };
+    let (kind, namespace) = (opts.kind, opts.namespace.clone());
     // It may pull the agent, its runtime and BINs, and writes the export: leased, so a
     // concurrent `prune` keeps what it wrote before it is reachable.
     let store = super::common::open_store_leased()?;
@@ -46,6 +57,11 @@ pub fn run(a: Args) -> CliResult {
             Warning::ServingJob(_) => "use --kind deployment (the default) for a server, or give the agent an EXEC that finishes",
         };
         eprintln!("warning: {w}; {fix}");
+    }
+    if let Some(dir) = base_dir {
+        let files = kustomize::base(&made.objects, kind, namespace.as_deref()).map_err(fail)?;
+        kustomize::write_base(&dir, &files, a.force).map_err(fail)?;
+        return Ok(ExitCode::SUCCESS);
     }
     match &a.output {
         Some(path) => otters_oci::archive::write_output(path, made.yaml.as_bytes())

@@ -27,6 +27,7 @@ mod blob;
 mod build;
 mod common;
 mod copy;
+mod diff;
 mod errors;
 mod explain;
 mod export;
@@ -48,6 +49,7 @@ mod pull;
 mod push;
 mod referrers;
 mod run;
+mod schema;
 mod sign;
 mod tag;
 
@@ -78,9 +80,11 @@ pub fn main() -> ExitCode {
         Command::Fmt(a) => fmt::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Policy(c) => policy::run(c),
+        Command::Schema(a) => schema::run(a),
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),
         Command::Inspect(a) => inspect::run_inspect(a),
+        Command::Diff(a) => diff::run(a),
         Command::Rm(a) => tag::run_rm(a),
         Command::Tag(a) => tag::run_tag(a),
         Command::Prune(a) | Command::Image(ImageCommand::Prune(a)) => prune::run_prune(a),

@@ -78,7 +78,8 @@ pub fn run(a: Args) -> CliResult {
         }
     }
     if a.dry_run {
-        outln!("{}", serde_json::to_string_pretty(&plan).map_err(fail)?);
+        let shown = otters_schema::outputs::WithSchema::new("run-plan", &plan);
+        outln!("{}", serde_json::to_string_pretty(&shown).map_err(fail)?);
         if refused {
             eprint!("{}", status::run_would_stop(&plan.missing_mounts));
         }

@@ -4,29 +4,38 @@ use super::{esc, human_size, line};
 use otters_agentfile::ir::{Agent, Node};
 use otters_core::escape::json_controls;
 use otters_oci::store::query::ImageDetails;
-use serde_json::json;
+use otters_schema::outputs::{Described, Inspect, Layer, WithSchema};
 
-/// The JSON view: the manifest as read, its config, and one entry per layer.
+/// The JSON view: the manifest as read, its config, and one entry per layer
+/// (`otters_schema::outputs::Inspect`, whose schema, `otters schema inspect`, `"$schema"` names).
 pub fn json(reference: &str, shown: &ImageDetails) -> Result<String, serde_json::Error> {
     let manifest: serde_json::Value = serde_json::from_slice(&shown.bytes)?;
-    let layers: Vec<_> = shown
-        .manifest
-        .layers
-        .iter()
-        .map(|l| json!({"mediaType": l.media_type, "digest": l.digest, "size": l.size, "title": l.title()}))
-        .collect();
-    let mut v = json!({
-        "reference": reference,
-        "digest": shown.descriptor.digest,
-        "mediaType": shown.descriptor.media_type,
-        "size": shown.descriptor.size,
-        "manifest": manifest,
-        "config": shown.config,
-        "layers": layers,
-    });
-    if let Some(s) = &shown.manifest.subject {
-        v["subject"] = json!({"mediaType": s.media_type, "digest": s.digest, "size": s.size});
-    }
+    let d = &shown.descriptor;
+    let v = Inspect {
+        reference,
+        digest: d.digest.as_str(),
+        media_type: d.media_type.as_str(),
+        size: d.size,
+        manifest: &manifest,
+        config: shown.config.as_ref(),
+        layers: shown
+            .manifest
+            .layers
+            .iter()
+            .map(|l| Layer {
+                media_type: l.media_type.as_str(),
+                digest: l.digest.as_str(),
+                size: l.size,
+                title: l.title(),
+            })
+            .collect(),
+        subject: shown.manifest.subject.as_ref().map(|s| Described {
+            media_type: s.media_type.as_str(),
+            digest: s.digest.as_str(),
+            size: s.size,
+        }),
+    };
+    let v = WithSchema::new("inspect", v);
     Ok(format!(
         "{}\n",
         json_controls(serde_json::to_string_pretty(&v)?)
@@ -209,6 +218,7 @@ fn section(out: &mut String, title: &str, items: impl Iterator<Item = String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn agent_file(text: &str) -> Agent {
         let file = otters_agentfile::diagnostic::SourceFile::new("Agentfile", text);

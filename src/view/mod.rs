@@ -7,6 +7,7 @@
 //! front end prints, every value from an image, a registry or a file name escaped for the
 //! terminal. Must never: print, or read anything.
 pub mod build;
+pub mod diff;
 pub mod explain;
 pub mod images;
 pub mod inspect;
@@ -15,6 +16,7 @@ pub mod policy;
 pub mod progress;
 pub mod prune;
 pub mod report;
+pub mod schema;
 pub mod status;
 pub mod transfer;
 

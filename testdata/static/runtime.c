@@ -26,6 +26,13 @@ int main(int argc, char **argv) {
   f = fopen("/workspace/probe", "w");
   printf("WORKSPACE %s\n", f ? "yes" : "no");
   if (f) fclose(f);
+  const char *writable[][2] = {{"HOME", "/home/probe"}, {"TMP", "/tmp/probe"},
+    {"VARLIB", "/var/lib/probe"}};
+  for (int i = 0; i < 3; i++) {
+    f = fopen(writable[i][1], "w");
+    printf("%s %s\n", writable[i][0], f ? "yes" : "no");
+    if (f) fclose(f);
+  }
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) { char *a[] = {"tool", 0}; execvp("tool", a); _exit(127); }

@@ -397,3 +397,37 @@ fn the_deploy_example_walks_the_platform_path_with_flags_otters_has() {
         );
     }
 }
+
+/// The PR example `ci/github/examples/diff.yml`: one `otters diff` the real binary parses (its
+/// flags exist), gated on escalation, and docs/ci.md shows the same command.
+#[test]
+fn the_diff_example_posts_markdown_and_gates_on_escalation_with_flags_otters_has() {
+    let example = std::fs::read_to_string(repo().join("ci/github/examples/diff.yml")).unwrap();
+    let commands = otters_commands(&example);
+    assert_eq!(commands.len(), 1, "{commands:?}");
+    let (written, words) = &commands[0];
+    let args: Vec<&str> = words[1..]
+        .iter()
+        .take_while(|w| !w.starts_with('>'))
+        .map(|w| {
+            if w.contains('$') {
+                "registry.example/a:1"
+            } else {
+                w
+            }
+        })
+        .collect();
+    assert_eq!(args[0], "diff");
+    for flag in ["--format", "markdown", "--fail-on", "escalation"] {
+        assert!(args.contains(&flag), "{args:?}");
+    }
+    assert!(example.contains("allow-escalation"));
+    let env = crate::support::cli::Env::new();
+    let (ok, _, err) = env.run(&[&args[..], &["--help"]].concat());
+    assert!(ok, "`{written}` does not parse: {err}");
+    let docs = std::fs::read_to_string(repo().join("docs/ci.md")).unwrap();
+    assert!(
+        docs.contains(written.as_str()),
+        "docs/ci.md does not show `{written}`"
+    );
+}

@@ -167,10 +167,21 @@ fn umoci_gives_the_run_tree(w: &StaticWorld, agent: &str, image: &str) {
             "{from}"
         );
     }
-    // Writable directories belong to the image's user; no directory is world-writable.
-    for d in ["workspace", "home", "tmp", "var/lib"] {
+    // Writable directories belong to the image's user and to group 0, group-writable (`tmp`
+    // sticky), so a platform's arbitrary UID in group 0 can write them; no directory is
+    // world-writable.
+    for (d, mode) in [
+        ("workspace", 0o775),
+        ("home", 0o775),
+        ("tmp", 0o1775),
+        ("var/lib", 0o775),
+    ] {
         let m = fs::metadata(rootfs.join(d)).unwrap();
-        assert_eq!((m.uid(), m.gid()), (65532, 65532), "{d}");
+        assert_eq!(
+            (m.uid(), m.gid(), m.mode() & 0o7777),
+            (65532, 0, mode),
+            "{d}"
+        );
     }
     let mut todo = vec![rootfs.clone()];
     while let Some(d) = todo.pop() {
@@ -285,13 +296,39 @@ fn export_is_an_image_that_skopeo_umoci_and_podman_take() {
             .arg(format!("{}:/out", outdir.display()))
             .arg(&image),
     );
+    // As a platform that assigns the UID runs it (OpenShift restricted-v2: an arbitrary UID in
+    // group 0): it can write its workspace, home, tmp and var/lib.
+    let assigned = run_ok(
+        podman()
+            .args(["run", "--rm", "--tls-verify=false", "--network=none"])
+            .args(["--user", "1000680000:0", "-e"])
+            .arg("RUNTIME_WEBHOOK=https://example.com/hook")
+            .arg(&image),
+    );
     let _ = podman().args(["rmi", "-f", &image]).output();
     assert_report(
         "podman run",
         &report,
         &outdir,
-        &["ARG --model\nARG anthropic/claude-test"],
+        &[
+            "ARG --model\nARG anthropic/claude-test",
+            "HOME yes",
+            "TMP yes",
+            "VARLIB yes",
+        ],
     );
+    for want in [
+        "UID 1000680000 GID 0",
+        "WORKSPACE yes",
+        "HOME yes",
+        "TMP yes",
+        "VARLIB yes",
+    ] {
+        assert!(
+            assigned.contains(want),
+            "--user 1000680000:0: {want:?} not in the runtime's report:\n{assigned}"
+        );
+    }
 }
 
 #[test]

@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// An image reference by digest for `--image`: nothing is pulled, so no export is needed.
-fn image() -> String {
+pub(crate) fn image() -> String {
     format!("127.0.0.1:5000/agents/keys@sha256:{}", "0".repeat(64))
 }
 
 /// `env` with the agent `tag` built offline from `agentfile`.
-fn agent(tag: &str, agentfile: &str) -> Env {
+pub(crate) fn agent(tag: &str, agentfile: &str) -> Env {
     let env = Env::new();
     let ctx = env.dir.path().join("ctx");
     crate::support::write(&ctx.join("Agentfile"), agentfile);
@@ -25,7 +25,7 @@ fn agent(tag: &str, agentfile: &str) -> Env {
 
 /// `text` with every `sha256:` digest written `sha256:[DIGEST]`, and the version label (a
 /// digest's first 12 hex digits here) `[VERSION]`.
-fn redacted(text: &str) -> String {
+pub(crate) fn redacted(text: &str) -> String {
     let label = "app.kubernetes.io/version: \"";
     let text = text
         .lines()
@@ -174,4 +174,34 @@ fn kube_platform_of_a_single_platform_agent_says_to_rebuild() {
         .run(&["kube", "inputs:1", "--offline", "--platform", "linux/s390x"])
         .2;
     snapshot("platform_hint", &err);
+}
+
+/// `--uid auto` (a platform such as `OpenShift` assigns the UID): no `runAsUser`, `runAsGroup` or
+/// `fsGroup` anywhere, `runAsNonRoot` kept in the pod's and the container's context; the objects
+/// validate and pass checkov's checks but `CKV_K8S_40` (a fixed high UID, which the platform
+/// gives). The whole output pinned.
+#[test]
+fn kube_uid_auto_fixes_no_uid_and_keeps_run_as_non_root() {
+    let test = "kube_uid_auto_fixes_no_uid_and_keeps_run_as_non_root";
+    let env = agent("keys:1", KEYS);
+    let (ok, yaml, err) = env.run(&[
+        "kube",
+        "keys:1",
+        "--offline",
+        "--image",
+        &image(),
+        "--uid",
+        "auto",
+        "-n",
+        "agents",
+    ]);
+    assert!(ok && err.is_empty(), "{err}");
+    snapshot("uid_auto", &redacted(&yaml));
+    for gone in ["runAsUser", "runAsGroup", "fsGroup"] {
+        assert!(!yaml.contains(gone), "{gone} in {yaml}");
+    }
+    assert_eq!(yaml.matches("runAsNonRoot: true").count(), 2, "{yaml}");
+    let file = env.dir.path().join("auto.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    crate::kube::validate_except(test, &file, &["CKV_K8S_40"]);
 }

@@ -879,7 +879,7 @@ fn the_sibling_check_sees_super_and_group_imports() {
 /// binary.
 #[test]
 fn crates_depend_one_way() {
-    let allowed: [(&str, &[&str]); 10] = [
+    let allowed: [(&str, &[&str]); 12] = [
         ("otters-core", &[]),
         ("otters-spec", &["otters-core"]),
         ("otters-agentfile", &["otters-core"]),
@@ -913,10 +913,32 @@ fn crates_depend_one_way() {
                 "otters-policy",
             ],
         ),
+        // `otters diff` (issue 34): two agents read as `run` reads them, or built from a directory.
+        (
+            "otters-diff",
+            &[
+                "otters-core",
+                "otters-agentfile",
+                "otters-spec",
+                "otters-oci",
+                "otters-pipeline",
+            ],
+        ),
         // The language server reads the lock and confines sources through its Project seam,
         // which the binary implements with the pipeline (issue 19): no pipeline, no network.
         ("otters-lsp", &["otters-core", "otters-agentfile"]),
         ("otters-supply", &["otters-core", "otters-spec"]),
+        // The published JSON Schemas, generated from the types that read and write each format
+        // (issue 38): above every crate whose types it describes, below only the binary.
+        (
+            "otters-schema",
+            &[
+                "otters-agentfile",
+                "otters-oci",
+                "otters-pipeline",
+                "otters-run",
+            ],
+        ),
         // The command line's grammar: default values and the types flags become, nothing more.
         (
             "otters-cli",

@@ -8,6 +8,28 @@ pub enum KindArg {
     Pod,
     Job,
     Deployment,
+    /// agent-sandbox's `Sandbox` (agents.x-k8s.io/v1beta1)
+    Sandbox,
+    /// agent-sandbox's `SandboxTemplate` (extensions.agents.x-k8s.io/v1beta1)
+    SandboxTemplate,
+}
+
+/// What `otters kube` writes, as a flag value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// The objects as multi-document YAML (to standard output, or -o FILE)
+    Yaml,
+    /// A Kustomize base in the directory -o DIR (`kubectl kustomize DIR` renders it)
+    Kustomize,
+}
+
+/// Who picks the pod's user, as a flag value.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum UidArg {
+    /// The export's user, 65532, fixed in the pod's security context
+    Fixed,
+    /// The platform assigns one (`OpenShift` restricted-v2): no `runAsUser`, `runAsGroup` or `fsGroup`
+    Auto,
 }
 
 // Rationale: the flags are the switches of the generated objects, one to one.
@@ -16,8 +38,9 @@ pub enum KindArg {
 pub struct Args {
     /// The agent: a local tag or digest, or a registry reference (pulled when missing)
     pub reference: String,
-    /// The workload: a Deployment (default: the runtime is a server), a Pod, or a Job (one run,
-    /// restartPolicy Never)
+    /// The workload: a Deployment (default: the runtime is a server), a Pod, a Job (one run,
+    /// restartPolicy Never), or agent-sandbox's Sandbox or `SandboxTemplate` (the same pod as their
+    /// `podTemplate`)
     #[arg(long, value_enum, default_value = "deployment")]
     pub kind: KindArg,
     /// Object name (default: the agent's NAME made DNS-1123)
@@ -71,6 +94,13 @@ pub struct Args {
     /// Replicas of a Deployment
     #[arg(long)]
     pub replicas: Option<i64>,
+    /// No readiness and liveness probes on the runtime's port (a serving agent gets them)
+    #[arg(long)]
+    pub no_probes: bool,
+    /// Who picks the pod's user: `fixed` (the export's 65532) or `auto` (the platform assigns
+    /// one in group 0, as `OpenShift`'s restricted-v2 does)
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub uid: UidArg,
     /// Platform of the export to deploy (default: linux on this machine's architecture)
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
@@ -80,9 +110,17 @@ pub struct Args {
     /// Allow plain HTTP and unverified TLS for a registry that is not on this machine
     #[arg(long)]
     pub insecure: bool,
-    /// Write the YAML to FILE instead of standard output
-    #[arg(short = 'o', long, value_name = "FILE")]
+    /// What to write: the objects as YAML, or a Kustomize base (into -o DIR)
+    #[arg(long, value_enum, default_value = "yaml")]
+    pub format: FormatArg,
+    /// Write the YAML to FILE instead of standard output; with --format kustomize, the base into
+    /// the directory DIR
+    #[arg(short = 'o', long, value_name = "FILE|DIR")]
     pub output: Option<PathBuf>,
+    /// With --format kustomize: write into a directory that holds files otters did not write
+    /// (they are left as they are, those of otters' names replaced)
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub gate: crate::flags::GateFlags,
 }
@@ -150,6 +188,11 @@ impl Args {
             network_policy: self.network_policy,
             service: self.service,
             replicas: self.replicas,
+            no_probes: self.no_probes,
+            uid: match self.uid {
+                UidArg::Fixed => kube::Uid::Fixed,
+                UidArg::Auto => kube::Uid::Auto,
+            },
         })
     }
 }
@@ -160,6 +203,8 @@ impl From<KindArg> for otters_run::kube::Kind {
             KindArg::Pod => Self::Pod,
             KindArg::Job => Self::Job,
             KindArg::Deployment => Self::Deployment,
+            KindArg::Sandbox => Self::Sandbox,
+            KindArg::SandboxTemplate => Self::SandboxTemplate,
         }
     }
 }

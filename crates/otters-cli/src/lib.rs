@@ -18,6 +18,7 @@ pub mod bin;
 pub mod blob;
 pub mod build;
 pub mod copy;
+pub mod diff;
 pub mod explain;
 pub mod export;
 pub mod flags;
@@ -37,6 +38,7 @@ pub mod pull;
 pub mod push;
 pub mod referrers;
 pub mod run;
+pub mod schema;
 pub mod sign;
 pub mod tag;
 
@@ -66,12 +68,23 @@ pub enum Command {
     /// Show the organisation policy in effect, or check an Agentfile or image against it
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// Print the JSON Schema (draft-07) of a file otters reads or writes, or of a JSON output
+    ///
+    /// `otters schema --list` names them; docs/schemas.md says what each describes and
+    /// docs/editors.md how to give them to an editor.
+    Schema(schema::Args),
     /// Build an Agentfile into an OCI artifact in the local store
     Build(build::Args),
     /// List the images in the local store
     Images(images::ImagesArgs),
     /// Show an image's manifest, config and layers
     Inspect(inspect::InspectArgs),
+    /// Show what changed between two agents: classified (escalation, behaviour, pin,
+    /// configuration, data, provenance), as text, JSON or a Markdown PR comment
+    ///
+    /// Exits 0 whether or not they differ (2 on error); 1 with `--exit-code` when they differ, or
+    /// with `--fail-on CLASS` when a change of that class is present. See docs/diff.md.
+    Diff(diff::DiffArgs),
     /// Remove image tags from the local store
     Rm(tag::RmArgs),
     /// Add a tag to an image in the local store

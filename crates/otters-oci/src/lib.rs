@@ -6,6 +6,16 @@
 //! `otters-spec`; they are re-exported here at their old paths (`otters_oci::spec::…`,
 //! `otters_oci::reference`) so callers need not name two crates.
 //!
+//! ```text
+//! the store     store (blobs, index.json, leases, referrers, prune), path_io (confined writes)
+//! archives      archive (oci-archive files and layout directories, save/load, which referrers travel)
+//! registries    registry (client, auth, reads, writes, transfer: push/pull/relay), web (plain HTTPS
+//!               for Fulcio/Rekor/TSA), referrers (the referrers API and its fallback tags)
+//! moving        copy (image from any place to any place, streamed registry to registry)
+//! checks        validate (bounds on every manifest, index and config read from outside)
+//! reporting     progress (events a front end renders)
+//! ```
+//!
 //! Depends on `otters-core` and `otters-spec` only among otters crates; never on the Agentfile
 //! language.
 

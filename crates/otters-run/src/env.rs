@@ -36,6 +36,29 @@ impl EnvEntry {
     }
 }
 
+/// The schema of what [`EnvEntry`]'s `Serialize` writes (the value redacted for a secret).
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "EnvEntry", deny_unknown_fields)]
+#[allow(dead_code, reason = "only its JSON Schema is used")]
+struct EnvEntryShape {
+    /// The variable's name.
+    key: String,
+    /// Its value, or `<redacted>` for a secret.
+    value: String,
+    /// Whether it is a credential (its value is never shown).
+    secret: bool,
+}
+
+impl schemars::JsonSchema for EnvEntry {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        EnvEntryShape::schema_name()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        EnvEntryShape::json_schema(g)
+    }
+}
+
 impl serde::Serialize for EnvEntry {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;

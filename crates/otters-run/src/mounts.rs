@@ -10,14 +10,17 @@ use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
 /// One validated `-v` mount.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct UserMount {
     /// Absolute host path (after `$VAR`/`~` expansion; symlinks are kept as given).
     pub host: PathBuf,
     /// Absolute, cleaned in-agent path.
     pub target: String,
+    /// What the mount is for (`-v HOST:TARGET:DESC`), when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Whether the agent may only read it (`:ro`).
     pub read_only: bool,
 }
 

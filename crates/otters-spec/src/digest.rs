@@ -123,6 +123,21 @@ impl serde::Serialize for Digest {
     }
 }
 
+/// A digest's JSON Schema: the text form, `sha256:` and 64 lower-case hex digits.
+impl schemars::JsonSchema for Digest {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Digest".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^sha256:[0-9a-f]{64}$",
+            "description": "A content digest: `sha256:` and 64 lower-case hex digits."
+        })
+    }
+}
+
 impl<'de> serde::Deserialize<'de> for Digest {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

@@ -171,6 +171,21 @@ impl serde::Serialize for MediaType {
     }
 }
 
+/// A media type's JSON Schema: its text, as the OCI specs write it.
+impl schemars::JsonSchema for MediaType {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MediaType".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "description": "A media type, e.g. `application/vnd.oci.image.manifest.v1+json`."
+        })
+    }
+}
+
 impl<'de> serde::Deserialize<'de> for MediaType {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(Self::parse(&String::deserialize(d)?))

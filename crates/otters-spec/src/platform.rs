@@ -13,12 +13,19 @@ use std::fmt;
 /// An OCI platform: os, architecture, optional variant (and, as an index entry may state it, the
 /// os version). Serialised with serde as `{"os", "architecture"[, "variant"]}`; descriptors are
 /// written through [`Platform::to_json`] in Go's field order.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, schemars::JsonSchema,
+)]
+#[schemars(deny_unknown_fields)]
 pub struct Platform {
+    /// The operating system, as Go names it (`linux`).
     pub os: String,
+    /// The CPU architecture, as Go names it (`amd64`, `arm64`).
     pub architecture: String,
+    /// The CPU variant (`v8`), when one is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
+    /// The OS version an index entry may state (never written by otters).
     #[serde(rename = "os.version", default, skip_serializing)]
     pub os_version: Option<String>,
 }

@@ -3,6 +3,15 @@
 //! a `CycloneDX` SBOM and SLSA provenance made from a build's pinned inputs; and which of an
 //! image's referrers verify it (`verify`, over a source the caller provides).
 //!
+//! ```text
+//! keys and signers   keys (P-256, PEM), signer (key or keyless identity), keyless (Fulcio/Rekor/TSA
+//!                    requests, no transport), blob (sign-blob/verify-blob)
+//! documents          statement (in-toto), bundle (Sigstore bundle, DSSE), sbom, provenance,
+//!                    inputs (what a build pinned), referrer (the artifact that carries them)
+//! verification       verify (which referrers verify an image), keyless_verify (certificates, SCTs,
+//!                    transparency log, timestamps, the trusted root)
+//! ```
+//!
 //! Depends on `otters-core` (canonical JSON) and `otters-oci`'s `spec` values only; attaching these
 //! documents to images as OCI referrers is the registry side's work.
 

@@ -100,7 +100,9 @@ fn of<'a, T: std::error::Error + 'static>(
 /// The flags that fix an `otters kube` error.
 fn kube_hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     use otters_run::kube::{agent::AgentKubeError, KubeError};
-    let text = if let Some(AgentKubeError::ExportLookup { .. }) = of(e) {
+    let text = if let Some(otters_run::kube::kustomize::BaseError::NotOurs { .. }) = of(e) {
+        "write the base into an empty directory or one otters wrote, or pass --force to write beside the other files"
+    } else if let Some(AgentKubeError::ExportLookup { .. }) = of(e) {
         "pass --image REPO@sha256:… to name the image, or --offline to look only in the store"
     } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
         "or pass --image REPO@sha256:…"

@@ -46,23 +46,44 @@ pub enum ConfigError {
     Target(String),
 }
 
-#[derive(Deserialize)]
-struct FileShape {
+/// `otters.toml` as [`parse`] reads it; also the source of its JSON Schema (`otters schema
+/// otters-toml`), which, unlike the reader, refuses top-level tables no command reads.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields, title = "otters.toml")]
+pub struct FileShape {
+    /// `otters lint`'s settings.
     lint: Option<LintShape>,
+    /// The openotters versions the portability lints (AF230–AF235) check.
     portability: Option<PortabilityShape>,
+    /// The project's layer of the organisation policy (docs/policy.md): read and checked by
+    /// `otters-policy`, which can only narrow the user's policy with it.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    #[allow(
+        dead_code,
+        reason = "read by otters-policy; described here for the schema"
+    )]
+    policy: Option<toml::Table>,
 }
 
-#[derive(Deserialize)]
+/// `[portability]`.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct PortabilityShape {
+    /// The openotters versions checked (`"alpha.50"`, `"L"`); `[]` turns the lints off.
+    #[schemars(inner(regex(pattern = r"^(alpha\.50|L)$")))]
     targets: Option<Vec<String>>,
 }
 
-#[derive(Deserialize)]
+/// `[lint]`.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct LintShape {
+    /// Exit 1 when a finding has at least this severity (default `"error"`).
+    #[schemars(regex(pattern = r"^(error|warning|info)$"))]
     fail_on: Option<String>,
+    /// Severity overrides: a code (`AF201`) and its level (`off`, `info`, `warning`, `error`).
     #[serde(default)]
+    #[schemars(extend("propertyNames" = {"pattern": "^AF[0-9]{3}$"}, "additionalProperties" = {"enum": ["off", "info", "warning", "error"]}))]
     severity: BTreeMap<String, String>,
 }
 

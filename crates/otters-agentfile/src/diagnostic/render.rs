@@ -25,7 +25,7 @@ pub use concise::concise;
 pub use github::github;
 pub use gitlab::{gitlab, gitlab_severity};
 pub use human::{human, ColorChoice, Human, MAX_SHOWN};
-pub use json::json;
+pub use json::{json, Finding};
 pub use junit::junit;
 pub use sarif::sarif;
 pub use wrap::{keep_words, word_separator, word_splitter};

@@ -35,7 +35,7 @@ pub const CERTS_D_ENV: &str = "OTTERS_CERTS_D";
 pub const MAX_CERTS_D_FILES: usize = 16;
 
 /// Settings for one registry (`[registry."HOST:PORT"]`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegistrySettings {
     /// Plain HTTP and unverified TLS allowed, as `--insecure` allows for every registry.
@@ -50,15 +50,20 @@ pub struct RegistrySettings {
     pub mirrors: Vec<String>,
 }
 
-#[derive(Deserialize)]
+/// The file as it is read; also the source of its JSON Schema (`otters schema config-toml`).
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct FileShape {
+#[schemars(title = "$OTTERS_HOME/config.toml")]
+pub struct FileShape {
+    /// Per-registry settings, by `HOST[:PORT]`.
     #[serde(default)]
     registry: BTreeMap<String, RegistrySettings>,
+    /// The signature policy of `otters run`.
     #[serde(default)]
     verify: VerifySettings,
-    /// `[policy]`, the organisation policy: read and checked by `otters-policy`, not here.
+    /// The organisation policy (docs/policy.md): read and checked by `otters-policy`.
     #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     #[allow(
         dead_code,
         reason = "read by otters-policy; kept so the key is not unknown here"
@@ -67,7 +72,7 @@ struct FileShape {
 }
 
 /// `[verify]`: the signature policy of `otters run`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VerifySettings {
     /// A public key (PKIX PEM) whose signature every image `otters run` materialises must carry

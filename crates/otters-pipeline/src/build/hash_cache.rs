@@ -67,6 +67,19 @@ impl Stamp {
         }
     }
 
+    /// The stamp of an `lstat` (as [`crate::build::nofollow::stat_at`] gives it): the same values
+    /// as [`Stamp::of`] the file's handle.
+    #[allow(clippy::useless_conversion)] // the field types vary by target
+    pub fn of_stat(st: &rustix::fs::Stat) -> Self {
+        Self {
+            dev: u64::from(st.st_dev),
+            ino: u64::from(st.st_ino),
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            mtime_ns: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
+            ctime_ns: i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec),
+        }
+    }
+
     /// The key text for this stamp (used for files and, concatenated, for directory trees).
     pub fn key(&self) -> String {
         format!(

@@ -97,13 +97,7 @@ fn walk_to_parent(path: &Path) -> io::Result<(OwnedFd, &OsStr)> {
 
 /// The kind of `name` in `dir`, without following it.
 pub fn kind_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Kind> {
-    let st = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| replaced(name, e))?;
-    Ok(match FileType::from_raw_mode(st.st_mode) {
-        FileType::RegularFile => Kind::File,
-        FileType::Directory => Kind::Dir,
-        FileType::Symlink => Kind::Symlink,
-        _ => Kind::Special,
-    })
+    Ok(stat_at(dir, name)?.0)
 }
 
 /// Opens directory `name` in `dir` for listing; a symlink or non-directory there is an error.
@@ -122,19 +116,7 @@ pub fn open_file_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<(File, std:
     if kind_at(dir, name)? == Kind::Special {
         return Err(not_regular(name));
     }
-    let fd = openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| replaced(name, e))?;
-    let file = File::from(fd);
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(not_regular(name));
-    }
-    Ok((file, meta))
+    open_walked_at(dir, name)
 }
 
 fn not_regular(name: &OsStr) -> io::Error {
@@ -162,19 +144,59 @@ pub fn kind(path: &Path) -> io::Result<Kind> {
     kind_at(parent.as_fd(), leaf)
 }
 
-/// The names in directory `dir` (without `.` and `..`), sorted by bytes.
-pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<std::ffi::OsString>> {
+/// The names in directory `dir` (without `.` and `..`), sorted by bytes, each with the kind the
+/// listing gives (`None` where the file system does not say: ask [`stat_at`]). A hint only: the
+/// entry can be replaced after it is listed, so whatever is opened is checked again.
+pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<(std::ffi::OsString, Option<Kind>)>> {
     let mut names = Vec::new();
     let mut d = rustix::fs::Dir::read_from(dir)?;
     while let Some(e) = d.read() {
         let e = e?;
         let n = e.file_name().to_bytes();
         if n != b"." && n != b".." {
-            names.push(OsStr::from_bytes(n).to_owned());
+            let kind = match e.file_type() {
+                FileType::Unknown => None,
+                t => Some(kind_of(t)),
+            };
+            names.push((OsStr::from_bytes(n).to_owned(), kind));
         }
     }
-    names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    names.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     Ok(names)
+}
+
+/// `name` in `dir`, not followed (`lstat`): its kind and its metadata.
+pub fn stat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<(Kind, rustix::fs::Stat)> {
+    let st = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| replaced(name, e))?;
+    Ok((kind_of(FileType::from_raw_mode(st.st_mode)), st))
+}
+
+fn kind_of(t: FileType) -> Kind {
+    match t {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Symlink,
+        _ => Kind::Special,
+    }
+}
+
+/// Opens `name` in `dir`, which a walk found to be a regular file a moment ago, without asking
+/// its kind again: `O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`, then checked on the handle to be a regular
+/// file. The caller compares the handle's stamp with the one the walk saw.
+pub fn open_walked_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<(File, std::fs::Metadata)> {
+    let fd = openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| replaced(name, e))?;
+    let file = File::from(fd);
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular(name));
+    }
+    Ok((file, meta))
 }
 
 /// The target of symlink `name` in `dir`.
@@ -217,7 +239,15 @@ mod tests {
         assert_eq!(kind(&root.join("d/link")).unwrap(), Kind::Symlink);
         assert_eq!(kind(&root.join("d")).unwrap(), Kind::Dir);
         let d = open_dir(&root.join("d")).unwrap();
-        assert_eq!(list(d.as_fd()).unwrap(), ["e", "link"]);
+        let listed = list(d.as_fd()).unwrap();
+        let names: Vec<_> = listed.iter().map(|(n, _)| n.as_bytes()).collect();
+        assert_eq!(names, [b"e".as_slice(), b"link"]);
+        // The listing's kinds, where the file system gives them, agree with `lstat`.
+        for (name, listed) in &listed {
+            if let Some(k) = listed {
+                assert_eq!(*k, stat_at(d.as_fd(), name).unwrap().0, "{name:?}");
+            }
+        }
         assert_eq!(
             read_link_at(d.as_fd(), OsStr::new("link")).unwrap(),
             root.join("outside").as_os_str().as_bytes()

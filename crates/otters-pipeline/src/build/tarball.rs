@@ -29,7 +29,6 @@ use std::ffi::OsStr;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// How many directory levels a directory ADD may have below the added directory.
@@ -129,10 +128,18 @@ impl Walk<'_> {
         if parts.len() > MAX_DEPTH {
             return Err(TarError::TooDeep { rel: shown(&here) });
         }
-        for name in nofollow::list(fd).map_err(io_err(shown(&here)))? {
+        for (name, listed) in nofollow::list(fd).map_err(io_err(shown(&here)))? {
             let raw = name.as_bytes();
             let rel = join_rel(self.ctx_rel, parts, Some(raw));
-            let kind = nofollow::kind_at(fd, &name).map_err(io_err(shown(&rel)))?;
+            // A file is `lstat`ed for its stamp (one call, the kind with it); other kinds the
+            // listing names are taken as listed, and each is checked again when it is opened.
+            let (kind, stat) = match listed {
+                Some(k) if k != Kind::File => (k, None),
+                _ => {
+                    let (k, st) = nofollow::stat_at(fd, &name).map_err(io_err(shown(&rel)))?;
+                    (k, (k == Kind::File).then_some(st))
+                }
+            };
             let excluded = !self.ignore.is_empty() && self.ignore.is_excluded(&rel);
             let mut entry_name = prefix.to_vec();
             entry_name.push(b'/');
@@ -165,16 +172,18 @@ impl Walk<'_> {
                     self.dir(child.as_fd(), &entry_name, &sub)?;
                 }
                 Kind::File => {
-                    // Opened (not only stat'ed) so that an unreadable file fails the build before
-                    // anything is written, and the stamp comes from the handle.
-                    let (_, meta) =
-                        nofollow::open_file_at(fd, &name).map_err(io_err(shown(&rel)))?;
+                    // Only `lstat`ed: a rebuild whose stamps the hash cache knows opens nothing.
+                    // Before anything is written, `check_readable` opens each file of a layer
+                    // the cache does not know.
+                    let Some(st) = stat else {
+                        return Err(TarError::Changed { rel: shown(&rel) });
+                    };
                     let e = entry(
                         EntryKind::File {
-                            size: meta.len(),
-                            exec: meta.permissions().mode() & 0o111 != 0,
+                            size: u64::try_from(st.st_size).unwrap_or(0),
+                            exec: st.st_mode & 0o111 != 0,
                         },
-                        Some(Stamp::of(&meta)),
+                        Some(Stamp::of_stat(&st)),
                     );
                     self.out.push(e);
                 }
@@ -314,7 +323,7 @@ impl Opener {
             None => (&rel[..0], rel),
         };
         if dir.is_empty() {
-            return nofollow::open_file_at(self.root.as_fd(), OsStr::from_bytes(leaf));
+            return nofollow::open_walked_at(self.root.as_fd(), OsStr::from_bytes(leaf));
         }
         if self.parent.as_ref().is_none_or(|(p, _)| p != dir) {
             let mut fd: Option<OwnedFd> = None;
@@ -328,7 +337,7 @@ impl Opener {
         let Some((_, fd)) = &self.parent else {
             return Err(io::Error::other("no parent directory"));
         };
-        nofollow::open_file_at(fd.as_fd(), OsStr::from_bytes(leaf))
+        nofollow::open_walked_at(fd.as_fd(), OsStr::from_bytes(leaf))
     }
 }
 
@@ -362,6 +371,44 @@ pub fn write_tar_gz_with<W: Write + Send>(
     Ok(out)
 }
 
+/// The opener of `entries`' files, below their root (the first entry's path).
+fn opener_of(entries: &[Entry]) -> Result<Option<Opener>, TarError> {
+    let Some(root) = entries.first() else {
+        return Ok(None);
+    };
+    let fd = nofollow::open_dir(&root.path).map_err(|source| TarError::Io {
+        rel: shown(&root.path.display().to_string()),
+        source,
+    })?;
+    Ok(Some(Opener {
+        root: fd,
+        parent: None,
+    }))
+}
+
+/// Opens every file of a walked tree and checks its handle against the stamp the walk saw: an
+/// unreadable file, or one that changed since the walk, fails here, before anything is written.
+/// (The walk only `lstat`s, so that a rebuild the hash cache answers opens nothing.)
+pub fn check_readable(entries: &[Entry]) -> Result<(), TarError> {
+    let mut opener = opener_of(entries)?;
+    for e in entries {
+        let EntryKind::File { .. } = e.kind else {
+            continue;
+        };
+        let rel = || shown(&String::from_utf8_lossy(&e.name));
+        let (Some(opener), Some(stamp)) = (opener.as_mut(), e.stamp) else {
+            return Err(TarError::Changed { rel: rel() });
+        };
+        let (_, meta) = opener
+            .open(&e.rel)
+            .map_err(|source| TarError::Io { rel: rel(), source })?;
+        if Stamp::of(&meta) != stamp {
+            return Err(TarError::Changed { rel: rel() });
+        }
+    }
+    Ok(())
+}
+
 fn write_tar(
     entries: &[Entry],
     mtime: u64,
@@ -369,18 +416,9 @@ fn write_tar(
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), TarError> {
     let mut builder = tar::Builder::new(gz);
-    let mut opener = match entries.first() {
-        Some(root) => Some(Opener {
-            root: nofollow::open_dir(&root.path).map_err(|source| TarError::Io {
-                rel: shown(&root.path.display().to_string()),
-                source,
-            })?,
-            parent: None,
-        }),
-        None => None,
-    };
+    let mut opener = opener_of(entries)?;
     for e in entries {
-        let rel = shown(&String::from_utf8_lossy(&e.name));
+        let rel = || shown(&String::from_utf8_lossy(&e.name));
         let mut header = tar::Header::new_ustar();
         let mut pax: Vec<(&str, Vec<u8>)> = Vec::new();
         let mut name = e.name.clone();
@@ -428,18 +466,17 @@ fn write_tar(
             EntryKind::File { size, .. } => {
                 let changed = std::cell::Cell::new(false);
                 let (Some(opener), Some(stamp)) = (opener.as_mut(), e.stamp) else {
-                    return Err(TarError::Changed { rel });
+                    return Err(TarError::Changed { rel: rel() });
                 };
-                let (file, meta) = opener.open(&e.rel).map_err(|source| TarError::Io {
-                    rel: rel.clone(),
-                    source,
-                })?;
+                let (file, meta) = opener
+                    .open(&e.rel)
+                    .map_err(|source| TarError::Io { rel: rel(), source })?;
                 let Some(mut reader) = Checked::new(file, &meta, stamp, &changed) else {
-                    return Err(TarError::Changed { rel });
+                    return Err(TarError::Changed { rel: rel() });
                 };
                 let appended = builder.append(&header, &mut reader);
                 if changed.get() {
-                    return Err(TarError::Changed { rel });
+                    return Err(TarError::Changed { rel: rel() });
                 }
                 appended.map_err(TarError::Write)?;
                 progress(*size);
@@ -458,6 +495,7 @@ mod tests {
     use super::*;
     use otters_oci::spec::digest::Digest;
     use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     fn build(dir: &Path, ignore: &Ignore, mtime: u64) -> Vec<u8> {
         let entries = walk(dir, "data", "data", ignore).unwrap();
@@ -573,8 +611,25 @@ mod tests {
         assert!(matches!(e, TarError::Changed { .. }), "{e}");
         assert!(e.to_string().contains("changed while being read"), "{e}");
 
-        // Unchanged: the write succeeds.
+        // The check before writing sees the same swaps and changes the write does.
         let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(dir.join("sub/a.txt"), "cccc").unwrap();
+        let e = check_readable(&entries).unwrap_err();
+        assert!(matches!(e, TarError::Changed { .. }), "{e}");
+        let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
+        fs::remove_file(dir.join("sub/a.txt")).unwrap();
+        std::os::unix::fs::symlink(root.join("canary"), dir.join("sub/a.txt")).unwrap();
+        let e = check_readable(&entries).unwrap_err().to_string();
+        assert!(e.contains("was replaced"), "{e}");
+        fs::remove_file(dir.join("sub/a.txt")).unwrap();
+        let e = check_readable(&entries).unwrap_err().to_string();
+        assert!(e.contains("disappeared after it was checked"), "{e}");
+        fs::write(dir.join("sub/a.txt"), "aaaa").unwrap();
+
+        // Unchanged: the check and the write succeed.
+        let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
+        assert!(check_readable(&entries).is_ok());
         assert!(write(&entries).is_ok());
     }
 

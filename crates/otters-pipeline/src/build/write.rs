@@ -22,6 +22,7 @@ use otters_oci::spec::descriptor::{
 use otters_oci::store::layout::{Store, StoreError};
 use otters_oci::Digest;
 use sha2::Digest as _;
+use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
@@ -101,12 +102,22 @@ pub fn write_plan(
         progress,
     } = opts;
     check_titles(plan)?;
-    // Every input is checked before anything is written (see the module docs).
+    // Every input is checked before anything is written (see the module docs): a directory the
+    // hash cache does not answer has each of its files opened and checked here.
     let prepared = plan
         .layers
         .iter()
         .map(|layer| prepare_layer(store, layer, ignore))
         .collect::<Result<Vec<_>, _>>()?;
+    for (layer, prep) in plan.layers.iter().zip(&prepared) {
+        if let Prepared::Dir(entries) = prep {
+            let key = tree_key(entries, plan.mtime);
+            if cached(cache.as_deref(), store, &key).is_none() {
+                tarball::check_readable(entries)
+                    .map_err(|e| input_error(layer, &title_of(layer), e.into()))?;
+            }
+        }
+    }
     let config = store_config(store, plan)?;
     let mut layers = Vec::with_capacity(plan.layers.len());
     for (layer, prep) in plan.layers.iter().zip(prepared) {
@@ -365,16 +376,13 @@ fn tree_key(entries: &[Entry], mtime: u64) -> String {
     use crate::build::pgzip::{BLOCK, BLOCK_LEVEL};
     let mut h = sha2::Sha256::new();
     h.update(format!("tar:{mtime}:{GZIP_LEVEL}:{BLOCK}:{BLOCK_LEVEL}\0").as_bytes());
+    let mut text = String::new();
     for e in entries {
         h.update(&e.name);
-        h.update(
-            format!(
-                "\0{:?}\0{}\0",
-                e.kind,
-                e.stamp.map(|s| s.key()).unwrap_or_default()
-            )
-            .as_bytes(),
-        );
+        text.clear();
+        let stamp = e.stamp.map(|s| s.key()).unwrap_or_default();
+        let _ = write!(text, "\0{:?}\0{stamp}\0", e.kind);
+        h.update(text.as_bytes());
     }
     format!("tree:{}", hex::encode(h.finalize()))
 }

@@ -19,19 +19,22 @@ pub const MAX_IMAGES: usize = 512;
 const MAX_SMALL_BLOB: u64 = 4 << 20;
 
 /// Why an image is in the closure.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// An image named on the command line.
     Image,
     /// A FROM parent.
     From,
+    /// A RUNTIME image an agent pins.
     Runtime,
+    /// A BIN image an agent pins.
     Bin,
 }
 
 /// Where a pin was written: the agent image and, when its Agentfile layer has it, the line.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct PinnedBy {
     /// The agent image that pins it.
     pub agent: String,

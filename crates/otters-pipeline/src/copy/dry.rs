@@ -15,14 +15,17 @@ use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::{Descriptor, Digest, Store};
 
 /// A referrer a copy takes along.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ListedReferrer {
+    /// The digest of the referrer's manifest.
     pub digest: Digest,
     /// The manifest (of the image, or another referrer) it refers to.
     pub subject: Digest,
     /// What it is (`signature`, `SBOM`, …), when otters knows its type.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// Its `artifactType`, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact_type: Option<String>,
 }

@@ -63,8 +63,10 @@ pub struct CopyRequest {
 }
 
 /// One image of a copy.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CopiedImage {
+    /// Why the image is in the copy.
     pub role: Role,
     /// The reference as written (command line, Agentfile, `agent.yaml`).
     pub reference: String,
@@ -72,11 +74,14 @@ pub struct CopiedImage {
     pub source: String,
     /// Where it went (or would go): a reference, or the names it has in a layout/archive.
     pub destination: String,
+    /// The digest of its manifest or index.
     pub digest: Digest,
+    /// The media type of its manifest or index.
     pub media_type: MediaType,
     /// The platforms of an index.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub platforms: Vec<String>,
+    /// Where the pin of a FROM, RUNTIME or BIN image was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pinned_by: Option<PinnedBy>,
     /// What the destination tag named before this copy moved it (the image named as `DST`, or
@@ -93,11 +98,16 @@ pub struct CopiedImage {
 }
 
 /// What a copy did (or, with `dry_run`, would do).
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CopyReport {
+    /// The source as given (`SRC`).
     pub source: String,
+    /// The destination as given (`DST`).
     pub destination: String,
+    /// Whether nothing was moved (`--dry-run`): the report says what a copy would do.
     pub dry_run: bool,
+    /// Every image of the copy, in the order they were moved.
     pub images: Vec<CopiedImage>,
     /// Blobs sent to the destination registry.
     pub uploaded: usize,

@@ -14,7 +14,8 @@ use super::{CopiedImage, CopyError, Target};
 use otters_oci::registry::{RegistryClient, RegistryError};
 
 /// A destination tag left as it was.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct KeptTag {
     /// The tag at the destination (`registry/repository:tag`).
     pub tag: String,

@@ -40,11 +40,16 @@ pub const LOCK_VERSION: i64 = 1;
 pub const LOCK_NAME: &str = "Agentfile.lock";
 
 /// What a locked reference is used for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The FROM parent.
     From,
+    /// The RUNTIME image.
     Runtime,
+    /// A BIN image.
     Bin,
 }
 
@@ -59,43 +64,78 @@ impl Role {
 }
 
 /// The bin annotations read from the image.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct BinInfo {
+    /// The tool's name (the image's bin name annotation).
     pub name: String,
+    /// The directory of the image that holds the binary.
     #[serde(default)]
     pub path: Option<String>,
+    /// The path of the image's usage document.
     #[serde(default)]
     pub usage_path: Option<String>,
 }
 
 /// One resolved reference. `D` is the digest type: [`Digest`] once parsed (the text form, `String`,
 /// only while [`Lockfile::parse`] checks the pins).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[schemars(
+    deny_unknown_fields,
+    description = "One image reference and what it resolved to."
+)]
 pub struct Entry<D = Digest> {
+    /// What the reference is used for.
     pub role: Role,
     /// The reference as written in the Agentfile (or inherited from the parent).
     pub reference: String,
+    /// The digest of the manifest for the lock's platform.
     pub digest: D,
+    /// The digest of the index the reference named, when it named one.
     #[serde(default)]
     pub index: Option<D>,
+    /// The platform picked from that index (`os/arch[/variant]`).
     #[serde(default)]
     pub platform: Option<String>,
+    /// A BIN image's bin annotations.
     #[serde(default)]
     pub bin: Option<BinInfo>,
+    /// The image's description annotation, when it has one.
     #[serde(default)]
     pub description: Option<String>,
+    /// The image's usage document, when it has one.
     #[serde(default)]
     pub usage: Option<String>,
 }
 
 /// The whole lock.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Lockfile<D = Digest> {
+    /// The lock format version; this otters reads and writes 1.
+    #[schemars(extend("const" = LOCK_VERSION))]
     pub version: i64,
+    /// The platform the pins are for (`os/arch[/variant]`), or several, comma-separated.
     #[serde(default)]
     pub platform: String,
+    /// The pins, sorted by role (`from`, `runtime`, `bin`) then reference; empty in a lock of
+    /// several platforms.
     #[serde(default)]
     pub images: Vec<Entry<D>>,
+}
+
+/// The whole file as its JSON Schema (`otters schema agentfile-lock`) describes it: a
+/// [`Lockfile`], and the `platforms` of a lock of several platforms (read by `parse_all`).
+#[derive(schemars::JsonSchema)]
+#[schemars(deny_unknown_fields, title = "Agentfile.lock")]
+#[allow(dead_code, reason = "only its JSON Schema is used")]
+pub struct LockDocument {
+    #[serde(flatten)]
+    lock: Lockfile,
+    /// A build for several platforms: one lock per platform, each what a build for that
+    /// platform alone writes.
+    #[serde(default)]
+    platforms: Vec<PlatformLock<Digest>>,
 }
 
 impl Entry<String> {
@@ -328,11 +368,14 @@ struct MultiLock {
 }
 
 /// One platform's pins in a multi-platform lock.
-#[derive(Deserialize)]
-struct PlatformLock {
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct PlatformLock<D = String> {
+    /// The platform (`os/arch[/variant]`).
     platform: String,
+    /// Its pins, as in a lock of that platform alone.
     #[serde(default)]
-    images: Vec<Entry<String>>,
+    images: Vec<Entry<D>>,
 }
 
 /// Indented JSON with a final newline.

@@ -4,7 +4,8 @@
 //! entries each layer holds. Returns: each layer's descriptor and diff id, written to the store.
 //! The bytes depend only on the entries' paths, contents, kinds, exec bits and owners: entries in
 //! byte order of their paths, directories 0755, files 0755 with any x bit else 0644, uid/gid 0
-//! except the agent's writable directories (owned by [`super::USER_ID`]), mtime 0, empty
+//! except the agent's writable directories and what they hold (owned by [`super::USER_ID`] and
+//! group 0, group-writable, `tmp/` sticky: 0775, 01775, 0664 or 0775), mtime 0, empty
 //! user/group names, paths over 100 bytes in a PAX `path` record, gzip by the pinned zlib-rs
 //! backend at `build::pgzip::GZIP_LEVEL` with mtime 0. Must never: follow a symlink,
 //! write a world-writable directory, or read the clock, owner, umask or locale.
@@ -221,12 +222,22 @@ fn append<W: io::Write>(tar: &mut tar::Builder<W>, e: &Entry) -> Result<(), Appe
     }
     header.as_old_mut().name[..name.len()].copy_from_slice(&name);
     header.set_uid(u64::from(e.uid));
-    header.set_gid(u64::from(e.uid));
+    // A writable entry (the agent user's) is group 0's and group-writable: a platform that runs
+    // the pod as an arbitrary UID in group 0 (OpenShift's restricted-v2) can write it too.
+    let writable = e.uid != 0;
+    let group_write = if writable { 0o020 } else { 0 };
+    header.set_gid(0);
     header.set_mtime(0);
     match &e.kind {
         Kind::Dir => {
             header.set_entry_type(tar::EntryType::Directory);
-            header.set_mode(0o755);
+            // `tmp/` is sticky, as a shared temp directory is: no one removes another's files.
+            let sticky = if writable && e.path == b"tmp" {
+                0o1000
+            } else {
+                0
+            };
+            header.set_mode(0o755 | group_write | sticky);
             header.set_size(0);
             header.set_cksum();
             tar.append(&header, io::empty()).map_err(AppendError::Write)
@@ -241,7 +252,7 @@ fn append<W: io::Write>(tar: &mut tar::Builder<W>, e: &Entry) -> Result<(), Appe
                 .map_err(AppendError::Read)?;
             let size = file.metadata().map_err(AppendError::Read)?.len();
             header.set_entry_type(tar::EntryType::Regular);
-            header.set_mode(if *exec { 0o755 } else { 0o644 });
+            header.set_mode(if *exec { 0o755 } else { 0o644 } | group_write);
             header.set_size(size);
             header.set_cksum();
             tar.append(&header, io::Read::take(file, size))
@@ -301,6 +312,48 @@ mod tests {
                 ("opt/".to_owned(), 0o755, 0),
                 ("opt/bins/".to_owned(), 0o755, 0),
                 ("opt/bins/x".to_owned(), 0o755, 0)
+            ]
+        );
+    }
+
+    /// The writable entries (the agent user's) are group 0's and group-writable, `tmp/` sticky;
+    /// the rest root's and not group-writable; nothing world-writable.
+    #[test]
+    fn writable_directories_are_group_zero_and_group_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("store")).unwrap();
+        let src = dir.path().join("ws");
+        fs::create_dir(&src).unwrap();
+        fs::write(src.join("note"), b"x").unwrap();
+        let mut group = Group::new("agent");
+        group.dir(b"tmp", 65532);
+        group.dir(b"var/lib", 65532);
+        group.add(&src, b"workspace", 65532).unwrap();
+        let written = write(&store, &group).unwrap();
+        let bytes = store.read_blob(&written.descriptor.digest).unwrap();
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+        let got: Vec<(String, u32, u64, u64)> = archive
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let h = e.header();
+                (
+                    e.path().unwrap().display().to_string(),
+                    h.mode().unwrap(),
+                    h.uid().unwrap(),
+                    h.gid().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("tmp/".to_owned(), 0o1775, 65532, 0),
+                ("var/".to_owned(), 0o755, 0, 0),
+                ("var/lib/".to_owned(), 0o775, 65532, 0),
+                ("workspace/".to_owned(), 0o775, 65532, 0),
+                ("workspace/note".to_owned(), 0o664, 65532, 0),
             ]
         );
     }

@@ -21,8 +21,9 @@ pub fn check(objects: &[Node]) -> Vec<String> {
             problems.push(format!("object name {name:?} is not DNS-1123"));
         }
         let spec = o.get("spec");
+        // A Job's or Deployment's `template`, a Sandbox's `podTemplate`, else a Pod's own spec.
         let pod = spec
-            .and_then(|s| s.get("template"))
+            .and_then(|s| s.get("template").or_else(|| s.get("podTemplate")))
             .and_then(|t| t.get("spec"))
             .or(spec);
         let Some(pod) = pod else { continue };

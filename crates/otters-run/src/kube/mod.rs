@@ -10,16 +10,19 @@
 
 pub mod agent;
 mod check;
+pub mod kustomize;
 mod names;
 mod options;
 mod pod;
 mod quantity;
+mod workload;
 pub mod yaml;
 
 pub use check::check;
 pub use names::{dns_name, is_dns1123_label, is_dns1123_subdomain, ObjectName};
 pub use options::{
     parse_config_from, parse_mount, ArgError, ConfigFrom, Kind, MountSource, Options, Resources,
+    Uid,
 };
 
 use crate::env::EnvEntry;
@@ -125,6 +128,8 @@ impl std::fmt::Display for Warning {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifests {
     pub yaml: String,
+    /// The objects the YAML writes, in order (for [`kustomize::base`]).
+    pub objects: Vec<Node>,
     pub warnings: Vec<Warning>,
 }
 
@@ -133,6 +138,7 @@ pub fn manifests(image: &AgentImage, opts: &Options) -> Result<Manifests, KubeEr
     let objects = objects(image, opts)?;
     Ok(Manifests {
         yaml: yaml::documents(&objects),
+        objects,
         warnings: warnings(image, opts),
     })
 }
@@ -150,12 +156,18 @@ pub fn warnings(image: &AgentImage, opts: &Options) -> Vec<Warning> {
         out.push(Warning::HostPath(host));
     }
     let exec = plan::exec_args(image);
-    if opts.kind == Kind::Job && exec.first().map(String::as_str) == Some("serve") {
+    if opts.kind == Kind::Job && serves(image) {
         out.push(Warning::ServingJob(
             otters_core::escape::escape(&exec.join(" ")).into_owned(),
         ));
     }
     out
+}
+
+/// Whether the agent's EXEC starts the runtime's server (`serve`, the default): a process that
+/// listens on the runtime's port and does not exit.
+fn serves(image: &AgentImage) -> bool {
+    plan::exec_args(image).first().map(String::as_str) == Some("serve")
 }
 
 /// The objects, in order: `ConfigMap`, workload, then `Service` and `NetworkPolicy` when asked
@@ -206,50 +218,15 @@ pub fn objects(image: &AgentImage, opts: &Options) -> Result<Vec<Node>, KubeErro
         .with("metadata", meta(&config_name))
         .with("data", data);
 
-    let pod_spec = pod::pod_spec(image, opts, &name, &config_name, &mounts);
+    let pod_spec = pod::pod_spec(image, serves(image), opts, &name, &config_name, &mounts);
     let annotations = Node::map()
         .with(AGENT_DIGEST, image.digest.as_str())
         .with(EXPORT, RUNNABLE);
     let metadata = meta(&name).with("annotations", annotations.clone());
-    let template = || {
-        Node::map()
-            .with(
-                "metadata",
-                Node::map()
-                    .with("labels", labels.clone())
-                    .with("annotations", annotations.clone()),
-            )
-            .with("spec", pod_spec.clone())
-    };
-    let (api, kind, spec) = match opts.kind {
-        Kind::Pod => ("v1", "Pod", pod_spec.clone()),
-        Kind::Job => (
-            "batch/v1",
-            "Job",
-            Node::map()
-                .with("backoffLimit", 0i64)
-                .with("template", template()),
-        ),
-        Kind::Deployment => (
-            "apps/v1",
-            "Deployment",
-            Node::map()
-                .with("replicas", opts.replicas.unwrap_or(1))
-                .with(
-                    "selector",
-                    Node::map().with(
-                        "matchLabels",
-                        Node::map().with("app.kubernetes.io/name", name.as_str()),
-                    ),
-                )
-                .with("template", template()),
-        ),
-    };
-    let workload = Node::map()
-        .with("apiVersion", api)
-        .with("kind", kind)
-        .with("metadata", metadata)
-        .with("spec", spec);
+    let template_metadata = Node::map()
+        .with("labels", labels.clone())
+        .with("annotations", annotations);
+    let workload = workload::workload(opts, &name, metadata, template_metadata, pod_spec);
     let mut out = vec![config_map, workload];
     out.extend(extras(opts, &name, &meta(&name)));
     // A name made too long (a volume of the thousandth MOUNT) is refused here, not at the API server.
@@ -455,6 +432,118 @@ mod tests {
     }
 
     const TWO_MOUNTS: &str = "FROM scratch\nNAME probe\nRUNTIME r.example/rt:1\nMODEL anthropic/x\nCONFIG webhook!\nCONFIG token!\nMOUNT /data ro\nMOUNT /out rw\n";
+
+    /// `TWO_MOUNTS` with every input given.
+    fn complete() -> Options {
+        let mut opts = options();
+        opts.allow_missing_mounts = true;
+        opts.configs = vec![("webhook".into(), "x".into()), ("token".into(), "t".into())];
+        opts
+    }
+
+    fn parsed(agent: &AgentImage, opts: &Options) -> Vec<serde_yaml_ng::Value> {
+        let text = manifests(agent, opts).unwrap().yaml;
+        serde_yaml_ng::Deserializer::from_str(&text)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_serving_pod_is_probed_on_its_port_unless_asked_not_to() {
+        let serving = image(TWO_MOUNTS);
+        let once = image(&format!("{TWO_MOUNTS}EXEC [\"run\", \"--once\"]\n"));
+        let probes = |agent: &AgentImage, kind: Kind, no_probes: bool| {
+            let mut opts = complete();
+            opts.kind = kind;
+            opts.no_probes = no_probes;
+            let text = manifests(agent, &opts).unwrap().yaml;
+            (
+                text.matches("readinessProbe:").count(),
+                text.matches("livenessProbe:").count(),
+                text.matches("port: 9999").count(),
+            )
+        };
+        for kind in [
+            Kind::Pod,
+            Kind::Deployment,
+            Kind::Sandbox,
+            Kind::SandboxTemplate,
+        ] {
+            assert_eq!(probes(&serving, kind, false), (1, 1, 2), "{kind:?}");
+            assert_eq!(probes(&serving, kind, true), (0, 0, 0), "{kind:?}");
+            assert_eq!(probes(&once, kind, false), (0, 0, 0), "{kind:?}");
+        }
+        // A Job's pod is meant to finish: never probed.
+        assert_eq!(probes(&serving, Kind::Job, false), (0, 0, 0));
+    }
+
+    /// A `Sandbox`'s and a `SandboxTemplate`'s `podTemplate` is exactly the Pod otters writes: the
+    /// same spec, the same labels and annotations.
+    #[test]
+    fn a_sandbox_holds_the_hardened_pod_unchanged() {
+        let agent = image(TWO_MOUNTS);
+        let of = |kind: Kind| {
+            let mut opts = complete();
+            opts.kind = kind;
+            parsed(&agent, &opts).remove(1)
+        };
+        let pod = of(Kind::Pod);
+        for (kind, api, name) in [
+            (Kind::Sandbox, "agents.x-k8s.io/v1beta1", "Sandbox"),
+            (
+                Kind::SandboxTemplate,
+                "extensions.agents.x-k8s.io/v1beta1",
+                "SandboxTemplate",
+            ),
+        ] {
+            let made = of(kind);
+            assert_eq!(
+                (made["apiVersion"].as_str(), made["kind"].as_str()),
+                (Some(api), Some(name))
+            );
+            let template = &made["spec"]["podTemplate"];
+            assert_eq!(template["spec"], pod["spec"], "{name}");
+            assert_eq!(template["metadata"]["labels"], pod["metadata"]["labels"]);
+            assert_eq!(
+                template["metadata"]["annotations"],
+                pod["metadata"]["annotations"]
+            );
+            assert_eq!(made["metadata"], pod["metadata"]);
+        }
+    }
+
+    #[test]
+    fn uid_auto_fixes_no_user_and_keeps_run_as_non_root() {
+        let agent = image(TWO_MOUNTS);
+        let mut opts = complete();
+        opts.kind = Kind::Pod;
+        let fixed = manifests(&agent, &opts).unwrap().yaml;
+        opts.uid = Uid::Auto;
+        let auto = manifests(&agent, &opts).unwrap().yaml;
+        for key in ["runAsUser: 65532", "runAsGroup: 65532"] {
+            assert_eq!(
+                (fixed.matches(key).count(), auto.matches(key).count()),
+                (2, 0),
+                "{key}"
+            );
+        }
+        assert_eq!(
+            (
+                fixed.matches("fsGroup").count(),
+                auto.matches("fsGroup").count()
+            ),
+            (1, 0)
+        );
+        assert_eq!(auto.matches("runAsNonRoot: true").count(), 2);
+        // Only those lines differ.
+        let kept: Vec<&str> = fixed
+            .lines()
+            .filter(|l| {
+                !l.contains("runAsUser") && !l.contains("runAsGroup") && !l.contains("fsGroup")
+            })
+            .collect();
+        assert_eq!(kept, auto.lines().collect::<Vec<_>>());
+    }
 
     #[test]
     fn every_missing_input_is_named_at_once() {

@@ -9,6 +9,22 @@ pub enum Kind {
     /// The default: the runtime is a server (`serve`), kept running and restarted.
     #[default]
     Deployment,
+    /// agent-sandbox's `Sandbox` (`agents.x-k8s.io/v1beta1`): one stateful pod.
+    Sandbox,
+    /// agent-sandbox's `SandboxTemplate` (`extensions.agents.x-k8s.io/v1beta1`), which
+    /// `SandboxClaim`s and warm pools make sandboxes of.
+    SandboxTemplate,
+}
+
+/// Who picks the user the pod runs as.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Uid {
+    /// The export's user (65532), fixed in the pod's security context.
+    #[default]
+    Fixed,
+    /// The platform (`OpenShift`'s `restricted-v2` assigns an arbitrary UID in group 0): no
+    /// `runAsUser`, `runAsGroup` or `fsGroup`, `runAsNonRoot` kept.
+    Auto,
 }
 
 /// What a MOUNT is backed by in the cluster.
@@ -48,6 +64,8 @@ impl Default for Resources {
 }
 
 /// What the user asked for.
+// Rationale: the switches of the generated objects, one per flag.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub kind: Kind,
@@ -70,6 +88,9 @@ pub struct Options {
     pub network_policy: bool,
     pub service: bool,
     pub replicas: Option<i64>,
+    /// No readiness and liveness probes on a serving agent's port.
+    pub no_probes: bool,
+    pub uid: Uid,
 }
 
 /// Why a `--mount` or `--config-from` text is refused.

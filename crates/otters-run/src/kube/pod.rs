@@ -1,7 +1,7 @@
 //! The pod: its volumes, its one container and their security settings.
 
 use super::yaml::Node;
-use super::{ConfigFrom, Kind, MountSource, Options};
+use super::{ConfigFrom, Kind, MountSource, Options, Uid};
 use crate::export::USER_ID;
 use crate::plan::CONTAINER_PORT;
 use crate::prepare::provider_key;
@@ -63,14 +63,31 @@ fn volumes(opts: &Options, name: &str, mounts: &[Mapped]) -> (Vec<Node>, Vec<Nod
     (volumes, volume_mounts)
 }
 
+/// `context` with the export's user fixed (`runAsUser`, `runAsGroup`, and for the pod
+/// `fsGroup`), unless the platform picks it (`Uid::Auto`).
+fn user(opts: &Options, context: Node, pod: bool) -> Node {
+    if opts.uid == Uid::Auto {
+        return context;
+    }
+    let uid = i64::from(USER_ID);
+    let context = context.with("runAsUser", uid).with("runAsGroup", uid);
+    if pod {
+        context.with("fsGroup", uid)
+    } else {
+        context
+    }
+}
+
+/// The pod's spec; `serves` when the agent's EXEC starts the runtime's server (then readiness
+/// and liveness probe its port, unless `opts.no_probes`; never in a Job).
 pub(super) fn pod_spec(
     image: &AgentImage,
+    serves: bool,
     opts: &Options,
     name: &str,
     config_name: &str,
     mounts: &[Mapped],
 ) -> Node {
-    let uid = i64::from(USER_ID);
     let seccomp = || Node::map().with("type", "RuntimeDefault");
     let (volumes, volume_mounts) = volumes(opts, name, mounts);
     let mut env_from =
@@ -114,6 +131,22 @@ pub(super) fn pod_spec(
             )],
         );
     }
+    if serves && !opts.no_probes && opts.kind != Kind::Job {
+        // The runtime contract names no health path: a probe of the port it serves on.
+        let tcp = || {
+            Node::map().with(
+                "tcpSocket",
+                Node::map().with("port", i64::from(CONTAINER_PORT)),
+            )
+        };
+        container.push("readinessProbe", tcp().with("periodSeconds", 5i64));
+        container.push(
+            "livenessProbe",
+            tcp()
+                .with("initialDelaySeconds", 10i64)
+                .with("periodSeconds", 20i64),
+        );
+    }
     let r = &opts.resources;
     container.push(
         "resources",
@@ -133,18 +166,20 @@ pub(super) fn pod_spec(
     );
     container.push(
         "securityContext",
-        Node::map()
-            .with("allowPrivilegeEscalation", false)
-            .with("privileged", false)
-            .with("readOnlyRootFilesystem", true)
-            .with("runAsNonRoot", true)
-            .with("runAsUser", uid)
-            .with("runAsGroup", uid)
-            .with(
-                "capabilities",
-                Node::map().with("drop", vec![Node::from("ALL")]),
-            )
-            .with("seccompProfile", seccomp()),
+        user(
+            opts,
+            Node::map()
+                .with("allowPrivilegeEscalation", false)
+                .with("privileged", false)
+                .with("readOnlyRootFilesystem", true)
+                .with("runAsNonRoot", true),
+            false,
+        )
+        .with(
+            "capabilities",
+            Node::map().with("drop", vec![Node::from("ALL")]),
+        )
+        .with("seccompProfile", seccomp()),
     );
     container.push("volumeMounts", volume_mounts);
 
@@ -154,12 +189,7 @@ pub(super) fn pod_spec(
     }
     spec.push(
         "securityContext",
-        Node::map()
-            .with("runAsNonRoot", true)
-            .with("runAsUser", uid)
-            .with("runAsGroup", uid)
-            .with("fsGroup", uid)
-            .with("seccompProfile", seccomp()),
+        user(opts, Node::map().with("runAsNonRoot", true), true).with("seccompProfile", seccomp()),
     );
     if !opts.image_pull_secrets.is_empty() {
         spec.push(

@@ -12,15 +12,19 @@ use std::path::PathBuf;
 
 /// How the chosen executor launches the agent: on the host, or through a docker-compatible CLI
 /// with its settings (the kind alone is [`otters_pipeline::lower::agent_yaml::Executor`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[schemars(deny_unknown_fields)]
 pub enum Launcher {
     /// Replace otters with the runtime on the host.
     System,
     /// Exec a docker-compatible CLI (`docker`, `podman`) with `docker run`.
     Docker {
+        /// The docker-compatible CLI that is executed.
         cli: PathBuf,
+        /// The container image the agent tree is mounted into.
         base_image: String,
+        /// The container user (`UID:GID`).
         user: String,
     },
 }
@@ -84,6 +88,20 @@ impl std::fmt::Display for Warning {
     }
 }
 
+/// In the plan's JSON a warning is its text.
+impl schemars::JsonSchema for Warning {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Warning".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "What the run will do that its user should know, as the text `otters run` prints."
+        })
+    }
+}
+
 impl Serialize for Warning {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -131,17 +149,24 @@ pub enum Pins {
 }
 
 /// One thing in the materialised tree.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[schemars(deny_unknown_fields)]
 pub enum TreeEntry {
+    /// A directory otters creates.
     Dir {
+        /// Its path inside the agent tree.
         path: String,
     },
     /// A layer copied verbatim, or unpacked (tar layers of ADD directories).
     Layer {
+        /// Its path inside the agent tree.
         path: String,
+        /// The layer's digest.
         digest: Digest,
+        /// The layer's media type.
         media_type: MediaType,
+        /// Whether the layer is unpacked (a directory) rather than copied (a file).
         unpack: bool,
         /// The title of an unpacked layer: its entries lie under `<title>/`, which is removed.
         #[serde(skip)]
@@ -149,29 +174,40 @@ pub enum TreeEntry {
     },
     /// A file otters writes (AGENT.md, agent.yaml …); `content` is not printed.
     Generated {
+        /// Its path inside the agent tree.
         path: String,
+        /// Its size in bytes.
         bytes: usize,
         #[serde(skip)]
         content: String,
     },
     /// A binary located in an image by the bin contract.
     Binary {
+        /// Its path inside the agent tree.
         path: String,
+        /// The image it comes from.
         reference: String,
+        /// That image's pinned digest, when it has one.
         digest: Option<Digest>,
+        /// The tool's name (the runtime is `runtime`).
         name: String,
     },
     /// The usage doc of a BIN: from its image when it ships one, else the Agentfile's heredoc.
     Usage {
+        /// Its path inside the agent tree.
         path: String,
+        /// The BIN's image.
         reference: String,
+        /// That image's pinned digest, when it has one.
         digest: Option<Digest>,
         #[serde(skip)]
         fallback: Option<String>,
     },
     /// A host mount shown inside the tree (system executor).
     Symlink {
+        /// Its path inside the agent tree.
         path: String,
+        /// The host path it points to.
         target: PathBuf,
     },
 }
@@ -190,14 +226,22 @@ impl TreeEntry {
 }
 
 /// Everything `otters run` does, in order.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RunPlan {
+    /// The agent's name.
     pub name: String,
+    /// The agent's id (its root's name under the agents directory).
     pub id: String,
+    /// The agent image.
     pub image: ImageInfo,
+    /// The platform whose pins are used.
     pub platform: Platform,
+    /// How the runtime is launched.
     pub executor: Launcher,
+    /// The agent root on the host (absolute).
     pub root: PathBuf,
+    /// What the materialised tree holds, in the order it is written.
     pub tree: Vec<TreeEntry>,
     /// The program otters execs (the runtime, or the docker CLI) and its arguments.
     pub argv: Vec<String>,
@@ -205,15 +249,21 @@ pub struct RunPlan {
     pub cwd: PathBuf,
     /// The runtime's environment (sorted; secrets redacted when printed).
     pub env: Vec<EnvEntry>,
+    /// The host paths mounted into the agent (`-v`).
     pub mounts: Vec<UserMount>,
     /// Declared MOUNT targets left unmounted (`--allow-missing-mounts`).
     pub missing_mounts: Vec<String>,
+    /// What the run will do that its user should know.
     pub warnings: Vec<Warning>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// The agent image a run starts from.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ImageInfo {
+    /// The reference as given.
     pub reference: String,
+    /// The digest of its manifest.
     pub digest: Digest,
 }
 

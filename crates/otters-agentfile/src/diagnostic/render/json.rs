@@ -4,16 +4,30 @@
 use super::{position, FileReport};
 use serde::Serialize;
 
-#[derive(Serialize)]
-struct Finding<'a> {
+/// One finding of `otters lint --format json`; also the source of the items of its JSON Schema
+/// (`otters schema lint`).
+#[derive(Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Finding<'a> {
+    /// The diagnostic code (`AF201`); `otters explain CODE` describes it.
+    #[schemars(regex(pattern = r"^AF[0-9]{3}$"))]
     code: &'a str,
+    /// Its severity after `otters.toml` overrides.
+    #[schemars(extend("enum" = ["error", "warning", "info"]))]
     severity: &'a str,
+    /// What is wrong, in one sentence.
     message: &'a str,
+    /// The file, as named on the command line (`-` for standard input).
     file: &'a str,
+    /// The 1-based line where the finding starts.
     line: usize,
+    /// The 1-based column where it starts.
     column: usize,
+    /// The 1-based line where it ends.
     end_line: usize,
+    /// The 1-based column just past its end.
     end_column: usize,
+    /// How to fix it, when there is a known way.
     help: Option<&'a str>,
 }
 

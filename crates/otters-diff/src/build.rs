@@ -1,0 +1,79 @@
+//! An Agentfile directory on one side of a diff: built, with the rules of `otters build`, into a
+//! temporary store that is removed with the returned [`Built`].
+//!
+//! Takes: the directory (or Agentfile) path and whether to stay offline (every pin from
+//! `Agentfile.lock`). Returns: the built agent as a `Target` the diff reads like any other.
+//! Must never: write to the user's store, or push. As `otters build` and `otters run PATH` do, an
+//! online build records new pins in `Agentfile.lock`; an offline one only reads it.
+use otters_oci::Store;
+use otters_pipeline::build::{self, AgentfileSource, BuildError, BuildOptions};
+use otters_pipeline::target::Target;
+use std::path::Path;
+
+/// An agent built from an Agentfile directory, in a store that lives as long as this value.
+pub struct Built {
+    pub target: Target,
+    /// Warnings and lints of the build, to show against the Agentfile.
+    pub file: otters_agentfile::diagnostic::SourceFile,
+    pub warnings: Vec<otters_agentfile::diagnostic::Diagnostic>,
+    _dir: tempfile::TempDir,
+}
+
+/// How an Agentfile directory is built, as `otters build` takes it.
+#[derive(Clone, Debug, Default)]
+pub struct How {
+    pub offline: bool,
+    pub allow_unpinned: bool,
+    pub platform: Option<String>,
+    pub insecure: bool,
+}
+
+/// What went wrong making the temporary store, or the build itself.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildDirError {
+    #[error("cannot make a temporary store to build {}: {source}", .path.display())]
+    Store {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Build(Box<BuildError>),
+}
+
+/// Builds the Agentfile at `path` (a directory or the Agentfile itself) into a temporary store;
+/// `offline` takes every pin from `Agentfile.lock` and never contacts a registry;
+/// `allow_unpinned` builds a reference that has no pin without a digest.
+pub fn build_dir(path: &Path, how: &How) -> Result<Built, BuildDirError> {
+    let failed = |source: std::io::Error| BuildDirError::Store {
+        path: path.to_owned(),
+        source,
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("otters-diff-")
+        .tempdir()
+        .map_err(failed)?;
+    let store = Store::open(dir.path().join("store"))
+        .map_err(|e| failed(std::io::Error::other(e.to_string())))?;
+    let (context, agentfile) = otters_pipeline::project::locate(path, None);
+    let opts = BuildOptions {
+        tags: vec!["otters-diff/agent:latest".to_owned()],
+        offline: how.offline,
+        allow_unpinned: how.allow_unpinned,
+        platform: how.platform.clone(),
+        insecure: how.insecure,
+        ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
+    };
+    let out =
+        build::build(&opts, &store, &mut |_| {}).map_err(|e| BuildDirError::Build(Box::new(e)))?;
+    let warnings = out
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.severity >= otters_agentfile::diagnostic::Severity::Warning)
+        .collect();
+    Ok(Built {
+        target: Target::Local(store, out.descriptor),
+        file: out.file,
+        warnings,
+        _dir: dir,
+    })
+}
