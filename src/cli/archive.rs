@@ -32,10 +32,16 @@ pub fn run_save(a: SaveArgs) -> CliResult {
         open_store()?
     };
     let deps = (a.insecure, &a.from_registries[..]);
-    let images = lib::select(&store, &a.references, a.with_deps, deps).map_err(|e| match e {
-        SaveError::Query(QueryError::NotFound(r)) => not_found(&r),
-        e => fail(e),
-    })?;
+    let policy = if a.with_deps {
+        otters_policy::Policy::user(&a.policy).map_err(fail)?
+    } else {
+        otters_policy::Policy::default()
+    };
+    let images =
+        lib::select(&store, &a.references, a.with_deps, deps, &policy).map_err(|e| match e {
+            SaveError::Query(QueryError::NotFound(r)) => not_found(&r),
+            e => fail(e),
+        })?;
     let to = dest.map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
     let out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     lib::save(

@@ -79,6 +79,7 @@ pub fn run(mut a: Args) -> CliResult {
         hash_cache: (!a.no_cache).then(|| home.join("cache/blobs.json")),
         source_date_epoch: epoch,
         supply_inputs: a.attest.wanted(),
+        policy: a.policy.load().map_err(fail)?,
         ..BuildOptions::new(context, agentfile)
     };
     let mut sign = super::attest::signer(&a.attest)?;

@@ -20,6 +20,7 @@ pub fn run(a: CopyArgs) -> CliResult {
         insecure: a.transfer.insecure,
         from_registries: a.from_registries,
         force: a.force,
+        policy: a.policy.load().map_err(super::fail)?,
     };
     let mut ui = super::progress::bars(&a.transfer);
     let result = copy(&req, &store, &mut |e| ui.event(&e));

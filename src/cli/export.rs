@@ -33,10 +33,18 @@ pub fn run(a: Args) -> CliResult {
     let registry = RegistryFetcher::new(super::common::client_options(a.insecure));
     let pull = Pull::missing_unless(a.offline);
     // Held to the gate `run` has (`--verify-key`, `[verify]`) before anything is exported.
+    let policy = a.gate.policy.load().map_err(fail)?;
     let gate = a.gate.gate(a.insecure, !a.offline);
-    let (fetched, _) =
-        otters_run::gate::fetch(&gate, &store, &registry, &a.reference, pull, "export")
-            .map_err(fail)?;
+    let (fetched, _) = otters_run::gate::fetch(
+        &gate,
+        &policy,
+        &store,
+        &registry,
+        &a.reference,
+        pull,
+        "export",
+    )
+    .map_err(fail)?;
     let source: &dyn Fetcher = if a.offline { &LocalOnly } else { &registry };
     let exported = export::export(
         &store,

@@ -35,11 +35,20 @@ pub fn run(a: Args) -> CliResult {
         client: super::common::client_options(a.insecure),
     };
     // Held to the gate `run` has (`--verify-key`, `[verify]`) before anything is made of it.
+    let policy = a.gate.policy.load().map_err(fail)?;
     let gate = a.gate.gate(a.insecure, !a.offline);
     let registry = RegistryFetcher::new(fetch.client.clone());
     let pull = Pull::missing_unless(a.offline);
-    otters_run::gate::fetch(&gate, &store, &registry, &a.reference, pull, "deploy")
-        .map_err(fail)?;
+    otters_run::gate::fetch(
+        &gate,
+        &policy,
+        &store,
+        &registry,
+        &a.reference,
+        pull,
+        "deploy",
+    )
+    .map_err(fail)?;
     let image = a.image.as_deref();
     let made = agent_objects(&store, &a.reference, &platform, &fetch, image, opts).map_err(fail)?;
     for w in &made.warnings {

@@ -22,6 +22,10 @@ pub fn run(a: Args) -> CliResult {
             return Ok(ExitCode::from(2));
         }
     };
+    let policy = match a.policy.load() {
+        Ok(p) => p,
+        Err(e) => return Ok(fatal(&LintError::Policy(e))),
+    };
     let req = Request {
         paths: &a.paths,
         recursive: a.recursive,
@@ -31,6 +35,7 @@ pub fn run(a: Args) -> CliResult {
         targets: &a.targets,
         build_args,
         fix: a.fix,
+        policy,
     };
     let store = super::otters_home().join("store");
     match lint::load(&req, &store, std::io::stdin().lock()) {

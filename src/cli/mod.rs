@@ -42,6 +42,7 @@ mod lock;
 mod login;
 mod lsp;
 mod meta;
+mod policy;
 mod progress;
 mod prune;
 mod pull;
@@ -78,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Lsp(a) => lsp::run(a),
         Command::Fmt(a) => fmt::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Policy(c) => policy::run(c),
         Command::Schema(a) => schema::run(a),
         Command::Build(a) => build::run(a),
         Command::Images(a) => images::run_images(a),

@@ -31,8 +31,11 @@ pub fn run(a: Args) -> CliResult {
     let built = reference != a.reference;
     let image_pull = if built { Pull::Missing } else { pull };
     // Held to the gate before anything of the image is read for the run, let alone extracted.
+    let policy = a.gate.policy.load().map_err(fail)?;
     let gate = a.gate.gate(a.insecure, pull != Pull::Never);
-    let gated = otters_run::gate::fetch(&gate, &store, &registry, &reference, image_pull, "run");
+    let gated = otters_run::gate::fetch(
+        &gate, &policy, &store, &registry, &reference, image_pull, "run",
+    );
     let (image, who) = gated.map_err(fail)?;
     if a.dry_run {
         eprint!("{}", status::pulled_to_plan(&reference, &image));
@@ -117,6 +120,7 @@ fn reference(a: &Args, pull: Pull, store: &Store) -> miette::Result<String> {
                 locked: a.pins.locked,
                 hash_cache: Some(super::otters_home().join("cache/blobs.json")),
                 source_date_epoch: std::env::var("SOURCE_DATE_EPOCH").ok(),
+                policy: a.gate.policy.load().map_err(fail)?,
             };
             let built = request::build_first(store, Path::new(&a.reference), &how).map_err(|e| {
                 let BuildFirstError::Build(e) = e else {

@@ -1,7 +1,7 @@
 //! The text and JSON views of the commands (`images`, `inspect`, `prune`, `push`/`pull`, `copy`,
-//! `discover`; `lint`, `explain`, `build`, `--progress plain`, and the status lines of `run`,
-//! `export`, `load`, `login`, `lock` and `version`; error reports): values in, strings out, as
-//! `otters_agentfile::diagnostic::render` is for findings.
+//! `discover`; `lint`, `explain`, `policy`, `build`, `--progress plain`, and the status lines of
+//! `run`, `export`, `load`, `login`, `lock` and `version`; error reports): values in, strings
+//! out, as `otters_agentfile::diagnostic::render` is for findings.
 //!
 //! Takes: the values the library returns (store listings, reports, trees). Returns: the text a
 //! front end prints, every value from an image, a registry or a file name escaped for the
@@ -12,6 +12,7 @@ pub mod explain;
 pub mod images;
 pub mod inspect;
 pub mod lint;
+pub mod policy;
 pub mod progress;
 pub mod prune;
 pub mod report;

@@ -920,3 +920,37 @@ fn verify_by_identity_refuses_keys_and_authorities_outside_their_validity() {
         }
     }
 }
+
+/// Issue 35: a policy's keyless signature rule (`[policy.signature]` identity, issuer, trusted
+/// root) holds as the run gate's identity does: `policy check` refuses the unsigned image, accepts
+/// it once signed by that identity, and refuses it for another identity.
+#[test]
+fn a_policy_signature_rule_by_identity_refuses_unsigned_and_accepts_signed() {
+    const TEST: &str = "a_policy_signature_rule_by_identity_refuses_unsigned_and_accepts_signed";
+    let Some(mock) = Mock::start(TEST) else {
+        return;
+    };
+    let env = Env::new();
+    build_local(&env, "demo:policy", "policy");
+    let write_policy = |identity: &str| {
+        let p = env.dir.path().join("policy.toml");
+        crate::support::write(
+            &p,
+            format!(
+                "[policy.signature]\nidentity = \"{identity}\"\nissuer = \"{GITHUB_ISS}\"\ntrusted-root = \"{}\"\n",
+                mock.var("TRUSTED_ROOT")
+            ),
+        );
+        p.display().to_string()
+    };
+    let policy = write_policy(GITHUB_ID);
+    let (ok, out, err) = env.run(&["policy", "check", "demo:policy", "--policy", &policy]);
+    assert!(!ok && out.contains("is not signed"), "{out}{err}");
+    sign_local(&env, &mock, "demo:policy");
+    let (ok, out, err) = env.run(&["policy", "check", "demo:policy", "--policy", &policy]);
+    assert!(ok && out.contains("no violations"), "{out}{err}");
+    let other =
+        write_policy("https://github.com/acme/other/.github/workflows/ci.yml@refs/heads/main");
+    let (ok, out, err) = env.run(&["policy", "check", "demo:policy", "--policy", &other]);
+    assert!(!ok && out.contains("signature"), "{out}{err}");
+}

@@ -37,6 +37,7 @@ mod lsp;
 mod mirrors;
 mod multiplatform;
 mod pipeline;
+mod policy;
 mod readme_tour;
 mod referrers;
 mod registry;

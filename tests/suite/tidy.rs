@@ -879,11 +879,17 @@ fn the_sibling_check_sees_super_and_group_imports() {
 /// binary.
 #[test]
 fn crates_depend_one_way() {
-    let allowed: [(&str, &[&str]); 11] = [
+    let allowed: [(&str, &[&str]); 12] = [
         ("otters-core", &[]),
         ("otters-spec", &["otters-core"]),
         ("otters-agentfile", &["otters-core"]),
         ("otters-oci", &["otters-core", "otters-spec"]),
+        // The organisation policy (issue 35): below the pipeline, so lint and build hold it; no
+        // registry, no store, no network.
+        (
+            "otters-policy",
+            &["otters-core", "otters-agentfile", "otters-spec"],
+        ),
         (
             "otters-pipeline",
             &[
@@ -892,6 +898,7 @@ fn crates_depend_one_way() {
                 "otters-spec",
                 "otters-oci",
                 "otters-supply",
+                "otters-policy",
             ],
         ),
         // The run and deploy stack, on top of the pipeline (issue 33).
@@ -903,6 +910,7 @@ fn crates_depend_one_way() {
                 "otters-oci",
                 "otters-supply",
                 "otters-pipeline",
+                "otters-policy",
             ],
         ),
         // `otters diff` (issue 34): two agents read as `run` reads them, or built from a directory.
@@ -941,6 +949,7 @@ fn crates_depend_one_way() {
                 "otters-pipeline",
                 "otters-run",
                 "otters-supply",
+                "otters-policy",
             ],
         ),
     ];

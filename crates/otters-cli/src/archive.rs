@@ -21,6 +21,10 @@ pub struct SaveArgs {
     /// any other pin is refused, listed
     #[arg(long = "from-registry", value_name = "HOST", requires = "with_deps")]
     pub from_registries: Vec<String>,
+    /// With --with-deps: also hold each image to the `[policy]` of this file before anything is
+    /// fetched (repeatable; on top of config.toml's and `OTTERS_POLICY`'s; see docs/policy.md)
+    #[arg(long = "policy", value_name = "FILE", requires = "with_deps")]
+    pub policy: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -39,6 +39,8 @@ pub struct Args {
     pub push: bool,
     #[command(flatten)]
     pub attest: crate::flags::AttestFlags,
+    #[command(flatten)]
+    pub policy: crate::flags::PolicyFlags,
     /// Platform to resolve RUNTIME and BIN images for (e.g. linux/amd64); several, separated by
     /// commas (linux/amd64,linux/arm64), build an image index with one manifest per platform
     #[arg(long)]

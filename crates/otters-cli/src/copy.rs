@@ -29,4 +29,6 @@ pub struct CopyArgs {
     pub force: bool,
     #[command(flatten)]
     pub transfer: TransferFlags,
+    #[command(flatten)]
+    pub policy: crate::flags::PolicyFlags,
 }

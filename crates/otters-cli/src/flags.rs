@@ -187,6 +187,8 @@ pub struct GateFlags {
     /// --certificate-oidc-issuer and --trusted-root; defaults: the same keys under `[verify]`)
     #[command(flatten)]
     pub identity: IdentityFlags,
+    #[command(flatten)]
+    pub policy: PolicyFlags,
 }
 
 impl GateFlags {
@@ -222,5 +224,22 @@ impl TransferFlags {
     /// `-q`, or `--progress quiet`.
     pub fn quiet(&self) -> bool {
         self.quiet || self.progress == ProgressMode::Quiet
+    }
+}
+
+/// The organisation policy files a command holds its agent to, on top of `[policy]` in
+/// `$OTTERS_HOME/config.toml`, the files `OTTERS_POLICY` names and the project's `otters.toml`.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct PolicyFlags {
+    /// Also hold the agent to the `[policy]` of this file (repeatable); each policy only narrows
+    /// the others (see docs/policy.md)
+    #[arg(long = "policy", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+impl PolicyFlags {
+    /// The user's policy: config.toml's, `OTTERS_POLICY`'s, then these files'.
+    pub fn load(&self) -> Result<otters_policy::Policy, otters_policy::PolicyError> {
+        otters_policy::Policy::user(&self.files)
     }
 }

@@ -32,6 +32,7 @@ pub mod lock;
 pub mod login;
 pub mod lsp;
 pub mod meta;
+pub mod policy;
 pub mod prune;
 pub mod pull;
 pub mod push;
@@ -64,6 +65,9 @@ pub enum Command {
     Fmt(fmt::Args),
     /// Print the documentation of a diagnostic code (e.g. `otters explain AF101`)
     Explain(explain::Args),
+    /// Show the organisation policy in effect, or check an Agentfile or image against it
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// Print the JSON Schema (draft-07) of a file otters reads or writes, or of a JSON output
     ///
     /// `otters schema --list` names them; docs/schemas.md says what each describes and

@@ -69,4 +69,6 @@ pub struct Args {
     /// Apply the safe fixes to the files (each rewritten atomically), then report what is left
     #[arg(long)]
     pub fix: bool,
+    #[command(flatten)]
+    pub policy: super::flags::PolicyFlags,
 }

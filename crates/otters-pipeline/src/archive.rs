@@ -33,6 +33,7 @@ pub fn select(
     references: &[String],
     with_deps: bool,
     (insecure, from_registries): (bool, &[String]),
+    policy: &otters_policy::Policy,
 ) -> Result<Images, SaveError> {
     if with_deps {
         crate::copy::pull_missing(store, references, insecure).map_err(SaveError::Deps)?;
@@ -41,7 +42,8 @@ pub fn select(
     if !with_deps {
         return Ok(images);
     }
-    crate::copy::with_deps(store, &images, insecure, from_registries).map_err(SaveError::Deps)
+    crate::copy::with_deps(store, &images, insecure, from_registries, policy)
+        .map_err(SaveError::Deps)
 }
 
 /// Writes `images` into the oci-archive `dest`, or (none) to `out`, named `label` in messages.

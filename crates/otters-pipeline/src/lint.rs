@@ -31,6 +31,9 @@ pub struct Request<'a> {
     pub build_args: BTreeMap<String, String>,
     /// Write each file's safe fixes.
     pub fix: bool,
+    /// The user's organisation policy (config.toml, `OTTERS_POLICY`, named files); each input's
+    /// `otters.toml` narrows it.
+    pub policy: otters_policy::Policy,
 }
 
 /// Why linting could not start or a file could not be read or fixed (exit 2).
@@ -59,6 +62,8 @@ pub enum LintError {
     Rewrite(#[from] otters_core::rewrite::RewriteError),
     #[error("{} names no Agentfile", .0.display())]
     NoAgentfile(PathBuf),
+    #[error(transparent)]
+    Policy(#[from] otters_policy::PolicyError),
 }
 
 /// One Agentfile read, with what checking it needs.
@@ -103,10 +108,11 @@ pub fn load(
     } else {
         Some(config::parse_targets(req.targets).map_err(LintError::Target)?)
     };
-    let flags = LintFlags {
+    let mut flags = LintFlags {
         build_args: req.build_args.clone(),
         catalogue,
         targets,
+        policy: None,
     };
     let mut configs = ConfigFinder::default();
     let mut loaded = Vec::with_capacity(inputs.len());
@@ -116,6 +122,7 @@ pub fn load(
             Some(c) => c.clone(),
             None => configs.find(&input.dir())?.unwrap_or_default(),
         };
+        flags.policy = Some(std::sync::Arc::new(req.policy.for_project(&input.dir())?));
         loaded.push(Loaded {
             name: input.name(),
             bytes,
@@ -132,7 +139,8 @@ pub fn load(
 
 /// The options `otters lint FILE` checks the file at `path` with, as the language server checks
 /// a document: the file as an input, its `otters.toml` (lint's own search), the references its
-/// lock pins, its directory as the build context; `store` as in [`load`].
+/// lock pins, its directory as the build context, the user's policy (config.toml and
+/// `OTTERS_POLICY`) narrowed by the project's; `store` as in [`load`].
 pub fn options_for(path: &Path, store: &Path) -> Result<Options, LintError> {
     let input = project::agentfiles(&[path.to_path_buf()], false, None)?
         .pop()
@@ -140,12 +148,12 @@ pub fn options_for(path: &Path, store: &Path) -> Result<Options, LintError> {
     let config = ConfigFinder::default()
         .find(&input.dir())?
         .unwrap_or_default();
-    Ok(project::lint_options(
-        &input,
-        &config,
-        &LintFlags::default(),
-        store,
-    ))
+    let policy = otters_policy::Policy::user(&[])?.for_project(&input.dir())?;
+    let flags = LintFlags {
+        policy: Some(std::sync::Arc::new(policy)),
+        ..LintFlags::default()
+    };
+    Ok(project::lint_options(&input, &config, &flags, store))
 }
 
 /// One file's findings.

@@ -394,6 +394,8 @@ pub struct LintFlags {
     pub catalogue: Option<Vec<String>>,
     /// `--target`: the openotters versions to check portability against, over `otters.toml`'s.
     pub targets: Option<Vec<check::Target>>,
+    /// The organisation policy, already narrowed by the input's `otters.toml` (`AF5xx`).
+    pub policy: Option<std::sync::Arc<otters_policy::Policy>>,
 }
 
 /// The options `otters lint` checks `input` with, and the language server a document: `config`
@@ -416,6 +418,11 @@ pub fn lint_options(
         portability: flags.targets.clone().or_else(|| config.portability.clone()),
         sources: input.sources(),
         images,
+        model_checks: flags
+            .policy
+            .clone()
+            .filter(|p| !p.is_empty())
+            .map(|p| p as std::sync::Arc<dyn check::ModelCheck>),
     }
 }
 

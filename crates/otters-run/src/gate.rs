@@ -1,5 +1,6 @@
 //! The verify gate in front of `run`, `export` and `kube`: the image a reference names, fetched
-//! into the store and held to [`Gate`] before anything of it is read.
+//! into the store and held to [`Gate`] and the organisation policy before anything of it is
+//! materialised.
 //!
 //! Takes: the gate (who must have signed), the store, a registry fetcher, a reference and the pull
 //! policy. Returns: what was fetched and who signed it. Must never: read a layer of an image the
@@ -18,12 +19,16 @@ pub enum FetchError {
     Fetch(#[from] PrepareError),
     #[error("{0}")]
     Gate(#[from] GateError),
+    #[error("{0}")]
+    Policy(#[from] crate::hold::HoldError),
 }
 
 /// The image `reference` names, from the store or pulled as `pull` allows, then held to `gate`
-/// (see [`Gate::check`]) before anything of it is read: what was fetched, and who signed.
+/// (see [`Gate::check`]) and to the organisation `policy` (see [`crate::hold`]) before anything
+/// of it is materialised: what was fetched, and who signed.
 pub fn fetch(
     gate: &Gate<'_>,
+    policy: &otters_policy::Policy,
     store: &Store,
     registry: &RegistryFetcher,
     reference: &str,
@@ -32,5 +37,10 @@ pub fn fetch(
 ) -> Result<(Fetched, Option<Who>), FetchError> {
     let fetched = prepare::fetch_image(store, registry, reference, pull)?;
     let who = gate.check(store, reference, &fetched.digest, verb)?;
+    let reach = crate::hold::Reach {
+        insecure: gate.insecure,
+        may_contact: gate.may_contact,
+    };
+    crate::hold::hold(policy, store, reference, &fetched.digest, reach, verb)?;
     Ok((fetched, who))
 }

@@ -31,6 +31,7 @@ pub mod export;
 pub mod extract;
 pub mod fetch;
 pub mod gate;
+pub mod hold;
 pub mod kube;
 pub mod marker;
 pub mod materialise;

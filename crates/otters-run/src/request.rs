@@ -61,6 +61,8 @@ pub struct BuildFirst {
     pub hash_cache: Option<PathBuf>,
     /// `SOURCE_DATE_EPOCH`.
     pub source_date_epoch: Option<String>,
+    /// The user's organisation policy; the build narrows it with the project's `otters.toml`.
+    pub policy: otters_policy::Policy,
 }
 
 /// Why the Agentfile could not be built.
@@ -105,6 +107,7 @@ pub fn build_first(store: &Store, path: &Path, how: &BuildFirst) -> Result<Built
         locked: how.locked,
         hash_cache: how.hash_cache.clone(),
         source_date_epoch: otters_pipeline::lower::epoch::parse(how.source_date_epoch.as_deref())?,
+        policy: how.policy.clone(),
         ..BuildOptions::new(context, AgentfileSource::Path(agentfile))
     };
     let out =

@@ -55,6 +55,14 @@ pub struct FileShape {
     lint: Option<LintShape>,
     /// The openotters versions the portability lints (AF230–AF235) check.
     portability: Option<PortabilityShape>,
+    /// The project's layer of the organisation policy (docs/policy.md): read and checked by
+    /// `otters-policy`, which can only narrow the user's policy with it.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    #[allow(
+        dead_code,
+        reason = "read by otters-policy; described here for the schema"
+    )]
+    policy: Option<toml::Table>,
 }
 
 /// `[portability]`.

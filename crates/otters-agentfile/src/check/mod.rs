@@ -36,6 +36,14 @@ pub trait ImageKinds: std::fmt::Debug + Send + Sync {
     fn bin_image(&self, role: ImageRole, reference: &str) -> BinImage;
 }
 
+/// A check of the whole model that the caller brings, run with the rules (the organisation policy
+/// of `otters-policy`, which this crate cannot depend on). Its findings go through suppressions
+/// and severity overrides as the rules' do, so codes that must hold (errors) are never lowered.
+pub trait ModelCheck: std::fmt::Debug + Send + Sync {
+    /// The findings for `model` (spans into the file it was read from).
+    fn check(&self, model: &ir::Agentfile) -> Vec<Diagnostic>;
+}
+
 /// The roles of an image that must be a bin image (spec §f: the RUNTIME is installed as a BIN is).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImageRole {
@@ -108,6 +116,8 @@ pub struct Options {
     /// Answers whether a RUNTIME or BIN image is a bin image (AF403); `None` when the caller has
     /// nothing to ask (the build checks this at resolution, against the registry).
     pub images: Option<Arc<dyn ImageKinds>>,
+    /// Extra checks of the model (the organisation policy); `None`: none.
+    pub model_checks: Option<Arc<dyn ModelCheck>>,
 }
 
 impl Options {
@@ -140,7 +150,10 @@ pub fn analyze(file: &SourceFile, opts: &Options) -> Analysis {
         model: &model,
         opts,
     };
-    let found = rules::run(&cx);
+    let mut found = rules::run(&cx);
+    if let Some(extra) = &opts.model_checks {
+        found.extend(extra.check(&model));
+    }
     // Moved, not cloned: a file of bad lines has a finding per line.
     let mut diagnostics = std::mem::take(&mut ast.diagnostics);
     diagnostics.extend(lowered);

@@ -54,7 +54,7 @@ impl RuleMeta {
 macro_rules! codes {
     ($($variant:ident = $code:literal, $name:literal, $sev:ident, $summary:literal;)*) => {
         /// A diagnostic code: `AF` + three digits, the first digit saying the stage (0 syntax,
-        /// 1 validation, 2 lints, 3 build inputs, 4 resolution). Renders as the code (`AF201`)
+        /// 1 validation, 2 lints, 3 build inputs, 4 resolution, 5 organisation policy). Renders as the code (`AF201`)
         /// wherever it is shown or serialised.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Code {
@@ -162,6 +162,12 @@ codes! {
     RegistryUnreachable = "AF410", "registry-unreachable", Error, "a registry cannot be reached, or no HTTP client can be set up";
     PlatformUnavailable = "AF411", "platform-unavailable", Error, "an image has no manifest for the target platform";
     RegistryError = "AF412", "registry-error", Error, "a registry sent an error or content otters cannot verify";
+    RegistryNotAllowed = "AF501", "registry-not-allowed", Error, "a RUNTIME, BIN or FROM image comes from a repository the policy does not allow";
+    ProviderNotAllowed = "AF502", "provider-not-allowed", Error, "MODEL names a provider the policy does not allow";
+    CapabilityNotAllowed = "AF503", "capability-not-allowed", Error, "a CAPABILITY the policy does not allow";
+    BinNotAllowed = "AF504", "bin-not-allowed", Error, "a BIN name the policy does not allow";
+    MountNotAllowed = "AF505", "mount-not-allowed", Error, "a MOUNT asks more access than the policy allows";
+    ImageNotPinned = "AF506", "image-not-pinned", Error, "an image reference has no digest and the policy requires one";
 }
 
 impl Code {

@@ -61,6 +61,14 @@ pub struct FileShape {
     /// The signature policy of `otters run`.
     #[serde(default)]
     verify: VerifySettings,
+    /// The organisation policy (docs/policy.md): read and checked by `otters-policy`.
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    #[allow(
+        dead_code,
+        reason = "read by otters-policy; kept so the key is not unknown here"
+    )]
+    policy: Option<toml::Table>,
 }
 
 /// `[verify]`: the signature policy of `otters run`.

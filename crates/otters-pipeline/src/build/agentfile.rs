@@ -49,7 +49,15 @@ pub(super) fn read_source(opts: &BuildOptions) -> Result<AgentfileText, ErrorKin
 pub(super) fn analyze(
     opts: &BuildOptions,
     agentfile: &AgentfileText,
-) -> (SourceFile, check::Analysis) {
+) -> Result<(SourceFile, check::Analysis), otters_policy::PolicyError> {
+    // The policy is narrowed by the otters.toml nearest the Agentfile (else the context).
+    let dir = agentfile
+        .path
+        .as_deref()
+        .and_then(Path::parent)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(&opts.context);
+    let policy = opts.policy.for_project(dir)?;
     let check_opts = check::Options {
         build_args: opts.build_args.clone(),
         // As in `otters lint`: a moving tag the lock pins is not reported (AF201). An unreadable
@@ -62,9 +70,15 @@ pub(super) fn analyze(
         // The portability lints (AF230–AF236) belong to `otters lint`, which reads their
         // targets from otters.toml; the build reads no otters.toml, so it leaves them out.
         portability: Some(Vec::new()),
+        model_checks: (!policy.is_empty())
+            .then(|| std::sync::Arc::new(policy) as std::sync::Arc<dyn check::ModelCheck>),
         ..check::Options::default()
     };
-    check::analyze_bytes(&agentfile.name, &agentfile.bytes, &check_opts)
+    Ok(check::analyze_bytes(
+        &agentfile.name,
+        &agentfile.bytes,
+        &check_opts,
+    ))
 }
 
 /// The `build_args` keys no ARG declares (a declared one is recorded among the ARGs, the

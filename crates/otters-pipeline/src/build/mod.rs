@@ -65,7 +65,7 @@ pub fn build(
         return Err(ErrorKind::NotADirectory(opts.context.clone()).into());
     }
     let agentfile = read_source(opts)?;
-    let (file, analysis) = analyze(opts, &agentfile);
+    let (file, analysis) = analyze(opts, &agentfile).map_err(ErrorKind::Policy)?;
     if analysis.has_errors() {
         return Err(BuildError {
             kind: ErrorKind::Invalid(agentfile.name),

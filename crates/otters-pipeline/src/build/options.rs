@@ -59,6 +59,10 @@ pub struct BuildOptions {
     pub docker_config: Option<PathBuf>,
     /// Describe the build's inputs for an SBOM and provenance ([`super::BuildOutput::supply`]).
     pub supply_inputs: bool,
+    /// The user's organisation policy (config.toml, `OTTERS_POLICY`, named files); the build
+    /// narrows it with the `[policy]` of the Agentfile's `otters.toml` and refuses an Agentfile
+    /// that breaks it, naming every violation (`AF5xx`).
+    pub policy: otters_policy::Policy,
 }
 
 impl BuildOptions {
@@ -85,6 +89,7 @@ impl BuildOptions {
             source_date_epoch: None,
             docker_config: None,
             supply_inputs: false,
+            policy: otters_policy::Policy::default(),
         }
     }
 }

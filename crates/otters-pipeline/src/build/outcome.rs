@@ -63,6 +63,9 @@ pub enum ErrorKind {
     ProjectFile(ReadError),
     #[error("{0} has errors; nothing was built")]
     Invalid(String),
+    /// The organisation policy cannot be read (the error names the file and line).
+    #[error("{0}")]
+    Policy(#[from] otters_policy::PolicyError),
     #[error("cannot resolve the images {0} names; nothing was built")]
     Unresolved(String),
     #[error("{0} names build inputs that cannot be used; nothing was built")]

@@ -22,6 +22,7 @@ pub mod closure;
 #[cfg(test)]
 mod closure_tests;
 mod dry;
+mod hold;
 mod local;
 mod save;
 mod tags;
@@ -59,6 +60,8 @@ pub struct CopyRequest {
     pub from_registries: Vec<String>,
     /// Move destination tags of pinned images that name other content (`--force`).
     pub force: bool,
+    /// The organisation policy every agent copied must keep (checked before anything moves).
+    pub policy: otters_policy::Policy,
 }
 
 /// One image of a copy.
@@ -126,6 +129,15 @@ pub struct CopyReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
+    /// The organisation policy refuses the image: every violation, nothing moved.
+    #[error("{} breaks the organisation policy: {}; nothing was copied or saved", escape(.reference), violations.iter().map(|v| format!("{} (rule `{}` at {})", v.message, v.rule, v.origin)).collect::<Vec<_>>().join("; "))]
+    Policy {
+        reference: String,
+        violations: Vec<otters_policy::Violation>,
+    },
+    /// What the policy needs of the image (its recorded Agentfile, a signer) cannot be read.
+    #[error("cannot hold {} to the organisation policy: {message}", escape(.reference))]
+    PolicyUnreadable { reference: String, message: String },
     #[error("{text}: {source}")]
     Place {
         text: String,
@@ -210,14 +222,21 @@ pub fn copy(
                 by: None,
             };
             let from = Registries::only([src.registry.as_str()], &req.from_registries);
-            walk(&view, vec![root.into()], req.recursive, &from)?
+            let nodes = walk(&view, vec![root.into()], req.recursive, &from)?;
+            hold::hold_remote(&view, &nodes, store, req.insecure, &req.policy)?;
+            nodes
         }
         Place::Local(l) => {
             let entries = load_local(store, l)?;
             let root = local_root(l, &entries)?;
             let view = LoadedView { store, entries };
             // Read from the layout or archive only: no registry is asked.
-            walk(&view, vec![root.into()], req.recursive, &Registries::Any)?
+            let nodes = walk(&view, vec![root.into()], req.recursive, &Registries::Any)?;
+            let root = nodes
+                .first()
+                .map(|n| crate::target::Target::Local(store.clone(), n.descriptor.clone()));
+            hold::hold(&view, &nodes, root.as_ref(), &req.policy)?;
+            nodes
         }
     };
     let mut images = nodes

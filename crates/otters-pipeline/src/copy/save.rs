@@ -31,6 +31,7 @@ pub fn with_deps(
     roots: &[(Descriptor, Vec<String>)],
     insecure: bool,
     from_registries: &[String],
+    policy: &otters_policy::Policy,
 ) -> Result<Vec<(Descriptor, Vec<String>)>, CopyError> {
     let client = RegistryClient::new(ClientOptions {
         insecure,
@@ -63,6 +64,16 @@ pub fn with_deps(
         })
         .collect();
     let nodes = walk(&view, starts, true, &from)?;
+    // Each image named is held (every agent of the walk once, each named image's signature)
+    // before a pin is fetched.
+    for (i, (d, _)) in roots.iter().enumerate() {
+        let mine = match i {
+            0 => nodes.clone(),
+            _ => nodes.get(i).cloned().into_iter().collect(),
+        };
+        let root = crate::target::Target::Local(store.clone(), d.clone());
+        super::hold::hold(&view, &mine, Some(&root), policy)?;
+    }
     let mut out: Vec<(Descriptor, Vec<String>)> = roots.to_vec();
     let mut sources = Sources::load(store.root());
     for (i, node) in nodes.iter().enumerate() {

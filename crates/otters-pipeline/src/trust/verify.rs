@@ -89,6 +89,24 @@ pub fn who(key: Option<&Path>, id: &Identity) -> Result<Option<Who>, WhoError> {
     }))
 }
 
+/// The signer a policy's `[policy.signature]` names, as the gate and `verify` take it.
+pub fn of_policy(sig: &otters_policy::Signature) -> Who {
+    match sig {
+        otters_policy::Signature::Key(k) => Who::Key(k.clone()),
+        otters_policy::Signature::Keyless {
+            identity,
+            regexp,
+            issuer,
+            trusted_root,
+        } => Who::Keyless {
+            identity: identity.clone(),
+            regexp: *regexp,
+            issuer: issuer.clone(),
+            root: trusted_root.clone(),
+        },
+    }
+}
+
 /// Who must have signed an image `otters run` runs: the `key` or identity given (the issuer and
 /// trusted root, when not given, from `[verify]`), else `[verify]` of the config file at `path`
 /// (`key`, or the keyless keys).
