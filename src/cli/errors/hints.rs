@@ -109,10 +109,11 @@ fn kube_hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     } else if let Some(AgentKubeError::NoExportForPlatform {
         reference,
         platform,
+        what,
     }) = of(e)
     {
         let r = otters_core::escape::escape(reference);
-        return Some(format!("if it was built for {platform}, run `otters export {r} --as runnable --platform {platform} --push`; else rebuild it for {platform} with `otters build --platform {platform}` and push it; or pass --image REPO@sha256:…"));
+        return Some(format!("if it was built for {platform}, run `otters export {r} --as {what} --platform {platform} --push`; else rebuild it for {platform} with `otters build --platform {platform}` and push it; or pass --image REPO@sha256:…"));
     } else if let Some(KubeError::BadQuantity { what, .. }) = of(e) {
         let example = if what.starts_with("cpu") {
             "500m"

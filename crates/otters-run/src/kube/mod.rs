@@ -15,6 +15,7 @@ mod names;
 mod options;
 mod pod;
 mod quantity;
+pub mod tree;
 mod workload;
 pub mod yaml;
 

@@ -89,7 +89,10 @@ pub(super) fn pod_spec(
     mounts: &[Mapped],
 ) -> Node {
     let seccomp = || Node::map().with("type", "RuntimeDefault");
-    let (volumes, volume_mounts) = volumes(opts, name, mounts);
+    let (mut volumes, mut volume_mounts) = volumes(opts, name, mounts);
+    if let Some(t) = &opts.tree {
+        super::tree::apply(t, name, &mut volumes, &mut volume_mounts);
+    }
     let mut env_from =
         vec![Node::map().with("configMapRef", Node::map().with("name", config_name))];
     for c in &opts.config_from {
@@ -115,21 +118,27 @@ pub(super) fn pod_spec(
         )
         .with("envFrom", env_from);
     let model = image.model.agent.model.as_ref().map(|m| m.value.as_str());
+    let mut env = Vec::new();
+    if let Some(t) = &opts.tree {
+        let args = crate::plan::container_args(&crate::plan::exec_args(image), model.unwrap_or(""));
+        super::tree::container(t, &mut container, args);
+        env = super::tree::env(t);
+    }
     if let Some(key) = model.and_then(provider_key) {
         let secret = opts
             .secret
             .clone()
             .unwrap_or_else(|| format!("{name}-credentials"));
-        container.push(
-            "env",
-            vec![Node::map().with("name", key.as_str()).with(
-                "valueFrom",
-                Node::map().with(
-                    "secretKeyRef",
-                    Node::map().with("name", secret).with("key", key.as_str()),
-                ),
-            )],
-        );
+        env.push(Node::map().with("name", key.as_str()).with(
+            "valueFrom",
+            Node::map().with(
+                "secretKeyRef",
+                Node::map().with("name", secret).with("key", key.as_str()),
+            ),
+        ));
+    }
+    if !env.is_empty() {
+        container.push("env", env);
     }
     if serves && !opts.no_probes && opts.kind != Kind::Job {
         // The runtime contract names no health path: a probe of the port it serves on.
