@@ -55,9 +55,14 @@ fn fails(cmd: &mut assert_cmd::Command) -> String {
     crate::support::snap::unwrap_reports(&err)
 }
 
-/// `text` with the registry's address and every digest made stable.
+/// `text` with the registry's address, this machine's architecture and every digest made stable.
 fn stable(text: &str, w: &StaticWorld) -> String {
-    redacted(&text.replace(&w.reg.addr, "[REGISTRY]"))
+    let arch = format!("linux/{}", crate::support::host_arch());
+    redacted(
+        &text
+            .replace(&w.reg.addr, "[REGISTRY]")
+            .replace(&arch, "linux/[ARCH]"),
+    )
 }
 
 #[test]
@@ -237,7 +242,9 @@ fn the_tree_image_pod_validates_and_runs_with_image_mounts() {
     .arg("--mount")
     // rw: podman bind-mounts its own /etc/passwd, /etc/hosts … into /etc, which needs their
     // mount points there; the agent's files stay as the image has them (the report shows them).
-    .arg(format!("type=image,source={tree_image},destination=/etc,rw=true"))
+    .arg(format!(
+        "type=image,source={tree_image},destination=/etc,rw=true"
+    ))
     .arg("--mount")
     .arg(format!(
         "type=image,source={tool_image},destination=/opt/bin-images/tool"
