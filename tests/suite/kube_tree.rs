@@ -220,6 +220,13 @@ fn the_tree_image_pod_validates_and_runs_with_image_mounts() {
         }
     }
 
+    simulate(test, &w, c, [&runtime_image, &tree_image, &tool_image]);
+}
+
+/// Runs the pod's container `c` as podman can: the RUNTIME image with the tree and the BIN image
+/// mounted by `--mount type=image`; checks the static runtime's report.
+fn simulate(test: &str, w: &StaticWorld, c: &serde_yaml_ng::Value, images: [&String; 3]) {
+    let [runtime_image, tree_image, tool_image] = images;
     // Simulated: podman runs the RUNTIME image with the tree and the BIN image mounted as image
     // volumes (podman 4.3 has no subPath for them: the tree mounts whole at /etc, which the
     // static runtime image does not have), with the pod's command, arguments and environment,
@@ -269,7 +276,7 @@ fn the_tree_image_pod_validates_and_runs_with_image_mounts() {
         "--entrypoint={}",
         c["command"][0].as_str().unwrap()
     ));
-    cmd.arg(&runtime_image);
+    cmd.arg(runtime_image);
     for a in c["args"].as_sequence().unwrap() {
         cmd.arg(a.as_str().unwrap());
     }

@@ -39,7 +39,7 @@ pub enum AgentKubeError {
     #[error("{} has no {what} export for {platform}; run `otters export {} --as {what} --push` first", escape(.reference), escape(.reference))]
     NoExport {
         reference: String,
-        platform: Platform,
+        platform: Box<Platform>,
         what: &'static str,
     },
     /// An agent built for one platform, asked for another than this machine's: the plain
@@ -47,7 +47,7 @@ pub enum AgentKubeError {
     #[error("{} has no {what} export for {platform}, and an agent built for one platform is exported for that platform only", escape(.reference))]
     NoExportForPlatform {
         reference: String,
-        platform: Platform,
+        platform: Box<Platform>,
         what: &'static str,
     },
     #[error("{} has no {what} export in the store, and its registry could not be asked for one", escape(.reference))]
@@ -143,7 +143,7 @@ fn for_platform(e: AgentKubeError, single: bool) -> AgentKubeError {
             reference,
             platform,
             what,
-        } if single && platform != export::linux_host() => AgentKubeError::NoExportForPlatform {
+        } if single && *platform != export::linux_host() => AgentKubeError::NoExportForPlatform {
             reference,
             platform,
             what,
@@ -223,7 +223,7 @@ pub fn find_export(
         None if export::pick_export(&listed, platform).is_none() => {
             return Err(AgentKubeError::NoExport {
                 reference: reference.to_owned(),
-                platform: platform.clone(),
+                platform: Box::new(platform.clone()),
                 what: name,
             })
         }
@@ -289,7 +289,7 @@ mod tests {
     fn only_a_single_platform_agent_asked_for_another_platform_is_told_to_rebuild() {
         let no_export = |platform: Platform| AgentKubeError::NoExport {
             reference: "r.example/a:1".into(),
-            platform,
+            platform: Box::new(platform),
             what: "runnable",
         };
         let other = Platform::parse("linux/s390x").unwrap();

@@ -78,6 +78,32 @@ fn user(opts: &Options, context: Node, pod: bool) -> Node {
     }
 }
 
+/// The container's `env`: with `--tree image`, the image config's fixed variables (and its
+/// `command` and `args` set on `container`); MODEL's provider key from the Secret.
+fn env(image: &AgentImage, opts: &Options, name: &str, container: &mut Node) -> Vec<Node> {
+    let model = image.model.agent.model.as_ref().map(|m| m.value.as_str());
+    let mut env = Vec::new();
+    if let Some(t) = &opts.tree {
+        let args = crate::plan::container_args(&crate::plan::exec_args(image), model.unwrap_or(""));
+        super::tree::container(t, container, args);
+        env = super::tree::env(t);
+    }
+    if let Some(key) = model.and_then(provider_key) {
+        let secret = opts
+            .secret
+            .clone()
+            .unwrap_or_else(|| format!("{name}-credentials"));
+        env.push(Node::map().with("name", key.as_str()).with(
+            "valueFrom",
+            Node::map().with(
+                "secretKeyRef",
+                Node::map().with("name", secret).with("key", key.as_str()),
+            ),
+        ));
+    }
+    env
+}
+
 /// The pod's spec; `serves` when the agent's EXEC starts the runtime's server (then readiness
 /// and liveness probe its port, unless `opts.no_probes`; never in a Job).
 pub(super) fn pod_spec(
@@ -117,26 +143,7 @@ pub(super) fn pod_spec(
                 .with("protocol", "TCP")],
         )
         .with("envFrom", env_from);
-    let model = image.model.agent.model.as_ref().map(|m| m.value.as_str());
-    let mut env = Vec::new();
-    if let Some(t) = &opts.tree {
-        let args = crate::plan::container_args(&crate::plan::exec_args(image), model.unwrap_or(""));
-        super::tree::container(t, &mut container, args);
-        env = super::tree::env(t);
-    }
-    if let Some(key) = model.and_then(provider_key) {
-        let secret = opts
-            .secret
-            .clone()
-            .unwrap_or_else(|| format!("{name}-credentials"));
-        env.push(Node::map().with("name", key.as_str()).with(
-            "valueFrom",
-            Node::map().with(
-                "secretKeyRef",
-                Node::map().with("name", secret).with("key", key.as_str()),
-            ),
-        ));
-    }
+    let env = env(image, opts, name, &mut container);
     if !env.is_empty() {
         container.push("env", env);
     }
