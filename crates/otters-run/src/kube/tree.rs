@@ -223,3 +223,54 @@ pub(super) fn env(t: &TreeVolumes) -> Vec<Node> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn volumes() -> TreeVolumes {
+        TreeVolumes {
+            tree: "r.example/a@sha256:1".into(),
+            runtime_path: "/usr/local/bin/runtime".into(),
+            bins: vec![
+                BinVolume {
+                    name: "jq".into(),
+                    image: "r.example/jq@sha256:2".into(),
+                    dir: "usr/bin".into(),
+                },
+                BinVolume {
+                    name: "rg".into(),
+                    image: "r.example/rg@sha256:3".into(),
+                    dir: String::new(),
+                },
+            ],
+            env: vec![(
+                "PATH".into(),
+                "/opt/bin-images/jq:/opt/bin-images/rg".into(),
+            )],
+        }
+    }
+
+    #[test]
+    fn the_tree_mounts_by_sub_path_and_each_bin_at_its_directory() {
+        let (mut vols, mut mounts) = (Vec::new(), Vec::new());
+        apply(&volumes(), "a", &mut vols, &mut mounts);
+        let text = crate::kube::yaml::documents(&[Node::map()
+            .with("volumes", vols)
+            .with("volumeMounts", mounts)]);
+        for want in [
+            "mountPath: \"/etc/agent.yaml\"\n  subPath: \"agent.yaml\"\n  readOnly: true",
+            "mountPath: \"/etc/Agentfile\"\n  subPath: \"Agentfile\"",
+            "mountPath: \"/etc/context\"\n  subPath: \"context\"",
+            "mountPath: \"/etc/data\"\n  subPath: \"data\"",
+            "name: \"a-bin-0\"\n  mountPath: \"/opt/bin-images/jq\"\n  subPath: \"usr/bin\"\n  readOnly: true",
+            "name: \"a-bin-1\"\n  mountPath: \"/opt/bin-images/rg\"\n  readOnly: true",
+            "reference: \"r.example/a@sha256:1\"\n    pullPolicy: \"IfNotPresent\"",
+            "reference: \"r.example/rg@sha256:3\"",
+        ] {
+            assert!(text.contains(want), "{want:?} not in:\n{text}");
+        }
+        // The tree is never mounted whole: an empty volume must not start the agent.
+        assert!(!text.contains("mountPath: \"/etc\"\n"), "{text}");
+    }
+}
