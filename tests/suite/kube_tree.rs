@@ -151,10 +151,16 @@ fn the_tree_image_pod_validates_and_runs_with_image_mounts() {
     let agent = w.agent("probe", "probe");
     // Without a tree export, --tree image says how to make one.
     let err = fails(cli::otters(&w.home).args(["kube", &agent, "--tree", "image"]));
-    assert!(
-        err.contains("has no tree export for") && err.contains("--as tree --push"),
-        "{err}"
-    );
+    crate::support::snap::assert("kube_tree", "no_tree_export", &stable(&err, &w));
+    let err = fails(cli::otters(&w.home).args([
+        "kube",
+        &agent,
+        "--tree",
+        "image",
+        "--image",
+        "r.example/x@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+    ]));
+    crate::support::snap::assert("kube_tree", "tree_with_image", &stable(&err, &w));
     let runnable = last_line(&ok(
         cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"])
     ));

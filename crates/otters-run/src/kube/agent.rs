@@ -73,6 +73,8 @@ pub enum AgentKubeError {
     },
     #[error("{} names no registry, so a cluster cannot pull its export; push the agent and run `otters export REF --as runnable --push`", escape(.0))]
     NoRegistry(String),
+    #[error("a pod that mounts the tree from images runs the agent's own RUNTIME image, by the digest the agent pins; it cannot run another image ({})", escape(.0))]
+    ImageWithTree(String),
     #[error("cannot mount the tree of {} from images", escape(.reference))]
     Tree {
         reference: String,
@@ -110,6 +112,9 @@ pub fn agent_objects(
     let local = crate::source::LocalOnly;
     let fetcher: &dyn Fetcher = if fetch.offline { &local } else { &registry };
     if opts.tree_image {
+        if let Some(i) = image {
+            return Err(AgentKubeError::ImageWithTree(i.to_owned()));
+        }
         let what = export::As::Tree;
         let tree = find_export(store, reference, &top, platform, fetch, fetcher, what)
             .map_err(|e| for_platform(e, manifest == top))?;
@@ -118,7 +123,7 @@ pub fn agent_objects(
                 reference: reference.to_owned(),
                 source: Box::new(e),
             })?;
-        opts.image = image.map_or(runtime, str::to_owned);
+        opts.image = runtime;
         opts.tree = Some(volumes);
     } else {
         opts.image = if let Some(i) = image {
