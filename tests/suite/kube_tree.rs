@@ -5,7 +5,8 @@
 //! digest with the tree and the BIN as image volumes, validates with kubernetes-validate
 //! `--strict` for 1.36 and 1.37 and passes checkov's checks; and it runs when simulated with
 //! podman's `--mount type=image` (podman 4.3 has it for `run`, not for `kube play`). Whole outputs
-//! are pinned (`snapshots/kube_tree`).
+//! are pinned (`snapshots/kube_tree`); a Kustomize base of the pod renders with every image kept by
+//! digest.
 
 use crate::kube::{docs, own_checks, validate_for};
 use crate::kube_inputs::redacted;
@@ -215,6 +216,39 @@ fn the_tree_image_pod_validates_and_runs_with_image_mounts() {
     let tool_image = format!("{}/tool@{tool}", w.reg.addr);
     let tree_image = format!("{}/probe@{tree}", w.reg.addr);
     assert_eq!(images, [tree_image.as_str(), tool_image.as_str()]);
+
+    // As a Kustomize base, the render keeps the image volumes and the RUNTIME image by digest.
+    let base = w.tmp.path().join("base");
+    ok(cli::otters(&w.home)
+        .args([
+            "kube",
+            &agent,
+            "--config",
+            "webhook=https://example.com/hook",
+        ])
+        .args([
+            "--allow-missing-mounts",
+            "--tree",
+            "image",
+            "--format",
+            "kustomize",
+            "-o",
+        ])
+        .arg(&base));
+    if let Ok(out) = Command::new("kubectl").arg("kustomize").arg(&base).output() {
+        let rendered = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for want in [&runtime_image, &tree_image, &tool_image] {
+            assert!(
+                rendered.contains(want.as_str()),
+                "{want} not in:\n{rendered}"
+            );
+        }
+    }
 
     for (name, text) in [("pod", &pod), ("deployment", &deployment)] {
         own_checks(text);
