@@ -150,7 +150,11 @@ fn the_tree_image_pod_validates_and_runs_with_image_mounts() {
         return;
     };
     let agent = w.agent("probe", "probe");
-    // Without a tree export, --tree image says how to make one.
+    // With only a runnable export (in the store and the registry), --tree image never takes it
+    // for the tree: it says how to make one.
+    let runnable = last_line(&ok(
+        cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"])
+    ));
     let err = fails(cli::otters(&w.home).args(["kube", &agent, "--tree", "image"]));
     crate::support::snap::assert("kube_tree", "no_tree_export", &stable(&err, &w));
     let err = fails(cli::otters(&w.home).args([
@@ -162,9 +166,6 @@ fn the_tree_image_pod_validates_and_runs_with_image_mounts() {
         "r.example/x@sha256:0000000000000000000000000000000000000000000000000000000000000000",
     ]));
     crate::support::snap::assert("kube_tree", "tree_with_image", &stable(&err, &w));
-    let runnable = last_line(&ok(
-        cli::otters(&w.home).args(["export", &agent, "--as", "runnable", "--push"])
-    ));
     let tree = last_line(&ok(
         cli::otters(&w.home).args(["export", &agent, "--as", "tree", "--push"])
     ));
