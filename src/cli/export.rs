@@ -1,4 +1,5 @@
-//! `otters export REF --as runnable`: the agent as an ordinary OCI image (see docs/kubernetes.md).
+//! `otters export REF --as runnable|tree`: the agent as an ordinary OCI image, or its tree alone
+//! as an image to mount as a volume (see docs/kubernetes.md).
 //!
 //! stdout carries the image's (or index's) digest as its last line, as `build` does; what was
 //! made goes to stderr.
@@ -18,7 +19,10 @@ use otters_run::source::{Fetcher, LocalOnly};
 use std::process::ExitCode;
 
 pub fn run(a: Args) -> CliResult {
-    let As::Runnable = a.as_;
+    let what = match a.as_ {
+        As::Runnable => export::As::Runnable,
+        As::Tree => export::As::Tree,
+    };
     let key = a.sign_key.as_deref().map(signing::key_signer).transpose();
     let key = key.map_err(|e| fail_in("--sign-key", e))?;
     let platform = a
@@ -46,13 +50,14 @@ pub fn run(a: Args) -> CliResult {
     )
     .map_err(fail)?;
     let source: &dyn Fetcher = if a.offline { &LocalOnly } else { &registry };
-    let exported = export::export(
+    let exported = export::export_as(
         &store,
         source,
         &a.reference,
         &fetched.digest,
         platform.as_ref(),
         &Limits::default(),
+        what,
     )
     .map_err(|e| fail_in(format!("cannot export {}", a.reference), e))?;
     if !a.quiet {

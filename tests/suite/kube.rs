@@ -107,6 +107,11 @@ pub(crate) fn validate(test: &str, file: &Path) -> bool {
 /// [`validate`], the checkov checks `exempt` aside (a check the output cannot pass by design,
 /// such as `CKV_K8S_40`'s fixed high UID under `--uid auto`).
 pub(crate) fn validate_except(test: &str, file: &Path, exempt: &[&str]) -> bool {
+    validate_for(test, file, exempt, &["1.31.0", "1.37.0"])
+}
+
+/// [`validate_except`] against the schemas of the Kubernetes `versions` the output claims.
+pub(crate) fn validate_for(test: &str, file: &Path, exempt: &[&str], versions: &[&str]) -> bool {
     let (kv, checkov) = (venv_tool("kubernetes-validate"), venv_tool("checkov"));
     if !kv.exists() || !checkov.exists() {
         skip(
@@ -115,7 +120,7 @@ pub(crate) fn validate_except(test: &str, file: &Path, exempt: &[&str]) -> bool 
         );
         return false;
     }
-    for version in ["1.31.0", "1.37.0"] {
+    for version in versions {
         let out = Command::new(&kv)
             .args(["--strict", "-k", version])
             .arg(file)

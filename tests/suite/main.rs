@@ -32,6 +32,7 @@ mod kube;
 mod kube_inputs;
 mod kube_kustomize;
 mod kube_sandbox;
+mod kube_tree;
 mod lint_cli;
 mod lsp;
 mod mirrors;

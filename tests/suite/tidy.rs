@@ -1134,7 +1134,7 @@ fn the_manifest_struct_finder_finds_them() {
 /// (`src/cli/errors/hints.rs`), since a language server or another front end has no such flags.
 /// The texts an error may still quote a flag in: a whole other command the user runs, each with
 /// why it reads right from any front end.
-const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 10] = [
+const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 11] = [
     (
         "log -1 --format=%ct",
         "git's own flag, in the git command that shows (or gives) the time: epoch.rs, git_epoch.rs",
@@ -1142,6 +1142,10 @@ const FLAGS_ALLOWED_IN_LIBRARY_ERRORS: [(&str, &str); 10] = [
     (
         "`otters export {} --as runnable --push`",
         "another command, run first, that makes the export kube needs: kube/agent.rs",
+    ),
+    (
+        "`otters export {} --as {what} --push`",
+        "another command, run first, that makes the export (runnable or tree) kube needs: kube/agent.rs",
     ),
     (
         "`otters export REF --as runnable --push`",

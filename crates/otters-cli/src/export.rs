@@ -4,6 +4,9 @@
 pub enum As {
     /// An OCI image any container runtime runs: the agent tree, the runtime and its BINs
     Runnable,
+    /// The agent's etc/ tree alone, as an image (tar+gzip layer) to mount as an image volume
+    /// (`otters kube --tree image`)
+    Tree,
 }
 
 // Rationale: the flags are independent switches, as `otters run`'s are.

@@ -32,6 +32,16 @@ pub enum UidArg {
     Auto,
 }
 
+/// Where the pod's agent tree comes from, as a flag value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TreeArg {
+    /// Baked into the runnable export the pod runs
+    Export,
+    /// The RUNTIME image runs as it is; the tree export and each BIN image are mounted as image
+    /// volumes (Kubernetes >= 1.35; `otters export REF --as tree --push` first)
+    Image,
+}
+
 // Rationale: the flags are the switches of the generated objects, one to one.
 #[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
@@ -103,6 +113,10 @@ pub struct Args {
     /// one in group 0, as `OpenShift`'s restricted-v2 does)
     #[arg(long, value_enum, default_value = "fixed")]
     pub uid: UidArg,
+    /// Where the agent tree comes from: baked into the runnable export (default), or mounted from
+    /// the tree export as an image volume beside the BIN images
+    #[arg(long, value_enum, default_value = "export")]
+    pub tree: TreeArg,
     /// Platform of the export to deploy (default: linux on this machine's architecture)
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
@@ -196,6 +210,8 @@ impl Args {
                 UidArg::Fixed => kube::Uid::Fixed,
                 UidArg::Auto => kube::Uid::Auto,
             },
+            tree: None,
+            tree_image: self.tree == TreeArg::Image,
         })
     }
 }

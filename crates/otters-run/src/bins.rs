@@ -97,6 +97,35 @@ pub fn install(
     })
 }
 
+/// Where [`install`] finds the binary in the image: its path in the tar layers (no leading `/`),
+/// or `None` when it is only in a raw titled layer (nothing a volume can mount) or nowhere.
+pub fn locate(
+    store: &Store,
+    img: &BinImage,
+    agentfile_name: &str,
+    limits: &Limits,
+) -> Result<Option<String>, BinError> {
+    let name = annotation(img, "name").unwrap_or(agentfile_name);
+    let dir = annotation(img, "path").unwrap_or("/");
+    let target = format!("{}/{}", dir.trim_end_matches('/'), name);
+    let mut budget = Budget::new(limits);
+    for l in img
+        .layers
+        .iter()
+        .filter(|l| extract::is_tar(l.media_type.as_str()))
+    {
+        let found = with_verified(store, &l.digest, |blob| {
+            let layer = format!("{}@{}", img.reference, l.digest);
+            let r = extract::decoder(&layer, l.media_type.as_str(), Box::new(blob))?;
+            extract::locate_binary(&layer, r, &target, limits, &mut budget).map_err(BinError::from)
+        })?;
+        if let Some(p) = found {
+            return Ok(Some(p.to_string_lossy().into_owned()));
+        }
+    }
+    Ok(None)
+}
+
 /// The image's usage doc (`io.openotters.bin.usage`, default `/USAGE.md`), when a layer carries
 /// it; at most 1 MiB. The layer is checked against its digest.
 pub fn usage(store: &Store, img: &BinImage) -> Result<Option<Vec<u8>>, BinError> {

@@ -517,6 +517,32 @@ pub fn normalise_name(s: &str) -> String {
         .join("/")
 }
 
+/// Pass 1 of spec §f.3 on one tar layer, without writing: the path (in the image) of the regular
+/// file [`find_binary`] would install, if the layer has one. Every entry is validated as there.
+pub fn locate_binary(
+    layer: &str,
+    reader: impl Read,
+    target: &str,
+    limits: &Limits,
+    budget: &mut Budget,
+) -> Result<Option<PathBuf>, ExtractError> {
+    let want = normalise_name(target);
+    let base = want.rsplit('/').next().unwrap_or_default().to_owned();
+    let mut found = None;
+    walk(layer, reader, limits, budget, &mut Strip::Off, |item, _| {
+        let matches = item.path.as_os_str().as_bytes() == want.as_bytes()
+            || item
+                .path
+                .file_name()
+                .is_some_and(|f| f.as_bytes() == base.as_bytes());
+        if matches && item.kind == Kind::Regular {
+            found = Some(item.path.clone());
+        }
+        Ok(false)
+    })?;
+    Ok(found)
+}
+
 /// Pass 1 of spec §f.3 on one tar layer: write the first regular file whose path equals `target`
 /// or whose basename equals `basename(target)` to `out` in `tree` (mode 0755). Every entry of the
 /// layer is validated up to the match. Returns whether a file was written.

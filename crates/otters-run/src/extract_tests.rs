@@ -736,3 +736,22 @@ fn a_prefixed_directory_layer_keeps_every_entry_below_its_prefix() {
         );
     }
 }
+
+#[test]
+fn locate_binary_names_the_file_find_binary_takes_and_writes_nothing() {
+    let locate = |layer: &[u8], target: &str| {
+        locate_binary("l", layer, target, &Limits::default(), &mut budget()).unwrap()
+    };
+    let layer = tar_of(&[file("README", b"r"), file("usr/bin/jq", b"jq")]);
+    assert_eq!(
+        locate(&layer, "/usr/bin/jq"),
+        Some(PathBuf::from("usr/bin/jq"))
+    );
+    // By basename, as the bin contract finds it.
+    assert_eq!(locate(&layer, "/jq"), Some(PathBuf::from("usr/bin/jq")));
+    assert_eq!(locate(&layer, "/rg"), None);
+    let layer = tar_of(&[link("jq", tar::EntryType::Symlink, "README")]);
+    assert_eq!(locate(&layer, "/jq"), None);
+    let bad = tar_of(&[file("../x", b""), file("jq", b"t")]);
+    assert!(locate_binary("l", &bad[..], "/jq", &Limits::default(), &mut budget()).is_err());
+}

@@ -102,17 +102,22 @@ fn kube_hint(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     use otters_run::kube::{agent::AgentKubeError, KubeError};
     let text = if let Some(otters_run::kube::kustomize::BaseError::NotOurs { .. }) = of(e) {
         "write the base into an empty directory or one otters wrote, or pass --force to write beside the other files"
+    } else if let Some(AgentKubeError::ImageWithTree(_)) = of(e) {
+        "drop --image to mount the tree beside the RUNTIME image, or drop --tree image to run that image"
     } else if let Some(AgentKubeError::ExportLookup { .. }) = of(e) {
         "pass --image REPO@sha256:… to name the image, or --offline to look only in the store"
+    } else if let Some(AgentKubeError::NoExport { what: "tree", .. }) = of(e) {
+        "or drop --tree image to run the runnable export"
     } else if let Some(AgentKubeError::NoExport { .. } | AgentKubeError::NoRegistry(_)) = of(e) {
         "or pass --image REPO@sha256:…"
     } else if let Some(AgentKubeError::NoExportForPlatform {
         reference,
         platform,
+        what,
     }) = of(e)
     {
         let r = otters_core::escape::escape(reference);
-        return Some(format!("if it was built for {platform}, run `otters export {r} --as runnable --platform {platform} --push`; else rebuild it for {platform} with `otters build --platform {platform}` and push it; or pass --image REPO@sha256:…"));
+        return Some(format!("if it was built for {platform}, run `otters export {r} --as {what} --platform {platform} --push`; else rebuild it for {platform} with `otters build --platform {platform}` and push it; or pass --image REPO@sha256:…"));
     } else if let Some(KubeError::BadQuantity { what, .. }) = of(e) {
         let example = if what.starts_with("cpu") {
             "500m"

@@ -26,6 +26,7 @@ mod export_tests;
 pub mod layers;
 pub mod loader;
 pub mod push;
+pub mod tree;
 
 use crate::extract::Limits;
 use crate::materialise::{self, MaterialiseError};
@@ -52,6 +53,25 @@ pub const USER_ID: u32 = 65532;
 pub const USER: &str = "65532:65532";
 /// The value of the export annotation ([`EXPORT`]) for `--as runnable`.
 pub const RUNNABLE: &str = "runnable";
+
+/// What an export makes of the agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum As {
+    /// An image any container runtime runs: the runtime, its BINs and the agent tree.
+    Runnable,
+    /// The agent's `etc/` tree alone, image-shaped, to mount as an image volume ([`tree`]).
+    Tree,
+}
+
+impl As {
+    /// The value of the export annotation ([`EXPORT`]) that marks this kind of export.
+    pub fn annotation(self) -> &'static str {
+        match self {
+            As::Runnable => RUNNABLE,
+            As::Tree => tree::TREE,
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
@@ -119,7 +139,36 @@ pub fn export(
     platform: Option<&Platform>,
     limits: &Limits,
 ) -> Result<Exported, ExportError> {
-    make(store, fetcher, reference, top, platform, limits, true)
+    make(
+        store,
+        fetcher,
+        reference,
+        top,
+        platform,
+        limits,
+        (As::Runnable, true),
+    )
+}
+
+/// [`export`] as `what`: the runnable image, or the agent's tree alone ([`tree`]).
+pub fn export_as(
+    store: &Store,
+    fetcher: &dyn Fetcher,
+    reference: &str,
+    top: &Digest,
+    platform: Option<&Platform>,
+    limits: &Limits,
+    what: As,
+) -> Result<Exported, ExportError> {
+    make(
+        store,
+        fetcher,
+        reference,
+        top,
+        platform,
+        limits,
+        (what, true),
+    )
 }
 
 /// The export [`export`] would make of the agent `top` (same bytes, same digest: an export is
@@ -133,7 +182,36 @@ pub fn derive(
     platform: Option<&Platform>,
     limits: &Limits,
 ) -> Result<Exported, ExportError> {
-    make(store, fetcher, reference, top, platform, limits, false)
+    make(
+        store,
+        fetcher,
+        reference,
+        top,
+        platform,
+        limits,
+        (As::Runnable, false),
+    )
+}
+
+/// [`derive`] as `what`.
+pub fn derive_as(
+    store: &Store,
+    fetcher: &dyn Fetcher,
+    reference: &str,
+    top: &Digest,
+    platform: Option<&Platform>,
+    limits: &Limits,
+    what: As,
+) -> Result<Exported, ExportError> {
+    make(
+        store,
+        fetcher,
+        reference,
+        top,
+        platform,
+        limits,
+        (what, false),
+    )
 }
 
 fn make(
@@ -143,14 +221,22 @@ fn make(
     top: &Digest,
     platform: Option<&Platform>,
     limits: &Limits,
-    record: bool,
+    (what, record): (As, bool),
 ) -> Result<Exported, ExportError> {
     let bytes = store.read_blob(top)?;
     let doc: ManifestDoc = serde_json::from_slice(&bytes).unwrap_or_default();
     if doc.media_type != Some(MediaType::OciIndex) && doc.manifests.is_empty() {
         let host = linux_host();
         let platform = platform.unwrap_or(&host);
-        let image = export_one(store, fetcher, reference, top, platform, limits, record)?;
+        let image = export_one(
+            store,
+            fetcher,
+            reference,
+            top,
+            platform,
+            limits,
+            (what, record),
+        )?;
         return Ok(Exported {
             descriptor: image.manifest.clone(),
             images: vec![image],
@@ -176,7 +262,7 @@ fn make(
     };
     let mut images = Vec::new();
     for (p, d) in &chosen {
-        let mut image = export_one(store, fetcher, reference, d, p, limits, record)?;
+        let mut image = export_one(store, fetcher, reference, d, p, limits, (what, record))?;
         image.manifest.platform = Some(p.clone());
         image.manifest.annotations.clear();
         image.manifest.artifact_type = None;
@@ -198,7 +284,7 @@ fn make(
             Value::Array(images.iter().map(|i| i.manifest.to_json()).collect()),
         )
         .with("subject", subject.to_json())
-        .with("annotations", string_map(&export_annotations(None)));
+        .with("annotations", string_map(&export_annotations(what, None)));
     let index = to_compact(&index).unwrap_or_default();
     let stored = store.put_manifest(&index, INDEX_V1)?;
     let listed = descriptor_of(&index, &stored.media_type);
@@ -220,8 +306,8 @@ pub fn linux_host() -> Platform {
     }
 }
 
-fn export_annotations(platform: Option<&Platform>) -> BTreeMap<String, String> {
-    let mut a = BTreeMap::from([(EXPORT.to_owned(), RUNNABLE.to_owned())]);
+fn export_annotations(what: As, platform: Option<&Platform>) -> BTreeMap<String, String> {
+    let mut a = BTreeMap::from([(EXPORT.to_owned(), what.annotation().to_owned())]);
     if let Some(p) = platform {
         a.insert(EXPORT_PLATFORM.to_owned(), p.to_string());
     }
@@ -275,6 +361,20 @@ pub(crate) fn declared_mounts(image: &AgentImage) -> Vec<UserMount> {
         .collect()
 }
 
+/// The environment the runnable export's image config sets for `image` on `platform` (`PATH`,
+/// `HOME`, …, CONFIG values and ENVs; built with no host variable, so no credential).
+pub fn export_env(
+    image: &AgentImage,
+    platform: &Platform,
+) -> Result<Vec<crate::env::EnvEntry>, PlanError> {
+    let root = std::env::temp_dir().join("otters-export-plan");
+    Ok(plan_for_export(image, root, platform)?
+        .env
+        .into_iter()
+        .filter(|e| !e.secret)
+        .collect())
+}
+
 /// The plan of the exported tree: `otters run --executor docker` of the image, with every
 /// declared MOUNT present (at its target), no required-CONFIG gate (values come from the
 /// container's environment) and no host environment at all.
@@ -324,13 +424,20 @@ fn export_one(
     digest: &Digest,
     platform: &Platform,
     limits: &Limits,
-    record: bool,
+    (what, record): (As, bool),
 ) -> Result<Image, ExportError> {
     let image = source::load_agent(store, reference, digest)?;
     let tmp = private_workdir().map_err(ExportError::Temp)?;
     let root = tmp.path().join("agent");
     let plan = plan_for_export(&image, root.clone(), platform)?;
     materialise::materialise(&plan, store, fetcher, limits, None)?;
+    if what == As::Tree {
+        let layer = layers::write(store, &tree::group(&root)?)?;
+        drop(tmp);
+        let config = tree::image_config(&image, platform, &layer);
+        let stored = (what, platform, record);
+        return store_image(store, digest, &config, vec![layer.descriptor], stored);
+    }
 
     let mut runtime = Group::new("runtime");
     let mut agent = Group::new("agent");
@@ -391,9 +498,28 @@ fn export_one(
         &plan::container_args(&plan::exec_args(&image), &model),
         &layers,
     );
-    let (config_digest, config_size) = store.put_blob_bytes(&config)?;
-    let subject = Descriptor::new(MANIFEST_V1, digest.clone(), agent_bytes.len() as u64);
     let layer_descs: Vec<Descriptor> = written.into_iter().map(|w| w.descriptor).collect();
+    store_image(
+        store,
+        digest,
+        &config,
+        layer_descs,
+        (As::Runnable, platform, record),
+    )
+}
+
+/// Stores the image manifest over `config` and `layers`, its `subject` the agent manifest
+/// `digest`, marked as `what` for `platform`; recorded as the agent's referrer when `record`.
+fn store_image(
+    store: &Store,
+    digest: &Digest,
+    config: &[u8],
+    layer_descs: Vec<Descriptor>,
+    (what, platform, record): (As, &Platform, bool),
+) -> Result<Image, ExportError> {
+    let agent_bytes = store.read_blob(digest)?;
+    let (config_digest, config_size) = store.put_blob_bytes(config)?;
+    let subject = Descriptor::new(MANIFEST_V1, digest.clone(), agent_bytes.len() as u64);
     let manifest = Value::object()
         .with("schemaVersion", 2i64)
         .with("mediaType", MANIFEST_V1)
@@ -408,7 +534,7 @@ fn export_one(
         .with("subject", subject.to_json())
         .with(
             "annotations",
-            string_map(&export_annotations(Some(platform))),
+            string_map(&export_annotations(what, Some(platform))),
         );
     let manifest = to_compact(&manifest).unwrap_or_default();
     let stored = store.put_manifest(&manifest, MANIFEST_V1)?;
@@ -491,11 +617,22 @@ fn check_loaders(
 /// The runnable exports the store records for the agent `digest` (a manifest or an index): the
 /// referrers marked [`EXPORT`] = [`RUNNABLE`], in digest order.
 pub fn exports_of(store: &Store, digest: &Digest) -> Result<Vec<Descriptor>, StoreError> {
+    exports_as(store, digest, As::Runnable)
+}
+
+/// The exports of kind `what` the store records for the agent `digest`: a tree export is never
+/// taken for the runnable one, nor the other way round.
+pub fn exports_as(store: &Store, digest: &Digest, what: As) -> Result<Vec<Descriptor>, StoreError> {
     Ok(store
         .referrers(digest)?
         .into_iter()
-        .filter(|d| d.annotations.get(EXPORT).map(String::as_str) == Some(RUNNABLE))
+        .filter(|d| is_export(d, what))
         .collect())
+}
+
+/// Whether the referrer `d` is marked as an export of kind `what`.
+pub fn is_export(d: &Descriptor, what: As) -> bool {
+    d.annotations.get(EXPORT).map(String::as_str) == Some(what.annotation())
 }
 
 /// The runnable export to deploy for the agent `top`: among `exports` (its referrers marked
@@ -514,12 +651,13 @@ pub fn remote_exports(
     client: &otters_oci::registry::RegistryClient,
     r: &otters_oci::reference::Reference,
     top: &Digest,
+    what: As,
 ) -> Result<Vec<Descriptor>, otters_oci::registry::RegistryError> {
     Ok(client
         .referrers(r, top, None)?
         .entries
         .into_iter()
-        .filter(|d| d.annotations.get(EXPORT).map(String::as_str) == Some(RUNNABLE))
+        .filter(|d| is_export(d, what))
         .collect())
 }
 

@@ -36,38 +36,51 @@ pub enum AgentKubeError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Registry(#[from] RegistryError),
-    #[error("{} has no runnable export for {platform}; run `otters export {} --as runnable --push` first", escape(.reference), escape(.reference))]
+    #[error("{} has no {what} export for {platform}; run `otters export {} --as {what} --push` first", escape(.reference), escape(.reference))]
     NoExport {
         reference: String,
-        platform: Platform,
+        platform: Box<Platform>,
+        what: &'static str,
     },
     /// An agent built for one platform, asked for another than this machine's: the plain
     /// `otters export` would export it for this machine, never for `platform`.
-    #[error("{} has no runnable export for {platform}, and an agent built for one platform is exported for that platform only", escape(.reference))]
+    #[error("{} has no {what} export for {platform}, and an agent built for one platform is exported for that platform only", escape(.reference))]
     NoExportForPlatform {
         reference: String,
-        platform: Platform,
+        platform: Box<Platform>,
+        what: &'static str,
     },
-    #[error("{} has no runnable export in the store, and its registry could not be asked for one", escape(.reference))]
+    #[error("{} has no {what} export in the store, and its registry could not be asked for one", escape(.reference))]
     ExportLookup {
         reference: String,
+        what: &'static str,
         #[source]
         source: Box<RegistryError>,
     },
-    #[error("cannot check the runnable export listed for {}: otters could not make the export of the agent to compare it with", escape(.reference))]
+    #[error("cannot check the {what} export listed for {}: otters could not make the export of the agent to compare it with", escape(.reference))]
     Derive {
         reference: String,
+        what: &'static str,
         #[source]
         source: Box<crate::export::ExportError>,
     },
-    #[error("the runnable export listed for {} ({}) is not the one otters makes of this agent ({derived}): it was made from another agent, platform or reference, or planted; run `otters export {} --as runnable --push` to publish the right one", escape(.reference), .listed.join(", "), escape(.reference))]
+    #[error("the {what} export listed for {} ({}) is not the one otters makes of this agent ({derived}): it was made from another agent, platform or reference, or planted; run `otters export {} --as {what} --push` to publish the right one", escape(.reference), .listed.join(", "), escape(.reference))]
     NotItsExport {
         reference: String,
+        what: &'static str,
         listed: Vec<String>,
         derived: Digest,
     },
     #[error("{} names no registry, so a cluster cannot pull its export; push the agent and run `otters export REF --as runnable --push`", escape(.0))]
     NoRegistry(String),
+    #[error("a pod that mounts the tree from images runs the agent's own RUNTIME image, by the digest the agent pins; it cannot run another image ({})", escape(.0))]
+    ImageWithTree(String),
+    #[error("cannot mount the tree of {} from images", escape(.reference))]
+    Tree {
+        reference: String,
+        #[source]
+        source: Box<super::tree::TreeError>,
+    },
     #[error("cannot make Kubernetes objects for {reference}")]
     Objects {
         reference: String,
@@ -96,14 +109,31 @@ pub fn agent_objects(
     let top = prepare::fetch_image(store, &registry, reference, pull)?.digest;
     let manifest = source::agent_manifest(store, reference, &top, platform)?;
     let agent = source::load_agent(store, reference, &manifest)?;
-    opts.image = if let Some(i) = image {
-        i.to_owned()
+    let local = crate::source::LocalOnly;
+    let fetcher: &dyn Fetcher = if fetch.offline { &local } else { &registry };
+    if opts.tree_image {
+        if let Some(i) = image {
+            return Err(AgentKubeError::ImageWithTree(i.to_owned()));
+        }
+        let what = export::As::Tree;
+        let tree = find_export(store, reference, &top, platform, fetch, fetcher, what)
+            .map_err(|e| for_platform(e, manifest == top))?;
+        let (runtime, volumes) = super::tree::tree_volumes(store, fetcher, &agent, platform, tree)
+            .map_err(|e| AgentKubeError::Tree {
+                reference: reference.to_owned(),
+                source: Box::new(e),
+            })?;
+        opts.image = runtime;
+        opts.tree = Some(volumes);
     } else {
-        let local = crate::source::LocalOnly;
-        let fetcher: &dyn Fetcher = if fetch.offline { &local } else { &registry };
-        find_export(store, reference, &top, platform, fetch, fetcher)
-            .map_err(|e| for_platform(e, manifest == top))?
-    };
+        opts.image = if let Some(i) = image {
+            i.to_owned()
+        } else {
+            let what = export::As::Runnable;
+            find_export(store, reference, &top, platform, fetch, fetcher, what)
+                .map_err(|e| for_platform(e, manifest == top))?
+        };
+    }
     super::manifests(&agent, &opts).map_err(|e| AgentKubeError::Objects {
         reference: reference.to_owned(),
         source: Box::new(e),
@@ -117,9 +147,11 @@ fn for_platform(e: AgentKubeError, single: bool) -> AgentKubeError {
         AgentKubeError::NoExport {
             reference,
             platform,
-        } if single && platform != export::linux_host() => AgentKubeError::NoExportForPlatform {
+            what,
+        } if single && *platform != export::linux_host() => AgentKubeError::NoExportForPlatform {
             reference,
             platform,
+            what,
         },
         e => e,
     }
@@ -138,9 +170,11 @@ pub fn find_export(
     platform: &Platform,
     fetch: &Fetch,
     fetcher: &dyn Fetcher,
+    what: export::As,
 ) -> Result<String, AgentKubeError> {
     let parsed = Reference::parse(reference).ok();
-    let mut listed = export::exports_of(store, top)?;
+    let mut listed = export::exports_as(store, top, what)?;
+    let name = what.annotation();
     let mut derived: Option<Digest> = None;
     let mut derive = || -> Result<Digest, AgentKubeError> {
         if let Some(d) = &derived {
@@ -151,11 +185,20 @@ pub fn find_export(
                 .is_ok_and(|doc| doc.media_type == Some(otters_oci::MediaType::OciIndex))
         });
         let wanted = (!is_index).then_some(platform);
-        let made = export::derive(store, fetcher, reference, top, wanted, &Limits::default())
-            .map_err(|e| AgentKubeError::Derive {
-                reference: reference.to_owned(),
-                source: Box::new(e),
-            })?;
+        let made = export::derive_as(
+            store,
+            fetcher,
+            reference,
+            top,
+            wanted,
+            &Limits::default(),
+            what,
+        )
+        .map_err(|e| AgentKubeError::Derive {
+            reference: reference.to_owned(),
+            what: name,
+            source: Box::new(e),
+        })?;
         derived = Some(made.descriptor.digest.clone());
         Ok(made.descriptor.digest)
     };
@@ -168,10 +211,11 @@ pub fn find_export(
         if let Some(r) = &parsed {
             let lookup = |source| AgentKubeError::ExportLookup {
                 reference: reference.to_owned(),
+                what: name,
                 source: Box::new(source),
             };
             let client = RegistryClient::new(fetch.client.clone()).map_err(lookup)?;
-            let remote = export::remote_exports(&client, r, top).map_err(lookup)?;
+            let remote = export::remote_exports(&client, r, top, what).map_err(lookup)?;
             if export::pick_export(&remote, platform).is_some() {
                 let d = derive()?;
                 found = remote.iter().any(|e| e.digest == d).then_some(d);
@@ -184,12 +228,14 @@ pub fn find_export(
         None if export::pick_export(&listed, platform).is_none() => {
             return Err(AgentKubeError::NoExport {
                 reference: reference.to_owned(),
-                platform: platform.clone(),
+                platform: Box::new(platform.clone()),
+                what: name,
             })
         }
         None => {
             return Err(AgentKubeError::NotItsExport {
                 reference: reference.to_owned(),
+                what: name,
                 listed: shown(&listed),
                 derived: derive()?,
             })
@@ -233,6 +279,7 @@ mod tests {
             &platform,
             &offline,
             &crate::source::LocalOnly,
+            export::As::Runnable,
         )
         .unwrap_err();
         let text = e.to_string();
@@ -247,7 +294,8 @@ mod tests {
     fn only_a_single_platform_agent_asked_for_another_platform_is_told_to_rebuild() {
         let no_export = |platform: Platform| AgentKubeError::NoExport {
             reference: "r.example/a:1".into(),
-            platform,
+            platform: Box::new(platform),
+            what: "runnable",
         };
         let other = Platform::parse("linux/s390x").unwrap();
         assert!(matches!(

@@ -16,6 +16,7 @@ mod names;
 mod options;
 mod pod;
 mod quantity;
+pub mod tree;
 mod workload;
 pub mod yaml;
 
@@ -27,6 +28,7 @@ pub use options::{
 };
 
 use crate::env::EnvEntry;
+use crate::export::tree::TREE;
 use crate::export::RUNNABLE;
 use crate::overrides::{self, OverrideError, Overrides};
 use crate::plan::{self, Launcher, Pins, PlanError, RunOptions, CONTAINER_PORT};
@@ -222,7 +224,7 @@ pub fn objects(image: &AgentImage, opts: &Options) -> Result<Vec<Node>, KubeErro
     let pod_spec = pod::pod_spec(image, serves(image), opts, &name, &config_name, &mounts);
     let annotations = Node::map()
         .with(AGENT_DIGEST, image.digest.as_str())
-        .with(EXPORT, RUNNABLE);
+        .with(EXPORT, if opts.tree.is_some() { TREE } else { RUNNABLE });
     let metadata = meta(&name).with("annotations", annotations.clone());
     let template_metadata = Node::map()
         .with("labels", labels.clone())

@@ -93,6 +93,11 @@ pub struct Options {
     /// No readiness and liveness probes on a serving agent's port.
     pub no_probes: bool,
     pub uid: Uid,
+    /// `--tree image`: the RUNTIME image (as [`Options::image`]) with the tree and BINs mounted
+    /// as image volumes; `None` runs the runnable export.
+    pub tree: Option<super::tree::TreeVolumes>,
+    /// `--tree image` asked for: `agent::agent_objects` finds the tree export and sets `tree`.
+    pub tree_image: bool,
 }
 
 /// Why a `--mount` or `--config-from` text is refused.

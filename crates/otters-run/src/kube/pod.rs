@@ -78,6 +78,32 @@ fn user(opts: &Options, context: Node, pod: bool) -> Node {
     }
 }
 
+/// The container's `env`: with `--tree image`, the image config's fixed variables (and its
+/// `command` and `args` set on `container`); MODEL's provider key from the Secret.
+fn env(image: &AgentImage, opts: &Options, name: &str, container: &mut Node) -> Vec<Node> {
+    let model = image.model.agent.model.as_ref().map(|m| m.value.as_str());
+    let mut env = Vec::new();
+    if let Some(t) = &opts.tree {
+        let args = crate::plan::container_args(&crate::plan::exec_args(image), model.unwrap_or(""));
+        super::tree::container(t, container, args);
+        env = super::tree::env(t);
+    }
+    if let Some(key) = model.and_then(provider_key) {
+        let secret = opts
+            .secret
+            .clone()
+            .unwrap_or_else(|| format!("{name}-credentials"));
+        env.push(Node::map().with("name", key.as_str()).with(
+            "valueFrom",
+            Node::map().with(
+                "secretKeyRef",
+                Node::map().with("name", secret).with("key", key.as_str()),
+            ),
+        ));
+    }
+    env
+}
+
 /// The pod's spec; `serves` when the agent's EXEC starts the runtime's server (then readiness
 /// and liveness probe its port, unless `opts.no_probes`; never in a Job).
 pub(super) fn pod_spec(
@@ -89,7 +115,10 @@ pub(super) fn pod_spec(
     mounts: &[Mapped],
 ) -> Node {
     let seccomp = || Node::map().with("type", "RuntimeDefault");
-    let (volumes, volume_mounts) = volumes(opts, name, mounts);
+    let (mut volumes, mut volume_mounts) = volumes(opts, name, mounts);
+    if let Some(t) = &opts.tree {
+        super::tree::apply(t, name, &mut volumes, &mut volume_mounts);
+    }
     let mut env_from =
         vec![Node::map().with("configMapRef", Node::map().with("name", config_name))];
     for c in &opts.config_from {
@@ -114,22 +143,9 @@ pub(super) fn pod_spec(
                 .with("protocol", "TCP")],
         )
         .with("envFrom", env_from);
-    let model = image.model.agent.model.as_ref().map(|m| m.value.as_str());
-    if let Some(key) = model.and_then(provider_key) {
-        let secret = opts
-            .secret
-            .clone()
-            .unwrap_or_else(|| format!("{name}-credentials"));
-        container.push(
-            "env",
-            vec![Node::map().with("name", key.as_str()).with(
-                "valueFrom",
-                Node::map().with(
-                    "secretKeyRef",
-                    Node::map().with("name", secret).with("key", key.as_str()),
-                ),
-            )],
-        );
+    let env = env(image, opts, name, &mut container);
+    if !env.is_empty() {
+        container.push("env", env);
     }
     if serves && !opts.no_probes && opts.kind != Kind::Job {
         // The runtime contract names no health path: a probe of the port it serves on.
