@@ -2,7 +2,7 @@
 //! from a local server directly and through the proxy (`CONNECT`), alternating, best of ROUNDS; then
 //! the process's resident memory with 100 tunnels open through it. Not a test: numbers, printed.
 //!
-//! Usage: cargo run --release -p otters-run --example egress_proxy_bench [MIB] [ROUNDS]
+//! Usage: `cargo run --release -p otters-run --example egress_proxy_bench [MIB] [ROUNDS]`
 
 use otters_agentfile::ir::egress::parse;
 use otters_run::egress::proxy::{start, Config, Report};
@@ -114,6 +114,7 @@ fn main() {
         proxied.push(download(tunnel(proxy.addr(), big), bytes));
     }
     let best = |v: &[Duration]| v.iter().min().copied().unwrap_or_default();
+    #[allow(clippy::cast_precision_loss)] // a size in MiB, far below 2^52
     let mibs = |d: Duration| mib as f64 / d.as_secs_f64();
     let (d, p) = (best(&direct), best(&proxied));
     println!("download {mib} MiB, best of {rounds}: direct {:.0} MiB/s, through the proxy {:.0} MiB/s, ratio {:.2}", mibs(d), mibs(p), d.as_secs_f64() / p.as_secs_f64());
