@@ -446,6 +446,38 @@ fn an_agent_built_as_an_index_exports_an_index_of_one_image_per_platform() {
     );
 }
 
+/// An agent whose layer is several compression blocks (`pgzip::BLOCK`, 1 MiB) of text exports
+/// to one digest on one core (`taskset -c 0`: one compressor thread) and on all of them, from two
+/// fresh homes. On a one-core machine both exports use one thread and the test cannot fail.
+#[test]
+fn an_export_of_several_blocks_has_one_digest_on_one_core_and_on_all() {
+    let test = "an_export_of_several_blocks_has_one_digest_on_one_core_and_on_all";
+    if !crate::support::tools::require(test, "taskset", &["--version"], "it is in util-linux") {
+        return;
+    }
+    let Some(w) = StaticWorld::start(test) else {
+        return;
+    };
+    let notes: Vec<u8> = (0..150_000u32)
+        .flat_map(|i| format!("note {i}: {}\n", i.wrapping_mul(2_654_435_761) % 9973).into_bytes())
+        .collect();
+    assert!(notes.len() > 2 << 20);
+    let agent = w.agent_with_notes("big", "big", &[], &notes);
+    let export = |home: &str, cores: &str| {
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", cores])
+            .arg(assert_cmd::cargo::cargo_bin("otters"))
+            .env("OTTERS_HOME", w.fresh_home(home))
+            .env("NO_COLOR", "1")
+            .env_remove("SOURCE_DATE_EPOCH")
+            .args(["export", &agent, "--as", "runnable"]);
+        last_line(&ok(&mut assert_cmd::Command::from_std(cmd)))
+    };
+    let all = export("home-all", "0-1023");
+    assert!(all.starts_with("sha256:"), "{all}");
+    assert_eq!(export("home-one", "0"), all, "one core wrote other bytes");
+}
+
 fn w_fails(w: &StaticWorld, args: &[&str]) -> String {
     let out = cli::otters(&w.home).args(args).output().unwrap();
     assert!(!out.status.success(), "{args:?} succeeded");

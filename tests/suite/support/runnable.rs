@@ -89,9 +89,14 @@ impl StaticWorld {
 
     /// [`StaticWorld::agent`], with extra `otters build` flags (e.g. `--platform`).
     pub fn agent_for(&self, name: &str, repo: &str, flags: &[&str]) -> String {
+        self.agent_with_notes(name, repo, flags, b"some notes\n")
+    }
+
+    /// [`StaticWorld::agent_for`], with `notes` as the content of the ADDed `notes.txt`.
+    pub fn agent_with_notes(&self, name: &str, repo: &str, flags: &[&str], notes: &[u8]) -> String {
         let ctx = self.tmp.path().join(format!("ctx-{repo}"));
         fs::create_dir_all(&ctx).expect("context dir");
-        fs::write(ctx.join("notes.txt"), "some notes\n").expect("notes");
+        fs::write(ctx.join("notes.txt"), notes).expect("notes");
         let text = AGENTFILE
             .replace("{a}", &self.reg.addr)
             .replace("{name}", name);

@@ -6,15 +6,15 @@
 //! byte order of their paths, directories 0755, files 0755 with any x bit else 0644, uid/gid 0
 //! except the agent's writable directories and what they hold (owned by [`super::USER_ID`] and
 //! group 0, group-writable, `tmp/` sticky: 0775, 01775, 0664 or 0775), mtime 0, empty
-//! user/group names, paths over 100 bytes in a PAX `path` record, gzip by the pinned zlib-rs
-//! backend at `build::pgzip::GZIP_LEVEL` with mtime 0. Must never: follow a symlink,
-//! write a world-writable directory, or read the clock, owner, umask or locale.
+//! user/group names, paths over 100 bytes in a PAX `path` record, gzip by `build::pgzip` (the
+//! build's deterministic block-parallel compressor: a layer of at most one block is one stream
+//! at `GZIP_LEVEL`, as before; a longer one does not depend on the core count). Must never:
+//! follow a symlink, write a world-writable directory, or read the clock, owner, umask or locale.
 
-use flate2::{Compression, GzBuilder};
 use otters_oci::spec::descriptor::{Descriptor, ANN_TITLE, TAR_GZIP_LAYER};
 use otters_oci::spec::digest::HashingWriter;
 use otters_oci::{Digest, Store, StoreError};
-use otters_pipeline::build::pgzip::GZIP_LEVEL;
+use otters_pipeline::build::pgzip;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
@@ -170,38 +170,58 @@ pub struct Written {
     pub diff_id: Digest,
 }
 
-/// Writes `group` as a tar+gzip blob into `store`.
+/// Writes `group` as a tar+gzip blob into `store`, compressed as a build compresses its
+/// directory layers (`build::pgzip`: on every core, the same bytes for any number of them).
 pub fn write(store: &Store, group: &Group) -> Result<Written, LayerError> {
+    write_with(store, group, pgzip::default_workers())
+}
+
+/// [`write`] on `workers` compression threads.
+fn write_with(store: &Store, group: &Group, workers: usize) -> Result<Written, LayerError> {
     let werr = |source: io::Error| LayerError::Write {
         title: group.title.clone(),
         source,
     };
     let blob = store.blob_writer()?;
-    let gz = GzBuilder::new()
-        .mtime(0)
-        .write(blob, Compression::new(GZIP_LEVEL));
-    let mut tar = tar::Builder::new(HashingWriter::new(gz));
-    for e in group.entries.values() {
-        append(&mut tar, e).map_err(|err| match err {
-            AppendError::Read(source) => LayerError::Read {
-                path: match &e.kind {
-                    Kind::File { source, .. } => source.clone(),
-                    Kind::Dir => PathBuf::from(OsStr::from_bytes(&e.path)),
-                },
-                source,
-            },
-            AppendError::Write(source) => werr(source),
-        })?;
-    }
-    let hashing = tar.into_inner().map_err(werr)?;
-    let (diff_id, _, gz) = hashing.finish();
-    let blob = gz.finish().map_err(werr)?;
+    let filled = pgzip::gzip(blob, workers, |gz| -> Result<Digest, Fill> {
+        let mut tar = tar::Builder::new(HashingWriter::new(gz));
+        for e in group.entries.values() {
+            append(&mut tar, e).map_err(|err| match err {
+                AppendError::Read(source) => Fill::Layer(LayerError::Read {
+                    path: match &e.kind {
+                        Kind::File { source, .. } => source.clone(),
+                        Kind::Dir => PathBuf::from(OsStr::from_bytes(&e.path)),
+                    },
+                    source,
+                }),
+                AppendError::Write(source) => Fill::Io(source),
+            })?;
+        }
+        let (diff_id, _, _) = tar.into_inner()?.finish();
+        Ok(diff_id)
+    });
+    let (blob, diff_id) = filled.map_err(|e| match e {
+        Fill::Layer(e) => e,
+        Fill::Io(e) => werr(e),
+    })?;
     let (digest, size) = blob.commit()?;
     Ok(Written {
         descriptor: Descriptor::new(TAR_GZIP_LAYER, digest, size)
             .with_annotation(ANN_TITLE, group.title.clone()),
         diff_id,
     })
+}
+
+/// What ends the filling of a layer's stream: a source that cannot be read, or the stream's write.
+enum Fill {
+    Layer(LayerError),
+    Io(io::Error),
+}
+
+impl From<io::Error> for Fill {
+    fn from(e: io::Error) -> Self {
+        Fill::Io(e)
+    }
 }
 
 enum AppendError {
@@ -312,6 +332,45 @@ mod tests {
                 ("opt/".to_owned(), 0o755, 0),
                 ("opt/bins/".to_owned(), 0o755, 0),
                 ("opt/bins/x".to_owned(), 0o755, 0)
+            ]
+        );
+    }
+
+    /// A layer of several compression blocks: the same bytes on one thread as on three, and
+    /// they unpack to the files.
+    #[test]
+    fn a_layer_of_several_blocks_has_the_same_bytes_on_any_number_of_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("store")).unwrap();
+        let src = dir.path().join("data");
+        fs::create_dir(&src).unwrap();
+        let text: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| format!("line {i}: {}\n", i.wrapping_mul(2_654_435_761)).into_bytes())
+            .collect();
+        assert!(text.len() > 3 * pgzip::BLOCK);
+        fs::write(src.join("a.txt"), &text).unwrap();
+        fs::write(src.join("b.txt"), &text[..12_345]).unwrap();
+        let mut group = Group::new("agent");
+        group.add(&src, b"data", 0).unwrap();
+        let one = write_with(&store, &group, 1).unwrap();
+        let three = write_with(&store, &group, 3).unwrap();
+        assert_eq!(one.descriptor.digest, three.descriptor.digest);
+        assert_eq!(one.diff_id, three.diff_id);
+        let bytes = store.read_blob(&one.descriptor.digest).unwrap();
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+        let mut sizes = Vec::new();
+        for e in archive.entries().unwrap() {
+            let mut e = e.unwrap();
+            let mut body = Vec::new();
+            io::Read::read_to_end(&mut e, &mut body).unwrap();
+            sizes.push((e.path().unwrap().display().to_string(), body.len()));
+        }
+        assert_eq!(
+            sizes,
+            [
+                ("data/".to_owned(), 0),
+                ("data/a.txt".to_owned(), text.len()),
+                ("data/b.txt".to_owned(), 12_345)
             ]
         );
     }
