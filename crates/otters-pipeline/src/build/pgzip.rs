@@ -36,13 +36,14 @@ pub const GZIP_LEVEL: u32 = 6;
 pub const BLOCK: usize = 1 << 20;
 
 /// The deflate level of the blocks of a stream longer than one [`BLOCK`] (a stream of one block
-/// keeps [`GZIP_LEVEL`] and the bytes it had before). Level 1 because directory layers must stay
-/// gzip (oras' `io.deis.oras.content.unpack` and openotters' loader read only `tar+gzip`), and a
-/// build of text at level 6 was 10× the floor: on text-like data (`bench/dir.sh`), zlib-rs needs
-/// 28 instructions per byte at level 1, 58 at 2, 79 at 3 and 160 at 6 (cachegrind), for layers
-/// of 0.34, 0.24, 0.22 and 0.17 of the input (docs/performance.md, "Directory ADD").
+/// keeps [`GZIP_LEVEL`] and the bytes it had before). Directory layers must stay gzip (oras'
+/// `io.deis.oras.content.unpack` and openotters' loader read only `tar+gzip`), and level 6 made
+/// a build of text 10× its floor. Level 2, not 1: zlib-rs' level 1 is its "quick" deflate (static
+/// Huffman codes only), whose text layers were 1.43× the size of `gzip -1`'s; level 2 is the
+/// classic fast deflate with dynamic codes, 0.98× `gzip -1`'s size for 0.73× the CPU of one
+/// thread of `pigz -1` (docs/performance.md, "Layer size against gzip -1").
 /// Changing it changes the digest of every layer longer than a block.
-pub const BLOCK_LEVEL: u32 = 1;
+pub const BLOCK_LEVEL: u32 = 2;
 
 /// How much of the previous block primes a block's compressor (deflate's window).
 const WINDOW: usize = 32 * 1024;
@@ -410,7 +411,7 @@ mod tests {
         }
     }
 
-    /// Lines of nine words drawn from `seed` (an LCG): text that level 1 compresses about 3×.
+    /// Lines of nine words drawn from `seed` (an LCG): text that the block level compresses about 3×.
     fn otter_lines(seed: u64, len: usize) -> Vec<u8> {
         const WORDS: [&str; 8] = [
             "otter", "river", "stone", "fish", "swim", "den", "night", "water",

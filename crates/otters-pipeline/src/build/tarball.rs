@@ -7,7 +7,7 @@
 //! for directories and for files with any x bit, 0644 for other files, 0777 for symlinks; uid/gid
 //! 0, empty user/group names, one mtime for all; paths over 100 bytes (and link targets) go in a
 //! PAX `path`/`linkpath` record; gzip by the pinned zlib-rs backend with mtime 0: a stream of at
-//! most 1 MiB at level 6 in one piece, a longer one in 1 MiB blocks at level 1 compressed in
+//! most 1 MiB at level 6 in one piece, a longer one in 1 MiB blocks at level 2 compressed in
 //! parallel ([`pgzip`]: the same bytes on any number of threads).
 //! Symlinks are stored as symlinks when their target, resolved inside the added directory, stays
 //! in it; absolute targets or targets that climb out of it are refused. Sockets, FIFOs and devices
