@@ -92,7 +92,7 @@ impl StaticWorld {
         self.agent_with_notes(name, repo, flags, b"some notes\n")
     }
 
-    /// [`StaticWorld::agent_for`], with `notes` as the content of the ADDed `notes.txt`.
+    /// [`StaticWorld::agent_for`], with `notes` as the content of `notes.txt` (which the Agentfile adds).
     pub fn agent_with_notes(&self, name: &str, repo: &str, flags: &[&str], notes: &[u8]) -> String {
         let ctx = self.tmp.path().join(format!("ctx-{repo}"));
         fs::create_dir_all(&ctx).expect("context dir");
