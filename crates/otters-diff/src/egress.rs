@@ -42,15 +42,15 @@ fn covered(allow: &[Dest], d: &Dest) -> bool {
 }
 
 /// Every EGRESS change from `x` to `y`.
-pub fn changes(out: &mut Vec<Change>, x: &Agent, y: &Agent) {
-    let (a, b) = (x.egress_policy(), y.egress_policy());
+pub fn changes(out: &mut Vec<Change>, before: &Agent, after: &Agent) {
+    let (a, b) = (before.egress_policy(), after.egress_policy());
     let whole = |class: Class| {
         Change::new(class, What::Egress, "egress", Kind::Changed)
             .values(Some(shown(&a)), Some(shown(&b)))
     };
     match (&a, &b) {
         (Policy::Undeclared, Policy::Undeclared) | (Policy::Nothing, Policy::Nothing) => {}
-        (Policy::Allow(p), Policy::Allow(q)) => destinations(out, p, q),
+        (Policy::Allow(old), Policy::Allow(new)) => destinations(out, old, new),
         // Anywhere → a declaration, or destinations → nothing: narrower.
         (Policy::Undeclared, _) | (Policy::Allow(_), Policy::Nothing) => {
             out.push(whole(Class::Behaviour));

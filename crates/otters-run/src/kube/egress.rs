@@ -101,7 +101,7 @@ pub fn template_rules(image: &AgentImage, env: &[EnvEntry], cilium: bool) -> Opt
     let model = agent.model.as_ref().map(|m| m.value.as_str());
     match egress_plan(agent, model, env)? {
         EgressPlan::NoNetwork => Some(Vec::new()),
-        plan => {
+        plan @ EgressPlan::Proxy { .. } => {
             let allow: Vec<Dest> = plan
                 .allow()
                 .into_iter()
