@@ -2,7 +2,8 @@
 //! in the expected class with no spurious escalation (whole outputs pinned); the gates' exit
 //! codes; the Markdown parses as `CommonMark` (markdown-it-py of the CI venv); an Agentfile
 //! directory on one side; a diff of two registry agents downloads no data blob (the registry's
-//! access log) and re-pinning a RUNTIME in the same repository is a `pin`.
+//! access log) and re-pinning a RUNTIME in the same repository is a `pin`; an EGRESS destination
+//! added is an escalation, and declaring EGRESS where there was none a narrowing.
 
 use crate::support::ci_tools::venv_bin;
 use crate::support::cli::{json, Env};
@@ -125,6 +126,66 @@ fn each_one_way_change_lands_in_its_class_and_nothing_else() {
     }
     t.run(&env, &["diff", "base:1", "config:1", "--show-values"]);
     t.assert("diff", "one_way_pairs");
+}
+
+/// The classes of `otters diff a b --format json`, in order.
+fn classes(env: &Env, a: &str, b: &str) -> Vec<String> {
+    let (status, out) = code(env, &["diff", a, b, "--format", "json"]);
+    assert_eq!(status, 0, "{a} {b}: {out}");
+    json(&out)["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["class"].as_str().unwrap(),
+                c["what"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_egress_host_added_is_an_escalation_and_nothing_else() {
+    let env = Env::new();
+    let api = "MOUNT /data ro\nEGRESS api.open-meteo.com \"The forecast API\"\n";
+    agent(&env, "base:1", "", "", "north\n");
+    agent(&env, "egress:1", "MOUNT /data ro\n", api, "north\n");
+    let more = format!("{api}EGRESS uploads.example.com:8443\n");
+    agent(&env, "egress:2", "MOUNT /data ro\n", &more, "north\n");
+    agent(
+        &env,
+        "none:1",
+        "MOUNT /data ro\n",
+        "MOUNT /data ro\nEGRESS none\n",
+        "north\n",
+    );
+    let mut t = Transcript::on(&env);
+    t.run(&env, &["diff", "egress:1", "egress:2"]);
+    t.run(&env, &["diff", "egress:1", "egress:2", "--format", "json"]);
+    t.run(&env, &["diff", "base:1", "egress:1"]);
+    t.run(&env, &["diff", "none:1", "egress:1"]);
+    t.assert("diff", "egress");
+    assert_eq!(classes(&env, "egress:1", "egress:2"), ["escalation egress"]);
+    // Back: the destination removed, a narrowing.
+    assert_eq!(classes(&env, "egress:2", "egress:1"), ["behaviour egress"]);
+    // Declaring EGRESS where there was none narrows what the agent may reach; dropping it widens.
+    assert_eq!(classes(&env, "base:1", "egress:1"), ["behaviour egress"]);
+    assert_eq!(classes(&env, "egress:1", "base:1"), ["escalation egress"]);
+    assert_eq!(classes(&env, "none:1", "egress:1"), ["escalation egress"]);
+    assert_eq!(classes(&env, "egress:1", "none:1"), ["behaviour egress"]);
+    // The gate sees it.
+    let (status, _) = code(
+        &env,
+        &["diff", "egress:1", "egress:2", "--fail-on", "escalation"],
+    );
+    assert_eq!(status, 1);
+    let (status, _) = code(
+        &env,
+        &["diff", "egress:2", "egress:1", "--fail-on", "escalation"],
+    );
+    assert_eq!(status, 0);
 }
 
 #[test]

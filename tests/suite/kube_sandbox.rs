@@ -5,7 +5,9 @@
 //! pruning and `kubectl apply --validate=strict` close it; their `podTemplate` is the Pod
 //! `--kind pod` writes, and that pod validates with kubernetes-validate `--strict` (1.31, 1.37)
 //! and passes checkov's checks; the objects beside them (`ConfigMap`, `Service`, `NetworkPolicy`)
-//! validate too. Each whole output is pinned (`snapshots/kube_sandbox`).
+//! validate too; the `SandboxTemplate` of an agent that declares EGRESS carries its egress rules
+//! as its own `networkPolicy`, and validates. Each whole output is pinned
+//! (`snapshots/kube_sandbox`).
 
 use crate::kube::{docs, own_checks, validate};
 use crate::kube_inputs::{agent, image, redacted};
@@ -117,7 +119,8 @@ fn kube_sandbox_and_template_validate_against_the_agent_sandbox_crds() {
             the_pod["metadata"]["labels"]
         );
     }
-    // No networkPolicy of the template's own yet: the controller's secure default applies.
+    // An agent without EGRESS: no networkPolicy of the template's own, so the controller's secure
+    // default applies.
     assert!(!template.contains("networkPolicy"), "{template}");
 
     let Some(check) = venv_bin(test, "check-jsonschema") else {
@@ -169,4 +172,88 @@ fn kube_sandbox_and_template_validate_against_the_agent_sandbox_crds() {
         .collect();
     fs::write(&file, written.join("---\n")).unwrap();
     validate(test, &file);
+}
+
+const EGRESS_AGENT: &str = "FROM scratch\nNAME fetcher\nMODEL anthropic/x\nRUNTIME example.test/rt:1\nEGRESS api.open-meteo.com \"The forecast API\"\nEGRESS *.example.org:80\nEGRESS 10.0.0.5:5432\nEGRESS [2001:db8::1]:853\n";
+
+#[test]
+fn a_sandbox_template_holds_the_declared_egress_as_its_network_policy() {
+    let test = "a_sandbox_template_holds_the_declared_egress_as_its_network_policy";
+    let env = agent("fetcher:1", EGRESS_AGENT);
+    let none = EGRESS_AGENT.split("EGRESS").next().unwrap().to_owned() + "EGRESS none\n";
+    env.build_unpinned("closed:1", &{
+        let ctx = env.dir.path().join("closed");
+        crate::support::write(&ctx.join("Agentfile"), none);
+        ctx
+    });
+    let img = image();
+    let kube = |tag: &str, extra: &[&str]| {
+        let mut args = vec!["kube", tag, "--offline", "--image", &img];
+        args.extend_from_slice(&["--kind", "sandbox-template"]);
+        args.extend_from_slice(extra);
+        let (ok, out, err) = env.run(&args);
+        assert!(ok && err.is_empty(), "{tag}: {err}");
+        out
+    };
+    let template = kube("fetcher:1", &[]);
+    let closed = kube("closed:1", &[]);
+    let cilium = kube("fetcher:1", &["--network-policy", "cilium"]);
+    crate::support::snap::assert("kube_sandbox", "egress_template", &redacted(&template));
+    crate::support::snap::assert("kube_sandbox", "egress_none_template", &redacted(&closed));
+
+    // The template's egress rules are the <name>-egress NetworkPolicy's, and the router is
+    // admitted to the runtime's port.
+    for text in [&template, &closed] {
+        own_checks(text);
+        let d = docs(text);
+        let np = &d[1]["spec"]["networkPolicy"];
+        let policy = d
+            .iter()
+            .find(|o| o["kind"].as_str() == Some("NetworkPolicy"))
+            .unwrap();
+        assert_eq!(np["egress"], policy["spec"]["egress"], "{text}");
+        assert_eq!(
+            np["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["app"].as_str(),
+            Some("sandbox-router")
+        );
+    }
+    let d = docs(&template);
+    assert_eq!(
+        d[1]["spec"]["networkPolicy"]["egress"]
+            .as_sequence()
+            .map(Vec::len),
+        Some(4)
+    );
+    assert_eq!(
+        docs(&closed)[1]["spec"]["networkPolicy"]["egress"]
+            .as_sequence()
+            .map(Vec::len),
+        Some(0)
+    );
+    // With Cilium, no rule opens the names' ports to any address: DNS and the two addresses.
+    let c = docs(&cilium);
+    let rules = c[1]["spec"]["networkPolicy"]["egress"]
+        .as_sequence()
+        .unwrap();
+    assert_eq!(rules.len(), 3, "{cilium}");
+    assert!(rules.iter().all(|r| !r["to"].is_null()), "{cilium}");
+
+    let Some(check) = venv_bin(test, "check-jsonschema") else {
+        return;
+    };
+    let dir = env.dir.path();
+    let schema = closed_schema(
+        "extensions.agents.x-k8s.io_sandboxtemplates.v1beta1.schema.json",
+        dir,
+    );
+    for text in [&template, &closed, &cilium] {
+        let doc: Json = serde_json::to_value(docs(text).remove(1)).unwrap();
+        let (ok, out) = check_jsonschema(&check, &schema, &doc, &dir.join("object.json"));
+        assert!(ok, "{out}");
+        // The check can fail: the controller owns the podSelector, which the CRD leaves out.
+        let mut planted = doc.clone();
+        planted["spec"]["networkPolicy"]["podSelector"] = serde_json::json!({});
+        let (ok, out) = check_jsonschema(&check, &schema, &planted, &dir.join("planted.json"));
+        assert!(!ok && out.contains("podSelector"), "{out}");
+    }
 }

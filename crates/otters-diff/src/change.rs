@@ -45,10 +45,6 @@ impl Class {
 }
 
 /// What a change is about, in the order the output lists them within a class.
-///
-/// EGRESS, once the language has it, becomes a variant here: an egress rule added or widened is
-/// an [`Class::Escalation`], one removed or narrowed a [`Class::Behaviour`] change, as for
-/// [`What::Capability`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum What {
     From,
@@ -57,6 +53,7 @@ pub enum What {
     Bin,
     Capability,
     Mount,
+    Egress,
     Context,
     Exec,
     Name,
@@ -79,6 +76,7 @@ impl What {
             What::Bin => "bin",
             What::Capability => "capability",
             What::Mount => "mount",
+            What::Egress => "egress",
             What::Context => "context",
             What::Exec => "exec",
             What::Name => "name",

@@ -310,6 +310,7 @@ pub fn changes(a: &Side, b: &Side, opts: Options) -> Vec<Change> {
     }
     .push(&mut out);
     mounts(&mut out, x, y);
+    crate::egress::changes(&mut out, x, y);
     contexts(&mut out, a, b);
     let exec = |g: &Agent| {
         g.exec

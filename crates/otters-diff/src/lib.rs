@@ -10,6 +10,7 @@
 pub mod build;
 pub mod change;
 pub mod classify;
+pub mod egress;
 pub mod side;
 pub mod text;
 

@@ -122,7 +122,7 @@ pub struct DiffChange<'a> {
     #[schemars(extend("enum" = ["escalation", "behaviour", "pin", "configuration", "data", "provenance"]))]
     pub class: &'a str,
     /// What kind of item changed.
-    #[schemars(extend("enum" = ["from", "runtime", "model", "bin", "capability", "mount", "context", "exec", "name", "config", "env", "label", "arg", "add", "platform", "referrer", "manifest"]))]
+    #[schemars(extend("enum" = ["from", "runtime", "model", "bin", "capability", "mount", "egress", "context", "exec", "name", "config", "env", "label", "arg", "add", "platform", "referrer", "manifest"]))]
     pub what: &'a str,
     /// The item's name (a BIN's, a CONTEXT's, a CONFIG key, …).
     pub name: &'a str,

@@ -91,6 +91,27 @@ pub fn policy(
     )
 }
 
+/// The egress rules of an agent-sandbox `SandboxTemplate`'s `networkPolicy`, when the agent
+/// declares EGRESS: those of the `NetworkPolicy` above (DNS, the declared ports, IP literals as
+/// `ipBlock`s), or none at all for `EGRESS none` (the controller then denies all egress). With
+/// `cilium`, the names are the `CiliumNetworkPolicy`'s to hold: a rule opening their ports to any
+/// address would, added to it, let them go anywhere, so only DNS and the IP literals are here.
+pub fn template_rules(image: &AgentImage, env: &[EnvEntry], cilium: bool) -> Option<Vec<Node>> {
+    let agent = &image.model.agent;
+    let model = agent.model.as_ref().map(|m| m.value.as_str());
+    match egress_plan(agent, model, env)? {
+        EgressPlan::NoNetwork => Some(Vec::new()),
+        plan @ EgressPlan::Proxy { .. } => {
+            let allow: Vec<Dest> = plan
+                .allow()
+                .into_iter()
+                .filter(|d| !cilium || d.host.is_ip())
+                .collect();
+            Some(rules(&allow))
+        }
+    }
+}
+
 /// A `cilium.io/v2` `CiliumNetworkPolicy`: DNS to kube-dns through Cilium's DNS proxy (which
 /// `toFQDNs` needs to learn the addresses), then one rule per destination: `toFQDNs`
 /// (`matchName`, or `matchPattern` for a `*.` wildcard, one label as ours) or `toCIDR`.
@@ -223,6 +244,24 @@ mod tests {
     use serde_yaml_ng::Value;
 
     fn policy_of(lines: &str) -> Option<Value> {
+        objects_of(lines, Options::default())
+            .into_iter()
+            .find(|d| d["metadata"]["name"].as_str() == Some("probe-egress"))
+    }
+
+    /// The `networkPolicy` of the `SandboxTemplate` made of an agent with `lines`.
+    fn template_policy_of(lines: &str, cilium: bool) -> Value {
+        let opts = Options {
+            kind: super::super::Kind::SandboxTemplate,
+            cilium,
+            ..Options::default()
+        };
+        let docs = objects_of(lines, opts);
+        assert_eq!(docs[1]["kind"].as_str(), Some("SandboxTemplate"));
+        docs[1]["spec"]["networkPolicy"].clone()
+    }
+
+    fn objects_of(lines: &str, opts: Options) -> Vec<Value> {
         let text =
             format!("FROM scratch\nNAME probe\nRUNTIME r.example/rt:1\nMODEL anthropic/x\n{lines}");
         let file = otters_agentfile::diagnostic::SourceFile::new("Agentfile", &text);
@@ -238,14 +277,41 @@ mod tests {
         };
         let opts = Options {
             image: format!("r.example/a@sha256:{}", "0".repeat(64)),
-            ..Options::default()
+            ..opts
         };
         let yaml = manifests(&image, &opts).unwrap().yaml;
-        let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&yaml)
+        serde_yaml_ng::Deserializer::from_str(&yaml)
             .map(|d| serde::Deserialize::deserialize(d).unwrap())
-            .collect();
-        docs.into_iter()
-            .find(|d| d["metadata"]["name"].as_str() == Some("probe-egress"))
+            .collect()
+    }
+
+    #[test]
+    fn a_sandbox_template_carries_the_same_egress_rules() {
+        // No EGRESS: no networkPolicy, the controller's default applies.
+        assert!(template_policy_of("", false).is_null());
+        // EGRESS none: the router admitted, all egress denied.
+        let none = template_policy_of("EGRESS none\n", false);
+        assert_eq!(none["egress"].as_sequence().map(Vec::len), Some(0));
+        let from = &none["ingress"][0]["from"][0];
+        assert_eq!(
+            from["podSelector"]["matchLabels"]["app"].as_str(),
+            Some("sandbox-router")
+        );
+        assert_eq!(none["ingress"][0]["ports"][0]["port"].as_u64(), Some(9999));
+        // Hosts: exactly the rules of the <name>-egress NetworkPolicy.
+        let lines = "EGRESS api.example.com\nEGRESS 10.0.0.5:5432\n";
+        let template = template_policy_of(lines, false);
+        let policy = policy_of(lines).unwrap();
+        assert_eq!(template["egress"], policy["spec"]["egress"]);
+        assert_eq!(template["egress"].as_sequence().map(Vec::len), Some(3));
+        // With Cilium, the names are the CiliumNetworkPolicy's: DNS and the address only.
+        let cilium = template_policy_of(lines, true);
+        let rules = cilium["egress"].as_sequence().unwrap();
+        assert_eq!(rules.len(), 2, "{rules:?}");
+        assert_eq!(
+            rules[1]["to"][0]["ipBlock"]["cidr"].as_str(),
+            Some("10.0.0.5/32")
+        );
     }
 
     #[test]

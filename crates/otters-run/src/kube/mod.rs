@@ -229,7 +229,15 @@ pub fn objects(image: &AgentImage, opts: &Options) -> Result<Vec<Node>, KubeErro
     let template_metadata = Node::map()
         .with("labels", labels.clone())
         .with("annotations", annotations);
-    let workload = workload::workload(opts, &name, metadata, template_metadata, pod_spec);
+    let template_egress = egress::template_rules(image, &env, opts.cilium);
+    let workload = workload::workload(
+        opts,
+        &name,
+        metadata,
+        template_metadata,
+        pod_spec,
+        template_egress,
+    );
     let mut out = vec![config_map, workload];
     out.extend(extras(opts, &name, &meta(&name)));
     // Always, for an agent that declares EGRESS (not only with --network-policy).
