@@ -108,6 +108,14 @@ pub fn show_text(p: &Policy) -> String {
             "registries"
         );
     }
+    let n = p.rules(|l| l.egress.as_ref()).count();
+    if n > 0 {
+        line!(
+            s,
+            "  {:<15} an EGRESS destination must be covered by an entry of each of {n} layer(s)",
+            "egress"
+        );
+    }
     let sigs = p.signatures();
     if !sigs.is_empty() {
         line!(

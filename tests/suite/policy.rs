@@ -1,10 +1,10 @@
 //! Issue 35, the organisation policy, through the real binary and a real registry: an agent that
-//! breaks every rule gets one lint finding per violation at its line; `build` refuses naming them
-//! all; built elsewhere without the policy and pushed, it is refused by `run --dry-run`, `kube`,
-//! `export`, `copy -r` and `save --with-deps` before they act (nothing written, nothing pushed);
-//! a compliant agent passes; `OTTERS_POLICY` works as `--policy`; a project's `otters.toml`
-//! cannot widen the user's policy; a signature rule refuses an unsigned image and accepts it once
-//! signed by the key (by identity: `keyless`).
+//! breaks every rule (EGRESS too) gets one lint finding per violation at its line; `build`
+//! refuses naming them all; built elsewhere without the policy and pushed, it is refused by
+//! `run --dry-run`, `kube`, `export`, `copy -r` and `save --with-deps` before they act (nothing
+//! written, nothing pushed); a compliant agent passes; `OTTERS_POLICY` works as `--policy`; a
+//! project's `otters.toml` cannot widen the user's policy; a signature rule refuses an unsigned
+//! image and accepts it once signed by the key (by identity: `keyless`).
 //! Whole outputs pinned in `snapshots/policy/`.
 
 use crate::support::cli::Env;
@@ -41,7 +41,7 @@ fn setup() -> Setup {
     write(
         &policy,
         format!(
-            "# The platform team's policy.\n[policy]\nregistries = [\"{a}/approved/*\"]\nproviders = [\"anthropic\"]\ncapabilities = [\"note_list\"]\nbins = [\"tool\"]\nmounts = \"ro\"\nrequire-pinned = true\n"
+            "# The platform team's policy.\n[policy]\nregistries = [\"{a}/approved/*\"]\nproviders = [\"anthropic\"]\ncapabilities = [\"note_list\"]\nbins = [\"tool\"]\nmounts = \"ro\"\nrequire-pinned = true\negress = [\"api.example.com:443\", \"*.example.net:443\"]\n"
         ),
     );
     Setup {
@@ -53,12 +53,13 @@ fn setup() -> Setup {
 }
 
 /// An agent breaking every rule: runtime and BIN from outside `approved/`, unpinned, a BIN name
-/// and a capability not listed, another provider, a read-write mount.
+/// and a capability not listed, another provider, a read-write mount, and (beside an allowed
+/// destination) an EGRESS the policy does not list.
 fn bad_agent(s: &Setup) -> PathBuf {
     let a = &s.w.reg.addr;
     s.w.context(
         "bad",
-        &format!("FROM scratch\nNAME bad\nRUNTIME {a}/runtime:1\nMODEL openai/gpt-4o\nBIN jq {a}/tool:1\nCAPABILITY note_delete\nMOUNT /data rw\n"),
+        &format!("FROM scratch\nNAME bad\nRUNTIME {a}/runtime:1\nMODEL openai/gpt-4o\nBIN jq {a}/tool:1\nCAPABILITY note_delete\nMOUNT /data rw\nEGRESS api.example.com\nEGRESS uploads.example.org \"exfiltration\"\n"),
         &[],
     )
 }
@@ -67,7 +68,7 @@ fn good_agent(s: &Setup) -> PathBuf {
     s.w.context(
         "good",
         &format!(
-            "FROM scratch\nNAME good\nRUNTIME {}\nMODEL anthropic/claude-test\nBIN tool {}\nCAPABILITY note_list\nMOUNT /data ro\n",
+            "FROM scratch\nNAME good\nRUNTIME {}\nMODEL anthropic/claude-test\nBIN tool {}\nCAPABILITY note_list\nMOUNT /data ro\nEGRESS files.example.net \"the model's files\"\n",
             s.runtime, s.tool
         ),
         &[],

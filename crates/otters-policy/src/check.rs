@@ -7,6 +7,7 @@
 //! reference it cannot parse (it is a violation of `registries`, not a silent pass), or report one
 //! item twice for one rule when several layers refuse it (the first layer that does is named).
 
+use crate::egress;
 use crate::model::{Layer, MountLevel, Origin, Policy, Rule};
 use otters_agentfile::check::ModelCheck;
 use otters_agentfile::diagnostic::{Code, Diagnostic, Span};
@@ -50,7 +51,8 @@ impl RuleName {
             RuleName::Bins => Some(Code::BinNotAllowed),
             RuleName::Mounts => Some(Code::MountNotAllowed),
             RuleName::RequirePinned => Some(Code::ImageNotPinned),
-            RuleName::Egress | RuleName::Signature => None,
+            RuleName::Egress => Some(Code::EgressNotAllowed),
+            RuleName::Signature => None,
         }
     }
 }
@@ -88,7 +90,8 @@ impl Violation {
             RuleName::Bins => Diagnostic::new(Code::BinNotAllowed, span, message),
             RuleName::Mounts => Diagnostic::new(Code::MountNotAllowed, span, message),
             RuleName::RequirePinned => Diagnostic::new(Code::ImageNotPinned, span, message),
-            RuleName::Egress | RuleName::Signature => return None,
+            RuleName::Egress => Diagnostic::new(Code::EgressNotAllowed, span, message),
+            RuleName::Signature => return None,
         };
         Some(
             d.with_label(format!("refused by the policy at {}", self.origin))
@@ -316,14 +319,50 @@ fn check_mounts(policy: &Policy, agent: &ir::Agent, out: &mut Vec<Violation>) {
     }
 }
 
+/// Every EGRESS line of `agent` that a layer's `egress` does not cover, the first such layer named;
+/// `EGRESS none`, and an agent that declares nothing, pass.
+fn check_egress(policy: &Policy, agent: &ir::Agent, out: &mut Vec<Violation>) {
+    for line in agent.egress.iter().filter(|e| !e.is_none()) {
+        // A malformed target is the validator's finding (AF118, AF119), not the policy's.
+        let Ok(dest) = ir::egress::parse(&line.target) else {
+            continue;
+        };
+        let refused = policy.rules(|l| l.egress.as_ref()).find(|rule| {
+            !rule
+                .value
+                .iter()
+                .filter_map(|e| egress::parse_entry(e).ok())
+                .any(|allowed| egress::covers(&allowed, &dest))
+        });
+        let Some(rule) = refused else { continue };
+        let help = if rule.value.is_empty() {
+            "the policy allows no EGRESS destination; declare `EGRESS none`".to_owned()
+        } else {
+            format!(
+                "the policy allows EGRESS only to: {}; declare one of those (or `EGRESS none`)",
+                rule.value.join(", ")
+            )
+        };
+        out.push(Violation {
+            rule: RuleName::Egress,
+            value: line.target.clone(),
+            message: format!("EGRESS {dest} is not allowed by the policy"),
+            span: line.span,
+            origin: rule.origin.clone(),
+            help,
+        });
+    }
+}
+
 /// Every violation of `policy` by `agent`, rule by rule. The signature rule is not here: it is
-/// about an image, and the pipeline verifies it. `egress` is held once EGRESS exists.
+/// about an image, and the pipeline verifies it.
 pub fn check_agent(policy: &Policy, agent: &ir::Agent) -> Vec<Violation> {
     let mut out = Vec::new();
     check_images(policy, agent, &mut out);
     check_model(policy, agent, &mut out);
     check_names(policy, agent, &mut out);
     check_mounts(policy, agent, &mut out);
+    check_egress(policy, agent, &mut out);
     // In file order (items not written in the file first), each item's rules in rule order.
     out.sort_by_key(|v| v.span.map(|s| s.start));
     out

@@ -1,7 +1,7 @@
 //! The organisation policy (issue 35): what any agent may be — where its images come from, which
-//! model providers, capabilities, BINs and mounts it may have, whether its images must be pinned
-//! and whose signature they must carry — read from `[policy]` tables in layers that can only
-//! narrow, and held against an Agentfile's model.
+//! model providers, capabilities, BINs, mounts and EGRESS destinations it may have, whether its
+//! images must be pinned and whose signature they must carry — read from `[policy]` tables in
+//! layers that can only narrow, and held against an Agentfile's model.
 //!
 //! Takes: TOML text and files (`$OTTERS_HOME/config.toml`, policy files, `otters.toml`), and typed
 //! Agentfile models. Returns: a [`Policy`], its [`Violation`]s for a model, and the same as lint
@@ -9,6 +9,7 @@
 //! network, or print. The signature rule is only carried here: the pipeline verifies it.
 
 pub mod check;
+pub mod egress;
 mod error;
 pub mod load;
 pub mod model;

@@ -144,7 +144,7 @@ pub struct Layer {
     pub capabilities: Option<Rule<Vec<String>>>,
     pub bins: Option<Rule<Vec<String>>>,
     pub mounts: Option<Rule<MountLevel>>,
-    /// Parsed and kept; held once the Agentfile has an EGRESS instruction (docs/policy.md).
+    /// `HOST:PORT` entries as written (each parses: [`crate::egress::parse_entry`]).
     pub egress: Option<Rule<Vec<String>>>,
     pub require_pinned: Option<Rule<bool>>,
     pub signature: Option<Rule<Signature>>,

@@ -178,21 +178,13 @@ fn registries(cx: &Cx<'_>, n: Names) -> Result<Option<Rule<Vec<Pattern>>>, Polic
     Ok(Some(cx.rule(&list, out)))
 }
 
-/// `egress` entries are `HOST:PORT`, the host possibly `*.`-prefixed.
+/// `egress` entries are `HOST:PORT` as EGRESS reads them (`*.suffix:PORT`, `[v6]:PORT`).
 fn egress(cx: &Cx<'_>, n: Names) -> Result<Option<Rule<Vec<String>>>, PolicyError> {
     let Some(list) = n else { return Ok(None) };
     for item in list.get_ref() {
         let v = item.get_ref();
-        let ok = v.rsplit_once(':').is_some_and(|(host, port)| {
-            let host = host.strip_prefix("*.").unwrap_or(host);
-            !host.is_empty()
-                && host
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
-                && port.parse::<u16>().is_ok_and(|p| p > 0)
-        });
-        if !ok {
-            return Err(cx.err(item.span().start, format!("`egress`: {v:?} is not HOST:PORT (the host may start with `*.`), e.g. \"api.example.com:443\"")));
+        if let Err(why) = crate::egress::parse_entry(v.trim()) {
+            return Err(cx.err(item.span().start, format!("`egress`: {v:?} is not HOST:PORT ({why}); the host may start with `*.`, an IPv6 address is written `[addr]:port`, e.g. \"api.example.com:443\"")));
         }
     }
     cx.names("egress", Some(list), None)

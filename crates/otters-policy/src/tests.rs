@@ -218,3 +218,98 @@ fn findings_are_af5xx_errors_that_no_suppression_lowers() {
         Some("the policy allows the BINs: curl")
     );
 }
+
+#[test]
+fn an_egress_entry_covers_its_host_and_port_and_a_wildcard_one_label() {
+    use crate::egress::{covers, parse_entry};
+    use otters_agentfile::ir::egress::parse;
+    let yes = |allowed: &str, declared: &str| {
+        covers(&parse_entry(allowed).unwrap(), &parse(declared).unwrap())
+    };
+    // Exact, in any case, the port EGRESS defaults to.
+    assert!(yes("api.example.com:443", "API.example.com"));
+    assert!(!yes("api.example.com:443", "api.example.com:80"));
+    assert!(!yes("api.example.com:443", "x.api.example.com"));
+    // A wildcard covers one more label, not the suffix itself nor two labels.
+    assert!(yes("*.example.net:443", "a.example.net"));
+    assert!(!yes("*.example.net:443", "example.net"));
+    assert!(!yes("*.example.net:443", "a.b.example.net"));
+    assert!(!yes("*.example.net:443", "a.example.net:8443"));
+    // A declared wildcard only by the same wildcard; a name never covers a wildcard.
+    assert!(yes("*.example.net:443", "*.Example.net"));
+    assert!(!yes("*.example.net:443", "*.sub.example.net"));
+    assert!(!yes("a.example.net:443", "*.example.net"));
+    // IP literals by address, however written.
+    assert!(yes("[2001:db8::1]:853", "[2001:db8:0::1]:853"));
+    assert!(yes("[2001:db8::1]:443", "2001:db8::1"));
+    assert!(!yes("[2001:db8::1]:853", "[2001:db8::2]:853"));
+    assert!(!yes("[2001:db8::1]:853", "[2001:db8::1]:443"));
+    assert!(yes("10.0.0.1:80", "10.0.0.1:80"));
+    // A policy entry writes its port.
+    for bad in [
+        "example.com",
+        "2001:db8::1",
+        "[::1]",
+        "*.com:443",
+        "a..b:443",
+        "a.com:0",
+    ] {
+        assert!(parse_entry(bad).is_err(), "{bad}");
+    }
+    assert!(parse_err("[policy]\negress = [\"[::1]\"]\n").contains("has no port"));
+    assert!(
+        parse_err("[policy]\negress = [\"[::1]:443\", \"x\"]\n").contains("\"x\" is not HOST:PORT")
+    );
+}
+
+#[test]
+fn egress_is_held_per_line_and_none_or_nothing_passes() {
+    let p = policy(&["[policy]\negress = [\"api.example.com:443\", \"*.example.net:443\", \"[2001:db8::1]:853\"]\n"]);
+    let text = "FROM scratch\nEGRESS api.example.com \"the API\"\nEGRESS api.example.com:80\nEGRESS a.example.net\nEGRESS a.b.example.net\nEGRESS *.example.net\nEGRESS *.sub.example.net\nEGRESS [2001:db8::1]:853\nEGRESS [2001:db8::2]:853\n";
+    let egress = |v: &str, line| (RuleName::Egress, v.to_owned(), line);
+    assert_eq!(
+        violations(&p, text),
+        [
+            egress("api.example.com:80", 3),
+            egress("a.b.example.net", 5),
+            egress("*.sub.example.net", 7),
+            egress("[2001:db8::2]:853", 9),
+        ]
+    );
+    assert!(violations(&p, "FROM scratch\nEGRESS none\n").is_empty());
+    assert!(violations(&p, "FROM scratch\nNAME a\n").is_empty());
+    // A later layer narrows: the first layer that refuses is named, once.
+    let p = policy(&[
+        "[policy]\negress = [\"*.example.net:443\"]\n",
+        "[policy]\negress = [\"a.example.net:443\"]\n",
+    ]);
+    let file = SourceFile::new(
+        "A",
+        "FROM scratch\nEGRESS a.example.net\nEGRESS b.example.net\nEGRESS c.example.org\n",
+    );
+    let model = analyze(&file, &Options::default()).model;
+    let v = check_agent(&p, &model.agent);
+    let seen: Vec<(&str, &Path)> = v
+        .iter()
+        .map(|v| (v.value.as_str(), v.origin.path.as_path()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("b.example.net", Path::new("/p1.toml")),
+            ("c.example.org", Path::new("/p0.toml"))
+        ]
+    );
+    assert_eq!(v[1].help, "the policy allows EGRESS only to: *.example.net:443; declare one of those (or `EGRESS none`)");
+    // `egress = []`: only `EGRESS none` (or nothing) passes; the finding is AF507.
+    let p = policy(&["[policy]\negress = []\n"]);
+    assert!(violations(&p, "FROM scratch\nEGRESS none\n").is_empty());
+    let file = SourceFile::new("A", "FROM scratch\nEGRESS api.example.com\n");
+    let d = p.check(&analyze(&file, &Options::default()).model);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].code, Code::EgressNotAllowed);
+    assert_eq!(
+        d[0].help.as_deref(),
+        Some("the policy allows no EGRESS destination; declare `EGRESS none`")
+    );
+}

@@ -168,6 +168,7 @@ codes! {
     BinNotAllowed = "AF504", "bin-not-allowed", Error, "a BIN name the policy does not allow";
     MountNotAllowed = "AF505", "mount-not-allowed", Error, "a MOUNT asks more access than the policy allows";
     ImageNotPinned = "AF506", "image-not-pinned", Error, "an image reference has no digest and the policy requires one";
+    EgressNotAllowed = "AF507", "egress-not-allowed", Error, "an EGRESS destination the policy does not allow";
 }
 
 impl Code {
