@@ -6,6 +6,7 @@
 use super::{esc, line, path};
 use otters_agentfile::diagnostic::{codes::RULES, render, SourceFile};
 use otters_policy::{Layer, Policy, Violation};
+use otters_schema::outputs::{PolicyCheck, PolicyViolation, WithSchema};
 use serde_json::{json, Value};
 
 /// Each rule of a layer: key, value as written, where.
@@ -175,23 +176,32 @@ pub fn check_text(target: &str, file: Option<&SourceFile>, violations: &[Violati
     s
 }
 
-/// `{"target", "violations": [{"rule", "code", "value", "message", "line", "policy", "help"}]}`.
+/// `{"$schema", "target", "violations": [{"rule", "code", "value", "message", "line", "policy",
+/// "help"}]}`; its schema is `otters schema policy-check`.
 pub fn check_json(target: &str, file: Option<&SourceFile>, violations: &[Violation]) -> String {
-    let list: Vec<Value> = violations
+    let list = violations
         .iter()
-        .map(|v| {
-            json!({
-                "rule": v.rule.as_str(),
-                "code": v.rule.code().map(otters_agentfile::diagnostic::Code::as_str),
-                "value": v.value,
-                "message": v.message,
-                "line": line_of(file, v),
-                "policy": v.origin.to_string(),
-                "help": v.help,
-            })
+        .map(|v| PolicyViolation {
+            rule: v.rule.as_str(),
+            code: v
+                .rule
+                .code()
+                .map(otters_agentfile::diagnostic::Code::as_str),
+            value: &v.value,
+            message: &v.message,
+            line: line_of(file, v),
+            policy: v.origin.to_string(),
+            help: &v.help,
         })
         .collect();
-    format!("{:#}\n", json!({ "target": target, "violations": list }))
+    let doc = PolicyCheck {
+        target,
+        violations: list,
+    };
+    let mut text =
+        serde_json::to_string_pretty(&WithSchema::new("policy-check", doc)).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// SARIF, as `otters lint --format sarif` writes it: the violations that have a code (a

@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const NAMES: [&str; 10] = [
+const NAMES: [&str; 11] = [
     "agentfile-lock",
     "agent-yaml",
     "agent-config",
@@ -24,6 +24,7 @@ const NAMES: [&str; 10] = [
     "run-plan",
     "diff",
     "copy",
+    "policy-check",
 ];
 
 fn schema_file(name: &str) -> PathBuf {
@@ -229,6 +230,34 @@ fn documents(w: &StaticWorld, python: &Path) -> Vec<(&'static str, Value)> {
     assert_eq!(diff["identical"], false, "{diff}");
     docs.push(("diff", diff));
 
+    // An Agentfile breaking three rules of a policy, the EGRESS one among them.
+    let ruled = w.tmp.path().join("ruled");
+    fs::create_dir_all(&ruled).unwrap();
+    fs::write(
+        ruled.join("Agentfile"),
+        "FROM scratch\nNAME ruled\nRUNTIME example.com/runtime:1\nMODEL openai/gpt-4o\nBIN jq example.com/jq:1\nEGRESS uploads.example.org\n",
+    )
+    .unwrap();
+    let policy = w.tmp.path().join("policy.toml");
+    fs::write(
+        &policy,
+        "[policy]\nproviders = [\"anthropic\"]\nbins = [\"curl\"]\negress = [\"api.example.com:443\"]\n",
+    )
+    .unwrap();
+    let out = cli::otters(home)
+        .args(["policy", "check", "--format", "json", "--policy"])
+        .arg(&policy)
+        .arg(&ruled)
+        .output()
+        .unwrap();
+    let checked = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        checked["violations"].as_array().map(Vec::len),
+        Some(3),
+        "{checked}"
+    );
+    docs.push(("policy-check", checked));
+
     // A finding of every severity the file gives.
     let bad = w.tmp.path().join("bad/Agentfile");
     fs::create_dir_all(bad.parent().unwrap()).unwrap();
@@ -289,7 +318,7 @@ fn real_documents_validate_and_their_broken_twins_do_not() {
     for (i, (name, doc)) in docs.iter().enumerate() {
         let file = dir.join(format!("{i}-{name}.json"));
         fs::write(&file, doc.to_string()).unwrap();
-        if ["inspect", "run-plan", "copy", "diff"].contains(name) {
+        if ["inspect", "run-plan", "copy", "diff", "policy-check"].contains(name) {
             let id =
                 format!("https://github.com/openotters/otters/raw/main/schemas/v1/{name}.json");
             assert_eq!(

@@ -145,6 +145,7 @@ pub const SCHEMAS: &[Entry] = &[
     Entry::write::<outputs::WithSchema<otters_run::plan::RunPlan>>("run-plan", "otters run --dry-run", "Everything otters run would do, as otters run --dry-run prints it (secret values redacted).", &[]),
     Entry::write::<outputs::WithSchema<outputs::Diff<'static>>>("diff", "otters diff --format json", "What changed between two agents, classified, as otters diff --format json prints it.", &[]),
     Entry::write::<outputs::WithSchema<otters_pipeline::copy::CopyReport>>("copy", "otters copy --format json", "What otters copy did (or, with --dry-run, would do), as otters copy --format json prints it.", &[]),
+    Entry::write::<outputs::WithSchema<outputs::PolicyCheck<'static>>>("policy-check", "otters policy check --format json", "The violations of the organisation policy by an Agentfile or an image, as otters policy check --format json prints them.", &[]),
 ];
 
 /// The schema named `name`.

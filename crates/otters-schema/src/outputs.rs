@@ -1,6 +1,7 @@
 //! The typed JSON outputs the binary's views fill and print, so that their schema and their bytes
-//! come from one type: `otters inspect --format json` ([`Inspect`]); and [`WithSchema`], which
-//! puts the `$id` of an output's schema first in it (`"$schema"`).
+//! come from one type: `otters inspect --format json` ([`Inspect`]), `otters diff` ([`Diff`]),
+//! `otters policy check` ([`PolicyCheck`]); and [`WithSchema`], which puts the `$id` of an
+//! output's schema first in it (`"$schema"`).
 //!
 //! Takes: the values a view has. Returns: `Serialize` values, printed by the binary. Must never:
 //! read anything or print.
@@ -153,4 +154,35 @@ pub struct Diff<'a> {
     pub summary: DiffSummary,
     /// Every change, ordered by class, then kind, then name.
     pub changes: Vec<DiffChange<'a>>,
+}
+
+/// One violation of `otters policy check --format json`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct PolicyViolation<'a> {
+    /// The rule of `[policy]` it breaks, as its key is written.
+    #[schemars(extend("enum" = ["registries", "providers", "capabilities", "bins", "mounts", "egress", "require-pinned", "signature"]))]
+    pub rule: &'a str,
+    /// The rule's lint code (`AF501`…), or `null` for the signature rule, which is about an image.
+    pub code: Option<&'a str>,
+    /// The item as written (an image reference, a provider, a name, an EGRESS destination, …).
+    pub value: &'a str,
+    /// What is wrong, one sentence.
+    pub message: &'a str,
+    /// The Agentfile line (1-based) of the item, or `null` for an image or an inherited item.
+    pub line: Option<usize>,
+    /// The policy file and line that refuses it (`FILE:LINE`).
+    pub policy: String,
+    /// How to comply.
+    pub help: &'a str,
+}
+
+/// `otters policy check TARGET --format json`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct PolicyCheck<'a> {
+    /// The target as given: an Agentfile, its directory, or an image reference.
+    pub target: &'a str,
+    /// Every violation, in file order; empty when the target complies.
+    pub violations: Vec<PolicyViolation<'a>>,
 }
