@@ -313,3 +313,40 @@ fn egress_is_held_per_line_and_none_or_nothing_passes() {
         Some("the policy allows no EGRESS destination; declare `EGRESS none`")
     );
 }
+
+#[test]
+fn the_published_policy_check_schema_names_every_rule() {
+    let all = [
+        RuleName::Registries,
+        RuleName::Providers,
+        RuleName::Capabilities,
+        RuleName::Bins,
+        RuleName::Mounts,
+        RuleName::Egress,
+        RuleName::RequirePinned,
+        RuleName::Signature,
+    ];
+    // A new rule does not compile here until it is listed above.
+    for r in all {
+        match r {
+            RuleName::Registries
+            | RuleName::Providers
+            | RuleName::Capabilities
+            | RuleName::Bins
+            | RuleName::Mounts
+            | RuleName::Egress
+            | RuleName::RequirePinned
+            | RuleName::Signature => {}
+        }
+    }
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/v1/policy-check.json");
+    let text = std::fs::read_to_string(schema).unwrap();
+    let rule = &text[text.find("\"rule\": {").expect("a rule property")..];
+    let list = &rule[rule.find("\"enum\": [").expect("an enum") + 9..];
+    let list = &list[..list.find(']').unwrap()];
+    let listed: Vec<&str> = list
+        .split(',')
+        .map(|s| s.trim().trim_matches('"'))
+        .collect();
+    assert_eq!(listed, all.map(RuleName::as_str));
+}
