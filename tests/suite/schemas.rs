@@ -230,33 +230,7 @@ fn documents(w: &StaticWorld, python: &Path) -> Vec<(&'static str, Value)> {
     assert_eq!(diff["identical"], false, "{diff}");
     docs.push(("diff", diff));
 
-    // An Agentfile breaking three rules of a policy, the EGRESS one among them.
-    let ruled = w.tmp.path().join("ruled");
-    fs::create_dir_all(&ruled).unwrap();
-    fs::write(
-        ruled.join("Agentfile"),
-        "FROM scratch\nNAME ruled\nRUNTIME example.com/runtime:1\nMODEL openai/gpt-4o\nBIN jq example.com/jq:1\nEGRESS uploads.example.org\n",
-    )
-    .unwrap();
-    let policy = w.tmp.path().join("policy.toml");
-    fs::write(
-        &policy,
-        "[policy]\nproviders = [\"anthropic\"]\nbins = [\"curl\"]\negress = [\"api.example.com:443\"]\n",
-    )
-    .unwrap();
-    let out = cli::otters(home)
-        .args(["policy", "check", "--format", "json", "--policy"])
-        .arg(&policy)
-        .arg(&ruled)
-        .output()
-        .unwrap();
-    let checked = json(&String::from_utf8_lossy(&out.stdout));
-    assert_eq!(
-        checked["violations"].as_array().map(Vec::len),
-        Some(3),
-        "{checked}"
-    );
-    docs.push(("policy-check", checked));
+    docs.push(("policy-check", policy_check(w)));
 
     // A finding of every severity the file gives.
     let bad = w.tmp.path().join("bad/Agentfile");
@@ -339,6 +313,37 @@ fn real_documents_validate_and_their_broken_twins_do_not() {
             assert!(!valid, "{name} with {how} validates:\n{twin:#}");
         }
     }
+}
+
+/// `otters policy check --format json` of an Agentfile breaking three rules of a policy, the
+/// EGRESS one among them.
+fn policy_check(w: &StaticWorld) -> Value {
+    let ruled = w.tmp.path().join("ruled");
+    fs::create_dir_all(&ruled).unwrap();
+    fs::write(
+        ruled.join("Agentfile"),
+        "FROM scratch\nNAME ruled\nRUNTIME example.com/runtime:1\nMODEL openai/gpt-4o\nBIN jq example.com/jq:1\nEGRESS uploads.example.org\n",
+    )
+    .unwrap();
+    let policy = w.tmp.path().join("policy.toml");
+    fs::write(
+        &policy,
+        "[policy]\nproviders = [\"anthropic\"]\nbins = [\"curl\"]\negress = [\"api.example.com:443\"]\n",
+    )
+    .unwrap();
+    let out = cli::otters(&w.home)
+        .args(["policy", "check", "--format", "json", "--policy"])
+        .arg(&policy)
+        .arg(&ruled)
+        .output()
+        .unwrap();
+    let checked = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        checked["violations"].as_array().map(Vec::len),
+        Some(3),
+        "{checked}"
+    );
+    checked
 }
 
 /// A copy of the directory tree `from` at `to` (files and directories only).
