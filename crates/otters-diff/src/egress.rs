@@ -121,12 +121,16 @@ mod tests {
         let text = format!("FROM scratch\nRUNTIME r.example/rt:1\nMODEL anthropic/x\n{egress}");
         let file = SourceFile::new("Agentfile", &text);
         let ast = otters_agentfile::syntax::parse(&file);
-        let (model, _) = otters_agentfile::ir::from_ast(&ast, &file, &Default::default());
+        let args = std::collections::BTreeMap::default();
+        let (model, _) = otters_agentfile::ir::from_ast(&ast, &file, &args);
         model.agent
     }
 
-    /// The changes from `a` to `b` as `(class, kind, name, before, after)`.
-    fn diff(a: &str, b: &str) -> Vec<(Class, Kind, String, Option<String>, Option<String>)> {
+    /// A change as `(class, kind, name, before, after)`.
+    type Seen = (Class, Kind, String, Option<String>, Option<String>);
+
+    /// The changes from `a` to `b`.
+    fn diff(a: &str, b: &str) -> Vec<Seen> {
         let mut out = Vec::new();
         changes(&mut out, &agent(a), &agent(b));
         out.into_iter()

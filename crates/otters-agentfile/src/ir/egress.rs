@@ -294,9 +294,7 @@ mod tests {
     use super::*;
 
     fn ok(s: &str) -> String {
-        parse(s)
-            .map(|d| d.to_string())
-            .unwrap_or_else(|e| format!("{e:?}"))
+        parse(s).map_or_else(|e| format!("{e:?}"), |d| d.to_string())
     }
 
     #[test]

@@ -412,7 +412,7 @@ fn hostile_egress_in_a_blob_is_refused() {
             "egress[1]",
         ),
         (r#"[{"host":"none"},{"host":"a.com"}]"#, "egress[0]"),
-        (r#"[null]"#, "egress[0] is null"),
+        (r"[null]", "egress[0] is null"),
         (r#""x""#, "egress"),
     ] {
         let got = problem(agent);

@@ -214,7 +214,7 @@ fn a_declared_name_that_resolves_to_loopback_is_refused() {
 #[test]
 fn a_client_that_never_sends_a_request_is_timed_out() {
     let (p, events) = proxy(&["example.com".to_owned()], |c| {
-        c.head_timeout = Duration::from_millis(200)
+        c.head_timeout = Duration::from_millis(200);
     });
     let start = std::time::Instant::now();
     let a = ask(&p, "", b"");

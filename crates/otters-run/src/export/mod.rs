@@ -193,7 +193,7 @@ pub fn derive(
     )
 }
 
-/// [`derive`] as `what`.
+/// [`derive()`] as `what`.
 pub fn derive_as(
     store: &Store,
     fetcher: &dyn Fetcher,

@@ -3,7 +3,7 @@
 //! with the `ImageVolume` gate, GA in 1.36), instead of the runnable export that bakes them in.
 //!
 //! Takes: the agent, the store (holding its RUNTIME and BIN images, as deriving the tree export
-//! leaves them) and the tree export's reference. Returns: [`TreeVolumes`], which [`apply`] writes
+//! leaves them) and the tree export's reference. Returns: [`TreeVolumes`], which `apply` writes
 //! into the container and the pod. Must never: name an image by tag (every image by the digest
 //! the agent pins), or mount the tree so that an empty volume starts an agent with no prompt:
 //! `etc/agent.yaml` and `etc/Agentfile` are mounted by `subPath`, which a runtime refuses to
