@@ -139,14 +139,14 @@ pub fn export(
     platform: Option<&Platform>,
     limits: &Limits,
 ) -> Result<Exported, ExportError> {
-    make(
+    export_as(
         store,
         fetcher,
         reference,
         top,
         platform,
         limits,
-        (As::Runnable, true),
+        As::Runnable,
     )
 }
 
@@ -182,14 +182,14 @@ pub fn derive(
     platform: Option<&Platform>,
     limits: &Limits,
 ) -> Result<Exported, ExportError> {
-    make(
+    derive_as(
         store,
         fetcher,
         reference,
         top,
         platform,
         limits,
-        (As::Runnable, false),
+        As::Runnable,
     )
 }
 
