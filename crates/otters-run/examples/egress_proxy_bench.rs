@@ -22,8 +22,8 @@ fn rss_kib() -> u64 {
 
 /// A server that sends `bytes` to each connection after reading one byte, or holds it open when
 /// `bytes` is 0.
-fn server(bytes: u64) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+fn server(bytes: u64, port: u16) -> u16 {
+    let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for c in l.incoming().flatten() {
@@ -52,6 +52,15 @@ fn server(bytes: u64) -> u16 {
         }
     });
     port
+}
+
+/// CPU time of the whole process so far (user + system of every thread), in clock ticks.
+fn cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    n(11) + n(12)
 }
 
 fn download(mut s: TcpStream, want: u64) -> Duration {
@@ -93,7 +102,16 @@ fn main() {
     let mib: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(256);
     let rounds: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5);
     let bytes = mib << 20;
-    let (big, idle) = (server(bytes), server(0));
+    // bench/egress.sh fixes the server's port when it also runs a reference relay (HAProxy) in
+    // front of it: EGRESS_BENCH_PORT, the server's port; EGRESS_BENCH_RELAY, the relay's address.
+    let fixed = std::env::var("EGRESS_BENCH_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let relay: Option<std::net::SocketAddr> = std::env::var("EGRESS_BENCH_RELAY")
+        .ok()
+        .and_then(|r| r.parse().ok());
+    let (big, idle) = (server(bytes, fixed), server(0, 0));
     let allow = vec![
         parse(&format!("127.0.0.1:{big}")).unwrap(),
         parse(&format!("127.0.0.1:{idle}")).unwrap(),
@@ -106,18 +124,45 @@ fn main() {
     )
     .unwrap();
     let (mut direct, mut proxied) = (Vec::new(), Vec::new());
+    let (mut direct_cpu, mut proxied_cpu) = (0u64, 0u64);
+    let mut relayed = Vec::new();
     for _ in 0..rounds {
+        let t0 = cpu_ticks();
         direct.push(download(
             TcpStream::connect(("127.0.0.1", big)).unwrap(),
             bytes,
         ));
+        let t1 = cpu_ticks();
         proxied.push(download(tunnel(proxy.addr(), big), bytes));
+        let t2 = cpu_ticks();
+        direct_cpu += t1 - t0;
+        proxied_cpu += t2 - t1;
+        if let Some(r) = relay {
+            relayed.push(download(TcpStream::connect(r).unwrap(), bytes));
+        }
     }
     let best = |v: &[Duration]| v.iter().min().copied().unwrap_or_default();
     #[allow(clippy::cast_precision_loss)] // a size in MiB, far below 2^52
     let mibs = |d: Duration| mib as f64 / d.as_secs_f64();
     let (d, p) = (best(&direct), best(&proxied));
     println!("download {mib} MiB, best of {rounds}: direct {:.0} MiB/s, through the proxy {:.0} MiB/s, ratio {:.2}", mibs(d), mibs(p), d.as_secs_f64() / p.as_secs_f64());
+    if !relayed.is_empty() {
+        let r = best(&relayed);
+        println!(
+            "reference relay (HAProxy, mode tcp, splice): {:.0} MiB/s, ratio {:.2}",
+            mibs(r),
+            d.as_secs_f64() / r.as_secs_f64()
+        );
+    }
+    let sum = |v: &[Duration]| v.iter().sum::<Duration>().as_secs_f64();
+    #[allow(clippy::cast_precision_loss)] // clock ticks of a few seconds
+    let busy = |ticks: u64, v: &[Duration]| ticks as f64 / 100.0 / sum(v);
+    println!(
+        "CPU busy while downloading (cores, of {}): direct {:.2}, through the proxy {:.2}",
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        busy(direct_cpu, &direct),
+        busy(proxied_cpu, &proxied)
+    );
     let before = rss_kib();
     let open: Vec<TcpStream> = (0..100).map(|_| tunnel(proxy.addr(), idle)).collect();
     for mut s in &open {
