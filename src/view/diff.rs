@@ -7,8 +7,9 @@
 //! longer than any backtick run it holds (Markdown). Must never: print, or read anything.
 use super::{esc, line};
 use otters_diff::change::count;
-use otters_diff::{Change, Class, Kind, Side};
-use otters_schema::outputs::{Diff, DiffChange, DiffSide, DiffSummary, WithSchema};
+use otters_diff::{Change, Class, Kind, Side, What};
+use otters_schema::outputs::{Diff, DiffChange, DiffSide, DiffSigner, DiffSummary, WithSchema};
+use std::fmt::Write as _;
 
 fn symbol(k: Kind) -> char {
     match k {
@@ -56,7 +57,13 @@ fn side_line(label: &str, s: &Side) -> String {
     } else {
         format!(", manifest {}", s.manifest)
     };
-    format!("{label}: {} ({}{manifest})", esc(&s.reference), s.digest)
+    let mut out = format!("{label}: {} ({}{manifest})", esc(&s.reference), s.digest);
+    for (kind, who) in &s.signers {
+        for w in who {
+            let _ = write!(out, "\n   {} by {} ({UNVERIFIED})", esc(kind), esc(w));
+        }
+    }
+    out
 }
 
 /// The text view: both sides, then each class with its changes, or `identical`.
@@ -75,7 +82,10 @@ pub fn text(a: &Side, b: &Side, changes: &[Change]) -> String {
         }
         line!(out, "{} ({n})", class.as_str());
         for c in changes.iter().filter(|c| c.class == class) {
-            let v = values(c, esc);
+            let mut v = values(c, esc);
+            if c.what == What::Signer {
+                v = format!("{v} ({UNVERIFIED})");
+            }
             let sep = if v.is_empty() { "" } else { ": " };
             line!(out, "  {} {}{sep}{v}", symbol(c.change), esc(&subject(c)));
             for l in c.diff.iter().flat_map(|d| d.lines()) {
@@ -92,8 +102,21 @@ fn side_json(s: &Side) -> DiffSide<'_> {
         digest: s.digest.to_string(),
         manifest: s.manifest.to_string(),
         platforms: &s.platforms,
+        signers: s
+            .signers
+            .iter()
+            .flat_map(|(kind, who)| {
+                who.iter().map(|w| DiffSigner {
+                    kind: kind.clone(),
+                    signer: w.clone(),
+                })
+            })
+            .collect(),
     }
 }
+
+/// What a signer line or change adds: the bundles are read, not verified.
+const UNVERIFIED: &str = "not verified; run otters verify";
 
 /// The JSON view (pretty, keys in a fixed order; docs/diff.md, "JSON"; its schema is
 /// `otters schema diff`).
@@ -225,7 +248,10 @@ pub fn markdown(a: &Side, b: &Side, changes: &[Change]) -> String {
         );
         for c in changes.iter().filter(|c| c.class == class) {
             let field = c.field.map(|f| format!(" ({f})")).unwrap_or_default();
-            let v = values(c, code);
+            let mut v = values(c, code);
+            if c.what == What::Signer {
+                v = format!("{v} (not verified; run `otters verify`)");
+            }
             let sep = if v.is_empty() { "" } else { ": " };
             line!(
                 out,

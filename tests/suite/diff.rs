@@ -468,6 +468,18 @@ fn a_remote_diff_reads_no_data_blob_and_a_re_pinned_runtime_is_a_pin() {
     t.assert("diff", "remote");
 }
 
+/// The hint of the PEM public key at `path`: standard base64 of SHA-256 of its DER.
+pub(crate) fn key_hint(path: &str) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let pem = std::fs::read_to_string(path).unwrap();
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap();
+    base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(der))
+}
+
 #[test]
 fn platforms_and_signatures_are_provenance() {
     let env = Env::new();
@@ -479,7 +491,7 @@ fn platforms_and_signatures_are_provenance() {
     };
     build("multi:1", "linux/amd64,linux/arm64");
     build("multi:2", "linux/amd64,linux/arm64,linux/riscv64");
-    let (key, _) = env.key_pair("signer");
+    let (key, public) = env.key_pair("signer");
     env.ok(&["sign", "multi:2", "--key", &key]);
     let mut t = Transcript::on(&env);
     t.run(
@@ -511,9 +523,20 @@ fn platforms_and_signatures_are_provenance() {
         [
             r#""provenance" "platform" "linux/riscv64" "added""#,
             r#""provenance" "referrer" "application/vnd.dev.sigstore.bundle.v0.3+json" "added""#,
+            r#""provenance" "signer" "signature" "added""#,
         ],
         "{out}"
     );
+    // The signer the bundle names: the key's hint, as `otters key generate` prints it (base64 of
+    // the SHA-256 of its DER SubjectPublicKeyInfo), computed here from the public key file.
+    let hint = key_hint(&public);
+    assert_eq!(
+        v["b"]["signers"],
+        serde_json::json!([{"kind": "signature", "signer": format!("key {hint}")}]),
+        "{out}"
+    );
+    assert_eq!(v["a"]["signers"], serde_json::json!([]), "{out}");
+    t.filter(hint, "[KEY HINT]");
     assert_ne!(
         v["a"]["manifest"], v["a"]["digest"],
         "the platform's manifest is compared"

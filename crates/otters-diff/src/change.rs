@@ -64,6 +64,7 @@ pub enum What {
     Add,
     Platform,
     Referrer,
+    Signer,
     Manifest,
 }
 
@@ -87,6 +88,7 @@ impl What {
             What::Add => "add",
             What::Platform => "platform",
             What::Referrer => "referrer",
+            What::Signer => "signer",
             What::Manifest => "manifest",
         }
     }

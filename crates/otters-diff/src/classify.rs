@@ -514,6 +514,21 @@ fn provenance(out: &mut Vec<Change>, a: &Side, b: &Side) {
         b: count(&b.referrers),
     }
     .push(out);
+    // Who signed, as the bundles claim (not verified): one change per kind of bundle.
+    let named = |m: &BTreeMap<String, BTreeSet<String>>| -> BTreeMap<String, String> {
+        m.iter()
+            .map(|(k, v)| (k.clone(), v.iter().cloned().collect::<Vec<_>>().join(", ")))
+            .collect()
+    };
+    Keyed {
+        what: What::Signer,
+        added: Class::Provenance,
+        removed: Class::Provenance,
+        changed: Class::Provenance,
+        a: named(&a.signers),
+        b: named(&b.signers),
+    }
+    .push(out);
 }
 
 #[cfg(test)]

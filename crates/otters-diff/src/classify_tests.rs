@@ -27,6 +27,7 @@ fn side(text: &str) -> Side {
         contexts,
         data: BTreeMap::new(),
         referrers: BTreeMap::new(),
+        signers: BTreeMap::new(),
     }
 }
 
@@ -261,4 +262,55 @@ fn exec_is_a_behaviour_change_shown_as_its_arguments() {
         (Class::Behaviour, What::Exec, Kind::Added)
     );
     assert_eq!(c.after.as_deref(), Some(r#"["run","a b"]"#));
+}
+
+#[test]
+fn a_new_signer_is_a_provenance_change_naming_both() {
+    let (mut a, mut b) = (side(BASE), side(BASE));
+    let set = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
+    a.signers.insert("signature".into(), set(&["key AAA="]));
+    b.signers.insert(
+        "signature".into(),
+        set(&["key BBB=", "me@example.com (https://issuer)"]),
+    );
+    b.signers
+        .insert("https://slsa.dev/provenance/v1".into(), set(&["key BBB="]));
+    let c = changes(&a, &b, Options::default());
+    let got: Vec<_> = c
+        .iter()
+        .map(|c| {
+            (
+                c.class,
+                c.what,
+                c.name.as_str(),
+                c.change,
+                c.before.as_deref(),
+                c.after.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                Class::Provenance,
+                What::Signer,
+                "https://slsa.dev/provenance/v1",
+                Kind::Added,
+                None,
+                Some("key BBB=")
+            ),
+            (
+                Class::Provenance,
+                What::Signer,
+                "signature",
+                Kind::Changed,
+                Some("key AAA="),
+                Some("key BBB=, me@example.com (https://issuer)")
+            ),
+        ]
+    );
+    a.signers.clear();
+    b.signers.clear();
+    assert!(changes(&a, &b, Options::default()).is_empty());
 }

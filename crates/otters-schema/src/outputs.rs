@@ -95,6 +95,20 @@ pub struct DiffSide<'a> {
     pub manifest: String,
     /// The platforms of an index (`os/arch[/variant]`, sorted); empty for a single manifest.
     pub platforms: &'a [String],
+    /// Who each Sigstore bundle referrer names as its signer, as the bundle claims it: read, never
+    /// verified (`otters verify` checks a signature). Sorted by kind, then signer.
+    pub signers: Vec<DiffSigner>,
+}
+
+/// A signer a bundle referrer of one side names (not verified).
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiffSigner {
+    /// `signature` for a plain signature, else the predicate type the bundle's statement claims
+    /// (`bundle` when it could not be read).
+    pub kind: String,
+    /// `IDENTITY (ISSUER)` of a keyless certificate, `key HINT` of a key, or `(unreadable: …)`.
+    pub signer: String,
 }
 
 /// How many changes of each class, in the order of the classes.
@@ -123,7 +137,7 @@ pub struct DiffChange<'a> {
     #[schemars(extend("enum" = ["escalation", "behaviour", "pin", "configuration", "data", "provenance"]))]
     pub class: &'a str,
     /// What kind of item changed.
-    #[schemars(extend("enum" = ["from", "runtime", "model", "bin", "capability", "mount", "egress", "context", "exec", "name", "config", "env", "label", "arg", "add", "platform", "referrer", "manifest"]))]
+    #[schemars(extend("enum" = ["from", "runtime", "model", "bin", "capability", "mount", "egress", "context", "exec", "name", "config", "env", "label", "arg", "add", "platform", "referrer", "signer", "manifest"]))]
     pub what: &'a str,
     /// The item's name (a BIN's, a CONTEXT's, a CONFIG key, …).
     pub name: &'a str,
