@@ -3,7 +3,7 @@
 //! Exits 0 (or 1 with `--exit-code` / `--fail-on` when asked), and 2 on any error.
 //! The reading and classifying is `otters_diff`; the views are `crate::view::diff`.
 use super::common::{
-    build_error, build_failure, esc, platform, print_diagnostics, target_for_read,
+    build_error, build_failure, esc, platform, print_diagnostics, target_and_manifest_for_read,
 };
 use super::{fail, render, CliResult};
 use crate::view::diff as view;
@@ -93,8 +93,9 @@ fn side(
             esc(reference)
         )),
         Given::Image => {
-            let target = target_for_read(reference, &a.place)?;
-            let s = otters_diff::side::read(&target, reference, platform).map_err(fail)?;
+            let (target, top) = target_and_manifest_for_read(reference, &a.place)?;
+            let s = otters_diff::side::read_with(&target, reference, platform, top)
+                .map_err(fail)?;
             Ok((s, None))
         }
     }

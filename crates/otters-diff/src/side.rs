@@ -200,8 +200,23 @@ fn pick(
 
 /// The agent `target` holds, for `platform` when it is an index.
 pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Side, DiffError> {
+    read_with(target, reference, platform, None)
+}
+
+/// [`read`], given the top manifest's bytes when they were already fetched to resolve the target
+/// (`Target::resolve_read`): a registry side then fetches its manifest once, not twice. Bytes
+/// that are not of the target's digest are not used.
+pub fn read_with(
+    target: &Target,
+    reference: &str,
+    platform: &Platform,
+    fetched: Option<Vec<u8>>,
+) -> Result<Side, DiffError> {
     let top = target.descriptor().clone();
-    let bytes = target.manifest(&top)?;
+    let bytes = match fetched.filter(|b| Digest::of(b) == top.digest) {
+        Some(b) => b,
+        None => target.manifest(&top)?,
+    };
     let mut doc = parse_doc(reference, "the manifest", &bytes)?;
     let mut platforms = Vec::new();
     let mut manifest = top.digest.clone();
@@ -346,6 +361,21 @@ mod tests {
         assert_eq!(side.contexts["SOUL"], "hi\n");
         assert_eq!(side.data["big.bin"].size, 1 << 30);
         assert!(!side.data["big.bin"].directory);
+    }
+
+    #[test]
+    fn bytes_already_fetched_are_used_only_when_they_are_of_the_digest() {
+        let (_dir, t) = target(AGENT_CONFIG, &[]);
+        // Bytes of another manifest are not used: the target's own are read.
+        let other = br#"{"schemaVersion":2,"layers":[]}"#.to_vec();
+        let side = read_with(&t, "x", &Platform::host(), Some(other)).unwrap();
+        assert_eq!(side.manifest, t.descriptor().digest);
+        // The right bytes are used as they are, even when the store no longer has them.
+        let bytes = t.store().read_blob(&t.descriptor().digest).unwrap();
+        std::fs::remove_file(t.store().blob_path(&t.descriptor().digest)).unwrap();
+        assert!(read(&t, "x", &Platform::host()).is_err());
+        let side = read_with(&t, "x", &Platform::host(), Some(bytes)).unwrap();
+        assert_eq!(side.model.agent.name_str(), Some("x"));
     }
 
     #[test]
