@@ -3,7 +3,8 @@
 //! Exits 0 (or 1 with `--exit-code` / `--fail-on` when asked), and 2 on any error.
 //! The reading and classifying is `otters_diff`; the views are `crate::view::diff`.
 use super::common::{
-    build_error, build_failure, esc, platform, print_diagnostics, target_and_manifest_for_read,
+    build_error, build_failure, esc, open_store, platform, print_diagnostics,
+    target_and_manifest_for_read,
 };
 use super::{fail, render, CliResult};
 use crate::view::diff as view;
@@ -38,7 +39,9 @@ fn compare(a: &DiffArgs) -> CliResult {
     let opts = otters_diff::Options {
         show_values: a.show_values,
     };
-    let changes = otters_diff::changes(&before, &after, opts);
+    let mut changes = otters_diff::changes(&before, &after, opts);
+    let open = otters_diff::sbom::opener(open_store()?, a.place.for_read(), a.place.insecure);
+    otters_diff::sbom::compare_pins(&mut changes, &open);
     match a.format {
         DiffFormat::Text => out!("{}", view::text(&before, &after, &changes)),
         DiffFormat::Json => out!("{}", view::json(&before, &after, &changes)),

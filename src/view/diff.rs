@@ -88,6 +88,9 @@ pub fn text(a: &Side, b: &Side, changes: &[Change]) -> String {
             }
             let sep = if v.is_empty() { "" } else { ": " };
             line!(out, "  {} {}{sep}{v}", symbol(c.change), esc(&subject(c)));
+            if let Some(d) = &c.detail {
+                line!(out, "    {}", esc(d));
+            }
             for l in c.diff.iter().flat_map(|d| d.lines()) {
                 line!(out, "    {}", esc(l));
             }
@@ -141,6 +144,7 @@ pub fn json(a: &Side, b: &Side, changes: &[Change]) -> String {
             before: c.before.as_deref(),
             after: c.after.as_deref(),
             diff: c.diff.as_deref(),
+            detail: c.detail.as_deref(),
         })
         .collect();
     let doc = Diff {
@@ -259,6 +263,9 @@ pub fn markdown(a: &Side, b: &Side, changes: &[Change]) -> String {
                 c.change.as_str(),
                 md_subject(c)
             );
+            if let Some(d) = &c.detail {
+                line!(out, "  {}", code(d));
+            }
             if let Some(d) = &c.diff {
                 line!(out, "\n{}", fenced(d).trim_end());
             }

@@ -1,6 +1,8 @@
 //! `otters diff` on what a reviewer reads about where an agent came from, through the binary and a
 //! real `docker-registry`: who signed each side (a keyless certificate from the mock Fulcio of
-//! `tests/harness/supply/keyless/`, and a key), named as the bundles claim it and never verified.
+//! `tests/harness/supply/keyless/`, and a key), named as the bundles claim it and never verified;
+//! the SBOM component delta of a re-pinned RUNTIME or BIN (CycloneDX SBOMs attached in the
+//! registry to the platform manifests the agents pin), and "no SBOM to compare" when one lacks it.
 
 use crate::keyless::Mock;
 use crate::support::cli::{json, Env};
@@ -79,7 +81,7 @@ fn a_keyless_signer_replaced_by_a_key_is_a_provenance_change_naming_both() {
         [&serde_json::json!({
             "class": "provenance", "what": "signer", "name": "signature", "field": null,
             "change": "changed", "before": keyless_signer, "after": format!("key {hint}"),
-            "diff": null
+            "diff": null, "detail": null
         })],
         "{out}"
     );
@@ -88,4 +90,120 @@ fn a_keyless_signer_replaced_by_a_key_is_a_provenance_change_naming_both() {
         serde_json::json!([{"kind": "signature", "signer": keyless_signer}])
     );
     t.assert("diff", "keyless_signer");
+}
+
+/// A CycloneDX SBOM of `components` (name, version).
+fn cyclonedx(components: &[(&str, &str)]) -> String {
+    let list: Vec<serde_json::Value> = components
+        .iter()
+        .map(|(n, v)| serde_json::json!({"type": "library", "name": n, "version": v}))
+        .collect();
+    serde_json::json!({"bomFormat": "CycloneDX", "specVersion": "1.6", "components": list})
+        .to_string()
+}
+
+#[test]
+fn a_re_pinned_image_with_sboms_on_both_sides_shows_its_component_delta() {
+    let env = Env::new();
+    let reg = Registry::start();
+    let a = &reg.addr;
+    let (runtime, jq) = (format!("{a}/tools/runtime:1"), format!("{a}/tools/jq:1"));
+    let script = env.dir.path().join("tool.sh");
+    let sbom = env.dir.path().join("sbom.cdx.json");
+    let pack = |name: &str, tag: &str, text: &str| {
+        crate::support::write(&script, text);
+        let s = script.to_str().unwrap();
+        let flags = ["--platform", "linux/amd64", "-t", tag, "--push"];
+        env.ok(&[&["bin", "pack", name, s][..], &flags].concat());
+    };
+    // Builds and pushes the agent `name`; returns its reference and the pins of its lock.
+    let agent = |name: &str| -> (String, serde_json::Value) {
+        let ctx = env.dir.path().join(name);
+        crate::support::write(
+            &ctx.join("Agentfile"),
+            format!("FROM scratch\nRUNTIME {runtime}\nNAME sbom\nBIN jq {jq}\n"),
+        );
+        let r = format!("{a}/agents/sbom:{name}");
+        env.ok(&["build", "-q", "--push", "-t", &r, ctx.to_str().unwrap()]);
+        let lock = std::fs::read_to_string(ctx.join("Agentfile.lock")).unwrap();
+        (r, json(&lock))
+    };
+    // Attaches an SBOM of `components` in the registry to the image `lock` pins for `tag` (the
+    // platform manifest the agent pins, as a scanner of that image attaches it).
+    let attach = |lock: &serde_json::Value, tag: &str, components: &[(&str, &str)]| {
+        let pinned = lock["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["reference"] == tag)
+            .unwrap_or_else(|| panic!("{lock}"))["digest"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let repo = tag.rsplit_once(':').unwrap().0;
+        crate::support::write(&sbom, cyclonedx(components));
+        let cdx = "application/vnd.cyclonedx+json";
+        let at = format!("{repo}@{pinned}");
+        env.ok(&[
+            "attach",
+            "--remote",
+            "--artifact-type",
+            cdx,
+            "--layer-media-type",
+            cdx,
+            &at,
+            sbom.to_str().unwrap(),
+        ]);
+    };
+    let old = [("busybox", "1.36.1"), ("musl", "1.2.4"), ("zlib", "1.3")];
+    let new = [("busybox", "1.37.0"), ("musl", "1.2.4"), ("curl", "8.5.0")];
+    pack("runtime", &runtime, "#!/bin/sh\necho one\n");
+    pack("jq", &jq, "#!/bin/sh\necho jq one\n");
+    let (ra, lock) = agent("a");
+    attach(&lock, &runtime, &old);
+    attach(&lock, &jq, &old);
+    pack("runtime", &runtime, "#!/bin/sh\necho two\n");
+    // The new jq has no SBOM: nothing to compare, and the diff says so.
+    pack("jq", &jq, "#!/bin/sh\necho jq two\n");
+    let (rb, lock) = agent("b");
+    attach(&lock, &runtime, &new);
+
+    let fresh = Env::new();
+    let mut t = Transcript::on(&fresh);
+    t.registry(&reg);
+    let (ok, out, err) = t.run(&fresh, &["diff", &ra, &rb, "--remote"]);
+    assert!(ok, "{err}");
+    let (ok, out_json, err) = fresh.run(&["diff", &ra, &rb, "--remote", "--format", "json"]);
+    assert!(ok, "{err}");
+    let v = json(&out_json);
+    let details: Vec<(String, String)> = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                format!("{} {} {}", c["class"], c["what"], c["name"]),
+                c["detail"].as_str().unwrap_or("null").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        details,
+        [
+            (
+                r#""pin" "runtime" "runtime""#.to_owned(),
+                "SBOM: ~busybox 1.36.1 → 1.37.0, +curl@8.5.0, -zlib@1.3".to_owned()
+            ),
+            (
+                r#""pin" "bin" "jq""#.to_owned(),
+                "no SBOM to compare (the new image has none)".to_owned()
+            ),
+        ],
+        "{out}"
+    );
+    t.run(
+        &fresh,
+        &["diff", &ra, &rb, "--remote", "--format", "markdown"],
+    );
+    t.assert("diff", "sbom_delta");
 }

@@ -125,6 +125,9 @@ pub struct Change {
     pub before: Option<String>,
     pub after: Option<String>,
     pub diff: Option<String>,
+    /// More about the change, read beside the two agents: a re-pinned image's SBOM component
+    /// delta (`crate::sbom`).
+    pub detail: Option<String>,
 }
 
 impl Change {
@@ -138,6 +141,7 @@ impl Change {
             before: None,
             after: None,
             diff: None,
+            detail: None,
         }
     }
 

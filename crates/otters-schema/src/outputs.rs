@@ -152,6 +152,10 @@ pub struct DiffChange<'a> {
     pub after: Option<&'a str>,
     /// A unified diff of a text (a CONTEXT, a BIN's USAGE), or `null`.
     pub diff: Option<&'a str>,
+    /// More about the change, or `null`: for a re-pinned image, its SBOM component delta
+    /// (`SBOM: +name@version, -name@version, ~name old → new`, at most 20 named, then `… N more`)
+    /// or why there is none to compare.
+    pub detail: Option<&'a str>,
 }
 
 /// `otters diff A B --format json`.
