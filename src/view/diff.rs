@@ -8,7 +8,9 @@
 use super::{esc, line};
 use otters_diff::change::count;
 use otters_diff::{Change, Class, Kind, Side, What};
-use otters_schema::outputs::{Diff, DiffChange, DiffSide, DiffSigner, DiffSummary, WithSchema};
+use otters_schema::outputs::{
+    Diff, DiffChange, DiffLevel, DiffSide, DiffSigner, DiffSummary, WithSchema,
+};
 use std::fmt::Write as _;
 
 fn symbol(k: Kind) -> char {
@@ -58,6 +60,10 @@ fn side_line(label: &str, s: &Side) -> String {
         format!(", manifest {}", s.manifest)
     };
     let mut out = format!("{label}: {} ({}{manifest})", esc(&s.reference), s.digest);
+    for (i, l) in s.chain.levels.iter().enumerate() {
+        let name = otters_diff::chain::level_name(i + 1);
+        let _ = write!(out, "\n   from {}: {name}", esc(&l.describe()));
+    }
     for (kind, who) in &s.signers {
         for w in who {
             let _ = write!(out, "\n   {} by {} ({UNVERIFIED})", esc(kind), esc(w));
@@ -115,6 +121,18 @@ fn side_json(s: &Side) -> DiffSide<'_> {
                 })
             })
             .collect(),
+        chain: s
+            .chain
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| DiffLevel {
+                level: i + 1,
+                reference: l.reference.clone(),
+                digest: l.digest.as_ref().map(ToString::to_string),
+            })
+            .collect(),
+        chain_cut: s.chain.cut.clone(),
     }
 }
 

@@ -207,3 +207,91 @@ fn a_re_pinned_image_with_sboms_on_both_sides_shows_its_component_delta() {
     );
     t.assert("diff", "sbom_delta");
 }
+
+#[test]
+fn a_re_pinned_ancestor_is_named_by_its_level_in_the_flattened_chain() {
+    let env = Env::new();
+    let reg = Registry::start();
+    let a = &reg.addr;
+    let (gp, parent) = (
+        format!("{a}/agents/grandparent:1"),
+        format!("{a}/agents/parent:1"),
+    );
+    // Builds `text` in the directory `name` and pushes it as `tag`, with its SBOM (which names
+    // the parent it was built from).
+    let build = |name: &str, tag: &str, text: &str| -> std::path::PathBuf {
+        let ctx = env.dir.path().join(name);
+        crate::support::write(&ctx.join("Agentfile"), text);
+        env.ok(&[
+            "build",
+            "-q",
+            "--sbom",
+            "--push",
+            "-t",
+            tag,
+            ctx.to_str().unwrap(),
+        ]);
+        ctx
+    };
+    let gp_text =
+        |rule: &str| format!("FROM scratch\nNAME gp\nMODEL openai/gpt-4o\nLABEL rule={rule}\n");
+    build("gp", &gp, &gp_text("one"));
+    build("parent", &parent, &format!("FROM {gp}\nNAME parent\n"));
+    let child_text = format!("FROM {parent}\nNAME child\n");
+    build("child", &format!("{a}/agents/child:1"), &child_text);
+    // The grandparent changes under the same tag; the parent and the child are rebuilt on it.
+    build("gp", &gp, &gp_text("two"));
+    build("parent", &parent, &format!("FROM {gp}\nNAME parent\n"));
+    let child = build("child", &format!("{a}/agents/child:2"), &child_text);
+
+    let fresh = Env::new();
+    let mut t = Transcript::on(&fresh);
+    t.registry(&reg);
+    let (one, two) = (format!("{a}/agents/child:1"), format!("{a}/agents/child:2"));
+    let (ok, out, err) = t.run(&fresh, &["diff", &one, &two, "--remote"]);
+    assert!(ok, "{err}");
+    let (ok, out_json, err) = fresh.run(&["diff", &one, &two, "--remote", "--format", "json"]);
+    assert!(ok, "{err}");
+    let v = json(&out_json);
+    let chain: Vec<String> = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["what"] == "chain")
+        .map(|c| format!("{} {} {}", c["class"], c["name"], c["change"]))
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            r#""provenance" "level 1 (the parent)" "changed""#,
+            r#""provenance" "level 2 (the grandparent)" "changed""#,
+        ],
+        "{out}"
+    );
+    for side in ["a", "b"] {
+        let levels = v[side]["chain"].as_array().unwrap();
+        assert_eq!(levels.len(), 2, "{out_json}");
+        assert_eq!(levels[0]["reference"], parent.as_str());
+        assert_eq!(levels[1]["reference"], gp.as_str());
+        assert!(levels.iter().all(|l| l["digest"].is_string()), "{out_json}");
+        assert!(v[side]["chain_cut"].is_null(), "{out_json}");
+    }
+    assert_ne!(v["a"]["chain"][1]["digest"], v["b"]["chain"][1]["digest"]);
+    // The working tree, built on the fly: the parent's digest from its Agentfile.lock, and the
+    // same chain as the image built from it.
+    let (ok, tree, err) = env.run(&["diff", &two, child.to_str().unwrap(), "--format", "json"]);
+    assert!(ok, "{err}");
+    let tree = json(&tree);
+    assert_eq!(tree["b"]["chain"], v["b"]["chain"], "{tree}");
+    assert_eq!(
+        tree["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["what"] == "chain")
+            .count(),
+        0,
+        "{tree}"
+    );
+    t.assert("diff", "chain");
+}

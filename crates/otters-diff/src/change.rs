@@ -65,6 +65,7 @@ pub enum What {
     Platform,
     Referrer,
     Signer,
+    Chain,
     Manifest,
 }
 
@@ -89,6 +90,7 @@ impl What {
             What::Platform => "platform",
             What::Referrer => "referrer",
             What::Signer => "signer",
+            What::Chain => "chain",
             What::Manifest => "manifest",
         }
     }

@@ -28,6 +28,7 @@ fn side(text: &str) -> Side {
         data: BTreeMap::new(),
         referrers: BTreeMap::new(),
         signers: BTreeMap::new(),
+        chain: crate::chain::Chain::default(),
     }
 }
 
@@ -313,4 +314,65 @@ fn a_new_signer_is_a_provenance_change_naming_both() {
     a.signers.clear();
     b.signers.clear();
     assert!(changes(&a, &b, Options::default()).is_empty());
+}
+
+#[test]
+fn a_re_pinned_ancestor_is_named_by_its_level_and_an_unknown_digest_says_nothing() {
+    use crate::chain::{Chain, Level};
+    let level = |r: &str, d: Option<&str>| Level {
+        reference: r.into(),
+        digest: d.map(|d| Digest::of(d.as_bytes())),
+    };
+    let (mut a, mut b) = (side(BASE), side(BASE));
+    a.chain = Chain {
+        levels: vec![level("reg/p:1", Some("p1")), level("reg/g:1", Some("g1"))],
+        cut: None,
+    };
+    b.chain = Chain {
+        levels: vec![level("reg/p:1", Some("p2")), level("reg/g:1", Some("g2"))],
+        cut: None,
+    };
+    let got: Vec<(What, String, Option<String>)> = changes(&a, &b, Options::default())
+        .into_iter()
+        .map(|c| (c.what, c.name, c.after))
+        .collect();
+    let at = |r: &str, d: &str| Some(format!("{r}@{}", Digest::of(d.as_bytes())));
+    assert_eq!(
+        got,
+        [
+            (
+                What::Chain,
+                "level 1 (the parent)".to_owned(),
+                at("reg/p:1", "p2")
+            ),
+            (
+                What::Chain,
+                "level 2 (the grandparent)".to_owned(),
+                at("reg/g:1", "g2")
+            ),
+        ]
+    );
+    // A side whose parent digest is not recorded: the same reference says nothing, and nothing
+    // beyond it is compared.
+    b.chain = Chain {
+        levels: vec![level("reg/p:1", None)],
+        cut: Some("not recorded".into()),
+    };
+    assert!(changes(&a, &b, Options::default()).is_empty());
+    // A chain that really ends (FROM scratch) one level earlier: the grandparent was removed.
+    b.chain = Chain {
+        levels: vec![level("reg/p:1", Some("p1"))],
+        cut: None,
+    };
+    let c = one_of(&a, &b);
+    assert_eq!(
+        (c.what, c.change, c.name.as_str()),
+        (What::Chain, Kind::Removed, "level 2 (the grandparent)")
+    );
+}
+
+fn one_of(a: &Side, b: &Side) -> Change {
+    let c = changes(a, b, Options::default());
+    assert_eq!(c.len(), 1, "{c:#?}");
+    c.into_iter().next().unwrap()
 }

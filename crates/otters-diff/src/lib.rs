@@ -8,6 +8,7 @@
 //! ([`classify::changes`]), then a re-pinned image's SBOM component delta ([`sbom::compare_pins`]). Must never: download a data (ADD) layer, write to the user's store,
 //! or print; the views are the binary's.
 pub mod build;
+pub mod chain;
 pub mod change;
 pub mod classify;
 pub mod egress;

@@ -25,9 +25,9 @@ pub const MAX_LISTED: usize = 20;
 /// The most components read of one SBOM (nested ones included).
 pub const MAX_COMPONENTS: usize = 100_000;
 /// The most SBOM referrers of one image tried before giving up.
-const MAX_TRIED: usize = 4;
+pub(crate) const MAX_TRIED: usize = 4;
 
-const CYCLONEDX: &str = "application/vnd.cyclonedx+json";
+pub(crate) const CYCLONEDX: &str = "application/vnd.cyclonedx+json";
 const SPDX: &str = "application/spdx+json";
 const SBOM_PREDICATES: [&str; 2] = ["https://cyclonedx.org/bom", "https://spdx.dev/Document"];
 
@@ -157,27 +157,33 @@ fn is_sbom(d: &Descriptor) -> bool {
     }
 }
 
-/// One SBOM referrer: its manifest (at most [`MAX_BUNDLE_MANIFEST`]), its first layer (at most
-/// [`MAX_SBOM`]), and the document in it (the layer, or a bundle's DSSE statement's predicate).
+/// One SBOM referrer's components.
 fn read_one(target: &Target, d: &Descriptor) -> Result<Components, String> {
+    let v = read_document(target, d)?;
+    components(&v).ok_or_else(|| "the SBOM is neither CycloneDX nor SPDX JSON".to_owned())
+}
+
+/// One document referrer (an SBOM, provenance): its manifest (at most [`MAX_BUNDLE_MANIFEST`]),
+/// its first layer (at most [`MAX_SBOM`]), and the document in it: the layer's JSON, or a
+/// bundle's DSSE statement's predicate (read, not verified).
+pub(crate) fn read_document(target: &Target, d: &Descriptor) -> Result<J, String> {
     if d.size > MAX_BUNDLE_MANIFEST {
         return Err(format!(
-            "its SBOM manifest is {} bytes, more than {MAX_BUNDLE_MANIFEST}",
+            "its manifest is {} bytes, more than {MAX_BUNDLE_MANIFEST}",
             d.size
         ));
     }
     let bytes = target.manifest(d).map_err(|e| e.to_string())?;
-    let doc: ManifestDoc = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("its SBOM manifest is not JSON: {e}"))?;
-    let layer = doc.layers.first().ok_or("its SBOM referrer has no layer")?;
+    let doc: ManifestDoc =
+        serde_json::from_slice(&bytes).map_err(|e| format!("its manifest is not JSON: {e}"))?;
+    let layer = doc.layers.first().ok_or("the referrer has no layer")?;
     let blob = target.blob(layer, MAX_SBOM).map_err(|e| e.to_string())?;
-    let v: J = serde_json::from_slice(&blob).map_err(|e| format!("the SBOM is not JSON: {e}"))?;
-    let v = if d.artifact_type.as_deref() == Some(BUNDLE_V03) {
-        predicate(&v).ok_or("the SBOM bundle holds no readable statement")?
-    } else {
-        v
-    };
-    components(&v).ok_or_else(|| "the SBOM is neither CycloneDX nor SPDX JSON".to_owned())
+    let v: J =
+        serde_json::from_slice(&blob).map_err(|e| format!("the document is not JSON: {e}"))?;
+    if d.artifact_type.as_deref() == Some(BUNDLE_V03) {
+        return predicate(&v).ok_or_else(|| "the bundle holds no readable statement".to_owned());
+    }
+    Ok(v)
 }
 
 /// The predicate of a bundle's DSSE statement (read, not verified).

@@ -84,6 +84,8 @@ pub struct Side {
     /// Who each Sigstore bundle referrer names as its signer, **not verified**, by what the
     /// bundle claims to be (`signature`, or its statement's predicate type): see [`signers`].
     pub signers: BTreeMap<String, BTreeSet<String>>,
+    /// The flattened FROM chain (filled by [`crate::chain::follow`]; empty until then).
+    pub chain: crate::chain::Chain,
 }
 
 /// The most bundle referrers of one side whose signer is read.
@@ -255,6 +257,7 @@ pub fn read_with(
         data: BTreeMap::new(),
         referrers: BTreeMap::new(),
         signers: BTreeMap::new(),
+        chain: crate::chain::Chain::default(),
     };
     // Every text layer's size is known before any is read: refuse the lot at once.
     let text: u64 = doc

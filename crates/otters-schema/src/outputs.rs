@@ -98,6 +98,24 @@ pub struct DiffSide<'a> {
     /// Who each Sigstore bundle referrer names as its signer, as the bundle claims it: read, never
     /// verified (`otters verify` checks a signature). Sorted by kind, then signer.
     pub signers: Vec<DiffSigner>,
+    /// The flattened FROM chain: the parent first, then its parent, …; empty for `FROM scratch`.
+    pub chain: Vec<DiffLevel>,
+    /// Why the chain ends before `FROM scratch` (a digest not recorded, an image that cannot be
+    /// read), or `null`.
+    pub chain_cut: Option<String>,
+}
+
+/// One level of a FROM chain.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiffLevel {
+    /// 1 for the parent, 2 for its parent, …
+    pub level: usize,
+    /// The reference its child's FROM names.
+    pub reference: String,
+    /// The manifest digest the child was built from (its Agentfile.lock, SBOM or provenance), or
+    /// `null` when none records it.
+    pub digest: Option<String>,
 }
 
 /// A signer a bundle referrer of one side names (not verified).
@@ -137,7 +155,7 @@ pub struct DiffChange<'a> {
     #[schemars(extend("enum" = ["escalation", "behaviour", "pin", "configuration", "data", "provenance"]))]
     pub class: &'a str,
     /// What kind of item changed.
-    #[schemars(extend("enum" = ["from", "runtime", "model", "bin", "capability", "mount", "egress", "context", "exec", "name", "config", "env", "label", "arg", "add", "platform", "referrer", "signer", "manifest"]))]
+    #[schemars(extend("enum" = ["from", "runtime", "model", "bin", "capability", "mount", "egress", "context", "exec", "name", "config", "env", "label", "arg", "add", "platform", "referrer", "signer", "chain", "manifest"]))]
     pub what: &'a str,
     /// The item's name (a BIN's, a CONTEXT's, a CONFIG key, …).
     pub name: &'a str,
