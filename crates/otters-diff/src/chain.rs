@@ -10,7 +10,7 @@
 //! [`MAX_DEPTH`] levels, read a data layer, or take a tag's current digest for the one built
 //! from (a level whose digest is not recorded ends the chain).
 use crate::sbom::{read_document, Open, CYCLONEDX, MAX_TRIED};
-use crate::side::{Side, MAX_TEXT};
+use crate::side::{Chain, Level, Side, MAX_TEXT};
 use otters_agentfile::ir;
 use otters_oci::spec::descriptor::ManifestDoc;
 use otters_oci::spec::media_type::MANIFEST_V1;
@@ -28,32 +28,6 @@ const PARENT_PREDICATES: [&str; 2] = [
     "https://cyclonedx.org/bom",
     "https://slsa.dev/provenance/v1",
 ];
-
-/// One level of the chain: the FROM reference and the digest it was built from, when recorded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Level {
-    pub reference: String,
-    pub digest: Option<Digest>,
-}
-
-impl Level {
-    /// `reference@digest`, or `reference (digest not recorded)`.
-    pub fn describe(&self) -> String {
-        match &self.digest {
-            Some(d) if !self.reference.contains('@') => format!("{}@{d}", self.reference),
-            Some(_) => self.reference.clone(),
-            None => format!("{} (digest not recorded)", self.reference),
-        }
-    }
-}
-
-/// A side's chain, and why it ends where it does when that is not at `FROM scratch`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Chain {
-    pub levels: Vec<Level>,
-    /// `None` when the last level's parent is `scratch`; else why the walk stopped.
-    pub cut: Option<String>,
-}
 
 /// What a level is called: `level 1 (the parent)`, `level 2 (the grandparent)`, `level N`.
 pub fn level_name(level: usize) -> String {

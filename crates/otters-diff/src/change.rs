@@ -128,7 +128,7 @@ pub struct Change {
     pub after: Option<String>,
     pub diff: Option<String>,
     /// More about the change, read beside the two agents: a re-pinned image's SBOM component
-    /// delta (`crate::sbom`).
+    /// delta.
     pub detail: Option<String>,
 }
 

@@ -3,9 +3,9 @@
 //! Takes: the two sides and [`Options`]. Returns: every change, ordered by class, then by what it
 //! is about, then by name (deterministic). Must never: call a removal an escalation, or show a
 //! CONFIG or ENV value unless asked ([`Options::show_values`]).
-use crate::chain::{level_name, Chain, Level};
+use crate::chain::level_name;
 use crate::change::{Change, Class, Kind, What};
-use crate::side::{Data, Side};
+use crate::side::{Chain, Data, Level, Side};
 use crate::text::unified;
 use otters_agentfile::ir::{Agent, Bin, Config};
 use otters_oci::reference::Reference;

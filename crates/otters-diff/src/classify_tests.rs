@@ -28,7 +28,7 @@ fn side(text: &str) -> Side {
         data: BTreeMap::new(),
         referrers: BTreeMap::new(),
         signers: BTreeMap::new(),
-        chain: crate::chain::Chain::default(),
+        chain: crate::side::Chain::default(),
     }
 }
 
@@ -318,7 +318,7 @@ fn a_new_signer_is_a_provenance_change_naming_both() {
 
 #[test]
 fn a_re_pinned_ancestor_is_named_by_its_level_and_an_unknown_digest_says_nothing() {
-    use crate::chain::{Chain, Level};
+    use crate::side::{Chain, Level};
     let level = |r: &str, d: Option<&str>| Level {
         reference: r.into(),
         digest: d.map(|d| Digest::of(d.as_bytes())),

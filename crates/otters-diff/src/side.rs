@@ -84,8 +84,34 @@ pub struct Side {
     /// Who each Sigstore bundle referrer names as its signer, **not verified**, by what the
     /// bundle claims to be (`signature`, or its statement's predicate type): see [`signers`].
     pub signers: BTreeMap<String, BTreeSet<String>>,
-    /// The flattened FROM chain (filled by [`crate::chain::follow`]; empty until then).
-    pub chain: crate::chain::Chain,
+    /// The flattened FROM chain (filled by `chain::follow`; empty until then).
+    pub chain: Chain,
+}
+
+/// One level of the chain: the FROM reference and the digest it was built from, when recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Level {
+    pub reference: String,
+    pub digest: Option<Digest>,
+}
+
+impl Level {
+    /// `reference@digest`, or `reference (digest not recorded)`.
+    pub fn describe(&self) -> String {
+        match &self.digest {
+            Some(d) if !self.reference.contains('@') => format!("{}@{d}", self.reference),
+            Some(_) => self.reference.clone(),
+            None => format!("{} (digest not recorded)", self.reference),
+        }
+    }
+}
+
+/// A side's chain, and why it ends where it does when that is not at `FROM scratch`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chain {
+    pub levels: Vec<Level>,
+    /// `None` when the last level's parent is `scratch`; else why the walk stopped.
+    pub cut: Option<String>,
 }
 
 /// The most bundle referrers of one side whose signer is read.
@@ -257,7 +283,7 @@ pub fn read_with(
         data: BTreeMap::new(),
         referrers: BTreeMap::new(),
         signers: BTreeMap::new(),
-        chain: crate::chain::Chain::default(),
+        chain: Chain::default(),
     };
     // Every text layer's size is known before any is read: refuse the lot at once.
     let text: u64 = doc
