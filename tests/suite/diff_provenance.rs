@@ -1,7 +1,7 @@
 //! `otters diff` on what a reviewer reads about where an agent came from, through the binary and a
 //! real `docker-registry`: who signed each side (a keyless certificate from the mock Fulcio of
 //! `tests/harness/supply/keyless/`, and a key), named as the bundles claim it and never verified;
-//! the SBOM component delta of a re-pinned RUNTIME or BIN (CycloneDX SBOMs attached in the
+//! the SBOM component delta of a re-pinned RUNTIME or BIN (`CycloneDX` SBOMs attached in the
 //! registry to the platform manifests the agents pin), and "no SBOM to compare" when one lacks it.
 
 use crate::keyless::Mock;
@@ -92,7 +92,7 @@ fn a_keyless_signer_replaced_by_a_key_is_a_provenance_change_naming_both() {
     t.assert("diff", "keyless_signer");
 }
 
-/// A CycloneDX SBOM of `components` (name, version).
+/// A `CycloneDX` SBOM of `components` (name, version).
 fn cyclonedx(components: &[(&str, &str)]) -> String {
     let list: Vec<serde_json::Value> = components
         .iter()

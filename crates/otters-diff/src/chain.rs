@@ -64,8 +64,7 @@ pub fn follow(target: &Target, side: &Side, parent: Option<Digest>, open: &Open<
         });
         let Some(d) = digest else {
             chain.cut = Some(format!(
-                "the digest {} was built from is not recorded (no Agentfile.lock, SBOM or provenance names it)",
-                reference
+                "the digest of {reference} its child was built from is not recorded (no Agentfile.lock, SBOM or provenance names it)"
             ));
             return chain;
         };

@@ -17,6 +17,7 @@ use otters_supply::bundle::BUNDLE_V03;
 use otters_supply::verify::{ANN_BUNDLE_PREDICATE, MAX_BUNDLE_MANIFEST};
 use serde_json::Value as J;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 /// The largest SBOM (or bundle holding one) a diff reads.
 pub const MAX_SBOM: u64 = 8 << 20;
@@ -122,7 +123,7 @@ pub fn describe(
     listed.truncate(MAX_LISTED);
     let mut text = format!("SBOM: {}", listed.join(", "));
     if more > 0 {
-        text.push_str(&format!(", … {more} more"));
+        let _ = write!(text, ", … {more} more");
     }
     text
 }
