@@ -64,6 +64,11 @@ fn side_line(label: &str, s: &Side) -> String {
         let name = otters_diff::chain::level_name(i + 1);
         let _ = write!(out, "\n   from {}: {name}", esc(&l.describe()));
     }
+    // A walk cut by an unreadable parent (a digest not recorded shows on its level).
+    let read_failed = s.chain.levels.last().is_some_and(|l| l.digest.is_some());
+    if let Some(why) = s.chain.cut.as_ref().filter(|_| read_failed) {
+        let _ = write!(out, "\n   (FROM chain not followed further: {})", esc(why));
+    }
     for (kind, who) in &s.signers {
         for w in who {
             let _ = write!(out, "\n   {} by {} ({UNVERIFIED})", esc(kind), esc(w));

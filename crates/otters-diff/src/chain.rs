@@ -170,6 +170,58 @@ mod tests {
         assert_eq!(parent_in(&bad), None);
     }
 
+    /// An agent manifest whose config names `from`, stored in `store`.
+    fn agent(store: &otters_oci::Store, from: &str) -> Descriptor {
+        use otters_oci::spec::media_type::AGENT_CONFIG;
+        let blob = format!(r#"{{"agent":{{"from":"{from}","name":"x"}}}}"#);
+        let (config, size) = store.put_blob_bytes(blob.as_bytes()).unwrap();
+        let doc = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{MANIFEST_V1}","config":{{"mediaType":"{AGENT_CONFIG}","digest":"{config}","size":{size}}},"layers":[]}}"#
+        );
+        let (digest, size) = store.put_blob_bytes(doc.as_bytes()).unwrap();
+        Descriptor::new(MANIFEST_V1, digest, size)
+    }
+
+    #[test]
+    fn the_chain_is_followed_by_recorded_digests_and_stops_where_none_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = otters_oci::Store::open(dir.path().join("store")).unwrap();
+        let grandparent = agent(&store, "scratch");
+        let parent = agent(&store, "reg.test/g:1");
+        let child = agent(&store, "reg.test/p:1");
+        let target = Target::Local(store.clone(), child);
+        let side = crate::side::read(&target, "child", &otters_oci::Platform::host()).unwrap();
+        let open = crate::sbom::opener(store.clone(), otters_pipeline::target::Place::Local, false);
+        // The parent's digest known (a lock), the grandparent's recorded nowhere: the walk reads
+        // the parent's FROM and ends there, saying why.
+        let chain = follow(&target, &side, Some(parent.digest.clone()), &open);
+        assert_eq!(
+            chain.levels,
+            [
+                Level {
+                    reference: "reg.test/p:1".into(),
+                    digest: Some(parent.digest.clone())
+                },
+                Level {
+                    reference: "reg.test/g:1".into(),
+                    digest: None
+                },
+            ]
+        );
+        assert!(chain.cut.unwrap().contains("is not recorded"));
+        // A parent digest the store does not hold, with --local: the walk says it cannot read it.
+        let chain = follow(&target, &side, Some(Digest::of(b"gone")), &open);
+        assert_eq!(chain.levels.len(), 1);
+        assert_eq!(
+            chain.cut.as_deref(),
+            Some("cannot read level 1 (the parent): not in the local store")
+        );
+        // An agent FROM scratch has no chain.
+        let root = Target::Local(store, grandparent);
+        let side = crate::side::read(&root, "gp", &otters_oci::Platform::host()).unwrap();
+        assert_eq!(follow(&root, &side, None, &open), Chain::default());
+    }
+
     #[test]
     fn levels_are_named_and_described() {
         assert_eq!(level_name(1), "level 1 (the parent)");
