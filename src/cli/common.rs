@@ -150,13 +150,21 @@ pub(super) fn target(reference: &str, place: &WhereFlags) -> miette::Result<Targ
 /// `--remote`, a registry reference the local store does not hold is read from its registry,
 /// with a note on stderr.
 pub(super) fn target_for_read(reference: &str, place: &WhereFlags) -> miette::Result<Target> {
+    Ok(target_and_manifest_for_read(reference, place)?.0)
+}
+
+/// [`target_for_read`], and for a registry image the manifest bytes read to resolve it.
+pub(super) fn target_and_manifest_for_read(
+    reference: &str,
+    place: &WhereFlags,
+) -> miette::Result<(Target, Option<Vec<u8>>)> {
     let p = place.for_read();
-    let target = Target::resolve(open_store_leased()?, reference, p, place.insecure)
+    let (target, bytes) = Target::resolve_read(open_store_leased()?, reference, p, place.insecure)
         .map_err(target_error)?;
     if let (Place::Auto, Some(r)) = (p, target.registry_reference()) {
         note_remote(reference, &r.registry);
     }
-    Ok(target)
+    Ok((target, bytes))
 }
 
 /// A [`Target`] error as a report; an image the store lacks says which flag reads its registry.

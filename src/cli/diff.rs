@@ -3,14 +3,17 @@
 //! Exits 0 (or 1 with `--exit-code` / `--fail-on` when asked), and 2 on any error.
 //! The reading and classifying is `otters_diff`; the views are `crate::view::diff`.
 use super::common::{
-    build_error, build_failure, esc, platform, print_diagnostics, target_for_read,
+    build_error, build_failure, esc, open_store, platform, print_diagnostics,
+    target_and_manifest_for_read,
 };
 use super::{fail, render, CliResult};
 use crate::view::diff as view;
 use miette::miette;
 use otters_cli::diff::{DiffArgs, DiffFormat, FailOn};
 use otters_diff::build::{build_dir, BuildDirError, Built, How};
+use otters_diff::chain::follow;
 use otters_diff::change::at_or_above;
+use otters_diff::sbom::Open;
 use otters_diff::{Change, Class, Side};
 use otters_oci::Platform;
 use otters_run::prepare::Target as Given;
@@ -33,12 +36,14 @@ pub fn run(a: DiffArgs) -> CliResult {
 fn compare(a: &DiffArgs) -> CliResult {
     let chosen = platform(a.platform.as_deref())?;
     let wanted = chosen.clone().unwrap_or_else(Platform::host);
-    let (before, _kept_a) = side(&a.a, a, &wanted)?;
-    let (after, _kept_b) = side(&a.b, a, &wanted)?;
+    let open = otters_diff::sbom::opener(open_store()?, a.place.for_read(), a.place.insecure);
+    let (before, _kept_a) = side(&a.a, a, &wanted, &open)?;
+    let (after, _kept_b) = side(&a.b, a, &wanted, &open)?;
     let opts = otters_diff::Options {
         show_values: a.show_values,
     };
-    let changes = otters_diff::changes(&before, &after, opts);
+    let mut changes = otters_diff::changes(&before, &after, opts);
+    otters_diff::sbom::compare_pins(&mut changes, &open);
     match a.format {
         DiffFormat::Text => out!("{}", view::text(&before, &after, &changes)),
         DiffFormat::Json => out!("{}", view::json(&before, &after, &changes)),
@@ -67,6 +72,7 @@ fn side(
     reference: &str,
     a: &DiffArgs,
     platform: &Platform,
+    open: &Open<'_>,
 ) -> miette::Result<(Side, Option<Built>)> {
     match Given::of(reference) {
         Given::Path => {
@@ -84,7 +90,9 @@ fn side(
                 e @ BuildDirError::Store { .. } => fail(e),
             })?;
             print_diagnostics(&built.file, &built.warnings);
-            let s = otters_diff::side::read(&built.target, reference, platform).map_err(fail)?;
+            let mut s =
+                otters_diff::side::read(&built.target, reference, platform).map_err(fail)?;
+            s.chain = follow(&built.target, &s, built.parent.clone(), open);
             Ok((s, Some(built)))
         }
         Given::MissingPath => Err(miette!(
@@ -93,8 +101,10 @@ fn side(
             esc(reference)
         )),
         Given::Image => {
-            let target = target_for_read(reference, &a.place)?;
-            let s = otters_diff::side::read(&target, reference, platform).map_err(fail)?;
+            let (target, top) = target_and_manifest_for_read(reference, &a.place)?;
+            let mut s = otters_diff::side::read_with(&target, reference, platform, top)
+                .map_err(fail)?;
+            s.chain = follow(&target, &s, None, open);
             Ok((s, None))
         }
     }

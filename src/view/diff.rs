@@ -7,8 +7,11 @@
 //! longer than any backtick run it holds (Markdown). Must never: print, or read anything.
 use super::{esc, line};
 use otters_diff::change::count;
-use otters_diff::{Change, Class, Kind, Side};
-use otters_schema::outputs::{Diff, DiffChange, DiffSide, DiffSummary, WithSchema};
+use otters_diff::{Change, Class, Kind, Side, What};
+use otters_schema::outputs::{
+    Diff, DiffChange, DiffLevel, DiffSide, DiffSigner, DiffSummary, WithSchema,
+};
+use std::fmt::Write as _;
 
 fn symbol(k: Kind) -> char {
     match k {
@@ -56,7 +59,22 @@ fn side_line(label: &str, s: &Side) -> String {
     } else {
         format!(", manifest {}", s.manifest)
     };
-    format!("{label}: {} ({}{manifest})", esc(&s.reference), s.digest)
+    let mut out = format!("{label}: {} ({}{manifest})", esc(&s.reference), s.digest);
+    for (i, l) in s.chain.levels.iter().enumerate() {
+        let name = otters_diff::chain::level_name(i + 1);
+        let _ = write!(out, "\n   from {}: {name}", esc(&l.describe()));
+    }
+    // A walk cut by an unreadable parent (a digest not recorded shows on its level).
+    let read_failed = s.chain.levels.last().is_some_and(|l| l.digest.is_some());
+    if let Some(why) = s.chain.cut.as_ref().filter(|_| read_failed) {
+        let _ = write!(out, "\n   (FROM chain not followed further: {})", esc(why));
+    }
+    for (kind, who) in &s.signers {
+        for w in who {
+            let _ = write!(out, "\n   {} by {} ({UNVERIFIED})", esc(kind), esc(w));
+        }
+    }
+    out
 }
 
 /// The text view: both sides, then each class with its changes, or `identical`.
@@ -75,9 +93,15 @@ pub fn text(a: &Side, b: &Side, changes: &[Change]) -> String {
         }
         line!(out, "{} ({n})", class.as_str());
         for c in changes.iter().filter(|c| c.class == class) {
-            let v = values(c, esc);
+            let mut v = values(c, esc);
+            if c.what == What::Signer {
+                v = format!("{v} ({UNVERIFIED})");
+            }
             let sep = if v.is_empty() { "" } else { ": " };
             line!(out, "  {} {}{sep}{v}", symbol(c.change), esc(&subject(c)));
+            if let Some(d) = &c.detail {
+                line!(out, "    {}", esc(d));
+            }
             for l in c.diff.iter().flat_map(|d| d.lines()) {
                 line!(out, "    {}", esc(l));
             }
@@ -92,8 +116,33 @@ fn side_json(s: &Side) -> DiffSide<'_> {
         digest: s.digest.to_string(),
         manifest: s.manifest.to_string(),
         platforms: &s.platforms,
+        signers: s
+            .signers
+            .iter()
+            .flat_map(|(kind, who)| {
+                who.iter().map(|w| DiffSigner {
+                    kind: kind.clone(),
+                    signer: w.clone(),
+                })
+            })
+            .collect(),
+        chain: s
+            .chain
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| DiffLevel {
+                level: i + 1,
+                reference: l.reference.clone(),
+                digest: l.digest.as_ref().map(ToString::to_string),
+            })
+            .collect(),
+        chain_cut: s.chain.cut.clone(),
     }
 }
+
+/// What a signer line or change adds: the bundles are read, not verified.
+const UNVERIFIED: &str = "not verified; run otters verify";
 
 /// The JSON view (pretty, keys in a fixed order; docs/diff.md, "JSON"; its schema is
 /// `otters schema diff`).
@@ -118,6 +167,7 @@ pub fn json(a: &Side, b: &Side, changes: &[Change]) -> String {
             before: c.before.as_deref(),
             after: c.after.as_deref(),
             diff: c.diff.as_deref(),
+            detail: c.detail.as_deref(),
         })
         .collect();
     let doc = Diff {
@@ -225,7 +275,10 @@ pub fn markdown(a: &Side, b: &Side, changes: &[Change]) -> String {
         );
         for c in changes.iter().filter(|c| c.class == class) {
             let field = c.field.map(|f| format!(" ({f})")).unwrap_or_default();
-            let v = values(c, code);
+            let mut v = values(c, code);
+            if c.what == What::Signer {
+                v = format!("{v} (not verified; run `otters verify`)");
+            }
             let sep = if v.is_empty() { "" } else { ": " };
             line!(
                 out,
@@ -233,6 +286,9 @@ pub fn markdown(a: &Side, b: &Side, changes: &[Change]) -> String {
                 c.change.as_str(),
                 md_subject(c)
             );
+            if let Some(d) = &c.detail {
+                line!(out, "  {}", code(d));
+            }
             if let Some(d) = &c.diff {
                 line!(out, "\n{}", fenced(d).trim_end());
             }

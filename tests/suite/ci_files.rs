@@ -345,6 +345,7 @@ fn otters_commands(workflow: &str) -> Vec<(String, Vec<String>)> {
             let before = &l[..at];
             // A command: at the start of a `run:` line, or inside `$(…)`; not a path or a word.
             let starts = before.trim().is_empty()
+                || before.trim() == "-"
                 || before.trim_end().ends_with("run:")
                 || before.ends_with("$(");
             starts.then(|| {
@@ -398,11 +399,31 @@ fn the_deploy_example_walks_the_platform_path_with_flags_otters_has() {
     }
 }
 
-/// The PR example `ci/github/examples/diff.yml`: one `otters diff` the real binary parses (its
-/// flags exist), gated on escalation, and docs/ci.md shows the same command.
+/// The PR example `ci/github/examples/diff.yml` and the GitLab component
+/// `ci/gitlab/templates/diff.yml`: each runs one `otters diff` the real binary parses (its flags
+/// exist), gated on escalation and a label, and docs/ci.md shows the same command.
 #[test]
 fn the_diff_example_posts_markdown_and_gates_on_escalation_with_flags_otters_has() {
-    let example = std::fs::read_to_string(repo().join("ci/github/examples/diff.yml")).unwrap();
+    for file in [
+        "ci/github/examples/diff.yml",
+        "ci/gitlab/templates/diff.yml",
+    ] {
+        a_diff_job_gates_on_escalation(file);
+    }
+    // The GitLab job posts one note and edits it, and reads the merge request's labels.
+    let gitlab = std::fs::read_to_string(repo().join("ci/gitlab/templates/diff.yml")).unwrap();
+    for needed in [
+        "--request PUT",
+        "--request POST",
+        "CI_MERGE_REQUEST_LABELS",
+        "merge_requests/$CI_MERGE_REQUEST_IID/notes",
+    ] {
+        assert!(gitlab.contains(needed), "{needed}");
+    }
+}
+
+fn a_diff_job_gates_on_escalation(file: &str) {
+    let example = std::fs::read_to_string(repo().join(file)).unwrap();
     let commands = otters_commands(&example);
     assert_eq!(commands.len(), 1, "{commands:?}");
     let (written, words) = &commands[0];

@@ -418,7 +418,32 @@ fn a_remote_diff_reads_no_data_blob_and_a_re_pinned_runtime_is_a_pin() {
         );
     }
     let n = requests(&log);
+    // 7 per agent; the re-pinned runtime's referrers are listed (`GET /v2/`, the referrers API
+    // and its tag-schema fallback, per side) to look for SBOMs, and nothing else of it is read.
     assert!(n <= 20, "{n} requests:\n{log}");
+    let runtime_reads: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"GET /v2/tools/runtime/"))
+        .collect();
+    assert!(
+        runtime_reads
+            .iter()
+            .all(|l| l.contains("/referrers/") || l.contains("/manifests/sha256-")),
+        "{log}"
+    );
+    let sbom_lookups = runtime_reads.len();
+    // Each side's manifest is fetched once, by its tag: the bytes that resolved it are parsed.
+    let manifests: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"GET /v2/agents/big/manifests/"))
+        // The referrers' tag-schema fallback (`sha256-…`) is not the agent's manifest.
+        .filter(|l| !l.contains("/manifests/sha256-"))
+        .collect();
+    assert_eq!(manifests.len(), 2, "{log}");
+    assert!(
+        manifests.iter().all(|l| !l.contains("/manifests/sha256:")),
+        "{log}"
+    );
     let classes: Vec<String> = json(&out)["changes"]
         .as_array()
         .unwrap()
@@ -431,7 +456,9 @@ fn a_remote_diff_reads_no_data_blob_and_a_re_pinned_runtime_is_a_pin() {
         "{out}"
     );
     // What docs/performance.md reports.
-    eprintln!("remote diff: {n} registry requests in {took:?}");
+    eprintln!(
+        "remote diff: {n} registry requests in {took:?} ({sbom_lookups} list the runtime's referrers)"
+    );
     if std::env::var_os("OTTERS_DIFF_LOG").is_some() {
         eprintln!("{log}");
     }
@@ -468,6 +495,18 @@ fn a_remote_diff_reads_no_data_blob_and_a_re_pinned_runtime_is_a_pin() {
     t.assert("diff", "remote");
 }
 
+/// The hint of the PEM public key at `path`: standard base64 of SHA-256 of its DER.
+pub(crate) fn key_hint(path: &str) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let pem = std::fs::read_to_string(path).unwrap();
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap();
+    base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(der))
+}
+
 #[test]
 fn platforms_and_signatures_are_provenance() {
     let env = Env::new();
@@ -479,7 +518,7 @@ fn platforms_and_signatures_are_provenance() {
     };
     build("multi:1", "linux/amd64,linux/arm64");
     build("multi:2", "linux/amd64,linux/arm64,linux/riscv64");
-    let (key, _) = env.key_pair("signer");
+    let (key, public) = env.key_pair("signer");
     env.ok(&["sign", "multi:2", "--key", &key]);
     let mut t = Transcript::on(&env);
     t.run(
@@ -511,9 +550,20 @@ fn platforms_and_signatures_are_provenance() {
         [
             r#""provenance" "platform" "linux/riscv64" "added""#,
             r#""provenance" "referrer" "application/vnd.dev.sigstore.bundle.v0.3+json" "added""#,
+            r#""provenance" "signer" "signature" "added""#,
         ],
         "{out}"
     );
+    // The signer the bundle names: the key's hint, as `otters key generate` prints it (base64 of
+    // the SHA-256 of its DER SubjectPublicKeyInfo), computed here from the public key file.
+    let hint = key_hint(&public);
+    assert_eq!(
+        v["b"]["signers"],
+        serde_json::json!([{"kind": "signature", "signer": format!("key {hint}")}]),
+        "{out}"
+    );
+    assert_eq!(v["a"]["signers"], serde_json::json!([]), "{out}");
+    t.filter(hint, "[KEY HINT]");
     assert_ne!(
         v["a"]["manifest"], v["a"]["digest"],
         "the platform's manifest is compared"

@@ -17,6 +17,7 @@ mod copy;
 mod copy_policy;
 mod copy_stream;
 mod diff;
+mod diff_provenance;
 mod editors;
 mod egress;
 mod emitted_codes;

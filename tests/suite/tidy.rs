@@ -913,7 +913,8 @@ fn crates_depend_one_way() {
                 "otters-policy",
             ],
         ),
-        // `otters diff` (issue 34): two agents read as `run` reads them, or built from a directory.
+        // `otters diff` (issue 34): two agents read as `run` reads them, or built from a directory;
+        // their bundles and SBOMs read (never verified) with the supply chain's readers.
         (
             "otters-diff",
             &[
@@ -922,6 +923,7 @@ fn crates_depend_one_way() {
                 "otters-spec",
                 "otters-oci",
                 "otters-pipeline",
+                "otters-supply",
             ],
         ),
         // The language server reads the lock and confines sources through its Project seam,

@@ -16,6 +16,8 @@ pub struct Built {
     /// Warnings and lints of the build, to show against the Agentfile.
     pub file: otters_agentfile::diagnostic::SourceFile,
     pub warnings: Vec<otters_agentfile::diagnostic::Diagnostic>,
+    /// The FROM parent's digest as `Agentfile.lock` pins it (`None` for scratch or no lock).
+    pub parent: Option<otters_oci::Digest>,
     _dir: tempfile::TempDir,
 }
 
@@ -55,6 +57,7 @@ pub fn build_dir(path: &Path, how: &How) -> Result<Built, BuildDirError> {
     let store = Store::open(dir.path().join("store"))
         .map_err(|e| failed(std::io::Error::other(e.to_string())))?;
     let (context, agentfile) = otters_pipeline::project::locate(path, None);
+    let lock = otters_pipeline::resolve::lock_path_for(&agentfile);
     let opts = BuildOptions {
         tags: vec!["otters-diff/agent:latest".to_owned()],
         offline: how.offline,
@@ -70,7 +73,15 @@ pub fn build_dir(path: &Path, how: &How) -> Result<Built, BuildDirError> {
         .into_iter()
         .filter(|d| d.severity >= otters_agentfile::diagnostic::Severity::Warning)
         .collect();
+    // The lock as the build left it: the parent it was built from.
+    let parent = otters_pipeline::resolve::Lockfile::read_all(&lock)
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|l| l.images)
+        .find(|e| e.role == otters_pipeline::resolve::Role::From)
+        .map(|e| e.digest);
     Ok(Built {
+        parent,
         target: Target::Local(store, out.descriptor),
         file: out.file,
         warnings,

@@ -64,6 +64,8 @@ pub enum What {
     Add,
     Platform,
     Referrer,
+    Signer,
+    Chain,
     Manifest,
 }
 
@@ -87,6 +89,8 @@ impl What {
             What::Add => "add",
             What::Platform => "platform",
             What::Referrer => "referrer",
+            What::Signer => "signer",
+            What::Chain => "chain",
             What::Manifest => "manifest",
         }
     }
@@ -123,6 +127,9 @@ pub struct Change {
     pub before: Option<String>,
     pub after: Option<String>,
     pub diff: Option<String>,
+    /// More about the change, read beside the two agents: a re-pinned image's SBOM component
+    /// delta.
+    pub detail: Option<String>,
 }
 
 impl Change {
@@ -136,6 +143,7 @@ impl Change {
             before: None,
             after: None,
             diff: None,
+            detail: None,
         }
     }
 

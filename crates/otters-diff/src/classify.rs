@@ -3,8 +3,9 @@
 //! Takes: the two sides and [`Options`]. Returns: every change, ordered by class, then by what it
 //! is about, then by name (deterministic). Must never: call a removal an escalation, or show a
 //! CONFIG or ENV value unless asked ([`Options::show_values`]).
+use crate::chain::level_name;
 use crate::change::{Change, Class, Kind, What};
-use crate::side::{Data, Side};
+use crate::side::{Chain, Data, Level, Side};
 use crate::text::unified;
 use otters_agentfile::ir::{Agent, Bin, Config};
 use otters_oci::reference::Reference;
@@ -514,6 +515,56 @@ fn provenance(out: &mut Vec<Change>, a: &Side, b: &Side) {
         b: count(&b.referrers),
     }
     .push(out);
+    chain(out, &a.chain, &b.chain);
+    // Who signed, as the bundles claim (not verified): one change per kind of bundle.
+    let named = |m: &BTreeMap<String, BTreeSet<String>>| -> BTreeMap<String, String> {
+        m.iter()
+            .map(|(k, v)| (k.clone(), v.iter().cloned().collect::<Vec<_>>().join(", ")))
+            .collect()
+    };
+    Keyed {
+        what: What::Signer,
+        added: Class::Provenance,
+        removed: Class::Provenance,
+        changed: Class::Provenance,
+        a: named(&a.signers),
+        b: named(&b.signers),
+    }
+    .push(out);
+}
+
+/// The FROM chains level by level, as far as both can be compared: a level whose digest is not
+/// recorded on a side is compared by reference only and ends the comparison, and a side whose
+/// walk was cut adds or removes nothing beyond it.
+fn chain(out: &mut Vec<Change>, a: &Chain, b: &Chain) {
+    let deepest = a.levels.len().max(b.levels.len());
+    for i in 0..deepest {
+        let name = level_name(i + 1);
+        let (x, y) = (a.levels.get(i), b.levels.get(i));
+        let kind = match (x, y) {
+            (Some(x), Some(y)) => {
+                let differ = x.reference != y.reference
+                    || (x.digest.is_some() && y.digest.is_some() && x.digest != y.digest);
+                if differ {
+                    out.push(
+                        Change::new(Class::Provenance, What::Chain, name, Kind::Changed)
+                            .values(Some(x.describe()), Some(y.describe())),
+                    );
+                }
+                if x.digest.is_none() || y.digest.is_none() {
+                    return;
+                }
+                continue;
+            }
+            (None, Some(_)) if a.cut.is_none() => Kind::Added,
+            (Some(_), None) if b.cut.is_none() => Kind::Removed,
+            _ => return,
+        };
+        out.push(
+            Change::new(Class::Provenance, What::Chain, name, kind)
+                .values(x.map(Level::describe), y.map(Level::describe)),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -27,6 +27,8 @@ fn side(text: &str) -> Side {
         contexts,
         data: BTreeMap::new(),
         referrers: BTreeMap::new(),
+        signers: BTreeMap::new(),
+        chain: crate::side::Chain::default(),
     }
 }
 
@@ -261,4 +263,116 @@ fn exec_is_a_behaviour_change_shown_as_its_arguments() {
         (Class::Behaviour, What::Exec, Kind::Added)
     );
     assert_eq!(c.after.as_deref(), Some(r#"["run","a b"]"#));
+}
+
+#[test]
+fn a_new_signer_is_a_provenance_change_naming_both() {
+    let (mut a, mut b) = (side(BASE), side(BASE));
+    let set = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
+    a.signers.insert("signature".into(), set(&["key AAA="]));
+    b.signers.insert(
+        "signature".into(),
+        set(&["key BBB=", "me@example.com (https://issuer)"]),
+    );
+    b.signers
+        .insert("https://slsa.dev/provenance/v1".into(), set(&["key BBB="]));
+    let c = changes(&a, &b, Options::default());
+    let got: Vec<_> = c
+        .iter()
+        .map(|c| {
+            (
+                c.class,
+                c.what,
+                c.name.as_str(),
+                c.change,
+                c.before.as_deref(),
+                c.after.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                Class::Provenance,
+                What::Signer,
+                "https://slsa.dev/provenance/v1",
+                Kind::Added,
+                None,
+                Some("key BBB=")
+            ),
+            (
+                Class::Provenance,
+                What::Signer,
+                "signature",
+                Kind::Changed,
+                Some("key AAA="),
+                Some("key BBB=, me@example.com (https://issuer)")
+            ),
+        ]
+    );
+    a.signers.clear();
+    b.signers.clear();
+    assert!(changes(&a, &b, Options::default()).is_empty());
+}
+
+#[test]
+fn a_re_pinned_ancestor_is_named_by_its_level_and_an_unknown_digest_says_nothing() {
+    use crate::side::{Chain, Level};
+    let level = |r: &str, d: Option<&str>| Level {
+        reference: r.into(),
+        digest: d.map(|d| Digest::of(d.as_bytes())),
+    };
+    let (mut a, mut b) = (side(BASE), side(BASE));
+    a.chain = Chain {
+        levels: vec![level("reg/p:1", Some("p1")), level("reg/g:1", Some("g1"))],
+        cut: None,
+    };
+    b.chain = Chain {
+        levels: vec![level("reg/p:1", Some("p2")), level("reg/g:1", Some("g2"))],
+        cut: None,
+    };
+    let got: Vec<(What, String, Option<String>)> = changes(&a, &b, Options::default())
+        .into_iter()
+        .map(|c| (c.what, c.name, c.after))
+        .collect();
+    let at = |r: &str, d: &str| Some(format!("{r}@{}", Digest::of(d.as_bytes())));
+    assert_eq!(
+        got,
+        [
+            (
+                What::Chain,
+                "level 1 (the parent)".to_owned(),
+                at("reg/p:1", "p2")
+            ),
+            (
+                What::Chain,
+                "level 2 (the grandparent)".to_owned(),
+                at("reg/g:1", "g2")
+            ),
+        ]
+    );
+    // A side whose parent digest is not recorded: the same reference says nothing, and nothing
+    // beyond it is compared.
+    b.chain = Chain {
+        levels: vec![level("reg/p:1", None)],
+        cut: Some("not recorded".into()),
+    };
+    assert!(changes(&a, &b, Options::default()).is_empty());
+    // A chain that really ends (FROM scratch) one level earlier: the grandparent was removed.
+    b.chain = Chain {
+        levels: vec![level("reg/p:1", Some("p1"))],
+        cut: None,
+    };
+    let c = one_of(&a, &b);
+    assert_eq!(
+        (c.what, c.change, c.name.as_str()),
+        (What::Chain, Kind::Removed, "level 2 (the grandparent)")
+    );
+}
+
+fn one_of(a: &Side, b: &Side) -> Change {
+    let c = changes(a, b, Options::default());
+    assert_eq!(c.len(), 1, "{c:#?}");
+    c.into_iter().next().unwrap()
 }

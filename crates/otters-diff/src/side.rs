@@ -3,7 +3,8 @@
 //!
 //! Takes: a resolved `Target` and the platform to compare. Returns: a [`Side`]: the model of the
 //! config blob, the pins of `agent.yaml`, the text of each CONTEXT layer, each data layer's title,
-//! size and digest, the platforms of an index, the referrers. Must never: download a data (ADD)
+//! size and digest, the platforms of an index, the referrers and who their bundles name as signers
+//! (read, never verified). Must never: download a data (ADD)
 //! layer (only the config, `agent.yaml` and context layers are read, each at most
 //! [`MAX_TEXT`] bytes), or write anything.
 use otters_agentfile::ir::{self, Agentfile, BlobError};
@@ -13,7 +14,9 @@ use otters_oci::{Descriptor, Digest, MediaType, Platform};
 use otters_pipeline::lower::agent_yaml::{parse_pins, PinsError};
 use otters_pipeline::lower::Pins;
 use otters_pipeline::target::{Target, TargetError};
-use std::collections::BTreeMap;
+use otters_supply::statement::SIGN_PREDICATE;
+use otters_supply::verify::{claims, Referrers};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The largest config blob, `agent.yaml` or context layer a diff reads.
 pub const MAX_TEXT: u64 = 4 << 20;
@@ -78,6 +81,97 @@ pub struct Side {
     pub data: BTreeMap<String, Data>,
     /// The number of referrers of [`Self::digest`] by artifact type.
     pub referrers: BTreeMap<String, usize>,
+    /// Who each Sigstore bundle referrer names as its signer, **not verified**, by what the
+    /// bundle claims to be (`signature`, or its statement's predicate type): see [`signers`].
+    pub signers: BTreeMap<String, BTreeSet<String>>,
+    /// The flattened FROM chain (filled by `chain::follow`; empty until then).
+    pub chain: Chain,
+}
+
+/// One level of the chain: the FROM reference and the digest it was built from, when recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Level {
+    pub reference: String,
+    pub digest: Option<Digest>,
+}
+
+impl Level {
+    /// `reference@digest`, or `reference (digest not recorded)`.
+    pub fn describe(&self) -> String {
+        match &self.digest {
+            Some(d) if !self.reference.contains('@') => format!("{}@{d}", self.reference),
+            Some(_) => self.reference.clone(),
+            None => format!("{} (digest not recorded)", self.reference),
+        }
+    }
+}
+
+/// A side's chain, and why it ends where it does when that is not at `FROM scratch`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chain {
+    pub levels: Vec<Level>,
+    /// `None` when the last level's parent is `scratch`; else why the walk stopped.
+    pub cut: Option<String>,
+}
+
+/// The most bundle referrers of one side whose signer is read.
+pub const MAX_SIGNERS: usize = 16;
+/// The most bytes of bundle referrers (manifests and bundles) one side reads.
+pub const MAX_SIGNER_BYTES: u64 = 4 << 20;
+
+/// The referrers already listed, read through the target: the bundle walk lists nothing again.
+struct Listed<'a>(&'a Target, Vec<Descriptor>);
+
+impl Referrers for Listed<'_> {
+    fn list(&self, _: &Digest) -> Result<Vec<Descriptor>, String> {
+        Ok(self.1.clone())
+    }
+    fn manifest(&self, d: &Descriptor) -> Result<Vec<u8>, String> {
+        Referrers::manifest(self.0, d)
+    }
+    fn blob(&self, d: &Descriptor, max: u64) -> Result<Vec<u8>, String> {
+        Referrers::blob(self.0, d, max)
+    }
+    fn is_local(&self) -> bool {
+        Referrers::is_local(self.0)
+    }
+}
+
+/// Who the bundle referrers among `listed` name as signers (unverified, at most [`MAX_SIGNERS`]
+/// bundles and [`MAX_SIGNER_BYTES`] read), by kind: `signature` for a plain signature, else the
+/// predicate type the statement claims (`bundle` when it cannot be read). A bundle that cannot
+/// be read is named `(unreadable: why)`.
+pub fn signers(
+    target: &Target,
+    subject: &Digest,
+    listed: Vec<Descriptor>,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let maybe_bundle = |d: &Descriptor| {
+        d.artifact_type
+            .as_deref()
+            .is_none_or(|t| t == otters_supply::bundle::BUNDLE_V03)
+    };
+    if !listed.iter().any(maybe_bundle) {
+        return out;
+    }
+    let source = Listed(target, listed);
+    let Ok(claims) = claims(&source, subject, MAX_SIGNER_BYTES, MAX_SIGNERS) else {
+        return out;
+    };
+    for c in claims {
+        let kind = match c.predicate_type.as_deref() {
+            Some(SIGN_PREDICATE) => "signature".to_owned(),
+            Some(p) => p.to_owned(),
+            None => "bundle".to_owned(),
+        };
+        let who = match c.signer {
+            Ok(n) => n.describe(),
+            Err(why) => format!("(unreadable: {why})"),
+        };
+        out.entry(kind).or_default().insert(who);
+    }
+    out
 }
 
 fn parse_doc(reference: &str, what: &'static str, bytes: &[u8]) -> Result<ManifestDoc, DiffError> {
@@ -134,8 +228,23 @@ fn pick(
 
 /// The agent `target` holds, for `platform` when it is an index.
 pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Side, DiffError> {
+    read_with(target, reference, platform, None)
+}
+
+/// [`read`], given the top manifest's bytes when they were already fetched to resolve the target
+/// (`Target::resolve_read`): a registry side then fetches its manifest once, not twice. Bytes
+/// that are not of the target's digest are not used.
+pub fn read_with(
+    target: &Target,
+    reference: &str,
+    platform: &Platform,
+    fetched: Option<Vec<u8>>,
+) -> Result<Side, DiffError> {
     let top = target.descriptor().clone();
-    let bytes = target.manifest(&top)?;
+    let bytes = match fetched.filter(|b| Digest::of(b) == top.digest) {
+        Some(b) => b,
+        None => target.manifest(&top)?,
+    };
     let mut doc = parse_doc(reference, "the manifest", &bytes)?;
     let mut platforms = Vec::new();
     let mut manifest = top.digest.clone();
@@ -173,6 +282,8 @@ pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Sid
         contexts: BTreeMap::new(),
         data: BTreeMap::new(),
         referrers: BTreeMap::new(),
+        signers: BTreeMap::new(),
+        chain: Chain::default(),
     };
     // Every text layer's size is known before any is read: refuse the lot at once.
     let text: u64 = doc
@@ -223,13 +334,15 @@ pub fn read(target: &Target, reference: &str, platform: &Platform) -> Result<Sid
             }
         }
     }
-    for r in target.referrers(&top.digest, None)? {
+    let listed = target.referrers(&top.digest, None)?;
+    for r in &listed {
         let kind = r
             .artifact_type
             .clone()
             .unwrap_or_else(|| "unknown".to_owned());
         *side.referrers.entry(kind).or_default() += 1;
     }
+    side.signers = signers(target, &top.digest, listed);
     Ok(side)
 }
 
@@ -277,6 +390,21 @@ mod tests {
         assert_eq!(side.contexts["SOUL"], "hi\n");
         assert_eq!(side.data["big.bin"].size, 1 << 30);
         assert!(!side.data["big.bin"].directory);
+    }
+
+    #[test]
+    fn bytes_already_fetched_are_used_only_when_they_are_of_the_digest() {
+        let (_dir, t) = target(AGENT_CONFIG, &[]);
+        // Bytes of another manifest are not used: the target's own are read.
+        let other = br#"{"schemaVersion":2,"layers":[]}"#.to_vec();
+        let side = read_with(&t, "x", &Platform::host(), Some(other)).unwrap();
+        assert_eq!(side.manifest, t.descriptor().digest);
+        // The right bytes are used as they are, even when the store no longer has them.
+        let bytes = t.store().read_blob(&t.descriptor().digest).unwrap();
+        std::fs::remove_file(t.store().blob_path(&t.descriptor().digest)).unwrap();
+        assert!(read(&t, "x", &Platform::host()).is_err());
+        let side = read_with(&t, "x", &Platform::host(), Some(bytes)).unwrap();
+        assert_eq!(side.model.agent.name_str(), Some("x"));
     }
 
     #[test]

@@ -95,8 +95,22 @@ impl Target {
         place: Place,
         insecure: bool,
     ) -> Result<Target, TargetError> {
+        Ok(Target::resolve_read(store, reference, place, insecure)?.0)
+    }
+
+    /// [`Target::resolve`], and for a remote image the manifest bytes fetched to resolve it (so a
+    /// reader does not fetch them again by digest).
+    pub fn resolve_read(
+        store: Store,
+        reference: &str,
+        place: Place,
+        insecure: bool,
+    ) -> Result<(Target, Option<Vec<u8>>), TargetError> {
+        let remote = |store, r: &Reference| {
+            Target::remote_read(store, r, insecure).map(|(t, b)| (t, Some(b)))
+        };
         if place == Place::Remote {
-            return Target::remote(store, &Reference::parse(reference)?, insecure);
+            return remote(store, &Reference::parse(reference)?);
         }
         let held = store
             .resolve(reference)
@@ -105,23 +119,32 @@ impl Target {
                 source,
             })?;
         match (held, place, names_registry(reference)) {
-            (Some(d), ..) => Ok(Target::Local(store, d)),
-            (None, Place::Auto, Some(r)) => Target::remote(store, &r, insecure),
+            (Some(d), ..) => Ok((Target::Local(store, d), None)),
+            (None, Place::Auto, Some(r)) => remote(store, &r),
             (None, ..) => Err(TargetError::NotInStore(reference.to_owned())),
         }
     }
 
     /// The image in the registry `r` names, resolved there now.
     pub fn remote(store: Store, r: &Reference, insecure: bool) -> Result<Target, TargetError> {
+        Ok(Target::remote_read(store, r, insecure)?.0)
+    }
+
+    /// [`Target::remote`] and the manifest bytes it fetched.
+    pub fn remote_read(
+        store: Store,
+        r: &Reference,
+        insecure: bool,
+    ) -> Result<(Target, Vec<u8>), TargetError> {
         let client = client(insecure)?;
-        let d = client
-            .subject_descriptor(r)
+        let (d, bytes) = client
+            .subject_manifest(r)
             .map_err(|source| TargetError::Registry {
                 context: format!("cannot read {}", r.familiar()),
                 source: Box::new(source),
             })?;
         let pinned = r.with_digest(&d.digest);
-        Ok(Target::Remote(store, Box::new(client), pinned, d))
+        Ok((Target::Remote(store, Box::new(client), pinned, d), bytes))
     }
 
     /// This image as the registry `r` names holds it (same digest): where `verify` looks when

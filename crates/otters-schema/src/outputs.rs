@@ -95,6 +95,38 @@ pub struct DiffSide<'a> {
     pub manifest: String,
     /// The platforms of an index (`os/arch[/variant]`, sorted); empty for a single manifest.
     pub platforms: &'a [String],
+    /// Who each Sigstore bundle referrer names as its signer, as the bundle claims it: read, never
+    /// verified (`otters verify` checks a signature). Sorted by kind, then signer.
+    pub signers: Vec<DiffSigner>,
+    /// The flattened FROM chain: the parent first, then its parent, …; empty for `FROM scratch`.
+    pub chain: Vec<DiffLevel>,
+    /// Why the chain ends before `FROM scratch` (a digest not recorded, an image that cannot be
+    /// read), or `null`.
+    pub chain_cut: Option<String>,
+}
+
+/// One level of a FROM chain.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiffLevel {
+    /// 1 for the parent, 2 for its parent, …
+    pub level: usize,
+    /// The reference its child's FROM names.
+    pub reference: String,
+    /// The manifest digest the child was built from (its Agentfile.lock, SBOM or provenance), or
+    /// `null` when none records it.
+    pub digest: Option<String>,
+}
+
+/// A signer a bundle referrer of one side names (not verified).
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiffSigner {
+    /// `signature` for a plain signature, else the predicate type the bundle's statement claims
+    /// (`bundle` when it could not be read).
+    pub kind: String,
+    /// `IDENTITY (ISSUER)` of a keyless certificate, `key HINT` of a key, or `(unreadable: …)`.
+    pub signer: String,
 }
 
 /// How many changes of each class, in the order of the classes.
@@ -123,7 +155,7 @@ pub struct DiffChange<'a> {
     #[schemars(extend("enum" = ["escalation", "behaviour", "pin", "configuration", "data", "provenance"]))]
     pub class: &'a str,
     /// What kind of item changed.
-    #[schemars(extend("enum" = ["from", "runtime", "model", "bin", "capability", "mount", "egress", "context", "exec", "name", "config", "env", "label", "arg", "add", "platform", "referrer", "manifest"]))]
+    #[schemars(extend("enum" = ["from", "runtime", "model", "bin", "capability", "mount", "egress", "context", "exec", "name", "config", "env", "label", "arg", "add", "platform", "referrer", "signer", "chain", "manifest"]))]
     pub what: &'a str,
     /// The item's name (a BIN's, a CONTEXT's, a CONFIG key, …).
     pub name: &'a str,
@@ -138,6 +170,10 @@ pub struct DiffChange<'a> {
     pub after: Option<&'a str>,
     /// A unified diff of a text (a CONTEXT, a BIN's USAGE), or `null`.
     pub diff: Option<&'a str>,
+    /// More about the change, or `null`: for a re-pinned image, its SBOM component delta
+    /// (`SBOM: +name@version, -name@version, ~name old → new`, at most 20 named, then `… N more`)
+    /// or why there is none to compare.
+    pub detail: Option<&'a str>,
 }
 
 /// `otters diff A B --format json`.

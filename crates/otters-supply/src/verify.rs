@@ -311,6 +311,81 @@ pub fn verify_image(
     })
 }
 
+/// A bundle referrer read for a report, **not verified**: who it names and what its statement
+/// claims to be (`otters diff`; `otters verify` is what checks them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// The referrer's manifest digest.
+    pub referrer: Digest,
+    /// The predicate type the statement claims, when it could be read.
+    pub predicate_type: Option<String>,
+    /// The signer the bundle names, or why it could not be read.
+    pub signer: Result<keyless_verify::Named, String>,
+}
+
+/// Who the bundle referrers of `digest` name as their signers, unverified: the same walk as
+/// [`verify_image`] (bundle manifests no larger than [`MAX_BUNDLE_MANIFEST`] that name `digest`
+/// as subject), at most `max_candidates` of them and `max_bytes` of manifests and bundles read.
+/// A referrer that cannot be read (or is cut by the budget) is a claim whose signer says why.
+///
+/// # Errors
+/// The referrers cannot be listed.
+pub fn claims(
+    source: &dyn Referrers,
+    digest: &Digest,
+    max_bytes: u64,
+    max_candidates: usize,
+) -> Result<Vec<Claim>, String> {
+    let mut candidates: Vec<(u8, Descriptor)> = source
+        .list(digest)?
+        .into_iter()
+        .filter_map(|d| rank(&d, SIGN_PREDICATE).map(|r| (r, d)))
+        .collect();
+    candidates.sort_by(|(p, a), (q, b)| (p, &a.digest).cmp(&(q, &b.digest)));
+    let mut search = Search {
+        tried: Vec::new(),
+        spent: 0,
+        budget: max_bytes,
+        cut: None,
+    };
+    let mut out = Vec::new();
+    for (_, r) in candidates.iter().take(max_candidates) {
+        let claim = |signer| Claim {
+            referrer: r.digest.clone(),
+            predicate_type: None,
+            signer,
+        };
+        let before = search.tried.len();
+        let layer = match search.bundle_layer(source, r, digest) {
+            Ok(Some(layer)) => layer,
+            Ok(None) => {
+                if let Some((_, why)) = search.tried.get(before) {
+                    out.push(claim(Err(why.clone())));
+                }
+                continue;
+            }
+            Err(Stop) => {
+                out.push(claim(Err(search.cut.clone().unwrap_or_default())));
+                break;
+            }
+        };
+        if search.over_budget(layer.size) {
+            out.push(claim(Err(search.cut.clone().unwrap_or_default())));
+            break;
+        }
+        let read = source.blob(&layer, max_bytes);
+        search.spent = search.spent.saturating_add(layer.size);
+        match read.and_then(|b| keyless_verify::named(&b)) {
+            Ok((who, predicate_type)) => out.push(Claim {
+                predicate_type,
+                ..claim(Ok(who))
+            }),
+            Err(why) => out.push(claim(Err(why))),
+        }
+    }
+    Ok(out)
+}
+
 /// The budget ran out (the reason is in [`Search::cut`]).
 struct Stop;
 

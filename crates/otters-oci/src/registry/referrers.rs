@@ -242,12 +242,15 @@ impl RegistryClient {
     /// and `attach --remote` write referrers of what this returns, so a stale mirror's tag must
     /// not choose the image) and returns its descriptor.
     pub fn subject_descriptor(&self, r: &Reference) -> Result<Descriptor, RegistryError> {
+        Ok(self.subject_manifest(r)?.0)
+    }
+
+    /// [`Self::subject_descriptor`] and the manifest's bytes as fetched (digest-checked by
+    /// construction: the digest is of these bytes), so a reader need not fetch them again.
+    pub fn subject_manifest(&self, r: &Reference) -> Result<(Descriptor, Vec<u8>), RegistryError> {
         let f = self.block_on(self.fetch_manifest_upstream(r, r.selector(), None))?;
-        Ok(Descriptor::new(
-            f.media_type,
-            f.digest,
-            f.bytes.len() as u64,
-        ))
+        let d = Descriptor::new(f.media_type, f.digest, f.bytes.len() as u64);
+        Ok((d, f.bytes))
     }
 }
 

@@ -12,7 +12,8 @@
 //! One file per stage, each with its own error: `der` (the DER reader and ECDSA), `root` (the
 //! trusted root, read once per [`TrustedRoot`]), `authority` (which authority issued the leaf,
 //! and whether it vouches at a time), `sct`, `tlog`, `timestamp`, `identity` (the SAN, exact or a
-//! whole-SAN pattern); this file runs them in order. Each file uses only those before it.
+//! whole-SAN pattern); this file runs them in order. `named` reads who a bundle names, unverified,
+//! for a report (`otters diff`). Each file uses only those before it.
 //!
 //! Takes: bundle bytes, a [`TrustedRoot`], the expected identity, issuer and sha256. Returns: the
 //! verified statement's predicate type and the SAN, or a [`KeylessVerifyError`] (its text is the
@@ -26,6 +27,7 @@
 mod authority;
 mod der;
 mod identity;
+mod named;
 #[cfg(test)]
 mod refusal_tests;
 mod root;
@@ -38,6 +40,7 @@ mod validity_tests;
 pub use authority::Untrusted;
 pub use der::DerError;
 pub use identity::{Identity, Pattern, PatternError};
+pub use named::{named, Named};
 pub use root::{NotBase64, Reasons, RootError, TrustedRoot, Window};
 pub use sct::{SctError, SctRefusal};
 pub use timestamp::{Stamp, TimestampError};

@@ -331,3 +331,57 @@ fn type_names() {
     );
     assert!(predicate_type("nonsense").is_err());
 }
+
+#[test]
+fn claims_name_each_bundles_signer_unverified_within_the_budget() {
+    let (one, two) = (KeyPair::generate(), KeyPair::generate());
+    let mut m = mem();
+    add(&mut m, &statement(SIGN_PREDICATE), &one, Some(BUNDLE_V03));
+    add(
+        &mut m,
+        &statement("https://slsa.dev/provenance/v1"),
+        &two,
+        Some(BUNDLE_V03),
+    );
+    add_junk(&mut m, b"{".to_vec());
+    let got = claims(&m, &subject().digest, 1 << 20, 8).unwrap();
+    let mut named: Vec<(Option<String>, Result<String, String>)> = got
+        .iter()
+        .map(|c| {
+            (
+                c.predicate_type.clone(),
+                c.signer.clone().map(|s| s.describe()),
+            )
+        })
+        .collect();
+    named.sort();
+    assert_eq!(named.len(), 3, "{named:?}");
+    assert!(named[0]
+        .1
+        .as_ref()
+        .is_err_and(|e| e.starts_with("the bundle is not JSON")));
+    assert_eq!(
+        named[1],
+        (
+            Some("https://sigstore.dev/cosign/sign/v1".into()),
+            Ok(format!("key {}", one.public().hint()))
+        )
+    );
+    assert_eq!(
+        named[2],
+        (
+            Some("https://slsa.dev/provenance/v1".into()),
+            Ok(format!("key {}", two.public().hint()))
+        )
+    );
+    // The count and the byte budget both bound it; a cut says so.
+    assert_eq!(claims(&m, &subject().digest, 1 << 20, 1).unwrap().len(), 1);
+    let cut = claims(&m, &subject().digest, 10, 8).unwrap();
+    assert!(
+        cut[0]
+            .signer
+            .as_ref()
+            .is_err_and(|e| e.contains("at most 10 bytes")),
+        "{cut:?}"
+    );
+}
