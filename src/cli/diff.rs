@@ -78,11 +78,14 @@ fn side(
         Given::Path => {
             let how = How {
                 offline: a.offline,
+                locked: a.locked,
                 allow_unpinned: a.allow_unpinned,
                 platform: a.platform.clone(),
                 insecure: a.place.insecure,
             };
-            let built = build_dir(Path::new(reference), &how).map_err(|e| match e {
+            // The user's store lends a FROM parent the lock pins; nothing is written to it.
+            let user = open_store().ok();
+            let built = build_dir(Path::new(reference), &how, user.as_ref()).map_err(|e| match e {
                 BuildDirError::Build(e) => {
                     let kind = build_failure(*e);
                     build_error(kind).wrap_err(format!("cannot build {}", esc(reference)))

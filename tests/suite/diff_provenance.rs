@@ -295,3 +295,81 @@ fn a_re_pinned_ancestor_is_named_by_its_level_in_the_flattened_chain() {
     );
     t.assert("diff", "chain");
 }
+
+/// A pull request's working tree `FROM` a parent, diffed `--offline`: the parent its
+/// `Agentfile.lock` pins is lent by the user's store (which `build --push` filled), so the diff
+/// builds with no registry at all; from a fresh home (no parent anywhere offline) it fails with
+/// the build's own AF401, and `--locked` builds it against the registry instead.
+#[test]
+fn an_offline_diff_of_a_tree_from_a_parent_takes_the_parent_from_the_users_store() {
+    let env = Env::new();
+    let reg = Registry::start();
+    let a = &reg.addr;
+    let parent = format!("{a}/agents/parent:1");
+    let pctx = env.dir.path().join("parent");
+    crate::support::write(
+        &pctx.join("Agentfile"),
+        "FROM scratch\nNAME parent\nMODEL openai/gpt-4o\nCONTEXT SOUL \"be brief\"\n",
+    );
+    env.ok(&["build", "-q", "--push", "-t", &parent, pctx.to_str().unwrap()]);
+    let child = env.dir.path().join("child");
+    crate::support::write(
+        &child.join("Agentfile"),
+        format!("FROM {parent}\nNAME child\nLABEL team=ops\n"),
+    );
+    let prod = format!("{a}/agents/child:prod");
+    env.ok(&["build", "-q", "--push", "-t", &prod, child.to_str().unwrap()]);
+    assert!(child.join("Agentfile.lock").is_file());
+    let tree = child.to_str().unwrap();
+
+    // A fresh home has no parent to lend: the build's own error, naming the parent.
+    let fresh = Env::new();
+    let err = fresh.fails(&["diff", &prod, tree, "--offline"]);
+    assert!(err.contains("AF401"), "{err}");
+    assert!(err.contains(&parent), "{err}");
+
+    // The registry is gone: only the store and the lock are left.
+    let seen = env.ok(&["diff", &prod, tree, "--offline", "--format", "json"]);
+    drop(reg);
+    let (ok, out, err) = env.run(&["diff", &prod, tree, "--offline", "--format", "json"]);
+    assert!(ok, "{err}");
+    let v = json(&out);
+    assert_eq!(v["identical"], true, "{out}");
+    assert_eq!(v["b"]["chain"][0]["reference"], parent.as_str(), "{out}");
+    assert_eq!(json(&seen)["b"]["digest"], v["b"]["digest"]);
+}
+
+/// `--locked` builds the tree against the registry, so a fresh machine (a CI runner) diffs an
+/// agent `FROM` a parent; a lock that resolving would change fails the diff (AF406).
+#[test]
+fn a_locked_diff_builds_the_tree_against_the_registry_and_refuses_a_stale_lock() {
+    let env = Env::new();
+    let reg = Registry::start();
+    let a = &reg.addr;
+    let parent = format!("{a}/agents/parent:1");
+    let pctx = env.dir.path().join("parent");
+    let parent_text = |soul: &str| {
+        format!("FROM scratch\nNAME parent\nMODEL openai/gpt-4o\nCONTEXT SOUL \"{soul}\"\n")
+    };
+    crate::support::write(&pctx.join("Agentfile"), parent_text("be brief"));
+    env.ok(&["build", "-q", "--push", "-t", &parent, pctx.to_str().unwrap()]);
+    let child = env.dir.path().join("child");
+    crate::support::write(
+        &child.join("Agentfile"),
+        format!("FROM {parent}\nNAME child\n"),
+    );
+    let prod = format!("{a}/agents/child:prod");
+    env.ok(&["build", "-q", "--push", "-t", &prod, child.to_str().unwrap()]);
+    let tree = child.to_str().unwrap();
+
+    let fresh = Env::new();
+    let out = fresh.ok(&["diff", &prod, tree, "--locked", "--format", "json"]);
+    assert_eq!(json(&out)["identical"], true, "{out}");
+    // The parent's tag moves: the lock no longer says what resolving gives.
+    crate::support::write(&pctx.join("Agentfile"), parent_text("be thorough"));
+    env.ok(&["build", "-q", "--push", "-t", &parent, pctx.to_str().unwrap()]);
+    let err = fresh.fails(&["diff", &prod, tree, "--locked"]);
+    assert!(err.contains("AF406"), "{err}");
+    let err = fresh.fails(&["diff", &prod, tree, "--locked", "--offline"]);
+    assert!(err.contains("--offline") && err.contains("--locked"), "{err}");
+}

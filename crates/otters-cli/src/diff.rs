@@ -48,6 +48,10 @@ pub struct DiffArgs {
     /// for it
     #[arg(long)]
     pub offline: bool,
+    /// Build an Agentfile directory against the registries, but fail if that would change its
+    /// Agentfile.lock (as `otters build --locked`): what a CI job diffing a pull request wants
+    #[arg(long, conflicts_with = "offline")]
+    pub locked: bool,
     /// Build an Agentfile directory whose references have no pin without a digest
     #[arg(long)]
     pub allow_unpinned: bool,

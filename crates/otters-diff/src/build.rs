@@ -25,6 +25,8 @@ pub struct Built {
 #[derive(Clone, Debug, Default)]
 pub struct How {
     pub offline: bool,
+    /// Fail (AF406) when resolving would change `Agentfile.lock`, as `otters build --locked`.
+    pub locked: bool,
     pub allow_unpinned: bool,
     pub platform: Option<String>,
     pub insecure: bool,
@@ -44,8 +46,14 @@ pub enum BuildDirError {
 
 /// Builds the Agentfile at `path` (a directory or the Agentfile itself) into a temporary store;
 /// `offline` takes every pin from `Agentfile.lock` and never contacts a registry;
-/// `allow_unpinned` builds a reference that has no pin without a digest.
-pub fn build_dir(path: &Path, how: &How) -> Result<Built, BuildDirError> {
+/// `allow_unpinned` builds a reference that has no pin without a digest. A FROM parent the lock
+/// pins is first brought from `user_store` when it holds it ([`crate::seed`]), so an offline
+/// build finds it there as `otters build --offline` does.
+pub fn build_dir(
+    path: &Path,
+    how: &How,
+    user_store: Option<&Store>,
+) -> Result<Built, BuildDirError> {
     let failed = |source: std::io::Error| BuildDirError::Store {
         path: path.to_owned(),
         source,
@@ -58,9 +66,13 @@ pub fn build_dir(path: &Path, how: &How) -> Result<Built, BuildDirError> {
         .map_err(|e| failed(std::io::Error::other(e.to_string())))?;
     let (context, agentfile) = otters_pipeline::project::locate(path, None);
     let lock = otters_pipeline::resolve::lock_path_for(&agentfile);
+    if let Some(user) = user_store {
+        crate::seed::parents(user, &store, &lock);
+    }
     let opts = BuildOptions {
         tags: vec!["otters-diff/agent:latest".to_owned()],
         offline: how.offline,
+        locked: how.locked,
         allow_unpinned: how.allow_unpinned,
         platform: how.platform.clone(),
         insecure: how.insecure,

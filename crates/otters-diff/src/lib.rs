@@ -13,6 +13,7 @@ pub mod change;
 pub mod classify;
 pub mod egress;
 pub mod sbom;
+pub mod seed;
 pub mod side;
 pub mod text;
 
