@@ -80,7 +80,16 @@ impl Stamp {
         }
     }
 
-    /// The key text for this stamp (used for files and, concatenated, for directory trees).
+    /// The stamp as fixed-width bytes, fed to a tree's key (no text formatted per file).
+    pub fn feed(&self, h: &mut impl sha2::Digest) {
+        h.update(self.dev.to_le_bytes());
+        h.update(self.ino.to_le_bytes());
+        h.update(self.size.to_le_bytes());
+        h.update(self.mtime_ns.to_le_bytes());
+        h.update(self.ctime_ns.to_le_bytes());
+    }
+
+    /// The key text for this stamp (used for files).
     pub fn key(&self) -> String {
         format!(
             "{}:{}:{}:{}:{}",

@@ -388,13 +388,53 @@ fn opener_of(entries: &[Entry]) -> Result<Option<Opener>, TarError> {
 
 /// Opens every file of a walked tree and checks its handle against the stamp the walk saw: an
 /// unreadable file, or one that changed since the walk, fails here, before anything is written.
-/// (The walk only `lstat`s, so that a rebuild the hash cache answers opens nothing.)
+/// (The walk only `lstat`s, so that a rebuild the hash cache answers opens nothing.) A large tree
+/// is checked on every core, each thread with its own directory handles over one run of the
+/// files; the error is the one of the first failing file in the tree's order, as one thread gives.
 pub fn check_readable(entries: &[Entry]) -> Result<(), TarError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(CHECK_THREADS);
+    check_readable_on(entries, threads)
+}
+
+fn check_readable_on(entries: &[Entry], threads: usize) -> Result<(), TarError> {
+    let files: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| matches!(e.kind, EntryKind::File { .. }))
+        .collect();
+    if threads < 2 || files.len() < CHECK_PARALLEL_FROM {
+        return check_files(entries, &files);
+    }
+    std::thread::scope(|s| {
+        let runs: Vec<_> = files
+            .chunks(files.len().div_ceil(threads))
+            .map(|run| s.spawn(move || check_files(entries, run)))
+            .collect();
+        let mut first = Ok(());
+        for run in runs {
+            let result = run.join().unwrap_or_else(|_| {
+                Err(TarError::Io {
+                    rel: shown(&entries[0].path.display().to_string()),
+                    source: io::Error::other("a thread checking the files stopped"),
+                })
+            });
+            if first.is_ok() {
+                first = result;
+            }
+        }
+        first
+    })
+}
+
+/// At most this many threads check a tree's files; fewer files than
+/// [`CHECK_PARALLEL_FROM`] are checked on the calling thread.
+const CHECK_THREADS: usize = 8;
+const CHECK_PARALLEL_FROM: usize = 2048;
+
+fn check_files(entries: &[Entry], files: &[&Entry]) -> Result<(), TarError> {
     let mut opener = opener_of(entries)?;
-    for e in entries {
-        let EntryKind::File { .. } = e.kind else {
-            continue;
-        };
+    for e in files {
         let rel = || shown(&String::from_utf8_lossy(&e.name));
         let (Some(opener), Some(stamp)) = (opener.as_mut(), e.stamp) else {
             return Err(TarError::Changed { rel: rel() });
@@ -631,6 +671,38 @@ mod tests {
         let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
         assert!(check_readable(&entries).is_ok());
         assert!(write(&entries).is_ok());
+    }
+
+    #[test]
+    fn a_large_tree_checked_on_several_threads_names_the_first_failing_file() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(t.path()).unwrap();
+        for d in 0..30 {
+            fs::create_dir(dir.join(format!("d{d:02}"))).unwrap();
+            for f in 0..100 {
+                fs::write(dir.join(format!("d{d:02}/f{f:03}")), "x").unwrap();
+            }
+        }
+        let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
+        for threads in [1, 2, 3, 8] {
+            assert!(check_readable_on(&entries, threads).is_ok(), "{threads}");
+        }
+        // Two files change, in different runs of the split: every split names the first.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(dir.join("d27/f050"), "yy").unwrap();
+        fs::write(dir.join("d12/f007"), "yy").unwrap();
+        for threads in [1, 2, 3, 8] {
+            let e = check_readable_on(&entries, threads).unwrap_err();
+            assert!(matches!(e, TarError::Changed { .. }), "{e}");
+            assert!(e.to_string().contains("d12/f007"), "{threads}: {e}");
+        }
+        // One gone: the error says so, whichever thread met it.
+        let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
+        fs::remove_file(dir.join("d29/f099")).unwrap();
+        for threads in [1, 2] {
+            let e = check_readable_on(&entries, threads).unwrap_err().to_string();
+            assert!(e.contains("d29/f099") && e.contains("disappeared"), "{e}");
+        }
     }
 
     #[test]

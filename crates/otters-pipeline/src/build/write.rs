@@ -22,7 +22,6 @@ use otters_oci::spec::descriptor::{
 use otters_oci::store::layout::{Store, StoreError};
 use otters_oci::Digest;
 use sha2::Digest as _;
-use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
@@ -374,15 +373,32 @@ fn cached(cache: Option<&HashCache>, store: &Store, key: &str) -> Option<(Digest
 /// tar and the gzip format (level of one-block layers, block size, level of the blocks).
 fn tree_key(entries: &[Entry], mtime: u64) -> String {
     use crate::build::pgzip::{BLOCK, BLOCK_LEVEL};
+    use crate::build::tarball::EntryKind;
     let mut h = sha2::Sha256::new();
-    h.update(format!("tar:{mtime}:{GZIP_LEVEL}:{BLOCK}:{BLOCK_LEVEL}\0").as_bytes());
-    let mut text = String::new();
+    // `tree2`: each entry as bytes (its name, a NUL, a kind tag, fixed-width numbers, a
+    // length-prefixed link target), not as formatted text; the old keys are never matched again.
+    h.update(format!("tree2:tar:{mtime}:{GZIP_LEVEL}:{BLOCK}:{BLOCK_LEVEL}\0").as_bytes());
     for e in entries {
         h.update(&e.name);
-        text.clear();
-        let stamp = e.stamp.map(|s| s.key()).unwrap_or_default();
-        let _ = write!(text, "\0{:?}\0{stamp}\0", e.kind);
-        h.update(text.as_bytes());
+        match &e.kind {
+            EntryKind::Dir => h.update([0, b'd']),
+            EntryKind::File { size, exec } => {
+                h.update([0, b'f', u8::from(*exec)]);
+                h.update(size.to_le_bytes());
+            }
+            EntryKind::Symlink(target) => {
+                h.update([0, b'l']);
+                h.update((target.len() as u64).to_le_bytes());
+                h.update(target);
+            }
+        }
+        match &e.stamp {
+            Some(stamp) => {
+                h.update([1]);
+                stamp.feed(&mut h);
+            }
+            None => h.update([0]),
+        }
     }
     format!("tree:{}", hex::encode(h.finalize()))
 }
