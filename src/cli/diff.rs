@@ -10,7 +10,7 @@ use super::{fail, render, CliResult};
 use crate::view::diff as view;
 use miette::miette;
 use otters_cli::diff::{DiffArgs, DiffFormat, FailOn};
-use otters_diff::build::{build_dir, BuildDirError, Built, How};
+use otters_diff::build::{build_dir, BuildDirError, Built, How, Pins};
 use otters_diff::chain::follow;
 use otters_diff::change::at_or_above;
 use otters_diff::sbom::Open;
@@ -77,8 +77,13 @@ fn side(
     match Given::of(reference) {
         Given::Path => {
             let how = How {
-                offline: a.offline,
-                locked: a.locked,
+                pins: if a.offline {
+                    Pins::Offline
+                } else if a.locked {
+                    Pins::Locked
+                } else {
+                    Pins::Resolve
+                },
                 allow_unpinned: a.allow_unpinned,
                 platform: a.platform.clone(),
                 insecure: a.place.insecure,

@@ -311,14 +311,28 @@ fn an_offline_diff_of_a_tree_from_a_parent_takes_the_parent_from_the_users_store
         &pctx.join("Agentfile"),
         "FROM scratch\nNAME parent\nMODEL openai/gpt-4o\nCONTEXT SOUL \"be brief\"\n",
     );
-    env.ok(&["build", "-q", "--push", "-t", &parent, pctx.to_str().unwrap()]);
+    env.ok(&[
+        "build",
+        "-q",
+        "--push",
+        "-t",
+        &parent,
+        pctx.to_str().unwrap(),
+    ]);
     let child = env.dir.path().join("child");
     crate::support::write(
         &child.join("Agentfile"),
         format!("FROM {parent}\nNAME child\nLABEL team=ops\n"),
     );
     let prod = format!("{a}/agents/child:prod");
-    env.ok(&["build", "-q", "--push", "-t", &prod, child.to_str().unwrap()]);
+    env.ok(&[
+        "build",
+        "-q",
+        "--push",
+        "-t",
+        &prod,
+        child.to_str().unwrap(),
+    ]);
     assert!(child.join("Agentfile.lock").is_file());
     let tree = child.to_str().unwrap();
 
@@ -352,14 +366,28 @@ fn a_locked_diff_builds_the_tree_against_the_registry_and_refuses_a_stale_lock()
         format!("FROM scratch\nNAME parent\nMODEL openai/gpt-4o\nCONTEXT SOUL \"{soul}\"\n")
     };
     crate::support::write(&pctx.join("Agentfile"), parent_text("be brief"));
-    env.ok(&["build", "-q", "--push", "-t", &parent, pctx.to_str().unwrap()]);
+    env.ok(&[
+        "build",
+        "-q",
+        "--push",
+        "-t",
+        &parent,
+        pctx.to_str().unwrap(),
+    ]);
     let child = env.dir.path().join("child");
     crate::support::write(
         &child.join("Agentfile"),
         format!("FROM {parent}\nNAME child\n"),
     );
     let prod = format!("{a}/agents/child:prod");
-    env.ok(&["build", "-q", "--push", "-t", &prod, child.to_str().unwrap()]);
+    env.ok(&[
+        "build",
+        "-q",
+        "--push",
+        "-t",
+        &prod,
+        child.to_str().unwrap(),
+    ]);
     let tree = child.to_str().unwrap();
 
     let fresh = Env::new();
@@ -367,9 +395,19 @@ fn a_locked_diff_builds_the_tree_against_the_registry_and_refuses_a_stale_lock()
     assert_eq!(json(&out)["identical"], true, "{out}");
     // The parent's tag moves: the lock no longer says what resolving gives.
     crate::support::write(&pctx.join("Agentfile"), parent_text("be thorough"));
-    env.ok(&["build", "-q", "--push", "-t", &parent, pctx.to_str().unwrap()]);
+    env.ok(&[
+        "build",
+        "-q",
+        "--push",
+        "-t",
+        &parent,
+        pctx.to_str().unwrap(),
+    ]);
     let err = fresh.fails(&["diff", &prod, tree, "--locked"]);
     assert!(err.contains("AF406"), "{err}");
     let err = fresh.fails(&["diff", &prod, tree, "--locked", "--offline"]);
-    assert!(err.contains("--offline") && err.contains("--locked"), "{err}");
+    assert!(
+        err.contains("--offline") && err.contains("--locked"),
+        "{err}"
+    );
 }

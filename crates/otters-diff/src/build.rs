@@ -24,12 +24,23 @@ pub struct Built {
 /// How an Agentfile directory is built, as `otters build` takes it.
 #[derive(Clone, Debug, Default)]
 pub struct How {
-    pub offline: bool,
-    /// Fail (AF406) when resolving would change `Agentfile.lock`, as `otters build --locked`.
-    pub locked: bool,
+    pub pins: Pins,
     pub allow_unpinned: bool,
     pub platform: Option<String>,
     pub insecure: bool,
+}
+
+/// Where a directory's pins come from, as `otters build` takes them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pins {
+    /// Resolved against the registries; new pins are recorded in `Agentfile.lock`.
+    #[default]
+    Resolve,
+    /// Resolved against the registries, failing (AF406) where that would change
+    /// `Agentfile.lock`, as `otters build --locked`.
+    Locked,
+    /// Every pin from `Agentfile.lock`; no registry is contacted, as `otters build --offline`.
+    Offline,
 }
 
 /// What went wrong making the temporary store, or the build itself.
@@ -71,8 +82,8 @@ pub fn build_dir(
     }
     let opts = BuildOptions {
         tags: vec!["otters-diff/agent:latest".to_owned()],
-        offline: how.offline,
-        locked: how.locked,
+        offline: how.pins == Pins::Offline,
+        locked: how.pins == Pins::Locked,
         allow_unpinned: how.allow_unpinned,
         platform: how.platform.clone(),
         insecure: how.insecure,

@@ -731,7 +731,9 @@ mod tests {
         let entries = walk(&dir, "ctx", "ctx", &Ignore::default()).unwrap();
         fs::remove_file(dir.join("d29/f099")).unwrap();
         for threads in [1, 2] {
-            let e = check_readable_on(&entries, threads).unwrap_err().to_string();
+            let e = check_readable_on(&entries, threads)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("d29/f099") && e.contains("disappeared"), "{e}");
         }
     }
