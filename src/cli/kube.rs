@@ -1,7 +1,7 @@
 //! `otters kube REF`: the Kubernetes objects that run an agent's runnable export (see
 //! docs/kubernetes.md). The YAML goes to stdout, or to `-o FILE`.
 use super::{fail, fail_in, CliResult};
-use otters_cli::kube::{Args, FormatArg};
+use otters_cli::kube::{Args, FormatArg, KindArg};
 use otters_oci::Platform;
 use otters_run::export;
 use otters_run::fetch::RegistryFetcher;
@@ -16,6 +16,7 @@ pub fn run(a: Args) -> CliResult {
         None => export::linux_host(),
     };
     let opts = a.options().map_err(fail)?;
+    refuse_unused_flags(&a)?;
     let base_dir = match (a.format, &a.output) {
         (FormatArg::Kustomize, Some(dir)) => Some(dir.clone()),
         (FormatArg::Kustomize, None) => {
@@ -69,4 +70,40 @@ pub fn run(a: Args) -> CliResult {
         None => out!("{}", made.yaml),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Flags that only one kind or format reads are refused elsewhere rather than silently dropped.
+fn refuse_unused_flags(a: &Args) -> miette::Result<()> {
+    if let Some(n) = a.replicas {
+        if !matches!(a.kind, KindArg::Deployment) {
+            return Err(miette::miette!(
+                help = "pass --kind deployment for several replicas, or leave out --replicas",
+                "--replicas is a Deployment's: a {} runs one pod",
+                kind_name(a.kind)
+            ));
+        }
+        if n < 0 {
+            return Err(miette::miette!(
+                help = "give 0 or more (0 scales the Deployment down to no pod)",
+                "--replicas {n}: a Deployment cannot have fewer than 0 replicas"
+            ));
+        }
+    }
+    if a.force && a.format != FormatArg::Kustomize {
+        return Err(miette::miette!(
+            help = "--force is for --format kustomize -o DIR; -o FILE is replaced as it is",
+            "--force only lets a Kustomize base be written into a directory with other files"
+        ));
+    }
+    Ok(())
+}
+
+fn kind_name(k: KindArg) -> &'static str {
+    match k {
+        KindArg::Pod => "Pod",
+        KindArg::Job => "Job",
+        KindArg::Deployment => "Deployment",
+        KindArg::Sandbox => "Sandbox",
+        KindArg::SandboxTemplate => "SandboxTemplate",
+    }
 }

@@ -205,3 +205,43 @@ fn kube_uid_auto_fixes_no_uid_and_keeps_run_as_non_root() {
     std::fs::write(&file, &yaml).unwrap();
     crate::kube::validate_except(test, &file, &["CKV_K8S_40"]);
 }
+
+/// A flag only one kind or format reads is refused, not silently dropped: `--replicas` on a Pod,
+/// a Job or a Sandbox, a negative `--replicas`, and `--force` without `--format kustomize`.
+/// Nothing is written; a Deployment takes `--replicas 3`.
+#[test]
+fn kube_refuses_flags_its_kind_or_format_would_ignore() {
+    let env = agent("keys:1", KEYS);
+    let image = image();
+    let mut said = String::new();
+    for args in [
+        &["--kind", "pod", "--replicas", "3"][..],
+        &["--kind", "job", "--replicas", "2"],
+        &["--kind", "sandbox", "--replicas", "2"],
+        &["--kind", "deployment", "--replicas=-1"],
+        &["--force"],
+    ] {
+        let all = [
+            &["kube", "keys:1", "--offline", "--image", &image][..],
+            args,
+        ]
+        .concat();
+        let (ok, out, err) = env.run(&all);
+        assert!(!ok && out.is_empty(), "{args:?}: {out}");
+        said.push_str(&format!("$ otters kube keys:1 {}\n{err}\n", args.join(" ")));
+    }
+    snapshot("unused_flags", &said);
+    let (ok, out, err) = env.run(&[
+        "kube",
+        "keys:1",
+        "--offline",
+        "--image",
+        &image,
+        "--kind",
+        "deployment",
+        "--replicas",
+        "3",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("replicas: 3"), "{out}");
+}
