@@ -6,6 +6,7 @@
 //! rebuild. Each output is pinned whole (`snapshots/kube`).
 
 use crate::support::cli::Env;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -228,7 +229,7 @@ fn kube_refuses_flags_its_kind_or_format_would_ignore() {
         .concat();
         let (ok, out, err) = env.run(&all);
         assert!(!ok && out.is_empty(), "{args:?}: {out}");
-        said.push_str(&format!("$ otters kube keys:1 {}\n{err}\n", args.join(" ")));
+        let _ = writeln!(said, "$ otters kube keys:1 {}\n{err}", args.join(" "));
     }
     snapshot("unused_flags", &said);
     let (ok, out, err) = env.run(&[
