@@ -15,7 +15,7 @@ use otters_diff::chain::follow;
 use otters_diff::change::at_or_above;
 use otters_diff::sbom::Open;
 use otters_diff::{Change, Class, Side};
-use otters_oci::Platform;
+use otters_oci::{Platform, Store};
 use otters_run::prepare::Target as Given;
 use std::path::Path;
 use std::process::ExitCode;
@@ -36,9 +36,10 @@ pub fn run(a: DiffArgs) -> CliResult {
 fn compare(a: &DiffArgs) -> CliResult {
     let chosen = platform(a.platform.as_deref())?;
     let wanted = chosen.clone().unwrap_or_else(Platform::host);
-    let open = otters_diff::sbom::opener(open_store()?, a.place.for_read(), a.place.insecure);
-    let (before, _kept_a) = side(&a.a, a, &wanted, &open)?;
-    let (after, _kept_b) = side(&a.b, a, &wanted, &open)?;
+    let store = open_store()?;
+    let open = otters_diff::sbom::opener(store.clone(), a.place.for_read(), a.place.insecure);
+    let (before, _kept_a) = side(&a.a, a, &wanted, &open, &store)?;
+    let (after, _kept_b) = side(&a.b, a, &wanted, &open, &store)?;
     let opts = otters_diff::Options {
         show_values: a.show_values,
     };
@@ -73,6 +74,7 @@ fn side(
     a: &DiffArgs,
     platform: &Platform,
     open: &Open<'_>,
+    store: &Store,
 ) -> miette::Result<(Side, Option<Built>)> {
     match Given::of(reference) {
         Given::Path => {
@@ -89,8 +91,7 @@ fn side(
                 insecure: a.place.insecure,
             };
             // The user's store lends a FROM parent the lock pins; nothing is written to it.
-            let user = open_store().ok();
-            let built = build_dir(Path::new(reference), &how, user.as_ref()).map_err(|e| match e {
+            let built = build_dir(Path::new(reference), &how, store).map_err(|e| match e {
                 BuildDirError::Build(e) => {
                     let kind = build_failure(*e);
                     build_error(kind).wrap_err(format!("cannot build {}", esc(reference)))

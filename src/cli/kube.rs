@@ -1,12 +1,12 @@
 //! `otters kube REF`: the Kubernetes objects that run an agent's runnable export (see
 //! docs/kubernetes.md). The YAML goes to stdout, or to `-o FILE`.
 use super::{fail, fail_in, CliResult};
-use otters_cli::kube::{Args, FormatArg, KindArg};
+use otters_cli::kube::{Args, FormatArg};
 use otters_oci::Platform;
 use otters_run::export;
 use otters_run::fetch::RegistryFetcher;
 use otters_run::kube::agent::{agent_objects, Fetch};
-use otters_run::kube::{kustomize, Warning};
+use otters_run::kube::{kustomize, Kind, Warning};
 use otters_run::prepare::Pull;
 use std::process::ExitCode;
 
@@ -16,7 +16,7 @@ pub fn run(a: Args) -> CliResult {
         None => export::linux_host(),
     };
     let opts = a.options().map_err(fail)?;
-    refuse_unused_flags(&a)?;
+    refuse_unused_flags(&a, opts.kind)?;
     let base_dir = match (a.format, &a.output) {
         (FormatArg::Kustomize, Some(dir)) => Some(dir.clone()),
         (FormatArg::Kustomize, None) => {
@@ -73,13 +73,13 @@ pub fn run(a: Args) -> CliResult {
 }
 
 /// Flags that only one kind or format reads are refused elsewhere rather than silently dropped.
-fn refuse_unused_flags(a: &Args) -> miette::Result<()> {
+fn refuse_unused_flags(a: &Args, kind: Kind) -> miette::Result<()> {
     if let Some(n) = a.replicas {
-        if !matches!(a.kind, KindArg::Deployment) {
+        if kind != Kind::Deployment {
             return Err(miette::miette!(
                 help = "pass --kind deployment for several replicas, or leave out --replicas",
                 "--replicas is a Deployment's: a {} runs one pod",
-                kind_name(a.kind)
+                kind.api_kind()
             ));
         }
         if n < 0 {
@@ -96,14 +96,4 @@ fn refuse_unused_flags(a: &Args) -> miette::Result<()> {
         ));
     }
     Ok(())
-}
-
-fn kind_name(k: KindArg) -> &'static str {
-    match k {
-        KindArg::Pod => "Pod",
-        KindArg::Job => "Job",
-        KindArg::Deployment => "Deployment",
-        KindArg::Sandbox => "Sandbox",
-        KindArg::SandboxTemplate => "SandboxTemplate",
-    }
 }

@@ -296,6 +296,17 @@ fn a_re_pinned_ancestor_is_named_by_its_level_in_the_flattened_chain() {
     t.assert("diff", "chain");
 }
 
+/// Writes `text` as the Agentfile in `ctx`, then builds it and pushes it as `tag`.
+fn build_push(env: &Env, ctx: &std::path::Path, text: &str, tag: &str) {
+    crate::support::write(&ctx.join("Agentfile"), text);
+    env.ok(&["build", "-q", "--push", "-t", tag, ctx.to_str().unwrap()]);
+}
+
+/// A parent agent whose SOUL says `soul`.
+fn parent_text(soul: &str) -> String {
+    format!("FROM scratch\nNAME parent\nMODEL openai/gpt-4o\nCONTEXT SOUL \"{soul}\"\n")
+}
+
 /// A pull request's working tree `FROM` a parent, diffed `--offline`: the parent its
 /// `Agentfile.lock` pins is lent by the user's store (which `build --push` filled), so the diff
 /// builds with no registry at all; from a fresh home (no parent anywhere offline) it fails with
@@ -307,32 +318,11 @@ fn an_offline_diff_of_a_tree_from_a_parent_takes_the_parent_from_the_users_store
     let a = &reg.addr;
     let parent = format!("{a}/agents/parent:1");
     let pctx = env.dir.path().join("parent");
-    crate::support::write(
-        &pctx.join("Agentfile"),
-        "FROM scratch\nNAME parent\nMODEL openai/gpt-4o\nCONTEXT SOUL \"be brief\"\n",
-    );
-    env.ok(&[
-        "build",
-        "-q",
-        "--push",
-        "-t",
-        &parent,
-        pctx.to_str().unwrap(),
-    ]);
+    build_push(&env, &pctx, &parent_text("be brief"), &parent);
     let child = env.dir.path().join("child");
-    crate::support::write(
-        &child.join("Agentfile"),
-        format!("FROM {parent}\nNAME child\nLABEL team=ops\n"),
-    );
     let prod = format!("{a}/agents/child:prod");
-    env.ok(&[
-        "build",
-        "-q",
-        "--push",
-        "-t",
-        &prod,
-        child.to_str().unwrap(),
-    ]);
+    let child_text = format!("FROM {parent}\nNAME child\nLABEL team=ops\n");
+    build_push(&env, &child, &child_text, &prod);
     assert!(child.join("Agentfile.lock").is_file());
     let tree = child.to_str().unwrap();
 
@@ -362,47 +352,17 @@ fn a_locked_diff_builds_the_tree_against_the_registry_and_refuses_a_stale_lock()
     let a = &reg.addr;
     let parent = format!("{a}/agents/parent:1");
     let pctx = env.dir.path().join("parent");
-    let parent_text = |soul: &str| {
-        format!("FROM scratch\nNAME parent\nMODEL openai/gpt-4o\nCONTEXT SOUL \"{soul}\"\n")
-    };
-    crate::support::write(&pctx.join("Agentfile"), parent_text("be brief"));
-    env.ok(&[
-        "build",
-        "-q",
-        "--push",
-        "-t",
-        &parent,
-        pctx.to_str().unwrap(),
-    ]);
+    build_push(&env, &pctx, &parent_text("be brief"), &parent);
     let child = env.dir.path().join("child");
-    crate::support::write(
-        &child.join("Agentfile"),
-        format!("FROM {parent}\nNAME child\n"),
-    );
     let prod = format!("{a}/agents/child:prod");
-    env.ok(&[
-        "build",
-        "-q",
-        "--push",
-        "-t",
-        &prod,
-        child.to_str().unwrap(),
-    ]);
+    build_push(&env, &child, &format!("FROM {parent}\nNAME child\n"), &prod);
     let tree = child.to_str().unwrap();
 
     let fresh = Env::new();
     let out = fresh.ok(&["diff", &prod, tree, "--locked", "--format", "json"]);
     assert_eq!(json(&out)["identical"], true, "{out}");
     // The parent's tag moves: the lock no longer says what resolving gives.
-    crate::support::write(&pctx.join("Agentfile"), parent_text("be thorough"));
-    env.ok(&[
-        "build",
-        "-q",
-        "--push",
-        "-t",
-        &parent,
-        pctx.to_str().unwrap(),
-    ]);
+    build_push(&env, &pctx, &parent_text("be thorough"), &parent);
     let err = fresh.fails(&["diff", &prod, tree, "--locked"]);
     assert!(err.contains("AF406"), "{err}");
     let err = fresh.fails(&["diff", &prod, tree, "--locked", "--offline"]);

@@ -60,11 +60,7 @@ pub enum BuildDirError {
 /// `allow_unpinned` builds a reference that has no pin without a digest. A FROM parent the lock
 /// pins is first brought from `user_store` when it holds it ([`crate::seed`]), so an offline
 /// build finds it there as `otters build --offline` does.
-pub fn build_dir(
-    path: &Path,
-    how: &How,
-    user_store: Option<&Store>,
-) -> Result<Built, BuildDirError> {
+pub fn build_dir(path: &Path, how: &How, user_store: &Store) -> Result<Built, BuildDirError> {
     let failed = |source: std::io::Error| BuildDirError::Store {
         path: path.to_owned(),
         source,
@@ -77,9 +73,7 @@ pub fn build_dir(
         .map_err(|e| failed(std::io::Error::other(e.to_string())))?;
     let (context, agentfile) = otters_pipeline::project::locate(path, None);
     let lock = otters_pipeline::resolve::lock_path_for(&agentfile);
-    if let Some(user) = user_store {
-        crate::seed::parents(user, &store, &lock);
-    }
+    crate::seed::parents(user_store, &store, &lock);
     let opts = BuildOptions {
         tags: vec!["otters-diff/agent:latest".to_owned()],
         offline: how.pins == Pins::Offline,

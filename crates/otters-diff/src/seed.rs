@@ -6,21 +6,19 @@
 //! how many blobs were brought (a hard link where both stores share a file system, a checked copy
 //! elsewhere). Must never: write to the user's store, bring a blob whose bytes do not hash to its
 //! digest, or read an unbounded manifest.
-use otters_oci::spec::descriptor::{Descriptor, ManifestDoc};
+use otters_oci::spec::descriptor::{Descriptor, ManifestDoc, INDEX_V1, MANIFEST_V1};
 use otters_oci::{Digest, Store};
 use otters_pipeline::resolve::{Lockfile, Role};
 use std::io::Read;
 use std::path::Path;
 
-/// The largest manifest or index read while walking what a pin holds.
+/// The largest top manifest or index read to learn what a pin is.
 const MAX_MANIFEST: u64 = 4 << 20;
-/// How deep an index may nest (an index of manifests is one level).
-const MAX_DEPTH: usize = 2;
 
 /// Brings every FROM parent `lock` pins (its index, manifests, configs and layers) that `from`
-/// holds into `to`, and tags it there under the reference the lock records, so the build finds
-/// the parent by the lock's pin as it would in the user's store. Anything missing or unreadable
-/// is left out: the build then reports the parent as it would without this step.
+/// holds whole into `to`, and tags it there under the reference the lock records, so the build
+/// finds the parent by the lock's pin as it would in the user's store. A pin `from` lacks any
+/// part of is left out: the build then reports the parent as it would without this step.
 pub fn parents(from: &Store, to: &Store, lock: &Path) -> usize {
     let mut brought = 0;
     for entry in Lockfile::read_all(lock)
@@ -30,19 +28,26 @@ pub fn parents(from: &Store, to: &Store, lock: &Path) -> usize {
         .filter(|e| e.role == Role::From)
     {
         for d in std::iter::once(&entry.digest).chain(entry.index.as_ref()) {
-            if let Some((desc, n)) = image(from, to, d, 0) {
-                brought += n;
-                let _ = to.tag(&entry.reference, &desc);
+            let Some(root) = descriptor(from, d) else {
+                continue;
+            };
+            // Every blob the pin reaches (the walk `otters save` uses), or none of them.
+            let Ok(blobs) = otters_oci::archive::reachable(from, &root) else {
+                continue;
+            };
+            let moved: Option<Vec<bool>> = blobs.iter().map(|(b, _)| blob(from, to, b)).collect();
+            if let Some(moved) = moved {
+                brought += moved.into_iter().filter(|m| *m).count();
+                let _ = to.tag(&entry.reference, &root);
             }
         }
     }
     brought
 }
 
-/// Brings the manifest or index `d` and everything under it; returns its descriptor and the
-/// number of blobs brought, or `None` when `from` does not hold all of it.
-fn image(from: &Store, to: &Store, d: &Digest, depth: usize) -> Option<(Descriptor, usize)> {
-    if depth > MAX_DEPTH || !from.has_blob(d) {
+/// The descriptor of the manifest or index `d` that `from` holds: its media type read from it.
+fn descriptor(from: &Store, d: &Digest) -> Option<Descriptor> {
+    if !from.has_blob(d) {
         return None;
     }
     let mut bytes = Vec::new();
@@ -55,32 +60,21 @@ fn image(from: &Store, to: &Store, d: &Digest, depth: usize) -> Option<(Descript
         return None;
     }
     let doc = ManifestDoc::parse(&bytes).ok()?;
-    let mut n = 0;
-    for m in &doc.manifests {
-        n += image(from, to, &m.digest, depth + 1).map_or(0, |(_, k)| k);
-    }
-    for b in doc.blobs() {
-        n += usize::from(blob(from, to, &b.digest)?);
-    }
-    n += usize::from(blob(from, to, d)?);
-    let media = doc.media_type.clone().unwrap_or_else(|| {
+    let media = doc.media_type.unwrap_or_else(|| {
         if doc.manifests.is_empty() {
-            otters_oci::spec::descriptor::MANIFEST_V1.into()
+            MANIFEST_V1.into()
         } else {
-            otters_oci::spec::descriptor::INDEX_V1.into()
+            INDEX_V1.into()
         }
     });
-    Some((Descriptor::new(media, d.clone(), bytes.len() as u64), n))
+    Some(Descriptor::new(media, d.clone(), bytes.len() as u64))
 }
 
-/// One blob: `Some(true)` when brought, `Some(false)` when `to` has it already, `None` when
-/// `from` does not hold it or it could not be brought.
+/// One blob: `Some(true)` when brought, `Some(false)` when `to` has it already, `None` when it
+/// could not be brought.
 fn blob(from: &Store, to: &Store, d: &Digest) -> Option<bool> {
     if to.has_blob(d) {
         return Some(false);
-    }
-    if !from.has_blob(d) {
-        return None;
     }
     let target = to.blob_path(d);
     if let Some(dir) = target.parent() {

@@ -16,6 +16,19 @@ pub enum Kind {
     SandboxTemplate,
 }
 
+impl Kind {
+    /// The object's `kind` as Kubernetes names it.
+    pub fn api_kind(self) -> &'static str {
+        match self {
+            Kind::Pod => "Pod",
+            Kind::Job => "Job",
+            Kind::Deployment => "Deployment",
+            Kind::Sandbox => "Sandbox",
+            Kind::SandboxTemplate => "SandboxTemplate",
+        }
+    }
+}
+
 /// Who picks the user the pod runs as.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Uid {

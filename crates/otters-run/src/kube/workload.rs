@@ -21,18 +21,16 @@ pub(super) fn workload(
             .with("metadata", template_metadata.clone())
             .with("spec", pod.clone())
     };
-    let (api, kind, spec) = match opts.kind {
-        Kind::Pod => ("v1", "Pod", pod.clone()),
+    let (api, spec) = match opts.kind {
+        Kind::Pod => ("v1", pod.clone()),
         Kind::Job => (
             "batch/v1",
-            "Job",
             Node::map()
                 .with("backoffLimit", 0i64)
                 .with("template", template()),
         ),
         Kind::Deployment => (
             "apps/v1",
-            "Deployment",
             Node::map()
                 .with("replicas", opts.replicas.unwrap_or(1))
                 .with(
@@ -46,7 +44,6 @@ pub(super) fn workload(
         ),
         Kind::Sandbox => (
             "agents.x-k8s.io/v1beta1",
-            "Sandbox",
             Node::map().with("podTemplate", template()),
         ),
         Kind::SandboxTemplate => {
@@ -54,16 +51,12 @@ pub(super) fn workload(
             if let Some(policy) = template_network_policy(egress) {
                 spec.push("networkPolicy", policy);
             }
-            (
-                "extensions.agents.x-k8s.io/v1beta1",
-                "SandboxTemplate",
-                spec,
-            )
+            ("extensions.agents.x-k8s.io/v1beta1", spec)
         }
     };
     Node::map()
         .with("apiVersion", api)
-        .with("kind", kind)
+        .with("kind", opts.kind.api_kind())
         .with("metadata", metadata)
         .with("spec", spec)
 }
